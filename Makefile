@@ -1,0 +1,37 @@
+# The two commands: `make demo` and `make test`. Both create (or refresh) .venv from requirements.lock.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint unit lock clean bench
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tracevals demo --out demo-out
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
+test: lint unit
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+# Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
+lock:
+	uv pip compile pyproject.toml --extra dev --universal --python-version 3.10 --generate-hashes -o requirements.lock
+
+clean:
+	rm -rf $(VENV) demo-out build *.egg-info

@@ -1,0 +1,72 @@
+"""The one Parquet writer behind both the embedded default and the collector.
+
+Rows are grouped by the UTC date and hour of their start time and written to
+`LAKE/spans/date=YYYY-MM-DD/hour=HH/part-<time>-<uuid>.parquet`. Each file is written under a
+hidden temporary name, fsynced, then renamed into place, so a reader never sees a partial file and a
+crash leaves at worst a `.tmp` file that no reader's glob matches.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR
+
+
+def _partition(start_time_ns: int) -> tuple[str, str]:
+    t = time.gmtime(start_time_ns / 1e9)
+    return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
+
+
+def write_table_atomically(table: pa.Table, directory: Path, compression: str = "zstd") -> Path:
+    """Write `table` as a new Parquet file in `directory`: temp file, fsync, rename, fsync dir."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+    tmp = directory / f".{stem}.parquet.tmp"
+    final = directory / f"{stem}.parquet"
+    pq.write_table(table, tmp, compression=compression)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return final
+
+
+class LakeWriter:
+    """Writes span rows (dicts with the columns of `SPAN_SCHEMA`) into a lake directory."""
+
+    def __init__(self, lake: str | os.PathLike[str], compression: str = "zstd") -> None:
+        self.lake = Path(lake)
+        self.compression = compression
+        self._lock = threading.Lock()
+        self.files_written = 0
+        self.rows_written = 0
+
+    def write_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
+        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+        for row in rows:
+            start = row["start_time"]
+            groups[_partition(int(start))].append(row)
+        written: list[Path] = []
+        with self._lock:
+            for (date, hour), group in sorted(groups.items()):
+                table = pa.Table.from_pylist(list(group), schema=SPAN_SCHEMA)
+                directory = self.lake / SPANS_DIR / f"date={date}" / f"hour={hour}"
+                written.append(write_table_atomically(table, directory, self.compression))
+                self.files_written += 1
+                self.rows_written += len(group)
+        return written

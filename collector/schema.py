@@ -1,0 +1,67 @@
+"""The lake's span table: one row per span, lossless, plus canonical columns from the normalizer.
+
+Attribute maps (span, resource, event and link attributes) are stored as JSON text with their
+values' types kept (string, int, float, bool, arrays, maps): every engine can read JSON, and DuckDB
+queries it with `->>` / `json_extract`. Canonical columns are derived, never the only copy.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+LAKE_FORMAT_VERSION = 1
+SPANS_DIR = "spans"
+SCORES_DIR = "scores"
+
+_TS = pa.timestamp("ns", tz="UTC")
+
+# Columns copied from the span as it was received.
+RAW_FIELDS = [
+    pa.field("trace_id", pa.string(), nullable=False),  # 32 lowercase hex digits
+    pa.field("span_id", pa.string(), nullable=False),  # 16 lowercase hex digits
+    pa.field("parent_span_id", pa.string()),
+    pa.field("name", pa.string(), nullable=False),
+    pa.field("span_kind", pa.string()),  # internal | server | client | producer | consumer
+    pa.field("start_time", _TS, nullable=False),
+    pa.field("end_time", _TS),
+    pa.field("duration_ms", pa.float64()),
+    pa.field("status_code", pa.string()),  # unset | ok | error
+    pa.field("status_message", pa.string()),
+    pa.field("attributes", pa.string()),  # JSON object
+    pa.field("resource_attributes", pa.string()),  # JSON object
+    pa.field("scope_name", pa.string()),
+    pa.field("scope_version", pa.string()),
+    pa.field("events", pa.string()),  # JSON array of {name, time_unix_nano, attributes}
+    pa.field("links", pa.string()),  # JSON array of {trace_id, span_id, attributes}
+    pa.field("service_name", pa.string()),
+]
+
+# Canonical columns, filled by `tracevals.collector.normalize` (see its NORMALIZER_VERSION).
+CANONICAL_FIELDS = [
+    pa.field("dialect", pa.string()),  # genai | genai_legacy | openinference | openllmetry | none
+    pa.field("normalizer_version", pa.int32()),
+    pa.field("kind", pa.string()),  # llm | tool | agent | chain | handoff | session_end | other
+    pa.field("operation", pa.string()),
+    pa.field("session_id", pa.string()),
+    pa.field("agent_name", pa.string()),
+    pa.field("provider", pa.string()),
+    pa.field("model", pa.string()),
+    pa.field("input_tokens", pa.int64()),
+    pa.field("output_tokens", pa.int64()),
+    pa.field("tool_name", pa.string()),
+    pa.field("tool_call_id", pa.string()),
+    pa.field("tool_args", pa.string()),  # JSON text when captured
+    pa.field("tool_result", pa.string()),
+    pa.field("tool_effect", pa.string()),  # read | write | irreversible
+    pa.field("tool_args_hash", pa.string()),
+    pa.field("error_type", pa.string()),
+    pa.field("run_id", pa.string()),
+    pa.field("task_id", pa.string()),
+    pa.field("attempt", pa.int64()),
+    pa.field("variant", pa.string()),
+]
+
+SPAN_SCHEMA = pa.schema(
+    RAW_FIELDS + CANONICAL_FIELDS,
+    metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
+)

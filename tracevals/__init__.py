@@ -1,0 +1,44 @@
+"""tracevals: does your AI agent do its job again, not once?
+
+The public API an agent uses (see docs/instrumentation.md):
+
+>>> import tracevals
+>>> telemetry = tracevals.instrument(lake="lake")
+>>> @tracevals.tool(effect="irreversible")
+... def delete_order(order_id: str) -> dict: ...
+>>> with tracevals.session("s-1"), tracevals.agent("support"):
+...     ...
+"""
+
+from tracevals.context import AttemptContext
+from tracevals.instrumentation import (
+    Telemetry,
+    ToolError,
+    ToolSet,
+    agent,
+    end_session,
+    handoff,
+    instrument,
+    session,
+    tool,
+    tool_call_id,
+    wrap_tools,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttemptContext",
+    "Telemetry",
+    "ToolError",
+    "ToolSet",
+    "__version__",
+    "agent",
+    "end_session",
+    "handoff",
+    "instrument",
+    "session",
+    "tool",
+    "tool_call_id",
+    "wrap_tools",
+]

@@ -1,0 +1,49 @@
+"""Every span attribute that tracevals itself defines, as documented constants.
+
+The GenAI keys tracevals emits come from the OpenTelemetry GenAI semantic conventions; the keys below
+are tracevals' own, for what those conventions do not cover (runs, attempts, effects, hand-overs).
+`docs/attributes.md` lists each one with its meaning; keep the two in step.
+"""
+
+from __future__ import annotations
+
+# --- harness: set on the root span of every attempt -------------------------------------------
+RUN_ID = "tracevals.run.id"
+TASK_ID = "tracevals.task.id"
+ATTEMPT = "tracevals.attempt"
+VARIANT = "tracevals.variant"
+COMMIT = "tracevals.commit"
+LOCK_HASH = "tracevals.lock_hash"
+SEED = "tracevals.seed"
+ATTEMPT_OUTPUT = "tracevals.attempt.output"
+ATTEMPT_ERROR = "tracevals.attempt.error"
+
+# --- tools --------------------------------------------------------------------------------------
+TOOL_EFFECT = "tracevals.tool.effect"  # read | write | irreversible
+RETRY_AFTER_MS = "tracevals.retry_after_ms"  # the wait a failed tool asked for (429 / Retry-After)
+RETRYABLE = "tracevals.retryable"  # whether the failure may be retried
+IDEMPOTENCY_KEY = "tracevals.idempotency_key"
+RETRY_ATTEMPT = "tracevals.retry.attempt"
+TOOL_ARGS_HASH = "tracevals.tool.args_hash"  # sha256 prefix of the canonical arguments (not content)
+
+# --- model calls --------------------------------------------------------------------------------
+# The ids and names of the tool calls a model response asked for. Not message content (ids and tool
+# names only), so always recorded; they link each execute_tool span to the request that caused it.
+REQUESTED_TOOL_CALL_IDS = "tracevals.tool_calls.ids"
+REQUESTED_TOOL_CALL_NAMES = "tracevals.tool_calls.names"
+
+# --- sessions and hand-overs --------------------------------------------------------------------
+SESSION_END = "tracevals.session.end"  # true on the span that closes a session explicitly
+HANDOFF_REASON = "tracevals.handoff.reason"
+HANDOFF_COMPLETED = "tracevals.handoff.completed"
+HANDOFF_PENDING = "tracevals.handoff.pending"
+HANDOFF_CANDIDATES = "tracevals.handoff.candidates"
+
+# --- replay and injection (set by the harness) ----------------------------------------------------
+REPLAY = "tracevals.replay"  # live | record | replay
+INJECTION_KIND = "tracevals.injection.kind"  # fault | prompt
+INJECTION_TYPE = "tracevals.injection.type"
+INJECTION_ID = "tracevals.injection.id"
+INJECTION_GOAL = "tracevals.injection.goal"
+
+TOOL_EFFECTS = ("read", "write", "irreversible")
