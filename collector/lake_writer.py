@@ -14,6 +14,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ import pyarrow.parquet as pq
 from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR
 
 
-def _partition(start_time_ns: int) -> tuple[str, str]:
-    t = time.gmtime(start_time_ns / 1e9)
+def _partition(start_time: int | datetime) -> tuple[str, str]:
+    seconds = start_time.timestamp() if isinstance(start_time, datetime) else int(start_time) / 1e9
+    t = time.gmtime(seconds)
     return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
 
 
@@ -59,8 +61,7 @@ class LakeWriter:
     def write_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
         for row in rows:
-            start = row["start_time"]
-            groups[_partition(int(start))].append(row)
+            groups[_partition(row["start_time"])].append(row)
         written: list[Path] = []
         with self._lock:
             for (date, hour), group in sorted(groups.items()):

@@ -107,18 +107,32 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
             _first(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model")
         ),
         "input_tokens": _int(
-            _first(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
-                   "llm.usage.prompt_tokens")
+            _first(
+                attrs,
+                "gen_ai.usage.input_tokens",
+                "gen_ai.usage.prompt_tokens",
+                "llm.token_count.prompt",
+                "llm.usage.prompt_tokens",
+            )
         ),
         "output_tokens": _int(
-            _first(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
-                   "llm.token_count.completion", "llm.usage.completion_tokens")
+            _first(
+                attrs,
+                "gen_ai.usage.output_tokens",
+                "gen_ai.usage.completion_tokens",
+                "llm.token_count.completion",
+                "llm.usage.completion_tokens",
+            )
         ),
         "tool_name": _text(tool_name),
         "tool_call_id": _text(_first(attrs, "gen_ai.tool.call.id", "tool_call.id", "tool.call.id")),
         "tool_args": _text(
-            _first(attrs, "gen_ai.tool.call.arguments", "tool.parameters",
-                   *(("input.value", "traceloop.entity.input") if is_tool else ()))
+            _first(
+                attrs,
+                "gen_ai.tool.call.arguments",
+                "tool.parameters",
+                *(("input.value", "traceloop.entity.input") if is_tool else ()),
+            )
         ),
         "tool_result": _text(
             _first(attrs, "gen_ai.tool.call.result", *(("output.value", "traceloop.entity.output") if is_tool else ()))

@@ -65,3 +65,23 @@ SPAN_SCHEMA = pa.schema(
     RAW_FIELDS + CANONICAL_FIELDS,
     metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
 )
+
+# One row per (target, evaluator): written by `tracevals.scoring` to LAKE/scores/.
+SCORE_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("run_id", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("attempt", pa.int64()),
+        pa.field("variant", pa.string()),
+        pa.field("evaluator", pa.string(), nullable=False),
+        pa.field("evaluator_version", pa.int32()),
+        pa.field("passed", pa.bool_()),
+        pa.field("score", pa.float64()),
+        pa.field("reason", pa.string()),
+        pa.field("details", pa.string()),  # JSON object
+        pa.field("scored_at", _TS),
+    ],
+    metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
+)

@@ -1,0 +1,28 @@
+"""Shared fixtures: a lake in a temporary directory with tracevals' instrumentation writing to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tracevals
+from tracevals.instrumentation.content import set_capture
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    path = tmp_path / "lake"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def telemetry(lake: Path) -> Iterator[tracevals.Telemetry]:
+    """Spans of the test go straight (no batching) into `lake`; content capture off by default."""
+    set_capture(False)
+    t = tracevals.instrument(lake=lake, batch=False, capture_content=False)
+    yield t
+    t.shutdown()
+    set_capture(None)

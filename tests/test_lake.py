@@ -1,0 +1,121 @@
+"""The embedded lake: tool spans written through the real SDK, read back by DuckDB and the views."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import tracevals
+from tracevals.collector.lake_writer import LakeWriter
+from tracevals.instrumentation.content import set_capture
+from tracevals.queries import LakeError, open_lake
+
+
+@tracevals.tool(effect="write")
+def send_message(customer_id: str, text: str, idempotency_key: str | None = None) -> dict[str, bool]:
+    return {"ok": True}
+
+
+@tracevals.tool(effect="irreversible")
+def delete_order(order_id: str) -> dict[str, bool]:
+    raise tracevals.ToolError("order is locked", error_type="conflict", status_code=409)
+
+
+def test_tool_spans_land_in_hive_partitioned_parquet(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    with tracevals.session("sess-1"), tracevals.agent("support"):
+        send_message(customer_id="cus_001", text="hello", idempotency_key="k1")
+        with pytest.raises(tracevals.ToolError):
+            delete_order(order_id="ord_1")
+    telemetry.force_flush()
+
+    files = list((lake / "spans").rglob("*.parquet"))
+    assert files and all(f.parent.name.startswith("hour=") and f.parent.parent.name.startswith("date=") for f in files)
+    assert not list(lake.rglob("*.tmp"))
+    # duckdb alone reads the files (no tracevals code involved)
+    rows = duckdb.sql(
+        f"select name, kind, session_id, tool_name, tool_effect, error_type "
+        f"from read_parquet('{lake}/spans/**/*.parquet', hive_partitioning = true) order by start_time"
+    ).fetchall()
+    assert rows == [
+        ("invoke_agent support", "agent", "sess-1", None, None, None),
+        ("execute_tool send_message", "tool", "sess-1", "send_message", "write", None),
+        ("execute_tool delete_order", "tool", "sess-1", "delete_order", "irreversible", "conflict"),
+    ]
+
+
+def test_views_rebuild_tool_calls_in_order(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    with tracevals.session("sess-2"), tracevals.agent("support"):
+        send_message(customer_id="cus_001", text="a", idempotency_key="k1")
+        with pytest.raises(tracevals.ToolError):
+            delete_order(order_id="ord_1")
+        send_message(customer_id="cus_001", text="b")
+    telemetry.force_flush()
+    con = open_lake(lake)
+    calls = con.execute(
+        "select call_index, tool_name, error_type, idempotency_key from tool_calls order by 1"
+    ).fetchall()
+    assert calls == [
+        (1, "send_message", None, "k1"),
+        (2, "delete_order", "conflict", None),
+        (3, "send_message", None, None),
+    ]
+    (tools,) = con.execute("select tools from trajectories").fetchone() or (None,)
+    assert tools == ["send_message", "delete_order", "send_message"]
+
+
+def test_duplicate_spans_from_retries_collapse(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    with tracevals.session("sess-3"):
+        send_message(customer_id="cus_001", text="x")
+    telemetry.force_flush()
+    # A client retried an export: the same span arrives a second time, in another file.
+    (first,) = list((lake / "spans").rglob("*.parquet"))
+    table = pq.read_table(first)
+    for column in ("start_time", "end_time"):  # nanoseconds as integers, as the writer takes them
+        table = table.set_column(table.schema.get_field_index(column), column, table[column].cast("int64"))
+    LakeWriter(lake).write_rows(table.to_pylist())
+    con = open_lake(lake)
+    assert con.execute("select count(*) from raw_spans").fetchone() == (2,)
+    assert con.execute("select count(*) from spans").fetchone() == (1,)
+    assert con.execute("select count(*) from tool_calls").fetchone() == (1,)
+
+
+def test_content_is_opt_in(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    with tracevals.session("sess-4"):
+        send_message(customer_id="cus_001", text="SECRET-MESSAGE-TEXT")
+    telemetry.force_flush()
+    blobs = b"".join(f.read_bytes() for f in lake.rglob("*.parquet"))
+    # zstd-compressed pages could hide the text from a byte grep, so check the decoded rows too
+    con = open_lake(lake)
+    row = con.execute(
+        "select t.tool_args, s.attributes from tool_calls t join spans s on s.span_id = t.span_id"
+    ).fetchone()
+    assert row is not None
+    args, attrs = row
+    assert args is None and "SECRET-MESSAGE-TEXT" not in str(attrs) and b"SECRET-MESSAGE-TEXT" not in blobs
+    assert "tracevals.tool.args_hash" in json.loads(str(attrs))
+
+    set_capture(True)
+    try:
+        with tracevals.session("sess-5"):
+            send_message(customer_id="cus_001", text="visible when opted in")
+    finally:
+        set_capture(False)
+    telemetry.force_flush()
+    con = open_lake(lake)
+    captured = con.execute("select tool_args from tool_calls where session_id = 'sess-5'").fetchone()
+    assert captured is not None and json.loads(captured[0])["text"] == "visible when opted in"
+
+
+def test_empty_lake_has_every_view(lake: Path) -> None:
+    con = open_lake(lake)
+    for view in ("spans", "tool_calls", "trajectories", "runs", "scores", "steps", "model_calls", "handoffs"):
+        assert con.execute(f"select count(*) from {view}").fetchone() == (0,)
+
+
+def test_missing_lake_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(LakeError, match="is not a directory"):
+        open_lake(tmp_path / "nope")

@@ -1,0 +1,178 @@
+"""`tracevals demo`: the whole pipeline on the embedded default, against a simulated model.
+
+Two variants (baseline and candidate: two behaviour profiles of the simulated model) run the bundled
+20 order-support cases k times each through the reference agent; spans land in DIR/lake; the views
+rebuild the trajectories; the evaluators score them; the statistics compare the variants.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tracevals.cli.output import format_option, print_rows
+from tracevals.harness import commit_hash, lock_hash, run_cases
+from tracevals.instrumentation import instrument
+from tracevals.queries import open_lake
+from tracevals.scoring import load_trajectories, write_scores
+from tracevals.tasks import load_cases
+
+VARIANTS = ("baseline", "candidate")
+
+
+def bundled_tasks() -> Path:
+    return Path(str(resources.files("tracevals.demo").joinpath("tasks.jsonl")))
+
+
+@click.command()
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="demo-out",
+    show_default=True,
+    help="Where the lake and the reports go.",
+)
+@click.option("-k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="Attempts per case.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the simulated model.")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=8, show_default=True, help="Attempts in flight at once."
+)
+@format_option()
+def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
+    """Run the bundled order-support cases k times for two variants and compare them.
+
+    \b
+    Examples:
+      tracevals demo                       # 20 cases x 5 attempts x 2 variants
+      tracevals demo -k 10 --seed 7 --out /tmp/demo
+      tracevals demo --format json         # the summary as JSON
+    """
+    from tracevals.demo.agent import order_support_agent
+    from tracevals.evaluators import evaluate_all
+    from tracevals.outcomes import outcomes
+    from tracevals.report import summary_rows, write_csv, write_json, write_markdown
+    from tracevals.simulator import SimulatedModelServer
+    from tracevals.stats import compare, summarize
+
+    console = Console(stderr=True)
+    out = Path(out_dir)
+    lake = out / "lake"
+    lake.mkdir(parents=True, exist_ok=True)
+    cases = load_cases(bundled_tasks())
+    run_id = f"demo-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-s{seed}"
+    models = {v: f"order-support-{v}" for v in VARIANTS}
+
+    started = time.perf_counter()
+    with SimulatedModelServer() as server:
+        telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
+        try:
+            with Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            ) as progress:
+                for variant in VARIANTS:
+                    bar = progress.add_task(f"{variant:>9}", total=len(cases) * k)
+                    run_cases(
+                        order_support_agent,
+                        cases,
+                        k=k,
+                        run_id=run_id,
+                        variant=variant,
+                        seed=seed,
+                        concurrency=concurrency,
+                        settings={"base_url": server.base_url, "model": models[variant]},
+                        case_settings=lambda case: {"faults": case.raw.get("faults", [])},
+                        on_done=lambda _result, bar=bar: progress.advance(bar),
+                    )
+        finally:
+            telemetry.shutdown()
+    run_seconds = time.perf_counter() - started
+
+    con = open_lake(lake)
+    trajectories = load_trajectories(con, where=f"run_id = '{run_id}'")
+    scores = evaluate_all(trajectories, {c.case_id: c for c in cases})
+    write_scores(lake, scores)
+    results = outcomes(trajectories, scores, models=models)
+    summaries = summarize(results, k=k)
+    comparison = compare(summaries["baseline"], summaries["candidate"])
+    meta: dict[str, Any] = {
+        "run_id": run_id,
+        "commit": commit_hash(),
+        "lock_hash": lock_hash(),
+        "seed": seed,
+        "k": k,
+        "cases": len(cases),
+        "sample_fraction": 1.0,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
+    paths = {
+        "csv": write_csv(out / "report.csv", summaries),
+        "markdown": write_markdown(out / "report.md", summaries, comparison, meta),
+        "json": write_json(out / "report.json", summaries, comparison, meta),
+    }
+
+    rows = summary_rows(summaries)
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "variants": rows,
+                    "regressions": [
+                        {
+                            "task_id": d.task_id,
+                            "baseline_rate": d.baseline_rate,
+                            "candidate_rate": d.candidate_rate,
+                            "delta": d.delta,
+                        }
+                        for d in comparison.regressions
+                    ],
+                    "significance": comparison.statement,
+                    "lake": str(lake),
+                    "reports": {name: str(p) for name, p in paths.items()},
+                },
+                default=str,
+            )
+        )
+        return
+    columns = ["variant", "runs", "pass@1", "wilson 95%", "pass^k", "worst task", "handoffs", "first-pass"]
+    table = [
+        [
+            s.variant,
+            s.runs,
+            f"{s.pass_at_1:.3f}",
+            f"[{s.wilson[0]:.3f}, {s.wilson[1]:.3f}]",
+            f"{s.pass_hat_k_headline:.3f} (k={s.k})",
+            f"{s.worst_task.task_id} {s.worst_task.c}/{s.worst_task.n}" if s.worst_task else "-",
+            s.handoffs,
+            f"{s.first_success_rate:.3f}",
+        ]
+        for s in summaries.values()
+    ]
+    if fmt == "csv":
+        print_rows([r for r in rows[0]] if rows else [], [list(r.values()) for r in rows], "csv")
+        return
+    print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts per variant")
+    regress = [
+        [d.task_id, f"{d.baseline_c}/{d.baseline_n}", f"{d.candidate_c}/{d.candidate_n}", f"{d.delta:+.2f}"]
+        for d in comparison.regressions
+    ]
+    if regress:
+        print_rows(["task", "baseline", "candidate", "delta"], regress, "table", title="Regressions (worst first)")
+    click.echo(comparison.statement)
+    click.echo(f"\n{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.")
+    click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
+    for name, path in paths.items():
+        click.echo(f"{name + ':':<8} {path}")

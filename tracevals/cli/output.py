@@ -1,0 +1,68 @@
+"""Printing rows as a table, CSV or JSON: the `--format` option every data command has."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "csv", "json")
+
+
+def format_option(default: str = "table") -> Any:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=default,
+        show_default=True,
+        envvar="TRACEVALS_FORMAT",
+        help="Output format.",
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
+    if fmt == "json":
+        objects = [{c: _plain(v) for c, v in zip(columns, row)} for row in rows]
+        click.echo(json.dumps(objects, ensure_ascii=False, default=str))
+    elif fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(
+                ["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row]
+            )
+        click.echo(buffer.getvalue(), nl=False)
+    else:
+        table = Table(title=title, show_lines=False)
+        for c in columns:
+            table.add_column(c, overflow="fold")
+        for row in rows:
+            table.add_row(*["" if v is None else str(_plain(v)) for v in row])
+        Console(file=sys.stdout, width=max(100, Console().width)).print(table)
