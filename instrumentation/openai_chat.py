@@ -148,7 +148,7 @@ async def _async_create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwar
         return response
 
 
-class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class OpenAIInstrumentor(BaseInstrumentor):
     """Traces `client.chat.completions.create` (sync and async) as GenAI `chat` spans."""
 
     def instrumentation_dependencies(self) -> Collection[str]:

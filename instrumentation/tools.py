@@ -172,7 +172,7 @@ def tool(effect: str = "read", name: str | None = None) -> Callable[[F], F]:
     return decorate
 
 
-class tool_call_id:  # noqa: N801 - used like a function: `with tool_call_id("call_1"): ...`
+class tool_call_id:  # lower case: used like a function, `with tool_call_id("call_1"): ...`
     """Tell the next tool span which model tool call (`gen_ai.tool.call.id`) it executes."""
 
     def __init__(self, call_id: str | None) -> None:
@@ -219,7 +219,9 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
                 try:
                     arguments = json.loads(arguments) if arguments.strip() else {}
                 except json.JSONDecodeError as exc:
-                    return self._reject(name, ToolError(f"arguments are not JSON: {exc}", error_type="invalid_arguments"))
+                    return self._reject(
+                        name, ToolError(f"arguments are not JSON: {exc}", error_type="invalid_arguments")
+                    )
             arguments = dict(arguments or {})
             fn = self._tools.get(name)
             if fn is None:

@@ -74,30 +74,30 @@ def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lo
     tracer = trace.get_tracer(_TRACER)
     output: str | None = None
     error: str | None = None
-    with session(ctx.session_id):
-        with tracer.start_as_current_span(f"attempt {case.case_id}", kind=SpanKind.INTERNAL) as root:
-            root.set_attribute(tv.RUN_ID, ctx.run_id)
-            root.set_attribute(tv.TASK_ID, ctx.task_id)
-            root.set_attribute(tv.ATTEMPT, ctx.attempt)
-            root.set_attribute(tv.VARIANT, ctx.variant)
-            root.set_attribute(tv.SEED, ctx.seed)
-            root.set_attribute(tv.COMMIT, commit)
-            root.set_attribute(tv.LOCK_HASH, lock)
-            root.set_attribute(tv.IDEMPOTENCY_KEY, ctx.idempotency_key)
-            try:
-                result = agent(case.input, ctx)
-                if inspect.isawaitable(result):
-                    result = asyncio.run(_await(result))
-                output = "" if result is None else str(result)
-                root.set_attribute(tv.ATTEMPT_OUTPUT, output)
-            except Exception as exc:  # recorded on the span and in the result, never lost
-                error = f"{type(exc).__qualname__}: {exc}"
-                root.set_attribute(tv.ATTEMPT_ERROR, error)
-                root.set_attribute("error.type", type(exc).__qualname__)
-                root.record_exception(exc)
-                root.set_status(Status(StatusCode.ERROR, error[:500]))
-            end_session(ctx.session_id, status="finished" if error is None else "error")
-            trace_id = f"{root.get_span_context().trace_id:032x}"
+    span_name = f"attempt {case.case_id}"
+    with session(ctx.session_id), tracer.start_as_current_span(span_name, kind=SpanKind.INTERNAL) as root:
+        root.set_attribute(tv.RUN_ID, ctx.run_id)
+        root.set_attribute(tv.TASK_ID, ctx.task_id)
+        root.set_attribute(tv.ATTEMPT, ctx.attempt)
+        root.set_attribute(tv.VARIANT, ctx.variant)
+        root.set_attribute(tv.SEED, ctx.seed)
+        root.set_attribute(tv.COMMIT, commit)
+        root.set_attribute(tv.LOCK_HASH, lock)
+        root.set_attribute(tv.IDEMPOTENCY_KEY, ctx.idempotency_key)
+        try:
+            result = agent(case.input, ctx)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_await(result))
+            output = "" if result is None else str(result)
+            root.set_attribute(tv.ATTEMPT_OUTPUT, output)
+        except Exception as exc:  # recorded on the span and in the result, never lost
+            error = f"{type(exc).__qualname__}: {exc}"
+            root.set_attribute(tv.ATTEMPT_ERROR, error)
+            root.set_attribute("error.type", type(exc).__qualname__)
+            root.record_exception(exc)
+            root.set_status(Status(StatusCode.ERROR, error[:500]))
+        end_session(ctx.session_id, status="finished" if error is None else "error")
+        trace_id = f"{root.get_span_context().trace_id:032x}"
     return AttemptResult(context=ctx, output=output, error=error, trace_id=trace_id)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 
 from tracevals.evaluators.model import Score, ToolCall, Trajectory
 from tracevals.stats import Outcome
@@ -23,7 +24,7 @@ DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
 
 def count_retries(calls: Sequence[ToolCall]) -> int:
     retries = 0
-    for previous, current in zip(calls, calls[1:], strict=False):
+    for previous, current in pairwise(calls):
         if previous.failed and current.name == previous.name and current.args == previous.args:
             retries += 1
     return retries

@@ -7,6 +7,7 @@ rebuild the trajectories; the evaluators score them; the statistics compare the 
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from importlib import resources
@@ -15,9 +16,10 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from tracevals.cli.output import format_option, print_rows
+from tracevals.evaluators.model import Case
 from tracevals.harness import commit_hash, lock_hash, run_cases
 from tracevals.instrumentation import instrument
 from tracevals.queries import open_lake
@@ -29,6 +31,15 @@ VARIANTS = ("baseline", "candidate")
 
 def bundled_tasks() -> Path:
     return Path(str(resources.files("tracevals.demo").joinpath("tasks.jsonl")))
+
+
+def _advance(progress: Progress, bar: TaskID, _result: object) -> None:
+    progress.advance(bar)
+
+
+def _case_settings(case: Case) -> dict[str, Any]:
+    """Per-case settings the reference agent reads: the faults its world injects."""
+    return {"faults": case.raw.get("faults", [])}
 
 
 @click.command()
@@ -93,8 +104,8 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
                         seed=seed,
                         concurrency=concurrency,
                         settings={"base_url": server.base_url, "model": models[variant]},
-                        case_settings=lambda case: {"faults": case.raw.get("faults", [])},
-                        on_done=lambda _result, bar=bar: progress.advance(bar),
+                        case_settings=_case_settings,
+                        on_done=functools.partial(_advance, progress, bar),
                     )
         finally:
             telemetry.shutdown()

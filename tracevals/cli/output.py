@@ -48,7 +48,7 @@ def _plain(value: Any) -> Any:
 
 def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
     if fmt == "json":
-        objects = [{c: _plain(v) for c, v in zip(columns, row)} for row in rows]
+        objects = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         click.echo(json.dumps(objects, ensure_ascii=False, default=str))
     elif fmt == "csv":
         buffer = io.StringIO()

@@ -1,0 +1,92 @@
+"""How the arguments of an actual tool call are compared with the arguments a case expects.
+
+Modes (direction stated once, here): `exact` — the same arguments; `ignore` — arguments not compared;
+`superset` — the actual arguments contain every expected key with an equal value (extra actual keys are
+fine); `subset` — every actual key appears among the expected ones with an equal value (keys the agent
+left out are fine). Nested objects are compared the same way, key by key. An override for one tool may
+pick another mode and/or restrict the comparison to some dotted key paths (`"keys": ["filter.status"]`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tracevals.evaluators.model import Case
+
+ARGS_MODES = ("exact", "ignore", "superset", "subset")
+
+ArgsComparator = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""A custom comparison for one tool: `(expected_args, actual_args) -> bool`."""
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class ArgsRule:
+    """How one tool's arguments are compared: a mode, optionally only some dotted key paths."""
+
+    mode: str = "ignore"
+    keys: tuple[str, ...] | None = None
+
+    def matches(self, expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
+        """Whether `actual` satisfies `expected`; expected None accepts anything, actual None (not
+        captured) satisfies nothing that has to be compared."""
+        if expected is None or self.mode == "ignore":
+            return True
+        if actual is None:
+            return False
+        if self.keys is not None:
+            expected, actual = _project(expected, self.keys), _project(actual, self.keys)
+        if self.mode == "exact":
+            return json_equal(expected, actual)
+        if self.mode == "superset":
+            return _contains(actual, expected)
+        return _contains(expected, actual)  # subset
+
+
+def args_rule(case: Case, tool: str) -> ArgsRule:
+    """The rule for `tool` in `case`: its override from `match.overrides`, else the case's args mode.
+
+    An override that only lists `keys` compares those keys exactly.
+    """
+    override = case.raw.get("match", {}).get("overrides", {}).get(tool, {})
+    keys = override.get("keys")
+    mode = override.get("args") or ("exact" if keys else case.args_mode)
+    return ArgsRule(mode=mode, keys=tuple(keys) if keys else None)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: `true` is not `1` (Python's `True == 1` is), `1` is `1.0`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _contains(big: Mapping[str, Any], small: Mapping[str, Any]) -> bool:
+    """Every key of `small` is in `big` with an equal value; nested objects compared the same way."""
+    for key, want in small.items():
+        have = big.get(key, _ABSENT)
+        if isinstance(want, Mapping) and isinstance(have, Mapping):
+            if not _contains(have, want):
+                return False
+        elif have is _ABSENT or not json_equal(have, want):
+            return False
+    return True
+
+
+def _project(args: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    """`{path: value}` for each dotted path present in `args`."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        value: Any = args
+        for part in path.split("."):
+            value = value.get(part, _ABSENT) if isinstance(value, Mapping) else _ABSENT
+        if value is not _ABSENT:
+            out[path] = value
+    return out

@@ -1,0 +1,78 @@
+"""What an evaluator is (the `Evaluator` protocol) and the pieces every evaluator shares.
+
+An evaluator is a small class with a `name`, a `version` and one pure method,
+`evaluate(trajectory, case) -> Score | None`: `None` means "not applicable" (no case, nothing to
+check). It never raises on missing data: missing data lowers the score and says so in the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from tracevals.evaluators.model import Case, Score, ToolCall, Trajectory
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """The contract of every evaluator, built-in or from the `tracevals.evaluators` entry-point group.
+
+    `name` and `version` are plain class attributes in practice (`name = "reply_language"`).
+    """
+
+    @property
+    def name(self) -> str:
+        """A stable snake_case name (`trajectory_match`): the registry key and the `evaluator` column."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """Bumped whenever the evaluator's verdicts change, so old and new scores are not compared."""
+        ...
+
+    def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
+        """Score one trajectory against its case, or return None when there is nothing to check."""
+        ...
+
+
+def make_score(
+    evaluator: Evaluator,
+    trajectory: Trajectory,
+    *,
+    passed: bool,
+    score: float,
+    reason: str,
+    details: dict[str, Any] | None = None,
+) -> Score:
+    """A `Score` row for `trajectory`, its ids copied over and the score clamped to [0, 1]."""
+    return Score(
+        evaluator=evaluator.name,
+        evaluator_version=evaluator.version,
+        passed=passed,
+        score=min(1.0, max(0.0, float(score))),
+        reason=reason,
+        details=details or {},
+        trace_id=trajectory.trace_id,
+        session_id=trajectory.session_id,
+        run_id=trajectory.run_id,
+        task_id=trajectory.task_id,
+        attempt=trajectory.attempt,
+        variant=trajectory.variant,
+    )
+
+
+def executed_calls(trajectory: Trajectory) -> list[ToolCall]:
+    """The tool calls that really ran: gaps (requested by a model, never executed) left out."""
+    return [call for call in trajectory.tool_calls if not call.gap]
+
+
+def call_label(call: ToolCall, position: int) -> str:
+    """`name#position`, position 1-based among the executed calls, for reasons and details."""
+    return f"{call.name}#{position}"
+
+
+def fraction_ok(bad: int, total: int) -> tuple[float, str]:
+    """The share of `total` items that are not `bad`, and its arithmetic (`1-1/4=0.750`)."""
+    if total == 0:
+        return 1.0, "1.000"
+    value = 1 - bad / total
+    return value, f"1-{bad}/{total}={value:.3f}"

@@ -1,0 +1,153 @@
+"""`trajectory_match`: do the executed tool calls match the case's `expected_steps`?
+
+Match modes (the verdict; the score is the share of the mode's requirement that was met):
+
+- `strict`: the same calls in the same order. Score `2*LCS/(expected+actual)`.
+- `unordered`: the same calls, any order (the same multiset). Score `2*matched/(expected+actual)`.
+- `superset`: the actual calls include every expected call, extras allowed. Score `matched/expected`.
+- `subset`: every actual call is one of the expected calls, missing ones allowed. Score `matched/actual`.
+- `in_order`: the expected calls appear in the actual calls in order, extras allowed between them.
+  Score `LCS/expected`.
+
+Two calls pair when the tool names are equal and the arguments satisfy the tool's `ArgsRule` (see
+`args_match`). Pairing is optimal, never greedy: ordered modes use a longest common subsequence,
+unordered ones a maximum bipartite matching. Gap calls (requested, never executed) count as not made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.evaluators.evaluator import executed_calls, make_score
+from tracevals.evaluators.matching import lcs_alignment, maximum_matching
+from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+
+MATCH_MODES = ("strict", "unordered", "superset", "subset", "in_order")
+_ORDERED = ("strict", "in_order")
+_EXTRAS_ALLOWED = ("superset", "in_order")
+
+
+@dataclass
+class TrajectoryMatch:
+    """Compare executed tool calls with `case.expected_steps` under the case's match and args modes.
+
+    `comparators` maps a tool name to a custom `(expected_args, actual_args) -> bool`, which then
+    replaces the case's argument rule for that tool.
+    """
+
+    name: ClassVar[str] = "trajectory_match"
+    version: ClassVar[int] = 1
+    comparators: Mapping[str, ArgsComparator] = field(default_factory=dict)
+
+    def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
+        if case is None or not case.expected_steps:
+            return None
+        rules = {step.tool: args_rule(case, step.tool) for step in case.expected_steps}
+        problem = _config_problem(case.match_mode, rules)
+        if problem:
+            return make_score(self, trajectory, passed=False, score=0.0, reason=problem)
+        expected, actual = case.expected_steps, executed_calls(trajectory)
+        ok = [[self._pairs(step, call, rules[step.tool]) for call in actual] for step in expected]
+        mode = case.match_mode
+        if mode in _ORDERED:
+            pairs, label = lcs_alignment(ok, len(actual)), "LCS"
+        else:
+            adjacency = [[j for j, hit in enumerate(row) if hit] for row in ok]
+            pairs, label = maximum_matching(adjacency, len(actual)), "matched"
+        k, m, n = len(pairs), len(expected), len(actual)
+        score, arithmetic = _credit(mode, k, m, n)
+        passed = {"strict": k == m == n, "unordered": k == m == n, "subset": k == n}.get(mode, k == m)
+        problems = _problems(mode, expected, actual, pairs, ok, rules)
+        problems += [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
+        head = mode if case.args_mode == "ignore" else f"{mode} (args {case.args_mode})"
+        reason = (
+            f"{head}: expected [{', '.join(s.tool for s in expected)}], "
+            f"actual [{', '.join(c.name for c in actual)}]; {label}={k}, score={arithmetic}"
+        )
+        details: dict[str, Any] = {
+            "mode": mode,
+            "args_mode": case.args_mode,
+            "expected": [s.tool for s in expected],
+            "actual": [c.name for c in actual],
+            "pairs": [list(p) for p in pairs],
+            label.lower(): k,
+            "problems": problems,
+        }
+        return make_score(
+            self, trajectory, passed=passed, score=score, reason="; ".join([reason, *problems]), details=details
+        )
+
+    def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule) -> bool:
+        if step.tool != call.name:
+            return False
+        comparator = self.comparators.get(step.tool)
+        if comparator is None or step.args is None:
+            return rule.matches(step.args, call.args)
+        return call.args is not None and comparator(step.args, call.args)
+
+
+def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> str | None:
+    if mode not in MATCH_MODES:
+        return f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}"
+    for tool, rule in rules.items():
+        if rule.mode not in ARGS_MODES:
+            return f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+    return None
+
+
+def _credit(mode: str, k: int, m: int, n: int) -> tuple[float, str]:
+    """The score and its arithmetic: `k` paired calls of `m` expected and `n` actual ones."""
+    if mode in ("strict", "unordered"):
+        num, den, text = 2 * k, m + n, f"2*{k}/({m}+{n})"
+    elif mode == "subset":
+        num, den, text = k, n, f"{k}/{n}"
+    else:
+        num, den, text = k, m, f"{k}/{m}"
+    if den == 0:  # nothing executed in subset mode: vacuously inside the expected calls
+        return 1.0, "1.000 (no calls executed)"
+    return num / den, f"{text}={num / den:.3f}"
+
+
+def _problems(
+    mode: str,
+    expected: Sequence[ExpectedCall],
+    actual: Sequence[ToolCall],
+    pairs: Sequence[tuple[int, int]],
+    ok: Sequence[Sequence[bool]],
+    rules: Mapping[str, ArgsRule],
+) -> list[str]:
+    """Say why the unpaired calls did not pair: out of order, arguments differ or missing, or absent."""
+    left = [i for i in range(len(expected)) if i not in {p[0] for p in pairs}]
+    right = [j for j in range(len(actual)) if j not in {p[1] for p in pairs}]
+    missing_note = " (allowed)" if mode == "subset" else ""
+    problems: list[str] = []
+    for i in left:
+        step = expected[i]
+        j = next((j for j in right if ok[i][j]), None)  # only possible in ordered modes
+        if j is not None:
+            problems.append(f"{step.tool} out of order")
+        elif (j := next((j for j in right if actual[j].name == step.tool), None)) is not None:
+            call = actual[j]
+            if call.args is None:
+                problems.append(f"{step.tool}: args not captured, cannot compare")
+            else:
+                problems.append(
+                    f"{step.tool} args differ ({rules[step.tool].mode}): "
+                    f"expected {_brief(step.args)}, got {_brief(call.args)}"
+                )
+        else:
+            problems.append(f"missing {step.tool}{missing_note}")
+            continue
+        right.remove(j)
+    extra_note = " (allowed)" if mode in _EXTRAS_ALLOWED else ""
+    problems += [f"extra call {actual[j].name}{extra_note}" for j in right]
+    return problems
+
+
+def _brief(args: Mapping[str, Any] | None, limit: int = 80) -> str:
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

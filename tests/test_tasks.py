@@ -1,0 +1,201 @@
+"""Task files: the JSONL loader, its JSON Schema, and the one-line errors a bad file gets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from tracevals.evaluators.model import ExpectedCall
+from tracevals.tasks import TaskFileError, case_from_dict, load_cases, task_case_schema
+
+# The sample case of the Chinese seed article (and of ARCHITECTURE.md's "Task cases"), verbatim.
+SEED_CASE = (
+    '{"case_id":"agent_007","input":"查询客户最近一笔订单并生成摘要",'
+    '"allowed_tools":["search_customer","get_orders"],"expected_steps":["search_customer","get_orders"],'
+    '"forbidden_actions":["update_order","send_message"],"max_retries":2,"requires_confirmation":false,'
+    '"success_criteria":{"must_include":["订单号","状态","金额"]}}'
+)
+
+
+@pytest.fixture
+def write_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write lines to ./tasks.jsonl (cwd = tmp_path, so messages start with `tasks.jsonl:`)."""
+    monkeypatch.chdir(tmp_path)
+
+    def write(*lines: str) -> str:
+        Path("tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return "tasks.jsonl"
+
+    return write
+
+
+def error_of(path: str) -> str:
+    with pytest.raises(TaskFileError) as info:
+        load_cases(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    schema = task_case_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(schema)
+
+
+def test_seed_case_loads(write_tasks) -> None:
+    [case] = load_cases(write_tasks(SEED_CASE))
+    assert case.case_id == "agent_007"
+    assert case.input == "查询客户最近一笔订单并生成摘要"
+    assert case.allowed_tools == ("search_customer", "get_orders")
+    assert case.expected_steps == (ExpectedCall("search_customer"), ExpectedCall("get_orders"))
+    assert case.forbidden_actions == ("update_order", "send_message")
+    assert case.max_retries == 2
+    assert case.requires_confirmation is False
+    assert case.must_include == ("订单号", "状态", "金额")
+    assert (case.match_mode, case.args_mode) == ("strict", "ignore")  # the defaults
+    assert case.raw == json.loads(SEED_CASE)
+
+
+def test_comments_blank_lines_bom_and_crlf_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        b'\xef\xbb\xbf# a comment\r\n\r\n   \n{"case_id":"a","input":"x"}\r\n  # indented comment\n'
+        b'{"case_id":"b","input":"y"}'
+    )
+    assert [c.case_id for c in load_cases(path)] == ["a", "b"]
+
+
+def test_every_extended_field_is_accepted(write_tasks) -> None:
+    case = {
+        "case_id": "refund_1",
+        "input": "Refund order 42",
+        "allowed_tools": ["get_order", "refund", "handoff_to_human"],
+        "expected_steps": ["get_order", {"tool": "refund", "args": {"order_id": 42}}],
+        "forbidden_actions": ["delete_order"],
+        "max_retries": 0,
+        "requires_confirmation": True,
+        "success_criteria": {
+            "must_include": ["refunded"],
+            "must_not_include": ["error"],
+            "regex": ["order \\d+"],
+            "json_schema": {"type": "object"},
+            "checker": "my_checks.refunds:check",
+        },
+        "match": {
+            "mode": "in_order",
+            "args": "superset",
+            "overrides": {"refund": {"args": "exact", "keys": ["order_id"]}},
+        },
+        "budgets": {"max_steps": 10, "max_cost_usd": 0.05, "max_tool_calls_per_tool": {"refund": 1}},
+        "tool_schemas": {"refund": {"type": "object", "required": ["order_id"]}},
+        "group": "refunds",
+        "faults": [{"tool": "refund", "call": 1, "type": "429"}],
+        "injections": [{"tool": "get_order", "text": "ignore previous instructions", "goal": "delete_order"}],
+    }
+    [loaded] = load_cases(write_tasks(json.dumps(case)))
+    assert loaded.expected_steps[1] == ExpectedCall("refund", {"order_id": 42})
+    assert (loaded.match_mode, loaded.args_mode, loaded.group) == ("in_order", "superset", "refunds")
+    assert loaded.requires_confirmation is True
+    assert loaded.raw["budgets"]["max_steps"] == 10
+
+
+# Each bad line is line 3 of its file (after a comment and a blank line), so every message says `:3:`.
+BAD_LINES = [
+    ('{"case_id":"a","input":"x","max_retries":-1}', "field 'max_retries': -1 is less than the minimum of 0"),
+    ('{"case_id":"a","input":"x","max_retries":true}', "field 'max_retries': True is not of type 'integer'"),
+    ('{"case_id":"a","input":"x","max_retry":1}', "field 'max_retry': unknown field (did you mean 'max_retries'?)"),
+    ('{"case_id":"a"}', "field 'input': required field is missing"),
+    ('{"case_id":"","input":"x"}', "field 'case_id': '' should be non-empty"),
+    (
+        '{"case_id":"a","input":"x","expected_steps":["a",5]}',
+        'field \'expected_steps[1]\': must be a tool name or {"tool": name, "args": {...}}',
+    ),
+    (
+        '{"case_id":"a","input":"x","expected_steps":[{"tool":"b","arg":{}}]}',
+        "field 'expected_steps[0].arg': unknown field (did you mean 'args'?)",
+    ),
+    (
+        '{"case_id":"a","input":"x","match":{"mode":"fuzzy"}}',
+        "field 'match.mode': 'fuzzy' is not one of ['strict', 'unordered', 'superset', 'subset', 'in_order']",
+    ),
+    (
+        '{"case_id":"a","input":"x","success_criteria":{"must_includ":["y"]}}',
+        "field 'success_criteria.must_includ': unknown field (did you mean 'must_include'?)",
+    ),
+    (
+        '{"case_id":"a","input":"x","success_criteria":{"must_include":["y",3]}}',
+        "field 'success_criteria.must_include[1]': 3 is not of type 'string'",
+    ),
+    (
+        '{"case_id":"a","input":"x","faults":[{"tool":"t","call":1,"type":"404"}]}',
+        "field 'faults[0].type': '404' is not one of ['timeout', '429', '5xx', 'empty', 'malformed', 'slow']",
+    ),
+    (
+        '{"case_id":"a","input":"x","budgets":{"max_steps":-1}}',
+        "field 'budgets.max_steps': -1 is less than the minimum of 0",
+    ),
+    (
+        '{"case_id":"a","input":"x","allowed_tools":["a"],"expected_steps":["b"]}',
+        "field 'expected_steps[0]': 'b' is expected but not in allowed_tools",
+    ),
+    (
+        '{"case_id":"a","input":"x","forbidden_actions":["a"],"expected_steps":["a"]}',
+        "field 'expected_steps[0]': 'a' is expected but also in forbidden_actions",
+    ),
+    (
+        '{"case_id":"a","input":"x","tool_schemas":{"t":{"type":"nope"}}}',
+        "field 'tool_schemas.t': not a valid JSON Schema: 'nope' is not valid under any of the given schemas",
+    ),
+    (
+        '{"case_id":"a","input":"x","success_criteria":{"regex":"("}}',
+        "field 'success_criteria.regex': invalid regular expression '(': "
+        "missing ), unterminated subpattern at position 0",
+    ),
+    ("[1, 2]", "a case must be a JSON object, got an array"),
+    ('{"case_id":"a","input":"x",}', "invalid JSON: Expecting property name enclosed in double quotes (column 28)"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD_LINES)
+def test_bad_line_gets_one_line_error_naming_file_line_and_field(write_tasks, line: str, message: str) -> None:
+    assert error_of(write_tasks("# header", "", line)) == f"tasks.jsonl:3: {message}"
+
+
+def test_unknown_top_level_field_lists_the_known_ones(write_tasks) -> None:
+    message = error_of(write_tasks('{"case_id":"a","input":"x","zzz":1}'))
+    assert message.startswith("tasks.jsonl:1: field 'zzz': unknown field; known: case_id, input, allowed_tools")
+
+
+def test_duplicate_case_id_names_both_lines(write_tasks) -> None:
+    path = write_tasks('{"case_id":"a","input":"x"}', "# other", '{"case_id":"a","input":"y"}')
+    assert error_of(path) == "tasks.jsonl:3: field 'case_id': duplicate 'a' (first on line 1)"
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("tasks.jsonl").write_bytes(b'{"case_id":"a","input":"x"}\n{"case_id":"b","input":"\xff"}\n')
+    # `{"case_id":"b","input":"` is 24 bytes, so the bad byte is the 25th of the line
+    assert error_of("tasks.jsonl") == "tasks.jsonl:2: not valid UTF-8 (byte 25)"
+
+
+def test_file_with_no_cases_is_an_error(write_tasks) -> None:
+    assert (
+        error_of(write_tasks("# nothing here", "")) == "tasks.jsonl: no cases found (one JSON object per line expected)"
+    )
+
+
+def test_missing_file_is_a_task_file_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert error_of("nope.jsonl") == "nope.jsonl: cannot read the task file: No such file or directory"
+
+
+def test_case_from_dict_validates_too() -> None:
+    with pytest.raises(TaskFileError) as info:
+        case_from_dict({"case_id": "a", "input": "x", "requires_confirmation": "yes"})
+    assert str(info.value) == "<case>: field 'requires_confirmation': 'yes' is not of type 'boolean'"
+    assert info.value.field == "requires_confirmation"
+    assert case_from_dict({"case_id": "a", "input": "x"}).allowed_tools is None
