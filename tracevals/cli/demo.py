@@ -20,10 +20,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from tracevals.cli.output import format_option, print_rows
 from tracevals.evaluators.model import Case
+from tracevals.evaluators.store import write_scores
 from tracevals.harness import commit_hash, lock_hash, run_cases
 from tracevals.instrumentation import instrument
 from tracevals.queries import open_lake
-from tracevals.scoring import load_trajectories, write_scores
+from tracevals.queries.trajectories import load_trajectories
 from tracevals.tasks import load_cases
 
 VARIANTS = ("baseline", "candidate")

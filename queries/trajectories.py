@@ -1,26 +1,18 @@
-"""Score the lake: rebuild trajectories from the views, run the evaluators, store the scores.
+"""Trajectories as Python objects, rebuilt from the `trajectories`, `runs` and `tool_calls` views.
 
-`load_trajectories` turns the `trajectories`, `runs` and `tool_calls` views into `Trajectory`
-objects; `write_scores` appends score rows to `LAKE/scores/` (the `scores` view keeps the newest row
-per trace and evaluator, so re-scoring supersedes).
+What the evaluators read: `load_trajectories(con)` returns one `Trajectory` per trace, its tool calls
+in `call_index` order.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from tracevals.collector.lake_writer import write_table_atomically
-from tracevals.collector.schema import SCORE_SCHEMA, SCORES_DIR
-from tracevals.evaluators.model import Score, ToolCall, Trajectory
+from tracevals.evaluators.model import ToolCall, Trajectory
 
 
 def _ms(value: Any) -> float:
@@ -97,33 +89,3 @@ def load_trajectories(con: duckdb.DuckDBPyConnection, where: str = "") -> list[T
             )
         )
     return trajectories
-
-
-def score_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:
-    now = time.time_ns()
-    return [
-        {
-            "trace_id": s.trace_id,
-            "session_id": s.session_id,
-            "run_id": s.run_id,
-            "task_id": s.task_id,
-            "attempt": s.attempt,
-            "variant": s.variant,
-            "evaluator": s.evaluator,
-            "evaluator_version": s.evaluator_version,
-            "passed": s.passed,
-            "score": float(s.score),
-            "reason": s.reason,
-            "details": json.dumps(s.details, sort_keys=True, default=str),
-            "scored_at": now,
-        }
-        for s in scores
-    ]
-
-
-def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> Path | None:
-    """Append score rows to `LAKE/scores/` as one atomically committed Parquet file."""
-    if not scores:
-        return None
-    table = pa.Table.from_pylist(score_rows(scores), schema=SCORE_SCHEMA)
-    return write_table_atomically(table, Path(lake) / SCORES_DIR)

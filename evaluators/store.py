@@ -1,0 +1,50 @@
+"""Score rows into the lake: `LAKE/scores/`, one atomically committed Parquet file per write.
+
+Re-scoring appends; the `scores` view keeps the newest row per (trace, evaluator), so new rows
+supersede old ones without rewriting a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tracevals.collector.lake_writer import write_table_atomically
+from tracevals.collector.schema import SCORE_SCHEMA, SCORES_DIR
+from tracevals.evaluators.model import Score
+
+
+def score_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:
+    now = time.time_ns()
+    return [
+        {
+            "trace_id": s.trace_id,
+            "session_id": s.session_id,
+            "run_id": s.run_id,
+            "task_id": s.task_id,
+            "attempt": s.attempt,
+            "variant": s.variant,
+            "evaluator": s.evaluator,
+            "evaluator_version": s.evaluator_version,
+            "passed": s.passed,
+            "score": float(s.score),
+            "reason": s.reason,
+            "details": json.dumps(s.details, sort_keys=True, default=str),
+            "scored_at": now,
+        }
+        for s in scores
+    ]
+
+
+def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> Path | None:
+    """Append score rows to `LAKE/scores/` as one atomically committed Parquet file."""
+    if not scores:
+        return None
+    table = pa.Table.from_pylist(score_rows(scores), schema=SCORE_SCHEMA)
+    return write_table_atomically(table, Path(lake) / SCORES_DIR)
