@@ -4,9 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit lock clean bench
+.PHONY: demo test lint unit lock clean
 
 $(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
+	  { echo "tracevals needs Python 3.10 or newer: run make PYTHON=python3.11 ..."; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -25,9 +27,6 @@ unit: $(STAMP)
 
 # `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
 test: lint unit
-
-bench: $(STAMP)
-	$(BIN)/python bench/run_all.py
 
 # Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
 lock:
