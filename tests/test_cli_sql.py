@@ -79,3 +79,8 @@ def test_bad_sql_and_missing_lake_are_one_line_errors(filled_lake: Path, tmp_pat
     assert bad.exit_code == 1 and bad.output.startswith("Error: query failed:")
     missing = CliRunner().invoke(main, ["sql", "--lake", str(tmp_path / "absent"), "select 1"])
     assert missing.exit_code == 1 and "is not a directory" in missing.output
+
+
+def test_table_keeps_square_brackets_in_values(filled_lake: Path) -> None:
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select '[a, b]' as v"])
+    assert result.exit_code == 0 and "[a, b]" in result.output

@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 FORMATS = ("table", "csv", "json")
 
@@ -64,5 +65,6 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, 
         for c in columns:
             table.add_column(c, overflow="fold")
         for row in rows:
-            table.add_row(*["" if v is None else str(_plain(v)) for v in row])
+            # Text, not str: rich would read "[a, b]" in a value as markup and drop it
+            table.add_row(*[Text("" if v is None else str(_plain(v))) for v in row])
         Console(file=sys.stdout, width=max(100, Console().width)).print(table)
