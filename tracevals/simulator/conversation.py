@@ -1,0 +1,103 @@
+"""The provider-neutral shape of a model request and of a model's answer.
+
+Each wire format (OpenAI chat completions now; Anthropic messages or streaming later) parses its
+request into a `Conversation` and renders a `ModelTurn` back, so behaviour profiles are written once
+and never see a provider's JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call an assistant message made earlier in the conversation."""
+
+    id: str
+    name: str
+    arguments: str  # JSON text, exactly as the client sent it back
+
+    def parsed_arguments(self) -> dict[str, Any] | None:
+        """The arguments as a dict, or None when they are not a JSON object."""
+        try:
+            value = json.loads(self.arguments) if self.arguments.strip() else {}
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | developer | user | assistant | tool
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # on role "tool": the call this message answers
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function the client declared to the model."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One model request: which profile, what was said so far, which tools may be called."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    seed: int | None = None
+    tool_choice: Any = None  # as sent ("auto", "none", "required" or a named function); profiles may honour it
+
+    def texts(self, role: str) -> list[str]:
+        return [m.content for m in self.messages if m.role == role]
+
+    def first_user_text(self) -> str:
+        users = self.texts("user")
+        return users[0] if users else ""
+
+    def system_text(self) -> str:
+        return "\n".join(m.content for m in self.messages if m.role in ("system", "developer"))
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A tool call a profile wants the model to make; the engine gives it an id."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def arguments_json(self) -> str:
+        # sort_keys: the same decision renders to the same bytes, so responses are byte-stable.
+        return json.dumps(dict(self.arguments), sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """What the model answers: text, tool calls (run in parallel by the client), or both."""
+
+    content: str | None = None
+    tool_calls: tuple[PlannedCall, ...] = ()
+
+    @classmethod
+    def say(cls, text: str) -> ModelTurn:
+        return cls(content=text)
+
+    @classmethod
+    def call(cls, *calls: PlannedCall) -> ModelTurn:
+        return cls(tool_calls=tuple(calls))
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else "stop"
