@@ -1,15 +1,46 @@
-"""The `tracevals` command line: one module per subcommand."""
+"""The `tracevals` command line: one module per subcommand, imported only when it runs."""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from tracevals import __version__
-from tracevals.cli.demo import demo
-from tracevals.cli.sql import sql
+
+# name -> "module:attribute". A subcommand's module is imported when the subcommand runs (or its
+# help is shown), so `tracevals sql` does not pay for importing the collector or the simulator.
+COMMANDS: dict[str, str] = {
+    "demo": "tracevals.cli.demo:demo",
+    "sql": "tracevals.cli.sql:sql",
+}
+
+HELP = {
+    "demo": "Run the bundled order-support cases k times for two variants and compare them.",
+    "sql": "Run a read-only SQL query over the views of a lake.",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="tracevals")
 def main() -> None:
     """Does your AI agent do its job again, not once? Reliability evals from OpenTelemetry traces.
@@ -19,7 +50,3 @@ def main() -> None:
       tracevals demo                      # the whole pipeline on a simulated model, no servers
       tracevals sql --lake demo-out/lake "select task_id, tools from trajectories limit 5"
     """
-
-
-main.add_command(demo)
-main.add_command(sql)
