@@ -12,11 +12,13 @@ from tracevals import __version__
 # help is shown), so `tracevals sql` does not pay for importing the collector or the simulator.
 COMMANDS: dict[str, str] = {
     "demo": "tracevals.cli.demo:demo",
+    "ingest": "tracevals.cli.ingest:ingest",
     "sql": "tracevals.cli.sql:sql",
 }
 
 HELP = {
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
+    "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
     "sql": "Run a read-only SQL query over the views of a lake.",
 }
 

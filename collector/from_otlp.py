@@ -1,0 +1,223 @@
+"""Span rows from OTLP: protobuf `ExportTraceServiceRequest`s and their JSON encoding.
+
+The OTLP/JSON encoding differs from protobuf's canonical JSON mapping in ways
+`google.protobuf.json_format` gets wrong on its own: trace and span ids are hex, not base64 (parsed
+as base64 they silently become 24-byte ids), and enums are integers. `parse_json_traces` fixes the ids
+before handing the document to `json_format`, and rejects ids of the wrong length.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from tracevals.collector.normalize import normalize
+
+_KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+_STATUS = {Status.STATUS_CODE_UNSET: "unset", Status.STATUS_CODE_OK: "ok", Status.STATUS_CODE_ERROR: "error"}
+
+
+class OTLPDecodeError(ValueError):
+    """The payload is not valid OTLP; the message says where."""
+
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP AnyValue as a plain Python value, its type kept."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which == "bool_value":
+        return value.bool_value
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return value.double_value
+    if which == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    return None
+
+
+def attributes(kvs: Iterator[KeyValue] | Any) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in kvs}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _hex_id(raw: bytes, size: int, what: str) -> str:
+    if len(raw) != size:
+        raise OTLPDecodeError(f"{what} must be {size} bytes, got {len(raw)}")
+    return raw.hex()
+
+
+def row_from_span(
+    span: Span, resource: Mapping[str, Any], resource_json: str, scope: tuple[str, str]
+) -> dict[str, Any]:
+    attrs = attributes(span.attributes)
+    status = _STATUS.get(span.status.code, "unset")
+    start = span.start_time_unix_nano
+    end = span.end_time_unix_nano or None
+    row: dict[str, Any] = {
+        "trace_id": _hex_id(span.trace_id, 16, "traceId"),
+        "span_id": _hex_id(span.span_id, 8, "spanId"),
+        "parent_span_id": _hex_id(span.parent_span_id, 8, "parentSpanId") if span.parent_span_id else None,
+        "name": span.name,
+        "span_kind": _KINDS.get(span.kind, "unspecified"),
+        "start_time": start,
+        "end_time": end,
+        "duration_ms": (end - start) / 1e6 if end else None,
+        "status_code": status,
+        "status_message": span.status.message or None,
+        "attributes": _json(attrs),
+        "resource_attributes": resource_json,
+        "scope_name": scope[0] or None,
+        "scope_version": scope[1] or None,
+        "events": _json(
+            [
+                {"name": e.name, "time_unix_nano": e.time_unix_nano, "attributes": attributes(e.attributes)}
+                for e in span.events
+            ]
+        ),
+        "links": _json(
+            [
+                {
+                    "trace_id": link.trace_id.hex(),
+                    "span_id": link.span_id.hex(),
+                    "attributes": attributes(link.attributes),
+                }
+                for link in span.links
+            ]
+        ),
+        "service_name": resource.get("service.name"),
+    }
+    row.update(normalize(attrs, span.name, status))
+    if row["error_type"] is None and status == "error":
+        row["error_type"] = _exception_type(span) or "error"
+    return row
+
+
+def _exception_type(span: Span) -> str | None:
+    for event in span.events:
+        if event.name == "exception":
+            value = attributes(event.attributes).get("exception.type")
+            if value:
+                return str(value)
+    return None
+
+
+def rows_from_request(request: ExportTraceServiceRequest) -> list[dict[str, Any]]:
+    """One lake row per span of the request (see `collector/schema.py`)."""
+    rows: list[dict[str, Any]] = []
+    for resource_spans in request.resource_spans:
+        resource = attributes(resource_spans.resource.attributes)
+        resource_json = _json(resource)
+        for scope_spans in resource_spans.scope_spans:
+            scope = (scope_spans.scope.name, scope_spans.scope.version)
+            for span in scope_spans.spans:
+                rows.append(row_from_span(span, resource, resource_json, scope))
+    return rows
+
+
+def _hex_to_b64(value: Any, size: int, where: str) -> str:
+    if not isinstance(value, str):
+        raise OTLPDecodeError(f"{where}: expected a hex string, got {type(value).__name__}")
+    if value == "":
+        return ""
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raise OTLPDecodeError(f"{where}: {value!r} is not hex (OTLP/JSON ids are hex, not base64)") from None
+    if len(raw) != size:
+        raise OTLPDecodeError(f"{where}: {value!r} is {len(raw)} bytes, expected {size}")
+    return base64.b64encode(raw).decode()
+
+
+def _fix_ids(obj: Mapping[str, Any], where: str, keys: Mapping[str, int]) -> dict[str, Any]:
+    fixed = dict(obj)
+    for key, size in keys.items():
+        if key in fixed and fixed[key] is not None:
+            fixed[key] = _hex_to_b64(fixed[key], size, f"{where}.{key}")
+    return fixed
+
+
+_SPAN_IDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
+_LINK_IDS = {"traceId": 16, "spanId": 8}
+
+
+def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(body, Mapping):
+        return body
+    try:
+        doc = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise OTLPDecodeError(f"body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise OTLPDecodeError("body must be a JSON object with resourceSpans / resourceLogs")
+    return doc
+
+
+def parse_json_traces(body: bytes | str | Mapping[str, Any]) -> ExportTraceServiceRequest:
+    """An OTLP/JSON traces document (hex ids) as an `ExportTraceServiceRequest`."""
+    doc = dict(_load(body))
+    fixed_rs = []
+    for i, rs in enumerate(doc.get("resourceSpans") or []):
+        rs = dict(rs)
+        scopes = []
+        for j, ss in enumerate(rs.get("scopeSpans") or []):
+            ss = dict(ss)
+            spans = []
+            for k, sp in enumerate(ss.get("spans") or []):
+                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                sp = _fix_ids(sp, where, _SPAN_IDS)
+                sp["links"] = [
+                    _fix_ids(ln, f"{where}.links[{n}]", _LINK_IDS) for n, ln in enumerate(sp.get("links") or [])
+                ]
+                spans.append(sp)
+            ss["spans"] = spans
+            scopes.append(ss)
+        rs["scopeSpans"] = scopes
+        fixed_rs.append(rs)
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict({"resourceSpans": fixed_rs}, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+        raise OTLPDecodeError(f"not an OTLP traces document: {str(exc).splitlines()[0]}") from None
+    return request
+
+
+def parse_json_logs(body: bytes | str | Mapping[str, Any]) -> ExportLogsServiceRequest:
+    """An OTLP/JSON logs document (hex ids) as an `ExportLogsServiceRequest`."""
+    doc = dict(_load(body))
+    fixed_rl = []
+    for i, rl in enumerate(doc.get("resourceLogs") or []):
+        rl = dict(rl)
+        scopes = []
+        for j, sl in enumerate(rl.get("scopeLogs") or []):
+            sl = dict(sl)
+            sl["logRecords"] = [
+                _fix_ids(rec, f"resourceLogs[{i}].scopeLogs[{j}].logRecords[{k}]", {"traceId": 16, "spanId": 8})
+                for k, rec in enumerate(sl.get("logRecords") or [])
+            ]
+            scopes.append(sl)
+        rl["scopeLogs"] = scopes
+        fixed_rl.append(rl)
+    request = ExportLogsServiceRequest()
+    try:
+        json_format.ParseDict({"resourceLogs": fixed_rl}, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+        raise OTLPDecodeError(f"not an OTLP logs document: {str(exc).splitlines()[0]}") from None
+    return request

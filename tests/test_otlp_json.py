@@ -1,0 +1,118 @@
+"""OTLP/JSON as curl or a JS SDK sends it: hex ids, int64 as strings, typed attribute values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracevals.cli import main
+from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_traces, rows_from_request
+from tracevals.queries import open_lake
+
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+SPAN_ID = "eee19b7ec3c1b174"
+PARENT_ID = "eee19b7ec3c1b173"
+
+DOC = {
+    "resourceSpans": [
+        {
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "shop-agent"}}]},
+            "scopeSpans": [
+                {
+                    "scope": {"name": "my.instrumentation", "version": "1.2"},
+                    "spans": [
+                        {
+                            "traceId": TRACE_ID,
+                            "spanId": SPAN_ID,
+                            "parentSpanId": PARENT_ID,
+                            "name": "execute_tool refund_order",
+                            "kind": 1,
+                            "startTimeUnixNano": "1790607510974516740",
+                            "endTimeUnixNano": 1790607510975130682,
+                            "status": {"code": 2, "message": "boom"},
+                            "attributes": [
+                                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                {"key": "gen_ai.tool.name", "value": {"stringValue": "refund_order"}},
+                                {"key": "gen_ai.conversation.id", "value": {"stringValue": "conv-7"}},
+                                {"key": "attempts", "value": {"intValue": "3"}},
+                                {"key": "ratio", "value": {"doubleValue": 0.5}},
+                                {"key": "ok", "value": {"boolValue": False}},
+                                {
+                                    "key": "tags",
+                                    "value": {"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": 2}]}},
+                                },
+                                {
+                                    "key": "meta",
+                                    "value": {"kvlistValue": {"values": [{"key": "k", "value": {"stringValue": "v"}}]}},
+                                },
+                                {"key": "error.type", "value": {"stringValue": "Timeout"}},
+                            ],
+                            "events": [{"name": "exception", "timeUnixNano": "1790607510975000000", "attributes": []}],
+                        }
+                    ],
+                }
+            ],
+        }
+    ]
+}
+
+
+def test_hex_ids_times_and_typed_attributes_are_read_exactly() -> None:
+    (row,) = rows_from_request(parse_json_traces(json.dumps(DOC)))
+    assert (row["trace_id"], row["span_id"], row["parent_span_id"]) == (TRACE_ID, SPAN_ID, PARENT_ID)
+    assert (row["start_time"], row["end_time"]) == (1790607510974516740, 1790607510975130682)
+    attrs = json.loads(row["attributes"])
+    assert attrs["attempts"] == 3 and attrs["ratio"] == 0.5 and attrs["ok"] is False
+    assert attrs["tags"] == ["a", 2] and attrs["meta"] == {"k": "v"}
+    assert (row["kind"], row["tool_name"], row["session_id"], row["error_type"]) == (
+        "tool",
+        "refund_order",
+        "conv-7",
+        "Timeout",
+    )
+    assert (row["status_code"], row["status_message"], row["scope_name"], row["service_name"]) == (
+        "error",
+        "boom",
+        "my.instrumentation",
+        "shop-agent",
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("traceId", "W47/95gDgQPSabYzgT/GDA==", "is not hex"),  # base64, as json_format would expect
+        ("spanId", "eee19b7e", "is 4 bytes, expected 8"),
+        ("traceId", 12, "expected a hex string"),
+    ],
+)
+def test_bad_ids_are_rejected_with_where(field: str, value: object, message: str) -> None:
+    doc = json.loads(json.dumps(DOC))
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0][field] = value
+    with pytest.raises(OTLPDecodeError, match=message) as info:
+        parse_json_traces(json.dumps(doc))
+    assert f"resourceSpans[0].scopeSpans[0].spans[0].{field}" in str(info.value)
+
+
+def test_ingest_command_lands_the_file_in_the_lake(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(DOC))
+    lake = tmp_path / "lake"
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"file": str(path), "spans": 1}]
+    con = open_lake(lake)
+    assert con.execute("select trace_id, span_id, name from spans").fetchall() == [
+        (TRACE_ID, SPAN_ID, "execute_tool refund_order")
+    ]
+
+
+def test_ingest_refuses_a_file_that_is_not_otlp(tmp_path: Path) -> None:
+    path = tmp_path / "truth.json"
+    path.write_text('{"turns": []}')
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(path)])
+    assert result.exit_code == 1 and "no resourceSpans" in result.output
+    assert not (tmp_path / "lake").exists()
