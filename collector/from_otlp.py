@@ -221,3 +221,31 @@ def parse_json_logs(body: bytes | str | Mapping[str, Any]) -> ExportLogsServiceR
     except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
         raise OTLPDecodeError(f"not an OTLP logs document: {str(exc).splitlines()[0]}") from None
     return request
+
+
+def rows_from_logs_request(request: ExportLogsServiceRequest) -> list[dict[str, Any]]:
+    """One lake row per log record (see `LOG_SCHEMA`); records with no time take their observed time."""
+    rows: list[dict[str, Any]] = []
+    for resource_logs in request.resource_logs:
+        resource = attributes(resource_logs.resource.attributes)
+        resource_json = _json(resource)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                observed = record.observed_time_unix_nano or None
+                rows.append(
+                    {
+                        "trace_id": _hex_id(record.trace_id, 16, "traceId") if record.trace_id else None,
+                        "span_id": _hex_id(record.span_id, 8, "spanId") if record.span_id else None,
+                        "time": record.time_unix_nano or observed or 0,
+                        "observed_time": observed,
+                        "event_name": record.event_name or None,
+                        "severity_number": record.severity_number or None,
+                        "severity_text": record.severity_text or None,
+                        "body": _json(any_value(record.body)) if record.HasField("body") else None,
+                        "attributes": _json(attributes(record.attributes)),
+                        "resource_attributes": resource_json,
+                        "scope_name": scope_logs.scope.name or None,
+                        "service_name": resource.get("service.name"),
+                    }
+                )
+    return rows

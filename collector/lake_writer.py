@@ -21,7 +21,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR
+from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+
+# table name -> (schema, the column whose time picks the date/hour partition)
+TABLES: dict[str, tuple[pa.Schema, str]] = {
+    SPANS_DIR: (SPAN_SCHEMA, "start_time"),
+    LOGS_DIR: (LOG_SCHEMA, "time"),
+}
 
 
 def _partition(start_time: int | datetime) -> tuple[str, str]:
@@ -49,7 +55,7 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
 
 
 class LakeWriter:
-    """Writes span rows (dicts with the columns of `SPAN_SCHEMA`) into a lake directory."""
+    """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake directory."""
 
     def __init__(self, lake: str | os.PathLike[str], compression: str = "zstd") -> None:
         self.lake = Path(lake)
@@ -58,15 +64,16 @@ class LakeWriter:
         self.files_written = 0
         self.rows_written = 0
 
-    def write_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Path]:
+    def write_rows(self, rows: Iterable[Mapping[str, Any]], table_name: str = SPANS_DIR) -> list[Path]:
+        schema, time_column = TABLES[table_name]
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
         for row in rows:
-            groups[_partition(row["start_time"])].append(row)
+            groups[_partition(row[time_column])].append(row)
         written: list[Path] = []
         with self._lock:
             for (date, hour), group in sorted(groups.items()):
-                table = pa.Table.from_pylist(list(group), schema=SPAN_SCHEMA)
-                directory = self.lake / SPANS_DIR / f"date={date}" / f"hour={hour}"
+                table = pa.Table.from_pylist(list(group), schema=schema)
+                directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
                 written.append(write_table_atomically(table, directory, self.compression))
                 self.files_written += 1
                 self.rows_written += len(group)

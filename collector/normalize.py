@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracevals import attributes as tv
+from tracevals.collector.frameworks import apply_framework_rules
 
-NORMALIZER_VERSION = 1
+NORMALIZER_VERSION = 2
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
@@ -93,7 +94,7 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
     error_type = _first(attrs, "error.type")
     if error_type is None and status_code == "error":
         error_type = "error"
-    return {
+    columns: dict[str, Any] = {
         "dialect": dialect,
         "normalizer_version": NORMALIZER_VERSION,
         "kind": kind,
@@ -145,3 +146,7 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
         "attempt": _int(_first(attrs, tv.ATTEMPT)),
         "variant": _text(_first(attrs, tv.VARIANT)),
     }
+    apply_framework_rules(attrs, name, columns)
+    for key in ("tool_args", "tool_result", "session_id"):
+        columns[key] = _text(columns[key])
+    return columns

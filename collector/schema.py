@@ -11,6 +11,7 @@ import pyarrow as pa
 
 LAKE_FORMAT_VERSION = 1
 SPANS_DIR = "spans"
+LOGS_DIR = "logs"
 SCORES_DIR = "scores"
 
 _TS = pa.timestamp("ns", tz="UTC")
@@ -82,6 +83,27 @@ SCORE_SCHEMA = pa.schema(
         pa.field("reason", pa.string()),
         pa.field("details", pa.string()),  # JSON object
         pa.field("scored_at", _TS),
+    ],
+    metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
+)
+
+# One row per OTLP log record: written to LAKE/logs/date=…/hour=…/. GenAI instrumentations in
+# `event_only` mode put message content here (`gen_ai.client.inference.operation.details`), joined
+# to its span by (trace_id, span_id).
+LOG_SCHEMA = pa.schema(
+    [
+        pa.field("trace_id", pa.string()),
+        pa.field("span_id", pa.string()),
+        pa.field("time", _TS),  # the record's time, else its observed time
+        pa.field("observed_time", _TS),
+        pa.field("event_name", pa.string()),
+        pa.field("severity_number", pa.int32()),
+        pa.field("severity_text", pa.string()),
+        pa.field("body", pa.string()),  # JSON value
+        pa.field("attributes", pa.string()),  # JSON object
+        pa.field("resource_attributes", pa.string()),
+        pa.field("scope_name", pa.string()),
+        pa.field("service_name", pa.string()),
     ],
     metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
 )

@@ -4,7 +4,7 @@
 >>> con.sql("select task_id, tools from trajectories limit 3").pl()   # Polars; .arrow() for Arrow
 
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
-`raw_spans` and `raw_scores` are the Parquet files as written (a typed empty table when there are
+`raw_spans`, `raw_logs` and `raw_scores` are the Parquet files as written (a typed empty table when there are
 none yet), so every view exists, and a query over an empty lake returns no rows rather than failing.
 """
 
@@ -17,10 +17,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from tracevals.collector.schema import SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
 
 VIEW_NAMES = (
     "spans",
+    "logs",
     "attempts",
     "model_calls",
     "tool_calls",
@@ -79,6 +80,7 @@ def open_lake(lake: str | os.PathLike[str], con: duckdb.DuckDBPyConnection | Non
     if "'" in lake_str:
         raise LakeError(f"lake path {lake_str!r} contains a quote; move or rename it")
     _register_source(con, "raw_spans", lake_str, SPANS_DIR, SPAN_SCHEMA, hive=True)
+    _register_source(con, "raw_logs", lake_str, LOGS_DIR, LOG_SCHEMA, hive=True)
     _register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, hive=False)
     for name, sql in view_sql():
         try:

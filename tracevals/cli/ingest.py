@@ -8,11 +8,20 @@ from pathlib import Path
 import click
 
 from tracevals.cli.output import format_option, print_rows
-from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_traces, rows_from_request
+from tracevals.collector.from_otlp import (
+    OTLPDecodeError,
+    parse_json_logs,
+    parse_json_traces,
+    rows_from_logs_request,
+    rows_from_request,
+)
 from tracevals.collector.lake_writer import LakeWriter
 
+Rows = list[dict[str, object]]
 
-def _read(path: Path) -> list[dict[str, object]]:
+
+def _read(path: Path) -> tuple[Rows, Rows]:
+    """(span rows, log rows) of one file."""
     data = path.read_bytes()
     if path.suffix in (".pb", ".bin", ".protobuf"):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -22,15 +31,14 @@ def _read(path: Path) -> list[dict[str, object]]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
-    else:
-        try:
-            doc = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise OTLPDecodeError(f"not JSON: {exc}") from None
-        if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
-            raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
-        request = parse_json_traces(doc)
-    return rows_from_request(request)
+        return rows_from_request(request), []
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise OTLPDecodeError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
+        raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
+    return rows_from_request(parse_json_traces(doc)), rows_from_logs_request(parse_json_logs(doc))
 
 
 @click.command()
@@ -44,11 +52,12 @@ def _read(path: Path) -> list[dict[str, object]]:
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
-    """Write the spans of OTLP trace FILES into a lake (one committed Parquet file per input file).
+    """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b
-    JSON files use the OTLP/JSON encoding (hex ids); `.pb` files hold a protobuf
-    ExportTraceServiceRequest. Every file is checked before anything is written.
+    JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
+    resourceLogs; `.pb` files hold a protobuf ExportTraceServiceRequest. Every file
+    is checked before anything is written.
     Examples:
       tracevals ingest --lake lake traces/*.json
       tracevals ingest --lake lake --format json export.pb
@@ -61,7 +70,10 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
             raise click.ClickException(f"{path}: {exc}") from None
     writer = LakeWriter(lake)
     report = []
-    for path, rows in decoded:
-        writer.write_rows(rows)
-        report.append((str(path), len(rows)))
-    print_rows(["file", "spans"], report, fmt)
+    for path, (spans, logs) in decoded:
+        if spans:
+            writer.write_rows(spans)
+        if logs:
+            writer.write_rows(logs, "logs")
+        report.append((str(path), len(spans), len(logs)))
+    print_rows(["file", "spans", "logs"], report, fmt)
