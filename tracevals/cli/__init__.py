@@ -13,12 +13,14 @@ from tracevals import __version__
 COMMANDS: dict[str, str] = {
     "demo": "tracevals.cli.demo:demo",
     "ingest": "tracevals.cli.ingest:ingest",
+    "run": "tracevals.cli.run:run",
     "sql": "tracevals.cli.sql:sql",
 }
 
 HELP = {
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
     "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
+    "run": "Run a task set k times against your agent and score every attempt.",
     "sql": "Run a read-only SQL query over the views of a lake.",
 }
 

@@ -1,21 +1,18 @@
 """Run an agent on task cases k times: every attempt one trace, recorded, none discarded.
 
-This is the thin harness behind `tracevals demo`; `tracevals run` grows from it. Each attempt runs
-inside a root span that carries the run id, task id, attempt, variant, seed, commit and lock hash,
-and the attempt's output, or its exception's type and message, which is recorded, never swallowed
-silently. The explicit session-end marker closes every attempt's session.
+Each attempt runs inside a root span that carries the run id, task id, attempt, variant, seed,
+commit and lock hash, and the attempt's output, or its exception's type and message (recorded,
+never swallowed). The explicit session-end marker closes every attempt's session. Attempts already
+finished under the same run id (see `resume.completed_attempts`) are skipped, so a killed run resumes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -24,12 +21,13 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from tracevals import attributes as tv
 from tracevals.context import AttemptContext
 from tracevals.evaluators.model import Case
+from tracevals.harness.environment import commit_hash, lock_hash
 from tracevals.instrumentation.context import end_session, session
 
 AgentFn = Callable[[str, AttemptContext], Any]
+AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt)
 
 _TRACER = "tracevals.harness"
-_LOCK_FILES = ("requirements.lock", "uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "requirements.txt")
 
 
 @dataclass(frozen=True)
@@ -38,35 +36,6 @@ class AttemptResult:
     output: str | None
     error: str | None  # "TypeName: message" when the agent raised
     trace_id: str
-
-
-def commit_hash(cwd: Path | None = None) -> str:
-    """The current git commit (with `-dirty` when the tree has changes), or `unknown`."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{head}-dirty" if dirty else head
-
-
-def lock_hash(cwd: Path | None = None) -> str:
-    """sha256 (first 16 hex digits) of the first lock file found in `cwd`, or `none`."""
-    base = cwd or Path.cwd()
-    for name in _LOCK_FILES:
-        path = base / name
-        if path.is_file():
-            return f"{name}:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
-    return "none"
 
 
 def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str) -> AttemptResult:
@@ -101,8 +70,41 @@ def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lo
     return AttemptResult(context=ctx, output=output, error=error, trace_id=trace_id)
 
 
+def _attempt_then_flush(
+    agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str, flush: Callable[[], object] | None
+) -> AttemptResult:
+    result = run_attempt(agent, case, ctx, commit, lock)
+    if flush is not None:
+        flush()
+    return result
+
+
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def plan_attempts(
+    cases: Iterable[Case],
+    *,
+    k: int,
+    run_id: str,
+    variant: str,
+    seed: int = 0,
+    settings: dict[str, Any] | None = None,
+    case_settings: Callable[[Case], dict[str, Any]] | None = None,
+    skip: Collection[AttemptKey] = (),
+) -> list[tuple[Case, AttemptContext]]:
+    """Every (case, context) to run: attempts 1..k of each case, less those in `skip`."""
+    jobs: list[tuple[Case, AttemptContext]] = []
+    for case in cases:
+        extra = dict(settings or {})
+        if case_settings is not None:
+            extra.update(case_settings(case))
+        for attempt in range(1, k + 1):
+            if (variant, case.case_id, attempt) in skip:
+                continue
+            jobs.append((case, AttemptContext.for_attempt(run_id, case.case_id, attempt, variant, seed, **extra)))
+    return jobs
 
 
 def run_cases(
@@ -117,20 +119,32 @@ def run_cases(
     settings: dict[str, Any] | None = None,
     case_settings: Callable[[Case], dict[str, Any]] | None = None,
     on_done: Callable[[AttemptResult], None] | None = None,
+    skip: Collection[AttemptKey] = (),
+    flush: Callable[[], object] | None = None,
 ) -> list[AttemptResult]:
-    """Run every case k times (attempts 1..k) for one variant; results in case and attempt order."""
+    """Run every case k times (attempts 1..k) for one variant; results in case and attempt order.
+
+    `flush` runs in the worker right after each attempt, before the worker takes the next one, so
+    that an attempt's spans are in the lake before anything else can crash the process: a crash then
+    loses at most the attempts in flight. `on_done` is called from the calling thread (progress bars).
+    """
     commit, lock = commit_hash(), lock_hash()
-    jobs: list[tuple[Case, AttemptContext]] = []
-    for case in cases:
-        extra = dict(settings or {})
-        if case_settings is not None:
-            extra.update(case_settings(case))
-        for attempt in range(1, k + 1):
-            ctx = AttemptContext.for_attempt(run_id, case.case_id, attempt, variant, seed, **extra)
-            jobs.append((case, ctx))
+    jobs = plan_attempts(
+        cases,
+        k=k,
+        run_id=run_id,
+        variant=variant,
+        seed=seed,
+        settings=settings,
+        case_settings=case_settings,
+        skip=skip,
+    )
     results: dict[int, AttemptResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="tracevals-attempt") as pool:
-        futures = {pool.submit(run_attempt, agent, case, ctx, commit, lock): i for i, (case, ctx) in enumerate(jobs)}
+        futures = {
+            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, flush): i
+            for i, (case, ctx) in enumerate(jobs)
+        }
         for future in as_completed(futures):
             result = future.result()
             results[futures[future]] = result

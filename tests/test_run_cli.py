@@ -1,0 +1,102 @@
+"""`tracevals run`: your agent, your task file, k attempts each; resumes a killed run by its run id."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tracevals.queries import open_lake
+
+AGENT = textwrap.dedent(
+    """
+    import os, signal
+
+    def agent(text, ctx):
+        log = os.environ["AGENT_LOG"]
+        with open(log, "a") as fh:
+            fh.write(f"{ctx.task_id}:{ctx.attempt}\\n")
+        with open(log) as fh:
+            calls = sum(1 for _ in fh)
+        if os.environ.get("KILL_AT") and calls == int(os.environ["KILL_AT"]):
+            os.kill(os.getpid(), signal.SIGKILL)  # the machine dies mid-run
+        if ctx.task_id == "t2" and ctx.attempt == 2:
+            raise RuntimeError("upstream down")
+        return f"the answer to {text} is 42"
+    """
+)
+
+TASKS = [
+    {"case_id": "t1", "input": "q1", "success_criteria": {"must_include": ["42"]}},
+    {"case_id": "t2", "input": "q2", "success_criteria": {"must_include": ["42"]}},
+]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "my_agent.py").write_text(AGENT)
+    (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(t) for t in TASKS) + "\n")
+    return tmp_path
+
+
+def _run(project: Path, *args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_LOG": str(project / "calls.log")}
+    env.pop("KILL_AT", None)
+    if kill_at is not None:
+        env["KILL_AT"] = str(kill_at)
+    command = [sys.executable, "-m", "tracevals", "run", "--tasks", "cases.jsonl", "--agent", "my_agent:agent"]
+    return subprocess.run(
+        [*command, "--lake", "lake", "--concurrency", "1", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_run_scores_and_prints_statistics(project: Path) -> None:
+    result = _run(project, "-k", "3", "--run-id", "r1", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    (variant,) = summary["variants"]
+    # hand calculation: t1 passes 3/3, t2 fails attempt 2 -> 2/3; pass@1 = (1 + 2/3) / 2 = 0.8333
+    assert variant["runs"] == 6 and variant["pass_at_1"] == pytest.approx(0.8333, abs=1e-4)
+    # pass^3 = (C(3,3)/C(3,3) + C(2,3)/C(3,3)) / 2 = (1 + 0) / 2
+    assert variant["k"] == 3 and variant["pass_hat_k"] == 0.5 and variant["worst_task"] == "t2"
+    con = open_lake(project / "lake")
+    assert con.execute("select count(*) from runs where error is not null").fetchone() == (1,)
+
+
+def test_a_killed_run_resumes_without_repeating_finished_attempts(project: Path) -> None:
+    killed = _run(project, "-k", "3", "--run-id", "r2", kill_at=4)
+    assert killed.returncode == -9  # SIGKILL while the 4th attempt ran
+    calls = (project / "calls.log").read_text().split()
+    assert calls == ["t1:1", "t1:2", "t1:3", "t2:1"]
+
+    resumed = _run(project, "-k", "3", "--run-id", "r2")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "3 attempts already in the lake are skipped" in resumed.stderr
+    calls = (project / "calls.log").read_text().split()
+    # the three finished attempts ran once; the killed one ran again, then the rest
+    assert calls == ["t1:1", "t1:2", "t1:3", "t2:1", "t2:1", "t2:2", "t2:3"]
+    con = open_lake(project / "lake")
+    done = con.execute(
+        "select task_id, attempt, count(*) from runs where run_id = 'r2' and end_time is not null "
+        "group by all order by 1, 2"
+    ).fetchall()
+    assert done == [("t1", 1, 1), ("t1", 2, 1), ("t1", 3, 1), ("t2", 1, 1), ("t2", 2, 1), ("t2", 3, 1)]
+
+
+def test_bad_agent_reference_is_one_line(project: Path) -> None:
+    result = _run(project, "-k", "1", "--agent", "my_agent:nope")
+    # click keeps the last --agent; the error names the missing function
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: module 'my_agent' has no 'nope'; check the name after the colon"
+    ]

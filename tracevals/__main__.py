@@ -1,0 +1,5 @@
+"""`python -m tracevals` is the `tracevals` command."""
+
+from tracevals.cli import main
+
+main()
