@@ -1,0 +1,59 @@
+"""The pytest plugin, tested with pytester: k attempts, all must pass, the count and first error shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracevals.queries import open_lake
+
+TESTS = """
+import itertools
+import pytest
+
+flaky_calls = itertools.count(1)
+
+@pytest.mark.tracevals(k=5)
+def test_flaky():
+    n = next(flaky_calls)
+    assert n not in (2, 4), f"refunded the wrong order on call {n}"
+
+@pytest.mark.tracevals(k=5)
+def test_stable(tracevals_ctx):
+    assert tracevals_ctx.task_id.endswith("test_stable")
+
+threshold_calls = itertools.count(1)
+
+@pytest.mark.tracevals(k=4, min_pass_hat=0.5, at=1)
+def test_good_enough():
+    assert next(threshold_calls) != 3
+"""
+
+
+def test_flaky_fails_with_the_count_and_stable_passes(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(test_agent=TESTS)
+    lake = tmp_path / "lake"
+    result = pytester.runpytest_subprocess("--tracevals-lake", str(lake), "--tracevals-run-id", "ci-1")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_flaky _*",
+            "2 of 5 attempts failed (all must pass); first error: attempt 2: "
+            "AssertionError: refunded the wrong order on call 2",
+        ]
+    )
+    con = open_lake(lake)
+    rows = con.execute(
+        "select task_id, count(*), count(error) from runs where run_id = 'ci-1' group by task_id order by task_id"
+    ).fetchall()
+    assert [(t.split("::")[-1], n, e) for t, n, e in rows] == [
+        ("test_flaky", 5, 2),
+        ("test_good_enough", 4, 1),
+        ("test_stable", 5, 0),
+    ]
+
+
+def test_unmarked_tests_run_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="calls = []\ndef test_once():\n    calls.append(1)\n    assert len(calls) == 1\n")
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
