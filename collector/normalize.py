@@ -9,13 +9,13 @@ Raise NORMALIZER_VERSION whenever a rule changes, so rows written by an older ru
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracevals import attributes as tv
 from tracevals.collector.frameworks import apply_framework_rules
 
-NORMALIZER_VERSION = 2
+NORMALIZER_VERSION = 3
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
@@ -43,9 +43,11 @@ def _int(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    # The lake's integer columns are int64: a value past it is not a token count (version 3).
+    return number if -(2**63) <= number < 2**63 else None
 
 
 def detect_dialect(attrs: Mapping[str, Any]) -> str:
@@ -72,6 +74,8 @@ def _kind(attrs: Mapping[str, Any], dialect: str, name: str) -> str:
             return "llm"
         return _OPENLLMETRY_KINDS.get(str(attrs.get("traceloop.span.kind")), "other")
     op = attrs.get("gen_ai.operation.name")
+    if isinstance(op, (list, dict)):  # malformed, and unhashable: it must not fail the whole batch
+        op = _text(op)
     if op in _LLM_OPERATIONS:
         return "llm"
     if op == "execute_tool" or (op is None and "gen_ai.tool.name" in attrs):
@@ -83,69 +87,98 @@ def _kind(attrs: Mapping[str, Any], dialect: str, name: str) -> str:
     return "other"
 
 
+# Canonical column -> (candidate keys, first non-empty wins; converter). `tool_args` / `tool_result`
+# also read the generic input/output keys, but only on tool spans (see `_sources`).
+_SOURCES: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
+    "operation": (("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind"), _text),
+    "session_id": (("gen_ai.conversation.id", "session.id", "traceloop.association.properties.session_id"), _text),
+    "agent_name": (("gen_ai.agent.name", "agent.name"), _text),
+    "provider": (("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"), _text),
+    "model": (("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model"), _text),
+    "input_tokens": (
+        (
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt",
+            "llm.usage.prompt_tokens",
+        ),
+        _int,
+    ),
+    "output_tokens": (
+        (
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion",
+            "llm.usage.completion_tokens",
+        ),
+        _int,
+    ),
+    "tool_name": (("gen_ai.tool.name", "tool.name"), _text),
+    "tool_call_id": (("gen_ai.tool.call.id", "tool_call.id", "tool.call.id"), _text),
+    # Not OpenInference's `tool.parameters`: that is the tool's JSON Schema, the call's arguments are
+    # its `input.value` (found by the real openinference-instrumentation's tool spans; version 3).
+    "tool_args": (("gen_ai.tool.call.arguments",), _text),
+    "tool_result": (("gen_ai.tool.call.result",), _text),
+    "tool_effect": ((tv.TOOL_EFFECT,), _text),
+    "tool_args_hash": ((tv.TOOL_ARGS_HASH,), _text),
+    "error_type": (("error.type",), _text),
+    "run_id": ((tv.RUN_ID,), _text),
+    "task_id": ((tv.TASK_ID,), _text),
+    "attempt": ((tv.ATTEMPT,), _int),
+    "variant": ((tv.VARIANT,), _text),
+}
+_TOOL_EXTRA = {
+    "tool_args": ("input.value", "traceloop.entity.input"),
+    "tool_result": ("output.value", "traceloop.entity.output"),
+}
+
+Plan = tuple[str, tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]]
+# Spans of one instrumentation share their attribute keys, so which keys feed which column is worked
+# out once per (key set, tool or not) and reused: the collector normalizes ~100k spans a second.
+_PLANS: dict[tuple[bool, tuple[str, ...]], Plan] = {}
+_MAX_PLANS = 4096
+
+
+def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> Plan:
+    present = set(keys)
+    fields = []
+    for column, (candidates, convert) in _SOURCES.items():
+        if is_tool and column in _TOOL_EXTRA:
+            candidates = candidates + _TOOL_EXTRA[column]
+        fields.append((column, tuple(k for k in candidates if k in present), convert))
+    plan: Plan = (detect_dialect(attrs), tuple(fields))
+    if len(_PLANS) >= _MAX_PLANS:
+        _PLANS.clear()  # a cache: an unbounded variety of key sets must not grow memory
+    _PLANS[(is_tool, keys)] = plan
+    return plan
+
+
 def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unset") -> dict[str, Any]:
     """The canonical columns for one span's attributes (see `collector/schema.py`)."""
-    dialect = detect_dialect(attrs)
+    keys = tuple(attrs)
+    plan = _PLANS.get((False, keys))
+    if plan is None:
+        plan = _sources(keys, attrs, False)
+    dialect = plan[0]
     kind = _kind(attrs, dialect, name)
-    tool_name = _first(attrs, "gen_ai.tool.name", "tool.name")
-    if tool_name is None and kind == "tool":
-        tool_name = _first(attrs, "traceloop.entity.name") or name.removeprefix("execute_tool ").strip() or None
     is_tool = kind == "tool"
-    error_type = _first(attrs, "error.type")
-    if error_type is None and status_code == "error":
-        error_type = "error"
-    columns: dict[str, Any] = {
-        "dialect": dialect,
-        "normalizer_version": NORMALIZER_VERSION,
-        "kind": kind,
-        "operation": _text(_first(attrs, "gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind")),
-        "session_id": _text(
-            _first(attrs, "gen_ai.conversation.id", "session.id", "traceloop.association.properties.session_id")
-        ),
-        "agent_name": _text(_first(attrs, "gen_ai.agent.name", "agent.name")),
-        "provider": _text(_first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")),
-        "model": _text(
-            _first(attrs, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model")
-        ),
-        "input_tokens": _int(
-            _first(
-                attrs,
-                "gen_ai.usage.input_tokens",
-                "gen_ai.usage.prompt_tokens",
-                "llm.token_count.prompt",
-                "llm.usage.prompt_tokens",
-            )
-        ),
-        "output_tokens": _int(
-            _first(
-                attrs,
-                "gen_ai.usage.output_tokens",
-                "gen_ai.usage.completion_tokens",
-                "llm.token_count.completion",
-                "llm.usage.completion_tokens",
-            )
-        ),
-        "tool_name": _text(tool_name),
-        "tool_call_id": _text(_first(attrs, "gen_ai.tool.call.id", "tool_call.id", "tool.call.id")),
-        "tool_args": _text(
-            _first(
-                attrs,
-                "gen_ai.tool.call.arguments",
-                "tool.parameters",
-                *(("input.value", "traceloop.entity.input") if is_tool else ()),
-            )
-        ),
-        "tool_result": _text(
-            _first(attrs, "gen_ai.tool.call.result", *(("output.value", "traceloop.entity.output") if is_tool else ()))
-        ),
-        "tool_effect": _text(_first(attrs, tv.TOOL_EFFECT)),
-        "tool_args_hash": _text(_first(attrs, tv.TOOL_ARGS_HASH)),
-        "error_type": _text(error_type),
-        "run_id": _text(_first(attrs, tv.RUN_ID)),
-        "task_id": _text(_first(attrs, tv.TASK_ID)),
-        "attempt": _int(_first(attrs, tv.ATTEMPT)),
-        "variant": _text(_first(attrs, tv.VARIANT)),
-    }
+    if is_tool:
+        plan = _PLANS.get((True, keys)) or _sources(keys, attrs, True)
+    columns: dict[str, Any] = {"dialect": dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
+    for column, candidates, convert in plan[1]:
+        value = None
+        for key in candidates:
+            found = attrs[key]
+            if found is not None and found != "":
+                value = convert(found)
+                break
+        columns[column] = value
+    if columns["tool_name"] is None and is_tool:
+        columns["tool_name"] = _text(
+            _first(attrs, "traceloop.entity.name") or name.removeprefix("execute_tool ").strip() or None
+        )
+    if columns["error_type"] is None and status_code == "error":
+        columns["error_type"] = "error"
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])

@@ -11,6 +11,7 @@ from tracevals import __version__
 # name -> "module:attribute". A subcommand's module is imported when the subcommand runs (or its
 # help is shown), so `tracevals sql` does not pay for importing the collector or the simulator.
 COMMANDS: dict[str, str] = {
+    "collect": "tracevals.cli.collect:collect",
     "demo": "tracevals.cli.demo:demo",
     "ingest": "tracevals.cli.ingest:ingest",
     "run": "tracevals.cli.run:run",
@@ -18,6 +19,7 @@ COMMANDS: dict[str, str] = {
 }
 
 HELP = {
+    "collect": "Receive OTLP (gRPC and HTTP) and write a durable Parquet lake.",
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
     "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
     "run": "Run a task set k times against your agent and score every attempt.",

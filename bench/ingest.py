@@ -1,0 +1,190 @@
+"""OTLP/HTTP-protobuf ingest into committed Parquet, in spans per second per core of the collector.
+
+    .venv/bin/python bench/ingest.py [--seconds 10] [--senders 3] [--spans-per-request 512]
+
+A load generator on loopback sends pre-encoded, GenAI-shaped spans (10 attributes each) to a
+`tracevals collect` subprocess over keep-alive HTTP/1.1 connections. The collector's CPU time (user +
+system, from the kernel's accounting of the child) is counted from the first request until it has
+committed every span to Parquet and exited on SIGTERM, so start-up imports are left out and the final
+flush is in. spans/s per core = spans committed / collector CPU seconds. In the same run the raw
+protobuf decode rate of the same payload (`ExportTraceServiceRequest.FromString`, no attribute walk)
+is measured in this process: the floor any Python receiver sits on. Target: >= 100,000 spans/s/core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = 100_000
+
+
+def _kv(key: str, value: object) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def genai_request(spans: int, seed: int) -> bytes:
+    """One encoded request: alternating chat and execute_tool spans, 10 attributes each."""
+    rnd = random.Random(seed)
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend([_kv("service.name", "shop-agent"), _kv("service.version", "1.4.2")])
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = "tracevals.instrumentation.openai"
+    start = time.time_ns()
+    for i in range(spans):
+        span = scope_spans.spans.add()
+        span.trace_id, span.span_id, span.parent_span_id = rnd.randbytes(16), rnd.randbytes(8), rnd.randbytes(8)
+        span.kind = 3
+        span.start_time_unix_nano = start + i * 1_000
+        span.end_time_unix_nano = span.start_time_unix_nano + rnd.randrange(1_000_000, 900_000_000)
+        tool = i % 2 == 1
+        span.name = "execute_tool lookup_order" if tool else "chat gpt-4o-mini"
+        attrs: list[tuple[str, object]] = [
+            ("gen_ai.operation.name", "execute_tool" if tool else "chat"),
+            ("gen_ai.provider.name", "openai"),
+            ("gen_ai.tool.name" if tool else "gen_ai.request.model", "lookup_order" if tool else "gpt-4o-mini"),
+            ("gen_ai.response.model", "gpt-4o-mini-2024-07-18"),
+            ("gen_ai.conversation.id", f"sess-{seed}-{i // 10}"),
+            ("gen_ai.usage.input_tokens", rnd.randrange(50, 4000)),
+            ("gen_ai.usage.output_tokens", rnd.randrange(5, 800)),
+            ("gen_ai.request.temperature", 0.2),
+            ("gen_ai.response.id", f"chatcmpl-{rnd.getrandbits(64):016x}"),
+            ("server.address", "api.openai.com"),
+        ]
+        span.attributes.extend(_kv(k, v) for k, v in attrs)
+    return request.SerializeToString()
+
+
+def decode_rate(payloads: list[bytes], spans_per_request: int, seconds: float = 2.0) -> float:
+    """Spans per second that protobuf (upb) alone decodes from these payloads on one core."""
+    n = 0
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        for payload in payloads:
+            ExportTraceServiceRequest.FromString(payload)
+        n += len(payloads)
+    return n * spans_per_request / (time.process_time() - t0)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _start_collector(workdir: Path, compression: str) -> tuple[subprocess.Popen[str], int]:
+    config = {
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
+        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
+        "exporters": {
+            "parquet": {
+                "path": "lake",
+                "compression": compression,
+                "rotation": {"max_rows": 2_000_000, "max_age": "1h"},
+            }
+        },
+        "service": {
+            "pipelines": {
+                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
+            }
+        },
+    }
+    (workdir / "otel-config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config", "otel-config.yaml"]
+    proc = subprocess.Popen(cmd, cwd=workdir, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
+        if match:
+            return proc, int(match.group(1))
+    raise SystemExit("the collector did not start")
+
+
+def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], index: int) -> None:
+    """Send until the deadline; a refusal (503 + Retry-After, the collector's backpressure) is waited out."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Content-Type": "application/x-protobuf"}
+    i = index
+    while time.monotonic() < deadline:
+        conn.request("POST", "/v1/traces", payloads[i % len(payloads)], headers)
+        response = conn.getresponse()
+        response.read()
+        if response.status in (429, 503):
+            conn.close()
+            time.sleep(float(response.getheader("Retry-After") or 1))
+            continue
+        if response.status != 200:
+            raise SystemExit(f"collector answered {response.status}")
+        counts[index] += 1
+        i += 1
+    conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long to send")
+    parser.add_argument("--senders", type=int, default=3, help="sender threads (keep-alive connections)")
+    parser.add_argument("--spans-per-request", type=int, default=512, help="the SDK's default batch is 512")
+    parser.add_argument("--compression", default="zstd")
+    args = parser.parse_args()
+    payloads = [genai_request(args.spans_per_request, seed) for seed in range(16)]
+    size = sum(map(len, payloads)) / len(payloads) / args.spans_per_request
+    floor = decode_rate(payloads, args.spans_per_request)
+    with tempfile.TemporaryDirectory(prefix="tracevals-bench-") as tmp:
+        workdir = Path(tmp)
+        proc, port = _start_collector(workdir, args.compression)
+        counts = [0] * args.senders
+        cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
+        deadline = t0 + args.seconds
+        threads = [
+            threading.Thread(target=_send, args=(port, payloads, deadline, counts, i)) for i in range(args.senders)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        proc.send_signal(signal.SIGTERM)  # flush: the last rows are committed before it exits
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - t0
+        cpu = usage.ru_utime + usage.ru_stime - cpu0
+        spans = sum(counts) * args.spans_per_request
+        ((committed,),) = duckdb.execute(
+            f"select count(*) from read_parquet('{workdir}/lake/spans/**/*.parquet')"
+        ).fetchall()
+    per_core = committed / cpu
+    print(f"payload: {args.spans_per_request} GenAI spans/request, 10 attributes/span, {size:.0f} bytes/span")
+    print(f"sent {spans:,} spans in {sum(counts):,} requests over {args.senders} connections; committed {committed:,}")
+    print(f"collector: {cpu:.2f} CPU s over {wall:.2f} s wall ({cpu / wall:.2f} cores busy)")
+    print(f"ingest to committed Parquet: {per_core:,.0f} spans/s per core ({committed / wall:,.0f} spans/s wall)")
+    print(f"raw protobuf decode floor:   {floor:,.0f} spans/s per core (same payload, this process)")
+    print(f"ratio to the decode floor:   {per_core / floor:.3f} (ingest / decode)")
+    verdict = "met" if per_core >= TARGET else "NOT met"
+    print(f"target >= {TARGET:,} spans/s per core: {verdict}")
+    if committed != spans or os.WEXITSTATUS(status) != 0:
+        raise SystemExit(f"lost spans or bad exit: sent {spans}, committed {committed}, exit {status}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""`otel-config.yaml`: the collector's configuration, in the OpenTelemetry Collector's format.
+
+Keys are the OTel Collector's where one exists (`receivers.otlp.protocols.grpc.endpoint`,
+`processors.memory_limiter.limit_mib`, `processors.batch.send_batch_size`, `extensions.bearertokenauth`,
+`service.pipelines`), so a config can move to a Collector fleet later with few edits. tracevals' own
+pieces are the `session_sampler` processor and the `parquet` exporter. An unknown key or a bad value is
+one `ConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown key; did you mean
+'compression'?`. See docs/collector.md for every key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tracevals.collector.config_schema import (
+    ConfigError,
+    Key,
+    choice,
+    duration,
+    endpoint,
+    expand_env,
+    integer,
+    names,
+    number,
+    section,
+    size,
+    string,
+)
+
+__all__ = [
+    "Batch",
+    "CollectorConfig",
+    "ConfigError",
+    "MemoryLimiter",
+    "ParquetExporter",
+    "ReceiverSettings",
+    "SessionSampler",
+    "TLSSettings",
+    "load_config",
+    "parse_config",
+]
+
+COMPRESSIONS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")
+SIGNALS = ("traces", "logs")
+
+
+@dataclass(frozen=True)
+class TLSSettings:
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None  # set: clients must present a certificate it signed (mTLS)
+
+
+@dataclass(frozen=True)
+class ReceiverSettings:
+    """One protocol (grpc or http) of the OTLP receiver."""
+
+    host: str
+    port: int
+    max_request_bytes: int  # decompressed; past it: HTTP 413 / gRPC RESOURCE_EXHAUSTED
+    max_concurrent: int  # gRPC: streams at once (more wait); HTTP: connections at once (more get 429)
+    tls: TLSSettings | None = None
+    bearer_token: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryLimiter:
+    check_interval: float = 1.0
+    limit_mib: int = 512
+    spike_limit_mib: int = 128
+    retry_after: float = 1.0  # the delay offered to throttled clients (Retry-After / RetryInfo)
+
+
+@dataclass(frozen=True)
+class Batch:
+    send_batch_size: int = 8192
+    timeout: float = 1.0
+
+
+@dataclass(frozen=True)
+class SessionSampler:
+    sampling_percentage: float = 100.0
+    hash_seed: int = 0
+
+
+@dataclass(frozen=True)
+class ParquetExporter:
+    path: Path = Path("lake")
+    compression: str = "zstd"
+    compression_level: int | None = None
+    max_rows: int = 500_000
+    max_bytes: int = 128 * 1024**2
+    max_age: float = 30.0
+    queue_bytes: int = 64 * 1024**2  # request bytes received but not yet in a Parquet row group
+    wal_dir: Path | None = None  # default: <path>/_wal
+    max_attribute_value_bytes: int = 64 * 1024
+
+    @property
+    def wal_path(self) -> Path:
+        return self.wal_dir if self.wal_dir is not None else self.path / "_wal"
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    grpc: ReceiverSettings | None = None
+    http: ReceiverSettings | None = None
+    memory_limiter: MemoryLimiter | None = None
+    batch: Batch = field(default_factory=Batch)
+    sampler: SessionSampler | None = None
+    sampled_signals: frozenset[str] = frozenset()
+    exporter: ParquetExporter = field(default_factory=ParquetExporter)
+    signals: frozenset[str] = frozenset(SIGNALS)
+    source: str = "<defaults>"
+
+
+_TLS = section(
+    {
+        "cert_file": Key(string, required=True),
+        "key_file": Key(string, required=True),
+        "client_ca_file": Key(string),
+    }
+)
+_AUTH = section({"authenticator": Key(string, required=True)})
+_GRPC = section(
+    {
+        "endpoint": Key(endpoint, ("127.0.0.1", 4317)),
+        "max_recv_msg_size_mib": Key(integer(1, 2047), 4),
+        "max_concurrent_streams": Key(integer(1, 10_000), 16),
+        "tls": Key(_TLS),
+        "auth": Key(_AUTH),
+    }
+)
+_HTTP = section(
+    {
+        "endpoint": Key(endpoint, ("127.0.0.1", 4318)),
+        "max_request_body_size": Key(size(1024), 20 * 1024**2),
+        "max_connections": Key(integer(1, 10_000), 64),
+        "tls": Key(_TLS),
+        "auth": Key(_AUTH),
+    }
+)
+_RECEIVERS = section(
+    {"otlp": Key(section({"protocols": Key(section({"grpc": Key(_GRPC), "http": Key(_HTTP)}), required=True)}))}
+)
+_MEMORY_LIMITER = section(
+    {
+        "check_interval": Key(duration, 1.0),
+        "limit_mib": Key(integer(8), 512),
+        "spike_limit_mib": Key(integer(0)),
+        "retry_after": Key(duration, 1.0),
+    }
+)
+_BATCH = section({"send_batch_size": Key(integer(1), 8192), "timeout": Key(duration, 1.0)})
+_SAMPLER = section({"sampling_percentage": Key(number(0, 100), 100.0), "hash_seed": Key(integer(0, 2**32 - 1), 0)})
+_PROCESSORS = section({"memory_limiter": Key(_MEMORY_LIMITER), "batch": Key(_BATCH), "session_sampler": Key(_SAMPLER)})
+_ROTATION = section(
+    {
+        "max_rows": Key(integer(1), 500_000),
+        "max_bytes": Key(size(1024), 128 * 1024**2),
+        "max_age": Key(duration, 30.0),
+    }
+)
+_PARQUET = section(
+    {
+        "path": Key(string, required=True),
+        "compression": Key(choice(*COMPRESSIONS), "zstd"),
+        "compression_level": Key(integer(-7, 22)),
+        "rotation": Key(_ROTATION),
+        "sending_queue": Key(section({"queue_size": Key(size(1024), 64 * 1024**2)})),
+        "wal": Key(section({"dir": Key(string)})),
+        "max_attribute_value_bytes": Key(size(16), 64 * 1024),
+    }
+)
+_EXPORTERS = section({"parquet": Key(_PARQUET)})
+_EXTENSIONS = section({"bearertokenauth": Key(section({"token": Key(string), "filename": Key(string)}))})
+
+
+def _service(doc: dict[str, Any]) -> Any:
+    def defined(kind: str) -> Any:
+        return lambda: list(doc.get(kind) or {})
+
+    pipeline = section(
+        {
+            "receivers": Key(names(defined("receivers"), "receiver"), required=True),
+            "processors": Key(names(defined("processors"), "processor"), []),
+            "exporters": Key(names(defined("exporters"), "exporter"), required=True),
+        }
+    )
+    return section(
+        {
+            "extensions": Key(names(defined("extensions"), "extension"), []),
+            "pipelines": Key(section({s: Key(pipeline) for s in SIGNALS}), required=True),
+        }
+    )
+
+
+def _tls(raw: dict[str, Any] | None, base: Path) -> TLSSettings | None:
+    if raw is None:
+        return None
+    ca = raw["client_ca_file"]
+    return TLSSettings(base / raw["cert_file"], base / raw["key_file"], base / ca if ca else None)
+
+
+def _token(raw: dict[str, Any], extensions: dict[str, Any], enabled: list[str], path: str, base: Path) -> str | None:
+    auth = raw.get("auth")
+    if auth is None:
+        return None
+    name = auth["authenticator"]
+    if name != "bearertokenauth" or extensions.get(name) is None:
+        raise ConfigError(f"{path}.auth.authenticator: {name!r} is not a defined extension (define bearertokenauth)")
+    if name not in enabled:
+        raise ConfigError(f"service.extensions: add {name!r} to use it in {path}.auth")
+    ext = extensions[name]
+    token = ext["token"]
+    if ext["filename"]:
+        try:
+            token = (base / ext["filename"]).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"extensions.bearertokenauth.filename: cannot read it: {exc.strerror}") from None
+    if not token:
+        raise ConfigError("extensions.bearertokenauth: set token (e.g. ${env:TRACEVALS_TOKEN}) or filename")
+    return str(token)
+
+
+def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -> CollectorConfig:
+    """Validate a parsed YAML document and build the `CollectorConfig` it describes."""
+    base = base or Path.cwd()
+    if not isinstance(doc, dict):
+        raise ConfigError("the config must be a mapping with receivers, processors, exporters and service")
+    doc = expand_env(doc)
+    top = section(
+        {
+            "extensions": Key(_EXTENSIONS),
+            "receivers": Key(_RECEIVERS, required=True),
+            "processors": Key(_PROCESSORS),
+            "exporters": Key(_EXPORTERS, required=True),
+            "service": Key(_service(doc), required=True),
+        }
+    )(doc, "")
+    pipelines = {s: p for s, p in top["service"]["pipelines"].items() if p is not None}
+    if not pipelines:
+        raise ConfigError("service.pipelines: define a traces and/or logs pipeline")
+    used_processors = {p for pl in pipelines.values() for p in pl["processors"]}
+    if top["receivers"]["otlp"] is None:
+        raise ConfigError("receivers.otlp: required (protocols: grpc and/or http)")
+    protocols = top["receivers"]["otlp"]["protocols"]
+    ext, enabled = top["extensions"], top["service"]["extensions"]
+    receivers: dict[str, ReceiverSettings | None] = {}
+    for proto in ("grpc", "http"):
+        raw = protocols.get(proto)
+        if raw is None:
+            receivers[proto] = None
+            continue
+        if proto == "grpc":
+            limit, concurrent = raw["max_recv_msg_size_mib"] * 1024**2, raw["max_concurrent_streams"]
+        else:
+            limit, concurrent = raw["max_request_body_size"], raw["max_connections"]
+        path = f"receivers.otlp.protocols.{proto}"
+        tls, token = _tls(raw["tls"], base), _token(raw, ext, enabled, path, base)
+        host, port = raw["endpoint"]
+        receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token)
+    if not any(receivers.values()):
+        raise ConfigError("receivers.otlp.protocols: enable grpc and/or http")
+    procs = top["processors"] or {}
+    ml = (procs["memory_limiter"] or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
+    memory = None
+    if ml is not None:
+        spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
+        if spike >= ml["limit_mib"]:
+            raise ConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
+        memory = MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
+    # Without the batch processor every request becomes its own row group at once.
+    batch = Batch(**(procs["batch"] or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
+    sampler_raw = procs["session_sampler"] or _SAMPLER({}, "")
+    sampled = frozenset(s for s, p in pipelines.items() if "session_sampler" in p["processors"])
+    pq = top["exporters"]["parquet"]
+    if pq is None:
+        raise ConfigError("exporters.parquet: required (path: the lake directory)")
+    rot = pq["rotation"] or _ROTATION({}, "")
+    queue, wal = pq["sending_queue"] or {}, pq["wal"] or {}
+    exporter = ParquetExporter(
+        path=base / pq["path"],
+        compression=pq["compression"],
+        compression_level=pq["compression_level"],
+        max_rows=rot["max_rows"],
+        max_bytes=rot["max_bytes"],
+        max_age=rot["max_age"],
+        queue_bytes=queue.get("queue_size") or 64 * 1024**2,
+        wal_dir=base / wal["dir"] if wal.get("dir") else None,
+        max_attribute_value_bytes=pq["max_attribute_value_bytes"],
+    )
+    return CollectorConfig(
+        grpc=receivers["grpc"],
+        http=receivers["http"],
+        memory_limiter=memory,
+        batch=batch,
+        sampler=SessionSampler(**sampler_raw) if sampled else None,
+        sampled_signals=sampled,
+        exporter=exporter,
+        signals=frozenset(pipelines),
+        source=source,
+    )
+
+
+def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
+    """Read and validate a config file; relative paths in it are relative to the file's folder."""
+    file = Path(path)
+    try:
+        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such config file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    try:
+        return parse_config(doc, str(file), file.resolve().parent)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None

@@ -1,0 +1,131 @@
+"""Decoding and checking OTLP export requests, shared by the HTTP and gRPC receivers.
+
+A request is checked before it is acknowledged, so that nothing the exporter thread cannot write ever
+reaches the write-ahead log: ids of the wrong length (or all zero), and times past int64 (the lake
+stores nanosecond timestamps) make a span or log record *rejected*. A request with some rejected items
+is accepted with an OTLP partial success naming the count and the first problem; one whose every item
+is rejected is bad data (HTTP 400 / gRPC INVALID_ARGUMENT).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.collector.wal import LOGS, TRACES
+
+_INT64_MAX = 2**63 - 1
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+class TooLarge(ValueError):
+    """The decompressed body passes the receiver's size limit."""
+
+
+class UnsupportedEncoding(ValueError):
+    """A Content-Encoding the receiver does not speak."""
+
+
+@dataclass
+class Decoded:
+    """A checked request: what to log (`payload`, protobuf bytes), its item count, and what was rejected."""
+
+    kind: int
+    request: Any
+    payload: bytes
+    accepted: int
+    rejected: int = 0
+    error: str = ""
+
+
+def inflate(body: bytes, encoding: str, limit: int) -> bytes:
+    """`body` decoded from its Content-Encoding, never more than `limit` bytes (a gzip bomb stops there)."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        if len(body) > limit:
+            raise TooLarge(f"body is {len(body)} bytes, over the {limit}-byte limit")
+        return body
+    if encoding not in ("gzip", "deflate", "x-gzip"):
+        raise UnsupportedEncoding(f"Content-Encoding {encoding!r} is not supported; use gzip or none")
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # 32: accept a gzip or a zlib header
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+    if not inflater.eof:
+        raise OTLPDecodeError(f"{encoding} body is truncated")
+    return out
+
+
+def _parse(message: Any, body: bytes, what: str) -> None:
+    try:
+        message.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError) as exc:  # upb raises DecodeError; deep nesting, others
+        raise OTLPDecodeError(f"not a protobuf {what}: {exc}") from None
+
+
+def _bad_span(span: Any) -> str:
+    if len(span.trace_id) != 16 or span.trace_id == _ZERO_TRACE:
+        return f"span {span.name!r}: traceId must be 16 bytes, not all zero (got {len(span.trace_id)})"
+    if len(span.span_id) != 8 or span.span_id == _ZERO_SPAN:
+        return f"span {span.name!r}: spanId must be 8 bytes, not all zero (got {len(span.span_id)})"
+    if span.parent_span_id and len(span.parent_span_id) != 8:
+        return f"span {span.name!r}: parentSpanId must be 8 bytes or empty (got {len(span.parent_span_id)})"
+    if span.start_time_unix_nano > _INT64_MAX or span.end_time_unix_nano > _INT64_MAX:
+        return f"span {span.name!r}: times past year 2262 cannot be stored"
+    return ""
+
+
+def _bad_record(record: Any) -> str:
+    if record.trace_id and len(record.trace_id) != 16:
+        return f"log record: traceId must be 16 bytes or empty (got {len(record.trace_id)})"
+    if record.span_id and len(record.span_id) != 8:
+        return f"log record: spanId must be 8 bytes or empty (got {len(record.span_id)})"
+    if record.time_unix_nano > _INT64_MAX or record.observed_time_unix_nano > _INT64_MAX:
+        return "log record: times past year 2262 cannot be stored"
+    return ""
+
+
+def _check(request: Any, kind: int) -> tuple[int, int, str]:
+    """(accepted, rejected, first error); rejected items are removed from `request` in place."""
+    accepted = rejected = 0
+    first = ""
+    outer = request.resource_spans if kind == TRACES else request.resource_logs
+    for resource in outer:
+        for scope in resource.scope_spans if kind == TRACES else resource.scope_logs:
+            items = scope.spans if kind == TRACES else scope.log_records
+            check = _bad_span if kind == TRACES else _bad_record
+            bad = [i for i, item in enumerate(items) if check(item)]
+            if bad:
+                first = first or check(items[bad[0]])
+                for i in reversed(bad):
+                    del items[i]
+            rejected += len(bad)
+            accepted += len(items)
+    return accepted, rejected, first
+
+
+def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
+    """Decode and check an export request body; raises `OTLPDecodeError` for bad data."""
+    if is_json:
+        request = parse_json_traces(body) if kind == TRACES else parse_json_logs(body)
+    else:
+        request = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
+        _parse(request, body, "ExportTraceServiceRequest" if kind == TRACES else "ExportLogsServiceRequest")
+    accepted, rejected, error = _check(request, kind)
+    if rejected and not accepted:
+        raise OTLPDecodeError(f"every item was rejected; first: {error}")
+    payload = body if not is_json and not rejected else request.SerializeToString()
+    return Decoded(kind, request, payload, accepted, rejected, error)
+
+
+__all__ = ["LOGS", "TRACES", "Decoded", "OTLPDecodeError", "TooLarge", "UnsupportedEncoding", "decode", "inflate"]

@@ -1,0 +1,245 @@
+"""The OTLP/HTTP receiver: `POST /v1/traces` and `/v1/logs`, protobuf or JSON, plain or gzip.
+
+As the OTLP specification asks: the reply has the request's content type; success is 200 with an
+Export*ServiceResponse (with `partial_success` when some items were rejected); errors carry a
+`google.rpc.Status` body; 400 for bad data, 413 past the decompressed size limit, 415 for a content
+type or encoding it does not speak, and 503 with `Retry-After` when the pipeline cannot take more
+(429 when every connection slot is busy). The request is acknowledged only after `Pipeline.submit`,
+i.e. once it is in the fsynced write-ahead log.
+
+Stdlib `http.server` on purpose: one thread per connection is plenty for SDK exporters, which keep a
+connection open and send batches of hundreds of spans, and it adds no dependency.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import math
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from tracevals.collector.config import ReceiverSettings
+from tracevals.collector.otlp_decode import (
+    LOGS,
+    TRACES,
+    OTLPDecodeError,
+    TooLarge,
+    UnsupportedEncoding,
+    decode,
+    inflate,
+)
+from tracevals.collector.pipeline import Pipeline, Throttled
+
+_log = logging.getLogger(__name__)
+PATHS = {"/v1/traces": ("traces", TRACES), "/v1/logs": ("logs", LOGS)}
+PROTOBUF, JSON = "application/x-protobuf", "application/json"
+_GRPC_CODE = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
+              405: code_pb2.UNIMPLEMENTED, 411: code_pb2.INVALID_ARGUMENT, 413: code_pb2.RESOURCE_EXHAUSTED,
+              415: code_pb2.INVALID_ARGUMENT, 429: code_pb2.UNAVAILABLE, 500: code_pb2.INTERNAL,
+              503: code_pb2.UNAVAILABLE}  # fmt: skip
+_BUSY = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    receiver: OTLPHTTPReceiver
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Bound the threads (and so the bodies in memory): a connection past the limit is told to retry.
+        if not self.receiver.slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.receiver.slots.release()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as SDK exporters reuse their connection
+    disable_nagle_algorithm = True  # the reply goes out as two writes; don't wait for a delayed ACK
+    timeout = 30  # an idle or stalled connection frees its slot after this many seconds
+    server: _Server
+
+    def do_POST(self) -> None:
+        try:
+            self.server.receiver.handle(self)
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True
+
+    def _not_allowed(self) -> None:
+        path = urlsplit(self.path).path
+        self.close_connection = True
+        if path in PATHS:
+            reply(self, 405, PROTOBUF, error=f"use POST on {path}", headers={"Allow": "POST"})
+        else:
+            reply(self, 404, PROTOBUF, error=f"no such endpoint {path}; use /v1/traces or /v1/logs")
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _not_allowed
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("otlp http %s: " + format, self.address_string(), *args)
+
+
+def reply(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    content_type: str,
+    body: Any = None,
+    error: str = "",
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Send `body` (a response message) or, for an error, a google.rpc.Status, in `content_type`."""
+    message = body if not error else status_pb2.Status(code=_GRPC_CODE.get(status, code_pb2.UNKNOWN), message=error)
+    if content_type == JSON:
+        data = json_format.MessageToJson(message, indent=None).encode()
+    else:
+        data = message.SerializeToString()
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    if handler.close_connection:
+        handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+class OTLPHTTPReceiver:
+    """Serves OTLP/HTTP on `settings.host:port` in a background thread until `stop()`."""
+
+    def __init__(self, settings: ReceiverSettings, pipeline: Pipeline, signals: frozenset[str]) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.signals = signals
+        self.slots = threading.BoundedSemaphore(settings.max_concurrent)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        server = _Server((self.settings.host, self.settings.port), _Handler, bind_and_activate=True)
+        server.receiver = self
+        tls = self.settings.tls
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(tls.cert_file, tls.key_file)
+            if tls.client_ca_file is not None:
+                context.load_verify_locations(tls.client_ca_file)
+                context.verify_mode = ssl.CERT_REQUIRED
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="tracevals-otlp-http", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def handle(self, h: _Handler) -> None:
+        media = (h.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        ctype = JSON if media == JSON else PROTOBUF
+        path = urlsplit(h.path).path
+        route = PATHS.get(path)
+        if route is None or route[0] not in self.signals:
+            h.close_connection = True
+            what = f"no {route[0]} pipeline is configured" if route else "use /v1/traces or /v1/logs"
+            return reply(h, 404, ctype, error=f"no such endpoint {path}: {what}")
+        token = self.settings.bearer_token
+        if token is not None:
+            given = h.headers.get("Authorization") or ""
+            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                h.close_connection = True
+                return reply(h, 401, ctype, error="missing or wrong bearer token",
+                             headers={"WWW-Authenticate": 'Bearer realm="otlp"'})  # fmt: skip
+        if media not in (JSON, PROTOBUF):
+            h.close_connection = True
+            return reply(h, 415, ctype, error=f"Content-Type {media!r} is not supported; use {PROTOBUF} or {JSON}")
+        raw_length = h.headers.get("Content-Length")
+        if raw_length is None or h.headers.get("Transfer-Encoding"):
+            h.close_connection = True
+            return reply(h, 411, ctype, error="send a Content-Length (chunked bodies are not accepted)")
+        try:
+            length = int(raw_length)
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            h.close_connection = True
+            return reply(h, 400, ctype, error=f"Content-Length {raw_length!r} is not a number of bytes")
+        limit = self.settings.max_request_bytes
+        if length > limit:
+            h.close_connection = True  # the body is not read: the connection cannot be reused
+            return reply(h, 413, ctype, error=f"body of {length} bytes passes the {limit}-byte limit")
+        try:
+            self.pipeline.admit(length)
+        except Throttled as exc:
+            h.close_connection = True
+            wait = str(max(1, math.ceil(exc.retry_after)))
+            return reply(h, 503, ctype, error=f"{exc}; retry later", headers={"Retry-After": wait})
+        reserved = length
+        try:
+            body = h.rfile.read(length)
+            if len(body) != length:
+                h.close_connection = True
+                return None
+            try:
+                data = inflate(body, h.headers.get("Content-Encoding") or "", limit)
+                decoded = decode(route[1], data, ctype == JSON)
+            except TooLarge as exc:
+                return reply(h, 413, ctype, error=str(exc))
+            except UnsupportedEncoding as exc:
+                return reply(h, 415, ctype, error=str(exc))
+            except OTLPDecodeError as exc:
+                return reply(h, 400, ctype, error=str(exc))
+            del body, data
+            # Account for the decoded size from here on: a gzipped body holds several times its length.
+            reserved = self.pipeline.resize(reserved, len(decoded.payload))
+            try:
+                self.pipeline.submit(decoded.kind, decoded.request, decoded.payload, reserved, decoded.accepted)
+            except OSError as exc:  # the write-ahead log cannot write: nothing is acknowledged
+                _log.error("tracevals collector: write-ahead log failed: %s", exc)
+                wait = str(max(1, math.ceil(self.pipeline.retry_after)))
+                return reply(h, 503, ctype, error="cannot store data now; retry later", headers={"Retry-After": wait})
+            reserved = 0  # the pipeline releases it once the rows are written
+        finally:
+            if reserved:
+                self.pipeline.release(reserved)
+        return reply(h, 200, ctype, body=_response(decoded))
+
+
+def _response(decoded: Any) -> Any:
+    if decoded.kind == TRACES:
+        response = ExportTraceServiceResponse()
+        if decoded.rejected:
+            response.partial_success.rejected_spans = decoded.rejected
+            response.partial_success.error_message = decoded.error
+        return response
+    logs = ExportLogsServiceResponse()
+    if decoded.rejected:
+        logs.partial_success.rejected_log_records = decoded.rejected
+        logs.partial_success.error_message = decoded.error
+    return logs

@@ -1,0 +1,152 @@
+"""The collector's Parquet exporter: row groups appended to open files, committed on rotation.
+
+Each (table, date, hour) partition has at most one open file, written under a hidden temporary name
+(`.part-….parquet.tmp`, which no reader's `*.parquet` glob matches). Rotation — by rows, bytes on
+disk or age, whichever comes first — closes every open file, fsyncs it, renames it into place and
+fsyncs the folder: the same commit as `lake_writer.write_table_atomically`, so a reader never sees a
+partial file. Until then the rows are safe in the write-ahead log; a crash leaves `.tmp` files that
+`remove_stale` deletes on the next start, before the log is replayed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tracevals.collector.lake_writer import TABLES
+
+_HOUR_NS = 3600 * 10**9
+# Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
+# never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
+_DICTIONARY_COLUMNS = {
+    "spans": [
+        "name", "span_kind", "status_code", "resource_attributes", "scope_name", "scope_version", "service_name",
+        "dialect", "normalizer_version", "kind", "operation", "agent_name", "provider", "model", "tool_name",
+        "tool_effect", "error_type", "run_id", "task_id", "variant",
+    ],
+    "logs": ["event_name", "severity_text", "resource_attributes", "scope_name", "service_name"],
+}  # fmt: skip
+
+
+@dataclass
+class _OpenFile:
+    writer: pq.ParquetWriter
+    tmp: Path
+    final: Path
+    rows: int = 0
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _partition(hour_bucket: int) -> tuple[str, str]:
+    t = time.gmtime(hour_bucket * 3600)
+    return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
+
+
+class RotatingParquetSink:
+    """Appends tables to per-partition files; `commit()` makes them visible atomically."""
+
+    def __init__(
+        self,
+        lake: Path,
+        compression: str = "zstd",
+        compression_level: int | None = None,
+        max_rows: int = 500_000,
+        max_bytes: int = 128 * 1024**2,
+        max_age: float = 30.0,
+    ) -> None:
+        self.lake = lake
+        self.compression = compression
+        self.compression_level = compression_level
+        self.max_rows, self.max_bytes, self.max_age = max_rows, max_bytes, max_age
+        self._open: dict[tuple[str, str, str], _OpenFile] = {}
+        self._opened_at: float | None = None
+        self.files_committed = 0
+        self.rows_committed = 0
+
+    def remove_stale(self) -> int:
+        """Delete temporary files a crashed collector left (their rows are still in the log)."""
+        stale = [p for table in TABLES for p in (self.lake / table).rglob(".part-*.parquet.tmp")]
+        for path in stale:
+            path.unlink()
+        return len(stale)
+
+    def write(self, table_name: str, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        time_column = TABLES[table_name][1]
+        buckets = pc.divide(table[time_column].cast(pa.int64()), _HOUR_NS)
+        bounds = pc.min_max(buckets).as_py()
+        if bounds["min"] == bounds["max"]:
+            self._append(table_name, bounds["min"], table)
+            return
+        for bucket in pc.unique(buckets).to_pylist():
+            self._append(table_name, bucket, table.filter(pc.equal(buckets, bucket)))
+
+    def _append(self, table_name: str, bucket: int, table: pa.Table) -> None:
+        date, hour = _partition(bucket)
+        key = (table_name, date, hour)
+        open_file = self._open.get(key)
+        if open_file is None:
+            directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
+            directory.mkdir(parents=True, exist_ok=True)
+            stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+            tmp = directory / f".{stem}.parquet.tmp"
+            writer = pq.ParquetWriter(
+                tmp,
+                TABLES[table_name][0],
+                compression=self.compression,
+                compression_level=self.compression_level,
+                use_dictionary=_DICTIONARY_COLUMNS.get(table_name, True),
+            )
+            open_file = self._open[key] = _OpenFile(writer, tmp, directory / f"{stem}.parquet")
+            if self._opened_at is None:
+                self._opened_at = time.monotonic()
+        open_file.writer.write_table(table)
+        open_file.rows += table.num_rows
+
+    @property
+    def open_rows(self) -> int:
+        return sum(f.rows for f in self._open.values())
+
+    def due(self) -> bool:
+        """Whether rotation is due (rows, bytes on disk or age past their limit)."""
+        if not self._open:
+            return False
+        if self.open_rows >= self.max_rows or self.age() >= self.max_age:
+            return True
+        return sum(f.tmp.stat().st_size for f in self._open.values()) >= self.max_bytes
+
+    def age(self) -> float:
+        return 0.0 if self._opened_at is None else time.monotonic() - self._opened_at
+
+    def commit(self) -> list[Path]:
+        """Close, fsync and rename every open file into place; returns the committed paths."""
+        committed: list[Path] = []
+        directories: set[Path] = set()
+        for open_file in self._open.values():
+            open_file.writer.close()
+            _fsync(open_file.tmp)
+            os.replace(open_file.tmp, open_file.final)
+            directories.add(open_file.final.parent)
+            committed.append(open_file.final)
+            self.rows_committed += open_file.rows
+        for directory in directories:
+            _fsync(directory)
+        self.files_committed += len(committed)
+        self._open.clear()
+        self._opened_at = None
+        return committed

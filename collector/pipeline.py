@@ -1,0 +1,285 @@
+"""The collector's pipeline: admission (memory limits), the write-ahead log, batching, Parquet.
+
+Receivers call `admit` before reading a body and `submit` once it decoded cleanly; `submit` returns
+when the request is in the fsynced write-ahead log, which is when the receiver acknowledges it. One
+exporter thread turns queued requests into Arrow tables (sampling and truncating on the way) in
+batches of `send_batch_size` spans or every `timeout`, appends them to the open Parquet files, and
+commits those on rotation; the log segments whose records are all committed are then deleted.
+
+Memory is bounded by refusing data, never by dropping it: a request is refused (HTTP 503 with
+Retry-After, gRPC UNAVAILABLE with RetryInfo) while the bytes received but not yet in a row group would
+pass `sending_queue.queue_size`, or while the process's resident memory is over the memory limiter's
+soft limit (`limit_mib - spike_limit_mib`, checked every `check_interval`). Clients retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracevals.collector.config import CollectorConfig
+from tracevals.collector.otlp_arrow import Keep, logs_table, spans_table
+from tracevals.collector.parquet_sink import RotatingParquetSink
+from tracevals.collector.sampling import SessionSampler
+from tracevals.collector.schema import LOGS_DIR, SPANS_DIR
+from tracevals.collector.wal import TRACES, WriteAheadLog
+
+_log = logging.getLogger(__name__)
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class Throttled(Exception):
+    """The pipeline cannot take more now; the client should retry after `retry_after` seconds."""
+
+    def __init__(self, reason: str, retry_after: float) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+@dataclass
+class _Item:
+    kind: int
+    request: Any
+    seq: int
+    reserved: int
+    count: int
+    received: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class PipelineStats:
+    spans_accepted: int = 0
+    logs_accepted: int = 0
+    requests_throttled: int = 0
+    reserved_high_water: int = 0
+    replayed_records: int = 0
+    stale_files_removed: int = 0
+    items_failed: int = 0
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux `/proc/self/statm`; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Pipeline:
+    """Admission, durability and batching between the receivers and the Parquet exporter."""
+
+    def __init__(self, config: CollectorConfig, sink: RotatingParquetSink | None = None) -> None:
+        self.config = config
+        ex = config.exporter
+        self.sink = sink or RotatingParquetSink(
+            ex.path, ex.compression, ex.compression_level, ex.max_rows, ex.max_bytes, ex.max_age
+        )
+        self.wal = WriteAheadLog(ex.wal_path)
+        self.stats = PipelineStats()
+        sampler = config.sampler
+        self._sampler = SessionSampler(sampler.sampling_percentage, sampler.hash_seed) if sampler else None
+        self._cond = threading.Condition()
+        self._pending: list[_Item] = []
+        self._pending_spans = 0
+        self._reserved = 0
+        self._uncommitted: Counter[int] = Counter()
+        self._memory_over = False
+        self._flush_generation = 0
+        self._flushed_generation = 0
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def retry_after(self) -> float:
+        return self.config.memory_limiter.retry_after if self.config.memory_limiter else 1.0
+
+    def _keep(self, signal: str) -> Keep | None:
+        if self._sampler is None or signal not in self.config.sampled_signals:
+            return None
+        return self._sampler.keep
+
+    def _tables(self, kind: int, request: Any) -> tuple[str, pa.Table]:
+        limit = self.config.exporter.max_attribute_value_bytes
+        if kind == TRACES:
+            return SPANS_DIR, spans_table(request, limit, self._keep("traces"))
+        return LOGS_DIR, logs_table(request, limit, self._keep("logs"))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Recover what a previous run left (stale temp files, the log), then start the threads."""
+        self.stats.stale_files_removed = self.sink.remove_stale()
+        for kind, payload in self.wal.replay():
+            message = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
+            try:
+                message.ParseFromString(payload)
+            except Exception:  # protobuf's DecodeError; CRC-checked, so only a foreign file gets here
+                _log.exception("tracevals collector: skipping an unreadable write-ahead log record")
+                continue
+            self.sink.write(*self._tables(kind, message))
+            self.stats.replayed_records += 1
+            if self.sink.open_rows >= self.sink.max_rows:
+                self.sink.commit()
+        self.sink.commit()
+        self.wal.open()
+        self.wal.discard_old()
+        self._spawn(self._export_loop, "tracevals-exporter")
+        if self.config.memory_limiter is not None:
+            self._spawn(self._memory_loop, "tracevals-memory-limiter")
+
+    def _spawn(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def close(self) -> None:
+        """Write and commit everything queued, delete the log, stop the threads (idempotent)."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()
+        self.wal.close(delete_current=True)
+
+    # -- admission and durability ------------------------------------------------------------
+
+    def admit(self, nbytes: int) -> None:
+        """Reserve room for a request of `nbytes`, or raise `Throttled`; pair with `release`."""
+        with self._cond:
+            if self._stopping:
+                raise Throttled("the collector is shutting down", self.retry_after)
+            if self._memory_over:
+                self.stats.requests_throttled += 1
+                raise Throttled("memory limit reached", self.retry_after)
+            if self._reserved and self._reserved + nbytes > self.config.exporter.queue_bytes:
+                self.stats.requests_throttled += 1
+                raise Throttled("sending queue is full", self.retry_after)
+            self._reserved += nbytes
+            self.stats.reserved_high_water = max(self.stats.reserved_high_water, self._reserved)
+
+    def resize(self, old: int, new: int) -> int:
+        """Change a reservation (no throttling: the request is already read); returns `new`."""
+        with self._cond:
+            self._reserved += new - old
+            self.stats.reserved_high_water = max(self.stats.reserved_high_water, self._reserved)
+        return new
+
+    def release(self, nbytes: int) -> None:
+        with self._cond:
+            self._reserved -= nbytes
+
+    def submit(self, kind: int, request: Any, payload: bytes, reserved: int, count: int) -> None:
+        """Log `payload` durably, then queue `request` for Parquet; the caller may acknowledge after."""
+        seq = self.wal.append(kind, payload)
+        with self._cond:
+            self._pending.append(_Item(kind, request, seq, reserved, count))
+            self._pending_spans += count
+            if kind == TRACES:
+                self.stats.spans_accepted += count
+            else:
+                self.stats.logs_accepted += count
+            if self._pending_spans >= self.config.batch.send_batch_size:
+                self._cond.notify_all()
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Write and commit everything acknowledged so far; True once done."""
+        with self._cond:
+            self._flush_generation += 1
+            wanted = self._flush_generation
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: self._flushed_generation >= wanted or self._stopping, timeout)
+
+    # -- the exporter thread -----------------------------------------------------------------
+
+    def _drain_due(self) -> bool:
+        if self._stopping or self._flush_generation > self._flushed_generation:
+            return True
+        if self._memory_over and self._pending:
+            return True
+        if self._pending_spans >= self.config.batch.send_batch_size:
+            return True
+        if self._pending and time.monotonic() - self._pending[0].received >= self.config.batch.timeout:
+            return True
+        return self.sink.age() >= self.sink.max_age > 0 and bool(self.sink.open_rows)
+
+    def _export_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._drain_due():
+                    self._cond.wait(timeout=min(self.config.batch.timeout or 0.05, 0.25))
+                items, self._pending, self._pending_spans = self._pending, [], 0
+                flush_to, stopping = self._flush_generation, self._stopping
+            try:
+                self._write(items)
+                if stopping or flush_to > self._flushed_generation or self.sink.due():
+                    self._commit()
+            except Exception:  # disk full, permissions: keep the data queued and the log, try again
+                _log.exception("tracevals collector: could not write Parquet; retrying")
+                with self._cond:
+                    self._pending[:0] = items
+                    self._pending_spans += sum(item.count for item in items)
+                    self._cond.wait(timeout=self.retry_after)
+                continue
+            with self._cond:
+                self._flushed_generation = max(self._flushed_generation, flush_to)
+                self._cond.notify_all()
+                if stopping and not self._pending:
+                    return
+
+    def _write(self, items: list[_Item]) -> None:
+        by_table: dict[str, list[pa.Table]] = {}
+        for item in items:
+            try:
+                name, table = self._tables(item.kind, item.request)
+            except (ValueError, TypeError, UnicodeError, pa.ArrowException):
+                # A request the checks let through but Arrow cannot hold: retrying cannot fix it, and it
+                # must not block the queue behind it. Logged loudly; its log record is kept until commit.
+                _log.exception("tracevals collector: dropping an unconvertible request after acknowledging it")
+                self.stats.items_failed += 1
+                continue
+            by_table.setdefault(name, []).append(table)
+        for name, tables in by_table.items():
+            self.sink.write(name, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
+        with self._cond:
+            for item in items:
+                self._uncommitted[item.seq] += 1
+                self._reserved -= item.reserved
+                item.reserved = 0
+        for item in items:
+            item.request = None  # free the decoded request now; its rows are on disk
+
+    def _commit(self) -> None:
+        self.sink.commit()
+        with self._cond:
+            done, self._uncommitted = self._uncommitted, Counter()
+        self.wal.mark_committed(done)
+        self.wal.seal()
+
+    # -- the memory limiter ------------------------------------------------------------------
+
+    def _memory_loop(self) -> None:
+        limiter = self.config.memory_limiter
+        assert limiter is not None
+        soft = (limiter.limit_mib - limiter.spike_limit_mib) * 1024**2
+        while True:
+            with self._cond:
+                if self._cond.wait_for(lambda: self._stopping, limiter.check_interval):
+                    return
+                over = resident_bytes() > soft
+                if over != self._memory_over:
+                    _log.warning("tracevals collector: memory %s the soft limit", "over" if over else "back under")
+                self._memory_over = over
+                if over:
+                    self._cond.notify_all()  # write the queue out now, to free its memory

@@ -1,0 +1,139 @@
+"""`otel-config.yaml` validation, `tracevals collect --validate`, session sampling, truncation, and the
+collector's fast row builder against the reference `rows_from_request`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from tracevals.cli import main
+from tracevals.collector.config import ConfigError, load_config, parse_config
+from tracevals.collector.from_otlp import rows_from_request
+from tracevals.collector.otlp_arrow import TRUNCATED, spans_table
+from tracevals.collector.sampling import SessionSampler, session_kept
+from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.collector.testing import config_document
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_shipped_example_config_is_valid() -> None:
+    config = load_config(ROOT / "otel-config.yaml")
+    assert config.http is not None and config.http.host == "127.0.0.1"
+    assert config.grpc is not None and config.grpc.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("exporters", "parquet", "compresion", "zstd"), "compresion: unknown key; did you mean 'compression'?"),
+        (("exporters", "parquet", "compression", "zst"), "exporters.parquet.compression: 'zst' is not one of"),
+        (("processors", "batch", "timeout", "soon"), "processors.batch.timeout: 'soon' is not a duration"),
+        (("processors", "batch", "send_batch_size", 0), "processors.batch.send_batch_size: 0 is out of range"),
+        (("receivers", "otlp", "protocols", "http", "endpoint", "4318"), "is not host:port"),
+        (("receivers", "otlp", "protocols", "htp", {}), "protocols.htp: unknown key; did you mean 'http'?"),
+        (("exporters", "parquet", "rotation", "max_bytes", "lots"), "parquet.rotation.max_bytes: 'lots' is not a size"),
+        (("service", "pipelines", "traces", "processors", ["batch", "memory_limitr"]),
+         "traces.processors[1]: 'memory_limitr' is not a defined processor; did you mean 'memory_limiter'?"),
+    ],
+)  # fmt: skip
+def test_a_bad_key_or_value_is_one_error_naming_its_path(tmp_path: Path, edit: tuple[Any, ...], message: str) -> None:
+    doc = config_document(tmp_path / "lake")
+    *path, key, value = edit
+    node = doc
+    for part in path:
+        if node.get(part) is None:
+            node[part] = {}
+        node = node[part]
+    node[key] = value
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert message in str(info.value)
+
+
+def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(config_document("lake")))
+    result = CliRunner().invoke(main, ["collect", "--config", str(good), "--validate"])
+    assert result.exit_code == 0 and "config OK" in result.output and "otlp/http=127.0.0.1:0" in result.output
+    doc = config_document("lake")
+    doc["exporters"]["parquet"]["compresion"] = "zstd"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(main, ["collect", "--config", str(bad), "--validate"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"Error: {bad}: exporters.parquet.compresion: unknown key; did you mean 'compression'? (known keys: "
+        "compression, compression_level, max_attribute_value_bytes, path, rotation, sending_queue, wal)"
+    ]
+
+
+def test_sampling_keeps_or_drops_whole_sessions_deterministically() -> None:
+    sessions = [f"sess-{i}" for i in range(2000)]
+    kept = [s for s in sessions if session_kept(s, 25.0, seed=7)]
+    assert 400 < len(kept) < 600  # 25% of 2000, give or take chance
+    assert kept == [s for s in sessions if session_kept(s, 25.0, seed=7)]  # same seed, same sample
+    assert kept != [s for s in sessions if session_kept(s, 25.0, seed=8)]
+    sampler = SessionSampler(25.0, seed=7)
+    # a span without the session id follows its trace's session once a span of the trace named it
+    assert sampler.keep("sess-1", "t1") == session_kept("sess-1", 25.0, 7)
+    assert sampler.keep(None, "t1") == session_kept("sess-1", 25.0, 7)
+    assert sampler.keep(None, "t-unknown") == session_kept("t-unknown", 25.0, 7)
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def _request(attrs: dict[str, Any], status: int = 0, events: int = 0) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    resource = request.resource_spans.add()
+    resource.resource.attributes.append(_kv("service.name", "svc"))
+    span = resource.scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, "execute_tool x"
+    span.start_time_unix_nano, span.end_time_unix_nano, span.status.code = 10, 20, status
+    span.attributes.extend(_kv(k, v) for k, v in attrs.items())
+    for i in range(events):
+        event = span.events.add(name="exception" if i == 0 else "e")
+        event.attributes.append(_kv("exception.type", "Boom"))
+    return request
+
+
+def test_oversized_values_are_truncated_and_flagged_never_dropped() -> None:
+    big = "é" * 50_000  # 100,000 UTF-8 bytes
+    table = spans_table(_request({"gen_ai.tool.call.arguments": big, "small": "ok"}), max_value_bytes=1024)
+    (attributes,) = table["attributes"].to_pylist()
+    attrs = json.loads(attributes)
+    assert attrs[TRUNCATED] == ["gen_ai.tool.call.arguments"]
+    assert attrs["gen_ai.tool.call.arguments"] == "é" * 512 and attrs["small"] == "ok"
+
+
+_values = st.one_of(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.floats(allow_nan=False))
+_keys = st.sampled_from(
+    ["gen_ai.operation.name", "gen_ai.tool.name", "session.id", "openinference.span.kind", "error.type",
+     "gen_ai.usage.input_tokens", "llm.model_name", "traceloop.span.kind", "tool.name", "input.value", "x"]
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(attrs=st.dictionaries(_keys, _values, max_size=6), status=st.sampled_from([0, 1, 2]), events=st.integers(0, 2))
+def test_fast_builder_equals_the_reference_rows(attrs: dict[str, Any], status: int, events: int) -> None:
+    request = _request(attrs, status, events)
+    reference = pa.Table.from_pylist(rows_from_request(request), schema=SPAN_SCHEMA)
+    assert spans_table(request).equals(reference)

@@ -1,0 +1,180 @@
+"""Durability: acknowledged means in the fsynced write-ahead log; `kill -9` loses nothing acknowledged,
+SIGTERM flushes, and no crash leaves a file a reader cannot open."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import yaml
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tracevals.collector.testing import config_document
+from tracevals.collector.wal import TRACES, WriteAheadLog
+
+CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
+
+
+def _spans(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("test.durability")
+    for b in range(batches):
+        for i in range(per_batch):
+            with tracer.start_as_current_span(f"batch {b} span {i}", attributes={"gen_ai.conversation.id": f"s{b}"}):
+                pass
+    spans = list(memory.get_finished_spans())
+    return [spans[i : i + per_batch] for i in range(0, len(spans), per_batch)]
+
+
+def _ids(spans: list[ReadableSpan]) -> set[str]:
+    return {f"{s.context.span_id:016x}" for s in spans if s.context is not None}
+
+
+class CollectorProcess:
+    """`tracevals collect` in a subprocess, on free ports; `http_port` once it is listening."""
+
+    def __init__(self, config: Path) -> None:
+        self.proc = subprocess.Popen([*CLI, str(config)], stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        # A reader thread, not select() on the pipe: readline() buffers, so a second line already
+        # read would never wake select() again.
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                line = self._lines.get(timeout=0.5)
+            except queue.Empty:
+                assert self.proc.poll() is None, "collector exited: " + "".join(self.log)
+                continue
+            match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
+            if match:
+                self.http_port = int(match.group(1))
+                return
+        raise AssertionError("collector did not start: " + "".join(self.log))
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+            self._lines.put(line)
+
+    def stop(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=60)
+        assert self.proc.stderr is not None
+        for _ in range(100):  # bounded: the reader thread drains what the process wrote last
+            if self.log and "stopped" in self.log[-1]:
+                break
+            time.sleep(0.05)
+        return code
+
+
+def _write_config(tmp_path: Path, rotation: dict[str, object]) -> Path:
+    doc = config_document(
+        tmp_path / "lake",
+        {"exporters": {"parquet": {"rotation": rotation}}, "processors": {"batch": {"timeout": "50ms"}}},
+    )
+    path = tmp_path / "otel-config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _lake_span_ids(lake: Path) -> set[str]:
+    ids: set[str] = set()
+    for file in (lake / "spans").rglob("*.parquet"):
+        ids.update(pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # every file must open
+    return ids
+
+
+def test_sigkill_while_sending_loses_nothing_acknowledged(tmp_path: Path) -> None:
+    # Rotation every few batches, so the kill lands with files committed, files open, and log records.
+    config = _write_config(tmp_path, {"max_rows": 150})
+    batches = _spans(batches=60, per_batch=20)
+    collector = CollectorProcess(config)
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=5)
+    acknowledged: set[str] = set()
+    enough = threading.Event()
+    stop_sending = threading.Event()
+
+    def send() -> None:
+        for batch in batches:
+            if stop_sending.is_set():
+                return
+            if exporter.export(batch) is SpanExportResult.SUCCESS:
+                acknowledged.update(_ids(batch))
+            if len(acknowledged) >= 400:
+                enough.set()  # the kill comes while later batches are still being sent
+        enough.set()
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    assert enough.wait(60)
+    collector.proc.kill()  # SIGKILL: no handler runs, no flush
+    collector.proc.wait(timeout=30)
+    stop_sending.set()
+    sender.join(timeout=60)
+    exporter.shutdown()
+    lake = tmp_path / "lake"
+    assert any(lake.rglob("wal-*.log"))
+    restarted = CollectorProcess(config)  # replays the log into Parquet before listening
+    assert restarted.stop(signal.SIGTERM) == 0
+    found = _lake_span_ids(lake)
+    assert acknowledged and acknowledged <= found, f"lost {len(acknowledged - found)} acknowledged spans"
+    assert not list(lake.rglob("*.tmp"))
+    assert not [p for p in lake.rglob("wal-*.log") if p.stat().st_size > 8]  # only an empty segment, if any
+
+
+def test_sigterm_flushes_and_leaves_no_log(tmp_path: Path) -> None:
+    config = _write_config(tmp_path, {"max_age": "1h"})  # nothing would be committed without the flush
+    collector = CollectorProcess(config)
+    exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=5)
+    (batch,) = _spans(batches=1, per_batch=5)
+    assert exporter.export(batch) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    assert collector.stop(signal.SIGTERM) == 0
+    assert "5 spans" in collector.log[-1]
+    assert _lake_span_ids(tmp_path / "lake") == _ids(batch)
+    assert not list((tmp_path / "lake").rglob("wal-*.log"))
+
+
+def test_wal_replay_ignores_a_torn_tail(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path / "wal")
+    wal.open()
+    wal.append(TRACES, b"first")
+    wal.append(TRACES, b"second")
+    wal.close()
+    (segment,) = wal.segments()
+    with open(segment, "ab") as fh:  # a crash in the middle of the third append
+        fh.write(b"\x01\xff\x00\x00\x00partial")
+    assert list(WriteAheadLog(tmp_path / "wal").replay()) == [(TRACES, b"first"), (TRACES, b"second")]
+
+
+def test_wal_deletes_a_sealed_segment_once_committed(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path / "wal")
+    wal.open()
+    seq = wal.append(TRACES, b"a")
+    wal.append(TRACES, b"b")
+    wal.seal()
+    assert len(wal.segments()) == 2
+    wal.mark_committed(Counter({seq: 1}))
+    assert len(wal.segments()) == 2  # one record of the sealed segment is not committed yet
+    wal.mark_committed(Counter({seq: 1}))
+    assert len(wal.segments()) == 1
+    wal.close(delete_current=True)
+    assert wal.segments() == []
+    assert os.listdir(tmp_path / "wal") == []

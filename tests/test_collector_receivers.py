@@ -1,0 +1,291 @@
+"""The collector's OTLP receivers with real clients: the SDK's gRPC and HTTP/protobuf exporters, and a
+hand-made OTLP/JSON request as curl would send it; DuckDB reads back exactly what was sent."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import grpc
+import pytest
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+from tracevals.collector.service import Collector
+from tracevals.collector.testing import running_collector
+
+ATTRS: dict[str, Any] = {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": "refund_order",
+    "gen_ai.conversation.id": "conv-42",
+    "count": 2**53 + 1,  # past a double's exact range: only an int64 keeps it
+    "ratio": 0.1,
+    "flag": False,
+    "tags": ("a", "b"),
+    "sizes": (1, 2, 3),
+    "unicode": "größe ✓",
+}
+
+
+class _Recording(SpanExporter):
+    """Keeps what the SDK handed over, then passes it to the real OTLP exporter."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.spans: list[ReadableSpan] = []
+
+    def export(self, spans: Any) -> SpanExportResult:
+        result = self.inner.export(spans)
+        assert result is SpanExportResult.SUCCESS
+        self.spans.extend(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def _emit(exporter: SpanExporter, service: str) -> list[ReadableSpan]:
+    recording = _Recording(exporter)
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(recording))
+    tracer = provider.get_tracer("test.receivers", "1.0")
+    with tracer.start_as_current_span("invoke_agent support", kind=SpanKind.INTERNAL) as parent:
+        link = Link(parent.get_span_context(), {"why": "retry-of"})
+        with tracer.start_as_current_span("execute_tool refund_order", attributes=ATTRS, links=[link]) as span:
+            span.add_event("progress", {"step": 1})
+            span.set_status(Status(StatusCode.ERROR, "declined"))
+    provider.shutdown()
+    return recording.spans
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Collector]:
+    with running_collector(tmp_path / "lake") as c:
+        yield c
+
+
+def _read_back(lake: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """DuckDB alone over the lake's files (no tracevals views involved)."""
+    cur = duckdb.execute(
+        "select trace_id, span_id, parent_span_id, name, epoch_ns(start_time), epoch_ns(end_time), attributes, "
+        "status_code, status_message, events, links, service_name, scope_name, kind, tool_name, session_id "
+        f"from read_parquet('{lake}/spans/**/*.parquet', hive_partitioning = true)"
+    )
+    cols = [d[0] for d in cur.description]
+    return {(r[0], r[1]): dict(zip(cols, r, strict=True)) for r in cur.fetchall()}
+
+
+def _expect_equal(lake: Path, sent: list[ReadableSpan], service: str) -> None:
+    rows = _read_back(lake)
+    for span in sent:
+        ctx = span.get_span_context()
+        assert ctx is not None
+        row = rows[(f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}")]
+        assert row["name"] == span.name
+        assert row["parent_span_id"] == (f"{span.parent.span_id:016x}" if span.parent else None)
+        assert (row["epoch_ns(start_time)"], row["epoch_ns(end_time)"]) == (span.start_time, span.end_time)
+        sent_attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
+        assert json.loads(row["attributes"]) == sent_attrs
+        assert row["service_name"] == service and row["scope_name"] == "test.receivers"
+    tool = next(r for r in rows.values() if r["name"] == "execute_tool refund_order")
+    assert json.loads(tool["attributes"])["count"] == 2**53 + 1
+    assert (tool["status_code"], tool["status_message"]) == ("error", "declined")
+    assert [e["name"] for e in json.loads(tool["events"])] == ["progress"]
+    assert json.loads(tool["links"])[0]["attributes"] == {"why": "retry-of"}
+    assert (tool["kind"], tool["tool_name"], tool["session_id"]) == ("tool", "refund_order", "conv-42")
+
+
+def test_sdk_http_and_grpc_exporters_land_exactly(collector: Collector, tmp_path: Path) -> None:
+    http_sent = _emit(HttpSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces"), "via-http")
+    grpc_sent = _emit(GrpcSpanExporter(endpoint=f"127.0.0.1:{collector.grpc_port}", insecure=True), "via-grpc")
+    assert collector.pipeline.flush()
+    _expect_equal(tmp_path / "lake", http_sent, "via-http")
+    _expect_equal(tmp_path / "lake", grpc_sent, "via-grpc")
+    assert len(_read_back(tmp_path / "lake")) == 4
+
+
+TRACE_ID, SPAN_ID = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+JSON_DOC = {
+    "resourceSpans": [
+        {
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "js-agent"}}]},
+            "scopeSpans": [
+                {
+                    "scope": {"name": "js"},
+                    "spans": [
+                        {
+                            "traceId": TRACE_ID,
+                            "spanId": SPAN_ID,
+                            "name": "chat gpt-4o",
+                            "kind": 3,
+                            "startTimeUnixNano": "1790607510974516740",  # int64 as a string
+                            "endTimeUnixNano": 1790607510975130682,  # and as a number
+                            "attributes": [
+                                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                                {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+                                {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "9007199254740993"}},
+                                {"key": "temperature", "value": {"doubleValue": 0.7}},
+                                {"key": "m", "value": {"kvlistValue": {"values": [{"key": "k", "value": {}}]}}},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+    ]
+}
+LOG_DOC = {
+    "resourceLogs": [
+        {
+            "scopeLogs": [
+                {
+                    "logRecords": [
+                        {
+                            "traceId": TRACE_ID,
+                            "spanId": SPAN_ID,
+                            "timeUnixNano": "1790607510975000000",
+                            "eventName": "gen_ai.client.inference.operation.details",
+                            "body": {"stringValue": "hello"},
+                        }
+                    ]
+                }
+            ]
+        }
+    ]
+}
+
+
+def post(
+    port: int, path: str, body: bytes, ctype: str = "application/json", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", path, body, {"Content-Type": ctype, **(headers or {})})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def test_hand_made_json_request_gzip_lands_exactly(collector: Collector, tmp_path: Path) -> None:
+    assert collector.http_port is not None
+    status, headers, body = post(
+        collector.http_port,
+        "/v1/traces",
+        gzip.compress(json.dumps(JSON_DOC).encode()),
+        headers={"Content-Encoding": "gzip"},
+    )
+    assert (status, headers["content-type"], json.loads(body)) == (200, "application/json", {})
+    status, _, _ = post(collector.http_port, "/v1/logs", json.dumps(LOG_DOC).encode())
+    assert status == 200
+    assert collector.pipeline.flush()
+    row = _read_back(tmp_path / "lake")[(TRACE_ID, SPAN_ID)]
+    assert (row["epoch_ns(start_time)"], row["epoch_ns(end_time)"]) == (1790607510974516740, 1790607510975130682)
+    assert json.loads(row["attributes"]) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 9007199254740993,
+        "temperature": 0.7,
+        "m": {"k": None},
+    }
+    lake = tmp_path / "lake"
+    joined = duckdb.execute(
+        f"select s.name, l.body from read_parquet('{lake}/logs/**/*.parquet') l "
+        f"join read_parquet('{lake}/spans/**/*.parquet') s using (trace_id, span_id)"
+    ).fetchall()
+    assert joined == [("chat gpt-4o", '"hello"')]
+
+
+def _bad_ids_doc() -> dict[str, Any]:
+    doc = json.loads(json.dumps(JSON_DOC))
+    good = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append({**good, "spanId": "7uGbfsPBsXQ=", "name": "base64"})
+    return doc
+
+
+def test_partial_success_names_the_rejected_span(collector: Collector) -> None:
+    request = json_format.ParseDict(
+        {"resourceSpans": []}, ExportTraceServiceRequest()
+    )  # built below as protobuf: JSON ids are checked strictly
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = bytes.fromhex(TRACE_ID), bytes.fromhex(SPAN_ID), "ok"
+    bad = request.resource_spans[0].scope_spans[0].spans.add()
+    bad.trace_id, bad.span_id, bad.name = bytes.fromhex(TRACE_ID), b"\x01\x02", "short id"
+    assert collector.http_port is not None
+    status, headers, body = post(
+        collector.http_port, "/v1/traces", request.SerializeToString(), "application/x-protobuf"
+    )
+    response = ExportTraceServiceResponse.FromString(body)
+    assert (status, headers["content-type"]) == (200, "application/x-protobuf")
+    assert response.partial_success.rejected_spans == 1
+    assert "short id" in response.partial_success.error_message
+    assert collector.pipeline.stats.spans_accepted == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "ctype", "headers", "status", "message"),
+    [
+        ("/v1/traces", b"{not json", "application/json", {}, 400, "not JSON"),
+        ("/v1/traces", b"\xff\xff\xff", "application/x-protobuf", {}, 400, "not a protobuf"),
+        ("/v1/traces", json.dumps(_bad_ids_doc()).encode(), "application/json", {}, 400, "is not hex"),
+        ("/v1/traces", b"x", "text/plain", {}, 415, "not supported"),
+        ("/v1/traces", b"abc", "application/json", {"Content-Encoding": "br"}, 415, "'br' is not supported"),
+        ("/v1/traces", gzip.compress(b"0" * (2 * 1024**2)), "application/json", {"Content-Encoding": "gzip"}, 413,
+         "limit"),
+        ("/v1/metrics", b"{}", "application/json", {}, 404, "no such endpoint"),
+    ],
+)  # fmt: skip
+def test_http_errors_are_status_bodies_in_the_request_content_type(
+    tmp_path: Path, path: str, body: bytes, ctype: str, headers: dict[str, str], status: int, message: str
+) -> None:
+    limits = {"receivers": {"otlp": {"protocols": {"http": {"max_request_body_size": "1MiB"}}}}}
+    with running_collector(tmp_path / "lake", limits) as collector:
+        assert collector.http_port is not None
+        got, reply_headers, reply = post(collector.http_port, path, body, ctype, headers)
+        assert got == status
+        if reply_headers["content-type"] == "application/json":
+            error = json.loads(reply)
+        else:
+            error = json_format.MessageToDict(status_pb2.Status.FromString(reply))
+        assert message in error["message"]
+        assert reply_headers["content-type"] == ("application/json" if ctype == "application/json" else
+                                                 "application/x-protobuf")  # fmt: skip
+        # and it keeps serving
+        assert post(collector.http_port, "/v1/traces", json.dumps(JSON_DOC).encode())[0] == 200
+
+
+def test_bearer_token_is_required_when_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TV_TEST_TOKEN", "s3cret")
+    auth = {"auth": {"authenticator": "bearertokenauth"}}
+    overrides = {
+        "extensions": {"bearertokenauth": {"token": "${env:TV_TEST_TOKEN}"}},
+        "receivers": {"otlp": {"protocols": {"http": auth, "grpc": auth}}},
+        "service": {"extensions": ["bearertokenauth"]},
+    }
+    with running_collector(tmp_path / "lake", overrides) as collector:
+        assert collector.http_port is not None
+        body = json.dumps(JSON_DOC).encode()
+        assert post(collector.http_port, "/v1/traces", body)[0] == 401
+        assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "Bearer nope"})[0] == 401
+        assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "Bearer s3cret"})[0] == 200
+        with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+            export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+            with pytest.raises(grpc.RpcError) as info:
+                export(b"", timeout=5)
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert export(b"", timeout=5, metadata=[("authorization", "Bearer s3cret")]) == b""
