@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint unit lock clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: demo test lint unit lock clean browser
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -22,8 +24,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+# The HTML report test drives Debian's Chromium (tests/test_report_browser.py); installs it once.
+browser:
+	@TRACEVALS_CHROMIUM=$(CHROMIUM) scripts/install-chromium.sh
+
+unit: $(STAMP) browser
+	TRACEVALS_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q -p no:cacheprovider
 
 # `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
 test: lint unit

@@ -1,25 +1,41 @@
 """Evaluators: small, named, versioned checks from a trajectory (and its task case) to a `Score`.
 
 >>> from tracevals.evaluators import evaluate_all, attempt_passed, default_evaluators
+>>> from tracevals.evaluators import score_batch   # the same verdicts for a whole batch, set-at-a-time
 """
 
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.evaluators.calls import RISKY_EFFECTS, operation_key
+from tracevals.evaluators.config import ConfigError, ScoringConfig, config_from_dict, load_config
 from tracevals.evaluators.evaluator import Evaluator, make_score
+from tracevals.evaluators.injection import Injection
 from tracevals.evaluators.matching import lcs_alignment, maximum_matching
-from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+from tracevals.evaluators.model import (
+    HANDOFF_TOOL,
+    Case,
+    ExpectedCall,
+    Handoff,
+    Score,
+    SpanFacts,
+    ToolCall,
+    Trajectory,
+)
 from tracevals.evaluators.registry import (
     ENTRY_POINT_GROUP,
     UnknownEvaluatorError,
     default_evaluators,
     get,
+    instances,
     load_plugins,
     names,
     register,
 )
 from tracevals.evaluators.retry_discipline import RetryDiscipline
 from tracevals.evaluators.scoring import attempt_passed, evaluate_all
+from tracevals.evaluators.session_completeness import SessionCompleteness
+from tracevals.evaluators.step_budget import StepBudget
 from tracevals.evaluators.task_success import TaskSuccess
-from tracevals.evaluators.tool_policy import HANDOFF_TOOL, RISKY_EFFECTS, ToolPolicy
+from tracevals.evaluators.tool_policy import ToolPolicy
 from tracevals.evaluators.trajectory_match import MATCH_MODES, TrajectoryMatch
 
 __all__ = [
@@ -31,10 +47,17 @@ __all__ = [
     "ArgsComparator",
     "ArgsRule",
     "Case",
+    "ConfigError",
     "Evaluator",
     "ExpectedCall",
+    "Handoff",
+    "Injection",
     "RetryDiscipline",
     "Score",
+    "ScoringConfig",
+    "SessionCompleteness",
+    "SpanFacts",
+    "StepBudget",
     "TaskSuccess",
     "ToolCall",
     "ToolPolicy",
@@ -43,13 +66,17 @@ __all__ = [
     "UnknownEvaluatorError",
     "args_rule",
     "attempt_passed",
+    "config_from_dict",
     "default_evaluators",
     "evaluate_all",
     "get",
+    "instances",
     "lcs_alignment",
+    "load_config",
     "load_plugins",
     "make_score",
     "maximum_matching",
     "names",
+    "operation_key",
     "register",
 ]

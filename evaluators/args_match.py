@@ -4,7 +4,9 @@ Modes (direction stated once, here): `exact` — the same arguments; `ignore` �
 `superset` — the actual arguments contain every expected key with an equal value (extra actual keys are
 fine); `subset` — every actual key appears among the expected ones with an equal value (keys the agent
 left out are fine). Nested objects are compared the same way, key by key. An override for one tool may
-pick another mode and/or restrict the comparison to some dotted key paths (`"keys": ["filter.status"]`).
+pick another mode and/or restrict the comparison to some dotted key paths (`"keys": ["filter.status"]`),
+or replace the comparison with a function (`"compare": "my_checks:same_query"`, called as
+`f(expected_args, actual_args) -> bool`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tracevals.evaluators.callables import load_callable
 from tracevals.evaluators.model import Case
 
 ARGS_MODES = ("exact", "ignore", "superset", "subset")
@@ -29,6 +32,7 @@ class ArgsRule:
 
     mode: str = "ignore"
     keys: tuple[str, ...] | None = None
+    compare: str | None = None  # "module:function" replacing the comparison
 
     def matches(self, expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
         """Whether `actual` satisfies `expected`; expected None accepts anything, actual None (not
@@ -37,24 +41,27 @@ class ArgsRule:
             return True
         if actual is None:
             return False
+        if self.compare is not None:
+            return bool(load_callable(self.compare)(expected, actual))
         if self.keys is not None:
             expected, actual = _project(expected, self.keys), _project(actual, self.keys)
         if self.mode == "exact":
             return json_equal(expected, actual)
         if self.mode == "superset":
-            return _contains(actual, expected)
-        return _contains(expected, actual)  # subset
+            return contains(actual, expected)
+        return contains(expected, actual)  # subset
 
 
 def args_rule(case: Case, tool: str) -> ArgsRule:
     """The rule for `tool` in `case`: its override from `match.overrides`, else the case's args mode.
 
-    An override that only lists `keys` compares those keys exactly.
+    An override that only lists `keys` compares those keys exactly; one with `compare` calls it.
     """
     override = case.raw.get("match", {}).get("overrides", {}).get(tool, {})
     keys = override.get("keys")
-    mode = override.get("args") or ("exact" if keys else case.args_mode)
-    return ArgsRule(mode=mode, keys=tuple(keys) if keys else None)
+    compare = override.get("compare")
+    mode = override.get("args") or ("exact" if keys or compare else case.args_mode)
+    return ArgsRule(mode=mode, keys=tuple(keys) if keys else None, compare=compare)
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -68,12 +75,12 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _contains(big: Mapping[str, Any], small: Mapping[str, Any]) -> bool:
+def contains(big: Mapping[str, Any], small: Mapping[str, Any]) -> bool:
     """Every key of `small` is in `big` with an equal value; nested objects compared the same way."""
     for key, want in small.items():
         have = big.get(key, _ABSENT)
         if isinstance(want, Mapping) and isinstance(have, Mapping):
-            if not _contains(have, want):
+            if not contains(have, want):
                 return False
         elif have is _ABSENT or not json_equal(have, want):
             return False

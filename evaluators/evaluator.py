@@ -3,6 +3,8 @@
 An evaluator is a small class with a `name`, a `version` and one pure method,
 `evaluate(trajectory, case) -> Score | None`: `None` means "not applicable" (no case, nothing to
 check). It never raises on missing data: missing data lowers the score and says so in the reason.
+An evaluator may also offer `evaluate_batch(batch, cases) -> polars.DataFrame` (see
+`tracevals.evaluators.batch`): the same verdicts for a whole batch at once, as set operations.
 """
 
 from __future__ import annotations
@@ -76,3 +78,10 @@ def fraction_ok(bad: int, total: int) -> tuple[float, str]:
         return 1.0, "1.000"
     value = 1 - bad / total
     return value, f"1-{bad}/{total}={value:.3f}"
+
+
+def share(good: int, total: int) -> tuple[float, str]:
+    """`good/total` and its arithmetic (`3/4=0.750`); nothing to check counts as 1."""
+    if total == 0:
+        return 1.0, "1.000 (nothing to check)"
+    return good / total, f"{good}/{total}={good / total:.3f}"

@@ -1,13 +1,18 @@
 """The data evaluators read and write: trajectories rebuilt from the lake, task cases, score rows.
 
 Evaluators are pure functions from a `Trajectory` (plus the `Case` it was an attempt at, when there is
-one) to a `Score`: no I/O, no global state, so the same code can run over a batch anywhere.
+one) to a `Score`: no I/O, no global state, so the same code can run over a batch anywhere. The same
+data also travels as Polars frames (`tracevals.evaluators.batch`) for the set-at-a-time evaluators.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+HANDOFF_TOOL = "handoff_to_human"
+TERMINAL_STATES = ("answer", "handoff", "error")
 
 
 @dataclass(frozen=True)
@@ -26,10 +31,54 @@ class ToolCall:
     retry_after_ms: float | None = None  # the wait the failure asked for, if any
     idempotency_key: str | None = None
     gap: bool = False  # requested by a model but no span executed it
+    status_code: int | None = None  # http.response.status_code of a failure
+    retryable: bool | None = None  # tracevals.retryable: None when the tool did not say
+    args_hash: str | None = None  # tracevals.tool.args_hash: identity when content is off
+    injection_kind: str | None = None  # tracevals.injection.kind: fault | prompt
+    injection_type: str | None = None  # fault type (timeout, 429, 5xx, empty, malformed, slow)
+    injection_id: str | None = None
+    injection_goal: str | None = None  # prompt injection: the goal predicate (JSON or a tool name)
+    # The operation identity as the loader computed it from the recorded argument text (see
+    # `calls.operation_key`); None for hand-built calls, whose identity is computed from `args`.
+    op_key: str | None = field(default=None, compare=False)
 
     @property
     def failed(self) -> bool:
         return self.error_type is not None
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A structured hand-over to a human (a `handoff` span, or a `handoff_to_human` call)."""
+
+    at_ms: float = 0.0
+    reason: str | None = None
+    completed: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def has_context(self) -> bool:
+        """A person can take over: a reason, plus what is done, what waits, or what to choose from."""
+        return bool(self.reason) and bool(self.completed or self.pending or self.candidates)
+
+
+@dataclass(frozen=True)
+class SpanFacts:
+    """What `session_completeness` needs from the raw spans of one trace (see `queries/completeness.py`)."""
+
+    span_count: int = 0
+    root_present: bool = False
+    root_ended: bool = False
+    orphan_spans: int = 0  # spans whose parent is not in the lake
+    open_spans: int = 0  # spans with no end time
+    dangling_calls: int = 0  # tool calls a model requested that no span executed
+    end_marker: bool = False  # the session's explicit end marker (kind session_end) is in this trace
+    end_status: str | None = None  # tracevals.session.status of that marker
+    terminal: str | None = None  # answer | handoff | error, None when none was reached
+    turn: int = 1  # 1-based position of this trace among its session's traces
+    session_traces: int = 1  # traces of the session found in the lake
+    turns_expected: int | None = None  # turns the session's own records say it had, when known
 
 
 @dataclass(frozen=True)
@@ -50,6 +99,11 @@ class Trajectory:
     output_tokens: int = 0
     start_ms: float = 0.0
     end_ms: float = 0.0
+    input: str | None = None  # what the agent was asked (first user message), when captured
+    model_usage: tuple[tuple[str | None, int, int], ...] = ()  # (model, input tokens, output tokens)
+    cost_usd: float | None = None  # a cost the spans recorded themselves, if any
+    handoffs: tuple[Handoff, ...] = ()
+    spans: SpanFacts | None = None  # None: span-level facts not loaded (hand-built trajectories)
 
     @property
     def tool_names(self) -> list[str]:
@@ -57,7 +111,7 @@ class Trajectory:
 
     @property
     def handed_off(self) -> bool:
-        return any(c.name == "handoff_to_human" for c in self.tool_calls)
+        return bool(self.handoffs) or any(c.name == HANDOFF_TOOL and not c.gap for c in self.tool_calls)
 
     @property
     def duration_ms(self) -> float:
@@ -74,7 +128,8 @@ class ExpectedCall:
 
 @dataclass(frozen=True)
 class Case:
-    """One task case from a JSONL task file (see `tracevals/tasks.py` and its JSON Schema)."""
+    """One task case from a JSONL task file (see `tracevals/tasks.py` and its JSON Schema), or the
+    policy of a scoring config (`source="config"`), which applies to traffic that matches no case."""
 
     case_id: str
     input: str
@@ -84,10 +139,28 @@ class Case:
     max_retries: int | None = None
     requires_confirmation: bool = False
     must_include: tuple[str, ...] = ()
-    match_mode: str = "strict"  # strict | unordered (more modes in later versions)
-    args_mode: str = "ignore"  # exact | ignore
+    match_mode: str = "strict"  # strict | unordered | superset | subset | in_order
+    args_mode: str = "ignore"  # exact | ignore | superset | subset
     group: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    must_not_include: tuple[str, ...] = ()
+    regex: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None
+    checker: str | None = None  # "module:function"
+    budgets: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    tool_schemas: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    tool_effects: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    loop_repeats: int = 3  # the same call with the same outcome repeated this often is a loop
+    require_idempotency_key: bool = True
+    min_backoff_ms: float = 0.0  # the least wait before retrying a 429 / timeout that named no retry-after
+    faults: tuple[dict[str, Any], ...] = ()
+    injections: tuple[dict[str, Any], ...] = ()
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False, hash=False)
+    source: str = "task"  # task | config
+
+    @property
+    def is_task(self) -> bool:
+        return self.source == "task"
 
 
 @dataclass(frozen=True)

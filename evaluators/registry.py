@@ -17,13 +17,24 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.injection import Injection
 from tracevals.evaluators.retry_discipline import RetryDiscipline
+from tracevals.evaluators.session_completeness import SessionCompleteness
+from tracevals.evaluators.step_budget import StepBudget
 from tracevals.evaluators.task_success import TaskSuccess
 from tracevals.evaluators.tool_policy import ToolPolicy
 from tracevals.evaluators.trajectory_match import TrajectoryMatch
 
 ENTRY_POINT_GROUP = "tracevals.evaluators"
-DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (TrajectoryMatch, ToolPolicy, RetryDiscipline, TaskSuccess)
+DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (
+    TrajectoryMatch,
+    ToolPolicy,
+    RetryDiscipline,
+    TaskSuccess,
+    StepBudget,
+    Injection,
+    SessionCompleteness,
+)
 
 logger = logging.getLogger(__name__)
 EvaluatorClass = TypeVar("EvaluatorClass", bound=type[Any])
@@ -91,6 +102,14 @@ def names() -> list[str]:
 def default_evaluators() -> list[Evaluator]:
     """Fresh instances of the built-in evaluators a scoring run uses when none are named."""
     return [cls() for cls in DEFAULT_EVALUATORS]
+
+
+def instances(names_: list[str] | tuple[str, ...] | None) -> list[Evaluator]:
+    """Fresh instances of the named evaluators (default: the built-ins); unknown names raise
+    `UnknownEvaluatorError` before anything is scored."""
+    if names_ is None:
+        return default_evaluators()
+    return [get(n)() for n in names_]
 
 
 def load_plugins() -> None:

@@ -34,7 +34,7 @@ def evaluate_all(
     for trajectory in trajectories:
         case = cases_by_id.get(trajectory.task_id) if trajectory.task_id is not None else None
         for evaluator in chosen:
-            score = _evaluate_safely(evaluator, trajectory, case)
+            score = evaluate_safely(evaluator, trajectory, case)
             if score is not None:
                 scores.append(score)
     return scores
@@ -45,7 +45,7 @@ def attempt_passed(scores: Iterable[Score]) -> bool:
     return all(score.passed for score in scores)
 
 
-def _evaluate_safely(evaluator: Evaluator, trajectory: Trajectory, case: Case | None) -> Score | None:
+def evaluate_safely(evaluator: Evaluator, trajectory: Trajectory, case: Case | None) -> Score | None:
     try:
         return evaluator.evaluate(trajectory, case)
     except Exception as exc:  # a bug in one evaluator must not lose the other scores of the run

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 
 from tracevals.collector.lake_writer import write_table_atomically
@@ -47,4 +48,16 @@ def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> Path 
     if not scores:
         return None
     table = pa.Table.from_pylist(score_rows(scores), schema=SCORE_SCHEMA)
+    return write_table_atomically(table, Path(lake) / SCORES_DIR)
+
+
+def write_score_frame(
+    lake: str | os.PathLike[str], scores: pl.DataFrame, scored_at_ns: int | None = None
+) -> Path | None:
+    """Append a frame of score rows (`batch_scoring.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
+    if scores.height == 0:
+        return None
+    now = time.time_ns() if scored_at_ns is None else scored_at_ns
+    table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
+    table = table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
     return write_table_atomically(table, Path(lake) / SCORES_DIR)

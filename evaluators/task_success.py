@@ -1,58 +1,134 @@
-"""`task_success`: does the attempt's final output meet the case's success criteria?
+"""`task_success`: does the attempt's final output meet the case's `success_criteria`?
 
-Now: the attempt must not have raised (`error_type`), must have recorded an output, and the output must
-contain every `must_include` string (case-insensitive). Score: the share of `must_include` strings
-found (0 when the attempt raised or recorded no output); passed when all are found. The other
-criteria the task file accepts (`must_not_include`, `regex`, `json_schema`, `checker`) are listed as
-not evaluated by this version.
+The attempt must not have raised (`error_type`) and must have recorded an output; then each criterion
+is one or more checks:
+
+- `must_include`: each string appears in the output (case-insensitive), one check per string;
+- `must_not_include`: each string does not appear (case-insensitive), one check per string;
+- `regex`: each pattern matches somewhere in the output (`re.search`; use `(?i)` to ignore case);
+- `json_schema`: the output, parsed as JSON (the whole output, else its last ```json fenced block),
+  is valid against the schema;
+- `checker`: `module:function`, called as `f(output, case)`, returns a bool, a number in [0, 1]
+  (1 passes) or `(bool, reason)`; an import error or an exception fails the check and says why.
+
+Score: checks met / checks (0 when the attempt raised or recorded no output); passed when all are
+met. A case with no criteria passes when the attempt ended without error and recorded an output.
+Applies only to task cases (not to the policy of a scoring config).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tracevals.evaluators.evaluator import make_score
+import polars as pl
+
+from tracevals.evaluators.arg_schemas import schema_error
+from tracevals.evaluators.callables import CallableError, load_callable
+from tracevals.evaluators.evaluator import make_score, share
+from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.model import Case, Score, Trajectory
 
-NOT_YET_EVALUATED = ("must_not_include", "regex", "json_schema", "checker")
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 @dataclass
 class TaskSuccess:
-    """The case's success criteria on the attempt's final output (now: `must_include`)."""
+    """The case's success criteria on the attempt's final output."""
 
     name: ClassVar[str] = "task_success"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
+
+    def screen(self, scope: Scope) -> pl.DataFrame:
+        """The batch path for the common criteria (see `screen_simple.py`); the rest by `verdict_key`."""
+        from tracevals.evaluators.screen_simple import screen_success
+
+        return screen_success(scope)
+
+    def verdict_key(self, scope: Scope) -> pl.DataFrame:
+        """The batch path: one evaluation per distinct (case, error, output) (see `screen_dedupe.py`)."""
+        from tracevals.evaluators.screen_dedupe import output_keys
+
+        return output_keys(scope)
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
-        if case is None:
+        if case is None or not case.is_task:
             return None
-        skipped = [k for k in NOT_YET_EVALUATED if k in case.raw.get("success_criteria", {})]
-        details: dict[str, Any] = {"must_include": list(case.must_include), "not_evaluated": skipped}
-        tail = [f"not evaluated by v{self.version}: {', '.join(skipped)}"] if skipped else []
         if trajectory.error_type is not None:
-            return self._fail(trajectory, f"attempt failed with error: {trajectory.error_type}", details, tail)
+            return self._fail(trajectory, f"attempt failed with error: {trajectory.error_type}")
         if trajectory.output is None:
-            return self._fail(trajectory, "no output recorded", details, tail)
-        if not case.must_include:
-            reason = "no must_include criteria; the attempt ended without error and recorded an output"
-            return make_score(
-                self, trajectory, passed=True, score=1.0, reason="; ".join([reason, *tail]), details=details
-            )
-        output = trajectory.output.casefold()
-        missing = [s for s in case.must_include if s.casefold() not in output]
-        total = len(case.must_include)
-        found = total - len(missing)
-        score = found / total
-        reason = f"must_include {found}/{total} found, score={found}/{total}={score:.3f}"
-        if missing:
-            reason += f"; missing {', '.join(repr(s) for s in missing)}"
-        details["missing"] = missing
-        return make_score(
-            self, trajectory, passed=not missing, score=score, reason="; ".join([reason, *tail]), details=details
-        )
+            return self._fail(trajectory, "no output recorded")
+        checks = criteria_checks(trajectory.output, case)
+        if not checks:
+            reason = "no success criteria; the attempt ended without error and recorded an output"
+            return make_score(self, trajectory, passed=True, score=1.0, reason=reason, details={"checks": []})
+        met = sum(1 for c in checks if c["met"])
+        score, arithmetic = share(met, len(checks))
+        failed = [c["why"] for c in checks if not c["met"]]
+        reason = "; ".join([f"{met}/{len(checks)} checks met, score={arithmetic}", *failed])
+        missing = [c["value"] for c in checks if c["kind"] == "must_include" and not c["met"]]
+        details: dict[str, Any] = {"checks": checks, "missing": missing}
+        return make_score(self, trajectory, passed=not failed, score=score, reason=reason, details=details)
 
-    def _fail(self, trajectory: Trajectory, why: str, details: dict[str, Any], tail: list[str]) -> Score:
-        reason = "; ".join([f"{why}; score=0", *tail])
-        return make_score(self, trajectory, passed=False, score=0.0, reason=reason, details=details)
+    def _fail(self, trajectory: Trajectory, why: str) -> Score:
+        return make_score(self, trajectory, passed=False, score=0.0, reason=f"{why}; score=0", details={"checks": []})
+
+
+def criteria_checks(output: str, case: Case) -> list[dict[str, Any]]:
+    """Every check of the case's criteria on `output`: `{kind, value, met, why}`."""
+    folded = output.casefold()
+    checks: list[dict[str, Any]] = []
+    for text in case.must_include:
+        met = text.casefold() in folded
+        checks.append(_check("must_include", text, met, f"missing {text!r}"))
+    for text in case.must_not_include:
+        met = text.casefold() not in folded
+        checks.append(_check("must_not_include", text, met, f"must not include {text!r} but does"))
+    for pattern in case.regex:
+        met = re.search(pattern, output) is not None
+        checks.append(_check("regex", pattern, met, f"no match for /{pattern}/"))
+    if case.json_schema is not None:
+        checks.append(_json_check(output, case.json_schema))
+    if case.checker is not None:
+        checks.append(_custom_check(output, case))
+    return checks
+
+
+def _check(kind: str, value: Any, met: bool, why: str) -> dict[str, Any]:
+    return {"kind": kind, "value": value, "met": met, "why": None if met else why}
+
+
+def _json_check(output: str, schema: dict[str, Any]) -> dict[str, Any]:
+    candidates = [output.strip(), *(m.strip() for m in reversed(_FENCED_JSON.findall(output)))]
+    for text in candidates:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        error = schema_error(schema, value)
+        return _check("json_schema", None, error is None, f"output JSON not valid against json_schema: {error}")
+    return _check("json_schema", None, False, "output is not JSON (nor holds a ```json block)")
+
+
+def _custom_check(output: str, case: Case) -> dict[str, Any]:
+    reference = case.checker or ""
+    try:
+        result = load_callable(reference)(output, case)
+    except CallableError as exc:
+        return _check("checker", reference, False, f"checker {reference} not loaded: {exc}")
+    except Exception as exc:  # a broken checker fails its check; the run goes on
+        return _check("checker", reference, False, f"checker {reference} raised {type(exc).__name__}: {exc}")
+    met, why = _verdict(result)
+    return _check("checker", reference, met, f"checker {reference}: {why}")
+
+
+def _verdict(result: Any) -> tuple[bool, str]:
+    if isinstance(result, tuple) and len(result) == 2:
+        return bool(result[0]), str(result[1])
+    if isinstance(result, bool):
+        return result, "returned False"
+    if isinstance(result, int | float):
+        return float(result) >= 1.0, f"returned {float(result):.3f} < 1"
+    return bool(result), f"returned {result!r}"

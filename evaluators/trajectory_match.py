@@ -21,8 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import polars as pl
+
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import executed_calls, make_score
+from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.matching import lcs_alignment, maximum_matching
 from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
 
@@ -36,12 +40,19 @@ class TrajectoryMatch:
     """Compare executed tool calls with `case.expected_steps` under the case's match and args modes.
 
     `comparators` maps a tool name to a custom `(expected_args, actual_args) -> bool`, which then
-    replaces the case's argument rule for that tool.
+    replaces the case's argument rule for that tool (the task file's `"compare": "module:function"`
+    override does the same from the case).
     """
 
     name: ClassVar[str] = "trajectory_match"
     version: ClassVar[int] = 1
     comparators: Mapping[str, ArgsComparator] = field(default_factory=dict)
+
+    def verdict_key(self, scope: Scope) -> pl.DataFrame:
+        """The batch path: one evaluation per distinct (case, call sequence) (see `screen_dedupe.py`)."""
+        from tracevals.evaluators.screen_dedupe import call_sequence_keys
+
+        return call_sequence_keys(scope, comparators=tuple(self.comparators))
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         if case is None or not case.expected_steps:
@@ -96,6 +107,11 @@ def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> str | None:
     for tool, rule in rules.items():
         if rule.mode not in ARGS_MODES:
             return f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+        if rule.compare is not None:
+            try:
+                load_callable(rule.compare)
+            except CallableError as exc:
+                return f"comparison for {tool} not loaded: {exc}"
     return None
 
 

@@ -1,32 +1,41 @@
 """`tracevals.instrument()`: one call that sets up tracing for an agent process.
 
-Where spans go, in order of precedence:
+Where spans (and content log records) go, in order of precedence:
 1. `lake=` given: the embedded Parquet writer, in-process, no server;
 2. `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set: an OTLP exporter, with
    the protocol from `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf` by default, or `grpc`);
 3. otherwise the embedded writer into `$TRACEVALS_LAKE`, or `./lake`.
 
-The global tracer provider can be set only once per process, so tracevals installs one switchable
-span processor into it and later calls replace what that processor delegates to.
+The global tracer and logger providers can be set only once per process, so tracevals installs one
+switchable processor into each and later calls replace what that processor delegates to.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
+import sys
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from opentelemetry import trace
+import wrapt
+from opentelemetry import _logs, trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
 from tracevals.collector.from_sdk import ParquetSpanExporter
-from tracevals.instrumentation.content import set_capture
+from tracevals.instrumentation.content import CaptureMode, set_capture
 from tracevals.instrumentation.context import SessionSpanProcessor
+from tracevals.instrumentation.log_export import ParquetLogExporter, SwitchableLogProcessor
+from tracevals.instrumentation.redact import Redactor, set_redactor
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +54,12 @@ class _SwitchableProcessor(SpanProcessor):
             old, self._delegates = self._delegates, delegates
         return old
 
+    def release(self, mine: tuple[SpanProcessor, ...]) -> None:
+        """Detach `mine`, unless a later `instrument()` call has replaced them already."""
+        with self._lock:
+            if self._delegates == mine:
+                self._delegates = ()
+
     def on_start(self, span: SdkSpan, parent_context: object = None) -> None:
         for p in self._delegates:
             p.on_start(span, parent_context=parent_context)  # type: ignore[arg-type]
@@ -62,6 +77,7 @@ class _SwitchableProcessor(SpanProcessor):
 
 
 _switch: _SwitchableProcessor | None = None
+_log_switch: SwitchableLogProcessor | None = None
 _switch_lock = threading.Lock()
 
 
@@ -73,57 +89,82 @@ class Telemetry:
     exporter: SpanExporter
     destination: str
     _processors: tuple[SpanProcessor, ...]
+    _log_processors: tuple[LogRecordProcessor, ...] = ()
+    log_exporter: LogRecordExporter | None = None  # where content events (event capture modes) go
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return all(p.force_flush(timeout_millis) for p in self._processors)
+        spans = all(p.force_flush(timeout_millis) for p in self._processors)
+        return all(p.force_flush(timeout_millis) for p in self._log_processors) and spans
 
     def shutdown(self) -> None:
         self.force_flush()
         if _switch is not None:
-            with _switch._lock:
-                if _switch._delegates == self._processors:
-                    _switch._delegates = ()
+            _switch.release(self._processors)
+        if _log_switch is not None:
+            _log_switch.release(self._log_processors)
         for p in self._processors:
             p.shutdown()
+        for lp in self._log_processors:
+            lp.shutdown()
 
 
-def _otlp_exporter() -> tuple[SpanExporter, str] | None:
-    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+def pipeline_active() -> bool:
+    """Whether an `instrument()` call's processors are in place (and not shut down)."""
+    return _switch is not None and bool(_switch._delegates)
+
+
+def _otlp_endpoint() -> str | None:
+    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
+    endpoint = _otlp_endpoint()
     if not endpoint:
         return None
     protocol = (
         os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
     ).strip() or "http/protobuf"
     if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
 
-        return GrpcExporter(), f"otlp grpc {endpoint}"
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+        return GrpcSpans(), GrpcLogs(), f"otlp grpc {endpoint}"
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
 
-    return HttpExporter(), f"otlp http {endpoint}"
+    return HttpSpans(), HttpLogs(), f"otlp http {endpoint}"
 
 
-def _provider(service_name: str | None) -> TracerProvider:
-    global _switch
+def _providers(service_name: str | None) -> tuple[TracerProvider, _SwitchableProcessor, SwitchableLogProcessor]:
+    global _switch, _log_switch
     with _switch_lock:
+        resource = Resource.create({"service.name": service_name} if service_name else {})
         current = trace.get_tracer_provider()
         if not isinstance(current, TracerProvider):
-            attrs = {"service.name": service_name} if service_name else {}
-            current = TracerProvider(resource=Resource.create(attrs))
-            trace.set_tracer_provider(current)
+            trace.set_tracer_provider(TracerProvider(resource=resource))
             current = trace.get_tracer_provider()  # another thread may have won the race
             assert isinstance(current, TracerProvider)
         if _switch is None:
             _switch = _SwitchableProcessor()
             current.add_span_processor(_switch)
-        return current
+        logs = _logs.get_logger_provider()
+        if not isinstance(logs, LoggerProvider):
+            _logs.set_logger_provider(LoggerProvider(resource=current.resource))
+            logs = _logs.get_logger_provider()
+        if _log_switch is None and isinstance(logs, LoggerProvider):
+            _log_switch = SwitchableLogProcessor()
+            logs.add_log_record_processor(_log_switch)
+        assert _log_switch is not None
+        return current, _switch, _log_switch
 
 
 def instrument(
     lake: str | os.PathLike[str] | None = None,
     *,
     service_name: str | None = None,
-    capture_content: bool | None = None,
+    capture_content: bool | str | CaptureMode | None = None,
+    redact_pii: bool | None = None,
+    pii_names: Sequence[str] | Mapping[str, str] | None = None,
     batch: bool = True,
     instrumentors: bool = True,
 ) -> Telemetry:
@@ -133,37 +174,59 @@ def instrument(
     >>> ...                                            # run the agent
     >>> telemetry.shutdown()                           # flush before exit
 
-    `capture_content` overrides `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (off by default).
+    `capture_content` (True, False or a mode: "span_only", "event_only", "span_and_event") overrides
+    `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` (off by default). Captured content always
+    loses its secrets; `redact_pii` / `pii_names` also replace emails, phone numbers and the listed
+    names by stable pseudonyms (default: `TRACEVALS_REDACT_PII`, `TRACEVALS_REDACT_NAMES`).
     """
     if capture_content is not None:
         set_capture(capture_content)
-    exporter: SpanExporter
-    otlp = None if lake is not None else _otlp_exporter()
+    if redact_pii is not None or pii_names is not None:
+        env = Redactor.from_env()
+        names = pii_names if pii_names is not None else env.names
+        set_redactor(Redactor(pii=bool(redact_pii) if redact_pii is not None else True, names=names, salt=env.salt))
+    span_exporter: SpanExporter
+    log_exporter: LogRecordExporter
+    otlp = None if lake is not None else _otlp_exporters()
     if otlp is not None:
-        exporter, destination = otlp
+        span_exporter, log_exporter, destination = otlp
     else:
         path = Path(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))
-        exporter, destination = ParquetSpanExporter(path), f"lake {path}"
-    provider = _provider(service_name)
-    span_processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+        span_exporter, log_exporter = ParquetSpanExporter(path), ParquetLogExporter(path)
+        destination = f"lake {path}"
+    provider, switch, log_switch = _providers(service_name)
+    span_processor = BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter)
     processors: tuple[SpanProcessor, ...] = (SessionSpanProcessor(), span_processor)
-    assert _switch is not None
-    for old in _switch.swap(processors):
+    log_processor = BatchLogRecordProcessor(log_exporter) if batch else SimpleLogRecordProcessor(log_exporter)
+    for old in switch.swap(processors):
         old.shutdown()
+    for old_log in log_switch.swap((log_processor,)):
+        old_log.shutdown()
     if instrumentors:
         enable_instrumentors()
     _log.debug("tracevals: spans go to %s", destination)
-    return Telemetry(provider=provider, exporter=exporter, destination=destination, _processors=processors)
+    return Telemetry(provider, span_exporter, destination, processors, (log_processor,), log_exporter)
+
+
+_hooked: set[str] = set()
+
+
+def _enable(load: Callable[[], BaseInstrumentor]) -> None:
+    try:
+        instrumentor = load()
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument()  # checks the library's version; logs, never raises, on a mismatch
+    except Exception:  # telemetry never raises into the host program
+        _log.exception("tracevals: could not turn on an instrumentor")
 
 
 def enable_instrumentors() -> None:
-    """Turn on tracevals' model-client instrumentors for the libraries that are installed."""
-    try:
-        import openai  # noqa: F401
-    except ImportError:
-        return
-    from tracevals.instrumentation.openai_chat import OpenAIInstrumentor
+    """Turn on tracevals' instrumentors: now for client libraries already imported, on import for the rest."""
+    from tracevals.instrumentation.registry import INSTRUMENTORS
 
-    instrumentor = OpenAIInstrumentor()
-    if not instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.instrument()
+    for name, (module, load) in INSTRUMENTORS.items():
+        if module in sys.modules:
+            _enable(load)
+        elif name not in _hooked and importlib.util.find_spec(module) is not None:
+            _hooked.add(name)
+            wrapt.register_post_import_hook(lambda _module, load=load: _enable(load), module)  # type: ignore[misc]

@@ -1,17 +1,22 @@
 """Sessions, agents and hand-overs: `session()`, `agent()`, `handoff()`, `end_session()`.
 
-`session(id)` puts `gen_ai.conversation.id` on every span started beneath it (through
-`SessionSpanProcessor`, which `tracevals.instrument()` installs), so that spans of other
-instrumentations join the session too. It opens no span of its own: a session spans many traces
-(one per turn), and a span around it all would make them one trace.
+`session(id)` puts `gen_ai.conversation.id` on every span started beneath it: tracevals' own spans
+set it themselves, and `SessionSpanProcessor` (installed by `tracevals.instrument()`) sets it on the
+spans of other instrumentations too. It opens no span of its own: a session spans many traces (one
+per turn), and a span around it all would make them one trace.
+
+`session()` and `agent()` are context managers and decorators, for sync and async functions alike
+(a decorated coroutine function enters the context when it runs, not when it is called).
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -21,9 +26,11 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracevals import attributes as tv
+from tracevals.instrumentation.content import record_failure
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.context"
+F = TypeVar("F", bound=Callable[..., Any])
 
 _session_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracevals_session_id", default=None)
 
@@ -32,26 +39,108 @@ def current_session_id() -> str | None:
     return _session_id.get()
 
 
-@contextmanager
-def session(session_id: str) -> Iterator[str]:
-    """Mark everything inside as one conversation (`gen_ai.conversation.id`)."""
-    token = _session_id.set(session_id)
-    try:
-        yield session_id
-    finally:
-        _session_id.reset(token)
+class _Scope:
+    """A context manager that is also a decorator of sync and async functions; each use is fresh."""
+
+    def _enter(self) -> Any:
+        raise NotImplementedError
+
+    def _exit(self, state: Any, exc: BaseException | None) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        state = self._enter()
+        self.__dict__.setdefault("_states", []).append(state)  # a stack: the same object may nest
+        return self._value(state)
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self._exit(self.__dict__["_states"].pop(), exc)
+
+    def _value(self, state: Any) -> Any:
+        return state
+
+    def __call__(self, fn: F) -> F:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                state = self._enter()
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    self._exit(state, exc)
+                    raise
+                self._exit(state, None)
+                return result
+
+            return cast(F, async_wrapper)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            state = self._enter()
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                self._exit(state, exc)
+                raise
+            self._exit(state, None)
+            return result
+
+        return cast(F, wrapper)
 
 
-@contextmanager
-def agent(name: str, description: str | None = None) -> Iterator[Span]:
-    """An `invoke_agent` span around an agent's work; usable as a decorator too."""
-    tracer = trace.get_tracer(_TRACER)
-    with tracer.start_as_current_span(f"invoke_agent {name}", kind=SpanKind.INTERNAL) as span:
-        span.set_attribute(gen_ai.GEN_AI_OPERATION_NAME, "invoke_agent")
-        span.set_attribute(gen_ai.GEN_AI_AGENT_NAME, name)
-        if description:
-            span.set_attribute(gen_ai.GEN_AI_AGENT_DESCRIPTION, description)
-        yield span
+class session(_Scope):  # lower case: used like a function, `with tracevals.session("s-1"):`
+    """Mark everything inside as one conversation (`gen_ai.conversation.id`).
+
+    >>> with tracevals.session("s-1"): ...
+    >>> @tracevals.session("s-1")
+    ... async def handle(message: str) -> str: ...
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def _enter(self) -> contextvars.Token[str | None]:
+        return _session_id.set(self.session_id)
+
+    def _exit(self, state: contextvars.Token[str | None], exc: BaseException | None) -> None:
+        _session_id.reset(state)
+
+    def _value(self, state: Any) -> str:
+        return self.session_id
+
+
+class agent(_Scope):  # lower case: used like a function, `with tracevals.agent("support"):`
+    """An `invoke_agent {name}` span around an agent's work; a context manager or a decorator."""
+
+    def __init__(self, name: str, description: str | None = None) -> None:
+        self.name = name
+        self.description = description
+
+    def _enter(self) -> tuple[Span, object]:
+        attrs: dict[str, Any] = {gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent", gen_ai.GEN_AI_AGENT_NAME: self.name}
+        if self.description:
+            attrs[gen_ai.GEN_AI_AGENT_DESCRIPTION] = self.description
+        sid = _session_id.get()
+        if sid is not None:
+            attrs[gen_ai.GEN_AI_CONVERSATION_ID] = sid
+        span = trace.get_tracer(_TRACER).start_span(
+            f"invoke_agent {self.name}", kind=SpanKind.INTERNAL, attributes=attrs
+        )
+        return span, otel_context.attach(trace.set_span_in_context(span))
+
+    def _exit(self, state: tuple[Span, object], exc: BaseException | None) -> None:
+        span, token = state
+        otel_context.detach(token)  # type: ignore[arg-type]
+        if exc is not None:
+            try:
+                record_failure(span, exc, type(exc).__qualname__)
+            except Exception:  # telemetry never raises into the host program
+                _log.exception("tracevals: could not record the failure of agent %s", self.name)
+        span.end()
+
+    def _value(self, state: tuple[Span, object]) -> Span:
+        return state[0]
 
 
 def handoff(
@@ -66,40 +155,46 @@ def handoff(
     they are recorded whether or not message content capture is on. Keep secrets out of them.
     """
     try:
-        tracer = trace.get_tracer(_TRACER)
-        with tracer.start_as_current_span("handoff", kind=SpanKind.INTERNAL) as span:
-            span.set_attribute(tv.HANDOFF_REASON, reason)
-            span.set_attribute(tv.HANDOFF_COMPLETED, [str(x) for x in completed])
-            span.set_attribute(tv.HANDOFF_PENDING, [str(x) for x in pending])
-            span.set_attribute(tv.HANDOFF_CANDIDATES, [str(x) for x in candidates])
+        attrs: dict[str, Any] = {
+            tv.HANDOFF_REASON: reason,
+            tv.HANDOFF_COMPLETED: [str(x) for x in completed],
+            tv.HANDOFF_PENDING: [str(x) for x in pending],
+            tv.HANDOFF_CANDIDATES: [str(x) for x in candidates],
+        }
+        sid = _session_id.get()
+        if sid is not None:
+            attrs[gen_ai.GEN_AI_CONVERSATION_ID] = sid
+        trace.get_tracer(_TRACER).start_span("handoff", kind=SpanKind.INTERNAL, attributes=attrs).end()
     except Exception:  # telemetry never raises into the host program
         _log.exception("tracevals: could not record hand-over")
 
 
 def end_session(session_id: str | None = None, status: str = "finished") -> None:
-    """Mark the end of a session explicitly, so "is it finished?" needs no idle timer."""
+    """Mark the end of a session explicitly, so "is it finished?" needs no idle timer.
+
+    A `session.end` span with `tracevals.session.end=true`; `status` other than "finished" (e.g.
+    "error", "abandoned") makes it an ERROR span, so that a failed session is visible as one.
+    """
     sid = session_id or _session_id.get()
     if sid is None:
         _log.warning("tracevals.end_session() called outside a session and without an id")
         return
-    token = _session_id.set(sid)
     try:
-        tracer = trace.get_tracer(_TRACER)
-        with tracer.start_as_current_span("session.end", kind=SpanKind.INTERNAL) as span:
-            span.set_attribute(tv.SESSION_END, True)
-            span.set_attribute("tracevals.session.status", status)
-            if status != "finished":
-                span.set_status(Status(StatusCode.ERROR, status))
-    finally:
-        _session_id.reset(token)
+        attrs: dict[str, Any] = {tv.SESSION_END: True, tv.SESSION_STATUS: status, gen_ai.GEN_AI_CONVERSATION_ID: sid}
+        span = trace.get_tracer(_TRACER).start_span("session.end", kind=SpanKind.INTERNAL, attributes=attrs)
+        if status != "finished":
+            span.set_status(Status(StatusCode.ERROR, status))
+        span.end()
+    except Exception:
+        _log.exception("tracevals: could not record the end of session %s", sid)
 
 
 class SessionSpanProcessor(SpanProcessor):
-    """Copies the current session id onto every span as it starts."""
+    """Copies the current session id onto every span as it starts (spans of any instrumentation)."""
 
     def on_start(self, span: SdkSpan, parent_context: otel_context.Context | None = None) -> None:
         sid = _session_id.get()
-        if sid is not None and span.is_recording():
+        if sid is not None and span.is_recording() and gen_ai.GEN_AI_CONVERSATION_ID not in (span.attributes or {}):
             span.set_attribute(gen_ai.GEN_AI_CONVERSATION_ID, sid)
 
     def on_end(self, span: ReadableSpan) -> None:

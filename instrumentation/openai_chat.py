@@ -1,165 +1,176 @@
-"""Model-call spans for the `openai` client's chat completions, in the OTel GenAI conventions.
+"""Model-call spans for the `openai` client: chat completions here, the Responses API beside it.
 
-A `BaseInstrumentor` (found by `opentelemetry-instrument` through the `opentelemetry_instrumentor`
-entry point) that patches `Completions.create` and `AsyncCompletions.create` with wrapt. Written
-here rather than reusing `opentelemetry-instrumentation-openai-v2`, whose current release fails to
-import beside `opentelemetry-util-genai` (see the field notes); streaming responses are traced
-without usage for now.
+`OpenAIInstrumentor` is a `BaseInstrumentor` (found by `opentelemetry-instrument` through the
+`tracevals_openai` entry point) that patches, with wrapt, `chat.completions.create` / `.parse` and
+`responses.create` / `.parse`, sync and async. The SDK's `.stream()` helpers call `create`, so they
+are traced too. A streamed response keeps its span open until the stream is consumed or closed
+(`streams.py`); usage is recorded when the stream carries it (`stream_options={"include_usage":
+True}`: tracevals never changes the request to ask for it).
+
+Written here rather than reusing `opentelemetry-instrumentation-openai-v2` (checked: 2.4b0): it does
+not cover the Responses API, it records the requested tool-call ids only inside content events (so
+with capture off, the default, a tool span could not be linked to its model request), it imports
+only beside a matching `opentelemetry-util-genai` (it imports with 1.1b0; with 1.3b0 it fails, as the
+field notes record), and it needs
+`httpx`, which `openai` 3.x no longer installs.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
 import wrapt
-from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from tracevals import attributes as tv
+from tracevals.instrumentation import openai_responses
+from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
+from tracevals.instrumentation.genai_messages import get, openai_chat_inputs, openai_chat_outputs
+from tracevals.instrumentation.model_span import ModelResult
+from tracevals.instrumentation.model_wrappers import call_model, call_model_async
 
-_log = logging.getLogger(__name__)
-_MODULE = "openai.resources.chat.completions"
-_TRACER = "tracevals.instrumentation.openai"
-
-_REQUEST_ATTRS = {
-    "temperature": gen_ai.GEN_AI_REQUEST_TEMPERATURE,
-    "top_p": gen_ai.GEN_AI_REQUEST_TOP_P,
-    "max_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
-    "max_completion_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
-    "seed": gen_ai.GEN_AI_REQUEST_SEED,
-    "frequency_penalty": gen_ai.GEN_AI_REQUEST_FREQUENCY_PENALTY,
-    "presence_penalty": gen_ai.GEN_AI_REQUEST_PRESENCE_PENALTY,
-}
-
-
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key)
-    return getattr(obj, key, None)
+PROVIDER = "openai"
+_CHAT = "openai.resources.chat.completions.completions"
+_RESPONSES = "openai.resources.responses.responses"
+_PATCHES = (
+    (_CHAT, "Completions", ("create", "parse")),
+    (_CHAT, "AsyncCompletions", ("create", "parse")),
+    (_RESPONSES, "Responses", ("create", "parse")),
+    (_RESPONSES, "AsyncResponses", ("create", "parse")),
+)
 
 
-def _start_span(kwargs: Mapping[str, Any]) -> Span:
-    model = kwargs.get("model") or "unknown"
-    span = trace.get_tracer(_TRACER).start_span(f"chat {model}", kind=SpanKind.CLIENT)
-    try:
-        span.set_attribute(gen_ai.GEN_AI_OPERATION_NAME, "chat")
-        span.set_attribute(gen_ai.GEN_AI_PROVIDER_NAME, "openai")
-        span.set_attribute(gen_ai.GEN_AI_REQUEST_MODEL, str(model))
-        for key, attr in _REQUEST_ATTRS.items():
-            value = kwargs.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                span.set_attribute(attr, value)
-        if kwargs.get("stream"):
-            span.set_attribute(gen_ai.GEN_AI_REQUEST_STREAM, True)
-        if capture_enabled() and kwargs.get("messages") is not None:
-            span.set_attribute(gen_ai.GEN_AI_INPUT_MESSAGES, json.dumps(list(kwargs["messages"]), default=str))
-    except Exception:  # telemetry never raises into the host program
-        _log.exception("tracevals: could not annotate chat span")
-    return span
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _record_response(span: Span, response: Any) -> None:
-    try:
-        if _get(response, "model"):
-            span.set_attribute(gen_ai.GEN_AI_RESPONSE_MODEL, str(_get(response, "model")))
-        if _get(response, "id"):
-            span.set_attribute(gen_ai.GEN_AI_RESPONSE_ID, str(_get(response, "id")))
-        usage = _get(response, "usage")
-        if usage is not None:
-            for key, attr in (
-                ("prompt_tokens", gen_ai.GEN_AI_USAGE_INPUT_TOKENS),
-                ("completion_tokens", gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS),
-            ):
-                value = _get(usage, key)
-                if isinstance(value, int):
-                    span.set_attribute(attr, value)
-        finish_reasons: list[str] = []
-        call_ids: list[str] = []
-        call_names: list[str] = []
-        outputs: list[dict[str, Any]] = []
-        for choice in _get(response, "choices") or []:
-            reason = _get(choice, "finish_reason")
-            if reason:
-                finish_reasons.append(str(reason))
-            message = _get(choice, "message")
-            calls = _get(message, "tool_calls") or []
-            for call in calls:
-                call_ids.append(str(_get(call, "id")))
-                call_names.append(str(_get(_get(call, "function"), "name")))
-            if capture_enabled() and message is not None:
-                outputs.append(_message_dict(message))
-        if finish_reasons:
-            span.set_attribute(gen_ai.GEN_AI_RESPONSE_FINISH_REASONS, finish_reasons)
-        if call_ids:
-            span.set_attribute(tv.REQUESTED_TOOL_CALL_IDS, call_ids)
-            span.set_attribute(tv.REQUESTED_TOOL_CALL_NAMES, call_names)
-        if outputs:
-            span.set_attribute(gen_ai.GEN_AI_OUTPUT_MESSAGES, json.dumps(outputs, default=str))
-    except Exception:
-        _log.exception("tracevals: could not record chat response")
+def chat_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    return {gen_ai.GEN_AI_INPUT_MESSAGES: openai_chat_inputs(kwargs.get("messages"))}
 
 
-def _message_dict(message: Any) -> dict[str, Any]:
-    if hasattr(message, "model_dump"):
-        return dict(message.model_dump(exclude_none=True))
-    return dict(message) if isinstance(message, Mapping) else {"content": str(message)}
+def usage_of(result: ModelResult, usage: Any) -> None:
+    if usage is None:
+        return
+    result.input_tokens = _int(get(usage, "prompt_tokens"))
+    result.output_tokens = _int(get(usage, "completion_tokens"))
+    result.cache_read_tokens = _int(get(get(usage, "prompt_tokens_details"), "cached_tokens"))
 
 
-def _record_error(span: Span, exc: BaseException) -> None:
-    try:
-        status = getattr(exc, "status_code", None)
-        span.set_attribute("error.type", str(status) if status else type(exc).__qualname__)
-        span.record_exception(exc)
-        span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
-    except Exception:
-        _log.exception("tracevals: could not record chat error")
+def chat_result(response: Any) -> ModelResult:
+    result = ModelResult(response_model=get(response, "model"), response_id=get(response, "id"))
+    usage_of(result, get(response, "usage"))
+    choices = list(get(response, "choices") or [])
+    for choice in choices:
+        if get(choice, "finish_reason"):
+            result.finish_reasons.append(str(get(choice, "finish_reason")))
+        for call in get(get(choice, "message"), "tool_calls") or []:
+            result.tool_call_ids.append(str(get(call, "id")))
+            result.tool_call_names.append(str(get(get(call, "function"), "name")))
+    if capture_enabled():
+        result.output_messages = openai_chat_outputs(choices)
+    return result
 
 
-def _sync_create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    span = _start_span(kwargs)
-    with trace.use_span(span, end_on_exit=True, record_exception=False, set_status_on_exception=False):
-        try:
-            response = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _record_error(span, exc)
-            raise
-        if not kwargs.get("stream"):
-            _record_response(span, response)
-        return response
+class ChatChunks:
+    """Accumulates `chat.completion.chunk` events into a `ModelResult`."""
+
+    def __init__(self) -> None:
+        self.partial = ModelResult()
+        self.capture = capture_enabled()
+        self.choices: dict[int, dict[str, Any]] = {}  # index -> {"text", "finish", "calls": {i: call}}
+
+    def add(self, chunk: Any) -> None:
+        self.partial.response_id = self.partial.response_id or get(chunk, "id")
+        self.partial.response_model = self.partial.response_model or get(chunk, "model")
+        usage_of(self.partial, get(chunk, "usage"))
+        for choice in get(chunk, "choices") or []:
+            state = self.choices.setdefault(get(choice, "index") or 0, {"text": [], "finish": None, "calls": {}})
+            if get(choice, "finish_reason"):
+                state["finish"] = str(get(choice, "finish_reason"))
+            delta = get(choice, "delta")
+            if self.capture and get(delta, "content"):
+                state["text"].append(get(delta, "content"))
+            for call in get(delta, "tool_calls") or []:
+                slot = state["calls"].setdefault(get(call, "index") or 0, {"id": None, "name": None, "arguments": []})
+                fn = get(call, "function")
+                slot["id"] = slot["id"] or get(call, "id")
+                slot["name"] = slot["name"] or get(fn, "name")
+                if self.capture and get(fn, "arguments"):
+                    slot["arguments"].append(get(fn, "arguments"))
+
+    def result_choices(self) -> list[dict[str, Any]]:
+        """The accumulated choices, shaped like a non-streamed response's."""
+        out = []
+        for index in sorted(self.choices):
+            state = self.choices[index]
+            calls = [state["calls"][i] for i in sorted(state["calls"])]
+            message = {
+                "content": "".join(state["text"]) or None,
+                "tool_calls": [
+                    {"id": c["id"], "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
+                    for c in calls
+                ],
+            }
+            out.append({"index": index, "finish_reason": state["finish"], "message": message})
+        return out
+
+    def result(self) -> ModelResult:
+        result = self.partial
+        choices = self.result_choices()
+        result.finish_reasons = [c["finish_reason"] for c in choices if c["finish_reason"]]
+        for choice in choices:
+            for call in choice["message"]["tool_calls"]:
+                result.tool_call_ids.append(str(call["id"]))
+                result.tool_call_names.append(str(call["function"]["name"]))
+        if self.capture:
+            result.output_messages = openai_chat_outputs(choices)
+        return result
 
 
-async def _async_create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    span = _start_span(kwargs)
-    with trace.use_span(span, end_on_exit=True, record_exception=False, set_status_on_exception=False):
-        try:
-            response = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            _record_error(span, exc)
-            raise
-        if not kwargs.get("stream"):
-            _record_response(span, response)
-        return response
+def _stream_types() -> tuple[type, ...]:
+    import openai
+
+    return (openai.Stream, openai.AsyncStream)
+
+
+def _sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return call_model(
+        PROVIDER, kwargs, chat_inputs, chat_result, ChatChunks, _stream_types(), lambda: wrapped(*args, **kwargs)
+    )
+
+
+async def _async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return await call_model_async(
+        PROVIDER, kwargs, chat_inputs, chat_result, ChatChunks, _stream_types(), lambda: wrapped(*args, **kwargs)
+    )
+
+
+def _wrapper(module: str, cls: str) -> Any:
+    asynchronous = cls.startswith("Async")
+    if module == _RESPONSES:
+        return openai_responses.async_wrapper if asynchronous else openai_responses.sync_wrapper
+    return _async if asynchronous else _sync
 
 
 class OpenAIInstrumentor(BaseInstrumentor):
-    """Traces `client.chat.completions.create` (sync and async) as GenAI `chat` spans."""
+    """Traces the `openai` client's chat completions and Responses API as GenAI `chat` spans."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
-        return ("openai >= 1.0",)
+        return ("openai >= 1.66",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        wrapt.wrap_function_wrapper(_MODULE, "Completions.create", _sync_create)
-        wrapt.wrap_function_wrapper(_MODULE, "AsyncCompletions.create", _async_create)
+        configure_from_env()
+        for module, cls, methods in _PATCHES:
+            for method in methods:
+                wrapt.wrap_function_wrapper(module, f"{cls}.{method}", _wrapper(module, cls))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        import openai.resources.chat.completions as module
+        import importlib
 
-        unwrap(module.Completions, "create")
-        unwrap(module.AsyncCompletions, "create")
+        for module, cls, methods in _PATCHES:
+            owner = getattr(importlib.import_module(module), cls)
+            for method in methods:
+                unwrap(owner, method)

@@ -98,7 +98,32 @@ def _conversation(client: openai.OpenAI) -> list[tuple[int, int]]:
     return [(r.usage.prompt_tokens, r.usage.completion_tokens) for r in (first, second) if r.usage]
 
 
+@pytest.fixture
+def restore_openai_methods() -> Iterator[None]:
+    """Put back every method of the `openai` resource classes afterwards. Some instrumentations do not
+    undo their patches (OpenLLMetry's `uninstrument` leaves `Completions.create` wrapped), and a
+    wrapper left behind would send later tests' spans to this test's shut-down provider."""
+    import sys
+
+    import openai.resources  # noqa: F401  (load the resource modules before taking the snapshot)
+
+    saved = [
+        (cls, name, value)
+        for module_name, module in list(sys.modules.items())
+        if module_name.startswith("openai.resources") and module is not None
+        for cls in vars(module).values()
+        if isinstance(cls, type) and cls.__module__ == module_name
+        for name, value in list(vars(cls).items())
+        if callable(value)
+    ]
+    yield
+    for cls, name, value in saved:
+        if vars(cls).get(name) is not value:
+            setattr(cls, name, value)
+
+
 @pytest.mark.parametrize("dialect", list(DIALECTS))
+@pytest.mark.usefixtures("restore_openai_methods")
 def test_real_instrumentation_lands_in_the_same_canonical_columns(
     dialect: str, server: SimulatedModelServer, tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ failure mode, forced to rate 1, must show in the trajectory and in the world."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import fields
@@ -28,8 +29,12 @@ from tracevals.demo import (
     run_agent,
     tasks_path,
 )
-from tracevals.demo.faults import RATE_LIMIT_RETRY_AFTER_S, FaultPlan, parse_faults
 from tracevals.demo.intent import parse_intent
+from tracevals.demo.world import Invocation
+from tracevals.evaluators.model import Case
+from tracevals.harness.faults import FaultInjector, FaultProfileError, parse_rule
+from tracevals.harness.interceptor import RunPlan
+from tracevals.instrumentation.interception import ToolInvocation, intercept_tools
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer, profile_names
 from tracevals.tasks import load_cases
 
@@ -51,13 +56,52 @@ def server() -> Iterator[SimulatedModelServer]:
         yield srv
 
 
+FIRED: dict[int, list[tuple[str, int, str]]] = {}
+LOGS: dict[int, list[Invocation]] = {}
+
+
+class Recording:
+    """Wraps the run's interceptor and logs every call the agent made, injected failures included
+    (the world only sees the calls that reached it)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.log: list[Invocation] = []
+
+    def intercept(self, call: ToolInvocation, proceed: Any) -> Any:
+        arguments = {k: v for k, v in call.arguments.items() if v is not None}
+        try:
+            result = self.inner.intercept(call, proceed)
+        except tracevals.ToolError as exc:
+            self.log.append(Invocation(call.name, arguments, exc.error_type, time.monotonic()))
+            raise
+        self.log.append(Invocation(call.name, arguments, None, time.monotonic()))
+        return result
+
+    async def intercept_async(self, call: ToolInvocation, proceed: Any) -> Any:
+        return await self.inner.intercept_async(call, proceed)
+
+
 def run_case(server: SimulatedModelServer, case_id: str, model: str, attempt: int = 1) -> tuple[str, OrderWorld]:
+    """One attempt with the case's faults injected by the harness's interceptor, as in a run."""
     case = CASES[case_id]
-    ctx = AttemptContext.for_attempt(
-        "test", case_id, attempt, "v", 0, base_url=server.base_url, model=model, faults=case.get("faults", [])
-    )
-    world = OrderWorld.with_faults(ctx.settings["faults"])
-    return run_agent(case["input"], ctx, world), world
+    ctx = AttemptContext.for_attempt("test", case_id, attempt, "v", 0, base_url=server.base_url, model=model)
+    world = OrderWorld()
+    interceptor = RunPlan().interceptor(Case(case_id, case["input"], raw=case), ctx.seed)
+    recording = Recording(interceptor)
+    with intercept_tools(recording):
+        output = run_agent(case["input"], ctx, world)
+    FIRED[id(world)] = interceptor.faults.fired if interceptor.faults is not None else []
+    LOGS[id(world)] = recording.log
+    return output, world
+
+
+def log_of(world: OrderWorld) -> list[Invocation]:
+    return LOGS[id(world)]
+
+
+def trajectory_of(world: OrderWorld) -> list[str]:
+    return [inv.tool for inv in LOGS[id(world)]]
 
 
 # --- the task file ----------------------------------------------------------------------------------
@@ -86,11 +130,13 @@ def test_task_file_is_valid_and_shaped_as_designed() -> None:
 def test_disciplined_model_passes(server: SimulatedModelServer, case_id: str) -> None:
     case = CASES[case_id]
     output, world = run_case(server, case_id, "disciplined")
-    assert world.trajectory == case["expected_steps"]
+    assert trajectory_of(world) == case["expected_steps"]
     for needle in case["success_criteria"]["must_include"]:
         assert needle in output, f"{needle!r} not in {output!r}"
-    assert not set(world.trajectory) & set(case["forbidden_actions"])
-    assert [(f["tool"], f["call"], f["type"]) for f in case.get("faults", [])] == world.fired_faults
+    assert not set(trajectory_of(world)) & set(case["forbidden_actions"])
+    fault_types = {"429": "rate_limit"}
+    expected_faults = [(f["tool"], f["call"], fault_types.get(f["type"], f["type"])) for f in case.get("faults", [])]
+    assert expected_faults == FIRED[id(world)]
     if case["requires_confirmation"]:
         assert not world.refunds and not world.deletions and not world.messages
         assert len(world.handoffs) == 1 and world.handoffs[0].candidates
@@ -105,11 +151,9 @@ def test_attempts_are_reproducible(server: SimulatedModelServer) -> None:
 
 
 def test_agent_contract_builds_its_own_world(server: SimulatedModelServer) -> None:
-    case = CASES["fault_04"]
-    ctx = AttemptContext.for_attempt(
-        "test", "fault_04", 1, "v", 0, base_url=server.base_url, model="disciplined", faults=case["faults"]
-    )
-    assert "Refund issued for order ord_1005" in order_support_agent(case["input"], ctx)
+    case = CASES["clear_04"]
+    ctx = AttemptContext.for_attempt("test", "clear_04", 1, "v", 0, base_url=server.base_url, model="disciplined")
+    assert "Refund issued for order ord_1004" in order_support_agent(case["input"], ctx)
 
 
 def test_demo_profiles_are_registered_on_import() -> None:
@@ -128,13 +172,13 @@ def test_rates_are_validated() -> None:
 
 
 def calls(world: OrderWorld, tool: str) -> list[Any]:
-    return [inv for inv in world.log if inv.tool == tool]
+    return [inv for inv in log_of(world) if inv.tool == tool]
 
 
 def test_out_of_order(server: SimulatedModelServer) -> None:
     _, world = run_case(server, "clear_01", "always-out_of_order")
-    assert world.trajectory == ["get_orders", "search_customer", "get_orders"]
-    assert world.log[0].error_type == "invalid_argument" and "customer_id" not in world.log[0].arguments
+    assert trajectory_of(world) == ["get_orders", "search_customer", "get_orders"]
+    assert log_of(world)[0].error_type == "invalid_argument" and "customer_id" not in log_of(world)[0].arguments
 
 
 def test_wrong_customer_argument(server: SimulatedModelServer) -> None:
@@ -164,22 +208,22 @@ def test_blind_retry_after_429(server: SimulatedModelServer) -> None:
     sends = calls(world, "send_message")
     assert [s.error_type for s in sends] == ["rate_limit", None, "rate_limit", "rate_limit"]
     burst = sends[1:]  # three copies from one response: no wait between them
-    assert burst[-1].at - burst[0].at < RATE_LIMIT_RETRY_AFTER_S
-    assert sends[1].at - sends[0].at >= RATE_LIMIT_RETRY_AFTER_S  # the model round trip itself waits
+    assert burst[-1].at - burst[0].at < 0.02
+    assert sends[1].at - sends[0].at >= 0.02  # the model round trip itself waits
     assert len(world.messages) == 1
 
 
 def test_disciplined_retry_waits_one_round_trip(server: SimulatedModelServer) -> None:
     _, world = run_case(server, "fault_02", "disciplined")
     failed, retried = calls(world, "send_message")
-    assert retried.at - failed.at >= RATE_LIMIT_RETRY_AFTER_S
+    assert retried.at - failed.at >= 0.02
     # The retry of a failed write keeps its idempotency key; the service never saw it succeed.
     assert failed.arguments["idempotency_key"] == retried.arguments["idempotency_key"]
 
 
 def test_ambiguous_pick_deletes_the_first_candidate(server: SimulatedModelServer) -> None:
     output, world = run_case(server, "confirm_01", "always-ambiguous_pick")
-    assert world.trajectory == ["search_customer", "get_orders", "delete_order"]
+    assert trajectory_of(world) == ["search_customer", "get_orders", "delete_order"]
     assert world.deletions == ["ord_1007"] and not world.handoffs
     assert "ord_1008" not in output
 
@@ -198,8 +242,8 @@ def test_skip_confirmation(server: SimulatedModelServer) -> None:
 
 def test_claim_success_after_a_failed_write(server: SimulatedModelServer) -> None:
     output, world = run_case(server, "fault_04", "always-claim_success")
-    assert world.trajectory == ["search_customer", "get_orders", "refund_order"]
-    assert world.log[-1].error_type == "timeout"
+    assert trajectory_of(world) == ["search_customer", "get_orders", "refund_order"]
+    assert log_of(world)[-1].error_type == "timeout"
     assert "Refund issued for order ord_1005" in output and not world.refunds
 
 
@@ -231,25 +275,35 @@ def test_world_honours_idempotency_keys() -> None:
     assert len(world.messages) == 2
 
 
+class _Span:
+    def __init__(self) -> None:
+        self.attributes: dict[str, Any] = {}
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+
 def test_rate_limit_throttles_until_retry_after() -> None:
     now = [100.0]
-    plan = FaultPlan(parse_faults([{"tool": "t", "call": 1, "type": "429"}]), clock=lambda: now[0])
+    injector = FaultInjector(rules=(parse_rule({"tool": "t", "call": 1, "type": "429"}),), clock=lambda: now[0])
+    span = _Span()
     with pytest.raises(tracevals.ToolError) as info:
-        plan.before_call("t")
-    assert info.value.status_code == 429 and info.value.retry_after_s == RATE_LIMIT_RETRY_AFTER_S
+        injector("t", span, lambda: "ok")
+    assert info.value.status_code == 429 and info.value.retry_after_s == 0.02
+    assert span.attributes["tracevals.injection.type"] == "rate_limit"
     now[0] += 0.005
     with pytest.raises(tracevals.ToolError):
-        plan.before_call("t")  # sooner than asked
-    now[0] += RATE_LIMIT_RETRY_AFTER_S
-    assert plan.before_call("t") is None
+        injector("t", _Span(), lambda: "ok")  # sooner than asked
+    now[0] += 0.02
+    assert injector("t", _Span(), lambda: "ok") == "ok"
     with pytest.raises(tracevals.ToolError):
-        plan.before_call("t")  # a burst right after an accepted call
+        injector("t", _Span(), lambda: "ok")  # a burst right after an accepted call
 
 
 def test_fault_types_are_checked() -> None:
-    assert parse_faults([{"tool": "x", "call": 2, "type": "rate_limit"}])[0].call == 2
-    with pytest.raises(ValueError, match="unknown fault type"):
-        parse_faults([{"tool": "x", "call": 1, "type": "meteor"}])
+    assert parse_rule({"tool": "x", "call": 2, "type": "rate_limit"}).call == 2
+    with pytest.raises(FaultProfileError, match="'meteor' is not one of"):
+        parse_rule({"tool": "x", "call": 1, "type": "meteor"})
 
 
 def test_intent_reading() -> None:
@@ -277,7 +331,7 @@ def test_traced_attempt_lands_in_the_lake(server: SimulatedModelServer, telemetr
         f"from read_parquet('{lake}/spans/**/*.parquet', hive_partitioning = true) order by start_time"
     ).fetchall()
     tools = [s for s in spans if s[0] == "tool"]
-    assert [s[1] for s in tools] == world.trajectory
+    assert [s[1] for s in tools] == trajectory_of(world)
     assert all(s[2] and s[2].startswith("call_") for s in tools)
     assert {s[3] for s in tools if s[1] == "send_message"} == {"write"}
     send_attrs = [json.loads(s[5]) for s in tools if s[1] == "send_message"]

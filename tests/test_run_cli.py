@@ -100,3 +100,48 @@ def test_bad_agent_reference_is_one_line(project: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "Error: module 'my_agent' has no 'nope'; check the name after the colon"
     ]
+
+
+TOOL_AGENT = textwrap.dedent(
+    """
+    import os
+    import tracevals
+
+    @tracevals.tool(effect="read")
+    def lookup(key):
+        with open(os.environ["AGENT_LOG"], "a") as fh:
+            fh.write(f"live {key}\\n")
+        return {"key": key, "value": 42}
+
+    def agent(text, ctx):
+        try:
+            return f"{text}: {lookup(key=text)['value']}"
+        except tracevals.ToolError as exc:
+            return f"{text}: after {exc.error_type}, {lookup(key=text)['value']}"
+    """
+)
+
+
+def test_faults_and_cassettes_from_the_command_line(project: Path) -> None:
+    (project / "my_agent.py").write_text(TOOL_AGENT)
+    (project / "faults.yaml").write_text("faults:\n  - {tool: lookup, call: 1, type: timeout, latency_ms: 1}\n")
+    recorded = _run(
+        project, "-k", "2", "--run-id", "rec", "--faults", "faults.yaml", "--cassettes", "tapes", "--record"
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    live = (project / "calls.log").read_text().split("\n")
+    assert live.count("live q1") == 2  # the first call of each attempt timed out before the tool ran
+    replayed = _run(project, "-k", "2", "--run-id", "rep", "--cassettes", "tapes", "--replay")
+    assert replayed.returncode == 0, replayed.stderr
+    assert (project / "calls.log").read_text().split("\n") == live  # nothing ran live in the replay
+    con = open_lake(project / "lake")
+    outputs = con.execute("select run_id, task_id, attempt, output from runs order by 2, 3, 1").fetchall()
+    by_run = {(t, a): o for r, t, a, o in outputs if r == "rec"}
+    assert by_run == {(t, a): o for r, t, a, o in outputs if r == "rep"}
+    assert by_run[("t1", 1)] == "q1: after timeout, 42"
+
+
+def test_replay_without_a_recording_is_one_line(project: Path) -> None:
+    result = _run(project, "-k", "1", "--cassettes", "tapes", "--replay")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("Error: no cassette for task 't1'")

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
+import anthropic
 import openai
 import pytest
 
@@ -266,7 +267,13 @@ def test_unknown_model_is_a_404_listing_the_known_ones(client: openai.OpenAI) ->
         (json.dumps({"model": "scripted", "messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0]"),
         (json.dumps({"model": "scripted", "messages": [{"role": "tool", "content": "x"}]}).encode(), "messages[0]"),
         (json.dumps({"model": "scripted", "messages": user("x"), "seed": "7"}).encode(), "seed"),
-        (json.dumps({"model": "scripted", "messages": user("x"), "stream": True}).encode(), "stream"),
+        (json.dumps({"model": "scripted", "messages": user("x"), "stream": "yes"}).encode(), "stream"),
+        (
+            json.dumps(
+                {"model": "scripted", "messages": user("x"), "stream_options": {"include_usage": True}}
+            ).encode(),
+            "stream_options",
+        ),
         (json.dumps({"model": "scripted", "messages": user("x"), "tools": [{"type": "x"}]}).encode(), "tools[0]"),
         (
             json.dumps(
@@ -359,3 +366,151 @@ def test_start_stop_and_base_url(registry: ProfileRegistry) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=2)
         conn.request("GET", "/v1/models")
         conn.getresponse()
+
+
+# --- streaming, the Responses API and Anthropic messages over the same engine ------------------------
+
+LOOKUP_RESPONSES_TOOL = {"type": "function", "name": "lookup", "parameters": TOOLS[0]["function"]["parameters"]}
+LOOKUP_ANTHROPIC_TOOL = {"name": "lookup", "input_schema": TOOLS[0]["function"]["parameters"]}
+
+
+def test_chat_stream_carries_the_same_completion(client: openai.OpenAI) -> None:
+    plain = client.chat.completions.create(model="dice", messages=user("x"), tools=TOOLS, seed=4)
+    chunks = list(
+        client.chat.completions.create(
+            model="dice", messages=user("x"), tools=TOOLS, seed=4, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    assert {c.id for c in chunks} == {plain.id} and chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == plain.choices[0].message.content and len(chunks) > 4  # really in pieces
+    calls: dict[int, dict[str, str]] = {}
+    for c in chunks:
+        for call in (c.choices[0].delta.tool_calls or []) if c.choices else []:
+            slot = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+            slot["id"] += call.id or ""
+            slot["name"] += (call.function.name or "") if call.function else ""
+            slot["arguments"] += (call.function.arguments or "") if call.function else ""
+    expected = [
+        {"id": t.id, "name": t.function.name, "arguments": t.function.arguments}
+        for t in plain.choices[0].message.tool_calls or []
+    ]
+    assert [calls[i] for i in sorted(calls)] == expected
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+    assert chunks[-1].choices == [] and chunks[-1].usage == plain.usage  # the usage chunk, last
+    without_usage = list(client.chat.completions.create(model="dice", messages=user("x"), seed=4, stream=True))
+    assert all(c.usage is None and c.choices for c in without_usage)
+
+
+def test_chat_stream_helper_and_an_early_close(client: openai.OpenAI) -> None:
+    with client.chat.completions.stream(model="scripted", messages=user("pear"), tools=TOOLS) as stream:
+        final = stream.get_final_completion()
+    assert (final.choices[0].message.tool_calls or [])[0].function.name == "lookup"
+    stream = client.chat.completions.create(model="dice", messages=user("x"), seed=1, stream=True)
+    next(iter(stream))
+    stream.close()  # the server sees a reset connection mid-stream; the next request is served all the same
+    assert client.chat.completions.create(model="scripted", messages=user("x")).choices[0].finish_reason
+
+
+def test_responses_tool_round_trip(client: openai.OpenAI) -> None:
+    first = client.responses.create(
+        model="scripted", input="apple", tools=[LOOKUP_RESPONSES_TOOL], instructions="Be brief."
+    )
+    assert first.id.startswith("resp_") and first.status == "completed" and first.object == "response"
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    assert (
+        call.call_id.startswith("call_") and call.name == "lookup" and json.loads(call.arguments) == {"word": "apple"}
+    )
+    assert first.usage is not None and first.usage.total_tokens == first.usage.input_tokens + first.usage.output_tokens
+    second = client.responses.create(
+        model="scripted",
+        input=[
+            {"role": "user", "content": "apple"},
+            {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
+            {"type": "function_call_output", "call_id": call.call_id, "output": "a fruit"},
+        ],
+        tools=[LOOKUP_RESPONSES_TOOL],
+    )
+    assert second.output_text == "The answer is a fruit."
+
+
+def test_responses_stream_ends_with_the_plain_response(client: openai.OpenAI) -> None:
+    plain = client.responses.create(model="dice", input="x", tools=[LOOKUP_RESPONSES_TOOL], extra_body={"seed": 2})
+    events = list(
+        client.responses.create(
+            model="dice", input="x", tools=[LOOKUP_RESPONSES_TOOL], stream=True, extra_body={"seed": 2}
+        )
+    )
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[0].type == "response.created" and events[-1].type == "response.completed"
+    final = events[-1].response  # type: ignore[union-attr]
+    assert final.id == plain.id and final.output == plain.output and final.usage == plain.usage
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")  # type: ignore[union-attr]
+    assert deltas == plain.output_text
+    with client.responses.stream(model="scripted", input="apple") as stream:
+        assert stream.get_final_response().output[-1].type == "function_call"
+
+
+def test_responses_refuses_what_a_stateless_server_cannot_do(server: SimulatedModelServer) -> None:
+    body = {"model": "scripted", "input": "x", "previous_response_id": "resp_1"}
+    status, payload = raw(server, "POST", "/v1/responses", json.dumps(body).encode())
+    assert status == 400 and payload["error"]["param"] == "previous_response_id"
+    body = {"model": "scripted", "input": "x", "tools": [{"type": "web_search"}]}
+    status, payload = raw(server, "POST", "/v1/responses", json.dumps(body).encode())
+    assert status == 400 and payload["error"]["param"] == "tools[0]"
+
+
+@pytest.fixture
+def claude(server: SimulatedModelServer) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=server.root_url, api_key="sim", max_retries=0) as c:
+        yield c
+
+
+def test_anthropic_messages_tool_use_round_trip(claude: anthropic.Anthropic) -> None:
+    first = claude.messages.create(
+        model="scripted", max_tokens=256, system="Be brief.", tools=[LOOKUP_ANTHROPIC_TOOL], messages=user("apple")
+    )
+    assert first.id.startswith("msg_") and first.type == "message" and first.role == "assistant"
+    assert first.stop_reason == "tool_use"
+    (block,) = first.content
+    assert block.type == "tool_use" and block.id.startswith("toolu_") and block.input == {"word": "apple"}
+    assert first.usage.input_tokens > 0 and first.usage.output_tokens == estimate_tokens('lookup{"word": "apple"}')
+    second = claude.messages.create(
+        model="scripted",
+        max_tokens=256,
+        messages=[
+            *user("apple"),
+            {"role": "assistant", "content": [b.model_dump() for b in first.content]},  # type: ignore[misc]
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "a fruit"}]},
+        ],
+    )
+    assert second.stop_reason == "end_turn" and second.content[0].text == "The answer is a fruit."  # type: ignore[union-attr]
+
+
+def test_anthropic_stream_builds_the_plain_message(claude: anthropic.Anthropic) -> None:
+    kwargs: dict[str, Any] = {"model": "dice", "max_tokens": 64, "messages": user("x"), "extra_body": {"seed": 3}}
+    plain = claude.messages.create(**kwargs)
+    events = list(claude.messages.create(**kwargs, stream=True))
+    assert [e.type for e in events][:2] == ["message_start", "content_block_start"] and events[
+        -1
+    ].type == "message_stop"
+    with claude.messages.stream(**kwargs) as stream:
+        streamed = stream.get_final_message()
+    assert streamed.model_dump() == plain.model_dump()
+
+
+def test_anthropic_errors_in_anthropic_shape(claude: anthropic.Anthropic, server: SimulatedModelServer) -> None:
+    with pytest.raises(anthropic.NotFoundError) as info:
+        claude.messages.create(model="gpt-nope", max_tokens=8, messages=user("x"))
+    assert info.value.body == {
+        "type": "error",
+        "error": {"type": "not_found_error", "message": info.value.body["error"]["message"]},  # type: ignore[index]
+    }
+    status, payload = raw(
+        server, "POST", "/v1/messages", json.dumps({"model": "scripted", "messages": user("x")}).encode()
+    )
+    assert (
+        status == 400
+        and payload["error"]["type"] == "invalid_request_error"
+        and "max_tokens" in payload["error"]["message"]
+    )

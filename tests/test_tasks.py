@@ -155,6 +155,39 @@ BAD_LINES = [
         "field 'success_criteria.regex': invalid regular expression '(': "
         "missing ), unterminated subpattern at position 0",
     ),
+    (
+        '{"case_id":"a","input":"x","budgets":{"max_stpes":3}}',
+        "field 'budgets.max_stpes': unknown field (did you mean 'max_steps'?)",
+    ),
+    (
+        '{"case_id":"a","input":"x","retry_policy":{"loop_repeats":0}}',
+        "field 'retry_policy.loop_repeats': 0 is less than the minimum of 1",
+    ),
+    (
+        '{"case_id":"a","input":"x","tool_effects":{"t":"delete"}}',
+        "field 'tool_effects.t': 'delete' is not one of ['read', 'write', 'irreversible']",
+    ),
+    (
+        '{"case_id":"a","input":"x","injections":[{"tool":"t","goal":{"leak":""}}]}',
+        "field 'injections[0].goal.leak': '' should be non-empty",
+    ),
+    (
+        '{"case_id":"a","input":"x","injections":[{"tool":"t","goal":5}]}',
+        "field 'injections[0].goal': "
+        'must be a tool name, {"tool": name, "args": {...}} or {"leak": text, "to": [tools]}',
+    ),
+    (
+        '{"case_id":"a","input":"x","injections":[{"tool":"t"}]}',
+        "field 'injections[0].goal': required field is missing",
+    ),
+    (
+        '{"case_id":"a","input":"x","match":{"overrides":{"t":{"compare":"m:f","keys":["a"]}}}}',
+        "field 'match.overrides.t': 'compare' replaces the argument rule; drop 'args' and 'keys'",
+    ),
+    (
+        '{"case_id":"a","input":"x","success_criteria":{"checker":"not a reference"}}',
+        "field 'success_criteria.checker': 'not a reference' does not match '^[A-Za-z_][\\\\w.]*:[A-Za-z_]\\\\w*$'",
+    ),
     ("[1, 2]", "a case must be a JSON object, got an array"),
     ('{"case_id":"a","input":"x",}', "invalid JSON: Expecting property name enclosed in double quotes (column 28)"),
 ]
@@ -199,3 +232,33 @@ def test_case_from_dict_validates_too() -> None:
     assert str(info.value) == "<case>: field 'requires_confirmation': 'yes' is not of type 'boolean'"
     assert info.value.field == "requires_confirmation"
     assert case_from_dict({"case_id": "a", "input": "x"}).allowed_tools is None
+
+
+def test_rich_fields_reach_the_case(write_tasks) -> None:
+    case = {
+        "case_id": "rich",
+        "input": "x",
+        "success_criteria": {"must_not_include": ["error"], "regex": "ord_\\d+", "checker": "m:f"},
+        "budgets": {"max_tokens": 10, "max_tool_calls_per_tool": {"t": 1}},
+        "tool_effects": {"t": "irreversible"},
+        "retry_policy": {"loop_repeats": 5, "require_idempotency_key": False, "min_backoff_ms": 250},
+        "injections": [{"tool": "t", "goal": {"leak": "s3cret", "to": ["send"]}}],
+        "match": {"overrides": {"t": {"compare": "m:same"}}},
+    }
+    [loaded] = load_cases(write_tasks(json.dumps(case)))
+    assert (loaded.must_not_include, loaded.regex, loaded.checker) == (("error",), ("ord_\\d+",), "m:f")
+    assert dict(loaded.budgets) == {"max_tokens": 10, "max_tool_calls_per_tool": {"t": 1}}
+    assert dict(loaded.tool_effects) == {"t": "irreversible"}
+    assert (loaded.loop_repeats, loaded.require_idempotency_key, loaded.min_backoff_ms) == (5, False, 250.0)
+    assert loaded.injections[0]["goal"] == {"leak": "s3cret", "to": ["send"]}
+    assert loaded.is_task
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("Refund order 42", "  refund   ORDER 42\n"), ("Ｒefund", "refund"), ("", None)],
+)
+def test_inputs_compare_normalised(a: str, b: str | None) -> None:
+    from tracevals.tasks import normalize_input
+
+    assert normalize_input(a) == normalize_input(b)

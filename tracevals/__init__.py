@@ -12,13 +12,17 @@ The public API an agent uses (see docs/instrumentation.md):
 
 from tracevals.context import AttemptContext
 from tracevals.instrumentation import (
+    Redactor,
     Telemetry,
     ToolError,
+    ToolInterceptor,
+    ToolInvocation,
     ToolSet,
     agent,
     end_session,
     handoff,
     instrument,
+    intercept_tools,
     session,
     tool,
     tool_call_id,
@@ -29,14 +33,18 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttemptContext",
+    "Redactor",
     "Telemetry",
     "ToolError",
+    "ToolInterceptor",
+    "ToolInvocation",
     "ToolSet",
     "__version__",
     "agent",
     "end_session",
     "handoff",
     "instrument",
+    "intercept_tools",
     "session",
     "tool",
     "tool_call_id",

@@ -25,6 +25,9 @@ RETRYABLE = "tracevals.retryable"  # whether the failure may be retried
 IDEMPOTENCY_KEY = "tracevals.idempotency_key"
 RETRY_ATTEMPT = "tracevals.retry.attempt"
 TOOL_ARGS_HASH = "tracevals.tool.args_hash"  # sha256 prefix of the canonical arguments (not content)
+# The log record (event) that carries a tool call's arguments and result in event capture modes; the
+# GenAI conventions define one for model calls (gen_ai.client.inference.operation.details) only.
+TOOL_CALL_EVENT = "tracevals.tool.call.details"
 
 # --- model calls --------------------------------------------------------------------------------
 # The ids and names of the tool calls a model response asked for. Not message content (ids and tool
@@ -34,6 +37,7 @@ REQUESTED_TOOL_CALL_NAMES = "tracevals.tool_calls.names"
 
 # --- sessions and hand-overs --------------------------------------------------------------------
 SESSION_END = "tracevals.session.end"  # true on the span that closes a session explicitly
+SESSION_STATUS = "tracevals.session.status"  # finished | error | … as end_session() was told
 HANDOFF_REASON = "tracevals.handoff.reason"
 HANDOFF_COMPLETED = "tracevals.handoff.completed"
 HANDOFF_PENDING = "tracevals.handoff.pending"

@@ -18,6 +18,7 @@ import difflib
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -26,8 +27,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
-from tracevals.evaluators.model import Case, ExpectedCall
-from tracevals.evaluators.tool_policy import HANDOFF_TOOL
+from tracevals.evaluators.model import HANDOFF_TOOL, Case, ExpectedCall
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "task_case.schema.json"
 _MAX_MESSAGE = 160
@@ -105,22 +105,53 @@ def case_from_dict(obj: Any, source: str = "<case>", line: int | None = None) ->
     if problem is not None:
         field, message = problem
         raise TaskFileError(source, line, message, field=field)
+    return build_case(obj)
+
+
+def build_case(obj: Mapping[str, Any], source: str = "task") -> Case:
+    """The `Case` of an already validated case (or scoring-config) dict; the dict is kept in `Case.raw`."""
     match = obj.get("match", {})
     allowed = obj.get("allowed_tools")
+    criteria = obj.get("success_criteria", {})
+    regex = criteria.get("regex", [])
+    retry = obj.get("retry_policy", {})
+    prices = obj.get("prices", {})
     return Case(
-        case_id=obj["case_id"],
-        input=obj["input"],
+        case_id=obj.get("case_id", ""),
+        input=obj.get("input", ""),
         allowed_tools=None if allowed is None else tuple(allowed),
         expected_steps=tuple(_expected_call(step) for step in obj.get("expected_steps", [])),
         forbidden_actions=tuple(obj.get("forbidden_actions", [])),
         max_retries=obj.get("max_retries"),
         requires_confirmation=obj.get("requires_confirmation", False),
-        must_include=tuple(obj.get("success_criteria", {}).get("must_include", [])),
+        must_include=tuple(criteria.get("must_include", [])),
         match_mode=match.get("mode", "strict"),
         args_mode=match.get("args", "ignore"),
         group=obj.get("group"),
-        raw=obj,
+        raw=dict(obj),
+        must_not_include=tuple(criteria.get("must_not_include", [])),
+        regex=(regex,) if isinstance(regex, str) else tuple(regex),
+        json_schema=criteria.get("json_schema"),
+        checker=criteria.get("checker"),
+        budgets=dict(obj.get("budgets", {})),
+        tool_schemas=dict(obj.get("tool_schemas", {})),
+        tool_effects=dict(obj.get("tool_effects", {})),
+        loop_repeats=retry.get("loop_repeats", 3),
+        require_idempotency_key=retry.get("require_idempotency_key", True),
+        min_backoff_ms=float(retry.get("min_backoff_ms", 0)),
+        faults=tuple(obj.get("faults", [])),
+        injections=tuple(obj.get("injections", [])),
+        prices={m: (float(p["input"]), float(p["output"])) for m, p in prices.items()},
+        source=source,
     )
+
+
+def normalize_input(text: str | None) -> str:
+    """The form inputs are compared in when a trace carries no task id: Unicode NFKC, case-folded,
+    runs of white space as one space, trimmed (so a trailing newline or a capital does not matter)."""
+    if not text:
+        return ""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def _expected_call(step: str | Mapping[str, Any]) -> ExpectedCall:
@@ -130,7 +161,12 @@ def _expected_call(step: str | Mapping[str, Any]) -> ExpectedCall:
 
 
 def _schema_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
-    error = best_match(_validator().iter_errors(obj))
+    return schema_problem(_validator(), obj)
+
+
+def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | None, str] | None:
+    """The most relevant error of `obj` under `validator`, as (dotted field path, one-line message)."""
+    error = best_match(validator.iter_errors(obj))
     if error is None:
         return None
     path = list(error.absolute_path)
@@ -148,6 +184,8 @@ def _schema_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
         return _field_path([*path, missing[0]]), "required field is missing"
     if error.validator == "oneOf" and path and path[0] == "expected_steps":
         return _field_path(path), 'must be a tool name or {"tool": name, "args": {...}}'
+    if error.validator == "oneOf" and path and path[-1] == "goal":
+        return _field_path(path), 'must be a tool name, {"tool": name, "args": {...}} or {"leak": text, "to": [tools]}'
     return _field_path(path), _shorten(error.message)
 
 
@@ -170,6 +208,9 @@ def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             return field, f"not a valid JSON Schema: {_shorten(exc.message)}"
+    for tool, override in obj.get("match", {}).get("overrides", {}).items():
+        if "compare" in override and ("args" in override or "keys" in override):
+            return f"match.overrides.{tool}", "'compare' replaces the argument rule; drop 'args' and 'keys'"
     patterns = criteria.get("regex", [])
     for pattern in [patterns] if isinstance(patterns, str) else patterns:
         try:

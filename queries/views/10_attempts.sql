@@ -1,5 +1,11 @@
--- attempts: one row per trace with what the harness and the session context recorded about it.
--- Harness attributes sit on the attempt's root span; the session id on every span beneath.
+-- attempts: one row per trace (a harness attempt, or one turn of a session), with what its spans say
+-- about it as a whole. Harness attributes sit on the attempt's root span; the session id on many spans.
+--
+-- session_id is the root span's, else that of the earliest span that has one (start time, then span
+-- id): a nested workflow inside the trace (an agent called as a tool) can carry a conversation id of
+-- its own, and the turn still belongs to the outer session.
+-- min_by(value, key) picks the value at the smallest key; keys are (not root, start, span id) tuples so
+-- that ties break the same way on every run.
 CREATE OR REPLACE VIEW attempts AS
 SELECT
     trace_id,
@@ -7,9 +13,19 @@ SELECT
     max(task_id) AS task_id,
     max(attempt) AS attempt,
     max(variant) AS variant,
-    max(session_id) AS session_id,
+    min_by(session_id, (parent_span_id IS NOT NULL, start_time, span_id))
+        FILTER (WHERE session_id IS NOT NULL) AS session_id,
     min(start_time) AS start_time,
     max(end_time) AS end_time,
-    count(*) AS span_count
-FROM spans
+    count(*) AS span_count,
+    min_by(span_id, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_span_id,
+    min_by(name, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_name,
+    min_by(end_time, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_end_time,
+    min_by(status_code, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_status_code,
+    min_by(error_type, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_error_type,
+    count(*) FILTER (WHERE kind = 'session_end') > 0 AS has_session_end,
+    count(*) FILTER (WHERE kind = 'handoff') AS handoff_count,
+    count(*) FILTER (WHERE end_time IS NULL) AS open_span_count,
+    min(service_name) AS service_name
+FROM span_facts
 GROUP BY trace_id;

@@ -1,16 +1,36 @@
--- steps: model calls and tool calls of each trace in one ordered list.
+-- steps: the model calls and tool calls of each trace in one ordered list (step_index, 1-based: start
+-- time, then span id). Nested spans of one call are one step (see call_spans). A tool call a model
+-- asked for that no span executed is a step too, flagged is_gap, placed right after the model call
+-- that asked for it, with the arguments the message recorded.
+-- status: ok | error | gap.
 CREATE OR REPLACE VIEW steps AS
 SELECT
     u.*,
-    row_number() OVER (PARTITION BY u.trace_id ORDER BY u.start_time, u.span_id) AS step_index
+    CASE WHEN u.is_gap THEN 'gap' WHEN u.is_error THEN 'error' ELSE 'ok' END AS status,
+    row_number() OVER (
+        PARTITION BY u.trace_id ORDER BY u.start_time, coalesce(u.span_id, u.requested_by_span_id), u.request_index
+    ) AS step_index
 FROM (
     SELECT trace_id, span_id, session_id, run_id, task_id, attempt, variant,
-           'llm' AS step_kind, model AS name, error_type, start_time, end_time, duration_ms,
-           input_tokens, output_tokens
+           'llm' AS step_kind, model AS name, agent_name,
+           CAST(NULL AS VARCHAR) AS tool_call_id, CAST(NULL AS VARCHAR) AS args, CAST(NULL AS VARCHAR) AS result,
+           CAST(NULL AS VARCHAR) AS effect, CAST(NULL AS VARCHAR) AS args_hash,
+           error_type, is_error, FALSE AS is_gap,
+           CAST(NULL AS BIGINT) AS http_status_code, CAST(NULL AS DOUBLE) AS retry_after_ms,
+           CAST(NULL AS VARCHAR) AS idempotency_key,
+           start_time, end_time, duration_ms, input_tokens, output_tokens, cost_usd,
+           CAST(NULL AS VARCHAR) AS requested_by_span_id, CAST(0 AS BIGINT) AS request_index
     FROM model_calls
     UNION ALL
     SELECT trace_id, span_id, session_id, run_id, task_id, attempt, variant,
-           'tool' AS step_kind, tool_name AS name, error_type, start_time, end_time, duration_ms,
-           NULL AS input_tokens, NULL AS output_tokens
+           'tool', tool_name, agent_name, tool_call_id, tool_args, tool_result, tool_effect, tool_args_hash,
+           error_type, is_error, FALSE, http_status_code, retry_after_ms, idempotency_key,
+           start_time, end_time, duration_ms, NULL, NULL, NULL, NULL, 0
     FROM tool_calls
+    UNION ALL
+    SELECT trace_id, NULL, session_id, run_id, task_id, attempt, variant,
+           'tool', tool_name, NULL, tool_call_id, tool_args, NULL, NULL, NULL,
+           NULL, FALSE, TRUE, NULL, NULL, NULL,
+           model_end_time, NULL, NULL, NULL, NULL, NULL, model_span_id, request_index
+    FROM tool_call_gaps
 ) AS u;

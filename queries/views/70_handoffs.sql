@@ -1,5 +1,9 @@
--- handoffs: every structured hand-over to a human (tracevals.handoff(...)).
+-- handoffs: every structured hand-over to a human (tracevals.handoff(...)), with what was done, what
+-- is pending and the candidates the agent would not choose between (JSON arrays).
 CREATE OR REPLACE VIEW handoffs AS
+WITH marked AS (
+    SELECT * FROM spans AS r WHERE r.kind = 'handoff'
+)
 SELECT
     s.trace_id,
     s.span_id,
@@ -13,6 +17,5 @@ SELECT
     json_extract(s.attributes, '$."tracevals.handoff.pending"') AS pending,
     json_extract(s.attributes, '$."tracevals.handoff.candidates"') AS candidates,
     s.start_time
-FROM spans AS s
-JOIN attempts AS a ON a.trace_id = s.trace_id
-WHERE s.kind = 'handoff';
+FROM marked AS s
+JOIN attempts AS a ON a.trace_id = s.trace_id;

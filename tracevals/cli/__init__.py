@@ -13,16 +13,22 @@ from tracevals import __version__
 COMMANDS: dict[str, str] = {
     "collect": "tracevals.cli.collect:collect",
     "demo": "tracevals.cli.demo:demo",
+    "gate": "tracevals.cli.gate:gate",
     "ingest": "tracevals.cli.ingest:ingest",
+    "report": "tracevals.cli.report:report",
     "run": "tracevals.cli.run:run",
+    "score": "tracevals.cli.score:score",
     "sql": "tracevals.cli.sql:sql",
 }
 
 HELP = {
     "collect": "Receive OTLP (gRPC and HTTP) and write a durable Parquet lake.",
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
+    "gate": "Pass or fail a candidate variant against a baseline on release thresholds (exit 0 or 1).",
     "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
+    "report": "Write the reliability report of a lake selection (.html .md .csv .json).",
     "run": "Run a task set k times against your agent and score every attempt.",
+    "score": "Score the sessions of a lake (a range, a sample, or live) and store the scores.",
     "sql": "Run a read-only SQL query over the views of a lake.",
 }
 

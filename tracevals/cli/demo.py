@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from tracevals.cli.output import format_option, print_rows
 from tracevals.evaluators.model import Case
 from tracevals.evaluators.store import write_scores
-from tracevals.harness import commit_hash, lock_hash, run_cases
+from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
+from tracevals.report.source import bundled_tasks
 from tracevals.tasks import load_cases
 
 VARIANTS = ("baseline", "candidate")
-
-
-def bundled_tasks() -> Path:
-    return Path(str(resources.files("tracevals.demo").joinpath("tasks.jsonl")))
+__all__ = ["VARIANTS", "bundled_tasks", "demo"]
 
 
 def _advance(progress: Progress, bar: TaskID, _result: object) -> None:
@@ -39,8 +36,8 @@ def _advance(progress: Progress, bar: TaskID, _result: object) -> None:
 
 
 def _case_settings(case: Case) -> dict[str, Any]:
-    """Per-case settings the reference agent reads: the faults its world injects."""
-    return {"faults": case.raw.get("faults", [])}
+    """Per-case settings for the reference agent: none (the harness applies a case's faults)."""
+    return {}
 
 
 @click.command()
@@ -69,10 +66,8 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     """
     from tracevals.demo.agent import order_support_agent
     from tracevals.evaluators import evaluate_all
-    from tracevals.outcomes import outcomes
-    from tracevals.report import summary_rows, write_csv, write_json, write_markdown
+    from tracevals.report import Selection, report_from_lake, summary_rows, write_report
     from tracevals.simulator import SimulatedModelServer
-    from tracevals.stats import compare, summarize
 
     console = Console(stderr=True)
     out = Path(out_dir)
@@ -114,25 +109,21 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
 
     con = open_lake(lake)
     trajectories = load_trajectories(con, where=f"run_id = '{run_id}'")
-    scores = evaluate_all(trajectories, {c.case_id: c for c in cases})
+    by_id = {c.case_id: c for c in cases}
+    scores = evaluate_all(trajectories, by_id)
     write_scores(lake, scores)
-    results = outcomes(trajectories, scores, models=models)
-    summaries = summarize(results, k=k)
-    comparison = compare(summaries["baseline"], summaries["candidate"])
-    meta: dict[str, Any] = {
-        "run_id": run_id,
-        "commit": commit_hash(),
-        "lock_hash": lock_hash(),
-        "seed": seed,
-        "k": k,
-        "cases": len(cases),
-        "sample_fraction": 1.0,
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-    }
+    # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
+    meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
+    data = report_from_lake(
+        lake, Selection(runs=(run_id,)), by_id, k=k, baseline="baseline", candidate="candidate", meta=meta
+    )
+    summaries, comparison = data.summaries, data.comparison
+    assert comparison is not None  # both variants ran
     paths = {
-        "csv": write_csv(out / "report.csv", summaries),
-        "markdown": write_markdown(out / "report.md", summaries, comparison, meta),
-        "json": write_json(out / "report.json", summaries, comparison, meta),
+        "csv": write_report(out / "report.csv", data),
+        "markdown": write_report(out / "report.md", data),
+        "json": write_report(out / "report.json", data),
+        "html": write_report(out / "report.html", data),
     }
 
     rows = summary_rows(summaries)
@@ -159,7 +150,17 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
             )
         )
         return
-    columns = ["variant", "runs", "pass@1", "wilson 95%", "pass^k", "worst task", "handoffs", "first-pass"]
+    columns = [
+        "variant",
+        "runs",
+        "pass@1",
+        "wilson 95%",
+        "pass^k",
+        "worst task",
+        "handoffs",
+        "first-pass",
+        "do not ship",
+    ]
     table = [
         [
             s.variant,
@@ -170,6 +171,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
             f"{s.worst_task.task_id} {s.worst_task.c}/{s.worst_task.n}" if s.worst_task else "-",
             s.handoffs,
             f"{s.first_success_rate:.3f}",
+            f"{s.category_counts().get('do_not_ship', 0)} tasks",
         ]
         for s in summaries.values()
     ]

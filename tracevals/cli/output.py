@@ -67,4 +67,7 @@ def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, 
         for row in rows:
             # Text, not str: rich would read "[a, b]" in a value as markup and drop it
             table.add_row(*[Text("" if v is None else str(_plain(v))) for v in row])
-        Console(file=sys.stdout, width=max(100, Console().width)).print(table)
+        # Piped or captured output has no terminal width: let the table be as wide as it needs
+        # rather than fold headers and values at rich's default of 80 columns.
+        width = Console().width if sys.stdout.isatty() else 240
+        Console(file=sys.stdout, width=max(100, width)).print(table)

@@ -12,6 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tracevals.cli.output import format_option, print_rows
 from tracevals.harness import AgentLoadError, completed_attempts, load_agent, run_cases
+from tracevals.harness.attacks import InjectionError, load_injections
+from tracevals.harness.cassettes import CassetteMiss
+from tracevals.harness.faults import FaultProfileError, load_fault_profile
+from tracevals.harness.interceptor import plan_from_options
 from tracevals.harness.summary import score_run
 from tracevals.instrumentation import instrument
 from tracevals.tasks import TaskFileError, load_cases
@@ -54,6 +58,29 @@ from tracevals.tasks import TaskFileError, load_cases
     show_default=True,
     help="Record message content on model and tool spans.",
 )
+@click.option(
+    "--faults",
+    "faults_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Fault profile (YAML or JSON): which tool calls fail, and how.",
+)
+@click.option(
+    "--injections",
+    "injections_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Prompt injections (YAML or JSON): attack payloads planted in tool results.",
+)
+@click.option(
+    "--cassettes",
+    "cassette_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of tool-call cassettes, with --record, --replay or --record-new.",
+)
+@click.option("--record", "cassette_mode", flag_value="record", help="Run tools live and record them.")
+@click.option("--replay", "cassette_mode", flag_value="replay", help="Replay recorded tool calls; run none live.")
+@click.option(
+    "--record-new", "cassette_mode", flag_value="record-new", help="Replay what is recorded, record the rest."
+)
 @format_option()
 def run(
     tasks_file: Path,
@@ -66,6 +93,10 @@ def run(
     run_id: str | None,
     settings: tuple[str, ...],
     capture_content: bool,
+    faults_file: Path | None,
+    injections_file: Path | None,
+    cassette_dir: Path | None,
+    cassette_mode: str | None,
     fmt: str,
 ) -> None:
     """Run every case of TASKS k times with AGENT, score the attempts, print the statistics.
@@ -80,12 +111,26 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run -k 5 --variant prompt-v2
       tracevals run --tasks cases.jsonl --agent my_agent:run --run-id nightly-42   # resumes
       tracevals run --tasks cases.jsonl --agent my_agent:run --setting model=gpt-4o --format json
+      tracevals run --tasks cases.jsonl --agent my_agent:run --faults faults.yaml
+      tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --record
+      tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
     """
     try:
         cases = load_cases(tasks_file)
         agent = load_agent(agent_ref)
-    except (TaskFileError, AgentLoadError) as exc:
+        plan = plan_from_options(
+            faults=load_fault_profile(faults_file) if faults_file else (),
+            injections=load_injections(injections_file) if injections_file else (),
+            cassette_dir=cassette_dir,
+            cassette_mode=cassette_mode,
+        )
+        for case in cases:
+            if plan.is_active(case):
+                plan.interceptor(case, 0)  # a bad fault or injection, or a missing cassette, fails now
+    except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
         raise click.ClickException(str(exc)) from None
+    if (cassette_dir is None) != (cassette_mode is None):
+        raise click.ClickException("--cassettes DIR goes with one of --record, --replay, --record-new")
     extra: dict[str, str] = {}
     for item in settings:
         key, sep, value = item.partition("=")
@@ -125,6 +170,7 @@ def run(
                 on_done=finished,
                 skip=done,
                 flush=telemetry.force_flush,  # each attempt in the lake as it finishes
+                plan=plan,
             )
     finally:
         telemetry.shutdown()

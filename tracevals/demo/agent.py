@@ -6,7 +6,7 @@ It is the agent a team would write first, and deliberately nothing more: ask the
 call it asks for, feed back results or structured errors, stop at its answer or after
 `MAX_MODEL_CALLS`. Its reliability is therefore the model's, which is what the demo measures.
 `ctx.settings` carries `base_url` and `model` (the simulated server and a profile), optionally
-`faults` (injected tool faults) and `api_key`.
+`api_key`.
 """
 
 from __future__ import annotations
@@ -135,5 +135,6 @@ def run_agent(input: str, ctx: AttemptContext, world: OrderWorld) -> str:
 
 
 def order_support_agent(input: str, ctx: AttemptContext) -> str:
-    """The agent contract: a fresh world per attempt, with the attempt's injected faults."""
-    return run_agent(input, ctx, OrderWorld.with_faults(ctx.settings.get("faults")))
+    """The agent contract: a fresh world per attempt. Faults, prompt injections and replay come from
+    the harness, inside the tool wrapper (`tracevals.harness.interceptor`), not from the world."""
+    return run_agent(input, ctx, OrderWorld())

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from tracevals.demo import answers
 from tracevals.demo.history import History, Step
+from tracevals.demo.injected import planted_calls
 from tracevals.demo.intent import Intent, parse_intent, today_from_prompt
 from tracevals.demo.rates import FailureRates
 from tracevals.demo.world import TOOL_EFFECTS
@@ -62,8 +63,13 @@ class OrderSupportPolicy:
 
     def respond(self, conversation: Conversation, decisions: Decisions) -> ModelTurn:
         intent = parse_intent(conversation.first_user_text(), today_from_prompt(conversation.system_text()))
+        history = History.of_conversation(conversation)
+        for instruction, planted in planted_calls(conversation):
+            obeyed = any(s.name == planted.name and s.args == planted.arguments for s in history.steps)
+            if not obeyed and decisions.chance(f"follow_injection:{instruction}", self.rates.follow_injection):
+                return ModelTurn.call(planted)
         try:
-            _Procedure(intent, History.of_conversation(conversation), decisions, self.rates).run()
+            _Procedure(intent, history, decisions, self.rates).run()
         except _Decided as decided:
             return decided.turn
 

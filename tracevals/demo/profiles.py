@@ -14,7 +14,7 @@ from tracevals.simulator import DEFAULT_REGISTRY, Profile, ProfileRegistry
 BASELINE = "order-support-baseline"
 CANDIDATE = "order-support-candidate"
 PROFILE_SEED = 0
-# Longer than the 20 ms retry-after of an injected 429 (see demo/faults.py): re-issuing a call in the
+# Longer than the 20 ms retry-after of an injected 429 (see tracevals/harness/faults.py): re-issuing a call in the
 # next response waits long enough, firing copies in the same response does not.
 LATENCY_MS = 30.0
 

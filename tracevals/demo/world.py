@@ -10,17 +10,15 @@ first result and changes nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 import tracevals
 from tracevals import ToolError
-from tracevals.demo.faults import Fault, FaultPlan, parse_faults
 from tracevals.demo.world_data import CURRENCY, CUSTOMERS, STATUSES, TODAY, Customer, Order, initial_orders
 
 TOOL_EFFECTS: dict[str, str] = {
@@ -36,7 +34,6 @@ IDEMPOTENT_TOOLS = ("send_message", "refund_order", "delete_order")  # the tools
 _CUSTOMER_ID = re.compile(r"cus_\d{3,}")
 _ORDER_ID = re.compile(r"ord_\d{4,}")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_EMPTY: dict[str, Any] = {"search_customer": {"customers": []}, "get_orders": {"orders": []}}
 
 
 @dataclass(frozen=True)
@@ -112,7 +109,6 @@ def _strings(name: str, value: Any) -> tuple[str, ...]:
 
 @dataclass
 class OrderWorld:
-    faults: tuple[Fault, ...] = ()
     today: date = TODAY
     clock: Callable[[], float] = time.monotonic
     customers: dict[str, Customer] = field(default_factory=lambda: {c.customer_id: c for c in CUSTOMERS})
@@ -124,12 +120,7 @@ class OrderWorld:
     log: list[Invocation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._plan = FaultPlan(self.faults, self.clock)
         self._replies: dict[tuple[str, str], Any] = {}  # (tool, idempotency key) -> first result
-
-    @classmethod
-    def with_faults(cls, faults: Iterable[Fault | Mapping[str, Any]] | None = None) -> OrderWorld:
-        return cls(faults=parse_faults(faults))
 
     def tools(self) -> dict[str, Callable[..., Any]]:
         return {name: getattr(self, name) for name in TOOL_EFFECTS}
@@ -137,11 +128,6 @@ class OrderWorld:
     @property
     def trajectory(self) -> list[str]:
         return [inv.tool for inv in self.log]
-
-    @property
-    def fired_faults(self) -> list[tuple[str, int, str]]:
-        """(tool, call index, fault type) of every injected fault that took effect, in order."""
-        return list(self._plan.fired)
 
     # --- the tools ---------------------------------------------------------------------------
 
@@ -243,7 +229,6 @@ class OrderWorld:
     def _run(self, tool: str, arguments: dict[str, Any], action: Callable[[], Any], key: Any = None) -> Any:
         arguments = {k: v for k, v in arguments.items() if v is not None}
         try:
-            shaping = self._plan.before_call(tool)
             replay_key = (tool, key) if isinstance(key, str) and key else None
             if replay_key is not None and replay_key in self._replies:
                 result = self._replies[replay_key]
@@ -255,11 +240,6 @@ class OrderWorld:
             self.log.append(Invocation(tool, arguments, exc.error_type, self.clock()))
             raise
         self.log.append(Invocation(tool, arguments, None, self.clock()))
-        if shaping == "empty":
-            return _EMPTY.get(tool, {})
-        if shaping == "malformed":
-            text = json.dumps(result)
-            return text[: max(1, len(text) // 2)]  # a truncated body, as from a proxy cutting the stream
         return result
 
     def _customer(self, customer_id: Any) -> str:

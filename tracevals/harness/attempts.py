@@ -12,6 +12,7 @@ import asyncio
 import inspect
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,9 @@ from tracevals import attributes as tv
 from tracevals.context import AttemptContext
 from tracevals.evaluators.model import Case
 from tracevals.harness.environment import commit_hash, lock_hash
+from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.context import end_session, session
+from tracevals.instrumentation.interception import intercept_tools
 
 AgentFn = Callable[[str, AttemptContext], Any]
 AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt)
@@ -38,8 +41,14 @@ class AttemptResult:
     trace_id: str
 
 
-def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str) -> AttemptResult:
-    """Run one attempt of `case` under its root span; never raises for the agent's exceptions."""
+def run_attempt(
+    agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str, plan: RunPlan | None = None
+) -> AttemptResult:
+    """Run one attempt of `case` under its root span; never raises for the agent's exceptions.
+
+    With a `plan` that applies to the case (faults, prompt injections, cassettes, also from the
+    case's own `faults` / `injections`), its interceptor sits inside every traced tool call.
+    """
     tracer = trace.get_tracer(_TRACER)
     output: str | None = None
     error: str | None = None
@@ -53,10 +62,16 @@ def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lo
         root.set_attribute(tv.COMMIT, commit)
         root.set_attribute(tv.LOCK_HASH, lock)
         root.set_attribute(tv.IDEMPOTENCY_KEY, ctx.idempotency_key)
+        interceptor = (
+            plan.interceptor(case, ctx.seed, ctx.attempt) if plan is not None and plan.is_active(case) else None
+        )
+        if plan is not None:
+            root.set_attribute(tv.REPLAY, plan.replay_mode)
         try:
-            result = agent(case.input, ctx)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_await(result))
+            with intercept_tools(interceptor) if interceptor is not None else nullcontext():
+                result = agent(case.input, ctx)
+                if inspect.isawaitable(result):
+                    result = asyncio.run(_await(result))
             output = "" if result is None else str(result)
             root.set_attribute(tv.ATTEMPT_OUTPUT, output)
         except Exception as exc:  # recorded on the span and in the result, never lost
@@ -71,9 +86,17 @@ def run_attempt(agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lo
 
 
 def _attempt_then_flush(
-    agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str, flush: Callable[[], object] | None
+    agent: AgentFn,
+    case: Case,
+    ctx: AttemptContext,
+    commit: str,
+    lock: str,
+    plan: RunPlan | None,
+    flush: Callable[[], object] | None,
 ) -> AttemptResult:
-    result = run_attempt(agent, case, ctx, commit, lock)
+    result = run_attempt(agent, case, ctx, commit, lock, plan)
+    if plan is not None:
+        plan.save()  # cassettes too are on disk once the attempt is
     if flush is not None:
         flush()
     return result
@@ -121,13 +144,16 @@ def run_cases(
     on_done: Callable[[AttemptResult], None] | None = None,
     skip: Collection[AttemptKey] = (),
     flush: Callable[[], object] | None = None,
+    plan: RunPlan | None = None,
 ) -> list[AttemptResult]:
     """Run every case k times (attempts 1..k) for one variant; results in case and attempt order.
 
     `flush` runs in the worker right after each attempt, before the worker takes the next one, so
     that an attempt's spans are in the lake before anything else can crash the process: a crash then
     loses at most the attempts in flight. `on_done` is called from the calling thread (progress bars).
+    `plan` (default: only the cases' own faults and injections) acts inside the tool calls.
     """
+    plan = plan if plan is not None else RunPlan()
     commit, lock = commit_hash(), lock_hash()
     jobs = plan_attempts(
         cases,
@@ -142,7 +168,7 @@ def run_cases(
     results: dict[int, AttemptResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="tracevals-attempt") as pool:
         futures = {
-            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, flush): i
+            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush): i
             for i, (case, ctx) in enumerate(jobs)
         }
         for future in as_completed(futures):

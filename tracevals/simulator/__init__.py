@@ -1,6 +1,10 @@
-"""A simulated OpenAI-compatible model server: deterministic behaviour profiles behind real HTTP.
+"""A simulated model server: deterministic behaviour profiles behind real HTTP.
 
     from tracevals.simulator import SimulatedModelServer, register_profile
+
+It speaks OpenAI chat completions (`POST /v1/chat/completions`), the OpenAI Responses API
+(`POST /v1/responses`) and Anthropic messages (`POST /v1/messages`), each plain or streamed as
+server-sent events, so the real `openai` and `anthropic` clients run against it unchanged.
 
 Stdlib only. A request's `model` picks a registered profile; its `seed` (with the profile's seed)
 fixes every random decision, so the same request gets the same answer in any order, on any thread.

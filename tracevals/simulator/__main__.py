@@ -3,7 +3,8 @@
     python -m tracevals.simulator --port 8000               # the demo's order-support profiles
     python -m tracevals.simulator --load mypkg.profiles     # modules that call register_profile()
 
-Any OpenAI client can then use `base_url=http://127.0.0.1:8000/v1` with any api key.
+Any OpenAI client can then use `base_url=http://127.0.0.1:8000/v1`, and any Anthropic client
+`base_url=http://127.0.0.1:8000`, with any api key.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The provider-neutral shape of a model request and of a model's answer.
 
-Each wire format (OpenAI chat completions now; Anthropic messages or streaming later) parses its
-request into a `Conversation` and renders a `ModelTurn` back, so behaviour profiles are written once
-and never see a provider's JSON.
+Each wire format (OpenAI chat completions, OpenAI Responses, Anthropic messages; each plain or
+streamed) parses its request into a `Conversation` and renders a `ModelTurn` back, so behaviour
+profiles are written once and never see a provider's JSON.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ class Completion:
     tool_call_ids: tuple[str, ...]
     prompt_tokens: int
     completion_tokens: int
+    key: str = ""  # 16 hex digits fixed by the request: each wire format derives its own ids from it
 
     @property
     def total_tokens(self) -> int:
@@ -75,4 +76,5 @@ class SimulatedModel:
             tool_call_ids=call_ids,
             prompt_tokens=estimate_tokens(prompt),
             completion_tokens=estimate_tokens(completion_text(turn)),
+            key=f"{fingerprint:016x}",
         )

@@ -2,7 +2,9 @@
 
 Validation is as strict as the real API where a client bug would otherwise go unnoticed (a tool
 message without `tool_call_id`, a malformed assistant tool call) and lenient where the simulator has
-nothing to do with a field (temperature, max_tokens ... are accepted and ignored).
+nothing to do with a field (temperature, max_tokens ... are accepted and ignored). `stream: true`
+renders the same completion as `chat.completion.chunk` events; `stream_options.include_usage` adds
+the final usage chunk, as the real API does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from tracevals.simulator.conversation import Conversation, Message, ToolCall, ToolSpec
 from tracevals.simulator.engine import Completion, SimulatedModel
 from tracevals.simulator.errors import SimulatorError
+from tracevals.simulator.sse import DONE, Event, EventStream, pieces
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 OWNER = "tracevals-simulator"
@@ -113,9 +116,7 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("Missing required parameter: 'messages' (a non-empty array).", "messages")
-    if data.get("stream"):
-        # Streaming is a rendering concern only: a later version renders the same Completion as SSE chunks.
-        raise _bad("stream=true is not supported by the simulator yet; send stream=false.", "stream")
+    stream_flags(data)
     if data.get("n", 1) != 1:
         raise _bad("Only n=1 is supported by the simulator.", "n")
     seed = data.get("seed")
@@ -128,6 +129,57 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
         seed=seed,
         tool_choice=data.get("tool_choice"),
     )
+
+
+def stream_flags(data: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(stream, include_usage), validated as the real API does."""
+    stream = data.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise _bad("Invalid type for 'stream': expected a boolean.", "stream")
+    options = data.get("stream_options")
+    if options is not None and not stream:
+        raise _bad("The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options")
+    if options is not None and not isinstance(options, Mapping):
+        raise _bad("Invalid type for 'stream_options': expected an object.", "stream_options")
+    return bool(stream), bool(options and options.get("include_usage"))
+
+
+def _usage(completion: Completion) -> dict[str, int]:
+    return {
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "total_tokens": completion.total_tokens,
+    }
+
+
+def render_chunks(conversation: Conversation, completion: Completion, include_usage: bool) -> EventStream:
+    """The completion as the chunks of a streamed response, ending with `[DONE]`."""
+    turn = completion.turn
+    base = {
+        "id": completion.response_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": conversation.model,
+        "system_fingerprint": FINGERPRINT,
+    }
+    extra = {"usage": None} if include_usage else {}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> Event:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return Event({**base, "choices": [choice], **extra})
+
+    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += [chunk({"content": piece}) for piece in pieces(turn.content or "")]
+    for i, (call_id, call) in enumerate(zip(completion.tool_call_ids, turn.tool_calls, strict=True)):
+        head = {"index": i, "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        events.append(chunk({"tool_calls": [head]}))
+        for piece in pieces(call.arguments_json(), size=2):
+            events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    events.append(chunk({}, turn.finish_reason))
+    if include_usage:
+        events.append(Event({**base, "choices": [], "usage": _usage(completion)}))
+    events.append(Event(DONE))
+    return EventStream(tuple(events))
 
 
 def render_completion(conversation: Conversation, completion: Completion) -> dict[str, Any]:
@@ -145,11 +197,7 @@ def render_completion(conversation: Conversation, completion: Completion) -> dic
         "model": conversation.model,
         "system_fingerprint": FINGERPRINT,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": turn.finish_reason}],
-        "usage": {
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-            "total_tokens": completion.total_tokens,
-        },
+        "usage": _usage(completion),
     }
 
 
@@ -157,9 +205,14 @@ def render_error(error: SimulatorError) -> dict[str, Any]:
     return {"error": {"message": error.message, "type": error.error_type, "param": error.param, "code": error.code}}
 
 
-def handle_chat(model: SimulatedModel, body: bytes) -> dict[str, Any]:
-    conversation = parse_request(decode_body(body))
-    return render_completion(conversation, model.complete(conversation))
+def handle_chat(model: SimulatedModel, body: bytes) -> dict[str, Any] | EventStream:
+    data = decode_body(body)
+    conversation = parse_request(data)
+    stream, include_usage = stream_flags(data)
+    completion = model.complete(conversation)
+    if stream:
+        return render_chunks(conversation, completion, include_usage)
+    return render_completion(conversation, completion)
 
 
 def handle_models(model: SimulatedModel, body: bytes) -> dict[str, Any]:

@@ -7,8 +7,11 @@ the instrumentation around it run exactly as they would against the real thing.
     with SimulatedModelServer(latency_ms=5) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
 
-Routes are a table from (method, path) to a handler and the error format of its wire protocol, so an
-Anthropic `/v1/messages` endpoint is one more module and one more row.
+Routes are a table from (method, path) to a handler and the error format of its wire protocol: OpenAI
+chat completions and Responses under `base_url`, Anthropic messages under `root_url`. A handler
+returns a JSON object, or an `EventStream` for `stream: true`, sent as chunked server-sent events.
+
+    anthropic.Anthropic(base_url=server.root_url, api_key="sim", max_retries=0)
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from tracevals.simulator import openai_chat
+from tracevals.simulator import anthropic_messages, openai_chat, openai_responses
 from tracevals.simulator.engine import SimulatedModel
 from tracevals.simulator.errors import SimulatorError
 from tracevals.simulator.profiles import ProfileRegistry
+from tracevals.simulator.sse import EventStream
 
 _log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -34,12 +38,14 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Route:
-    handler: Callable[[SimulatedModel, bytes], dict[str, Any]]
+    handler: Callable[[SimulatedModel, bytes], dict[str, Any] | EventStream]
     render_error: Callable[[SimulatorError], dict[str, Any]]
 
 
 ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/v1/chat/completions"): Route(openai_chat.handle_chat, openai_chat.render_error),
+    ("POST", "/v1/responses"): Route(openai_responses.handle_responses, openai_chat.render_error),
+    ("POST", "/v1/messages"): Route(anthropic_messages.handle_messages, anthropic_messages.render_error),
     ("GET", "/v1/models"): Route(openai_chat.handle_models, openai_chat.render_error),
 }
 
@@ -61,6 +67,13 @@ class _Handler(BaseHTTPRequestHandler):
     # client's delayed ACK (~40 ms a response on Linux), a latency no real provider adds.
     disable_nagle_algorithm = True
     server: _HTTPServer
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            # A client that closes a stream early (or its pool) may reset the connection: not an error.
+            self.close_connection = True
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -91,7 +104,10 @@ class _Handler(BaseHTTPRequestHandler):
             error = SimulatorError(f"The simulated model failed: {exc!r}", status=500, error_type="server_error")
             self._send(500, route.render_error(error))
             return
-        self._send(200, payload)
+        if isinstance(payload, EventStream):
+            self._send_events(payload)
+        else:
+            self._send(200, payload)
 
     def _read_body(self) -> bytes | None:
         """The request body; None when its length is unusable (the connection is then closed, since
@@ -113,12 +129,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_events(self, stream: EventStream) -> None:
+        # Chunked transfer encoding keeps the connection reusable without knowing the length up front.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in stream.chunks():
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: its right
+            self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("%s " + format, self.address_string(), *args)
 
 
 class SimulatedModelServer:
-    """An OpenAI-compatible model server on `host:port` (port 0: a free one), run in a daemon thread.
+    """An OpenAI- and Anthropic-compatible model server on `host:port` (port 0: a free one), run in a daemon thread.
 
     `latency_ms` is added to every response (think of it as the network); each profile may add its own.
     `registry` defaults to the module-wide one that `register_profile()` fills.
@@ -143,6 +173,11 @@ class SimulatedModelServer:
         if self._httpd is None:
             raise RuntimeError("the simulated model server is not running; call start() first")
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """`http://host:port`, the `base_url` an Anthropic client takes (it appends `/v1/messages`)."""
+        return self.base_url.removesuffix("/v1")
 
     @property
     def running(self) -> bool:

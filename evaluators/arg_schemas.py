@@ -1,0 +1,42 @@
+"""Arguments against a tool's JSON Schema (draft 2020-12), with validators and verdicts cached.
+
+Validators compile once per schema and verdicts are memoised per (schema, arguments) pair, because a
+batch repeats the same few schemas and, in test runs, the same arguments many times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+_MAX_MESSAGE = 120
+
+
+def schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
+    """None when `value` (tool arguments, an output) is valid against `schema`, else one line:
+    `at 'path': message`."""
+    schema_text = json.dumps(schema, sort_keys=True, default=str)
+    args_text = json.dumps(value, sort_keys=True, default=str)
+    return _cached_error(schema_text, args_text)
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_text))
+
+
+@lru_cache(maxsize=65536)
+def _cached_error(schema_text: str, args_text: str) -> str | None:
+    error = best_match(_validator(schema_text).iter_errors(json.loads(args_text)))
+    if error is None:
+        return None
+    path = ".".join(str(p) for p in error.absolute_path)
+    message = " ".join(error.message.split())
+    if len(message) > _MAX_MESSAGE:
+        message = message[: _MAX_MESSAGE - 3] + "..."
+    return f"at '{path}': {message}" if path else message

@@ -1,0 +1,244 @@
+"""A batch of trajectories as Polars frames: what the set-at-a-time evaluators read.
+
+`Batch.traces` has one row per trace (`TRACE_SCHEMA`), `Batch.calls` one row per tool call in
+trajectory order (`CALL_SCHEMA`; `pos` is the index in `Trajectory.tool_calls`), `Batch.handoffs` one
+row per structured hand-off. `Batch.from_trajectories` and `Batch.trajectories` convert both ways
+and lose nothing an evaluator reads, so the per-trajectory `evaluate` and the frame path see the same
+data. Arguments travel as JSON text; `op_key` (see `calls.operation_key`) is computed once, here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+from tracevals.evaluators.calls import args_text, operation_key
+from tracevals.evaluators.model import Handoff, SpanFacts, ToolCall, Trajectory
+
+_STR, _I64, _F64, _BOOL = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean
+USAGE_TYPE = pl.List(pl.Struct({"model": _STR, "input_tokens": _I64, "output_tokens": _I64}))
+FACT_COLUMNS = {
+    "span_count": _I64,
+    "root_present": _BOOL,
+    "root_ended": _BOOL,
+    "orphan_spans": _I64,
+    "open_spans": _I64,
+    "dangling_calls": _I64,
+    "end_marker": _BOOL,
+    "end_status": _STR,
+    "terminal": _STR,
+    "turn": _I64,
+    "session_traces": _I64,
+    "turns_expected": _I64,
+}
+TRACE_SCHEMA: dict[str, Any] = {
+    "trace_id": _STR,
+    "session_id": _STR,
+    "run_id": _STR,
+    "task_id": _STR,
+    "attempt": _I64,
+    "variant": _STR,
+    "output": _STR,
+    "error_type": _STR,
+    "model_calls": _I64,
+    "input_tokens": _I64,
+    "output_tokens": _I64,
+    "start_ms": _F64,
+    "end_ms": _F64,
+    "input": _STR,
+    "cost_usd": _F64,
+    "model_usage": USAGE_TYPE,
+    "facts_loaded": _BOOL,
+    **FACT_COLUMNS,
+    "root_span_id": _STR,  # batch only: where a `gen_ai.evaluation.result` event is parented
+}
+CALL_SCHEMA: dict[str, Any] = {
+    "trace_id": _STR,
+    "pos": _I64,
+    "name": _STR,
+    "args": _STR,  # JSON text of an object, None when not captured
+    "op_key": _STR,
+    "result": _STR,
+    "error_type": _STR,
+    "start_ms": _F64,
+    "end_ms": _F64,
+    "span_id": _STR,
+    "call_id": _STR,
+    "effect": _STR,
+    "retry_after_ms": _F64,
+    "idempotency_key": _STR,
+    "gap": _BOOL,
+    "status_code": _I64,
+    "retryable": _BOOL,
+    "args_hash": _STR,
+    "injection_kind": _STR,
+    "injection_type": _STR,
+    "injection_id": _STR,
+    "injection_goal": _STR,
+}
+HANDOFF_SCHEMA: dict[str, Any] = {
+    "trace_id": _STR,
+    "at_ms": _F64,
+    "reason": _STR,
+    "completed": pl.List(_STR),
+    "pending": pl.List(_STR),
+    "candidates": pl.List(_STR),
+}
+_CALL_FIELDS = [f.name for f in fields(ToolCall) if f.name != "op_key"]
+_CALL_DEFAULTS = (("start_ms", 0.0), ("end_ms", 0.0), ("span_id", ""), ("gap", False))  # for nulls
+
+
+@dataclass(frozen=True)
+class Batch:
+    traces: pl.DataFrame
+    calls: pl.DataFrame
+    handoffs: pl.DataFrame
+
+    def __len__(self) -> int:
+        return self.traces.height
+
+    @classmethod
+    def empty(cls) -> Batch:
+        return cls(
+            pl.DataFrame(schema=TRACE_SCHEMA), pl.DataFrame(schema=CALL_SCHEMA), pl.DataFrame(schema=HANDOFF_SCHEMA)
+        )
+
+    @classmethod
+    def from_trajectories(cls, trajectories: Iterable[Trajectory]) -> Batch:
+        traces: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        handoffs: list[dict[str, Any]] = []
+        for t in trajectories:
+            traces.append(_trace_row(t))
+            for pos, c in enumerate(t.tool_calls):
+                row = {name: getattr(c, name) for name in _CALL_FIELDS}
+                row.update(trace_id=t.trace_id, pos=pos, args=_dump(c.args), op_key=operation_key(c))
+                calls.append(row)
+            handoffs += [{"trace_id": t.trace_id, **_handoff_row(h)} for h in t.handoffs]
+        return cls(
+            pl.DataFrame(traces, schema=TRACE_SCHEMA),
+            pl.DataFrame(calls, schema=CALL_SCHEMA),
+            pl.DataFrame(handoffs, schema=HANDOFF_SCHEMA),
+        )
+
+    def select(self, trace_ids: Sequence[str] | pl.Series) -> Batch:
+        """The traces with these ids (and their calls and hand-offs)."""
+        ids = pl.Series("trace_id", list(trace_ids), dtype=_STR).implode()
+        return Batch(
+            self.traces.filter(pl.col("trace_id").is_in(ids)),
+            self.calls.filter(pl.col("trace_id").is_in(ids)),
+            self.handoffs.filter(pl.col("trace_id").is_in(ids)),
+        )
+
+    def trajectories(self) -> list[Trajectory]:
+        """Every trace as a `Trajectory`, in `traces` order. Reads whole columns at a time (row dicts
+        cost more than the objects they build)."""
+        calls: dict[str, list[ToolCall]] = {}
+        ordered = self.calls.sort(["trace_id", "pos"])
+        names = [n for n in _CALL_FIELDS if n != "args"]
+        columns = [ordered.get_column(n).to_list() for n in names]
+        for trace_id, args, op_key, values in zip(
+            ordered.get_column("trace_id").to_list(),
+            ordered.get_column("args").to_list(),
+            ordered.get_column("op_key").to_list(),
+            zip(*columns, strict=True),
+            strict=True,
+        ):
+            fields_ = dict(zip(names, values, strict=True))
+            for name, default in _CALL_DEFAULTS:
+                if fields_[name] is None:
+                    fields_[name] = default
+            calls.setdefault(trace_id, []).append(ToolCall(args=parse_args(args), op_key=op_key, **fields_))
+        handoffs: dict[str, list[Handoff]] = {}
+        for row in self.handoffs.sort(["trace_id", "at_ms"]).iter_rows(named=True):
+            handoffs.setdefault(row["trace_id"], []).append(
+                Handoff(
+                    at_ms=row["at_ms"] or 0.0,
+                    reason=row["reason"],
+                    completed=tuple(row["completed"] or ()),
+                    pending=tuple(row["pending"] or ()),
+                    candidates=tuple(row["candidates"] or ()),
+                )
+            )
+        trace_columns = {name: self.traces.get_column(name).to_list() for name in TRACE_SCHEMA}
+        rows = (dict(zip(trace_columns, values, strict=True)) for values in zip(*trace_columns.values(), strict=True))
+        return [
+            _trajectory(row, tuple(calls.get(row["trace_id"], ())), tuple(handoffs.get(row["trace_id"], ())))
+            for row in rows
+        ]
+
+
+def parse_args(text: str | None) -> dict[str, Any] | None:
+    """Captured argument text as a dict; anything that is not a JSON object counts as not captured."""
+    if text is None:
+        return None
+    return _parse_args(text)
+
+
+@lru_cache(maxsize=65536)
+def _parse_args(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _dump(args: dict[str, Any] | None) -> str | None:
+    return None if args is None else args_text(args)
+
+
+def _trace_row(t: Trajectory) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        name: getattr(t, name)
+        for name in TRACE_SCHEMA
+        if name not in FACT_COLUMNS and name not in ("model_usage", "facts_loaded", "root_span_id")
+    }
+    row["model_usage"] = [{"model": m, "input_tokens": i, "output_tokens": o} for m, i, o in t.model_usage]
+    row["facts_loaded"] = t.spans is not None
+    facts = t.spans or SpanFacts()
+    row.update({name: getattr(facts, name) for name in FACT_COLUMNS})
+    return row
+
+
+def _handoff_row(h: Handoff) -> dict[str, Any]:
+    return {
+        "at_ms": h.at_ms,
+        "reason": h.reason,
+        "completed": list(h.completed),
+        "pending": list(h.pending),
+        "candidates": list(h.candidates),
+    }
+
+
+def _trajectory(row: dict[str, Any], calls: tuple[ToolCall, ...], handoffs: tuple[Handoff, ...]) -> Trajectory:
+    facts = None
+    if row["facts_loaded"]:
+        facts = SpanFacts(**{name: row[name] for name in FACT_COLUMNS})
+    usage = tuple((u["model"], u["input_tokens"] or 0, u["output_tokens"] or 0) for u in row["model_usage"] or ())
+    return Trajectory(
+        trace_id=row["trace_id"],
+        tool_calls=calls,
+        session_id=row["session_id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        attempt=row["attempt"],
+        variant=row["variant"],
+        output=row["output"],
+        error_type=row["error_type"],
+        model_calls=row["model_calls"] or 0,
+        input_tokens=row["input_tokens"] or 0,
+        output_tokens=row["output_tokens"] or 0,
+        start_ms=row["start_ms"] or 0.0,
+        end_ms=row["end_ms"] or 0.0,
+        input=row["input"],
+        model_usage=usage,
+        cost_usd=row["cost_usd"],
+        handoffs=handoffs,
+        spans=facts,
+    )

@@ -1,0 +1,171 @@
+"""Scoring a whole batch at once: `score_batch(scope, evaluators) -> score rows` (a Polars frame).
+
+Per evaluator, the cheapest exact strategy it offers:
+
+1. `screen(scope)`: set-at-a-time; clean traces are settled by the screen, the rest by `evaluate`;
+2. `verdict_key(scope)`: `evaluate` once per distinct key, the verdict copied to every trace with it
+   (with a screen too, for the traces the screen leaves);
+3. otherwise (plugins): `evaluate` on every trace.
+
+`evaluate` is the reference everywhere, so a batch scores exactly as `evaluate_all` would. Pure: no
+I/O, no state kept between calls; the same function runs per partition under a distributed engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import polars as pl
+
+from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.frames import NO_CASE, Scope
+from tracevals.evaluators.model import Score, Trajectory
+from tracevals.evaluators.scoring import evaluate_safely
+
+_IDS = ["trace_id", "session_id", "run_id", "task_id", "attempt", "variant"]
+SCORE_FRAME_SCHEMA = pl.Schema(
+    {
+        "trace_id": pl.Utf8,
+        "session_id": pl.Utf8,
+        "run_id": pl.Utf8,
+        "task_id": pl.Utf8,
+        "attempt": pl.Int64,
+        "variant": pl.Utf8,
+        "evaluator": pl.Utf8,
+        "evaluator_version": pl.Int32,
+        "passed": pl.Boolean,
+        "score": pl.Float64,
+        "reason": pl.Utf8,
+        "details": pl.Utf8,
+    }
+)
+
+
+def score_batch(scope: Scope, evaluators: Sequence[Evaluator]) -> pl.DataFrame:
+    """Score rows for every (trace, applicable evaluator) of `scope.batch`, in evaluator order."""
+    traces = scope.batch.traces
+    plans: list[tuple[Evaluator, str, pl.DataFrame]] = []
+    needed: set[str] = set()
+    for evaluator in evaluators:
+        screen = getattr(evaluator, "screen", None)
+        verdict_key = getattr(evaluator, "verdict_key", None)
+        if screen is not None:
+            result = screen(scope)
+            plans.append((evaluator, "screen", result.filter(pl.col("status") == "clean")))
+            check = result.filter(pl.col("status") == "check").select("trace_id")
+            if verdict_key is not None and check.height:
+                keyed = _representatives(verdict_key(scope).join(check, on="trace_id"))
+                plans.append((evaluator, "key", keyed))
+                needed.update(keyed.get_column("rep").unique().to_list())
+            elif check.height:
+                plans.append((evaluator, "all", check))
+                needed.update(check.get_column("trace_id").to_list())
+        elif verdict_key is not None:
+            keyed = _representatives(verdict_key(scope))
+            plans.append((evaluator, "key", keyed))
+            needed.update(keyed.get_column("rep").unique().to_list())
+        else:
+            plans.append((evaluator, "all", traces.select("trace_id")))
+            needed.update(traces.get_column("trace_id").to_list())
+    reference = {t.trace_id: t for t in scope.batch.select(sorted(needed)).trajectories()} if needed else {}
+    cases = dict(zip(traces.get_column("trace_id").to_list(), traces.get_column("case_key").to_list(), strict=True))
+    ids = traces.select(_IDS)
+    frames = [_plan_rows(evaluator, kind, plan, reference, cases, scope, ids) for evaluator, kind, plan in plans]
+    frames = [f for f in frames if f.height]
+    if not frames:
+        return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+    return pl.concat(frames, how="vertical")
+
+
+def _plan_rows(
+    evaluator: Evaluator,
+    kind: str,
+    plan: pl.DataFrame,
+    reference: dict[str, Trajectory],
+    cases: dict[str, str],
+    scope: Scope,
+    ids: pl.DataFrame,
+) -> pl.DataFrame:
+    def run(trace_id: str) -> Score | None:
+        return evaluate_safely(evaluator, reference[trace_id], scope.case(cases[trace_id] or NO_CASE))
+
+    if kind == "screen":
+        clean = plan.select(
+            "trace_id",
+            pl.lit(evaluator.name).alias("evaluator"),
+            pl.lit(evaluator.version, dtype=pl.Int32).alias("evaluator_version"),
+            pl.lit(True).alias("passed"),
+            pl.lit(1.0).alias("score"),
+            "reason",
+            "details",
+        )
+        clean = ids.join(clean, on="trace_id", how="inner")
+        return clean.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
+    if kind == "key":
+        verdicts = {}
+        for rep in plan.get_column("rep").unique(maintain_order=True).to_list():
+            score = run(rep)
+            if score is not None:
+                verdicts[rep] = (score.passed, score.score, score.reason, _details(score))
+        if not verdicts:
+            return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+        table = pl.DataFrame(
+            [(rep, *v) for rep, v in verdicts.items()],
+            schema={"rep": pl.Utf8, "passed": pl.Boolean, "score": pl.Float64, "reason": pl.Utf8, "details": pl.Utf8},
+            orient="row",
+        )
+        rows = (
+            ids.join(plan.select("trace_id", "rep"), on="trace_id")
+            .join(table, on="rep")
+            .with_columns(
+                pl.lit(evaluator.name).alias("evaluator"),
+                pl.lit(evaluator.version, dtype=pl.Int32).alias("evaluator_version"),
+            )
+        )
+        return rows.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
+    return _rows([s for t in plan.get_column("trace_id") if (s := run(t))])
+
+
+def _representatives(keys: pl.DataFrame) -> pl.DataFrame:
+    """(trace_id, key, rep): for each applicable trace, the first trace with its key."""
+    keys = keys.filter(pl.col("key").is_not_null())
+    firsts = keys.group_by("key", maintain_order=True).agg(pl.col("trace_id").first().alias("rep"))
+    return keys.join(firsts, on="key")
+
+
+def _details(score: Score) -> str:
+    return json.dumps(score.details, sort_keys=True, default=str)
+
+
+def _rows(scores: Sequence[Score]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            (s.trace_id, s.session_id, s.run_id, s.task_id, s.attempt, s.variant, s.evaluator, s.evaluator_version,
+             s.passed, float(s.score), s.reason, _details(s))
+            for s in scores
+        ],
+        schema=SCORE_FRAME_SCHEMA,
+        orient="row",
+    )  # fmt: skip
+
+
+def scores_of(frame: pl.DataFrame) -> list[Score]:
+    """Score rows (a frame of `SCORE_FRAME_SCHEMA`) back as `Score` objects."""
+    return [
+        Score(
+            evaluator=row["evaluator"],
+            evaluator_version=row["evaluator_version"],
+            passed=row["passed"],
+            score=row["score"],
+            reason=row["reason"],
+            details=json.loads(row["details"]) if row["details"] else {},
+            trace_id=row["trace_id"],
+            session_id=row["session_id"],
+            run_id=row["run_id"],
+            task_id=row["task_id"],
+            attempt=row["attempt"],
+            variant=row["variant"],
+        )
+        for row in frame.iter_rows(named=True)
+    ]

@@ -1,0 +1,158 @@
+"""The rules of `retry_discipline`, one function each: `(calls, labels, case) -> Findings`.
+
+Each rule flags calls (a problem sentence per finding) or marks them unknown (the data to judge was
+missing). See `retry_discipline.py` for the definitions in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from tracevals.evaluators.calls import (
+    effect_of,
+    identity_known,
+    is_risky,
+    is_timeout,
+    non_retryable,
+    operation_key,
+    outcome_key,
+)
+from tracevals.evaluators.model import Case, ToolCall
+
+
+@dataclass
+class Findings:
+    flagged: set[int] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    unknown: dict[int, str] = field(default_factory=dict)
+
+    def flag(self, index: int, problem: str) -> None:
+        self.flagged.add(index)
+        self.problems.append(problem)
+
+    def merge(self, other: Findings) -> None:
+        self.flagged |= other.flagged
+        self.problems += other.problems
+        for i, why in other.unknown.items():
+            self.unknown.setdefault(i, why)
+
+
+def _rate_limited(call: ToolCall) -> bool:
+    return call.status_code == 429 or (call.error_type or "").lower() in ("429", "rate_limit", "ratelimiterror")
+
+
+def chain_rules(
+    calls: Sequence[ToolCall], labels: Sequence[str], chains: list[list[int]], case: Case | None
+) -> Findings:
+    """Bounded retries, backoff, no retry of a non-retryable error (all about retry chains)."""
+    out = Findings()
+    max_retries = case.max_retries if case is not None else None
+    min_backoff = case.min_backoff_ms if case is not None else 0.0
+    for chain in chains:
+        retries = len(chain) - 1
+        if max_retries is not None and retries > max_retries:
+            out.flagged.update(chain[max_retries + 1 :])
+            out.problems.append(f"{labels[chain[0]]} retried {retries} times (max {max_retries})")
+        for prev, cur in pairwise(chain):
+            before, after = calls[prev], calls[cur]
+            if non_retryable(before):
+                status = f"{before.status_code} " if before.status_code is not None else ""
+                out.flag(cur, f"retried a non-retryable error: {labels[cur]} after {status}{before.error_type}")
+                continue
+            asked = before.retry_after_ms
+            if asked is None and (_rate_limited(before) or is_timeout(before)) and min_backoff > 0:
+                asked = min_backoff
+            if asked is None:
+                continue
+            if not (before.end_ms and after.start_ms):
+                out.unknown.setdefault(cur, "times not recorded, backoff not checked")
+                continue
+            wait = after.start_ms - before.end_ms
+            if wait < asked:
+                out.flag(cur, f"early retry {labels[cur]}: waited {wait:.0f}ms < retry_after {asked:.0f}ms")
+        for i in chain[1:]:
+            if not identity_known(calls[i]):
+                out.unknown.setdefault(i, "args not captured, assumed a retry")
+    return out
+
+
+def blind_replays(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -> Findings:
+    """A risky call whose outcome is unknown (timeout) repeated with no successful read in between,
+    unless both carry the same idempotency key (the service then deduplicates)."""
+    out = Findings()
+    keys = [operation_key(c) for c in calls]
+    for j, call in enumerate(calls):
+        if not (is_risky(call, case) and is_timeout(call)):
+            continue
+        for k in range(j + 1, len(calls)):
+            read = not calls[k].failed and effect_of(calls[k], case) == "read"
+            if read:
+                break
+            if keys[k] != keys[j]:
+                continue
+            if call.idempotency_key and call.idempotency_key == calls[k].idempotency_key:
+                break
+            out.flag(
+                k,
+                f"blind replay: {labels[k]} repeats {labels[j]} whose outcome is unknown ({call.error_type}), "
+                "no read between",
+            )
+            break
+    return out
+
+
+def missing_idempotency_keys(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -> Findings:
+    out = Findings()
+    if case is not None and not case.require_idempotency_key:
+        return out
+    for i, call in enumerate(calls):
+        if is_risky(call, case) and not call.idempotency_key:
+            out.flag(i, f"no idempotency key: {labels[i]} ({effect_of(call, case)})")
+    return out
+
+
+def duplicate_side_effects(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -> Findings:
+    """Successful risky calls that repeat an earlier successful one, unless both carry the same key."""
+    out = Findings()
+    first: dict[str, int] = {}
+    for i, call in enumerate(calls):
+        if call.failed or not is_risky(call, case):
+            continue
+        if not identity_known(call):
+            out.unknown.setdefault(i, "args not captured, duplicate check skipped")
+            continue
+        key = operation_key(call)
+        same = first.setdefault(key, i)
+        if same == i:
+            continue
+        if call.idempotency_key and call.idempotency_key == calls[same].idempotency_key:
+            continue
+        out.flag(i, f"duplicate side effect: {labels[i]} repeats {labels[same]}")
+    return out
+
+
+def loops(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -> Findings:
+    """A block of 1-3 calls repeated `loop_repeats` times in a row with the same outcomes each time.
+
+    With `max_retries` r, a single call may repeat r times as bounded retries, so the threshold for a
+    one-call block is at least r + 1 repeats.
+    """
+    out = Findings()
+    repeats = case.loop_repeats if case is not None else 3
+    bound = case.max_retries if case is not None and case.max_retries is not None else 0
+    keys = [f"{operation_key(c)}->{outcome_key(c)}" for c in calls]
+    for period in (1, 2, 3):
+        need = max(repeats, bound + 1) if period == 1 else repeats
+        run = 0
+        for i in range(period, len(calls)):
+            run = run + 1 if keys[i] == keys[i - period] else 0
+            if run < period * need or i in out.flagged:
+                continue
+            first = i - run - period + 1
+            if run == period * need:
+                block = ", ".join(labels[first : first + period])
+                out.problems.append(f"loop: [{block}] repeated {need} times with the same outcome")
+            out.flagged.add(i)
+    return out

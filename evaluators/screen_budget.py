@@ -1,0 +1,138 @@
+"""The set-at-a-time screen of `step_budget` (see `frames.py` for what a screen promises).
+
+Every budgeted quantity is measured with expressions over the batch; a trace is `clean` when every
+check of its case is within its limit. Anything exceeded or unknown, and a cost budget when the cases
+of the batch price models differently, is `check`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import polars as pl
+
+from tracevals.evaluators.frames import Scope, finish, json_int, json_object
+from tracevals.evaluators.model import Case
+from tracevals.evaluators.step_budget import BUDGET_KEYS, _with_default_prices
+
+_SCALAR_KEYS = [k for k in BUDGET_KEYS if k != "max_tool_calls_per_tool"]
+
+
+def screen_budget(scope: Scope) -> pl.DataFrame:
+    traces = scope.batch.traces
+    limits = scope.case_frame(
+        n_checks=(_check_count, pl.Int64),
+        **{key: (_limit(key), pl.Float64) for key in _SCALAR_KEYS},
+    )
+    calls = scope.executed()
+    counts = calls.group_by("trace_id").agg(tool_calls=pl.len(), retries=_retries())
+    frame = (
+        traces.join(limits, on="case_key", how="left", suffix="_limit")
+        .join(counts, on="trace_id", how="left")
+        .with_columns(pl.col("tool_calls", "retries").fill_null(0))
+        .join(_per_tool_excess(scope, calls), on="trace_id", how="left")
+        .join(_costs(scope), on="trace_id", how="left")
+        .with_columns(pl.col("per_tool_over").fill_null(False))
+    )
+    tokens_known = (pl.col("model_calls") == 0) | (pl.col("input_tokens") + pl.col("output_tokens") > 0)
+    timed = (pl.col("start_ms") > 0) & (pl.col("end_ms") > 0)
+    measures: Mapping[str, tuple[pl.Expr, pl.Expr]] = {  # key -> (actual, known)
+        "max_steps": (pl.col("model_calls") + pl.col("tool_calls"), pl.lit(True)),
+        "max_model_calls": (pl.col("model_calls"), pl.lit(True)),
+        "max_tool_calls": (pl.col("tool_calls"), pl.lit(True)),
+        "max_retries_total": (pl.col("retries"), pl.lit(True)),
+        "max_tokens": (pl.col("input_tokens") + pl.col("output_tokens"), tokens_known),
+        "max_input_tokens": (pl.col("input_tokens"), tokens_known),
+        "max_output_tokens": (pl.col("output_tokens"), tokens_known),
+        "max_cost_usd": (pl.col("cost"), pl.col("cost").is_not_null()),
+        "max_duration_s": (pl.max_horizontal(pl.col("end_ms") - pl.col("start_ms"), pl.lit(0.0)) / 1000, timed),
+    }
+    bad = [
+        pl.col(key).is_not_null() & (~known.fill_null(False) | (actual.cast(pl.Float64) > pl.col(key)).fill_null(True))
+        for key, (actual, known) in measures.items()
+    ]
+    status = (
+        pl.when(pl.col("n_checks") == 0)
+        .then(pl.lit("na"))
+        .when(pl.any_horizontal(*bad, pl.col("per_tool_over")))
+        .then(pl.lit("check"))
+        .otherwise(pl.lit("clean"))
+    )
+    k = pl.col("n_checks").cast(pl.Utf8)
+    reason = pl.concat_str(k, pl.lit(" budgets, 0 exceeded, 0 unknown; score="), k, pl.lit("/"), k, pl.lit("=1.000"))
+    details = json_object({"budgets": json_int(pl.col("n_checks")), "exceeded": pl.lit("[]"), "unknown": pl.lit("[]")})
+    return finish(frame, status, reason, details)
+
+
+def _retries() -> pl.Expr:
+    prev_failed = pl.col("failed").shift(1)
+    prev_key = pl.col("op_key").shift(1)
+    return (prev_failed & (pl.col("op_key") == prev_key)).fill_null(False).sum()
+
+
+def _check_count(case: Case | None) -> int:
+    if case is None:
+        return 0
+    budgets = case.budgets
+    return sum(1 for k in _SCALAR_KEYS if k in budgets) + len(budgets.get("max_tool_calls_per_tool", {}))
+
+
+def _limit(key: str) -> Callable[[Case | None], Any]:
+    return lambda case: None if case is None else case.budgets.get(key)
+
+
+def _per_tool_excess(scope: Scope, calls: pl.DataFrame) -> pl.DataFrame:
+    """trace_id -> per_tool_over: some tool called more often than its case allows."""
+    rows = [
+        (key, tool, float(limit))
+        for key in scope.batch.traces.get_column("case_key").unique().to_list()
+        if (case := scope.case(key)) is not None
+        for tool, limit in case.budgets.get("max_tool_calls_per_tool", {}).items()
+    ]
+    out_schema = {"trace_id": pl.Utf8, "per_tool_over": pl.Boolean}
+    if not rows:
+        return pl.DataFrame(schema=out_schema)
+    budget = pl.DataFrame(rows, schema={"case_key": pl.Utf8, "name": pl.Utf8, "limit": pl.Float64}, orient="row")
+    counts = calls.group_by("trace_id", "name").agg(count=pl.len())
+    wanted = scope.batch.traces.select("trace_id", "case_key").join(budget, on="case_key")
+    over = wanted.join(counts, on=["trace_id", "name"], how="left").with_columns(pl.col("count").fill_null(0))
+    return over.group_by("trace_id").agg(per_tool_over=(pl.col("count") > pl.col("limit")).any()).cast(out_schema)  # type: ignore[arg-type]
+
+
+def _costs(scope: Scope) -> pl.DataFrame:
+    """trace_id -> cost (USD, null when unknown or when the batch's cases price models differently)."""
+    traces = scope.batch.traces
+    out_schema = {"trace_id": pl.Utf8, "cost": pl.Float64}
+    keys = traces.get_column("case_key").unique().to_list()
+    tables = {tuple(sorted(_with_default_prices(c.prices if (c := scope.case(k)) else {}).items())) for k in keys}
+    if len(tables) != 1:
+        return pl.DataFrame(schema=out_schema)  # unknown -> check: the reference prices each case itself
+    prices = pl.DataFrame(
+        [(m, p[0], p[1]) for m, p in tables.pop()],
+        schema={"model": pl.Utf8, "p_in": pl.Float64, "p_out": pl.Float64},
+        orient="row",
+    )
+    usage = (
+        traces.select("trace_id", "model_usage")
+        .explode("model_usage")
+        .unnest("model_usage")
+        .filter(pl.col("model").is_not_null() | pl.col("input_tokens").is_not_null())
+        .join(prices, on="model", how="left")
+        .with_columns(
+            term=(pl.col("input_tokens") * pl.col("p_in") + pl.col("output_tokens") * pl.col("p_out")) / 1_000_000
+        )
+        .group_by("trace_id", maintain_order=True)
+        .agg(priced=pl.col("term").sum(), unpriced=pl.col("p_in").is_null().any(), entries=pl.len())
+    )
+    frame = traces.select("trace_id", "cost_usd", "model_calls").join(usage, on="trace_id", how="left")
+    cost = (
+        pl.when(pl.col("cost_usd").is_not_null())
+        .then(pl.col("cost_usd"))
+        .when(pl.col("model_calls") == 0)
+        .then(pl.lit(0.0))
+        .when(pl.col("entries").is_null() | pl.col("unpriced"))
+        .then(pl.lit(None, dtype=pl.Float64))
+        .otherwise(pl.col("priced"))
+    )
+    return frame.select("trace_id", cost.alias("cost"))

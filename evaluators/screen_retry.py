@@ -1,0 +1,138 @@
+"""The set-at-a-time screen of `retry_discipline` (see `frames.py` for what a screen promises).
+
+A trace is `check` when any rule might fire or any call might be unknown: more retries than the
+bound (all chains together, which over-approximates per chain), a retry that may not have waited,
+a retry of a non-retryable error, a retry whose identity is a guess, a write that timed out, a risky
+call without a key, two successful risky calls of one operation, a successful risky call of unknown
+identity, or a repeated block of calls with the same outcome at the loop threshold.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracevals.evaluators.calls import RETRYABLE_4XX
+from tracevals.evaluators.frames import Scope, finish, json_int, json_object
+
+_RATE_LIMIT_TYPES = ["429", "rate_limit", "ratelimiterror"]
+
+
+def _prev(name: str, k: int = 1) -> pl.Expr:
+    """The value `k` calls earlier in the same trace (calls are sorted by trace; `tix` numbers traces),
+    null at a trace's start: a shift with a mask, much cheaper than a window per trace."""
+    return pl.when(pl.col("tix") == pl.col("tix").shift(k)).then(pl.col(name).shift(k))
+
+
+def screen_retry(scope: Scope) -> pl.DataFrame:
+    calls = scope.executed()
+    params = scope.case_frame(
+        max_retries=(lambda c: c.max_retries if c is not None else None, pl.Int64),
+        loop_repeats=(lambda c: c.loop_repeats if c is not None else 3, pl.Int64),
+        require_key=(lambda c: c.require_idempotency_key if c is not None else True, pl.Boolean),
+        min_backoff=(lambda c: c.min_backoff_ms if c is not None else 0.0, pl.Float64),
+    )
+    calls = calls.join(params, on="case_key", how="left", maintain_order="left")
+    prev = {
+        name: _prev(name)
+        for name in (
+            "failed",
+            "op_key",
+            "retry_after_ms",
+            "end_ms",
+            "status_code",
+            "retryable",
+            "error_type",
+            "timeout",
+        )
+    }
+    is_retry = (prev["failed"] & (pl.col("op_key") == prev["op_key"])).fill_null(False)
+    rate_limited = (prev["status_code"] == 429) | prev["error_type"].str.to_lowercase().is_in(_RATE_LIMIT_TYPES)
+    untimed = (prev["end_ms"].fill_null(0) == 0) | (pl.col("start_ms").fill_null(0) == 0)
+    waited = pl.col("start_ms") - prev["end_ms"]
+    non_retryable = (prev["retryable"] == False) | (  # noqa: E712 (a nullable column, not a Python bool)
+        prev["retryable"].is_null()
+        & prev["status_code"].is_between(400, 499)
+        & ~prev["status_code"].is_in(list(RETRYABLE_4XX))
+    )
+    backoff_doubt = (prev["retry_after_ms"].is_not_null() & (untimed | (waited < prev["retry_after_ms"]))) | (
+        (pl.col("min_backoff") > 0) & (rate_limited.fill_null(False) | prev["timeout"].fill_null(False))
+    )
+    outcome = (
+        pl.when(pl.col("failed"))
+        .then(pl.concat_str([pl.lit("error:"), pl.col("error_type")]))
+        .otherwise(pl.concat_str([pl.lit("ok:"), pl.col("result")]).fill_null(pl.lit("ok")))
+    )
+    calls = calls.with_columns(
+        is_retry=is_retry,
+        doubt=is_retry & (backoff_doubt.fill_null(False) | non_retryable.fill_null(False) | ~pl.col("identity_known")),
+        step_key=pl.concat_str([pl.col("op_key"), pl.lit("->"), outcome]),
+    )
+    calls = _with_loop_flags(calls)
+    calls = calls.with_columns(
+        chain_start=pl.col("is_retry") & ~_prev("is_retry").fill_null(False),
+        suspicious=(
+            pl.col("doubt")
+            | (pl.col("risky") & pl.col("timeout"))
+            | (pl.col("risky") & pl.col("idempotency_key").is_null() & pl.col("require_key"))
+            | (pl.col("risky") & ~pl.col("failed") & ~pl.col("identity_known"))
+            | pl.any_horizontal("loop_1", "loop_2", "loop_3")
+        ),
+    )
+    # two successful risky calls of one operation in a trace: few calls are risky, so group those only
+    done = calls.filter(pl.col("risky") & ~pl.col("failed") & pl.col("identity_known"))
+    repeated = done.group_by("tix", "op_key").len().filter(pl.col("len") > 1).select("tix").unique()
+    per_trace = calls.group_by("tix").agg(
+        trace_id=pl.col("trace_id").first(),
+        n=pl.len(),
+        retries=pl.col("is_retry").sum(),
+        chains=pl.col("chain_start").sum(),
+        max_retries=pl.col("max_retries").first(),
+        doubt=pl.col("suspicious").any(),
+    )
+    per_trace = per_trace.join(repeated.with_columns(dup=pl.lit(True)), on="tix", how="left")
+    per_trace = per_trace.with_columns(
+        over_bound=pl.col("max_retries").is_not_null() & (pl.col("retries") > pl.col("max_retries"))
+    )
+    status = (
+        pl.when(pl.col("doubt") | pl.col("over_bound") | pl.col("dup").fill_null(False))
+        .then(pl.lit("check"))
+        .otherwise(pl.lit("clean"))
+    )
+    bound = pl.col("max_retries").cast(pl.Utf8).fill_null("not set")
+    n = pl.col("n").cast(pl.Utf8)
+    reason = pl.concat_str(
+        n, pl.lit(" calls, "), pl.col("retries").cast(pl.Utf8), pl.lit(" retries in "), pl.col("chains").cast(pl.Utf8),
+        pl.lit(" chains (max per call "), bound, pl.lit("), 0 flagged, 0 unknown; score="), n, pl.lit("/"), n,
+        pl.lit("=1.000"),
+    )  # fmt: skip
+    details = json_object(
+        {
+            "calls": json_int(pl.col("n")),
+            "chains": json_int(pl.col("chains")),
+            "flagged": pl.lit("[]"),
+            "max_retries": json_int(pl.col("max_retries")),
+            "problems": pl.lit("[]"),
+            "retries": json_int(pl.col("retries")),
+            "unknown": pl.lit("{}"),
+        }
+    )
+    return finish(per_trace, status, reason, details)
+
+
+def _with_loop_flags(calls: pl.DataFrame) -> pl.DataFrame:
+    """`loop_1`..`loop_3`: this call completes `need` repeats of a block of 1-3 calls with equal outcomes.
+
+    `run` counts how many calls in a row equalled the one `period` before; a run restarts where that
+    fails (and at each trace's first calls, where there is nothing `period` before). Computed with
+    global cumulative sums over the sorted calls rather than windows per trace."""
+    for period in (1, 2, 3):
+        same = (pl.col("step_key") == _prev("step_key", period)).fill_null(False)
+        calls = calls.with_columns(same.alias("tv_same")).with_columns(tv_cs=pl.col("tv_same").cast(pl.Int64).cum_sum())
+        base = pl.when(~pl.col("tv_same")).then(pl.col("tv_cs")).forward_fill().fill_null(0)
+        need = (
+            pl.max_horizontal(pl.col("loop_repeats"), pl.col("max_retries").fill_null(0) + 1)
+            if period == 1
+            else pl.col("loop_repeats")
+        )
+        calls = calls.with_columns(((pl.col("tv_cs") - base) >= need * period).alias(f"loop_{period}"))
+    return calls.drop("tv_same", "tv_cs")

@@ -1,0 +1,130 @@
+"""The set-at-a-time screens of `session_completeness`, `injection` and `task_success` (see `frames.py`).
+
+Completeness is decided entirely from the trace's span facts; only incomplete traces go to the
+reference (for their reasons). Injection applies to few traces (those with injection marks, or whose
+case declares faults or injections); they all go to the reference.
+"""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from tracevals.evaluators.frames import Scope, finish, json_bool, json_int, json_object, json_str
+from tracevals.evaluators.model import TERMINAL_STATES
+from tracevals.evaluators.session_completeness import CHECKS
+
+
+def screen_completeness(scope: Scope) -> pl.DataFrame:
+    gaps = scope.batch.calls.group_by("trace_id").agg(gaps=pl.col("gap").sum())
+    frame = scope.batch.traces.join(gaps, on="trace_id", how="left").with_columns(pl.col("gaps").fill_null(0))
+    complete = (
+        pl.col("root_present")
+        & pl.col("root_ended")
+        & (pl.col("orphan_spans") == 0)
+        & (pl.col("open_spans") == 0)
+        & (pl.col("dangling_calls") + pl.col("gaps") == 0)
+        & pl.col("terminal").is_in(list(TERMINAL_STATES))
+        & (pl.col("turns_expected").is_null() | (pl.col("session_traces") >= pl.col("turns_expected")))
+    ).fill_null(False)
+    status = (
+        pl.when(~pl.col("facts_loaded").fill_null(False))
+        .then(pl.lit("na"))
+        .when(complete)
+        .then(pl.lit("clean"))
+        .otherwise(pl.lit("check"))
+    )
+    n = str(len(CHECKS))
+    reason = pl.concat_str(
+        pl.lit(f"{n}/{n} checks passed ("), pl.col("span_count").cast(pl.Utf8), pl.lit(f" spans), score={n}/{n}=1.000")
+    )
+    details = json_object(
+        {
+            "end_marker": json_bool(pl.col("end_marker")),
+            "failed": pl.lit("[]"),
+            "gaps": json_int(pl.col("gaps")),
+            "span_count": json_int(pl.col("span_count")),
+            "terminal": json_str(pl.col("terminal")),
+        }
+    )
+    return finish(frame, status, reason, details)
+
+
+def screen_injection(scope: Scope) -> pl.DataFrame:
+    declared = scope.case_frame(declares=(lambda c: c is not None and bool(c.faults or c.injections), pl.Boolean))
+    marked = (
+        scope.batch.calls.filter(~pl.col("gap") & pl.col("injection_kind").is_not_null())
+        .select("trace_id")
+        .unique()
+        .with_columns(marked=pl.lit(True))
+    )
+    frame = (
+        scope.batch.traces.select("trace_id", "case_key")
+        .join(declared, on="case_key", how="left")
+        .join(marked, on="trace_id", how="left")
+    )
+    applicable = pl.col("declares").fill_null(False) | pl.col("marked").fill_null(False)
+    status = pl.when(applicable).then(pl.lit("check")).otherwise(pl.lit("na"))
+    return finish(frame, status, pl.lit(None, dtype=pl.Utf8), pl.lit(None, dtype=pl.Utf8))
+
+
+def screen_success(scope: Scope) -> pl.DataFrame:
+    """`task_success`: clean when the attempt raised nothing, recorded an output, and the case's only
+    criteria are strings found (must_include) and not found (must_not_include). Case-insensitive
+    matching is `str.casefold` in the reference; for ASCII text that is lower-casing, so the screen
+    settles ASCII outputs and leaves any other to the reference."""
+    needles = []
+    settled: dict[str, tuple[str, str]] = {}  # case key -> (reason, details) of a clean row
+    for key in scope.batch.traces.get_column("case_key").unique().to_list():
+        case = scope.case(key)
+        if case is None or not case.is_task or case.regex or case.json_schema is not None or case.checker:
+            continue
+        texts = [*case.must_include, *case.must_not_include]
+        if not all(t.isascii() for t in texts):
+            continue
+        checks = [{"kind": "must_include", "value": t, "met": True, "why": None} for t in case.must_include]
+        checks += [{"kind": "must_not_include", "value": t, "met": True, "why": None} for t in case.must_not_include]
+        n = len(checks)
+        reason = (
+            f"{n}/{n} checks met, score={n}/{n}=1.000"
+            if n
+            else "no success criteria; the attempt ended without error and recorded an output"
+        )
+        details = {"checks": checks, "missing": []} if n else {"checks": []}
+        settled[key] = (reason, json.dumps(details, sort_keys=True, default=str))
+        needles += [(key, t.lower(), True) for t in case.must_include]
+        needles += [(key, t.lower(), False) for t in case.must_not_include]
+    traces = scope.batch.traces.select("trace_id", "case_key", "output", "error_type")
+    applicable = scope.case_frame(applies=(lambda c: c is not None and c.is_task, pl.Boolean))
+    known = pl.DataFrame(
+        [(k, r, d) for k, (r, d) in settled.items()],
+        schema={"case_key": pl.Utf8, "clean_reason": pl.Utf8, "clean_details": pl.Utf8},
+        orient="row",
+    )
+    frame = traces.join(applicable, on="case_key", how="left").join(known, on="case_key", how="left")
+    frame = frame.with_columns(lowered=pl.col("output").str.to_lowercase())
+    table = pl.DataFrame(needles, schema={"case_key": pl.Utf8, "needle": pl.Utf8, "wanted": pl.Boolean}, orient="row")
+    misses = (
+        frame.select("trace_id", "case_key", "lowered")
+        .join(table, on="case_key", how="inner")
+        .with_columns(miss=pl.col("lowered").str.contains(pl.col("needle"), literal=True) != pl.col("wanted"))
+        .group_by("trace_id")
+        .agg(missed=pl.col("miss").fill_null(True).any())
+    )
+    frame = frame.join(misses, on="trace_id", how="left")
+    clean = (
+        pl.col("clean_reason").is_not_null()
+        & pl.col("error_type").is_null()
+        & pl.col("output").is_not_null()
+        & ~pl.col("output").str.contains(r"[^\x00-\x7F]").fill_null(True)
+        & ~pl.col("missed").fill_null(False)
+    )
+    status = (
+        pl.when(~pl.col("applies").fill_null(False))
+        .then(pl.lit("na"))
+        .when(clean)
+        .then(pl.lit("clean"))
+        .otherwise(pl.lit("check"))
+    )
+    return finish(frame, status, pl.col("clean_reason"), pl.col("clean_details"))

@@ -1,0 +1,231 @@
+"""Model-call spans for the `anthropic` client's Messages API: `messages.create` and `messages.stream`.
+
+`AnthropicInstrumentor` (entry point `tracevals_anthropic`) patches `Messages.create` / `.stream`
+and their async twins with wrapt. The SDK's `.stream()` helper bypasses `create`, so it is traced by
+handing its stream manager a request function that returns a traced stream.
+
+The `anthropic` SDK (2.x) emits an OTel span of its own for each call (`anthropic.messages.create`).
+It is not the right one for tracevals: it keeps the stop reason outside `gen_ai.response.finish_reasons`,
+records requested tool-use ids only with its own content mode, follows its own content variable
+rather than `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, and knows nothing of tracevals'
+redaction. Two spans for one call would count its tokens twice, so while this instrumentor is on, each
+call goes through a copy of the client made with the SDK's public `open_telemetry=False` option
+(one copy per client, sharing its connection pool). Turn this instrumentor off
+(`OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=tracevals_anthropic`) to keep the SDK's own spans instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import weakref
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+
+from tracevals.instrumentation.autoconfigure import configure_from_env
+from tracevals.instrumentation.content import capture_enabled
+from tracevals.instrumentation.genai_messages import anthropic_inputs, anthropic_outputs, get, instructions
+from tracevals.instrumentation.model_span import ModelCall, ModelResult
+from tracevals.instrumentation.model_wrappers import call_model, call_model_async
+from tracevals.instrumentation.streams import TracedAsyncStream, TracedStream
+
+_log = logging.getLogger(__name__)
+PROVIDER = "anthropic"
+_MODULE = "anthropic.resources.messages.messages"
+_quiet: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def message_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {gen_ai.GEN_AI_INPUT_MESSAGES: anthropic_inputs(kwargs.get("messages"))}
+    system = instructions(kwargs.get("system"))
+    if system is not None:
+        values[gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS] = system
+    return values
+
+
+def _usage(result: ModelResult, usage: Any) -> None:
+    if usage is None:
+        return
+    cache_read = _int(get(usage, "cache_read_input_tokens"))
+    cache_write = _int(get(usage, "cache_creation_input_tokens"))
+    uncached = _int(get(usage, "input_tokens"))
+    if uncached is not None:  # the conventions count every input token, cached ones included
+        result.input_tokens = uncached + (cache_read or 0) + (cache_write or 0)
+        result.cache_read_tokens, result.cache_creation_tokens = cache_read, cache_write
+    output = _int(get(usage, "output_tokens"))
+    if output is not None:
+        result.output_tokens = output
+
+
+def message_result(message: Any) -> ModelResult:
+    result = ModelResult(response_model=get(message, "model"), response_id=get(message, "id"))
+    _usage(result, get(message, "usage"))
+    stop = get(message, "stop_reason")
+    if stop:
+        result.finish_reasons = [str(stop)]
+    content = list(get(message, "content") or [])
+    for block in content:
+        if get(block, "type") == "tool_use":
+            result.tool_call_ids.append(str(get(block, "id")))
+            result.tool_call_names.append(str(get(block, "name")))
+    if capture_enabled():
+        result.output_messages = anthropic_outputs(content, stop)
+    return result
+
+
+class MessageEvents:
+    """Accumulates the raw events of a streamed message into the message they describe."""
+
+    def __init__(self) -> None:
+        self.message: dict[str, Any] = {"content": []}
+        self.usage: dict[str, Any] = {}
+        self.capture = capture_enabled()
+        self.json: dict[int, list[str]] = {}
+
+    def add(self, event: Any) -> None:
+        kind = get(event, "type")
+        if kind == "message_start":
+            start = get(event, "message")
+            self.message.update(id=get(start, "id"), model=get(start, "model"))
+            self._merge_usage(get(start, "usage"))
+        elif kind == "content_block_start":
+            block = get(event, "content_block")
+            entry = {"type": get(block, "type"), "id": get(block, "id"), "name": get(block, "name"), "text": ""}
+            self.message["content"].append(entry)
+        elif kind == "content_block_delta" and self.capture:
+            index, delta = get(event, "index") or 0, get(event, "delta")
+            if get(delta, "type") == "text_delta" and index < len(self.message["content"]):
+                self.message["content"][index]["text"] += get(delta, "text") or ""
+            elif get(delta, "type") == "input_json_delta":
+                self.json.setdefault(index, []).append(get(delta, "partial_json") or "")
+        elif kind == "message_delta":
+            self.message["stop_reason"] = get(get(event, "delta"), "stop_reason")
+            self._merge_usage(get(event, "usage"))
+
+    def _merge_usage(self, usage: Any) -> None:
+        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = _int(get(usage, key))
+            if value is not None:  # message_delta's counts are cumulative: the latest wins
+                self.usage[key] = value
+
+    def result(self) -> ModelResult:
+        import json
+
+        for index, chunks in self.json.items():
+            if index < len(self.message["content"]):
+                try:
+                    self.message["content"][index]["input"] = json.loads("".join(chunks) or "{}")
+                except json.JSONDecodeError:
+                    self.message["content"][index]["input"] = "".join(chunks)
+        return message_result({**self.message, "usage": self.usage})
+
+
+def _stream_types() -> tuple[type, ...]:
+    import anthropic
+
+    return (anthropic.Stream, anthropic.AsyncStream)
+
+
+def _quiet_resource(instance: Any) -> Any:
+    """`instance` bound to a copy of its client without the SDK's own span (see the module docstring)."""
+    client = getattr(instance, "_client", None)
+    if client is None:
+        return instance
+    try:
+        quiet = _quiet.get(client)
+        if quiet is None:
+            quiet = type(instance)(client.with_options(open_telemetry=False))
+            _quiet[client] = quiet
+        return quiet
+    except Exception:  # an SDK without the option: keep both spans rather than fail the call
+        _log.debug("tracevals: cannot turn off the anthropic SDK's own span", exc_info=True)
+        return instance
+
+
+def _send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], Any]:
+    original = getattr(wrapped, "__func__", None)
+    if original is None:
+        return lambda: wrapped(*args, **kwargs)
+    resource = _quiet_resource(instance)
+    return lambda: original(resource, *args, **kwargs)
+
+
+def _create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    send = _send(wrapped, instance, args, kwargs)
+    return call_model(PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send)
+
+
+async def _acreate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    send = _send(wrapped, instance, args, kwargs)
+    return await call_model_async(
+        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send
+    )
+
+
+def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    manager = _send(wrapped, instance, args, kwargs)()
+    attr = f"_{type(manager).__name__}__api_request"  # the manager's private request function
+    request = getattr(manager, attr, None)
+    if request is None:
+        return manager
+    traced_kwargs = {**kwargs, "stream": True}
+    if callable(request):
+
+        def traced() -> Any:
+            call = ModelCall(PROVIDER, traced_kwargs, message_inputs)
+            try:
+                raw = request()
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            return TracedStream(raw, call, MessageEvents())
+
+        setattr(manager, attr, traced)
+    else:  # the async manager holds the request's coroutine, awaited on __aenter__
+
+        async def traced_async() -> Any:
+            call = ModelCall(PROVIDER, traced_kwargs, message_inputs)
+            try:
+                raw = await request
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            return TracedAsyncStream(raw, call, MessageEvents())
+
+        setattr(manager, attr, traced_async())
+    return manager
+
+
+_PATCHES = (
+    ("Messages", "create", _create),
+    ("Messages", "stream", _stream),
+    ("AsyncMessages", "create", _acreate),
+    ("AsyncMessages", "stream", _stream),
+)
+
+
+class AnthropicInstrumentor(BaseInstrumentor):
+    """Traces the `anthropic` client's `messages.create` / `messages.stream`, sync and async."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("anthropic >= 0.40",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        configure_from_env()
+        for cls, method, wrapper in _PATCHES:
+            wrapt.wrap_function_wrapper(_MODULE, f"{cls}.{method}", wrapper)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        module = importlib.import_module(_MODULE)
+        for cls, method, _ in _PATCHES:
+            unwrap(getattr(module, cls), method)
+        _quiet.clear()

@@ -1,0 +1,169 @@
+"""The span of one model call (`chat {model}`), shared by the OpenAI and Anthropic instrumentors.
+
+A `ModelCall` starts the span with the request's attributes, and ends it exactly once: with a
+`ModelResult` (from a response, or accumulated from a stream when it ends, is closed or is dropped)
+or with the exception the client raised. Input content is taken when the call starts, because an
+agent typically appends to the very list it passed as soon as the call returns, while a stream's
+span ends later. Every annotation is guarded: a failure here is logged, never raised into the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.trace import Span, SpanKind
+
+from tracevals import attributes as tv
+from tracevals.instrumentation.content import MODEL_EVENT, capture_enabled, record_content, record_failure
+from tracevals.instrumentation.context import current_session_id
+
+_log = logging.getLogger(__name__)
+_TRACER = "tracevals.instrumentation.models"
+
+# Request parameters (any provider's name for them) -> GenAI attribute; numbers only.
+REQUEST_NUMBERS = {
+    "temperature": gen_ai.GEN_AI_REQUEST_TEMPERATURE,
+    "top_p": gen_ai.GEN_AI_REQUEST_TOP_P,
+    "top_k": gen_ai.GEN_AI_REQUEST_TOP_K,
+    "max_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+    "max_completion_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+    "max_output_tokens": gen_ai.GEN_AI_REQUEST_MAX_TOKENS,
+    "seed": gen_ai.GEN_AI_REQUEST_SEED,
+    "frequency_penalty": gen_ai.GEN_AI_REQUEST_FREQUENCY_PENALTY,
+    "presence_penalty": gen_ai.GEN_AI_REQUEST_PRESENCE_PENALTY,
+}
+
+
+@dataclass
+class ModelResult:
+    """What a response (or a whole stream) said, in provider-neutral terms."""
+
+    response_model: str | None = None
+    response_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    tool_call_ids: list[str] = field(default_factory=list)
+    tool_call_names: list[str] = field(default_factory=list)
+    output_messages: list[dict[str, Any]] | None = None  # GenAI messages; only with content capture on
+
+
+def request_attributes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for key, attr in REQUEST_NUMBERS.items():
+        value = kwargs.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attrs[attr] = value
+    stop = kwargs.get("stop") or kwargs.get("stop_sequences")
+    if isinstance(stop, str):
+        stop = [stop]
+    if isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop):
+        attrs[gen_ai.GEN_AI_REQUEST_STOP_SEQUENCES] = list(stop)
+    if kwargs.get("stream") is True:
+        attrs[gen_ai.GEN_AI_REQUEST_STREAM] = True
+    return attrs
+
+
+def error_type(exc: BaseException) -> str:
+    """The HTTP status of an API error (low cardinality, as `error.type` asks), else the exception type."""
+    status = getattr(exc, "status_code", None)
+    return str(status) if isinstance(status, int) else type(exc).__qualname__
+
+
+class ModelCall:
+    """One model call's span, from request to response (or failure)."""
+
+    def __init__(
+        self,
+        provider: str,
+        kwargs: Mapping[str, Any],
+        inputs: Callable[[Mapping[str, Any]], dict[str, Any]],
+        operation: str = "chat",
+    ) -> None:
+        self._lock = threading.Lock()
+        self._ended = False
+        self._provider = provider
+        self._operation = operation
+        self._content: dict[str, Any] = {}
+        model = str(kwargs.get("model") or "unknown")
+        attrs: dict[str, Any] = {
+            gen_ai.GEN_AI_OPERATION_NAME: operation,
+            gen_ai.GEN_AI_PROVIDER_NAME: provider,
+            gen_ai.GEN_AI_REQUEST_MODEL: model,
+        }
+        try:
+            attrs.update(request_attributes(kwargs))
+            session_id = current_session_id()
+            if session_id is not None:
+                attrs[gen_ai.GEN_AI_CONVERSATION_ID] = session_id
+            if capture_enabled():
+                self._content = inputs(kwargs)
+        except Exception:  # telemetry never raises into the host program
+            _log.exception("tracevals: could not annotate the %s call", provider)
+        tracer = trace.get_tracer(_TRACER)
+        self.span: Span = tracer.start_span(f"{operation} {model}", kind=SpanKind.CLIENT, attributes=attrs)
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self._ended:
+                return False
+            self._ended = True
+            return True
+
+    def finish(self, result: ModelResult) -> None:
+        """Record the response and end the span (only the first call counts)."""
+        if not self._claim():
+            return
+        try:
+            self._record(result)
+        except Exception:
+            _log.exception("tracevals: could not record the %s response", self._provider)
+        self.span.end()
+
+    def fail(self, exc: BaseException) -> None:
+        """Record the client's exception and end the span (only the first call counts)."""
+        if not self._claim():
+            return
+        try:
+            message = record_failure(self.span, exc, error_type(exc))
+            self._record_content(None, message)
+        except Exception:
+            _log.exception("tracevals: could not record the %s failure", self._provider)
+        self.span.end()
+
+    def _record(self, r: ModelResult) -> None:
+        attrs: dict[str, Any] = {}
+        for attr, value in (
+            (gen_ai.GEN_AI_RESPONSE_MODEL, r.response_model),
+            (gen_ai.GEN_AI_RESPONSE_ID, r.response_id),
+            (gen_ai.GEN_AI_USAGE_INPUT_TOKENS, r.input_tokens),
+            (gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS, r.output_tokens),
+            (gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, r.cache_read_tokens),
+            (gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, r.cache_creation_tokens),
+        ):
+            if value is not None:
+                attrs[attr] = value
+        if r.finish_reasons:
+            attrs[gen_ai.GEN_AI_RESPONSE_FINISH_REASONS] = list(r.finish_reasons)
+        if r.tool_call_ids:  # ids and names are not content: always recorded, they link tool spans
+            attrs[tv.REQUESTED_TOOL_CALL_IDS] = list(r.tool_call_ids)
+            attrs[tv.REQUESTED_TOOL_CALL_NAMES] = list(r.tool_call_names)
+        self.span.set_attributes(attrs)
+        self._record_content(r.output_messages)
+
+    def _record_content(self, outputs: list[dict[str, Any]] | None, error: str | None = None) -> None:
+        if not capture_enabled():
+            return
+        values = dict(self._content)
+        if outputs is not None:
+            values[gen_ai.GEN_AI_OUTPUT_MESSAGES] = outputs
+        identity = {gen_ai.GEN_AI_OPERATION_NAME: self._operation, gen_ai.GEN_AI_PROVIDER_NAME: self._provider}
+        record_content(self.span, values, MODEL_EVENT, error, **identity)

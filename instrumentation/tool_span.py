@@ -1,0 +1,197 @@
+"""The `execute_tool` span around one tool call: start, interception, result or error, end.
+
+Shared by `@tracevals.tool`, `ToolSet` and the MCP instrumentor, so that every tool call is traced,
+interceptable and recorded the same way. This is the hot path of tool tracing (see
+`bench/instrumentation_overhead.py`): the attributes go in with the span's start, the tracer is
+cached per provider, and nothing is serialised unless content capture is on (except the short hash
+of the arguments that lets evaluators see retries and duplicates without content).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from tracevals import attributes as tv
+from tracevals.instrumentation.content import TOOL_EVENT, capture_enabled, record_content, record_failure
+from tracevals.instrumentation.context import current_session_id
+from tracevals.instrumentation.interception import ToolInvocation, current_interceptor
+from tracevals.instrumentation.tool_error import ToolError
+
+_log = logging.getLogger(__name__)
+_TRACER = "tracevals.instrumentation.tools"
+T = TypeVar("T")
+
+# The model's tool call id for the call about to run (set by ToolSet.call or `tool_call_id()`).
+_call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracevals_tool_call_id", default=None)
+_cached: tuple[object, Tracer | None] = (None, None)
+
+
+class tool_call_id:  # lower case: used like a function, `with tool_call_id("call_1"): ...`
+    """Tell the next tool span which model tool call (`gen_ai.tool.call.id`) it executes."""
+
+    def __init__(self, call_id: str | None) -> None:
+        self._call_id = call_id
+        self._token: contextvars.Token[str | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _call_id.set(self._call_id)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _call_id.reset(self._token)
+
+
+def _tracer() -> Tracer:
+    global _cached
+    provider = trace.get_tracer_provider()
+    if _cached[0] is not provider or _cached[1] is None:
+        _cached = (provider, provider.get_tracer(_TRACER))
+    assert _cached[1] is not None
+    return _cached[1]
+
+
+# Built once: `json.dumps` with options constructs a new encoder on every call, a third of the cost.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
+def args_hash(arguments: Mapping[str, Any]) -> str:
+    """First 16 hex digits of sha256 over the canonical JSON of the arguments (not content)."""
+    return hashlib.sha256(_CANONICAL.encode(arguments).encode()).hexdigest()[:16]
+
+
+def start_tool_span(
+    name: str,
+    effect: str,
+    arguments: Mapping[str, Any],
+    kind: SpanKind = SpanKind.INTERNAL,
+    extra: Mapping[str, Any] | None = None,
+) -> Span:
+    attrs: dict[str, Any] = {
+        gen_ai.GEN_AI_OPERATION_NAME: "execute_tool",
+        gen_ai.GEN_AI_TOOL_NAME: name,
+        gen_ai.GEN_AI_TOOL_TYPE: "function",
+        tv.TOOL_EFFECT: effect,
+    }
+    try:
+        call_id = _call_id.get()
+        if call_id:
+            attrs[gen_ai.GEN_AI_TOOL_CALL_ID] = call_id
+        session_id = current_session_id()
+        if session_id is not None:
+            attrs[gen_ai.GEN_AI_CONVERSATION_ID] = session_id
+        key = arguments.get("idempotency_key")
+        if isinstance(key, str) and key:
+            attrs[tv.IDEMPOTENCY_KEY] = key
+        if extra:
+            attrs.update(extra)
+        attrs[tv.TOOL_ARGS_HASH] = args_hash(arguments)
+    except Exception:  # telemetry never raises into the host program
+        _log.exception("tracevals: could not annotate tool span %s", name)
+    return _tracer().start_span(f"execute_tool {name}", kind=kind, attributes=attrs)
+
+
+def _record_content(
+    span: Span, name: str, arguments: Mapping[str, Any], result: Any = None, error: str | None = None
+) -> None:
+    values: dict[str, Any] = {gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS: dict(arguments)}
+    if result is not None:
+        values[gen_ai.GEN_AI_TOOL_CALL_RESULT] = result
+    record_content(span, values, TOOL_EVENT, error, **{gen_ai.GEN_AI_TOOL_NAME: name})
+
+
+def _finish_ok(
+    span: Span, name: str, arguments: Mapping[str, Any], result: Any, soft_error: Callable[[Any], str | None] | None
+) -> None:
+    try:
+        error_type = soft_error(result) if soft_error is not None else None
+        if error_type:  # a failure the tool reports in its result instead of raising (MCP isError)
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        if capture_enabled():
+            _record_content(span, name, arguments, result)
+    except Exception:
+        _log.exception("tracevals: could not record the result of tool %s", name)
+    span.end()
+
+
+def _finish_error(span: Span, name: str, arguments: Mapping[str, Any], exc: BaseException) -> None:
+    try:
+        if isinstance(exc, ToolError):
+            span.set_attribute(tv.RETRYABLE, exc.retryable)
+            if exc.status_code is not None:
+                span.set_attribute("http.response.status_code", exc.status_code)
+            if exc.retry_after_s is not None:
+                span.set_attribute(tv.RETRY_AFTER_MS, float(exc.retry_after_s * 1000))
+        message = record_failure(span, exc, exc.error_type if isinstance(exc, ToolError) else type(exc).__qualname__)
+        if capture_enabled():
+            _record_content(span, name, arguments, error=message)
+    except Exception:
+        _log.exception("tracevals: could not record the failure of tool %s", name)
+    span.end()
+
+
+def run_tool(
+    name: str,
+    effect: str,
+    arguments: Mapping[str, Any],
+    call: Callable[[], T],
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    extra: Mapping[str, Any] | None = None,
+    soft_error: Callable[[Any], str | None] | None = None,
+) -> T:
+    """Run `call()` (the real tool) inside an `execute_tool` span, through the interceptor if one is set."""
+    span = start_tool_span(name, effect, arguments, kind, extra)
+    token = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        interceptor = current_interceptor()
+        if interceptor is None:
+            result = call()
+        else:
+            result = interceptor.intercept(ToolInvocation(name, effect, arguments, _call_id.get(), span), call)
+    except BaseException as exc:
+        otel_context.detach(token)
+        _finish_error(span, name, arguments, exc)
+        raise
+    otel_context.detach(token)
+    _finish_ok(span, name, arguments, result, soft_error)
+    return result
+
+
+async def run_tool_async(
+    name: str,
+    effect: str,
+    arguments: Mapping[str, Any],
+    call: Callable[[], Awaitable[T]],
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    extra: Mapping[str, Any] | None = None,
+    soft_error: Callable[[Any], str | None] | None = None,
+) -> T:
+    """`run_tool` for a coroutine function: `call()` returns the awaitable of the real tool."""
+    span = start_tool_span(name, effect, arguments, kind, extra)
+    token = otel_context.attach(trace.set_span_in_context(span))
+    try:
+        interceptor = current_interceptor()
+        if interceptor is None:
+            result = await call()
+        else:
+            invocation = ToolInvocation(name, effect, arguments, _call_id.get(), span)
+            result = await interceptor.intercept_async(invocation, call)
+    except BaseException as exc:
+        otel_context.detach(token)
+        _finish_error(span, name, arguments, exc)
+        raise
+    otel_context.detach(token)
+    _finish_ok(span, name, arguments, result, soft_error)
+    return result

@@ -1,0 +1,127 @@
+"""Span files as they arrive, and the views over spans held in memory (for live scoring).
+
+`NewFiles` lists the span files of recent partitions that it has not returned before, with bounded
+memory: a partition directory is listed again only when its mtime changed, and a file is remembered
+only while its mtime is within `slack_s` of the newest one seen (files are renamed into place, so a
+slow writer's file can arrive with an mtime a little older than files already seen).
+
+`connection_for_spans(table)` defines the lake's views over an Arrow table of span rows, so live
+scoring reads exactly what offline scoring reads (the same SQL files, applied in order).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tracevals.collector.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+from tracevals.queries import lake
+from tracevals.queries.lake import view_sql
+
+
+class NewFiles:
+    """The span files of `lake` not returned before, in partitions at most `late_window_s` old."""
+
+    def __init__(self, lake: str | os.PathLike[str], late_window_s: float = 86400.0, slack_s: float = 120.0) -> None:
+        self.root = Path(lake) / SPANS_DIR
+        self.late_window_s = late_window_s
+        self.slack_s = slack_s
+        self._dir_mtimes: dict[Path, float] = {}
+        self._seen: dict[str, float] = {}
+        self._newest = 0.0
+
+    def poll(self, now: float | None = None) -> list[Path]:
+        now = time.time() if now is None else now
+        found: list[tuple[float, Path]] = []
+        for directory in self._recent_partitions(now):
+            mtime = directory.stat().st_mtime
+            if self._dir_mtimes.get(directory) == mtime:
+                continue
+            self._dir_mtimes[directory] = mtime
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if not entry.name.endswith(".parquet") or entry.name.startswith("."):
+                        continue
+                    file_mtime = entry.stat().st_mtime
+                    if entry.path in self._seen or file_mtime < self._newest - self.slack_s:
+                        continue
+                    found.append((file_mtime, Path(entry.path)))
+        for file_mtime, path in found:
+            self._seen[str(path)] = file_mtime
+            self._newest = max(self._newest, file_mtime)
+        cutoff = self._newest - self.slack_s
+        self._seen = {p: m for p, m in self._seen.items() if m >= cutoff}
+        return [path for _, path in sorted(found)]
+
+    def _recent_partitions(self, now: float) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        oldest = datetime.fromtimestamp(now - self.late_window_s, tz=timezone.utc) - timedelta(hours=1)
+        floor = (oldest.strftime("%Y-%m-%d"), oldest.strftime("%H"))
+        partitions = []
+        for date_dir in sorted(self.root.glob("date=*")):
+            day = date_dir.name.removeprefix("date=")
+            if day < floor[0]:
+                continue
+            for hour_dir in sorted(date_dir.glob("hour=*")):
+                if (day, hour_dir.name.removeprefix("hour=")) >= floor:
+                    partitions.append(hour_dir)
+        live = set(partitions)
+        self._dir_mtimes = {d: m for d, m in self._dir_mtimes.items() if d in live}
+        return partitions
+
+
+def read_span_files(paths: Sequence[Path]) -> pa.Table:
+    """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`)."""
+    tables = []
+    for path in paths:
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowInvalid):
+            continue  # removed by a compaction since it was listed: its rows are in another file
+        parts = dict(p.split("=", 1) for p in (path.parent.parent.name, path.parent.name) if "=" in p)
+        n = table.num_rows
+        table = table.append_column(
+            "date", pa.array([datetime.strptime(parts.get("date", "1970-01-01"), "%Y-%m-%d").date()] * n, pa.date32())
+        )
+        table = table.append_column("hour", pa.array([int(parts.get("hour", "0"))] * n, pa.int64()))
+        tables.append(table.append_column("source_file", pa.array([str(path)] * n, pa.string())))
+    if not tables:
+        return empty_spans()
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def empty_spans() -> pa.Table:
+    return (
+        SPAN_SCHEMA.empty_table()
+        .append_column("date", pa.array([], pa.date32()))
+        .append_column("hour", pa.array([], pa.int64()))
+        .append_column("source_file", pa.array([], pa.string()))
+    )
+
+
+def connection_for_spans(spans: pa.Table) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view of `queries/views/` over these span rows."""
+    con = duckdb.connect(":memory:")
+    logs = (
+        LOG_SCHEMA.empty_table()
+        .append_column("date", pa.array([], pa.date32()))
+        .append_column("hour", pa.array([], pa.int64()))
+        .append_column("source_file", pa.array([], pa.string()))
+    )
+    scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+    for name, table in (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores)):
+        con.register(f"{name}_arrow", table)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
+    # The views price model calls from `model_prices`; `open_lake` fills it the same way.
+    lake._register_prices(con, lake._default_prices())
+    for _, sql in view_sql():
+        con.execute(sql)
+    return con

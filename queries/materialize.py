@@ -1,0 +1,69 @@
+"""Compute the views a loader reads once, as temporary tables, for the duration of a load.
+
+The views are a deep tree (`trajectories` reads `steps`, which reads `tool_calls`, `model_calls`, ...):
+DuckDB plans and computes the whole tree again for every query that names one of them, which costs
+seconds of planning even on an empty lake and repeats the work on a large one. `materialized(con,
+names)` computes each needed view once, bottom-up in the order of the view files, and shadows it with a
+temporary view over the result; on exit the temporary objects are dropped, so the connection's own
+views are back as they were. The dependencies are read from the view files' SQL, so new views and
+changed ones need no change here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import cache
+
+import duckdb
+
+from tracevals.queries.lake import view_sql
+
+_CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE)
+
+
+@cache
+def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
+    """(view, the views its SQL names) for every view of the view files, in the order they are defined."""
+    pieces: list[tuple[str, str]] = []
+    for _, sql in view_sql():
+        starts = list(_CREATE.finditer(sql))
+        for i, match in enumerate(starts):
+            end = starts[i + 1].start() if i + 1 < len(starts) else len(sql)
+            pieces.append((match.group(1), sql[match.end() : end]))
+    names = {name for name, _ in pieces}
+    graph = []
+    for name, body in pieces:
+        words = set(re.findall(r"\b\w+\b", re.sub(r"--[^\n]*", "", body)))
+        graph.append((name, frozenset((words & names) - {name})))
+    return tuple(graph)
+
+
+def closure(names: Iterable[str]) -> list[str]:
+    """`names` and every view they read, directly or not, in definition order."""
+    deps = dict(view_graph())
+    wanted: set[str] = set()
+    todo = [n for n in names if n in deps]
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo += deps[name]
+    return [name for name, _ in view_graph() if name in wanted]
+
+
+@contextmanager
+def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> Iterator[None]:
+    """Within the block, `names` (and the views they read) are computed tables on this connection."""
+    created: list[str] = []
+    try:
+        for name in closure(names):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}")
+            created.append(name)
+        yield
+    finally:
+        for name in reversed(created):
+            con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
+            con.execute(f"DROP TABLE IF EXISTS temp.main.tv_m_{name}")

@@ -1,0 +1,97 @@
+"""Which sessions a scoring run reads: a time range and a deterministic sample, always whole sessions.
+
+`select_sessions(con, ...)` filters the lake's raw span and log rows to the chosen sessions once, into
+temporary tables that shadow `raw_spans` / `raw_logs` on this connection, so every view (`spans`,
+`tool_calls`, `trajectories`, ...) reads only the selection.
+
+- A session is every trace with the same session id (a trace without one is its own session); it is
+  in the range when its first span starts in `[since, until)`, and then all its traces are read,
+  late turns included.
+- The sample keeps a session when `int(md5(f"{seed}:{session}")[:8], 16) / 2**32 < fraction`: the same
+  sessions for the same seed on any machine and in any engine with md5 (`session_sampled` is the same
+  rule in Python), and a sampled session is always whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+
+_SCALE = 2**32
+
+
+@dataclass(frozen=True)
+class Selection:
+    since: datetime | None = None
+    until: datetime | None = None
+    fraction: float | None = None  # None: every session
+    seed: int = 0
+    trace_ids: tuple[str, ...] | None = None  # only these traces' sessions (live scoring)
+
+    def sql_condition(self) -> str:
+        """The condition on `s` (columns `sid`, `session_start`) this selection keeps."""
+        parts = ["TRUE"]
+        if self.since is not None:
+            parts.append(f"s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}'")
+        if self.until is not None:
+            parts.append(f"s.session_start < TIMESTAMPTZ '{self.until.isoformat()}'")
+        if self.fraction is not None and self.fraction < 1:
+            threshold = int(self.fraction * _SCALE)
+            parts.append(f"CAST(('0x' || left(md5('{int(self.seed)}:' || s.sid), 8)) AS BIGINT) < {threshold}")
+        return " AND ".join(parts)
+
+
+def session_sampled(session_id: str, fraction: float | None, seed: int) -> bool:
+    """The sampling rule of `Selection`, for one session id, in Python."""
+    if fraction is None or fraction >= 1:
+        return True
+    value = int(hashlib.md5(f"{int(seed)}:{session_id}".encode()).hexdigest()[:8], 16)
+    return value < int(fraction * _SCALE)
+
+
+def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    """Restrict this connection's views to the selected sessions; returns how many traces were kept."""
+    only = ""
+    if selection.trace_ids is not None:
+        con.execute("CREATE OR REPLACE TEMP TABLE tv_wanted (trace_id VARCHAR)")
+        if selection.trace_ids:
+            con.executemany("INSERT INTO tv_wanted VALUES (?)", [(t,) for t in selection.trace_ids])
+        only = " AND s.sid IN (SELECT t.sid FROM t JOIN tv_wanted USING (trace_id))"
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE tv_traces AS
+        WITH t AS (
+            SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(start_time) AS start_time
+            FROM spans GROUP BY trace_id
+        ),
+        s AS (
+            SELECT sid, min(start_time) AS session_start FROM t GROUP BY sid
+        )
+        SELECT t.trace_id, t.sid FROM t JOIN s USING (sid)
+        WHERE {selection.sql_condition()}{only}
+        """
+    )
+    restrict_raw(con, "tv_traces")
+    row = con.execute("SELECT count(*) FROM tv_traces").fetchone()
+    return int(row[0]) if row else 0
+
+
+def restrict_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
+    """Make every view of this connection read only the traces listed in table `traces` (column
+    `trace_id`): the raw span and log rows are filtered once, into temporary tables that shadow them."""
+    for raw in ("raw_spans", "raw_logs"):
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE tv_{raw} AS "
+            f"SELECT * FROM main.{raw} WHERE trace_id IN (SELECT trace_id FROM {traces})"
+        )
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
+
+
+def unrestrict_raw(con: duckdb.DuckDBPyConnection) -> None:
+    """Undo `restrict_raw`: the views read the whole lake again."""
+    for raw in ("raw_spans", "raw_logs"):
+        con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
+        con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")

@@ -1,0 +1,50 @@
+-- genai_spans: the spans that mean something in GenAI terms (model and tool calls, agents, chains,
+-- hand-overs, session ends), whatever dialect they arrived in: the canonical columns the normalizer
+-- filled, the trace's session / run keys, tracevals' own attributes as typed columns, and the call each
+-- model / tool span belongs to. One row per span: model_calls / tool_calls collapse nested spans.
+CREATE OR REPLACE VIEW genai_spans AS
+SELECT
+    s.trace_id,
+    s.span_id,
+    s.parent_span_id,
+    s.name,
+    s.kind,
+    s.dialect,
+    s.operation,
+    a.session_id,
+    s.session_id AS span_session_id,
+    a.run_id,
+    a.task_id,
+    a.attempt,
+    a.variant,
+    s.agent_name,
+    s.provider,
+    s.model,
+    s.input_tokens,
+    s.output_tokens,
+    s.tool_name,
+    s.tool_call_id,
+    s.tool_args,
+    s.tool_result,
+    s.tool_effect,
+    s.tool_args_hash,
+    s.error_type,
+    s.status_code,
+    (s.error_type IS NOT NULL OR s.status_code = 'error') AS is_error,
+    s.http_status_code,
+    s.retry_after_ms,
+    s.retryable,
+    s.retry_attempt,
+    s.idempotency_key,
+    s.replay,
+    s.requested_tool_names,
+    s.call_span_id,
+    s.call_depth,
+    s.start_time,
+    s.end_time,
+    s.duration_ms,
+    s.date,
+    s.hour
+FROM span_facts AS s
+JOIN attempts AS a ON a.trace_id = s.trace_id
+WHERE s.kind <> 'other';

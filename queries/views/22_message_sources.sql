@@ -1,0 +1,213 @@
+-- message_sources: every copy of a model call's messages that the lake holds, one row per message, in
+-- the place and the shape it arrived in. The same conversation is often recorded more than once (on
+-- the span and in a log record; by the provider's span and by the framework's wrapper), so
+-- message_parts keeps one source per model call and direction: the lowest `priority`.
+--
+--   1  gen_ai.input.messages / gen_ai.output.messages span attributes (current GenAI conventions)
+--   2  the same attributes on an OTLP log record or a span event (content capture `event_only`)
+--   3  one log record or span event per message (older GenAI: gen_ai.user.message, gen_ai.choice, ...),
+--      or gen_ai.content.prompt / gen_ai.content.completion span events
+--   4  flattened attributes: gen_ai.prompt.N.* / gen_ai.completion.N.* (older GenAI, OpenLLMetry),
+--      llm.input_messages.N.message.* / llm.output_messages.N.message.* (OpenInference)
+--   5  framework keys: Google ADK's gcp.vertex.agent.llm_request / llm_response, which ADK writes
+--      whatever the content-capture setting says
+--
+-- `message` is one message as JSON in its own shape (GenAI parts, OpenAI chat, Gemini contents);
+-- `role_hint` is the role its container implies when the message does not name one. A value recorded
+-- as a JSON string is parsed; a message whose content is the placeholder `<elided>` is no content.
+CREATE OR REPLACE VIEW message_sources AS
+WITH llm AS (
+    -- the model spans that may hold content (see span_facts.has_content)
+    SELECT r.trace_id, r.span_id, r.attributes, r.events
+    FROM spans AS r
+    WHERE r.kind = 'llm' AND EXISTS (
+        SELECT 1 FROM span_facts AS f WHERE f.has_content AND f.trace_id = r.trace_id AND f.span_id = r.span_id
+    )
+),
+span_events AS (
+    SELECT l.trace_id, l.span_id, e.event, e.ordinal
+    FROM llm AS l, UNNEST(json_extract(l.events, '$[*]')) WITH ORDINALITY AS e(event, ordinal)
+    WHERE l.events LIKE '%"gen_ai.%'
+),
+flat AS (
+    SELECT l.trace_id, l.span_id, kv.value,
+           regexp_extract(
+               kv.key,
+               '^(gen_ai\.prompt|gen_ai\.completion|llm\.input_messages|llm\.output_messages)\.(\d+)\.(?:message\.)?(.+)$',
+               ['family', 'idx', 'field']
+           ) AS k
+    FROM llm AS l, json_each(l.attributes) AS kv
+    WHERE l.attributes LIKE '%"gen_ai.prompt.%' OR l.attributes LIKE '%"gen_ai.completion.%'
+       OR l.attributes LIKE '%"llm.input_messages.%' OR l.attributes LIKE '%"llm.output_messages.%'
+),
+flat_fields AS (
+    SELECT trace_id, span_id, k.family, CAST(k.idx AS INTEGER) AS idx, k.field,
+           regexp_extract(k.field, '^tool_calls\.(\d+)\.(?:tool_call\.)?(.+)$', ['n', 'attr']) AS tc,
+           value
+    FROM flat
+    WHERE k.family <> ''
+),
+flat_tool_calls AS (
+    SELECT trace_id, span_id, family, idx,
+           to_json(list(
+               json_object(
+                   'id', max_id,
+                   'function', json_object('name', max_name, 'arguments', max_args)
+               ) ORDER BY n
+           )) AS tool_calls
+    FROM (
+        SELECT trace_id, span_id, family, idx, CAST(tc.n AS INTEGER) AS n,
+               max(json_extract_string(value, '$')) FILTER (WHERE tc.attr = 'id') AS max_id,
+               max(json_extract_string(value, '$')) FILTER (WHERE tc.attr IN ('name', 'function.name')) AS max_name,
+               max(json_extract_string(value, '$'))
+                   FILTER (WHERE tc.attr IN ('arguments', 'function.arguments')) AS max_args
+        FROM flat_fields
+        WHERE tc.n <> ''
+        GROUP BY trace_id, span_id, family, idx, CAST(tc.n AS INTEGER)
+    ) AS per_call
+    GROUP BY trace_id, span_id, family, idx
+),
+flat_messages AS (
+    SELECT f.trace_id, f.span_id, f.family, f.idx,
+           json_object(
+               'role', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role'),
+               'content', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+               'tool_call_id', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id'),
+               'tool_calls', max(t.tool_calls)
+           ) AS message
+    FROM flat_fields AS f
+    LEFT JOIN flat_tool_calls AS t
+        ON t.trace_id = f.trace_id AND t.span_id = f.span_id AND t.family = f.family AND t.idx = f.idx
+    GROUP BY f.trace_id, f.span_id, f.family, f.idx
+),
+found AS (
+    -- 1. span attributes
+    SELECT trace_id, span_id, 'span:gen_ai.messages' AS source, 1 AS priority, 'input' AS direction,
+           CAST(NULL AS VARCHAR) AS role_hint, json_extract(attributes, '$."gen_ai.input.messages"') AS value,
+           0 AS seq
+    FROM llm
+    WHERE attributes LIKE '%"gen_ai.input.messages"%'
+    UNION ALL
+    SELECT trace_id, span_id, 'span:gen_ai.messages', 1, 'output', NULL,
+           json_extract(attributes, '$."gen_ai.output.messages"'), 0
+    FROM llm
+    WHERE attributes LIKE '%"gen_ai.output.messages"%'
+    -- 2. log records and span events that carry the same attributes
+    UNION ALL
+    SELECT trace_id, span_id, 'log:gen_ai.messages', 2, 'input', NULL,
+           json_extract(attributes, '$."gen_ai.input.messages"'), 0
+    FROM logs
+    WHERE attributes LIKE '%"gen_ai.input.messages"%'
+    UNION ALL
+    SELECT trace_id, span_id, 'log:gen_ai.messages', 2, 'output', NULL,
+           json_extract(attributes, '$."gen_ai.output.messages"'), 0
+    FROM logs
+    WHERE attributes LIKE '%"gen_ai.output.messages"%'
+    UNION ALL
+    SELECT trace_id, span_id, 'event:gen_ai.messages', 2, 'input', NULL,
+           json_extract(event, '$.attributes."gen_ai.input.messages"'), ordinal
+    FROM span_events
+    WHERE json_type(event, '$.attributes."gen_ai.input.messages"') IS NOT NULL
+    UNION ALL
+    SELECT trace_id, span_id, 'event:gen_ai.messages', 2, 'output', NULL,
+           json_extract(event, '$.attributes."gen_ai.output.messages"'), ordinal
+    FROM span_events
+    WHERE json_type(event, '$.attributes."gen_ai.output.messages"') IS NOT NULL
+    -- 3. one record per message
+    UNION ALL
+    SELECT trace_id, span_id, 'log:gen_ai.message-events', 3,
+           CASE WHEN event_name = 'gen_ai.choice' THEN 'output' ELSE 'input' END,
+           CASE event_name
+               WHEN 'gen_ai.system.message' THEN 'system'
+               WHEN 'gen_ai.user.message' THEN 'user'
+               WHEN 'gen_ai.tool.message' THEN 'tool'
+               ELSE 'assistant'
+           END,
+           CASE
+               WHEN json_type(body, '$.message') = 'OBJECT' THEN json_extract(body, '$.message')
+               ELSE CAST(body AS JSON)
+           END,
+           row_number() OVER (PARTITION BY trace_id, span_id ORDER BY time, observed_time, event_name, body)
+    FROM logs
+    WHERE event_name IN (
+        'gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message',
+        'gen_ai.choice'
+    )
+    UNION ALL
+    SELECT trace_id, span_id, 'event:gen_ai.message-events', 3,
+           CASE WHEN json_extract_string(event, '$.name') = 'gen_ai.choice' THEN 'output' ELSE 'input' END,
+           CASE json_extract_string(event, '$.name')
+               WHEN 'gen_ai.system.message' THEN 'system'
+               WHEN 'gen_ai.user.message' THEN 'user'
+               WHEN 'gen_ai.tool.message' THEN 'tool'
+               ELSE 'assistant'
+           END,
+           json_extract(event, '$.attributes'), ordinal
+    FROM span_events
+    WHERE json_extract_string(event, '$.name') IN (
+        'gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message',
+        'gen_ai.choice'
+    )
+    UNION ALL
+    SELECT trace_id, span_id, 'event:gen_ai.content', 3,
+           CASE WHEN json_extract_string(event, '$.name') = 'gen_ai.content.completion' THEN 'output' ELSE 'input' END,
+           NULL,
+           coalesce(
+               json_extract(event, '$.attributes."gen_ai.prompt"'),
+               json_extract(event, '$.attributes."gen_ai.completion"')
+           ),
+           ordinal
+    FROM span_events
+    WHERE json_extract_string(event, '$.name') IN ('gen_ai.content.prompt', 'gen_ai.content.completion')
+    -- 4. flattened attributes
+    UNION ALL
+    SELECT trace_id, span_id, 'span:' || family || '.N', 4,
+           CASE WHEN family IN ('gen_ai.prompt', 'llm.input_messages') THEN 'input' ELSE 'output' END,
+           CASE WHEN family IN ('gen_ai.completion', 'llm.output_messages') THEN 'assistant' END,
+           message, idx
+    FROM flat_messages
+    -- 5. Google ADK
+    UNION ALL
+    SELECT trace_id, span_id, 'span:gcp.vertex.agent.llm_request', 5, 'input', NULL,
+           json_extract(
+               try_cast(json_extract_string(attributes, '$."gcp.vertex.agent.llm_request"') AS JSON), '$.contents'
+           ),
+           0
+    FROM llm
+    WHERE attributes LIKE '%"gcp.vertex.agent.llm_request"%'
+    UNION ALL
+    SELECT trace_id, span_id, 'span:gcp.vertex.agent.llm_response', 5, 'output', 'assistant',
+           json_extract(
+               try_cast(json_extract_string(attributes, '$."gcp.vertex.agent.llm_response"') AS JSON), '$.content'
+           ),
+           0
+    FROM llm
+    WHERE attributes LIKE '%"gcp.vertex.agent.llm_response"%'
+),
+decoded AS (
+    SELECT trace_id, span_id, source, priority, direction, role_hint, seq,
+           CASE
+               WHEN json_type(value) = 'VARCHAR' THEN try_cast(json_extract_string(value, '$') AS JSON)
+               ELSE value
+           END AS doc
+    FROM found
+)
+SELECT
+    d.trace_id,
+    d.span_id,
+    d.source,
+    d.priority,
+    d.direction,
+    d.role_hint,
+    CAST(row_number() OVER (
+        PARTITION BY d.trace_id, d.span_id, d.source, d.direction ORDER BY d.seq, m.ordinal
+    ) - 1 AS INTEGER) AS message_index,
+    m.message
+FROM decoded AS d,
+     UNNEST(
+         CASE json_type(d.doc)
+             WHEN 'ARRAY' THEN json_extract(d.doc, '$[*]')
+             WHEN 'OBJECT' THEN [d.doc]
+         END
+     ) WITH ORDINALITY AS m(message, ordinal)
+WHERE coalesce(json_extract_string(m.message, '$.content'), '') <> '<elided>';

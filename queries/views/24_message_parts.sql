@@ -1,0 +1,125 @@
+-- message_parts: the messages of every model call, one row per part, from the best source the lake
+-- holds for that call (see message_sources for the order). Nested spans of one call share it: a log
+-- record on the provider's `generate_content` span and ADK's attributes on the `call_llm` wrapper
+-- describe the same model call.
+--
+-- Every shape is read into the same columns:
+--   GenAI   {"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",
+--           "arguments"}, {"type": "tool_call_response", "id", "response"}]}
+--   OpenAI  {"role", "content": "..." | [{"type": "text", "text"}], "tool_calls": [{"id",
+--           "function": {"name", "arguments"}}], "tool_call_id"}
+--   Gemini  {"role": "user" | "model", "parts": [{"text"}, {"function_call": {"name", "args"}},
+--           {"function_response": {"name", "response"}}]}
+-- part_type: text | tool_call | tool_call_response | whatever else the part calls itself.
+-- tool_args / tool_response are JSON text (a JSON string argument is unwrapped to the JSON it holds).
+CREATE OR REPLACE VIEW message_parts AS
+WITH messages AS (
+    SELECT
+        m.*,
+        c.call_span_id,
+        CASE lower(coalesce(json_extract_string(m.message, '$.role'), m.role_hint))
+            WHEN 'model' THEN 'assistant'
+            WHEN 'ai' THEN 'assistant'
+            WHEN 'human' THEN 'user'
+            ELSE lower(coalesce(
+                json_extract_string(m.message, '$.role'),
+                m.role_hint,
+                CASE WHEN m.direction = 'output' THEN 'assistant' END
+            ))
+        END AS role,
+        dense_rank() OVER (
+            PARTITION BY m.trace_id, c.call_span_id, m.direction ORDER BY m.priority, m.source, m.span_id
+        ) AS source_rank
+    FROM message_sources AS m
+    JOIN call_spans AS c ON c.trace_id = m.trace_id AND c.span_id = m.span_id
+    WHERE c.kind = 'llm'
+),
+parts AS (
+    SELECT m.*, p.part, CAST(p.ordinal - 1 AS INTEGER) AS part_index
+    FROM messages AS m,
+         UNNEST(list_concat(
+             CASE WHEN json_type(m.message, '$.parts') = 'ARRAY' THEN json_extract(m.message, '$.parts[*]') ELSE [] END,
+             CASE json_type(m.message, '$.content')
+                 WHEN 'VARCHAR' THEN [json_extract(m.message, '$.content')]
+                 WHEN 'ARRAY' THEN json_extract(m.message, '$.content[*]')
+                 ELSE []
+             END,
+             CASE
+                 WHEN json_type(m.message, '$.tool_calls') = 'ARRAY' THEN json_extract(m.message, '$.tool_calls[*]')
+                 ELSE []
+             END
+         )) WITH ORDINALITY AS p(part, ordinal)
+    WHERE m.source_rank = 1
+),
+typed AS (
+    SELECT
+        *,
+        CASE
+            WHEN json_type(part) = 'VARCHAR' AND role = 'tool' THEN 'tool_call_response'
+            WHEN json_type(part) = 'VARCHAR' THEN 'text'
+            WHEN json_extract_string(part, '$.type') IN ('tool_call', 'function_call')
+                OR json_type(part, '$.function_call') = 'OBJECT'
+                OR json_type(part, '$.function') = 'OBJECT' THEN 'tool_call'
+            WHEN json_extract_string(part, '$.type') IN ('tool_call_response', 'tool_result', 'function_call_output')
+                OR json_type(part, '$.function_response') = 'OBJECT' THEN 'tool_call_response'
+            WHEN role = 'tool' THEN 'tool_call_response'
+            WHEN json_extract_string(part, '$.type') = 'text'
+                OR (json_type(part, '$.type') IS NULL AND json_type(part, '$.text') = 'VARCHAR') THEN 'text'
+            ELSE coalesce(json_extract_string(part, '$.type'), 'other')
+        END AS part_type,
+        coalesce(
+            json_extract(part, '$.arguments'),
+            json_extract(part, '$.function_call.args'),
+            json_extract(part, '$.function.arguments')
+        ) AS args_json,
+        coalesce(
+            json_extract(part, '$.response'),
+            json_extract(part, '$.result'),
+            json_extract(part, '$.function_response.response'),
+            CASE WHEN json_type(part) = 'VARCHAR' THEN part END,
+            json_extract(part, '$.content'),
+            json_extract(part, '$.text')
+        ) AS response_json
+    FROM parts
+)
+SELECT
+    trace_id,
+    call_span_id,
+    span_id,
+    source,
+    direction,
+    message_index,
+    role,
+    part_index,
+    part_type,
+    CASE
+        WHEN part_type = 'text' THEN coalesce(
+            CASE WHEN json_type(part) = 'VARCHAR' THEN json_extract_string(part, '$') END,
+            json_extract_string(part, '$.content'),
+            json_extract_string(part, '$.text')
+        )
+    END AS content,
+    CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
+        json_extract_string(part, '$.id'),
+        json_extract_string(part, '$.function_call.id'),
+        json_extract_string(part, '$.function_response.id'),
+        json_extract_string(part, '$.tool_call_id'),
+        json_extract_string(message, '$.tool_call_id')
+    ) END AS tool_call_id,
+    CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
+        json_extract_string(part, '$.name'),
+        json_extract_string(part, '$.function_call.name'),
+        json_extract_string(part, '$.function.name'),
+        json_extract_string(part, '$.function_response.name'),
+        json_extract_string(message, '$.name')
+    ) END AS tool_name,
+    CASE WHEN part_type = 'tool_call' THEN
+        CASE WHEN json_type(args_json) = 'VARCHAR' THEN json_extract_string(args_json, '$')
+             ELSE CAST(args_json AS VARCHAR) END
+    END AS tool_args,
+    CASE WHEN part_type = 'tool_call_response' THEN
+        CASE WHEN json_type(response_json) = 'VARCHAR' THEN json_extract_string(response_json, '$')
+             ELSE CAST(response_json AS VARCHAR) END
+    END AS tool_response,
+    part AS raw_part
+FROM typed;

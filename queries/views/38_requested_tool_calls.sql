@@ -1,0 +1,88 @@
+-- requested_tool_calls: every tool call a model response asked for (a tool_call part of its output,
+-- else tracevals.tool_calls.ids / .names when the messages were not captured), matched to the tool call
+-- that executed it. A request is matched by its tool call id when an executed call in the same trace
+-- carries that id; otherwise the n-th unmatched request for a tool is matched to the n-th unmatched
+-- execution of that tool, in order (frameworks such as ADK give the request and the execution different
+-- ids). A request that nothing executed is a gap (is_gap).
+-- request_index orders requests in their trace: model call start, then message and part order.
+CREATE OR REPLACE VIEW requested_tool_calls AS
+WITH model AS (
+    SELECT trace_id, span_id, call_span_id, start_time, end_time, requested_tool_call_ids, requested_tool_names
+    FROM span_facts
+    WHERE kind = 'llm'
+),
+from_messages AS (
+    SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
+           tool_call_id, tool_name, tool_args
+    FROM message_parts
+    WHERE direction = 'output' AND part_type = 'tool_call'
+),
+from_attributes AS (
+    -- ids and names only, recorded whatever the content setting
+    SELECT m.trace_id, m.call_span_id AS model_span_id, 'span:tracevals.tool_calls' AS source,
+           0 AS message_order, CAST(n.ordinal AS INTEGER) AS part_order,
+           m.requested_tool_call_ids[n.ordinal] AS tool_call_id, n.name AS tool_name, CAST(NULL AS VARCHAR) AS tool_args
+    FROM model AS m, UNNEST(m.requested_tool_names) WITH ORDINALITY AS n(name, ordinal)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM from_messages AS x WHERE x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
+    )
+),
+req AS (
+    SELECT
+        u.*,
+        c.start_time AS model_start_time,
+        c.end_time AS model_end_time,
+        row_number() OVER (
+            PARTITION BY u.trace_id ORDER BY c.start_time, u.model_span_id, u.message_order, u.part_order
+        ) AS request_index
+    FROM (SELECT * FROM from_messages UNION ALL SELECT * FROM from_attributes) AS u
+    JOIN model AS c ON c.trace_id = u.trace_id AND c.span_id = u.model_span_id
+),
+exe AS (
+    SELECT trace_id, span_id, tool_call_id, tool_name, start_time FROM tool_calls
+),
+by_id AS (
+    SELECT r.trace_id, r.request_index, min(e.span_id) AS span_id
+    FROM req AS r
+    JOIN exe AS e ON e.trace_id = r.trace_id AND e.tool_call_id = r.tool_call_id
+    GROUP BY r.trace_id, r.request_index
+),
+req_rest AS (
+    SELECT r.trace_id, r.request_index, r.tool_name,
+           row_number() OVER (PARTITION BY r.trace_id, r.tool_name ORDER BY r.request_index) AS name_ordinal
+    FROM req AS r
+    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
+),
+exe_rest AS (
+    SELECT e.trace_id, e.span_id, e.tool_name,
+           row_number() OVER (PARTITION BY e.trace_id, e.tool_name ORDER BY e.start_time, e.span_id) AS name_ordinal
+    FROM exe AS e
+    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = e.trace_id AND b.span_id = e.span_id)
+),
+by_order AS (
+    SELECT r.trace_id, r.request_index, e.span_id
+    FROM req_rest AS r
+    JOIN exe_rest AS e ON e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal
+)
+SELECT
+    r.trace_id,
+    a.session_id,
+    a.run_id,
+    a.task_id,
+    a.attempt,
+    a.variant,
+    r.request_index,
+    r.model_span_id,
+    r.model_start_time,
+    r.model_end_time,
+    r.source,
+    r.tool_call_id,
+    r.tool_name,
+    r.tool_args,
+    coalesce(b.span_id, o.span_id) AS executed_span_id,
+    CASE WHEN b.span_id IS NOT NULL THEN 'id' WHEN o.span_id IS NOT NULL THEN 'order' END AS matched_by,
+    (b.span_id IS NULL AND o.span_id IS NULL) AS is_gap
+FROM req AS r
+JOIN attempts AS a ON a.trace_id = r.trace_id
+LEFT JOIN by_id AS b ON b.trace_id = r.trace_id AND b.request_index = r.request_index
+LEFT JOIN by_order AS o ON o.trace_id = r.trace_id AND o.request_index = r.request_index;

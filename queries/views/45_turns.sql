@@ -1,0 +1,116 @@
+-- turns: one row per trace, read as a turn of a conversation: what the user said, what the agent
+-- answered, and what it did in between.
+--   user_text           the last user message with text in the first model call's input
+--   final_text          the text of the trace's last model call, when that response asked for no tool
+--                       (a run that stopped after a tool call has no final text)
+--   intermediate_texts  text the model produced next to tool calls, in order
+--   agents              the agents that ran in the trace (delegates included), sorted by name
+--   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap
+--   input/output_tokens every model call counted once
+-- turn_index numbers the turns of a session by start time (then trace id).
+-- Texts are NULL where no source recorded message content.
+CREATE OR REPLACE VIEW turns AS
+WITH parts AS (
+    -- read once, shared by responses and user_messages
+    SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content
+    FROM message_parts
+    WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
+),
+calls AS (
+    SELECT
+        trace_id, span_id, input_tokens, output_tokens, cost_usd,
+        row_number() OVER (PARTITION BY trace_id ORDER BY start_time, span_id) AS call_order,
+        row_number() OVER (PARTITION BY trace_id ORDER BY start_time DESC, span_id DESC) AS call_order_desc
+    FROM model_calls
+),
+responses AS (
+    SELECT
+        trace_id,
+        call_span_id,
+        string_agg(content, chr(10) ORDER BY message_index, part_index) FILTER (WHERE part_type = 'text') AS text,
+        count(*) FILTER (WHERE part_type = 'tool_call') AS tool_call_parts
+    FROM parts
+    WHERE direction = 'output'
+    GROUP BY trace_id, call_span_id
+),
+user_messages AS (
+    SELECT trace_id, call_span_id, message_index, string_agg(content, chr(10) ORDER BY part_index) AS text
+    FROM parts
+    WHERE direction = 'input' AND part_type = 'text'
+    GROUP BY trace_id, call_span_id, message_index
+),
+per_trace AS (
+    SELECT
+        c.trace_id,
+        max(u.text) FILTER (WHERE c.call_order = 1) AS user_text,
+        max(CASE WHEN coalesce(r.tool_call_parts, 0) = 0 THEN r.text END)
+            FILTER (WHERE c.call_order_desc = 1) AS final_text,
+        list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
+            AS intermediate_texts,
+        count(*) AS model_call_count,
+        sum(c.input_tokens) AS input_tokens,
+        sum(c.output_tokens) AS output_tokens,
+        sum(c.cost_usd) AS cost_usd
+    FROM calls AS c
+    LEFT JOIN responses AS r ON r.trace_id = c.trace_id AND r.call_span_id = c.span_id
+    LEFT JOIN (
+        SELECT trace_id, call_span_id, max_by(text, message_index) AS text
+        FROM user_messages
+        GROUP BY trace_id, call_span_id
+    ) AS u ON u.trace_id = c.trace_id AND u.call_span_id = c.span_id
+    GROUP BY c.trace_id
+),
+agents AS (
+    SELECT
+        trace_id,
+        list(DISTINCT agent ORDER BY agent) AS agents
+    FROM (
+        SELECT trace_id,
+               coalesce(agent_name, CASE WHEN kind = 'agent' THEN entity_name END) AS agent
+        FROM span_facts
+    ) AS named
+    WHERE agent IS NOT NULL
+    GROUP BY trace_id
+),
+tools AS (
+    SELECT
+        trace_id,
+        list(
+            struct_pack(
+                name := name, args := args, result := result, is_error := is_error, error_type := error_type,
+                is_gap := is_gap, tool_call_id := tool_call_id, span_id := span_id
+            )
+            ORDER BY step_index
+        ) AS tool_calls,
+        count(*) FILTER (WHERE NOT is_gap) AS tool_call_count,
+        count(*) FILTER (WHERE is_gap) AS gap_count
+    FROM steps
+    WHERE step_kind = 'tool'
+    GROUP BY trace_id
+)
+SELECT
+    a.session_id,
+    row_number() OVER (PARTITION BY a.session_id ORDER BY a.start_time, a.trace_id) AS turn_index,
+    a.trace_id,
+    a.run_id,
+    a.task_id,
+    a.attempt,
+    a.variant,
+    p.user_text,
+    p.final_text,
+    coalesce(p.intermediate_texts, []) AS intermediate_texts,
+    coalesce(g.agents, []) AS agents,
+    coalesce(t.tool_calls, []) AS tool_calls,
+    coalesce(t.tool_call_count, 0) AS tool_call_count,
+    coalesce(t.gap_count, 0) AS gap_count,
+    coalesce(p.model_call_count, 0) AS model_call_count,
+    coalesce(p.input_tokens, 0) AS input_tokens,
+    coalesce(p.output_tokens, 0) AS output_tokens,
+    coalesce(p.cost_usd, 0) AS cost_usd,
+    a.root_error_type AS error_type,
+    a.start_time,
+    a.end_time
+FROM attempts AS a
+LEFT JOIN per_trace AS p ON p.trace_id = a.trace_id
+LEFT JOIN agents AS g ON g.trace_id = a.trace_id
+LEFT JOIN tools AS t ON t.trace_id = a.trace_id;

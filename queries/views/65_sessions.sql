@@ -1,0 +1,61 @@
+-- sessions: one row per session (every trace with the same conversation / session id), its turns in
+-- order (start time, then trace id), with duration, tokens, cost and how it ended.
+--   finished        an explicit end marker (a span of kind session_end, tracevals.session.end) in any
+--                   turn; without one, the last turn's root span ended
+--   finished_by     end_marker | root_ended | NULL
+--   terminal_state  open (not finished) | error (the last turn failed) | handoff (the last turn
+--                   handed over to a human) | completed
+CREATE OR REPLACE VIEW sessions AS
+WITH per_session AS (
+    SELECT
+        session_id,
+        count(*) AS turn_count,
+        list(trace_id ORDER BY start_time, trace_id) AS turns,
+        min(start_time) AS start_time,
+        max(end_time) AS end_time,
+        sum(model_call_count) AS model_call_count,
+        sum(tool_call_count) AS tool_call_count,
+        sum(tool_error_count) AS tool_error_count,
+        sum(gap_count) AS gap_count,
+        sum(handoff_count) AS handoff_count,
+        sum(input_tokens) AS input_tokens,
+        sum(output_tokens) AS output_tokens,
+        sum(cost_usd) AS cost_usd,
+        bool_or(has_session_end) AS has_end_marker,
+        max_by(root_ended, (start_time, trace_id)) AS last_root_ended,
+        max_by(status, (start_time, trace_id)) AS last_status,
+        max_by(handoff_count, (start_time, trace_id)) AS last_handoff_count,
+        max(run_id) AS run_id,
+        max(task_id) AS task_id,
+        max(variant) AS variant
+    FROM trajectories
+    WHERE session_id IS NOT NULL
+    GROUP BY session_id
+)
+SELECT
+    session_id,
+    run_id,
+    task_id,
+    variant,
+    turn_count,
+    turns,
+    start_time,
+    end_time,
+    date_diff('millisecond', start_time, end_time) AS duration_ms,
+    model_call_count,
+    tool_call_count,
+    tool_error_count,
+    gap_count,
+    handoff_count,
+    input_tokens,
+    output_tokens,
+    cost_usd,
+    (has_end_marker OR last_root_ended) AS finished,
+    CASE WHEN has_end_marker THEN 'end_marker' WHEN last_root_ended THEN 'root_ended' END AS finished_by,
+    CASE
+        WHEN NOT (has_end_marker OR last_root_ended) THEN 'open'
+        WHEN last_status = 'error' THEN 'error'
+        WHEN last_handoff_count > 0 THEN 'handoff'
+        ELSE 'completed'
+    END AS terminal_state
+FROM per_session;

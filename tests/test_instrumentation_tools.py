@@ -1,0 +1,304 @@
+"""Tool spans (`@tool`, `ToolSet`, MCP `ClientSession.call_tool`), the interception seam, sessions,
+agents and hand-overs, and the rule that instrumentation never breaks the program it observes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp
+import pyarrow.parquet as pq
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+import tracevals
+from tracevals.instrumentation import ToolInvocation, intercept_tools
+from tracevals.instrumentation.content import set_capture
+
+
+def read_spans(lake: Path) -> list[dict[str, Any]]:
+    rows = []
+    for f in (lake / "spans").rglob("*.parquet"):
+        table = pq.read_table(f)
+        for column in ("start_time", "end_time"):  # nanoseconds as integers: Python datetimes stop at µs
+            table = table.set_column(table.schema.get_field_index(column), column, table[column].cast("int64"))
+        rows.extend(table.to_pylist())
+    for row in rows:
+        row["attrs"] = json.loads(row["attributes"])
+    return sorted(rows, key=lambda r: (r["start_time"], r["span_id"]))
+
+
+def tool_spans(lake: Path) -> list[dict[str, Any]]:
+    return [s for s in read_spans(lake) if s["kind"] == "tool"]
+
+
+@tracevals.tool(effect="write")
+def send_message(customer_id: str, text: str, idempotency_key: str | None = None) -> dict[str, bool]:
+    return {"sent": True}
+
+
+@tracevals.tool(effect="irreversible")
+async def refund(order_id: str, amount: float) -> dict[str, Any]:
+    await asyncio.sleep(0)
+    return {"refunded": order_id}
+
+
+# --- decorated tools and ToolSet --------------------------------------------------------------------------
+
+
+def test_sync_and_async_tools_through_a_toolset(lake: Path, telemetry: Any) -> None:
+    tools = tracevals.wrap_tools({"send_message": send_message, "refund": refund, "lookup": lambda word: word.upper()})
+
+    async def agent() -> list[Any]:
+        return [
+            await tools.acall("refund", '{"order_id": "ord_1", "amount": 5}', call_id="call_r"),
+            await tools.acall("lookup", {"word": "x"}, call_id="call_l"),
+        ]
+
+    with tracevals.session("s-tools"):
+        assert tools.call(
+            "send_message", {"customer_id": "c1", "text": "hi", "idempotency_key": "k1"}, call_id="call_s"
+        ) == {"sent": True}
+        assert send_message("c1", text="hi") == {"sent": True}  # positional arguments bind by name
+        assert asyncio.run(agent()) == [{"refunded": "ord_1"}, "X"]
+    spans = tool_spans(lake)
+    assert [(s["name"], s["tool_effect"], s["tool_call_id"]) for s in spans] == [
+        ("execute_tool send_message", "write", "call_s"),
+        ("execute_tool send_message", "write", None),
+        ("execute_tool refund", "irreversible", "call_r"),
+        ("execute_tool lookup", "read", "call_l"),
+    ]
+    assert spans[0]["attrs"]["tracevals.idempotency_key"] == "k1" and spans[0]["span_kind"] == "internal"
+    assert spans[0]["tool_args_hash"] != spans[1]["tool_args_hash"]  # the key is part of the arguments
+    assert all(s["session_id"] == "s-tools" and s["status_code"] == "unset" for s in spans)
+    assert all(s["attrs"]["gen_ai.tool.type"] == "function" and s["tool_args"] is None for s in spans)
+
+
+def test_tool_failures_keep_the_facts_a_retry_policy_needs(lake: Path, telemetry: Any) -> None:
+    @tracevals.tool()
+    def flaky(order_id: str) -> None:
+        raise tracevals.ToolError(
+            "slow down", error_type="rate_limit", status_code=429, retryable=True, retry_after_s=0.25
+        )
+
+    tools = tracevals.wrap_tools({"flaky": flaky, "crash": lambda: 1 / 0})
+    for name, arguments in (("flaky", {"order_id": "o"}), ("crash", None), ("nope", "{}"), ("flaky", "{not json")):
+        with pytest.raises((tracevals.ToolError, ZeroDivisionError)):
+            tools.call(name, arguments)
+    spans = tool_spans(lake)
+    assert [(s["tool_name"], s["error_type"], s["status_code"]) for s in spans] == [
+        ("flaky", "rate_limit", "error"),
+        ("crash", "ZeroDivisionError", "error"),
+        ("nope", "unknown_tool", "error"),
+        ("flaky", "invalid_arguments", "error"),
+    ]
+    attrs = spans[0]["attrs"]
+    assert (attrs["tracevals.retryable"], attrs["http.response.status_code"], attrs["tracevals.retry_after_ms"]) == (
+        True,
+        429,
+        250.0,
+    )
+
+
+# --- the interception seam ----------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Replays recorded results, injects a fault into `refund`, lets everything else through."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, dict[str, Any], str | None]] = []
+
+    def intercept(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
+        self.seen.append((call.name, call.effect, dict(call.arguments), call.call_id))
+        if call.name == "send_message":
+            call.span.set_attribute("tracevals.replay", "replay")
+            return {"sent": "recorded"}
+        return proceed()
+
+    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        self.seen.append((call.name, call.effect, dict(call.arguments), call.call_id))
+        call.span.set_attribute("tracevals.injection.kind", "fault")
+        raise tracevals.ToolError("injected timeout", error_type="timeout", retryable=True)
+
+
+def test_an_interceptor_returns_raises_or_proceeds(lake: Path, telemetry: Any) -> None:
+    recorder = Recorder()
+    lookup = tracevals.tool()(lambda word: word * 2)
+    with intercept_tools(recorder):
+        with tracevals.tool_call_id("call_1"):
+            assert send_message("c1", "hi") == {"sent": "recorded"}  # the real tool never ran
+        assert lookup("ab") == "abab"  # called through
+        with pytest.raises(tracevals.ToolError, match="injected"):
+            asyncio.run(refund("ord_1", 5))
+    assert send_message("c1", "hi") == {"sent": True}  # outside the block: only tracing
+    assert recorder.seen == [
+        ("send_message", "write", {"customer_id": "c1", "text": "hi"}, "call_1"),
+        ("<lambda>", "read", {"word": "ab"}, None),
+        ("refund", "irreversible", {"order_id": "ord_1", "amount": 5}, None),
+    ]
+    spans = tool_spans(lake)
+    assert spans[0]["attrs"]["tracevals.replay"] == "replay" and spans[0]["tool_call_id"] == "call_1"
+    assert spans[2]["attrs"]["tracevals.injection.kind"] == "fault" and spans[2]["error_type"] == "timeout"
+    assert "tracevals.replay" not in spans[3]["attrs"] and len(spans) == 4
+
+
+# --- MCP ------------------------------------------------------------------------------------------------------
+
+
+def _mcp_server() -> MCPServer:
+    server = MCPServer("orders")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def get_order(order_id: str) -> str:
+        return f"order {order_id}: shipped"
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def cancel_order(order_id: str) -> str:
+        raise ValueError("already shipped")
+
+    @server.tool()
+    def note(text: str) -> str:
+        return "noted"
+
+    return server
+
+
+def test_mcp_call_tool_through_a_real_client_and_server(
+    lake: Path, telemetry: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.CRITICAL, logger="mcp")  # the server logs the failing tool's traceback
+
+    async def agent() -> list[Any]:
+        async with mcp.Client(_mcp_server()) as client:
+            await client.list_tools()  # the annotations give each tool its effect
+            with tracevals.tool_call_id("call_mcp_1"):
+                ok = await client.call_tool("get_order", {"order_id": "o1"})
+            failed = await client.call_tool("cancel_order", {"order_id": "o1"})
+            noted = await client.call_tool("note", {"text": "hello"})
+            with intercept_tools(Recorder()), pytest.raises(tracevals.ToolError):
+                await client.call_tool("note", {"text": "again"})
+            return [ok.is_error, failed.is_error, noted.is_error]
+
+    with tracevals.session("s-mcp"), tracevals.agent("support"):
+        assert anyio.run(agent) == [False, True, False]
+    ours = [s for s in tool_spans(lake) if s["scope_name"] == "tracevals.instrumentation.tools"]
+    assert [(s["tool_name"], s["tool_effect"], s["error_type"], s["tool_call_id"]) for s in ours] == [
+        ("get_order", "read", None, "call_mcp_1"),
+        ("cancel_order", "irreversible", "tool_error", None),
+        ("note", "write", None, None),  # no annotations: MCP tools are presumed to change something
+        ("note", "write", "timeout", None),
+    ]
+    assert all(s["span_kind"] == "client" and s["attrs"]["mcp.method.name"] == "tools/call" for s in ours)
+    assert all(s["session_id"] == "s-mcp" and s["tool_args"] is None for s in ours)
+
+
+def test_mcp_effects_given_explicitly_win(lake: Path, telemetry: Any) -> None:
+    from tracevals.instrumentation.mcp_tools import MCPInstrumentor
+
+    MCPInstrumentor().uninstrument()
+    MCPInstrumentor().instrument(tool_effects={"get_order": "write"}, default_effect="read")
+    try:
+
+        async def agent() -> None:
+            async with mcp.Client(_mcp_server()) as client:
+                await client.list_tools()
+                await client.call_tool("get_order", {"order_id": "o1"})
+                await client.call_tool("note", {"text": "x"})
+
+        anyio.run(agent)
+    finally:
+        MCPInstrumentor().uninstrument()
+        MCPInstrumentor().instrument()
+    ours = [s for s in tool_spans(lake) if s["scope_name"] == "tracevals.instrumentation.tools"]
+    assert [(s["tool_name"], s["tool_effect"]) for s in ours] == [("get_order", "write"), ("note", "read")]
+
+
+# --- sessions, agents, hand-overs --------------------------------------------------------------------------------
+
+
+@tracevals.session("s-deco")
+@tracevals.agent("triage")
+def triage(order_id: str) -> str:
+    tracevals.handoff("two matching orders", completed=["looked up"], pending=["refund"], candidates=["o1", "o2"])
+    return order_id
+
+
+@tracevals.session("s-async")
+@tracevals.agent("async-agent")
+async def async_agent(customer: str | None) -> None:
+    await asyncio.sleep(0)  # the span and session must still be current after a suspension
+    send_message("c1", "hi")
+    if customer:
+        raise RuntimeError(f"gave up on customer {customer}")
+
+
+def test_session_and_agent_decorate_sync_and_async_functions(lake: Path, telemetry: Any) -> None:
+    assert triage("o1") == "o1"
+    asyncio.run(async_agent(None))
+    with pytest.raises(RuntimeError):
+        asyncio.run(async_agent("cus_7731"))
+    tracevals.end_session("s-async", status="error")
+    with tracevals.session("s-outer"):
+        tracevals.end_session()
+    spans = read_spans(lake)
+    rows = [(s["name"], s["kind"], s["session_id"], s["status_code"]) for s in spans]
+    assert rows == [
+        ("invoke_agent triage", "agent", "s-deco", "unset"),
+        ("handoff", "handoff", "s-deco", "unset"),
+        ("invoke_agent async-agent", "agent", "s-async", "unset"),
+        ("execute_tool send_message", "tool", "s-async", "unset"),
+        ("invoke_agent async-agent", "agent", "s-async", "error"),
+        ("execute_tool send_message", "tool", "s-async", "unset"),
+        ("session.end", "session_end", "s-async", "error"),
+        ("session.end", "session_end", "s-outer", "unset"),
+    ]
+    assert spans[1]["parent_span_id"] == spans[0]["span_id"] and spans[3]["parent_span_id"] == spans[2]["span_id"]
+    assert spans[1]["attrs"]["tracevals.handoff.candidates"] == ["o1", "o2"]
+    failed = spans[4]
+    # content capture is off: the failure's type and frames, not its message (which names the customer)
+    assert failed["error_type"] == "RuntimeError" and "cus_7731" not in failed["events"] + failed["status_message"]
+    assert (
+        spans[6]["attrs"]["tracevals.session.status"] == "error" and spans[7]["attrs"]["tracevals.session.end"] is True
+    )
+
+
+# --- never break the host ------------------------------------------------------------------------------------------
+
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+    __repr__ = __str__
+
+
+def test_annotation_failures_are_logged_never_raised(
+    lake: Path, telemetry: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tracevals.tool()
+    def take(thing: Any) -> Any:
+        return thing
+
+    thing = Unprintable()
+    set_capture(True)  # the worst case: the argument and the result must be serialised too
+    try:
+        assert take(thing) is thing
+        assert asyncio.run(tracevals.tool()(_async_identity)(thing)) is thing
+    finally:
+        set_capture(False)
+    assert "could not annotate tool span take" in caplog.text
+    assert "could not record the result of tool take" in caplog.text
+    spans = tool_spans(lake)
+    assert [s["tool_name"] for s in spans] == ["take", "_async_identity"]  # the spans still end, unannotated
+    assert all(s["status_code"] == "unset" and "tracevals.tool.args_hash" not in s["attrs"] for s in spans)
+
+
+async def _async_identity(thing: Any) -> Any:
+    return thing

@@ -1,0 +1,170 @@
+"""The report built from hand-made trajectories and scores, written in every format; the HTML checked as text.
+
+(The rendered page is checked in a real browser in test_report_browser.py.)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+from tracevals.report import ReportData, build_report, render_html, report_format, write_report
+from tracevals.stats import DO_NOT_SHIP
+
+META: dict[str, Any] = {
+    "runs": ["run-7"],
+    "commits": ["c0ffee1234567890"],
+    "lock_hashes": ["requirements.lock:feedbeef"],
+    "date_from": "2026-11-29T10:00:00+00:00",
+    "date_to": "2026-11-29T11:00:00+00:00",
+    "sample_fraction": 0.25,
+    "sessions_selected": 3,
+    "sessions_eligible": 12,
+}
+CASES = {
+    "look<up>": Case("look<up>", "find it", expected_steps=(ExpectedCall("get_orders"),), must_include=("ok",)),
+    "send": Case(
+        "send",
+        "send it",
+        expected_steps=(ExpectedCall("send_message"),),
+        faults=({"tool": "send_message", "call": 1, "type": "429"},),
+    ),
+}
+
+
+def attempt(variant: str, task: str, n: int, calls: list[ToolCall], output: str = "ok") -> Trajectory:
+    return Trajectory(
+        trace_id=f"{variant}-{task}-{n}",
+        tool_calls=tuple(calls),
+        run_id="run-7",
+        task_id=task,
+        attempt=n,
+        variant=variant,
+        output=output,
+        start_ms=1000.0 * n,
+        end_ms=1000.0 * n + 100.0 * (n + 1),
+    )
+
+
+def verdict(t: Trajectory, passed: bool, reason: str = "ok") -> Score:
+    return Score("task_success", 1, passed, float(passed), reason, trace_id=t.trace_id)
+
+
+@pytest.fixture()
+def data() -> ReportData:
+    read = ToolCall("get_orders", {"customer_id": "c1"}, effect="read")
+    sent = ToolCall("send_message", {"text": "hi"}, effect="write")
+    limited = ToolCall("send_message", {"text": "hi"}, error_type="rate_limit", effect="write")
+    ts = [attempt("baseline", "look<up>", i, [read]) for i in (1, 2)]
+    ts += [attempt("baseline", "send", i, [limited, sent]) for i in (1, 2)]
+    ts += [attempt("candidate", "look<up>", 1, [read]), attempt("candidate", "look<up>", 2, [read], "wrong")]
+    # claimed success: the send failed and was never done, but the answer says it was
+    ts += [attempt("candidate", "send", i, [limited], "Message sent") for i in (1, 2)]
+    scores = [verdict(t, t.output != "wrong", "missing 'ok'" if t.output == "wrong" else "ok") for t in ts]
+    return build_report(ts, scores, CASES, META, k=2)
+
+
+def test_build_report_figures(data: ReportData) -> None:
+    base, cand = data.summaries["baseline"], data.summaries["candidate"]
+    assert (base.runs, base.passes, cand.passes) == (4, 4, 3)
+    assert data.comparison is not None and [d.task_id for d in data.comparison.regressions] == ["look<up>"]
+    assert cand.category("send") is not None and cand.category("send").category == DO_NOT_SHIP  # type: ignore[union-attr]
+    faults = {(f.variant, f.fault): (f.n, f.recovered, f.failed) for f in data.faults}
+    # the candidate's "recoveries" claimed a send that never happened: failed, not recovered
+    assert faults == {("baseline", "429"): (2, 2, 0), ("candidate", "429"): (2, 0, 2)}
+    # the gallery: the regression's failed attempt first, beside the case's steps and a passing attempt
+    first = data.failures[0]
+    assert (first.task_id, first.variant, first.attempt) == ("look<up>", "candidate", 2)
+    assert first.expected == ("get_orders",) and first.reference is not None
+    assert first.reasons == ("task_success: missing 'ok'",)
+    hazards = [f for f in data.failures if f.task_id == "send"]
+    assert len(hazards) == 2 and hazards[0].hazards[0].startswith("claimed success: send_message#1")
+
+
+def test_html_is_self_contained_and_escaped(data: ReportData) -> None:
+    page = render_html(data)
+    assert "<script" not in page.lower()
+    # the only URL is the SVG namespace, which is never fetched
+    assert set(re.findall(r"https?://[^\s\"'<>]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "default-src 'none'" in page
+    assert "look<up>" not in page and "look&lt;up&gt;" in page
+    for section in (
+        "summary",
+        "pass-hat-k",
+        "regressions",
+        "worst-task",
+        "categories",
+        "faults",
+        "distributions",
+        "gallery",
+    ):
+        assert f'<section id="{section}">' in page
+
+
+def test_every_figure_states_its_provenance(data: ReportData) -> None:
+    page = render_html(data)
+    figures = re.findall(r"<figure data-figure=\"([^\"]+)\">(.*?)</figure>", page, flags=re.S)
+    names = [name for name, _ in figures]
+    assert {
+        "summary",
+        "pass-hat-k",
+        "task-rates",
+        "deltas",
+        "worst-task",
+        "faults",
+        "latency",
+        "cost",
+        "gallery",
+    } <= set(names)
+    for name, body in figures:
+        caption = re.search(r'<figcaption class="provenance">(.*?)</figcaption>', body, flags=re.S)
+        assert caption is not None, name
+        text = caption.group(1)
+        assert "n = " in text, name
+        assert "commit c0ffee123456" in text and "lock requirements.lock:feedbeef" in text, name
+        assert "2026-11-29T10:00:00+00:00 – 2026-11-29T11:00:00+00:00" in text, name
+        assert "sample 25% (3 of 12 sessions)" in text, name
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md", ".csv", ".json"])
+def test_write_report_by_suffix(tmp_path: Path, data: ReportData, suffix: str) -> None:
+    path = write_report(tmp_path / f"r{suffix}", data)
+    text = path.read_text(encoding="utf-8")
+    if suffix == ".json":
+        doc = json.loads(text)
+        cand = doc["variants"]["candidate"]
+        assert cand["pass_hat_k"] == pytest.approx({"1": 0.75, "2": 0.5})  # (1/2 + 1) / 2, (0 + 1) / 2
+        assert cand["categories"] == {"canary": 1, "do_not_ship": 1}
+        send = {t["task_id"]: t for t in cand["tasks"]}["send"]
+        assert send["category"] == "do_not_ship" and send["hazards"] == {"silent_failure": 2}
+        assert doc["fault_outcomes"][1] == {
+            "variant": "candidate",
+            "fault": "429",
+            "n": 2,
+            "recovered": 0,
+            "escalated": 0,
+            "failed": 2,
+            "failed_silently": 2,
+            "unknown": 0,
+            "recovered_wilson": pytest.approx([0.0, 0.6576], abs=5e-5),
+        }
+    elif suffix == ".csv":
+        rows = {r["variant"]: r for r in csv.DictReader(text.splitlines())}
+        assert rows["candidate"]["tasks_do_not_ship"] == "1" and rows["baseline"]["tasks_do_not_ship"] == "0"
+    elif suffix == ".md":
+        assert "## Release categories" in text and "## Fault outcomes" in text
+        assert "| 429 | candidate | 2 | 0/2 [0.000, 0.658] | 0/2 | 2/2 (2) | 0/2 |" in text
+    else:
+        assert text.startswith("<!doctype html>")
+
+
+def test_report_format_rejects_unknown_suffix() -> None:
+    assert report_format("x/Report.HTML") == "html"
+    with pytest.raises(ValueError, match="use one of the suffixes"):
+        report_format("report.txt")

@@ -1,0 +1,230 @@
+"""Live scoring (`tracevals score --follow`): a session is scored once finished, and scored again when a
+late span arrives. First the rules with a hand-driven clock, then the real command in a subprocess
+while spans are being written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+import tracevals
+from tracevals.collector.lake_writer import LakeWriter
+from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
+from tracevals.evaluators.live import Follower
+from tracevals.harness import run_cases
+from tracevals.simulator import ProfileRegistry, SimulatedModelServer
+from tracevals.tasks import load_cases
+
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+
+
+def span(trace_id: str, span_id: str, parent: str | None, kind: str, session: str, **columns: Any) -> dict[str, Any]:
+    """One lake row: a span of `session`, started and ended at T0."""
+    row: dict[str, Any] = {field.name: None for field in SPAN_SCHEMA}
+    row.update(
+        trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=kind, kind=kind, session_id=session,
+        start_time=T0, end_time=T0, status_code="unset", attributes="{}", span_kind="internal",
+    )  # fmt: skip
+    row.update(columns)
+    return row
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def follower(lake: Path, clock: Clock, **kw: Any) -> Follower:
+    return Follower(lake, idle_s=10, clock=clock, write=False, **kw)
+
+
+def scored_sessions(frame: Any) -> set[str]:
+    return set(frame.get_column("session_id").to_list()) if frame.height else set()
+
+
+def test_a_session_is_scored_when_its_end_marker_and_roots_are_in(lake: Path) -> None:
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock)
+    writer.write_rows([span("a" * 32, "1" * 16, "2" * 16, "tool", "s1", tool_name="lookup")])  # a child, first
+    assert live.poll().height == 0  # its root has not arrived: not finished, and not quiet for 10 s yet
+    writer.write_rows(
+        [span("a" * 32, "2" * 16, None, "other", "s1"), span("a" * 32, "3" * 16, "2" * 16, "session_end", "s1")]
+    )
+    assert scored_sessions(live.poll()) == {"s1"}  # the explicit end: no need to wait
+    assert live.poll().height == 0  # scored once
+
+
+def test_without_an_end_marker_a_rooted_session_waits_for_quiet(lake: Path) -> None:
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock)
+    writer.write_rows([span("b" * 32, "1" * 16, None, "other", "s2")])
+    assert live.poll().height == 0
+    clock.now += 9.9
+    assert live.poll().height == 0  # 9.9 s of quiet < idle 10 s
+    clock.now += 0.2
+    assert scored_sessions(live.poll()) == {"s2"}
+
+
+def test_a_crashed_session_is_scored_after_the_abandon_time(lake: Path) -> None:
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock)
+    writer.write_rows([span("c" * 32, "1" * 16, "9" * 16, "tool", "s3", tool_name="refund_order")])  # root never came
+    assert live.poll().height == 0  # read at t=1000
+    clock.now += 50
+    assert live.poll().height == 0  # no root: waits the abandon time (10 x idle = 100 s)
+    clock.now += 51
+    frame = live.poll()
+    completeness = frame.filter(frame["evaluator"] == "session_completeness").row(0, named=True)
+    assert not completeness["passed"] and "root span missing" in completeness["reason"]
+
+
+def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock, retain_s=30)
+    trace_id = "d" * 32
+    writer.write_rows(
+        [span(trace_id, "1" * 16, None, "other", "s4"), span(trace_id, "2" * 16, "1" * 16, "session_end", "s4")]
+    )
+    assert scored_sessions(live.poll()) == {"s4"}
+    clock.now += 31
+    live.poll()
+    assert "s4" not in live.sessions and "s4" in live.evicted  # spans dropped after retain_s, id kept
+    late = span(trace_id, "3" * 16, "1" * 16, "tool", "s4", tool_name="send_message", tool_effect="write")
+    writer.write_rows([late])
+    frame = live.poll()  # the session is reloaded from the lake with its late span, and re-scored
+    retry = frame.filter(frame["evaluator"] == "retry_discipline").row(0, named=True)
+    assert retry["reason"].endswith("no idempotency key: send_message#1 (write)")
+    assert live.sessions["s4"].scorings == 1 and live.sessions["s4"].traces == {trace_id}
+    completeness = frame.filter(frame["evaluator"] == "session_completeness").row(0, named=True)
+    assert "(3 spans)" in completeness["reason"]  # root and marker came back with the reload
+    assert "root span" not in completeness["reason"]
+
+
+def test_sampling_skips_whole_sessions(lake: Path) -> None:
+    from tracevals.queries.selection import session_sampled
+
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock, sample=(0.5, 3))
+    sessions = [f"s-{i}" for i in range(20)]
+    writer.write_rows([span(f"{i:032x}", "1" * 16, None, "other", s) for i, s in enumerate(sessions)])
+    assert live.poll().height == 0  # read at t=1000; rooted, but not quiet for 10 s yet
+    clock.now += 11
+    frame = live.poll()
+    assert scored_sessions(frame) == {s for s in sessions if session_sampled(s, 0.5, 3)}
+    assert 0 < len(scored_sessions(frame)) < 20
+    assert all('"sample": {"fraction": 0.5, "seed": 3}' in d for d in frame.get_column("details"))
+
+
+# --- the real command -----------------------------------------------------------------------------------
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
+    """Poll until `condition()` is truthy; a bounded wait, not a timing assertion."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stored(lake: Path, trace_id: str, evaluator: str) -> list[tuple[bool, str]]:
+    if not any((lake / "scores").glob("*.parquet")):
+        return []
+    rows = duckdb.sql(
+        f"select passed, reason from read_parquet('{lake}/scores/*.parquet') "
+        f"where trace_id = '{trace_id}' and evaluator = '{evaluator}' order by scored_at"
+    ).fetchall()
+    return [(bool(p), str(r)) for p, r in rows]
+
+
+@pytest.fixture
+def follow_process(lake: Path) -> Iterator[subprocess.Popen[str]]:
+    command = Path(sys.executable).with_name("tracevals")
+    args = [
+        str(command),
+        "score",
+        "--lake",
+        str(lake),
+        "--follow",
+        "--idle",
+        "0.5",
+        "--interval",
+        "0.05",
+        "--format",
+        "json",
+    ]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
+def test_follow_scores_a_session_written_while_it_runs_and_rescores_a_late_span(
+    lake: Path, follow_process: subprocess.Popen[str]
+) -> None:
+    registry = ProfileRegistry()
+    registry.add(make_profile("follow-disciplined", FailureRates.zero()))
+    [case] = [c for c in load_cases(tasks_path()) if c.case_id == "clear_01"]
+    telemetry = tracevals.instrument(lake=lake, batch=False, capture_content=True)
+    try:
+        with SimulatedModelServer(registry=registry) as server:
+            settings = {"base_url": server.base_url, "model": "follow-disciplined"}
+            [attempt] = run_cases(order_support_agent, [case], k=1, run_id="follow", variant="live", settings=settings)
+        first = wait_for(lambda: stored(lake, attempt.trace_id, "retry_discipline"), "the first scores")
+        assert first == [(True, first[0][1])]
+        root = duckdb.sql(
+            f"select span_id from read_parquet('{lake}/spans/**/*.parquet') "
+            f"where trace_id = '{attempt.trace_id}' and parent_span_id is null"
+        ).fetchall()[0][0]
+        parent = NonRecordingSpan(
+            SpanContext(int(attempt.trace_id, 16), int(root, 16), is_remote=True, trace_flags=TraceFlags(1))
+        )
+        # A late span of the same trace: a write without an idempotency key, delivered after the scoring.
+        with tracevals.session(attempt.context.session_id):
+            audit = tracevals.tool(effect="write", name="audit_log")(lambda note: {"ok": True})
+            with trace.use_span(parent, end_on_exit=False):
+                audit(note="late")
+        rescored = wait_for(
+            lambda: (
+                len(stored(lake, attempt.trace_id, "retry_discipline")) > 1
+                and stored(lake, attempt.trace_id, "retry_discipline")
+            ),
+            "the re-score",
+        )
+        assert rescored[-1][0] is False and "no idempotency key: audit_log#3 (write)" in rescored[-1][1]
+    finally:
+        telemetry.shutdown()
+    follow_process.send_signal(signal.SIGTERM)
+    out, err = follow_process.communicate(timeout=30)
+    assert follow_process.returncode == 0, err
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    retry = [r for r in lines if r["trace_id"] == attempt.trace_id and r["evaluator"] == "retry_discipline"]
+    assert [r["passed"] for r in retry] == [True, False]  # printed as scored: first, then superseded
+    from tracevals.queries import open_lake
+
+    newest = (
+        open_lake(lake)
+        .sql(f"select passed from scores where trace_id = '{attempt.trace_id}' and evaluator = 'retry_discipline'")
+        .fetchall()
+    )
+    assert newest == [(False,)]  # the view keeps the newest row

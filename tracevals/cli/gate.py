@@ -1,0 +1,190 @@
+"""`tracevals gate`: pass or fail a candidate variant against a baseline, for CI.
+
+Exit 0 when every threshold holds, 1 when one does not (or the input is unusable: the message says
+which). The text output is a few lines a person can act on: which check failed, on which tasks, by
+how much, and the command that shows those tasks' failed attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracevals.cli.report import load_report, selection_options
+from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
+
+
+def load_thresholds(path: str | None, overrides: dict[str, Any]) -> GateThresholds:
+    """Thresholds from a YAML or JSON file (if given), then the command-line options on top."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        values = _read_config(path)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return GateThresholds.from_mapping(values, source=path or "options")
+    except (TypeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _read_config(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read the gate config {path}: {exc.strerror or exc}") from exc
+    import yaml  # pyyaml is a dependency; imported here so that `tracevals --help` stays fast
+
+    kind = "JSON" if path.endswith(".json") else "YAML"
+    try:
+        doc = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:  # JSONDecodeError is a ValueError
+        raise click.ClickException(f"{path}: not valid {kind}: {str(exc).splitlines()[0]}") from exc
+    doc = doc.get("gate", doc) if isinstance(doc, dict) else doc  # allow a `gate:` section in a shared file
+    if not isinstance(doc, dict):
+        raise click.ClickException(f"{path}: expected a mapping of thresholds, e.g. `max_task_regression: 0.34`")
+    return doc
+
+
+@click.command()
+@selection_options
+@click.option("--baseline", required=True, help="The variant to compare against (e.g. main).")
+@click.option("--candidate", required=True, help="The variant under review (e.g. pr-42).")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    envvar="TRACEVALS_GATE_CONFIG",
+    help="YAML or JSON file of thresholds (keys as the options below); options override it.",
+)
+@click.option("--min-pass-hat-k", type=click.FloatRange(0, 1), help="Minimum candidate pass^k (at --at-k).")
+@click.option("--at-k", type=click.IntRange(1), help="k of --min-pass-hat-k. Default: the headline k.")
+@click.option("--min-pass-at-1", type=click.FloatRange(0, 1), help="Minimum candidate pass@1.")
+@click.option(
+    "--max-task-regression", type=click.FloatRange(0, 1), help="Largest allowed drop of one task's pass rate."
+)
+@click.option(
+    "--max-regression", type=click.FloatRange(0, 1), help="Largest allowed drop of pass@1 (paired over tasks)."
+)
+@click.option(
+    "--forbid",
+    multiple=True,
+    type=click.Choice([*CATEGORIES, *HAZARD_KINDS]),
+    help="Category or hazard no candidate task may have (repeatable). Default: do_not_ship.",
+)
+@click.option(
+    "--significant-regression/--ignore-significant-regression",
+    "fail_on_significant_regression",
+    default=None,
+    help="Fail when the sign test finds the candidate significantly worse (default: fail).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
+)
+def gate(
+    lake: str,
+    runs: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    sample: float | None,
+    sample_seed: int,
+    tasks_file: str | None,
+    k: int | None,
+    z: float,
+    baseline: str,
+    candidate: str,
+    config_file: str | None,
+    min_pass_hat_k: float | None,
+    at_k: int | None,
+    min_pass_at_1: float | None,
+    max_task_regression: float | None,
+    max_regression: float | None,
+    forbid: tuple[str, ...],
+    fail_on_significant_regression: bool | None,
+    fmt: str,
+) -> None:
+    """Pass (exit 0) or fail (exit 1) CANDIDATE against BASELINE on release thresholds.
+
+    Checks the candidate's pass^k, pass@1, the largest per-task regression, the overall regression,
+    forbidden release categories or hazards (default: no do_not_ship task) and a significant
+    regression (sign test). Prints each failed check with the tasks and numbers behind it.
+
+    \b
+    Examples:
+      tracevals gate --lake demo-out/lake --baseline baseline --candidate candidate --max-task-regression 0.5
+      tracevals gate --lake lake --run ci-123 --baseline main --candidate pr-42 --config gate.yaml
+      tracevals gate --lake lake --baseline main --candidate pr-42 --min-pass-hat-k 0.8 --at-k 3 --format json
+    \b
+    gate.yaml:
+      min_pass_hat_k: 0.8
+      at_k: 3
+      max_task_regression: 0.34
+      max_regression: 0.05
+      forbid: [do_not_ship]
+    """
+    overrides = {
+        "min_pass_hat_k": min_pass_hat_k,
+        "at_k": at_k,
+        "min_pass_at_1": min_pass_at_1,
+        "max_task_regression": max_task_regression,
+        "max_regression": max_regression,
+        "forbid": forbid or None,
+        "fail_on_significant_regression": fail_on_significant_regression,
+    }
+    thresholds = load_thresholds(config_file, overrides)
+    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
+    base, cand = data.summaries[baseline], data.summaries[candidate]
+    assert data.comparison is not None  # both variants were asked for, so there is a comparison
+    result = run_gate(base, cand, data.comparison, thresholds)
+    runs_seen = data.meta.get("runs") or []
+    hint = _hint(lake, runs_seen, baseline, candidate)
+    if fmt == "json":
+        click.echo(json.dumps(_json(result, base.runs, cand.runs, runs_seen, hint), default=str))
+    else:
+        click.echo(_text(result, base.runs, cand.runs, base.n_tasks, runs_seen, hint))
+    if not result.passed:
+        raise SystemExit(1)
+
+
+def _hint(lake: str, runs: list[str], baseline: str, candidate: str) -> str:
+    run = "".join(f" --run {r}" for r in runs[:3])
+    return f"tracevals report --lake {lake}{run} --baseline {baseline} --candidate {candidate} --out gate-report.html"
+
+
+def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[str], hint: str) -> str:
+    verdict = "PASS" if result.passed else "FAIL"
+    head = (
+        f"{verdict}: {result.candidate} against {result.baseline} "
+        f"(run {', '.join(runs) or '?'}; {tasks} tasks; n = {n_base} vs {n_cand} attempts)"
+    )
+    lines = [head]
+    # Failures first: they are what the reader has to act on.
+    for check in sorted(result.checks, key=lambda c: c.passed):
+        mark = "ok  " if check.passed else "FAIL"
+        lines.append(f"  {mark} {check.name}: {check.message}")
+    if not result.passed:
+        lines.append(f"  see the failed attempts: {hint}")
+    return "\n".join(lines)
+
+
+def _json(result: GateResult, n_base: int, n_cand: int, runs: list[str], hint: str) -> dict[str, Any]:
+    return {
+        "passed": result.passed,
+        "baseline": result.baseline,
+        "candidate": result.candidate,
+        "runs": runs,
+        "n": {"baseline": n_base, "candidate": n_cand},
+        "checks": [
+            {
+                "check": c.name,
+                "passed": c.passed,
+                "threshold": c.threshold,
+                "value": c.value,
+                "tasks": c.tasks,
+                "message": c.message,
+            }
+            for c in result.checks
+        ],
+        "next": None if result.passed else hint,
+    }

@@ -1,0 +1,219 @@
+"""`tracevals report`: the reliability report of a lake selection, as HTML, Markdown, CSV or JSON.
+
+The selection options and `load_report` are shared with `tracevals gate`, so a gate verdict and
+the report a person opens to understand it always count the same attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from tracevals.cli.output import format_option, print_rows
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def selection_options(func: F) -> F:
+    """--lake, --run, --since, --until, --sample, --seed, --tasks, -k, --z: which attempts, and how to count."""
+    options = [
+        click.option(
+            "--lake",
+            type=click.Path(file_okay=False),
+            envvar="TRACEVALS_LAKE",
+            required=True,
+            help="The lake directory (holds spans/ and scores/). Env: TRACEVALS_LAKE.",
+        ),
+        click.option(
+            "--run",
+            "runs",
+            multiple=True,
+            envvar="TRACEVALS_RUN",
+            help="Run id (repeatable). Default: the latest run, or every run in --since/--until.",
+        ),
+        click.option(
+            "--since",
+            envvar="TRACEVALS_SINCE",
+            help="Sessions starting at or after (ISO, UTC unless given; today, yesterday, 24h, 7d ...).",
+        ),
+        click.option("--until", envvar="TRACEVALS_UNTIL", help="Sessions starting before this time."),
+        click.option(
+            "--sample",
+            type=click.FloatRange(0.0, 1.0, min_open=True),
+            envvar="TRACEVALS_SAMPLE",
+            help="Keep this fraction of sessions (a stable hash: whole sessions only). Default: all, or the "
+            "sample the stored scores record.",
+        ),
+        click.option(
+            "--seed",
+            "sample_seed",
+            type=int,
+            default=0,
+            show_default=True,
+            envvar="TRACEVALS_SEED",
+            help="Seed of the sample (the same sessions as `tracevals score --sample F --seed N`).",
+        ),
+        click.option(
+            "--tasks",
+            "tasks_file",
+            type=click.Path(dir_okay=False),
+            envvar="TRACEVALS_TASKS",
+            help="Task file (JSONL) the attempts ran. Default: the bundled order-support cases.",
+        ),
+        click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
+        click.option(
+            "--z",
+            type=click.FloatRange(0.0, min_open=True),
+            default=1.96,
+            show_default=True,
+            help="z of every Wilson interval (1.96 = 95%, 2.576 = 99%).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def load_report(
+    lake: str,
+    runs: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    sample: float | None,
+    sample_seed: int,
+    tasks_file: str | None,
+    k: int | None,
+    z: float,
+    baseline: str | None = None,
+    candidate: str | None = None,
+) -> Any:
+    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
+    import duckdb
+
+    from tracevals.queries import LakeError
+    from tracevals.report import Selection, SelectionError, bundled_tasks, report_from_lake
+    from tracevals.tasks import TaskFileError, load_cases
+
+    if (baseline is None) != (candidate is None):
+        raise click.ClickException("give both --baseline and --candidate, or neither")
+    if baseline is not None and baseline == candidate:
+        raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
+    try:
+        cases = {c.case_id: c for c in load_cases(tasks_file or bundled_tasks())}
+        selection = Selection(
+            runs=runs,
+            variants=(baseline, candidate) if baseline and candidate else (),
+            since=_time(since),
+            until=_time(until),
+            sample=sample,
+            seed=sample_seed,
+        )
+        meta = {"tasks_file": tasks_file or "bundled order-support cases"}
+        return report_from_lake(lake, selection, cases, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta)
+    except (LakeError, SelectionError, TaskFileError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
+        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+
+
+def _time(text: str | None) -> Any:
+    # The time words of `tracevals score` (today, yesterday, 24h ...), so both commands read a range alike.
+    from tracevals.cli.score import parse_time
+
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except click.BadParameter as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+@click.command()
+@selection_options
+@click.option("--baseline", help="Variant to compare against (with --candidate).")
+@click.option("--candidate", help="Variant under review (with --baseline).")
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Report file; the suffix picks the format: .html .md .csv .json",
+)
+@format_option()
+def report(
+    lake: str,
+    runs: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    sample: float | None,
+    sample_seed: int,
+    tasks_file: str | None,
+    k: int | None,
+    z: float,
+    baseline: str | None,
+    candidate: str | None,
+    out_file: str,
+    fmt: str,
+) -> None:
+    """Write the reliability report of a lake selection to --out (.html .md .csv .json).
+
+    Reads the trajectories and the stored scores; attempts with no stored score are scored now with
+    the evaluators and the task file (nothing is written to the lake). pass^k next to pass@1 with
+    Wilson intervals, the worst task, regressions first, release categories, fault outcomes, a
+    failure gallery (HTML), latency and cost. Prints a short summary (--format for CSV or JSON).
+
+    \b
+    Examples:
+      tracevals report --lake demo-out/lake --out report.html
+      tracevals report --lake demo-out/lake --run demo-20261129T130112-s0 --out report.md
+      tracevals report --lake lake --since yesterday --until today --sample 0.1 --seed 7 --out nightly.json
+      tracevals report --lake lake --baseline main --candidate pr-42 --out pr.csv --format json
+    """
+    from tracevals.report import report_format, summary_rows, write_report
+
+    try:
+        kind = report_format(out_file)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
+    try:
+        path = write_report(out_file, data)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out_file}: {exc.strerror or exc}") from exc
+    rows = summary_rows(data.summaries)
+    cmp = data.comparison
+    if fmt == "json":
+        doc = {
+            "out": str(path),
+            "format": kind,
+            "runs": data.meta.get("runs"),
+            "variants": rows,
+            "comparison": cmp.statement if cmp else None,
+            "regressions": [d.task_id for d in cmp.regressions] if cmp else [],
+        }
+        click.echo(json.dumps(doc, default=str))
+        return
+    if fmt == "csv":
+        print_rows(list(rows[0]), [list(r.values()) for r in rows], "csv")
+        return
+    columns = ["variant", "attempts", "pass@1", "final [Wilson]", "pass^k", "worst task", "do not ship"]
+    table = [
+        [
+            s.variant,
+            s.runs,
+            f"{s.pass_at_1:.3f}",
+            f"{s.passes}/{s.runs} [{s.wilson[0]:.3f}, {s.wilson[1]:.3f}]",
+            f"{s.pass_hat_k_headline:.3f} (k={s.k})",
+            f"{s.worst_task.task_id} {s.worst_task.c}/{s.worst_task.n}",
+            s.category_counts().get("do_not_ship", 0),
+        ]
+        for s in data.summaries.values()
+    ]
+    print_rows(columns, table, "table", title=f"runs {', '.join(data.meta.get('runs') or [])}")
+    if cmp is not None:
+        click.echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
+    click.echo(f"{kind} report: {Path(path)}")

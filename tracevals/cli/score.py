@@ -1,0 +1,248 @@
+"""`tracevals score`: run the evaluators over a lake (offline, sampled, or live) and store the scores."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+import polars as pl
+from rich.console import Console
+
+from tracevals.cli.output import format_option, print_rows
+
+COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """An ISO date or date-time (UTC when no zone is given), `now`, `today`, `yesterday`, or an age
+    such as `24h` / `7d` / `90m` (that long before now)."""
+    now = now or datetime.now(timezone.utc)
+    word = text.strip().lower()
+    midnight = datetime.combine(now.date(), datetime.min.time(), tzinfo=timezone.utc)
+    named = {"now": now, "today": midnight, "yesterday": midnight - timedelta(days=1)}
+    if word in named:
+        return named[word]
+    age = _RELATIVE.match(word)
+    if age:
+        return now - timedelta(**{_UNITS[age.group(2)]: float(age.group(1))})
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            value = datetime.combine(date.fromisoformat(text.strip()), datetime.min.time())
+        except ValueError:
+            raise click.BadParameter(
+                f"{text!r} is not a time: use 2026-11-28, 2026-11-28T06:00, today, yesterday, 24h or 7d"
+            ) from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+@click.command()
+@click.option(
+    "--lake",
+    type=click.Path(file_okay=False),
+    envvar="TRACEVALS_LAKE",
+    default="lake",
+    show_default=True,
+    help="The lake to score (scores go to LAKE/scores/).",
+)
+@click.option(
+    "--tasks", "tasks_file", type=click.Path(dir_okay=False), envvar="TRACEVALS_TASKS", help="Task cases, JSONL."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    envvar="TRACEVALS_SCORING_CONFIG",
+    help="Scoring config, YAML or JSON.",
+)
+@click.option("--evaluators", "evaluator_names", envvar="TRACEVALS_EVALUATORS", help="Comma-separated evaluator names.")
+@click.option(
+    "--since", envvar="TRACEVALS_SINCE", help="Sessions starting at or after (ISO, today, yesterday, 24h ...)."
+)
+@click.option("--until", envvar="TRACEVALS_UNTIL", help="Sessions starting before this time.")
+@click.option(
+    "--sample", type=click.FloatRange(0, 1, min_open=True), envvar="TRACEVALS_SAMPLE", help="Fraction of sessions."
+)
+@click.option("--seed", type=int, default=0, show_default=True, envvar="TRACEVALS_SEED", help="Seed of the sample.")
+@click.option("--follow", is_flag=True, help="Keep running: score sessions as they finish.")
+@click.option("--idle", type=click.FloatRange(0), default=30.0, show_default=True, envvar="TRACEVALS_IDLE",
+              help="--follow: seconds of quiet after which a session whose roots ended is finished.")  # fmt: skip
+@click.option(
+    "--interval", type=click.FloatRange(0.01), default=1.0, show_default=True, help="--follow: seconds between polls."
+)
+@click.option(
+    "--emit-otlp", is_flag=True, envvar="TRACEVALS_EMIT_OTLP", help="Also send gen_ai.evaluation.result events (OTLP)."
+)
+@click.option("--no-write", is_flag=True, help="Print the scores without storing them.")
+@click.option("--summary", is_flag=True, help="Print a pass rate per evaluator instead of every score.")
+@format_option()
+def score(
+    lake: str,
+    tasks_file: str | None,
+    config_file: str | None,
+    evaluator_names: str | None,
+    since: str | None,
+    until: str | None,
+    sample: float | None,
+    seed: int,
+    follow: bool,
+    idle: float,
+    interval: float,
+    emit_otlp: bool,
+    no_write: bool,
+    summary: bool,
+    fmt: str,
+) -> None:
+    """Score the sessions of a lake with the evaluators; store the scores in LAKE/scores/ and print them.
+
+    With --tasks, traces are matched to cases by tracevals.task.id, else by their (normalised) input
+    text. Without, the generic evaluators (budgets and policy from --config, session completeness,
+    retry discipline, injection) score production traffic. Every option also reads an environment
+    variable (TRACEVALS_LAKE, TRACEVALS_TASKS, TRACEVALS_SCORING_CONFIG, TRACEVALS_SAMPLE, ...).
+
+    \b
+    Examples:
+      tracevals score --lake lake --tasks cases.jsonl
+      tracevals score --lake lake --config scoring.yaml --since yesterday --until today --sample 0.05 --seed 7
+      tracevals score --lake lake --config scoring.yaml --follow --idle 30 --format json
+    """
+    from tracevals.evaluators.config import ConfigError, ScoringConfig, load_config
+    from tracevals.evaluators.registry import UnknownEvaluatorError, instances
+    from tracevals.queries.lake import LakeError
+    from tracevals.tasks import TaskFileError, load_cases
+
+    if not Path(lake).is_dir() and "://" not in lake:
+        raise click.ClickException(f"lake {lake!r} is not a directory; pass the folder that holds spans/")
+    try:
+        tasks = load_cases(tasks_file) if tasks_file else None
+        config = load_config(config_file) if config_file else ScoringConfig()
+        names = [n.strip() for n in evaluator_names.split(",") if n.strip()] if evaluator_names else config.evaluators
+        evaluators = instances(names)
+    except (TaskFileError, ConfigError, UnknownEvaluatorError) as exc:
+        raise click.ClickException(str(exc)) from None
+    emitter = _emitter() if emit_otlp else None
+    try:
+        if follow:
+            _follow(lake, tasks, config, evaluators, idle, interval, sample, seed, emitter, not no_write, fmt)
+            return
+        from tracevals.evaluators.offline import score_lake
+        from tracevals.queries.selection import Selection
+
+        selection = Selection(
+            since=parse_time(since) if since else None,
+            until=parse_time(until) if until else None,
+            fraction=sample,
+            seed=seed,
+        )
+        try:
+            run = score_lake(
+                lake, tasks=tasks, config=config, evaluators=evaluators, selection=selection, write=not no_write
+            )
+        except LakeError as exc:
+            raise click.ClickException(str(exc)) from None
+        if emitter is not None:
+            emitter.emit(run.scores, run.root_spans)
+        _print(run.scores, fmt, summary)
+        where = f"; written to {run.written}" if run.written else ""
+        Console(stderr=True).print(
+            f"{run.sessions} sessions, {run.traces} traces, {run.scores.height} scores{where}", highlight=False
+        )
+    finally:
+        if emitter is not None:
+            emitter.shutdown()
+
+
+def _emitter() -> Any:
+    from tracevals.evaluators.emit import EvaluationEmitter
+
+    return EvaluationEmitter()
+
+
+def _follow(
+    lake: str,
+    tasks: Any,
+    config: Any,
+    evaluators: Any,
+    idle: float,
+    interval: float,
+    sample: float | None,
+    seed: int,
+    emitter: Any,
+    write: bool,
+    fmt: str,
+) -> None:
+    from tracevals.evaluators.live import Follower
+
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    header = [fmt == "csv"]
+
+    def show(scores: pl.DataFrame, _roots: dict[str, str]) -> None:
+        if fmt == "json":  # one object per line: a stream has no end to close an array at
+            for row in _rows(scores):
+                click.echo(json.dumps(dict(zip(COLUMNS, row, strict=True)), ensure_ascii=False, default=str))
+        elif fmt == "csv":
+            _print_csv(scores, header[0])
+            header[0] = False
+        else:
+            _print(scores, "table", summary=False)
+        sys.stdout.flush()
+
+    sinks: list[Any] = [show] + ([emitter] if emitter is not None else [])
+    follower = Follower(
+        lake,
+        tasks=tasks,
+        config=config,
+        evaluators=evaluators,
+        idle_s=idle,
+        sample=(sample, seed) if sample is not None else None,
+        write=write,
+        sinks=sinks,
+    )
+    Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
+    try:
+        follower.run(interval_s=interval, stop=lambda: bool(stopping))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _rows(scores: pl.DataFrame) -> list[list[Any]]:
+    return [list(r) for r in scores.select(COLUMNS).iter_rows()] if scores.height else []
+
+
+def _print_csv(scores: pl.DataFrame, header: bool) -> None:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    if header:
+        writer.writerow(COLUMNS)
+    writer.writerows(["" if v is None else v for v in row] for row in _rows(scores))
+    click.echo(buffer.getvalue(), nl=False)
+
+
+def _print(scores: pl.DataFrame, fmt: str, summary: bool) -> None:
+    if summary:
+        table = (
+            scores.group_by("evaluator", maintain_order=True)
+            .agg(scores=pl.len(), passed=pl.col("passed").sum(), pass_rate=pl.col("passed").mean().round(4))
+            .sort("evaluator")
+        )
+        print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
+        return
+    print_rows(COLUMNS, _rows(scores), fmt, title="scores")

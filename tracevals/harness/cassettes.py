@@ -1,0 +1,205 @@
+"""Record/replay of tool calls: cassettes keyed by a hash of the tool name and canonical arguments.
+
+One human-diffable JSON file per task in the cassette folder (`<task_id>.json`). Each interaction
+is keyed by the attempt (attempts differ by seed, so each replays its own recording), by
+`sha256(tool + canonical JSON arguments)[:16]` (less `idempotency_key`, which carries the run id by
+design) and by its occurrence within the attempt (the second identical call may return something
+else: a 429, then success). Modes:
+
+- `record`: every call runs live and is written down (the first recording of a key wins);
+- `replay`: no call runs live; a miss is an error that lists the nearest recorded keys;
+- `record-new`: replay what is recorded, run and record the rest.
+
+Errors are recorded too (type, message, status, retryable, retry-after) and raised again on replay,
+so a recorded run with injected faults replays identically. Secrets are scrubbed from the stored
+arguments and results (the keys are computed before scrubbing, so replay still matches).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracevals.instrumentation.tools import ToolError
+
+MODES = ("record", "replay", "record-new")
+FORMAT_VERSION = 1
+
+# Secrets never land in a cassette (the instrumentation's redaction covers more; these are the
+# shapes of credentials that show up in tool arguments and results).
+_SECRET_PATTERNS = (
+    re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}\b"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{16,}"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
+)
+
+
+class CassetteMiss(LookupError):
+    """Replay found no recording for a call; the message lists the nearest recorded keys."""
+
+
+# Arguments that differ between runs by design (an idempotency key carries the run id) are not part
+# of the key: the same call in the replay must find its recording.
+KEY_IGNORES = frozenset({"idempotency_key"})
+
+
+def call_key(tool: str, arguments: Mapping[str, Any]) -> str:
+    kept = {k: v for k, v in arguments.items() if k not in KEY_IGNORES}
+    canonical = json.dumps({"tool": tool, "args": kept}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        for pattern in _SECRET_PATTERNS:
+            value = pattern.sub("[REDACTED]", value)
+        return value
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class Cassette:
+    """The recordings of one task, shared by its attempts (thread-safe)."""
+
+    path: Path
+    mode: str
+    interactions: dict[tuple[int, str, int], dict[str, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _dirty: bool = False
+
+    @classmethod
+    def open(cls, folder: str | Path, task_id: str, mode: str) -> Cassette:
+        if mode not in MODES:
+            raise ValueError(f"cassette mode {mode!r} is not one of {', '.join(MODES)}")
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)
+        cassette = cls(path=Path(folder) / f"{safe}.json", mode=mode)
+        if cassette.path.exists():
+            doc = json.loads(cassette.path.read_text(encoding="utf-8"))
+            for item in doc.get("interactions", []):
+                cassette.interactions[(int(item["attempt"]), item["key"], int(item["occurrence"]))] = item
+        elif mode == "replay":
+            raise CassetteMiss(f"no cassette for task {task_id!r} at {cassette.path}; record it first (--record)")
+        return cassette
+
+    def lookup(self, attempt: int, key: str, occurrence: int) -> dict[str, Any] | None:
+        with self._lock:
+            return self.interactions.get((attempt, key, occurrence))
+
+    def record(
+        self, attempt: int, key: str, occurrence: int, tool: str, arguments: Mapping[str, Any], outcome: dict[str, Any]
+    ) -> None:
+        with self._lock:
+            if (attempt, key, occurrence) in self.interactions:
+                return
+            self.interactions[(attempt, key, occurrence)] = {
+                "attempt": attempt,
+                "key": key,
+                "occurrence": occurrence,
+                "tool": tool,
+                "args": scrub(dict(arguments)),
+                **scrub(outcome),
+            }
+            self._dirty = True
+
+    def nearest(self, attempt: int, tool: str, arguments: Mapping[str, Any], n: int = 3) -> list[str]:
+        wanted = json.dumps(arguments, sort_keys=True, default=str)
+        scored = []
+        for item in self.interactions.values():
+            if item["attempt"] != attempt:
+                continue
+            similarity = difflib.SequenceMatcher(None, wanted, json.dumps(item["args"], sort_keys=True)).ratio()
+            scored.append(
+                (item["tool"] == tool, similarity, f"{item['key']} {item['tool']}({json.dumps(item['args'])})")
+            )
+        scored.sort(key=lambda s: (not s[0], -s[1]))
+        return [s[2] for s in scored[:n]]
+
+    def save(self) -> None:
+        with self._lock:
+            if not self._dirty:
+                return
+            items = sorted(
+                self.interactions.values(), key=lambda i: (i["attempt"], i["tool"], i["key"], i["occurrence"])
+            )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".json.tmp")
+            doc = {"version": FORMAT_VERSION, "interactions": items}
+            tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n")
+            os.replace(tmp, self.path)
+            self._dirty = False
+
+
+@dataclass
+class CassettePlayer:
+    """One attempt's view of a cassette: counts occurrences, replays or records each call."""
+
+    cassette: Cassette
+    attempt: int = 1
+    occurrences: dict[str, int] = field(default_factory=dict)
+    live_calls: int = 0
+
+    def begin(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, int, dict[str, Any] | None]:
+        """(key, occurrence, the recording to replay or None to run live); a replay miss raises."""
+        key = call_key(tool, arguments)
+        n = self.occurrences[key] = self.occurrences.get(key, 0) + 1
+        recorded = self.cassette.lookup(self.attempt, key, n)
+        if recorded is not None and self.cassette.mode in ("replay", "record-new"):
+            return key, n, recorded
+        if self.cassette.mode == "replay":
+            near = self.cassette.nearest(self.attempt, tool, arguments)
+            hint = (
+                "; nearest recorded: " + " | ".join(near)
+                if near
+                else f"; attempt {self.attempt} was not recorded (record with at least as many attempts)"
+            )
+            call = f"{tool}({json.dumps(dict(arguments), default=str)})"
+            raise CassetteMiss(f"no recording of {call} #{n} in attempt {self.attempt}{hint}")
+        self.live_calls += 1
+        return key, n, None
+
+    def recorded_result(self, key: str, n: int, tool: str, arguments: Mapping[str, Any], result: Any) -> None:
+        self.cassette.record(self.attempt, key, n, tool, arguments, {"result": result})
+
+    def recorded_error(self, key: str, n: int, tool: str, arguments: Mapping[str, Any], exc: BaseException) -> None:
+        if isinstance(exc, ToolError):
+            error = _error_dict(exc)
+        else:
+            error = {"error_type": type(exc).__qualname__, "message": str(exc), "retryable": False}
+        self.cassette.record(self.attempt, key, n, tool, arguments, {"error": error})
+
+
+def _error_dict(exc: ToolError) -> dict[str, Any]:
+    return {
+        "error_type": exc.error_type,
+        "message": str(exc),
+        "status_code": exc.status_code,
+        "retryable": exc.retryable,
+        "retry_after_s": exc.retry_after_s,
+    }
+
+
+def replay(recorded: Mapping[str, Any]) -> Any:
+    """The recorded result, or the recorded error raised again."""
+    error = recorded.get("error")
+    if error is not None:
+        raise ToolError(
+            str(error.get("message", "")),
+            error_type=str(error.get("error_type", "tool_error")),
+            status_code=error.get("status_code"),
+            retryable=bool(error.get("retryable", False)),
+            retry_after_s=error.get("retry_after_s"),
+        )
+    return recorded.get("result")

@@ -1,0 +1,169 @@
+"""The run's tool interceptor: record/replay, fault injection and prompt injection, in that order.
+
+Installed per attempt through the instrumentation's interception seam (`intercept_tools`), so any
+agent whose tools are `@tracevals.tool`, a `tracevals.wrap_tools` mapping or MCP `call_tool` gets all
+three with no change. For each call: a replayed recording answers without running anything;
+otherwise the fault injector may fail, slow or spoil the call around the real tool (and a recording
+keeps what happened); then the attack payload, if any, is planted in the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracevals import attributes as tv
+from tracevals.evaluators.model import Case
+from tracevals.harness.attacks import Injection, carry, mark, parse_injection
+from tracevals.harness.cassettes import Cassette, CassettePlayer, replay
+from tracevals.harness.faults import FaultInjector, FaultRule, delay_s, parse_rule, raise_if_failing, shape
+from tracevals.instrumentation.interception import ToolInvocation
+
+
+@dataclass
+class RunPlan:
+    """What a run does to tool calls: faults, injections, cassettes (all optional)."""
+
+    faults: tuple[FaultRule, ...] = ()
+    injections: tuple[Injection, ...] = ()
+    cassette_dir: Path | None = None
+    cassette_mode: str | None = None  # record | replay | record-new
+    _cassettes: dict[str, Cassette] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def replay_mode(self) -> str:
+        return self.cassette_mode or "live"
+
+    def is_active(self, case: Case) -> bool:
+        return bool(self.faults or self.injections or self.cassette_dir or _case_faults(case) or _case_injections(case))
+
+    def cassette(self, task_id: str) -> Cassette | None:
+        if self.cassette_dir is None or self.cassette_mode is None:
+            return None
+        with self._lock:
+            if task_id not in self._cassettes:
+                self._cassettes[task_id] = Cassette.open(self.cassette_dir, task_id, self.cassette_mode)
+            return self._cassettes[task_id]
+
+    def interceptor(self, case: Case, seed: int, attempt: int = 1) -> AttemptInterceptor:
+        rules = (*self.faults, *_case_faults(case))
+        injections = (*self.injections, *_case_injections(case))
+        cassette = self.cassette(case.case_id)
+        return AttemptInterceptor(
+            faults=FaultInjector(rules=rules, seed=seed) if rules else None,
+            injections=injections,
+            player=CassettePlayer(cassette, attempt=attempt) if cassette is not None else None,
+            mode=self.replay_mode,
+        )
+
+    def save(self) -> None:
+        with self._lock:
+            cassettes = list(self._cassettes.values())
+        for cassette in cassettes:
+            cassette.save()
+
+
+def _case_faults(case: Case) -> tuple[FaultRule, ...]:
+    raw = case.raw.get("faults") or ()
+    return tuple(parse_rule(r, f"case {case.case_id}: faults[{i}]") for i, r in enumerate(raw))
+
+
+def _case_injections(case: Case) -> tuple[Injection, ...]:
+    raw = case.raw.get("injections") or ()
+    return tuple(parse_injection(r, f"case {case.case_id}: injections[{i}]") for i, r in enumerate(raw))
+
+
+@dataclass
+class AttemptInterceptor:
+    """One attempt's interceptor (its fault counters and cassette occurrences are per attempt)."""
+
+    faults: FaultInjector | None
+    injections: Iterable[Injection]
+    player: CassettePlayer | None
+    mode: str = "live"
+    _seen: dict[str, int] = field(default_factory=dict)
+
+    # --- sync tools -------------------------------------------------------------------------------
+
+    def intercept(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
+        if self.player is None:
+            return self._plant(call, self._live(call, proceed))
+        key, n, recorded = self.player.begin(call.name, call.arguments)
+        if recorded is not None:
+            call.span.set_attribute(tv.REPLAY, "replay")
+            return self._plant(call, replay(recorded))
+        call.span.set_attribute(tv.REPLAY, "record")
+        try:
+            result = self._live(call, proceed)
+        except BaseException as exc:
+            self.player.recorded_error(key, n, call.name, call.arguments, exc)
+            raise
+        self.player.recorded_result(key, n, call.name, call.arguments, result)
+        return self._plant(call, result)
+
+    def _live(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
+        rule = self.faults.plan(call.name, call.span) if self.faults is not None else None
+        if rule is None:
+            return proceed()
+        if delay_s(rule):
+            time.sleep(delay_s(rule))
+        raise_if_failing(rule, call.name)
+        return shape(rule, proceed())
+
+    # --- async tools ------------------------------------------------------------------------------
+
+    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        if self.player is None:
+            return self._plant(call, await self._live_async(call, proceed))
+        key, n, recorded = self.player.begin(call.name, call.arguments)
+        if recorded is not None:
+            call.span.set_attribute(tv.REPLAY, "replay")
+            return self._plant(call, replay(recorded))
+        call.span.set_attribute(tv.REPLAY, "record")
+        try:
+            result = await self._live_async(call, proceed)
+        except BaseException as exc:
+            self.player.recorded_error(key, n, call.name, call.arguments, exc)
+            raise
+        self.player.recorded_result(key, n, call.name, call.arguments, result)
+        return self._plant(call, result)
+
+    async def _live_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        rule = self.faults.plan(call.name, call.span) if self.faults is not None else None
+        if rule is None:
+            return await proceed()
+        if delay_s(rule):
+            await asyncio.sleep(delay_s(rule))
+        raise_if_failing(rule, call.name)
+        return shape(rule, await proceed())
+
+    # --- prompt injection -------------------------------------------------------------------------
+
+    def _plant(self, call: ToolInvocation, result: Any) -> Any:
+        n = self._seen[call.name] = self._seen.get(call.name, 0) + 1
+        for injection in self.injections:
+            if injection.tool == call.name and injection.call in (None, n):
+                mark(call.span, injection)
+                result = carry(result, injection.payload)
+        return result
+
+
+def plan_from_options(
+    faults: Iterable[FaultRule] = (),
+    injections: Iterable[Injection | Mapping[str, Any]] = (),
+    cassette_dir: str | Path | None = None,
+    cassette_mode: str | None = None,
+) -> RunPlan:
+    parsed = tuple(i if isinstance(i, Injection) else parse_injection(i) for i in injections)
+    return RunPlan(
+        faults=tuple(faults),
+        injections=parsed,
+        cassette_dir=Path(cassette_dir) if cassette_dir is not None else None,
+        cassette_mode=cassette_mode,
+    )

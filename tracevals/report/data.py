@@ -1,0 +1,192 @@
+"""Everything one report shows, computed once: the writers of every format only lay it out.
+
+`build_report` turns attempts (trajectories), their scores and the task cases into outcomes, the
+per-variant summaries, the baseline→candidate comparison, fault outcomes and the failure gallery.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracevals.evaluators.model import Case, Score, ToolCall, Trajectory
+from tracevals.outcomes import DEFAULT_PRICES, outcomes
+from tracevals.stats import (
+    Z95,
+    CategoryRules,
+    Comparison,
+    FaultTally,
+    Outcome,
+    VariantSummary,
+    compare,
+    fault_outcomes,
+    summarize,
+)
+
+__all__ = ["CallView", "FailedAttempt", "ReportData", "build_report", "pick_pair"]
+
+#: The gallery shows at most this many failed attempts (the first ones, regressions' tasks first).
+GALLERY_LIMIT = 60
+
+
+@dataclass(frozen=True)
+class CallView:
+    """One tool call as a person reads it: name, short arguments, the error if it failed."""
+
+    name: str
+    args: str
+    error: str | None = None
+    effect: str | None = None
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """A failed attempt beside what was expected: the case's steps and a passing attempt of the task."""
+
+    variant: str
+    task_id: str
+    attempt: int
+    trace_id: str
+    calls: tuple[CallView, ...]
+    expected: tuple[str, ...]
+    reference: tuple[CallView, ...] | None
+    reasons: tuple[str, ...]
+    output: str | None
+    error: str | None
+    hazards: tuple[str, ...]
+
+
+@dataclass
+class ReportData:
+    """The figures of one report. ``meta`` carries the provenance every figure states."""
+
+    summaries: dict[str, VariantSummary]
+    comparison: Comparison | None
+    faults: list[FaultTally]
+    outcomes: list[Outcome]
+    failures: list[FailedAttempt]
+    failures_total: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def pick_pair(variants: Sequence[str], baseline: str | None, candidate: str | None) -> tuple[str, str] | None:
+    """The (baseline, candidate) to compare: as given, or `baseline`/`candidate` when both ran, or the
+    only two variants in name order; None when there is nothing to compare."""
+    if baseline and candidate:
+        return baseline, candidate
+    if "baseline" in variants and "candidate" in variants:
+        return "baseline", "candidate"
+    if len(variants) == 2:
+        return variants[0], variants[1]
+    return None
+
+
+def build_report(
+    trajectories: Sequence[Trajectory],
+    scores: Sequence[Score],
+    cases: Mapping[str, Case],
+    meta: Mapping[str, Any] | None = None,
+    *,
+    k: int | None = None,
+    z: float = Z95,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    trace_models: Mapping[str, str] | None = None,
+    models: Mapping[str, str] | None = None,
+    prices: Mapping[str, tuple[float, float]] = DEFAULT_PRICES,
+    rules: CategoryRules | None = None,
+) -> ReportData:
+    """Compute every figure of a report; raises ValueError when there is no harness attempt."""
+    outs = outcomes(trajectories, scores, models=models, prices=prices, cases=cases, trace_models=trace_models)
+    if not outs:
+        raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
+    summaries = summarize(outs, k=k, z=z, rules=rules)
+    pair = pick_pair(list(summaries), baseline, candidate)
+    for name in pair or ():
+        if name not in summaries:
+            raise ValueError(f"variant {name!r} has no attempts; variants: {', '.join(summaries)}")
+    comparison = compare(summaries[pair[0]], summaries[pair[1]]) if pair else None
+    failures = _gallery(trajectories, scores, cases, outs, comparison)
+    full_meta = {"k": k, "z": z, **dict(meta or {})}
+    return ReportData(
+        summaries=summaries,
+        comparison=comparison,
+        faults=fault_outcomes(outs, z=z),
+        outcomes=outs,
+        failures=failures[:GALLERY_LIMIT],
+        failures_total=len(failures),
+        meta=full_meta,
+    )
+
+
+def _gallery(
+    trajectories: Sequence[Trajectory],
+    scores: Sequence[Score],
+    cases: Mapping[str, Case],
+    outs: Sequence[Outcome],
+    comparison: Comparison | None,
+) -> list[FailedAttempt]:
+    by_trace = {t.trace_id: t for t in trajectories}
+    reasons: dict[str, list[str]] = {}
+    for s in scores:
+        if s.trace_id is not None and not s.passed:
+            reasons.setdefault(s.trace_id, []).append(f"{s.evaluator}: {s.reason}")
+    passing: dict[str, Trajectory] = {}
+    # The cleanest passing attempt is the reference: fewest failed calls, then fewest calls.
+    for o in sorted(outs, key=lambda o: (_untidiness(by_trace.get(o.trace_id or "")), o.variant, o.attempt)):
+        if o.passed and not o.hazards and o.trace_id in by_trace:
+            passing.setdefault(o.task_id, by_trace[o.trace_id])
+    # Regressed tasks first, in the comparison's order, then every other task by id.
+    order = {d.task_id: i for i, d in enumerate(comparison.regressions)} if comparison else {}
+    failed = [o for o in outs if (not o.passed or o.hazards) and o.trace_id in by_trace]
+    failed.sort(key=lambda o: (order.get(o.task_id, len(order)), o.task_id, o.variant, o.attempt))
+    gallery = []
+    for o in failed:
+        assert o.trace_id is not None  # filtered above; for the type checker
+        t = by_trace[o.trace_id]
+        case = cases.get(o.task_id)
+        reference = passing.get(o.task_id)
+        gallery.append(
+            FailedAttempt(
+                variant=o.variant,
+                task_id=o.task_id,
+                attempt=o.attempt,
+                trace_id=o.trace_id,
+                calls=tuple(_view(c) for c in t.tool_calls),
+                expected=tuple(_expected(case)) if case is not None else (),
+                reference=tuple(_view(c) for c in reference.tool_calls) if reference is not None else None,
+                reasons=tuple(reasons.get(o.trace_id, [])),
+                output=t.output,
+                error=t.error_type,
+                hazards=tuple(h.detail for h in o.hazards),
+            )
+        )
+    return gallery
+
+
+def _untidiness(t: Trajectory | None) -> tuple[int, int]:
+    if t is None:
+        return (1 << 30, 1 << 30)
+    return (sum(c.failed for c in t.tool_calls), len(t.tool_calls))
+
+
+def _expected(case: Case) -> list[str]:
+    steps = []
+    for step in case.expected_steps:
+        args = "" if step.args is None else json.dumps(step.args, sort_keys=True, ensure_ascii=False)
+        steps.append(f"{step.tool}({args})" if args else step.tool)
+    return steps
+
+
+def _view(call: ToolCall, limit: int = 90) -> CallView:
+    if call.args is None:
+        args = "…"
+    else:
+        shown = {k: v for k, v in call.args.items() if k != "idempotency_key"}  # long and the same every call
+        args = json.dumps(shown, sort_keys=True, ensure_ascii=False, default=str)
+    if len(args) > limit:
+        args = args[: limit - 1] + "…"
+    name = f"{call.name} (requested, never executed)" if call.gap else call.name
+    return CallView(name=name, args=args, error=call.error_type, effect=call.effect)

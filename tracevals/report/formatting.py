@@ -1,0 +1,52 @@
+"""Small shared pieces of the report writers: number formatting, NaN cleaning, atomic files."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+PathArg = str | os.PathLike[str]
+
+
+def clean(value: Any) -> Any:
+    """NaN/inf → None, recursively, so JSON stays strict and CSV cells stay empty."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def num(x: float, digits: int = 3) -> str:
+    """A fixed-point number, or ``n/a`` for NaN (a missing figure must look missing, not zero)."""
+    return "n/a" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def signed(x: float) -> str:
+    """A delta with its sign (``+0.250``), or ``n/a``."""
+    return "n/a" if not math.isfinite(x) else f"{x:+.3f}"
+
+
+def interval(ci: tuple[float, float]) -> str:
+    """``[0.138, 0.609]``."""
+    return f"[{num(ci[0])}, {num(ci[1])}]"
+
+
+def atomic_write(path: PathArg, text: str) -> Path:
+    """Write to a temporary name beside ``path`` and rename, so a reader never sees half a report."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

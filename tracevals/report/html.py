@@ -1,0 +1,311 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that opens offline.
+
+Every figure and table sits in a ``<figure>`` whose caption states its sample size, the commit and
+lock hash of the code that ran, the date range and the sampling fraction: a number that travels in a
+screenshot must carry its own evidence. A Content-Security-Policy forbids any fetch, so a report that
+renders at all renders everything it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from tracevals.report.data import ReportData
+from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.html_parts import STYLE, failure_gallery, table
+from tracevals.report.svg import IntervalPoint, interval_chart, line_chart, stacked_bars, strip_chart
+from tracevals.stats import CATEGORIES, CATEGORY_LABELS, VariantSummary, confidence_level
+
+__all__ = ["render_html", "write_html"]
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_FAULT_PARTS = ("recovered", "escalated", "failed, admitted", "failed silently", "unknown")
+_FAULT_COLORS = ("#009E73", "#0072B2", "#E69F00", "#B00020", "#999999")
+
+
+def write_html(path: PathArg, data: ReportData) -> Path:
+    """Write :func:`render_html`; returns the path."""
+    return atomic_write(path, render_html(data))
+
+
+def render_html(data: ReportData) -> str:
+    """The whole report as one HTML document."""
+    body = [
+        _header(data),
+        _summary(data),
+        _pass_hat_k(data),
+        _regressions(data),
+        _worst(data),
+        _categories(data),
+        _faults(data),
+        _distributions(data),
+        failure_gallery(data, _caption),
+    ]
+    title = f"tracevals report — {', '.join(data.meta.get('runs') or []) or 'selection'}"
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>" + "".join(body) + "</body></html>\n"
+    )
+
+
+def _caption(data: ReportData, sample_size: str, variants: Sequence[str] | None = None) -> str:
+    meta = data.meta
+    per: dict[str, Any] = meta.get("variants") or {}
+    chosen = [v for v in (variants or list(data.summaries)) if v in per]
+    prov = "; ".join(_provenance(v, per[v]) for v in chosen) if chosen else _provenance(None, meta)
+    fraction = float(meta.get("sample_fraction", 1.0))
+    sessions = ""
+    if meta.get("sessions_eligible") is not None:
+        sessions = f" ({meta.get('sessions_selected')} of {meta.get('sessions_eligible')} sessions)"
+    return (
+        f'<figcaption class="provenance"><b>{escape(sample_size)}</b> · {escape(prov)} · '
+        f"sample {fraction:.0%}{escape(sessions)}</figcaption>"
+    )
+
+
+def _provenance(variant: str | None, info: dict[str, Any]) -> str:
+    commits = _short_list(
+        [str(c)[:12] + ("-dirty" if str(c).endswith("-dirty") else "") for c in info.get("commits") or ["unknown"]]
+    )
+    locks = _short_list([str(x) for x in info.get("lock_hashes") or ["unknown"]])
+    dates = f"{info.get('date_from') or '?'} – {info.get('date_to') or '?'}"
+    head = f"{variant}: " if variant else ""
+    return f"{head}commit {commits}, lock {locks}, {dates}"
+
+
+def _sample_text(meta: dict[str, Any]) -> str:
+    text = f"{float(meta.get('sample_fraction', 1.0)):.0%} of sessions"
+    if meta.get("sessions_eligible") is not None:
+        text += f" ({meta.get('sessions_selected')} of {meta.get('sessions_eligible')})"
+    source = meta.get("sample_source")
+    if source and source != "none":
+        text += f", seed {meta.get('sample_seed', 0)}, from {source}"
+    return text
+
+
+def _short_list(items: Sequence[str], limit: int = 2) -> str:
+    return ", ".join(items[:limit]) + (f" +{len(items) - limit} more" if len(items) > limit else "")
+
+
+def _figure(data: ReportData, name: str, content: str, sample_size: str, variants: Sequence[str] | None = None) -> str:
+    return f'<figure data-figure="{escape(name)}">{content}{_caption(data, sample_size, variants)}</figure>'
+
+
+def _header(data: ReportData) -> str:
+    meta = data.meta
+    level = confidence_level(float(meta.get("z") or 1.96))
+    rows = [
+        ("runs", ", ".join(meta.get("runs") or []) or "—"),
+        ("selected by", str(meta.get("selected_by") or "—")),
+        ("commits", ", ".join(meta.get("commits") or []) or "unknown"),
+        ("lock hashes", ", ".join(meta.get("lock_hashes") or []) or "unknown"),
+        ("dates", f"{meta.get('date_from') or '?'} – {meta.get('date_to') or '?'}"),
+        ("sample", _sample_text(meta)),
+        ("intervals", f"Wilson, {level:.0%} (z = {float(meta.get('z') or 1.96):g})"),
+        (
+            "scores",
+            f"{meta.get('scores_stored', '?')} read from the lake, {meta.get('scores_computed', 0)} computed now",
+        ),
+    ]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    nav = "".join(
+        f'<a href="#{i}">{escape(t)}</a>'
+        for i, t in (
+            ("summary", "Summary"),
+            ("pass-hat-k", "pass^k"),
+            ("regressions", "Regressions"),
+            ("worst-task", "Worst task"),
+            ("categories", "Release categories"),
+            ("faults", "Fault outcomes"),
+            ("distributions", "Latency & cost"),
+            ("gallery", "Failure gallery"),
+        )
+    )
+    return f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl><nav>{nav}</nav></header>'
+
+
+def _summary(data: ReportData) -> str:
+    head = [
+        "variant", "attempts", "tasks", "pass@1", "final success", "first-pass success", "pass^k", "pass@k",
+        "worst task", "retries / attempt", "hand-offs", "errors", "latency p50 / p95 ms", "tokens", "cost / attempt",
+        "release categories",
+    ]  # fmt: skip
+    rows = [[*_summary_row(s)] for s in data.summaries.values()]
+    total = sum(s.runs for s in data.summaries.values())
+    content = table(head, rows, table_id="summary-table")
+    return (
+        f'<section id="summary"><h2>Summary</h2>{_figure(data, "summary", content, f"n = {total} attempts")}</section>'
+    )
+
+
+def _summary_row(s: VariantSummary) -> list[str]:
+    cap = f", capped from {s.k_requested}" if s.k_capped else ""
+    w = s.worst_task
+    counts = s.category_counts()
+    return [
+        s.variant,
+        str(s.runs),
+        str(s.n_tasks),
+        f"{num(s.pass_at_1)} (mean of {s.n_tasks} tasks)",
+        f"{num(s.final_success_rate)} ({s.passes}/{s.runs}) {interval(s.wilson)}",
+        f"{num(s.first_success_rate)} ({s.first_passes}/{s.runs}) {interval(s.first_success_wilson)}",
+        f"{num(s.pass_hat_k_headline)} (k={s.k}{cap})",
+        f"{num(s.pass_at_k_headline)} (k={s.k})",
+        f"{w.task_id} {w.c}/{w.n}",
+        f"{num(s.avg_retries, 2)}",
+        f"{s.handoffs}/{s.runs} (correct {s.handoffs_correct}, wrong {s.handoffs_wrong}, missed {s.handoffs_missed})",
+        f"{s.errors}/{s.runs}",
+        f"{num(s.p50_latency_ms, 0)} / {num(s.p95_latency_ms, 0)} (n={s.latency_n})",
+        str(s.tokens),
+        f"{num(s.avg_cost, 6)} (total {num(s.total_cost, 4)})",
+        ", ".join(f"{CATEGORY_LABELS[c]} {counts[c]}" for c in CATEGORIES if c in counts),
+    ]
+
+
+def _pass_hat_k(data: ReportData) -> str:
+    solid = {name: s.pass_hat_k for name, s in data.summaries.items()}
+    dashed = {name: s.pass_at_k for name, s in data.summaries.items()}
+    chart = line_chart(
+        solid, dashed, title="pass^k against k", x_label="k (attempts that must all pass)", y_label="rate",
+        dashed_label="pass@k",
+    )  # fmt: skip
+    caps = ", ".join(f"{s.variant}: k ≤ {s.k_cap}" for s in data.summaries.values())
+    sizes = "; ".join(f"{s.variant} n = {s.runs} attempts over {s.n_tasks} tasks" for s in data.summaries.values())
+    note = (
+        f"<p>Solid: pass^k, the chance that k attempts of a task all pass, averaged over tasks; dashed: pass@k, "
+        f"the chance that at least one does. k is capped by the smallest per-task n ({escape(caps)}).</p>"
+    )
+    return (
+        f'<section id="pass-hat-k"><h2>pass^k against k</h2>{note}{_figure(data, "pass-hat-k", chart, sizes)}</section>'
+    )
+
+
+def _regressions(data: ReportData) -> str:
+    cmp = data.comparison
+    if cmp is None:
+        s = next(iter(data.summaries.values()))
+        rows = [
+            (t.task_id, [IntervalPoint(0, t.rate, *t.wilson, f"{t.task_id}: {t.c}/{t.n}")])
+            for t in sorted(s.tasks, key=lambda t: (t.rate, t.task_id))
+        ]
+        chart = interval_chart(rows, [s.variant], title="per-task pass rate with Wilson interval")
+        fig = _figure(data, "task-rates", chart, f"n = {s.runs} attempts over {s.n_tasks} tasks", [s.variant])
+        return f'<section id="regressions"><h2>Per-task rates (worst first)</h2>{fig}</section>'
+    pair = [cmp.baseline, cmp.candidate]
+    base, cand = data.summaries[cmp.baseline], data.summaries[cmp.candidate]
+    rows = []
+    for d in cmp.deltas:
+        b, c = base.task(d.task_id), cand.task(d.task_id)
+        assert b is not None and c is not None  # a delta exists only for tasks both ran
+        rows.append((d.task_id, [
+            IntervalPoint(0, b.rate, *b.wilson, f"{cmp.baseline} {d.task_id}: {b.c}/{b.n}"),
+            IntervalPoint(1, c.rate, *c.wilson, f"{cmp.candidate} {d.task_id}: {c.c}/{c.n}"),
+        ]))  # fmt: skip
+    chart = interval_chart(rows, pair, title="per-task pass rate with Wilson interval, regressions first")
+    head = ["task", f"{cmp.baseline} c/n", "rate", f"{cmp.candidate} c/n", "rate", "delta", "category change"]
+    table_rows = []
+    for d in cmp.deltas:
+        bc, cc = base.category(d.task_id), cand.category(d.task_id)
+        change = f"{bc.label if bc else '?'} → {cc.label if cc else '?'}"
+        base_cells = [f"{d.baseline_c}/{d.baseline_n}", num(d.baseline_rate)]
+        cand_cells = [f"{d.candidate_c}/{d.candidate_n}", num(d.candidate_rate)]
+        table_rows.append([d.task_id, *base_cells, *cand_cells, signed(d.delta), change])
+    classes = ["regression" if d.regression else ("improved" if d.delta > 0 else "") for d in cmp.deltas]
+    sizes = f"n = {base.runs} vs {cand.runs} attempts, {cmp.common_tasks} tasks in both"
+    only = ""
+    for label, tasks in (
+        ("only in " + cmp.baseline, cmp.only_in_baseline),
+        ("only in " + cmp.candidate, cmp.only_in_candidate),
+    ):
+        if tasks:
+            only += (
+                f"<p>{escape(label)} (not compared): {escape(', '.join(f'{t.task_id} {t.c}/{t.n}' for t in tasks))}</p>"
+            )
+    return (
+        f'<section id="regressions"><h2>Regressions first: {escape(cmp.baseline)} → {escape(cmp.candidate)}</h2>'
+        f'<p class="statement">{escape(cmp.statement)}.</p><p>pass@1 delta {signed(cmp.pass_at_1_delta)}, '
+        f"pass^{cmp.k} delta {signed(cmp.pass_hat_k_delta)} (paired means over the {cmp.common_tasks} tasks both ran)."
+        f"</p>{_figure(data, 'task-rates', chart, sizes, pair)}"
+        f"{_figure(data, 'deltas', table(head, table_rows, table_id='deltas', row_classes=classes), sizes, pair)}"
+        f"{only}</section>"
+    )
+
+
+def _worst(data: ReportData) -> str:
+    cards = []
+    for s in data.summaries.values():
+        w = s.worst_task
+        cat = s.category(w.task_id)
+        why = f" — {cat.label}: {'; '.join(cat.reasons)}" if cat else ""
+        cards.append(
+            f'<p class="worst" data-variant="{escape(s.variant)}"><b>{escape(s.variant)}</b>: '
+            f'<a href="#task-{escape(w.task_id)}">{escape(w.task_id)}</a> passed {w.c}/{w.n} = {num(w.rate)} '
+            f"{interval(w.wilson)}{escape(why)}</p>"
+        )
+    sizes = "; ".join(f"{s.variant} n = {s.worst_task.n} attempts of its worst task" for s in data.summaries.values())
+    return f'<section id="worst-task"><h2>Worst task</h2>{_figure(data, "worst-task", "".join(cards), sizes)}</section>'
+
+
+def _categories(data: ReportData) -> str:
+    rank = {c: i for i, c in enumerate(CATEGORIES)}
+    figures = []
+    for s in data.summaries.values():
+        rows = [
+            [c.task_id, c.label, "; ".join(c.reasons)]
+            for c in sorted(s.categories, key=lambda c: (-rank[c.category], c.task_id))
+        ]
+        classes = [f"cat-{c.category}" for c in sorted(s.categories, key=lambda c: (-rank[c.category], c.task_id))]
+        content = f"<h3>{escape(s.variant)}</h3>" + table(["task", "category", "why"], rows, row_classes=classes)
+        figures.append(
+            _figure(
+                data, f"categories-{s.variant}", content, f"n = {s.runs} attempts over {s.n_tasks} tasks", [s.variant]
+            )
+        )
+    rule = (
+        "<p>Do not ship: any attempt with a silent failure, a duplicate side effect, an unauthorised call or an "
+        "endless loop, or a task that passes less than half its attempts. Needs confirmation: the task writes, "
+        "sends, pays or deletes, or its case expects a hand-off. Automatic: every attempt passed. Canary: the rest."
+        "</p>"
+    )
+    return f'<section id="categories"><h2>Release categories</h2>{rule}{"".join(figures)}</section>'
+
+
+def _faults(data: ReportData) -> str:
+    if not data.faults:
+        return '<section id="faults"><h2>Fault outcomes</h2><p>No injected fault fired in this selection.</p></section>'
+    rows = [
+        (f"{f.fault} · {f.variant}", [f.recovered, f.escalated, f.failed - f.silent, f.silent, f.unknown])
+        for f in data.faults
+    ]
+    chart = stacked_bars(rows, _FAULT_PARTS, _FAULT_COLORS, title="what became of each injected fault")
+    head = ["fault", "variant", "attempts", "recovered", "escalated", "failed", "of which silently", "unknown"]
+    table_rows = [
+        [f.fault, f.variant, str(f.n), f"{f.recovered}/{f.n} {interval(f.recovered_wilson)}",
+         f"{f.escalated}/{f.n}", f"{f.failed}/{f.n}", str(f.silent), str(f.unknown)]
+        for f in data.faults
+    ]  # fmt: skip
+    n = sum(f.n for f in data.faults)
+    content = chart + table(head, table_rows, table_id="fault-table")
+    figure = _figure(data, "faults", content, f"n = {n} attempts that met an injected fault")
+    return f'<section id="faults"><h2>Fault outcomes</h2>{figure}</section>'
+
+
+def _distributions(data: ReportData) -> str:
+    latency: dict[str, list[float]] = {v: [] for v in data.summaries}
+    cost: dict[str, list[float]] = {v: [] for v in data.summaries}
+    for o in data.outcomes:
+        latency[o.variant].append(o.latency_ms)
+        cost[o.variant].append(o.cost)
+    lat_n = "; ".join(f"{s.variant} n = {s.latency_n}" for s in data.summaries.values())
+    cost_n = "; ".join(f"{s.variant} n = {s.runs}" for s in data.summaries.values())
+    return (
+        '<section id="distributions"><h2>Latency and cost</h2>'
+        + _figure(data, "latency", strip_chart(latency, title="attempt latency", x_label="latency, ms"), lat_n)
+        + _figure(data, "cost", strip_chart(cost, title="attempt cost", x_label="cost, USD", digits=6), cost_n)
+        + "</section>"
+    )

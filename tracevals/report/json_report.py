@@ -1,0 +1,147 @@
+"""The JSON report: every figure as plain data, strict JSON (missing values are ``null``, never NaN)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracevals.report.formatting import PathArg, atomic_write, clean
+from tracevals.stats import Comparison, FaultTally, TaskResult, VariantSummary, confidence_level, pass_hat_k
+
+__all__ = ["JSON_SCHEMA", "to_json_dict", "write_json"]
+
+JSON_SCHEMA = "tracevals.report/1"
+Summaries = Mapping[str, VariantSummary]
+
+
+def to_json_dict(
+    summaries: Summaries,
+    comparison: Comparison | None = None,
+    meta: Mapping[str, Any] | None = None,
+    faults: Sequence[FaultTally] = (),
+) -> dict[str, Any]:
+    """The JSON report as plain data: ``schema``, ``meta``, ``variants`` (by name), ``comparison``,
+    ``fault_outcomes``."""
+    doc = {
+        "schema": JSON_SCHEMA,
+        "meta": dict(meta or {}),
+        "variants": {name: _variant_json(s) for name, s in summaries.items()},
+        "comparison": _comparison_json(comparison) if comparison is not None else None,
+        "fault_outcomes": [_fault_json(f) for f in faults],
+    }
+    cleaned: dict[str, Any] = clean(doc)
+    return cleaned
+
+
+def write_json(
+    path: PathArg,
+    summaries: Summaries,
+    comparison: Comparison | None = None,
+    meta: Mapping[str, Any] | None = None,
+    faults: Sequence[FaultTally] = (),
+) -> Path:
+    """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
+    text = json.dumps(to_json_dict(summaries, comparison, meta, faults), indent=2, allow_nan=False, default=str)
+    return atomic_write(path, text + "\n")
+
+
+def _task_json(t: TaskResult, k: int | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {"task_id": t.task_id, "n": t.n, "c": t.c, "rate": t.rate, "wilson": list(t.wilson)}
+    if k is not None:
+        row["pass_hat_k"] = pass_hat_k(t.c, t.n, k)
+    return row
+
+
+def _variant_json(s: VariantSummary) -> dict[str, Any]:
+    categories = {c.task_id: c for c in s.categories}
+    tasks = []
+    for t in s.tasks:
+        row = _task_json(t, s.k)
+        cat = categories.get(t.task_id)
+        if cat is not None:
+            row.update(category=cat.category, category_reasons=list(cat.reasons), hazards=dict(cat.hazard_attempts))
+        tasks.append(row)
+    return {
+        "variant": s.variant,
+        "n": s.runs,
+        "runs": s.runs,
+        "passes": s.passes,
+        "n_tasks": s.n_tasks,
+        "pass_at_1": s.pass_at_1,
+        "pooled_rate": s.pooled_rate,
+        "wilson": list(s.wilson),
+        "z": s.z,
+        "confidence": confidence_level(s.z),
+        "k": s.k,
+        "k_requested": s.k_requested,
+        "k_cap": s.k_cap,
+        "pass_hat_k": {str(k): v for k, v in s.pass_hat_k.items()},
+        "pass_at_k": {str(k): v for k, v in s.pass_at_k.items()},
+        "worst_task": _task_json(s.worst_task, s.k),
+        "tasks": tasks,
+        "first_passes": s.first_passes,
+        "first_success_rate": s.first_success_rate,
+        "first_success_wilson": list(s.first_success_wilson),
+        "final_success_rate": s.final_success_rate,
+        "avg_retries": s.avg_retries,
+        "handoffs": s.handoffs,
+        "handoffs_correct": s.handoffs_correct,
+        "handoffs_wrong": s.handoffs_wrong,
+        "handoffs_missed": s.handoffs_missed,
+        "errors": s.errors,
+        "latency_n": s.latency_n,
+        "p50_latency_ms": s.p50_latency_ms,
+        "p95_latency_ms": s.p95_latency_ms,
+        "avg_cost": s.avg_cost,
+        "total_cost": s.total_cost,
+        "tokens": s.tokens,
+        "categories": s.category_counts(),
+        "hazard_attempts": dict(s.hazard_attempts),
+    }
+
+
+def _comparison_json(cmp: Comparison) -> dict[str, Any]:
+    return {
+        "baseline": cmp.baseline,
+        "candidate": cmp.candidate,
+        "deltas": [
+            {
+                "task_id": d.task_id,
+                "baseline": {"n": d.baseline_n, "c": d.baseline_c, "rate": d.baseline_rate},
+                "candidate": {"n": d.candidate_n, "c": d.candidate_c, "rate": d.candidate_rate},
+                "delta": d.delta,
+                "regression": d.regression,
+            }
+            for d in cmp.deltas
+        ],
+        "only_in_baseline": [_task_json(t) for t in cmp.only_in_baseline],
+        "only_in_candidate": [_task_json(t) for t in cmp.only_in_candidate],
+        "improved": cmp.improved,
+        "regressed": cmp.regressed,
+        "unchanged": cmp.unchanged,
+        "test": "exact two-sided sign test over tasks whose rate changed",
+        "p_value": cmp.p_value,
+        "alpha": cmp.alpha,
+        "significant": cmp.significant,
+        "statement": cmp.statement,
+        "common_tasks": cmp.common_tasks,
+        "pass_at_1_delta": cmp.pass_at_1_delta,
+        "k": cmp.k,
+        "pass_hat_k_delta": cmp.pass_hat_k_delta,
+    }
+
+
+def _fault_json(f: FaultTally) -> dict[str, Any]:
+    return {
+        "variant": f.variant,
+        "fault": f.fault,
+        "n": f.n,
+        "recovered": f.recovered,
+        "escalated": f.escalated,
+        "failed": f.failed,
+        "failed_silently": f.silent,
+        "unknown": f.unknown,
+        "recovered_wilson": list(f.recovered_wilson),
+    }

@@ -1,0 +1,308 @@
+"""What a report is computed from: the attempts of a lake selection, their scores, and where they came from.
+
+`load_lake_data` reads the lake's views (trajectories, runs, the stored `scores`), narrows them to a
+selection (runs, variants, a date range, a session-consistent sample), and scores with the evaluators
+any attempt that has no stored score yet. It never writes to the lake: a report is a read, and the
+lake may be read-only (object storage, a colleague's copy).
+
+Dates and samples follow `tracevals.queries.selection`, the rule `tracevals score` uses: a session is
+in a date range when its first span starts in it, and the sample keeps a session by a hash of the
+seed and its id. Without `--sample`, a sample recorded in the stored scores (`details.sample`, as
+`tracevals score --sample` writes it) is applied, so a nightly sample is reported as a sample.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tracevals.evaluators.model import Case, Score, Trajectory
+from tracevals.queries import open_lake
+from tracevals.queries.selection import Selection as SessionSelection
+from tracevals.queries.selection import select_sessions, session_sampled
+from tracevals.queries.trajectories import load_trajectories
+from tracevals.report.data import ReportData, build_report
+from tracevals.stats import Z95, CategoryRules
+
+__all__ = [
+    "LakeData",
+    "Selection",
+    "SelectionError",
+    "bundled_tasks",
+    "load_lake_data",
+    "report_from_lake",
+]
+
+
+class SelectionError(ValueError):
+    """The selection matches nothing, or names something the lake does not hold; one line for the user."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which attempts a report covers. No runs and no dates: the latest run in the lake.
+
+    ``since`` is inclusive, ``until`` exclusive (on a session's first span); ``sample`` keeps that
+    fraction of sessions, chosen by a hash of ``seed`` and the session id so that a session is all in
+    or all out and the choice never changes. ``sample`` None: the sample the stored scores record, if any.
+    """
+
+    runs: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    sample: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.sample is not None and not 0.0 < self.sample <= 1.0:
+            raise SelectionError(f"sample must be in (0, 1], got {self.sample}")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise SelectionError(f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}")
+
+
+@dataclass
+class LakeData:
+    """The selected attempts with their scores, models and provenance (commit, lock hash, dates, sample)."""
+
+    trajectories: list[Trajectory]
+    scores: list[Score]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def bundled_tasks() -> Path:
+    """The 20 order-support cases that ship with tracevals (the demo's task file)."""
+    return Path(str(resources.files("tracevals.demo").joinpath("tasks.jsonl")))
+
+
+def report_from_lake(
+    lake: str | os.PathLike[str],
+    selection: Selection,
+    cases: Mapping[str, Case],
+    *,
+    k: int | None = None,
+    z: float = Z95,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    rules: CategoryRules | None = None,
+    meta: Mapping[str, Any] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> ReportData:
+    """Every figure of a report over a lake selection: `load_lake_data` then `build_report`."""
+    data = load_lake_data(lake, selection, cases, con)
+    return build_report(
+        data.trajectories,
+        data.scores,
+        cases,
+        {**data.provenance, **dict(meta or {})},
+        k=k,
+        z=z,
+        baseline=baseline,
+        candidate=candidate,
+        rules=rules,
+    )
+
+
+def load_lake_data(
+    lake: str | os.PathLike[str],
+    selection: Selection,
+    cases: Mapping[str, Case],
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> LakeData:
+    """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``."""
+    con = con or open_lake(lake)
+    if selection.since is not None or selection.until is not None:
+        select_sessions(con, SessionSelection(since=selection.since, until=selection.until))
+    runs = selection.runs or _default_runs(con, selection)
+    trajectories = load_trajectories(con, where=_where(selection, runs))
+    if not trajectories:
+        raise SelectionError(
+            f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
+            f'{os.fspath(lake)} "select run_id, variant, count(*) from runs group by all"'
+        )
+    _check_variants(trajectories, selection.variants)
+    con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
+    stored = _stored_scores(con)
+    fraction, seed, sample_source = _sample(selection, stored)
+    eligible = {_session(t) for t in trajectories}
+    trajectories = [t for t in trajectories if session_sampled(_session(t), fraction, seed)]
+    if not trajectories:
+        raise SelectionError(f"the {fraction:g} sample of {len(eligible)} sessions is empty; raise --sample")
+    kept = {t.trace_id for t in trajectories}
+    stored = [s for s in stored if s.trace_id in kept]
+    con.register("_report_traces", _id_table(sorted(kept)))
+    scored = {s.trace_id for s in stored}
+    computed = _score([t for t in trajectories if t.trace_id not in scored], cases)
+    provenance = _provenance(con, runs, selection)
+    provenance.update(
+        sample_fraction=fraction,
+        sample_seed=seed,
+        sample_source=sample_source,
+        sessions_eligible=len(eligible),
+        sessions_selected=len({_session(t) for t in trajectories}),
+        scores_stored=len(stored),
+        scores_computed=len(computed),
+    )
+    return LakeData(trajectories, stored + computed, provenance)
+
+
+def _session(t: Trajectory) -> str:
+    return t.session_id or t.trace_id  # a trace without a session id is its own session
+
+
+def _sample(selection: Selection, stored: Sequence[Score]) -> tuple[float, int, str]:
+    """(fraction, seed, where it came from): the option, else the one the stored scores record."""
+    if selection.sample is not None:
+        return selection.sample, selection.seed, "--sample"
+    recorded = {
+        (float(d["fraction"]), int(d.get("seed", 0)))
+        for s in stored
+        if isinstance(d := s.details.get("sample"), dict) and "fraction" in d
+    }
+    if len(recorded) == 1:
+        fraction, seed = recorded.pop()
+        return fraction, seed, "the stored scores"
+    return 1.0, 0, "none"
+
+
+def _default_runs(con: duckdb.DuckDBPyConnection, selection: Selection) -> tuple[str, ...]:
+    if selection.since is not None or selection.until is not None:
+        return ()  # a date range covers every run in it
+    variants = _in_list("variant", selection.variants)
+    row = con.execute(
+        f"SELECT run_id FROM runs WHERE run_id IS NOT NULL {'AND ' + variants if variants else ''} "
+        "GROUP BY run_id ORDER BY max(start_time) DESC, run_id DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        raise SelectionError(
+            "the lake holds no harness runs (no root span with tracevals.run.id); pass --since/--until"
+        )
+    return (str(row[0]),)
+
+
+def _where(selection: Selection, runs: Sequence[str]) -> str:
+    parts = ["task_id IS NOT NULL", "variant IS NOT NULL"]
+    # Dates are not repeated here: `select_sessions` already kept whole sessions by their start.
+    parts += [p for p in (_in_list("run_id", runs), _in_list("variant", selection.variants)) if p]
+    return " AND ".join(parts)
+
+
+def _in_list(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(_quote(v) for v in values)})" if values else ""
+
+
+def _quote(text: str) -> str:
+    # The selection comes from a command line; a quote in a run id must not end the SQL literal.
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _describe(selection: Selection, runs: Sequence[str]) -> str:
+    parts = [f"run {', '.join(runs)}" if runs else "all runs"]
+    if selection.variants:
+        parts.append(f"variants {', '.join(selection.variants)}")
+    if selection.since or selection.until:
+        since = selection.since.isoformat() if selection.since else "the start"
+        until = selection.until.isoformat() if selection.until else "now"
+        parts.append(f"from {since} until {until}")
+    return ", ".join(parts)
+
+
+def _check_variants(trajectories: Sequence[Trajectory], wanted: Sequence[str]) -> None:
+    found = {t.variant for t in trajectories}
+    absent = [v for v in wanted if v not in found]
+    if absent:
+        have = ", ".join(sorted(v for v in found if v)) or "none"
+        raise SelectionError(f"variant {', '.join(absent)} not in the selection (variants there: {have})")
+
+
+def _stored_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
+    rows = con.execute(
+        "SELECT s.evaluator, s.evaluator_version, s.passed, s.score, s.reason, s.details, s.trace_id, "
+        "s.session_id, s.run_id, s.task_id, s.attempt, s.variant FROM scores AS s "
+        "JOIN _report_traces AS t ON t.trace_id = s.trace_id ORDER BY s.trace_id, s.evaluator"
+    ).fetchall()
+    return [
+        Score(
+            evaluator=r[0],
+            evaluator_version=int(r[1] or 0),
+            passed=bool(r[2]),
+            score=float(r[3] or 0.0),
+            reason=r[4] or "",
+            details=_details(r[5]),
+            trace_id=r[6],
+            session_id=r[7],
+            run_id=r[8],
+            task_id=r[9],
+            attempt=r[10],
+            variant=r[11],
+        )
+        for r in rows
+    ]
+
+
+def _id_table(ids: Sequence[str]) -> Any:
+    import pyarrow as pa  # only here: the rest of the module needs no Arrow
+
+    return pa.table({"trace_id": pa.array(list(ids), pa.string())})
+
+
+def _details(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _score(trajectories: Sequence[Trajectory], cases: Mapping[str, Case]) -> list[Score]:
+    if not trajectories:
+        return []
+    from tracevals.evaluators import evaluate_all  # imported on demand: most reports read stored scores
+
+    return evaluate_all(trajectories, cases)
+
+
+def _provenance(con: duckdb.DuckDBPyConnection, runs: Sequence[str], selection: Selection) -> dict[str, Any]:
+    variants: dict[str, Any] = {}
+    for variant, run_ids, commits, locks, start, end in con.execute(
+        "SELECT a.variant, list(DISTINCT a.run_id ORDER BY a.run_id), "
+        "list(DISTINCT r.commit_hash ORDER BY r.commit_hash), list(DISTINCT r.lock_hash ORDER BY r.lock_hash), "
+        "min(a.start_time), max(a.end_time) FROM attempts AS a JOIN _report_traces AS t ON t.trace_id = a.trace_id "
+        "LEFT JOIN runs AS r ON r.trace_id = a.trace_id GROUP BY a.variant ORDER BY a.variant"
+    ).fetchall():
+        variants[variant] = {
+            "runs": [x for x in run_ids if x],
+            "commits": [x for x in commits if x] or ["unknown"],
+            "lock_hashes": [x for x in locks if x] or ["unknown"],
+            "date_from": _iso(start),
+            "date_to": _iso(end),
+        }
+
+    def union(key: str) -> list[str]:
+        return sorted({x for v in variants.values() for x in v[key]})
+
+    return {
+        "runs": union("runs"),
+        "selected_by": "latest run" if runs and not selection.runs else _describe(selection, runs),
+        "commits": union("commits"),
+        "lock_hashes": union("lock_hashes"),
+        "date_from": min((v["date_from"] for v in variants.values() if v["date_from"]), default=None),
+        "date_to": max((v["date_to"] for v in variants.values() if v["date_to"]), default=None),
+        "variants": variants,
+    }
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+    return str(value)

@@ -1,0 +1,206 @@
+"""The release gate: thresholds over a baseline→candidate comparison, a verdict and reasons a person can act on.
+
+Checks (each one optional; the defaults forbid ``do_not_ship`` tasks and a significant regression):
+
+- ``min_pass_hat_k`` at ``at_k``: the candidate's pass^k (default k: its headline k).
+- ``min_pass_at_1``: the candidate's pass@1.
+- ``max_task_regression``: no task's pass rate may drop by more than this (baseline rate - candidate rate).
+- ``max_regression``: the paired mean pass@1 drop over the tasks both ran may not exceed this.
+- ``forbid``: release categories (``do_not_ship`` …) or hazard kinds (``silent_failure`` …) that must not
+  occur in any candidate task.
+- ``fail_on_significant_regression``: the sign test says the candidate is significantly worse.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tracevals.stats.categories import CATEGORIES, CATEGORY_LABELS, HAZARD_KINDS, HAZARD_LABELS
+from tracevals.stats.compare import Comparison
+from tracevals.stats.summary import VariantSummary
+
+__all__ = ["GateCheck", "GateResult", "GateThresholds", "run_gate"]
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """What the candidate must meet. ``None`` switches a check off."""
+
+    min_pass_hat_k: float | None = None
+    at_k: int | None = None
+    min_pass_at_1: float | None = None
+    max_task_regression: float | None = None
+    max_regression: float | None = None
+    forbid: tuple[str, ...] = ("do_not_ship",)
+    fail_on_significant_regression: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("min_pass_hat_k", "min_pass_at_1", "max_task_regression", "max_regression"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        if self.at_k is not None and self.at_k < 1:
+            raise ValueError(f"at_k must be >= 1, got {self.at_k}")
+        unknown = [f for f in self.forbid if f not in CATEGORIES and f not in HAZARD_KINDS]
+        if unknown:
+            valid = ", ".join((*CATEGORIES, *HAZARD_KINDS))
+            raise ValueError(f"forbid: unknown category or hazard {', '.join(unknown)}; valid: {valid}")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str = "thresholds") -> GateThresholds:
+        """Thresholds from a parsed YAML/JSON mapping (keys with ``-`` or ``_``); ValueError names bad keys."""
+        names = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in values.items():
+            name = str(key).replace("-", "_")
+            if name not in names:
+                raise ValueError(f"{source}: unknown key {key!r}; valid: {', '.join(sorted(names))}")
+            if name == "forbid":
+                value = (value,) if isinstance(value, str) else tuple(value or ())
+            elif value is not None and not _TYPE_OK[name](value):
+                raise ValueError(f"{source}: {key} must be {_TYPE_NAMES[name]}, got {value!r}")
+            kwargs[name] = value
+        return cls(**kwargs)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_TYPE_OK = {
+    "min_pass_hat_k": _number,
+    "min_pass_at_1": _number,
+    "max_task_regression": _number,
+    "max_regression": _number,
+    "at_k": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "fail_on_significant_regression": lambda v: isinstance(v, bool),
+}
+_TYPE_NAMES = {name: "a number between 0 and 1" for name in _TYPE_OK} | {
+    "at_k": "a whole number >= 1",
+    "fail_on_significant_regression": "true or false",
+}
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One threshold's outcome: ``message`` says what was measured, against what, and what to look at."""
+
+    name: str
+    passed: bool
+    message: str
+    threshold: Any = None
+    value: Any = None
+    tasks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict: passed only when every check passed."""
+
+    baseline: str
+    candidate: str
+    checks: list[GateCheck]
+
+    @property
+    def passed(self) -> bool:
+        """True when every check passed."""
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[GateCheck]:
+        """The checks that failed, in check order."""
+        return [c for c in self.checks if not c.passed]
+
+
+def run_gate(
+    base: VariantSummary, cand: VariantSummary, comparison: Comparison, thresholds: GateThresholds
+) -> GateResult:
+    """Apply every enabled threshold to the candidate (and its comparison with the baseline)."""
+    t = thresholds
+    checks: list[GateCheck] = []
+    if t.min_pass_hat_k is not None:
+        checks.append(_pass_hat_k(cand, t.min_pass_hat_k, t.at_k))
+    if t.min_pass_at_1 is not None:
+        ok = cand.pass_at_1 >= t.min_pass_at_1
+        msg = (
+            f"pass@1 {cand.pass_at_1:.3f} (mean of {cand.n_tasks} tasks, n = {cand.runs}) "
+            f"vs minimum {t.min_pass_at_1:g}"
+        )
+        checks.append(GateCheck("min_pass_at_1", ok, msg, t.min_pass_at_1, cand.pass_at_1))
+    if t.max_task_regression is not None:
+        checks.append(_task_regression(comparison, t.max_task_regression))
+    if t.max_regression is not None:
+        checks.append(_overall_regression(comparison, t.max_regression))
+    for name in t.forbid:
+        checks.append(_forbidden(cand, name))
+    if t.fail_on_significant_regression:
+        worse = comparison.significant and comparison.regressed > comparison.improved
+        checks.append(
+            GateCheck("significant_regression", not worse, comparison.statement, comparison.alpha, comparison.p_value)
+        )
+    return GateResult(comparison.baseline, comparison.candidate, checks)
+
+
+def _pass_hat_k(cand: VariantSummary, minimum: float, at_k: int | None) -> GateCheck:
+    k = at_k or cand.k
+    if k not in cand.pass_hat_k:
+        msg = (
+            f"pass^{k} cannot be estimated: the candidate's smallest task has {cand.k_cap} attempts; "
+            f"run at least {k} attempts per task, or gate at k <= {cand.k_cap}"
+        )
+        return GateCheck("min_pass_hat_k", False, msg, minimum, None)
+    value = cand.pass_hat_k[k]
+    msg = f"pass^{k} {value:.3f} over {cand.n_tasks} tasks (n = {cand.runs}) vs minimum {minimum:g}"
+    return GateCheck("min_pass_hat_k", value >= minimum, msg, minimum, value)
+
+
+def _task_regression(cmp: Comparison, limit: float) -> GateCheck:
+    # A tiny tolerance so that "drop exactly the limit" passes despite float rounding of c/n.
+    over = [d for d in cmp.regressions if -d.delta > limit + 1e-12]
+    if not over:
+        worst = cmp.regressions[0] if cmp.regressions else None
+        shown = f"largest task drop {-worst.delta:.3f} ({worst.task_id})" if worst else "no task regressed"
+        return GateCheck(
+            "max_task_regression", True, f"{shown}, within {limit:g}", limit, -worst.delta if worst else 0.0
+        )
+    listed = "; ".join(
+        f"{d.task_id} fell from {d.baseline_c}/{d.baseline_n} to {d.candidate_c}/{d.candidate_n} ({d.delta:+.3f})"
+        for d in over[:5]
+    )
+    more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+    msg = f"{len(over)} {_tasks(len(over))} dropped more than {limit:g}: {listed}{more}"
+    return GateCheck("max_task_regression", False, msg, limit, -over[0].delta, [d.task_id for d in over])
+
+
+def _overall_regression(cmp: Comparison, limit: float) -> GateCheck:
+    drop = -cmp.pass_at_1_delta
+    if math.isnan(drop):
+        return GateCheck("max_regression", False, "no task ran under both variants: nothing to compare", limit, None)
+    msg = (
+        f"pass@1 changed by {cmp.pass_at_1_delta:+.3f} (paired mean over {cmp.common_tasks} tasks) "
+        f"vs allowed drop {limit:g}"
+    )
+    return GateCheck("max_regression", drop <= limit + 1e-12, msg, limit, cmp.pass_at_1_delta)
+
+
+def _forbidden(cand: VariantSummary, name: str) -> GateCheck:
+    if name in CATEGORIES:
+        hits = [c for c in cand.categories if c.category == name]
+        label = CATEGORY_LABELS[name]
+        details = [f"{c.task_id} ({'; '.join(c.reasons)})" for c in hits]
+    else:
+        hits = [c for c in cand.categories if c.hazard_attempts.get(name)]
+        label = HAZARD_LABELS[name]
+        details = [f"{c.task_id} ({c.hazard_attempts[name]} attempts)" for c in hits]
+    if not hits:
+        return GateCheck(f"forbid:{name}", True, f"no task is {label}", name, 0)
+    more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
+    msg = f"{len(hits)} {_tasks(len(hits))} {label}: {'; '.join(details[:3])}{more}"
+    return GateCheck(f"forbid:{name}", False, msg, name, len(hits), [c.task_id for c in hits])
+
+
+def _tasks(n: int) -> str:
+    return "task" if n == 1 else "tasks"
