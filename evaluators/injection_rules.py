@@ -82,7 +82,8 @@ def fault_outcome(
     trajectory: Trajectory, calls: Sequence[ToolCall], labels: Sequence[str], fault: FaultPoint
 ) -> tuple[str, str]:
     faulted = calls[fault.index]
-    start = fault.index if fault.type == "slow" else fault.index + 1
+    # a slowed call (`slow`, or `latency` as the harness names it) still ran: it can be its own recovery
+    start = fault.index if fault.type in ("slow", "latency") else fault.index + 1
     for k in range(start, len(calls)):
         later = calls[k]
         if (
