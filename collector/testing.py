@@ -22,7 +22,12 @@ def config_document(lake: str | Path, overrides: Mapping[str, Any] | None = None
         "receivers": {
             "otlp": {"protocols": {"grpc": {"endpoint": "127.0.0.1:0"}, "http": {"endpoint": "127.0.0.1:0"}}}
         },
-        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
+        # The memory limiter measures this whole process; an in-process collector shares it with its
+        # host (a test run, a benchmark), whose own memory must not make the collector refuse data.
+        "processors": {
+            "memory_limiter": {"limit_mib": 65536, "spike_limit_mib": 1024},
+            "batch": {"send_batch_size": 8192, "timeout": "200ms"},
+        },
         "exporters": {"parquet": {"path": str(lake)}},
         "service": {
             "pipelines": {
