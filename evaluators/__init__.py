@@ -5,9 +5,12 @@
 """
 
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.evaluators.batch import Batch
+from tracevals.evaluators.batch_scoring import score_batch, scores_of
 from tracevals.evaluators.calls import RISKY_EFFECTS, operation_key
 from tracevals.evaluators.config import ConfigError, ScoringConfig, config_from_dict, load_config
 from tracevals.evaluators.evaluator import Evaluator, make_score
+from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.injection import Injection
 from tracevals.evaluators.matching import lcs_alignment, maximum_matching
 from tracevals.evaluators.model import (
@@ -46,6 +49,7 @@ __all__ = [
     "RISKY_EFFECTS",
     "ArgsComparator",
     "ArgsRule",
+    "Batch",
     "Case",
     "ConfigError",
     "Evaluator",
@@ -53,6 +57,7 @@ __all__ = [
     "Handoff",
     "Injection",
     "RetryDiscipline",
+    "Scope",
     "Score",
     "ScoringConfig",
     "SessionCompleteness",
@@ -79,4 +84,6 @@ __all__ = [
     "names",
     "operation_key",
     "register",
+    "score_batch",
+    "scores_of",
 ]

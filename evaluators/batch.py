@@ -90,6 +90,9 @@ HANDOFF_SCHEMA: dict[str, Any] = {
     "candidates": pl.List(_STR),
 }
 _CALL_FIELDS = [f.name for f in fields(ToolCall) if f.name != "op_key"]
+# SpanFacts are built positionally from these columns (it is the hot loop of the reference path)
+assert list(FACT_COLUMNS) == [f.name for f in fields(SpanFacts)], "FACT_COLUMNS must follow SpanFacts"
+_TRAJECTORY_COLUMNS = [n for n in TRACE_SCHEMA if n not in FACT_COLUMNS and n not in ("facts_loaded", "root_span_id")]
 _CALL_DEFAULTS = (("start_ms", 0.0), ("end_ms", 0.0), ("span_id", ""), ("gap", False))  # for nulls
 
 
@@ -165,12 +168,16 @@ class Batch:
                     candidates=tuple(row["candidates"] or ()),
                 )
             )
-        trace_columns = {name: self.traces.get_column(name).to_list() for name in TRACE_SCHEMA}
-        rows = (dict(zip(trace_columns, values, strict=True)) for values in zip(*trace_columns.values(), strict=True))
-        return [
-            _trajectory(row, tuple(calls.get(row["trace_id"], ())), tuple(handoffs.get(row["trace_id"], ())))
-            for row in rows
-        ]
+        columns = [self.traces.get_column(name).to_list() for name in _TRAJECTORY_COLUMNS]
+        facts = [self.traces.get_column(name).to_list() for name in FACT_COLUMNS]
+        loaded = self.traces.get_column("facts_loaded").to_list()
+        out = []
+        for i, values in enumerate(zip(*columns, strict=True)):
+            trace_id = values[0]
+            row = dict(zip(_TRAJECTORY_COLUMNS, values, strict=True))
+            span_facts = SpanFacts(*(column[i] for column in facts)) if loaded[i] else None
+            out.append(_trajectory(row, tuple(calls.get(trace_id, ())), tuple(handoffs.get(trace_id, ())), span_facts))
+        return out
 
 
 def parse_args(text: str | None) -> dict[str, Any] | None:
@@ -216,10 +223,9 @@ def _handoff_row(h: Handoff) -> dict[str, Any]:
     }
 
 
-def _trajectory(row: dict[str, Any], calls: tuple[ToolCall, ...], handoffs: tuple[Handoff, ...]) -> Trajectory:
-    facts = None
-    if row["facts_loaded"]:
-        facts = SpanFacts(**{name: row[name] for name in FACT_COLUMNS})
+def _trajectory(
+    row: dict[str, Any], calls: tuple[ToolCall, ...], handoffs: tuple[Handoff, ...], facts: SpanFacts | None
+) -> Trajectory:
     usage = tuple((u["model"], u["input_tokens"] or 0, u["output_tokens"] or 0) for u in row["model_usage"] or ())
     return Trajectory(
         trace_id=row["trace_id"],

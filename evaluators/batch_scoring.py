@@ -69,7 +69,8 @@ def score_batch(scope: Scope, evaluators: Sequence[Evaluator]) -> pl.DataFrame:
             plans.append((evaluator, "all", traces.select("trace_id")))
             needed.update(traces.get_column("trace_id").to_list())
     reference = {t.trace_id: t for t in scope.batch.select(sorted(needed)).trajectories()} if needed else {}
-    cases = dict(zip(traces.get_column("trace_id").to_list(), traces.get_column("case_key").to_list(), strict=True))
+    wanted = traces.filter(pl.col("trace_id").is_in(pl.Series(sorted(needed), dtype=pl.Utf8).implode()))
+    cases = dict(wanted.select("trace_id", "case_key").iter_rows())  # only the traces `evaluate` will see
     ids = traces.select(_IDS)
     frames = [_plan_rows(evaluator, kind, plan, reference, cases, scope, ids) for evaluator, kind, plan in plans]
     frames = [f for f in frames if f.height]

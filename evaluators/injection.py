@@ -62,8 +62,8 @@ class Injection:
     version: ClassVar[int] = 1
 
     def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path: only traces with injections are evaluated (see `screen_simple.py`)."""
-        from tracevals.evaluators.screen_simple import screen_injection
+        """The batch path (see `screen_injection.py`)."""
+        from tracevals.evaluators.screen_injection import screen_injection
 
         return screen_injection(scope)
 

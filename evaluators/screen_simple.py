@@ -1,8 +1,7 @@
-"""The set-at-a-time screens of `session_completeness`, `injection` and `task_success` (see `frames.py`).
+"""The set-at-a-time screens of `session_completeness` and `task_success` (see `frames.py`).
 
 Completeness is decided entirely from the trace's span facts; only incomplete traces go to the
-reference (for their reasons). Injection applies to few traces (those with injection marks, or whose
-case declares faults or injections); they all go to the reference.
+reference (for their reasons). Task success settles outputs that meet plain string criteria.
 """
 
 from __future__ import annotations
@@ -49,24 +48,6 @@ def screen_completeness(scope: Scope) -> pl.DataFrame:
         }
     )
     return finish(frame, status, reason, details)
-
-
-def screen_injection(scope: Scope) -> pl.DataFrame:
-    declared = scope.case_frame(declares=(lambda c: c is not None and bool(c.faults or c.injections), pl.Boolean))
-    marked = (
-        scope.batch.calls.filter(~pl.col("gap") & pl.col("injection_kind").is_not_null())
-        .select("trace_id")
-        .unique()
-        .with_columns(marked=pl.lit(True))
-    )
-    frame = (
-        scope.batch.traces.select("trace_id", "case_key")
-        .join(declared, on="case_key", how="left")
-        .join(marked, on="trace_id", how="left")
-    )
-    applicable = pl.col("declares").fill_null(False) | pl.col("marked").fill_null(False)
-    status = pl.when(applicable).then(pl.lit("check")).otherwise(pl.lit("na"))
-    return finish(frame, status, pl.lit(None, dtype=pl.Utf8), pl.lit(None, dtype=pl.Utf8))
 
 
 def screen_success(scope: Scope) -> pl.DataFrame:

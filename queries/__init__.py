@@ -1,5 +1,27 @@
-"""Queries: DuckDB views that rebuild steps, trajectories and runs from the lake's spans."""
+"""Queries: DuckDB views that rebuild steps, trajectories and sessions from the lake's spans."""
 
-from tracevals.queries.lake import VIEW_NAMES, LakeError, open_lake, view_sql
+from tracevals.queries.lake import (
+    MATERIALIZE,
+    VIEW_NAMES,
+    LakeError,
+    is_remote,
+    open_lake,
+    partition_filter,
+    partition_globs,
+    session_lookup,
+    source_sql,
+    view_sql,
+)
 
-__all__ = ["VIEW_NAMES", "LakeError", "open_lake", "view_sql"]
+__all__ = [
+    "MATERIALIZE",
+    "VIEW_NAMES",
+    "LakeError",
+    "is_remote",
+    "open_lake",
+    "partition_filter",
+    "partition_globs",
+    "session_lookup",
+    "source_sql",
+    "view_sql",
+]

@@ -3,10 +3,12 @@
 >>> con = open_lake("demo-out/lake")
 >>> con.sql("select task_id, tools from trajectories limit 3").pl()      # a Polars DataFrame
 >>> con.sql("select * from steps").arrow()                               # a pyarrow Table
->>> con.execute("select count(*) from sessions").fetchone()              # a tuple
+>>> con.execute("select count(*) from sessions").fetchall()              # a list of tuples
 
 DuckDB 2 relations (`con.sql(...)`) have `.pl()`, `.arrow()`, `.fetchall()` but no `fetchone()`: use
-`con.execute(...)` for that, and for parameters (`con.execute("... where session_id = ?", [sid])`).
+`con.execute(...)` for that, and for parameters (`con.execute("... where session_id = ?", [sid])`). A
+result read with `fetchone()` stays open until fetched to the end: on a connection you keep using, fetch
+with `fetchall()`.
 
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
 `raw_spans`, `raw_logs` and `raw_scores` are the Parquet files as written (a typed empty table when there are
@@ -14,7 +16,7 @@ none yet), so every view exists, and a query over an empty lake returns no rows 
 
 A lake is a directory or an object-store prefix (`s3://bucket/lake`, read through DuckDB's httpfs
 extension, see docs/queries.md). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
-DuckDB never opens the other files.
+DuckDB never opens the other files (see `partition_globs`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def view_sql() -> list[tuple[str, str]]:
     return [(f.name, f.read_text(encoding="utf-8")) for f in files]
 
 
+_HEX = re.compile(r"[0-9a-f]{1,64}")
+
+
 def _defined_views(sql: str) -> set[str]:
     return set(re.findall(r"CREATE OR REPLACE VIEW (\w+)", sql))
 
@@ -106,44 +111,98 @@ def _hour_bound(value: dt.date | dt.datetime | str, end: bool) -> tuple[dt.date,
     return value, 23 if end else 0
 
 
+Bound = tuple[dt.date, int]
+
+
+def _bounds(
+    since: dt.date | dt.datetime | str | None, until: dt.date | dt.datetime | str | None
+) -> tuple[Bound | None, Bound | None]:
+    return (
+        None if since is None else _hour_bound(since, end=False),
+        None if until is None else _hour_bound(until, end=True),
+    )
+
+
 def partition_filter(
     since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
 ) -> str:
-    """A WHERE condition on the hive columns `date` / `hour` (both bounds inclusive, UTC); '' for no range.
-
-    It names only partition columns, so DuckDB applies it to the file list and skips whole files.
-    """
+    """A WHERE condition on the hive columns `date` / `hour` (both bounds inclusive, UTC); '' for no range."""
+    low, high = _bounds(since, until)
     conditions = []
-    if since is not None:
-        day, hour = _hour_bound(since, end=False)
-        conditions.append(f"(date > DATE '{day}' OR (date = DATE '{day}' AND hour >= {hour}))")
-    if until is not None:
-        day, hour = _hour_bound(until, end=True)
-        conditions.append(f"(date < DATE '{day}' OR (date = DATE '{day}' AND hour <= {hour}))")
+    if low is not None:
+        conditions.append(f"(date > DATE '{low[0]}' OR (date = DATE '{low[0]}' AND hour >= {low[1]}))")
+    if high is not None:
+        conditions.append(f"(date < DATE '{high[0]}' OR (date = DATE '{high[0]}' AND hour <= {high[1]}))")
     return " AND ".join(conditions)
 
 
-def source_sql(lake: str, sub: str, hive: bool, where: str = "") -> str:
+def partition_globs(
+    lake: str,
+    sub: str,
+    since: dt.date | dt.datetime | str | None = None,
+    until: dt.date | dt.datetime | str | None = None,
+) -> list[str]:
+    """The file globs of one hive-partitioned table for a range of start hours (inclusive, UTC).
+
+    A local lake lists its `date=/hour=` directories and keeps those in range, so DuckDB never opens
+    another file (not even its footer). On object storage a range with both ends names one glob per day
+    (DuckDB then lists only those prefixes); the hour bounds and an open range are left to the WHERE of
+    `partition_filter`, which DuckDB applies to the listed paths before reading them.
+    """
+    root = f"{lake.rstrip('/')}/{sub}"
+    low, high = _bounds(since, until)
+    if low is None and high is None:
+        return [f"{root}/**/*.parquet"]
+    if is_remote(lake):
+        if low is None or high is None:
+            return [f"{root}/**/*.parquet"]
+        days = [low[0] + dt.timedelta(days=n) for n in range((high[0] - low[0]).days + 1)]
+        return [f"{root}/date={day}/*/*.parquet" for day in days]
+    globs = []
+    for directory in sorted(Path(root).glob("date=*/hour=*")):
+        try:
+            key = (dt.date.fromisoformat(directory.parent.name[5:]), int(directory.name[5:]))
+        except ValueError:
+            continue  # not a partition directory
+        if (low is None or key >= low) and (high is None or key <= high) and any(directory.glob("*.parquet")):
+            globs.append(f"{directory}/*.parquet")
+    return globs
+
+
+def source_sql(lake: str, sub: str, hive: bool, where: str = "", globs: list[str] | None = None) -> str:
     """The SELECT that reads one table of the lake (`spans`, `logs`, `scores`) with DuckDB's read_parquet.
 
-    The same text serves a directory and an `s3://` prefix: DuckDB resolves the glob through httpfs.
+    The same text serves a directory and an `s3://` prefix: DuckDB resolves the globs through httpfs.
+    union_by_name: files written by an older lake format, without a newer column, still read (as NULL).
     """
-    if "'" in lake:
-        raise LakeError(f"lake path {lake!r} contains a quote; move or rename it")
-    glob = f"{lake.rstrip('/')}/{sub}/**/*.parquet"
+    paths = globs if globs is not None else [f"{lake.rstrip('/')}/{sub}/**/*.parquet"]
+    for path in paths:
+        if "'" in path:
+            raise LakeError(f"lake path {path!r} contains a quote; move or rename it")
+    listed = ", ".join(f"'{p}'" for p in paths)
     hive_opt = "true" if hive else "false"
     sql = (
         "SELECT * EXCLUDE (filename), filename AS source_file "
-        f"FROM read_parquet('{glob}', hive_partitioning = {hive_opt}, union_by_name = true, filename = true)"
+        f"FROM read_parquet([{listed}], hive_partitioning = {hive_opt}, union_by_name = true, filename = true)"
     )
     return f"{sql} WHERE {where}" if where and hive else sql
 
 
 def _register_source(
-    con: duckdb.DuckDBPyConnection, name: str, lake: str, sub: str, schema: pa.Schema, hive: bool, where: str
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    lake: str,
+    sub: str,
+    schema: pa.Schema,
+    hive: bool,
+    since: dt.date | dt.datetime | str | None = None,
+    until: dt.date | dt.datetime | str | None = None,
 ) -> None:
-    if is_remote(lake) or _has_parquet(Path(lake) / sub):
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {source_sql(lake, sub, hive, where)}")
+    ranged = hive and (since is not None or until is not None)
+    globs = partition_globs(lake, sub, since, until) if ranged else None
+    if is_remote(lake) or (bool(globs) if ranged else _has_parquet(Path(lake) / sub)):
+        where = partition_filter(since, until) if hive else ""
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {source_sql(lake, sub, hive, where, globs)}")
         return
     empty = schema.empty_table()
     if hive:
@@ -188,6 +247,42 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     con.execute("SET lock_configuration = true")
 
 
+def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = "trajectories") -> pa.Table:
+    """One session's rows of `view` (trajectories, turns, steps, sessions ...), as an Arrow table.
+
+    Finds the session's traces with a filter on the span files themselves (Parquet statistics let DuckDB
+    skip the row groups of other sessions), then, for the one query, shadows the lake's base relations
+    (the raw files and any snapshot) with copies restricted to those traces: every view is computed over
+    the session's spans only, instead of over the lake with a filter on top.
+
+    >>> pl.from_arrow(session_lookup(open_lake("demo-out/lake"), "sess-1", "turns"))
+    """
+    if view not in VIEW_NAMES:
+        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
+    rows = con.execute("SELECT DISTINCT trace_id FROM raw_spans WHERE session_id = ?", [session_id]).fetchall()
+    # inlined as literals (hex ids only), so that DuckDB pushes them into the scans as constants
+    traces = [str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))]
+    listed = ", ".join(f"'{t}'" for t in traces) or "NULL"
+    bases = ["raw_spans", "raw_logs", "raw_scores"]
+    bases += [name for name in VIEW_NAMES if _is_snapshot(con, name)]
+    ((catalog,),) = con.execute("SELECT current_database()").fetchall()
+    try:
+        for name in bases:
+            source = f"{catalog}.main.{name}"
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source} WHERE trace_id IN ({listed})")
+        return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+    finally:
+        for name in bases:
+            con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
+
+
+def _is_snapshot(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    ((count,),) = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE NOT temporary AND view_name = ? AND sql LIKE '%_snapshot%'", [name]
+    ).fetchall()
+    return bool(count)
+
+
 def open_lake(
     lake: str | os.PathLike[str],
     con: duckdb.DuckDBPyConnection | None = None,
@@ -199,6 +294,7 @@ def open_lake(
     threads: int | None = None,
     read_only: bool = False,
     materialize: bool | tuple[str, ...] = False,
+    snapshot_path: str | os.PathLike[str] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection whose views read the lake at `lake` (a directory, or an `s3://` URL).
 
@@ -208,7 +304,8 @@ def open_lake(
     bound DuckDB. read_only: sandbox the connection to the lake (see `sandbox`), as `tracevals sql` does.
     materialize: snapshot the base views (MATERIALIZE, or the names given) into temporary tables once, so
     that a job running many queries over a big lake deduplicates and un-nests its spans once; the
-    connection then no longer sees files that arrive later.
+    connection then no longer sees files that arrive later. snapshot_path: keep those tables in a DuckDB
+    file there (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
     """
     lake_str = os.fspath(lake)
     if not is_remote(lake_str) and not Path(lake_str).is_dir():
@@ -224,23 +321,29 @@ def open_lake(
             con.execute("LOAD httpfs")
         except duckdb.Error as exc:
             raise LakeError(f"reading {lake_str} needs DuckDB's httpfs extension: {str(exc).splitlines()[0]}") from exc
-    where = partition_filter(since, until)
-    _register_source(con, "raw_spans", lake_str, SPANS_DIR, SPAN_SCHEMA, hive=True, where=where)
-    _register_source(con, "raw_logs", lake_str, LOGS_DIR, LOG_SCHEMA, hive=True, where=where)
-    _register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, hive=False, where="")
+    _register_source(con, "raw_spans", lake_str, SPANS_DIR, SPAN_SCHEMA, True, since, until)
+    _register_source(con, "raw_logs", lake_str, LOGS_DIR, LOG_SCHEMA, True, since, until)
+    _register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
     _register_prices(con, _default_prices() if prices is None else prices)
     snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:
         raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
+    create, schema = "CREATE OR REPLACE TEMP TABLE", "temp"
+    if snapshot and snapshot_path is not None:
+        con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
+        create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
+    if snapshot:
+        # insertion order means nothing to a snapshot, and keeping it costs memory and time at scale
+        con.execute("SET preserve_insertion_order = false")
     for file_name, sql in view_sql():
         try:
             con.execute(sql)
             for name in _defined_views(sql) & snapshot:
                 # The snapshot takes the view's name, so every view defined after it reads the snapshot
                 # (and binds against a table, not the whole tree of views beneath).
-                con.execute(f"CREATE OR REPLACE TEMP TABLE {name}_snapshot AS SELECT * FROM {name}")
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_snapshot")
+                con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {schema}.{name}_snapshot")
         except duckdb.Error as exc:
             raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
     if read_only:

@@ -75,8 +75,8 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
         """
     )
     restrict_raw(con, "tv_traces")
-    row = con.execute("SELECT count(*) FROM tv_traces").fetchone()
-    return int(row[0]) if row else 0
+    [(count,)] = con.execute("SELECT count(*) FROM tv_traces").fetchall()
+    return int(count)
 
 
 def restrict_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
@@ -95,3 +95,11 @@ def unrestrict_raw(con: duckdb.DuckDBPyConnection) -> None:
     for raw in ("raw_spans", "raw_logs"):
         con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
         con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")
+
+
+def is_restricted(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether `restrict_raw` (or `select_sessions`) narrowed this connection's views."""
+    [(count,)] = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'raw_spans' AND temporary"
+    ).fetchall()
+    return bool(count)

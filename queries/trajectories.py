@@ -17,7 +17,7 @@ from tracevals.evaluators.calls import KEY_PAIR, TRAILING_COMMA, UNKNOWN_ARGS
 from tracevals.evaluators.model import Trajectory
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.materialize import materialized
-from tracevals.queries.selection import restrict_raw, unrestrict_raw
+from tracevals.queries.selection import is_restricted, restrict_raw, unrestrict_raw
 
 _MS = "epoch_ns({}) / 1000000.0"
 # What the harness recorded on an attempt's root span (the `runs` view's columns, read here from
@@ -67,26 +67,33 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "") -> Batch:
     """Every trace of the lake's `trajectories` view (optionally those matching `where`) as a `Batch`.
 
     With `where`, the views are first restricted to the sessions of the matching traces (whole
-    sessions: completeness counts a session's turns), and the restriction is undone afterwards.
+    sessions: completeness counts a session's turns), and the restriction is undone afterwards; a
+    restriction already in place (`selection.select_sessions`) is kept as it is.
     """
+    restrict = bool(where) and not is_restricted(con)
     if where:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE tv_batch AS SELECT trace_id, session_id FROM trajectories WHERE {where}"
         )
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE tv_scope AS SELECT trace_id FROM attempts "
-            "WHERE coalesce(session_id, trace_id) IN (SELECT coalesce(session_id, trace_id) FROM tv_batch)"
-        )
+    if restrict:
+        con.execute(_SCOPE_SQL)
         restrict_raw(con, "tv_scope")
     try:
         with materialized(con, READS):
             if not where:
                 con.execute("CREATE OR REPLACE TEMP TABLE tv_batch AS SELECT trace_id, session_id FROM trajectories")
-                con.execute("CREATE OR REPLACE TEMP TABLE tv_scope AS SELECT trace_id FROM tv_batch")
+            con.execute(_SCOPE_SQL)
             return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
     finally:
-        if where:
+        if restrict:
             unrestrict_raw(con)
+
+
+# The traces of the batch's sessions: completeness counts a session's turns, so it needs them all.
+_SCOPE_SQL = (
+    "CREATE OR REPLACE TEMP TABLE tv_scope AS SELECT trace_id FROM attempts "
+    "WHERE coalesce(session_id, trace_id) IN (SELECT coalesce(session_id, trace_id) FROM tv_batch)"
+)
 
 
 def load_trajectories(con: duckdb.DuckDBPyConnection, where: str = "") -> list[Trajectory]:

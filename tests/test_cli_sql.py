@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -84,3 +85,95 @@ def test_bad_sql_and_missing_lake_are_one_line_errors(filled_lake: Path, tmp_pat
 def test_table_keeps_square_brackets_in_values(filled_lake: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select '[a, b]' as v"])
     assert result.exit_code == 0 and "[a, b]" in result.output
+
+
+def test_parquet_format_writes_the_file_named_by_out(filled_lake: Path, tmp_path: Path) -> None:
+    out = tmp_path / "calls.parquet"
+    query = "select tool_name, call_index from tool_calls order by call_index"
+    result = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--format", "parquet", "--out", str(out), query]
+    )
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out)
+    assert table.column_names == ["tool_name", "call_index"] and table.column("call_index").to_pylist() == [1, 2]
+    missing = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", "parquet", query])
+    assert missing.exit_code == 1 and "--out" in missing.output
+
+
+def test_out_writes_csv_and_refuses_a_path_inside_the_lake(filled_lake: Path, tmp_path: Path) -> None:
+    out = tmp_path / "calls.csv"
+    query = "select tool_name from tool_calls order by call_index"
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", "csv", "--out", str(out), query])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines() == ["tool_name", "get_orders", "get_orders"]
+    before = _files(filled_lake)
+    inside = filled_lake / "spans" / "x.parquet"
+    refused = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--format", "parquet", "--out", str(inside), query]
+    )
+    assert refused.exit_code == 1 and "inside the lake" in refused.output
+    assert _files(filled_lake) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select * from read_csv('/etc/passwd')",
+        "select * from read_text('{outside}')",
+        "select count(*) from read_parquet('{outside_lake}/spans/**/*.parquet')",
+    ],
+)
+def test_even_a_select_cannot_read_outside_the_lake(filled_lake: Path, tmp_path: Path, query: str) -> None:
+    # the statement check lets a SELECT through; the sandbox (enable_external_access = false, with only
+    # the lake in allowed_directories) stops it from reading anything else
+    outside = tmp_path / "notes.txt"
+    outside.write_text("TOP-SECRET-CONTENT")
+    other = tmp_path / "other_lake"
+    (other / "spans").mkdir(parents=True)
+    for f in (filled_lake / "spans").rglob("*.parquet"):
+        (other / "spans" / f.name).write_bytes(f.read_bytes())
+    sql_text = query.format(outside=outside, outside_lake=other)
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), sql_text])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: query failed:") and "Permission" in result.output
+    assert "TOP-SECRET-CONTENT" not in result.output
+
+
+def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
+    # a corrupt file in a partition out of range: if DuckDB opened it, the query would fail
+    (day,) = {p.parent.parent.name for p in (filled_lake / "spans").rglob("*.parquet")}
+    bogus = filled_lake / "spans" / "date=2001-01-01" / "hour=00" / "part-bogus.parquet"
+    bogus.parent.mkdir(parents=True)
+    bogus.write_bytes(b"not parquet at all")
+    date = day.removeprefix("date=")
+    ok = CliRunner().invoke(
+        main,
+        [
+            "sql",
+            "--lake",
+            str(filled_lake),
+            "--since",
+            date,
+            "--until",
+            date,
+            "--format",
+            "json",
+            "select count(*) as n from tool_calls",
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output) == [{"n": 2}]
+    unbounded = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select count(*) from spans"])
+    assert unbounded.exit_code == 1  # without the range the corrupt file is read, and the query fails
+    empty = CliRunner().invoke(
+        main,
+        ["sql", "--lake", str(filled_lake), "--until", "2001-01-01T00", "--format", "json", "select 1 as one"],
+    )
+    assert empty.exit_code == 1  # the range holds only the corrupt file
+    bad = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--since", "yesterday", "select 1"])
+    assert bad.exit_code == 1 and "is not a date" in bad.output
+
+
+def test_a_missing_sql_file_is_a_clear_error(filled_lake: Path) -> None:
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "nope/question.sql"])
+    assert result.exit_code == 1 and "no such .sql file" in result.output

@@ -147,6 +147,18 @@ MUTATIONS: dict[str, Any] = {
         *c,
         read("get", {"id": 1}, t, None, error_type="timeout", injection_kind="fault", injection_type="timeout"),
     ],
+    "fault_recovered": lambda c, t: [
+        *c,
+        read("get", {"id": 1}, t, None, error_type="timeout", injection_kind="fault", injection_type="timeout"),
+        read("get", {"id": 1}, t + 50),
+    ],
+    "fault_slow": lambda c, t: [*c, read("get", {"id": 1}, t, injection_kind="fault", injection_type="slow")],
+    "fault_empty_twice": lambda c, t: [
+        *c,
+        read("get", {"id": 1}, t, "[]", injection_kind="fault", injection_type="empty"),
+        read("get", {"id": 2}, t + 10, "[]", injection_kind="fault", injection_type="empty"),
+    ],
+    "prompt_mark": lambda c, t: [*c, read("get", {"id": 1}, t, injection_kind="prompt", injection_goal="send")],
     "many_gets": lambda c, t: [*c, *(read("get", {"id": 100 + i}, t + 10 * i) for i in range(3))],
 }
 FACTS = {

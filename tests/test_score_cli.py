@@ -235,3 +235,29 @@ def test_user_errors_are_one_line_and_exit_1(lake: Path, tmp_path: Path, args: l
     assert result.exit_code != 0
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+
+    from tracevals.evaluators.emit import EVENT_NAME, EvaluationEmitter
+    from tracevals.evaluators.offline import score_lake
+
+    run = score_lake(lake, tasks=load_cases(tasks_path()), write=False)
+    exporter = InMemoryLogRecordExporter()
+    emitter = EvaluationEmitter(exporter)
+    assert emitter.emit(run.scores, run.root_spans) == run.scores.height
+    emitter.shutdown()
+    emitter.shutdown()  # idempotent
+    records = [r.log_record for r in exporter.get_finished_logs()]
+    assert len(records) == run.scores.height and {r.event_name for r in records} == {EVENT_NAME}
+    index, first = next(
+        (i, r) for i, r in enumerate(run.scores.iter_rows(named=True)) if r["trace_id"] in run.root_spans
+    )
+    record = records[index]
+    assert record.attributes is not None
+    assert record.attributes["gen_ai.evaluation.name"] == first["evaluator"]
+    assert record.attributes["gen_ai.evaluation.score.label"] == ("pass" if first["passed"] else "fail")
+    assert record.attributes["gen_ai.evaluation.explanation"] == first["reason"]
+    assert f"{record.trace_id:032x}" == first["trace_id"]  # filed under the judged trace
+    assert f"{record.span_id:016x}" == run.root_spans[first["trace_id"]]  # parented to its root span

@@ -9,7 +9,7 @@
 --   idempotency_key, replay; requested_tool_call_ids / requested_tool_names (tracevals.tool_calls.*:
 --   what a model response asked for); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
 --   entity_name (traceloop.entity.name); on a root span: commit_hash, lock_hash, attempt_output,
---   attempt_error (harness); session_status (tracevals.session.status);
+--   attempt_error (harness); session_status (tracevals.session.status, on a session end);
 --   has_content: a model span that may hold message content (see message_sources).
 --
 -- Nesting: one logical call is often several nested spans, a framework's `call_llm` around the
@@ -20,25 +20,30 @@
 -- framework -> client -> (HTTP) -> server; a deeper chain is reported as separate calls.
 --   call_span_id  the outermost span of the call (NULL for spans that are not model or tool calls)
 --   call_depth    0 for that span, 1 for a span nested in it, ...
+--   nested_span_count  on the outermost span: how many spans its call nests (0: the call is one span)
 CREATE OR REPLACE VIEW span_facts AS
 WITH facts AS (
     SELECT
-        r.* EXCLUDE (attributes, events, links, resource_attributes, source_file, x),
-        CAST(x[1] AS BIGINT) AS http_status_code,
-        CAST(x[2] AS DOUBLE) AS retry_after_ms,
-        CAST(x[3] AS BOOLEAN) AS retryable,
-        CAST(x[4] AS BIGINT) AS retry_attempt,
-        json_extract_string(x[5], '$') AS idempotency_key,
-        json_extract_string(x[6], '$') AS replay,
-        CAST(x[7] AS VARCHAR[]) AS requested_tool_call_ids,
-        CAST(x[8] AS VARCHAR[]) AS requested_tool_names,
-        coalesce(CAST(x[9] AS DOUBLE), CAST(x[10] AS DOUBLE)) AS reported_cost_usd,
-        json_extract_string(x[11], '$') AS entity_name,
-        json_extract_string(x[12], '$') AS commit_hash,
-        json_extract_string(x[13], '$') AS lock_hash,
-        json_extract_string(x[14], '$') AS attempt_output,
-        json_extract_string(x[15], '$') AS attempt_error,
-        json_extract_string(x[16], '$') AS session_status,
+        r.* EXCLUDE (
+            attributes, events, links, resource_attributes, source_file, status_message, scope_name, scope_version,
+            normalizer_version, x
+        ),
+        -- json_extract_string takes all paths in one parse; scalars then only need a cast from text
+        TRY_CAST(x[1] AS BIGINT) AS http_status_code,
+        TRY_CAST(x[2] AS DOUBLE) AS retry_after_ms,
+        TRY_CAST(x[3] AS BOOLEAN) AS retryable,
+        TRY_CAST(x[4] AS BIGINT) AS retry_attempt,
+        x[5] AS idempotency_key,
+        x[6] AS replay,
+        CAST(CAST(x[7] AS JSON) AS VARCHAR[]) AS requested_tool_call_ids,
+        CAST(CAST(x[8] AS JSON) AS VARCHAR[]) AS requested_tool_names,
+        coalesce(TRY_CAST(x[9] AS DOUBLE), TRY_CAST(x[10] AS DOUBLE)) AS reported_cost_usd,
+        x[11] AS entity_name,
+        x[12] AS commit_hash,
+        x[13] AS lock_hash,
+        x[14] AS attempt_output,
+        x[15] AS attempt_error,
+        x[16] AS session_status,
         (r.kind = 'llm' AND (
             -- a cheap superset of the keys message_sources reads (a false hit only costs that view a look)
             r.events <> '[]'
@@ -51,7 +56,7 @@ WITH facts AS (
         SELECT
             s.*,
             CASE WHEN s.kind IN ('llm', 'tool', 'agent', 'session_end') OR s.parent_span_id IS NULL THEN
-                json_extract(s.attributes, [
+                json_extract_string(s.attributes, [
                     '$."http.response.status_code"', '$."tracevals.retry_after_ms"', '$."tracevals.retryable"',
                     '$."tracevals.retry.attempt"', '$."tracevals.idempotency_key"', '$."tracevals.replay"',
                     '$."tracevals.tool_calls.ids"', '$."tracevals.tool_calls.names"', '$."gen_ai.usage.cost"',
@@ -64,9 +69,10 @@ WITH facts AS (
     ) AS r
 ),
 hops AS (
-    -- the spans a walk can pass (calls, and spans with no GenAI meaning), narrow: the walk never needs
-    -- the facts above, so they are read once, by the final SELECT, and never held in memory
-    SELECT trace_id, span_id, parent_span_id, kind FROM spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
+    -- the spans a walk can pass (calls, and spans with no GenAI meaning), narrow. Read from the files
+    -- without deduplication: copies of a span have the same parent and kind, so they only repeat rows of
+    -- `walked`, which keeps each span once.
+    SELECT trace_id, span_id, parent_span_id, kind FROM raw_spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
 ),
 nested AS (
     -- the (few) calls whose parent continues the walk; every other call is its own outermost span
@@ -76,7 +82,7 @@ nested AS (
     WHERE c.kind IN ('llm', 'tool') AND p1.kind IN (c.kind, 'other', 'chain')
 ),
 walked AS (
-    SELECT
+    SELECT DISTINCT
         n.trace_id,
         n.span_id,
         CASE
@@ -92,10 +98,20 @@ walked AS (
     LEFT JOIN hops AS p2 ON p2.trace_id = n.trace_id AND p2.span_id = n.p1_parent
     LEFT JOIN hops AS p3
         ON p2.kind IN (n.kind, 'other', 'chain') AND p3.trace_id = n.trace_id AND p3.span_id = p2.parent_span_id
+),
+nesting AS (
+    -- how many spans each outermost span has nested in its call
+    SELECT trace_id, call_span_id, count(*) AS nested_span_count
+    FROM walked
+    WHERE call_depth > 0
+    GROUP BY trace_id, call_span_id
 )
 SELECT
     d.*,
     CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_span_id, d.span_id) END AS call_span_id,
-    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_depth, 0) END AS call_depth
+    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_depth, 0) END AS call_depth,
+    CASE WHEN d.kind IN ('llm', 'tool') AND coalesce(w.call_depth, 0) = 0 THEN coalesce(n.nested_span_count, 0) END
+        AS nested_span_count
 FROM facts AS d
-LEFT JOIN walked AS w ON w.trace_id = d.trace_id AND w.span_id = d.span_id;
+LEFT JOIN walked AS w ON w.trace_id = d.trace_id AND w.span_id = d.span_id
+LEFT JOIN nesting AS n ON n.trace_id = d.trace_id AND n.call_span_id = d.span_id;

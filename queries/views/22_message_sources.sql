@@ -17,12 +17,21 @@
 -- as a JSON string is parsed; a message whose content is the placeholder `<elided>` is no content.
 CREATE OR REPLACE VIEW message_sources AS
 WITH llm AS (
-    -- the model spans that may hold content (see span_facts.has_content)
-    SELECT r.trace_id, r.span_id, r.attributes, r.events
-    FROM spans AS r
-    WHERE r.kind = 'llm' AND EXISTS (
-        SELECT 1 FROM span_facts AS f WHERE f.has_content AND f.trace_id = r.trace_id AND f.span_id = r.span_id
-    )
+    -- the model spans that may hold content (span_facts.has_content), once each. Read from the files
+    -- for just those spans, so a lake without content skips this whole view at the cost of one lookup.
+    SELECT trace_id, span_id, attributes, events
+    FROM (
+        SELECT
+            r.trace_id, r.span_id, r.attributes, r.events,
+            row_number() OVER (
+                PARTITION BY r.trace_id, r.span_id ORDER BY (r.end_time IS NULL), r.end_time DESC, r.source_file DESC
+            ) AS dedup_rank
+        FROM raw_spans AS r
+        WHERE r.kind = 'llm' AND EXISTS (
+            SELECT 1 FROM span_facts AS f WHERE f.has_content AND f.trace_id = r.trace_id AND f.span_id = r.span_id
+        )
+    ) AS ranked
+    WHERE dedup_rank = 1
 ),
 span_events AS (
     SELECT l.trace_id, l.span_id, e.event, e.ordinal

@@ -4,7 +4,15 @@
 -- best); timing, status and ids from the outermost. Cost: an explicit cost attribute when the span has
 -- one, else tokens x the price in `model_prices` (USD per million tokens; 0 for a model without one).
 CREATE OR REPLACE VIEW model_calls AS
-WITH calls AS (
+WITH single AS (
+    -- most calls are one span: no aggregation needed
+    SELECT trace_id, span_id, 1 AS span_count, parent_span_id, name AS span_name, provider, model, agent_name,
+           input_tokens, output_tokens, reported_cost_usd, error_type, status_code,
+           status_code = 'error' AS any_error_status, start_time, end_time, duration_ms
+    FROM call_spans
+    WHERE kind = 'llm' AND call_depth = 0 AND nested_span_count = 0
+),
+nested AS (
     SELECT
         trace_id,
         call_span_id AS span_id,
@@ -24,8 +32,17 @@ WITH calls AS (
         max(end_time) FILTER (WHERE call_depth = 0) AS end_time,
         max(duration_ms) FILTER (WHERE call_depth = 0) AS duration_ms
     FROM call_spans
-    WHERE kind = 'llm'
+    WHERE kind = 'llm' AND EXISTS (
+        SELECT 1 FROM call_spans AS root
+        WHERE root.nested_span_count > 0 AND root.kind = 'llm'
+          AND root.trace_id = call_spans.trace_id AND root.span_id = call_spans.call_span_id
+    )
     GROUP BY trace_id, call_span_id
+),
+calls AS (
+    SELECT * FROM single
+    UNION ALL
+    SELECT * FROM nested
 )
 SELECT
     c.trace_id,

@@ -4,7 +4,16 @@
 -- and error from the outermost span that has them.
 -- A call a model asked for that no span executed is not here: see tool_call_gaps and steps.
 CREATE OR REPLACE VIEW tool_calls AS
-WITH calls AS (
+WITH single AS (
+    -- most calls are one span: no aggregation needed
+    SELECT trace_id, span_id, 1 AS span_count, parent_span_id, tool_name AS outer_tool_name,
+           tool_name AS any_tool_name, tool_call_id, agent_name, tool_args, tool_result, tool_effect, tool_args_hash,
+           error_type, status_code, status_code = 'error' AS any_error_status, retry_after_ms, retryable,
+           idempotency_key, http_status_code, start_time, end_time, duration_ms
+    FROM call_spans
+    WHERE kind = 'tool' AND call_depth = 0 AND nested_span_count = 0
+),
+nested AS (
     SELECT
         trace_id,
         call_span_id AS span_id,
@@ -29,8 +38,17 @@ WITH calls AS (
         max(end_time) FILTER (WHERE call_depth = 0) AS end_time,
         max(duration_ms) FILTER (WHERE call_depth = 0) AS duration_ms
     FROM call_spans
-    WHERE kind = 'tool'
+    WHERE kind = 'tool' AND EXISTS (
+        SELECT 1 FROM call_spans AS root
+        WHERE root.nested_span_count > 0 AND root.kind = 'tool'
+          AND root.trace_id = call_spans.trace_id AND root.span_id = call_spans.call_span_id
+    )
     GROUP BY trace_id, call_span_id
+),
+calls AS (
+    SELECT * FROM single
+    UNION ALL
+    SELECT * FROM nested
 )
 SELECT
     c.trace_id,

@@ -18,14 +18,19 @@ from_messages AS (
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
 from_attributes AS (
-    -- ids and names only, recorded whatever the content setting
-    SELECT m.trace_id, m.call_span_id AS model_span_id, 'span:tracevals.tool_calls' AS source,
-           0 AS message_order, CAST(n.ordinal AS INTEGER) AS part_order,
-           m.requested_tool_call_ids[n.ordinal] AS tool_call_id, n.name AS tool_name, CAST(NULL AS VARCHAR) AS tool_args
-    FROM model AS m, UNNEST(m.requested_tool_names) WITH ORDINALITY AS n(name, ordinal)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM from_messages AS x WHERE x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
-    )
+    -- ids and names only, recorded whatever the content setting; for the model calls whose messages
+    -- were not captured. (A select-list unnest: DuckDB plans UNNEST ... WITH ORDINALITY as a join.)
+    SELECT trace_id, model_span_id, 'span:tracevals.tool_calls' AS source, 0 AS message_order,
+           CAST(i AS INTEGER) AS part_order, ids[i] AS tool_call_id, names[i] AS tool_name,
+           CAST(NULL AS VARCHAR) AS tool_args
+    FROM (
+        SELECT m.trace_id, m.call_span_id AS model_span_id, m.requested_tool_call_ids AS ids,
+               m.requested_tool_names AS names, unnest(range(1, len(m.requested_tool_names) + 1)) AS i
+        FROM model AS m
+        LEFT JOIN (SELECT DISTINCT trace_id, model_span_id FROM from_messages) AS x
+            ON x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
+        WHERE x.trace_id IS NULL AND len(m.requested_tool_names) > 0
+    ) AS listed
 ),
 req AS (
     SELECT

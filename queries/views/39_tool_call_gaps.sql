@@ -17,12 +17,18 @@ from_messages AS (
 requests AS (
     SELECT * FROM from_messages
     UNION ALL
-    SELECT m.trace_id, m.call_span_id, 'span:tracevals.tool_calls', 0, CAST(n.ordinal AS INTEGER),
-           m.requested_tool_call_ids[n.ordinal], n.name, CAST(NULL AS VARCHAR)
-    FROM model AS m, UNNEST(m.requested_tool_names) WITH ORDINALITY AS n(name, ordinal)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM from_messages AS x WHERE x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
-    )
+    -- ids and names only (tracevals.tool_calls.*), for the model calls whose messages were not captured.
+    -- (A select-list unnest: DuckDB plans UNNEST ... WITH ORDINALITY as a join.)
+    SELECT trace_id, model_span_id, 'span:tracevals.tool_calls', 0, CAST(i AS INTEGER), ids[i], names[i],
+           CAST(NULL AS VARCHAR)
+    FROM (
+        SELECT m.trace_id, m.call_span_id AS model_span_id, m.requested_tool_call_ids AS ids,
+               m.requested_tool_names AS names, unnest(range(1, len(m.requested_tool_names) + 1)) AS i
+        FROM model AS m
+        LEFT JOIN (SELECT DISTINCT trace_id, model_span_id FROM from_messages) AS x
+            ON x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
+        WHERE x.trace_id IS NULL AND len(m.requested_tool_names) > 0
+    ) AS listed
 ),
 executed AS (
     -- the outermost span of each tool call

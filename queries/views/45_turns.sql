@@ -48,8 +48,8 @@ per_trace AS (
         list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
             AS intermediate_texts,
         count(*) AS model_call_count,
-        sum(c.input_tokens) AS input_tokens,
-        sum(c.output_tokens) AS output_tokens,
+        CAST(sum(c.input_tokens) AS BIGINT) AS input_tokens,
+        CAST(sum(c.output_tokens) AS BIGINT) AS output_tokens,
         sum(c.cost_usd) AS cost_usd
     FROM calls AS c
     LEFT JOIN responses AS r ON r.trace_id = c.trace_id AND r.call_span_id = c.span_id

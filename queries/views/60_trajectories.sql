@@ -1,27 +1,30 @@
 -- trajectories: one row per trace; its steps in order (model calls, tool calls, gaps) with tool names,
 -- arguments, results and status, plus counts and tokens.
 --   tools          executed tool names in call order (gaps are not executed: see steps / gap_count)
---   steps          list of {step_index, kind, name, args, result, status, error_type, is_gap, span_id}
+--   steps          list of {start_time, span_id, kind, name, args, result, status, error_type, is_gap},
+--                  in step order (the position in the list is the steps view's step_index)
 --   root_ended     the trace's root span is present and ended
 --   status         error (the root failed) | ok | open (root missing or not ended)
 CREATE OR REPLACE VIEW trajectories AS
 WITH per_trace AS (
+    -- Ordered by the steps view's rule (start time, then span id) without its step_index: list_sort of
+    -- structs that begin with those two fields sorts each trace's few steps, where an ordered aggregate
+    -- or numbering all steps first would sort millions of rows. A gap (no span) sorts after a step that
+    -- started at the same instant.
     SELECT
         trace_id,
-        list(
+        list_sort(list(
             struct_pack(
-                step_index := step_index, kind := step_kind, name := name, args := args, result := result,
-                status := status, error_type := error_type, is_gap := is_gap, span_id := span_id
+                start_time := start_time, span_id := span_id, kind := step_kind, name := name, args := args,
+                result := result, status := status, error_type := error_type, is_gap := is_gap
             )
-            ORDER BY step_index
-        ) AS steps,
-        list(name ORDER BY step_index) FILTER (WHERE step_kind = 'tool' AND NOT is_gap) AS tools,
+        )) AS steps,
         count(*) FILTER (WHERE step_kind = 'tool' AND NOT is_gap) AS tool_call_count,
         count(*) FILTER (WHERE step_kind = 'tool' AND is_error) AS tool_error_count,
         count(*) FILTER (WHERE is_gap) AS gap_count,
         count(*) FILTER (WHERE step_kind = 'llm') AS model_call_count,
-        sum(input_tokens) AS input_tokens,
-        sum(output_tokens) AS output_tokens,
+        CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
+        CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
         sum(cost_usd) AS cost_usd
     FROM steps
     GROUP BY trace_id
@@ -33,7 +36,8 @@ SELECT
     a.task_id,
     a.attempt,
     a.variant,
-    t.tools,
+    list_transform(list_filter(coalesce(t.steps, []), lambda s: s.kind = 'tool' AND NOT s.is_gap), lambda s: s.name)
+        AS tools,
     coalesce(t.steps, []) AS steps,
     coalesce(t.tool_call_count, 0) AS tool_call_count,
     coalesce(t.tool_error_count, 0) AS tool_error_count,
@@ -53,6 +57,6 @@ SELECT
     a.root_error_type AS error_type,
     a.start_time,
     a.end_time,
-    date_diff('millisecond', a.start_time, a.end_time) AS duration_ms
+    date_diff('microsecond', a.start_time, a.end_time) / 1000.0 AS duration_ms
 FROM attempts AS a
 LEFT JOIN per_trace AS t ON t.trace_id = a.trace_id;

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import click
 import duckdb
+import pyarrow.parquet as pq
 
-from tracevals.cli.output import format_option, print_rows
-from tracevals.queries import LakeError, open_lake
+from tracevals.cli.output import FORMATS, print_rows
+from tracevals.queries import LakeError, is_remote, open_lake
 
 _READ_ONLY = {"SELECT", "EXPLAIN"}
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Reject anything but SELECT / EXPLAIN (no DROP, COPY … TO, INSTALL, ATTACH, SET …)."""
+    """Reject anything but SELECT / EXPLAIN (no DROP, COPY … TO, INSTALL, ATTACH, SET …).
+
+    The connection is also sandboxed to the lake (see `tracevals.queries.lake.sandbox`): this check
+    gives the clear message, the sandbox holds even for a statement the check would let through.
+    """
     try:
         statements = con.extract_statements(query)
     except duckdb.Error as exc:
@@ -29,37 +35,94 @@ def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
             )
 
 
+def _inside(path: Path, lake: str) -> bool:
+    if is_remote(lake):
+        return False
+    root, target = Path(lake).resolve(), path.resolve()
+    return target == root or root in target.parents
+
+
 @click.command()
 @click.option(
     "--lake",
     type=click.Path(file_okay=False),
     envvar="TRACEVALS_LAKE",
     required=True,
-    help="The lake directory (holds spans/ and scores/).",
+    help="The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.",
 )
-@format_option()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice((*FORMATS, "parquet")),
+    default="table",
+    show_default=True,
+    envvar="TRACEVALS_FORMAT",
+    help="Output format; parquet needs --out.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the result to this file instead of printing it (outside the lake).",
+)
+@click.option(
+    "--since",
+    envvar="TRACEVALS_SINCE",
+    default=None,
+    help="Only spans that started in or after this UTC day or hour (YYYY-MM-DD or YYYY-MM-DDTHH).",
+)
+@click.option(
+    "--until",
+    envvar="TRACEVALS_UNTIL",
+    default=None,
+    help="Only spans that started in or before this UTC day or hour (inclusive).",
+)
 @click.argument("query")
-def sql(lake: str, fmt: str, query: str) -> None:
+def sql(lake: str, fmt: str, out: Path | None, since: str | None, until: str | None, query: str) -> None:
     """Run QUERY (SQL text, or a path to a .sql file) over the views of a lake.
 
     \b
-    Views: spans, attempts, model_calls, tool_calls, steps, runs, trajectories, handoffs, scores.
+    Views: spans, genai_spans, model_calls, tool_calls, steps, trajectories, turns, sessions, runs,
+    retries, handoffs, injections, scores (and more: see docs/queries.md). The lake is opened
+    read-only: only SELECT runs, and the query can read no file outside the lake.
+    --since / --until read only the date=/hour= partitions in range (the other files are skipped).
     Examples:
       tracevals sql --lake demo-out/lake "select variant, count(*) from runs group by 1"
       tracevals sql --lake demo-out/lake --format json "select count(*) as n from tool_calls"
-      tracevals sql --lake demo-out/lake queries/my_question.sql
+      tracevals sql --lake demo-out/lake --since 2026-11-28 --until 2026-11-29 docs/queries/slowest.sql
+      tracevals sql --lake demo-out/lake --format parquet --out steps.parquet "select * from steps"
     """
-    if query.strip().lower().endswith(".sql") and Path(query.strip()).is_file():
-        query = Path(query.strip()).read_text(encoding="utf-8")
+    text = query.strip()
+    if text.lower().endswith(".sql"):
+        if not Path(text).is_file():
+            raise click.ClickException(f"{text}: no such .sql file")
+        query = Path(text).read_text(encoding="utf-8")
+    if fmt == "parquet" and out is None:
+        raise click.ClickException("--format parquet writes a file: add --out FILE.parquet")
+    if out is not None and _inside(out, lake):
+        raise click.ClickException(f"--out {out} is inside the lake; write the result somewhere else")
     try:
-        con = open_lake(lake)
+        con = open_lake(lake, since=since, until=until, read_only=True)
     except LakeError as exc:
         raise click.ClickException(str(exc)) from exc
     check_read_only(con, query)
     try:
-        result = con.execute(query)
-        columns = [d[0] for d in result.description or []]
-        rows = result.fetchall()
+        result = con.sql(query)
+        table = result.to_arrow_table() if result is not None else None
     except duckdb.Error as exc:
         raise click.ClickException(f"query failed: {str(exc).splitlines()[0]}") from exc
-    print_rows(columns, rows, fmt)
+    if table is None:  # EXPLAIN of nothing, or a statement with no result
+        return
+    if fmt == "parquet":
+        assert out is not None
+        pq.write_table(table, out)
+        click.echo(f"{table.num_rows} rows -> {out}", err=True)
+        return
+    columns = table.column_names
+    rows = list(zip(*(table.column(c).to_pylist() for c in columns), strict=True)) if columns else []
+    if out is None:
+        print_rows(columns, rows, fmt)
+        return
+    with open(out, "w", encoding="utf-8") as fh, redirect_stdout(fh):
+        print_rows(columns, rows, fmt)
+    click.echo(f"{table.num_rows} rows -> {out}", err=True)

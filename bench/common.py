@@ -1,0 +1,307 @@
+"""What every comparison benchmark shares: the machine and versions, the peers' virtual environments,
+measuring a child process (wall time, peak memory), and the OTLP load generator.
+
+Peers are never installed into the project's environment: each gets `bench/.venvs/<peer>/`, made with
+`python3 -m venv` and filled with `pip install -r bench/peers/<peer>.txt` (exact pins). A stamp file
+holds the hash of the requirements, so an unchanged peer is not reinstalled. A peer that cannot be
+installed raises `PeerUnavailable` with pip's last lines, and the benchmark reports that instead.
+
+Each comparison script prints its figures and, with `--json FILE`, writes them as a `Section`
+(`bench/run_all.py` turns those into `bench/RESULTS.md`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import platform
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+PEERS = BENCH / "peers"
+VENVS = BENCH / ".venvs"
+OUT = BENCH / "out"
+PROJECT_PYTHON = ROOT / ".venv" / "bin" / "python"
+
+
+# ---------------------------------------------------------------- the machine and the versions
+
+
+def machine() -> dict[str, str]:
+    """CPU model, cores, memory and OS of this machine, as RESULTS.md prints them."""
+    cpu = "unknown"
+    with _suppress():
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    memory = "unknown"
+    with _suppress():
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) / 1024**2:.1f} GiB"
+    system = platform.platform()
+    with _suppress():
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                system = f"{line.split('=', 1)[1].strip(chr(34))} (kernel {platform.release()})"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": f"{usable} usable ({os.cpu_count()} online)", "memory": memory, "os": system}
+
+
+def tracevals_commit() -> str:
+    """The checked-out commit, read from .git's files (no git process), or "unknown"."""
+    git = ROOT / ".git"
+    with _suppress():
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = Path(git.read_text().split(":", 1)[1].strip())
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head[:12]
+        ref = head[5:]
+        common = Path((git / "commondir").read_text().strip()) if (git / "commondir").exists() else git
+        common = common if common.is_absolute() else (git / common).resolve()
+        for base in (git, common):
+            if (base / ref).exists():
+                return (base / ref).read_text().strip()[:12]
+        packed = common / "packed-refs"
+        if packed.exists():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split()[0][:12]
+    return "unknown"
+
+
+def distribution_versions(python: Path, names: Sequence[str]) -> dict[str, str]:
+    """Installed versions of these distributions in the environment of `python`."""
+    code = (
+        "import json, sys\nfrom importlib import metadata\nout = {}\n"
+        "for n in sys.argv[1:]:\n    try: out[n] = metadata.version(n)\n"
+        "    except metadata.PackageNotFoundError: out[n] = 'not installed'\nprint(json.dumps(out))"
+    )
+    done = subprocess.run([str(python), "-c", code, *names], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return {n: "unknown" for n in names}
+    versions: dict[str, str] = json.loads(done.stdout)
+    return versions
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], (OSError, ValueError, IndexError))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- peers in their own environments
+
+
+class PeerUnavailable(RuntimeError):
+    """A peer could not be installed or started here; the message is what went wrong."""
+
+
+def peer_python(peer: str, *, install: bool = True) -> Path:
+    """The interpreter of `bench/.venvs/<peer>`, created and filled from `bench/peers/<peer>.txt`."""
+    requirements = PEERS / f"{peer}.txt"
+    venv = VENVS / peer
+    python = venv / "bin" / "python"
+    stamp = venv / ".requirements.sha256"
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    if python.exists() and stamp.exists() and stamp.read_text() == digest:
+        return python
+    if not install:
+        raise PeerUnavailable(f"{peer}: not installed (run bench/run_all.py --setup)")
+    VENVS.mkdir(parents=True, exist_ok=True)
+    log = VENVS / f"{peer}.install.log"
+    steps = [
+        ["python3", "-m", "venv", "--clear", str(venv)],
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)],
+    ]
+    with log.open("w") as out:
+        for step in steps:
+            done = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT, timeout=1800)
+            if done.returncode != 0:
+                lines = [x for x in log.read_text().splitlines() if x.strip() and "is ignored" not in x]
+                raise PeerUnavailable(f"{peer}: `{' '.join(step[:4])} ...` failed: " + " | ".join(lines[-3:]))
+    stamp.write_text(digest)
+    return python
+
+
+# ---------------------------------------------------------------- measuring a child process
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    peak_rss_mb: float  # the child's peak resident set (and its waited-for children's)
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_measured(
+    cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 1800
+) -> Measured:
+    """Run `cmd` to completion; its wall time and peak RSS from the kernel's accounting (wait4)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else ""), daemon=True),
+        threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        timer.cancel()
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join()
+    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, "".join(out), "".join(err))
+
+
+def last_lines(text: str, n: int = 3) -> str:
+    lines = [x.strip() for x in text.splitlines() if x.strip() and "is ignored" not in x]
+    return " | ".join(lines[-n:])[-600:]
+
+
+# ---------------------------------------------------------------- figures and sections
+
+
+@dataclass
+class Figure:
+    """One figure: tracevals' runs against a comparison's runs (`peer` None: no comparison)."""
+
+    name: str
+    unit: str
+    runs: list[float]
+    higher_is_better: bool = True
+    peer: str | None = None
+    peer_runs: list[float] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.runs) if self.runs else None
+
+    @property
+    def peer_median(self) -> float | None:
+        return statistics.median(self.peer_runs) if self.peer_runs else None
+
+    @property
+    def ratio(self) -> float | None:
+        """tracevals / peer for rates, peer / tracevals for costs: above 1 means tracevals is better."""
+        a, b = self.median, self.peer_median
+        if a is None or b is None or a <= 0 or b <= 0:  # a cost measured at or below zero is noise: no ratio
+            return None
+        return a / b if self.higher_is_better else b / a
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "median": self.median, "peer_median": self.peer_median, "ratio": self.ratio}
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    command: str
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)  # markdown, printed after the figures
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # a peer that could not run, and why
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def write(self, path: Path | None) -> None:
+        data = {**asdict(self), "figures": [f.as_dict() for f in self.figures]}
+        text = json.dumps(data, indent=1, default=str)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+    def print(self) -> None:
+        print(f"== {self.title}")
+        for f in self.figures:
+            peer = f", {f.peer}: {fmt(f.peer_median)}" if f.peer else ""
+            ratio = f", ratio {f.ratio:.2f}" if f.ratio else ""
+            print(f"  {f.name}: {fmt(f.median)} {f.unit} (runs {[fmt(x) for x in f.runs]}){peer}{ratio}")
+        for e in self.errors:
+            print(f"  ERROR: {e}")
+        for n in self.notes:
+            print(f"  note: {n}")
+
+
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:,.1f}"
+    return f"{value:,.3g}"
+
+
+# ---------------------------------------------------------------- the OTLP load generator
+
+
+def post_all(port: int, payloads: Sequence[bytes], senders: int, path: str = "/v1/traces") -> tuple[int, float]:
+    """POST every payload (OTLP/HTTP protobuf) over `senders` keep-alive connections; a 429/503 is
+    waited out (Retry-After) and resent. Returns (requests accepted, seconds until the last accept)."""
+    lock = threading.Lock()
+    queue = list(reversed(payloads))
+    accepted = [0]
+    errors: list[str] = []
+    started = time.perf_counter()
+
+    def worker() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        headers = {"Content-Type": "application/x-protobuf"}
+        while True:
+            with lock:
+                if not queue or errors:
+                    break
+                body = queue.pop()
+            while True:
+                try:
+                    conn.request("POST", path, body, headers)
+                    response = conn.getresponse()
+                    response.read()
+                except (OSError, http.client.HTTPException):
+                    conn.close()
+                    time.sleep(0.05)
+                    continue
+                if response.status in (429, 503):
+                    conn.close()
+                    time.sleep(min(float(response.getheader("Retry-After") or 1), 5))
+                    continue
+                if response.status // 100 != 2:
+                    errors.append(f"HTTP {response.status}")
+                break
+            with lock:
+                accepted[0] += 1
+        conn.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(senders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"the receiver refused a request: {errors[0]}")
+    return accepted[0], time.perf_counter() - started

@@ -1,0 +1,399 @@
+"""The views at scale: a synthetic lake of GenAI-shaped spans, rebuilt into trajectories two ways.
+
+    .venv/bin/python bench/queries_scale.py [--spans 10000000] [--threads 2] [--memory-limit 6GB]
+
+Builds (or, with --reuse, reuses) `--out`/lake: ten spans per session, one trace per session, in the lake's
+real format (pyarrow, `SPAN_SCHEMA`, `date=/hour=` partitions, the lake writer's atomic write). A session:
+an `invoke_agent` root with the harness keys, four `chat` calls, four `execute_tool` calls (1 session in
+16 retries a 429, 1 in 128 asks for a tool that never runs: a gap), a `session.end` marker; content
+capture off, tracevals.tool_calls.ids / .names and argument hashes on. Then it times, in one process:
+  1. every trajectory through the views (open_lake(materialize=True), COPY trajectories TO Parquet)
+  2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection
+  3. the same reconstruction done naively in Python over the same rows
+with peak RSS after 1 and 3 (memory_limit bounds 1), into `--out`/queries_scale.json. Targets: 1 <= 20 s on
+2 cores, 2 <= 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tracevals.collector.lake_writer import write_table_atomically  # noqa: E402
+from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR  # noqa: E402
+from tracevals.queries import open_lake, session_lookup  # noqa: E402
+
+SPANS_PER_SESSION = 10
+SESSIONS_PER_HOUR = 50_000
+T0_NS = 1_795_000_000 * 10**9  # 2026-11-18 (a fixed date: the lake is the same on every run)
+TOOLS = ["search_customer", "get_orders", "get_order", "refund_order", "send_message", "update_address"]
+EFFECTS = {"refund_order": "irreversible", "send_message": "write", "update_address": "write"}
+FAILURE_ATTRIBUTES = '","error.type":"rate_limit","http.response.status_code":429,"tracevals.retry_after_ms":20.0'
+# the kind of the span at each position of a session
+LAYOUT = ["agent", "llm", "tool", "llm", "tool", "tool", "llm", "tool", "llm", "session_end"]
+
+
+def _cat(*parts: Any) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _fill(template: str, values: dict[str, Any]) -> pa.Array:
+    """`template` with every <name> replaced by that column's values, row by row."""
+    pieces = re.split(r"<(\w+)>", template)
+    return _cat(*[values[p] if i % 2 else p for i, p in enumerate(pieces) if p or i % 2])
+
+
+_STRING, _NONE = pa.string(), pa.scalar(None, pa.string())
+
+
+def _const(rows: int, value: Any, type_: pa.DataType = _STRING) -> pa.Array:
+    return pa.repeat(pa.scalar(value, type_), rows)
+
+
+def _str(values: pa.Array, width: int = 0) -> pa.Array:
+    text = pc.cast(values, pa.string())
+    return pc.utf8_lpad(text, width, "0") if width else text
+
+
+def _pick(options: list[str], index: pa.Array) -> pa.Array:
+    return pc.take(pa.array(options, _STRING), pc.cast(index, pa.int64()))
+
+
+def retrying(session: pa.Array) -> pa.Array:
+    """Sessions whose second tool call fails with a 429 and is retried by code (same tool, same arguments)."""
+    return pc.equal(pc.bit_wise_and(session, 15), 3)
+
+
+def tool_index(session: pa.Array, position: int) -> pa.Array:
+    """Which of TOOLS the tool span at `position` calls."""
+    if position == 5:  # the retry of position 4, or a parallel call of another tool
+        return pc.if_else(retrying(session), tool_index(session, 4), pc.add(pc.bit_wise_and(session, 1), 4))
+    return pc.bit_wise_and(pc.add(session, position), 3)
+
+
+def _requested(session: pa.Array, position: int) -> list[tuple[pa.Array, pa.Array]]:
+    """(tool name, call id) of each tool call the model call at `position` asks for (names may be null)."""
+    if position == 8:  # 1% of final responses ask for a tool that no span executes: a gap
+        gap = pc.equal(pc.bit_wise_and(session, 127), 5)
+        return [(pc.if_else(gap, "send_message", _NONE), _cat("call_", _str(session), "_9"))]
+    out = []
+    for p in {1: [2], 3: [4, 5], 6: [7]}[position]:
+        name = _pick(TOOLS, tool_index(session, p))
+        if p == 5:  # a retry is the agent's code repeating the call, not a second request
+            name = pc.if_else(retrying(session), _NONE, name)
+        out.append((name, _cat("call_", _str(session), "_", str(p))))
+    return out
+
+
+def _json_list(items: list[pa.Array]) -> pa.Array:
+    quoted = [pc.if_else(pc.is_null(x), "", _cat('"', x, '",')) for x in items]
+    return _cat("[", pc.utf8_rtrim(_cat(*quoted), ","), "]")
+
+
+def position_table(session: pa.Array, position: int) -> pa.Table:
+    """The span at `position` of every session in `session` (an int64 array of session numbers)."""
+    n = len(session)
+    kind = LAYOUT[position]
+    sid = _cat("sess-", _str(session, 9))
+    hour = pc.divide(session, SESSIONS_PER_HOUR)
+    offset_ms = pc.multiply(pc.subtract(session, pc.multiply(hour, SESSIONS_PER_HOUR)), 60)
+    start_ns = pc.add(pc.add(pc.multiply(hour, 3_600 * 10**9), pc.multiply(offset_ms, 10**6)), T0_NS + position * 10**8)
+    duration_ms = 950 if position == 0 else (80 if kind == "llm" else 15)
+    model = _pick(["bench-model-a", "bench-model-b"], pc.bit_wise_and(session, 1))
+    cols: dict[str, Any] = {f.name: pa.nulls(n, f.type) for f in SPAN_SCHEMA}
+    cols.update(
+        trace_id=_str(session, 32),
+        span_id=_str(pc.add(pc.multiply(session, SPANS_PER_SESSION), position), 16),
+        parent_span_id=cols["parent_span_id"] if position == 0 else _str(pc.multiply(session, SPANS_PER_SESSION), 16),
+        span_kind=_const(n, "client" if kind == "llm" else "internal"),
+        start_time=pc.cast(start_ns, pa.timestamp("ns", tz="UTC")),
+        end_time=pc.cast(pc.add(start_ns, duration_ms * 10**6), pa.timestamp("ns", tz="UTC")),
+        duration_ms=_const(n, float(duration_ms), pa.float64()),
+        status_code=_const(n, "unset"),
+        resource_attributes=_const(n, '{"service.name":"bench-agent"}'),
+        scope_name=_const(n, "tracevals"),
+        events=_const(n, "[]"),
+        links=_const(n, "[]"),
+        service_name=_const(n, "bench-agent"),
+        dialect=_const(n, "genai"),
+        normalizer_version=_const(n, 2, pa.int32()),
+        kind=_const(n, kind),
+        session_id=sid,
+    )
+    if kind == "agent":
+        variant = _pick(["baseline", "candidate"], pc.bit_wise_and(session, 1))
+        task = _cat("task_", _str(pc.bit_wise_and(pc.divide(session, 2), 63), 2))
+        attempt = pc.add(pc.bit_wise_and(pc.divide(session, 128), 3), 1)
+        cols.update(
+            name=_const(n, "invoke_agent support"),
+            operation=_const(n, "invoke_agent"),
+            agent_name=_const(n, "support"),
+            run_id=_const(n, "bench"),
+            task_id=task,
+            attempt=attempt,
+            variant=variant,
+            attributes=_fill(
+                '{"gen_ai.conversation.id":"<sid>","gen_ai.operation.name":"invoke_agent","gen_ai.agent.name":"support",'
+                '"tracevals.run.id":"bench","tracevals.task.id":"<task>","tracevals.attempt":<attempt>,'
+                '"tracevals.variant":"<variant>"}',
+                {"sid": sid, "task": task, "attempt": _str(attempt), "variant": variant},
+            ),
+        )
+    elif kind == "llm":
+        requested = _requested(session, position)
+        names = _json_list([name for name, _ in requested])
+        ids = _json_list([pc.if_else(pc.is_null(name), _NONE, i) for name, i in requested])
+        tokens_in = pc.add(pc.multiply(pc.bit_wise_and(session, 255), 3), 400 + 40 * position)
+        tokens_out = pc.add(pc.bit_wise_and(session, 31), 8)
+        cols.update(
+            name=_cat("chat ", model),
+            operation=_const(n, "chat"),
+            provider=_const(n, "openai"),
+            model=model,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            attributes=_fill(
+                '{"gen_ai.conversation.id":"<sid>","gen_ai.operation.name":"chat","gen_ai.provider.name":"openai",'
+                '"gen_ai.request.model":"<model>","gen_ai.response.model":"<model>","gen_ai.usage.input_tokens":<i>,'
+                '"gen_ai.usage.output_tokens":<o>,"tracevals.tool_calls.ids":<ids>,"tracevals.tool_calls.names":<names>}',
+                {"sid": sid, "model": model, "i": _str(tokens_in), "o": _str(tokens_out), "ids": ids, "names": names},
+            ),
+        )
+    elif kind == "tool":
+        index = tool_index(session, position)
+        tool = _pick(TOOLS, index)
+        call_id = _cat("call_", _str(session), "_", str(position))
+        # the argument hash: a retry repeats the failed call's arguments exactly
+        salt = pc.if_else(retrying(session), 4, position) if position == 5 else pa.scalar(position)
+        args_hash = _str(pc.add(pc.multiply(pc.bit_wise_and(session, 65535), 8), salt), 16)
+        effect = pc.fill_null(pc.take(pa.array([EFFECTS.get(t) for t in TOOLS], pa.string()), index), "read")
+        failed = retrying(session) if position == 4 else pc.equal(session, -1)
+        fail = pc.if_else(failed, FAILURE_ATTRIBUTES, '"')
+        cols.update(
+            name=_cat("execute_tool ", tool),
+            operation=_const(n, "execute_tool"),
+            tool_name=tool,
+            tool_call_id=call_id,
+            tool_effect=effect,
+            tool_args_hash=args_hash,
+            error_type=pc.if_else(failed, "rate_limit", _NONE),
+            status_code=pc.if_else(failed, "error", "unset"),
+            attributes=_fill(
+                '{"gen_ai.conversation.id":"<sid>","gen_ai.operation.name":"execute_tool","gen_ai.tool.name":"<tool>",'
+                '"gen_ai.tool.call.id":"<call_id>","tracevals.tool.effect":"<effect>",'
+                '"tracevals.tool.args_hash":"<args_hash><failure>}',
+                {
+                    "sid": sid,
+                    "tool": tool,
+                    "call_id": call_id,
+                    "effect": effect,
+                    "args_hash": args_hash,
+                    "failure": fail,
+                },
+            ),
+        )
+    else:
+        cols.update(
+            name=_const(n, "session.end"),
+            attributes=_fill(
+                '{"gen_ai.conversation.id":"<sid>","tracevals.session.end":true,"tracevals.session.status":"finished"}',
+                {"sid": sid},
+            ),
+        )
+    return pa.table(cols, schema=SPAN_SCHEMA)
+
+
+def build_lake(lake: Path, spans: int) -> int:
+    """Write the synthetic lake, one file per hour partition; returns the number of spans written."""
+    sessions = max(1, spans // SPANS_PER_SESSION)
+    shutil.rmtree(lake, ignore_errors=True)
+    for first in range(0, sessions, SESSIONS_PER_HOUR):
+        session = pa.array(range(first, min(sessions, first + SESSIONS_PER_HOUR)), pa.int64())
+        table = pa.concat_tables([position_table(session, p) for p in range(SPANS_PER_SESSION)])
+        hour = time.gmtime((T0_NS + (first // SESSIONS_PER_HOUR) * 3_600 * 10**9) / 1e9)
+        directory = lake / SPANS_DIR / time.strftime("date=%Y-%m-%d", hour) / f"hour={hour.tm_hour:02d}"
+        write_table_atomically(table, directory)
+    return sessions * SPANS_PER_SESSION
+
+
+NAIVE_COLUMNS = [  # the columns the reconstruction reads
+    *("trace_id", "span_id", "parent_span_id", "kind", "start_time", "end_time", "session_id", "model", "error_type"),
+    *("input_tokens", "output_tokens", "tool_name", "tool_call_id", "tool_args_hash", "status_code", "attributes"),
+]
+
+
+def naive_trajectories(lake: Path) -> dict[str, dict[str, Any]]:
+    """The views' reconstruction, written the obvious way in Python over the same rows: deduplicate on
+    (trace, span), collapse nested calls (parent of the same kind), order steps by (start, span id),
+    match requested tool calls (tracevals.tool_calls.*) to executions by id then by order, flag gaps.
+
+    It groups one file at a time (this lake keeps each session in one file), which favours it: it never
+    holds more than a file's rows, where a general reader would hold the whole lake or sort it first.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((lake / SPANS_DIR).rglob("*.parquet")):
+        spans: dict[tuple[str, str], dict[str, Any]] = {}
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536, columns=NAIVE_COLUMNS):
+            for row in batch.to_pylist():
+                key = (row["trace_id"], row["span_id"])
+                old = spans.get(key)
+                if old is None or _later_copy(row, old):
+                    spans[key] = row
+        traces: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in spans.values():
+            traces[row["trace_id"]].append(row)
+        for trace_id, rows in traces.items():
+            out[trace_id] = _naive_trajectory(rows)
+    return out
+
+
+def _later_copy(row: dict[str, Any], old: dict[str, Any]) -> bool:
+    """The views' rule: prefer an ended copy, then the latest end."""
+    if (row["end_time"] is None) != (old["end_time"] is None):
+        return old["end_time"] is None
+    return row["end_time"] is not None and row["end_time"] > old["end_time"]
+
+
+def _naive_trajectory(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by_id = {r["span_id"]: r for r in rows}
+    steps, requested = [], []
+    for r in rows:
+        parent = by_id.get(r["parent_span_id"])
+        if r["kind"] not in ("llm", "tool") or (parent is not None and parent["kind"] == r["kind"]):
+            continue
+        if r["kind"] == "llm":
+            attrs = json.loads(r["attributes"])
+            ids = attrs.get("tracevals.tool_calls.ids") or []
+            for i, name in enumerate(attrs.get("tracevals.tool_calls.names") or []):
+                requested.append((r["start_time"], r["span_id"], i, ids[i] if i < len(ids) else None, name))
+        steps.append(r)
+    executed = [s for s in steps if s["kind"] == "tool"]
+    ids_seen = {s["tool_call_id"] for s in executed}
+    left: dict[str, int] = defaultdict(int)
+    for s in executed:
+        left[s["tool_name"]] += 1
+    requested.sort(key=lambda q: q[:3])
+    for *_, call_id, name in requested:
+        if call_id in ids_seen:
+            left[name] -= 1
+    gaps = []
+    for start, _, _, call_id, name in requested:
+        if call_id in ids_seen:
+            continue
+        if left[name] > 0:
+            left[name] -= 1
+        else:
+            gaps.append({"kind": "tool", "name": name, "start_time": start, "span_id": None, "is_gap": True})
+    ordered = sorted(steps, key=lambda s: (s["start_time"], s["span_id"]))
+    root = next((r for r in rows if r["parent_span_id"] is None), rows[0])
+    return {
+        "session_id": root["session_id"],
+        "tools": [s["tool_name"] for s in ordered if s["kind"] == "tool"],
+        "steps": [(s["kind"], s["model"] or s["tool_name"], s["error_type"]) for s in ordered] + gaps,
+        "input_tokens": sum(s["input_tokens"] or 0 for s in ordered if s["kind"] == "llm"),
+        "output_tokens": sum(s["output_tokens"] or 0 for s in ordered if s["kind"] == "llm"),
+        "gap_count": len(gaps),
+    }
+
+
+def _rss_mb() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # Linux: KiB
+
+
+def _since(started: float, scale: float = 1.0) -> float:
+    return round((time.perf_counter() - started) * scale, 2)
+
+
+def _lookup_ms(con: Any, session: str, name: str) -> dict[str, Any]:
+    """The first and the best of three lookups of one session's trajectories, in milliseconds."""
+    times, rows = [], 0
+    for _ in range(3):
+        started = time.perf_counter()
+        rows = session_lookup(con, session).num_rows
+        times.append(_since(started, 1000))
+    return {f"lookup_{name}_first_ms": times[0], f"lookup_{name}_best_ms": min(times), "lookup_rows": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=10_000_000, help="spans in the synthetic lake (10 per session)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "queries_scale", help="lake and results")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
+    parser.add_argument("--memory-limit", default="6GB", help="DuckDB memory_limit")
+    parser.add_argument("--reuse", action="store_true", help="reuse the lake of an earlier run of the same size")
+    parser.add_argument("--skip-naive", action="store_true", help="leave out the pure-Python reconstruction")
+    parser.add_argument("--snapshot-file", action="store_true", help="snapshot in a DuckDB file instead of memory")
+    args = parser.parse_args(argv)
+    lake, marker = args.out / "lake", args.out / "lake.spans"
+    results: dict[str, Any] = {"spans": args.spans, "threads": args.threads, "memory_limit": args.memory_limit}
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not (args.reuse and marker.exists() and marker.read_text() == str(args.spans)):
+        started = time.perf_counter()
+        build_lake(lake, args.spans)
+        marker.write_text(str(args.spans))
+        results["build_s"] = _since(started)
+    results["lake_mb"] = round(sum(f.stat().st_size for f in lake.rglob("*.parquet")) / 1e6, 1)
+    results["load_average_1m"] = round(os.getloadavg()[0], 2)
+    limits = {"memory_limit": args.memory_limit, "threads": args.threads}
+
+    # 1. every trajectory through the views, written out (memory bounded by memory_limit)
+    snapshot, output = args.out / "snapshot.duckdb", args.out / "trajectories.parquet"
+    snapshot.unlink(missing_ok=True)
+    started = time.perf_counter()
+    con = open_lake(lake, **limits, materialize=True, snapshot_path=snapshot if args.snapshot_file else None)
+    results["views_open_s"] = _since(started)
+    copy_started = time.perf_counter()
+    con.execute(f"COPY (SELECT * FROM trajectories) TO '{output}' (FORMAT parquet)")
+    results["views_copy_s"] = _since(copy_started)
+    results["views_all_trajectories_s"] = _since(started)
+    results["views_trajectories"] = pq.ParquetFile(output).metadata.num_rows
+    results["views_gaps"] = sum(pq.read_table(output, columns=["gap_count"]).column("gap_count").to_pylist())
+    results["views_peak_rss_mb"] = _rss_mb()
+    _report(args.out, results)
+
+    # 2. one session: on that snapshot, and on a fresh connection that reads only what the lookup needs
+    session = f"sess-{args.spans // SPANS_PER_SESSION // 2:09d}"
+    results.update(_lookup_ms(con, session, "snapshot"))
+    con.close()
+    snapshot.unlink(missing_ok=True)
+    results.update(_lookup_ms(open_lake(lake, **limits), session, "fresh"))
+
+    # 3. the same reconstruction in plain Python
+    if not args.skip_naive:
+        started = time.perf_counter()
+        naive = naive_trajectories(lake)
+        results["naive_python_s"] = _since(started)
+        results["naive_trajectories"] = len(naive)
+        results["naive_gaps"] = sum(t["gap_count"] for t in naive.values())
+        results["peak_rss_mb_after_naive"] = _rss_mb()
+    for key in ("views_all_trajectories_s", "naive_python_s"):
+        if key in results:
+            results[key.replace("_s", "_spans_per_s")] = round(args.spans / max(results[key], 1e-9))
+    _report(args.out, results)
+    return 0
+
+
+def _report(out: Path, results: dict[str, Any]) -> None:
+    """Print (and save) the figures so far: a long run that dies late keeps what it measured."""
+    (out / "queries_scale.json").write_text(json.dumps(results, indent=1))
+    print("\n".join(f"{key:34s} {value}" for key, value in results.items()) + "\n", flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

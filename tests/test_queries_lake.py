@@ -1,0 +1,121 @@
+"""open_lake's plumbing: partition ranges, object-store paths, snapshots, one session's lookup, and the
+framework rule that reads Google ADK's own attributes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from fixtures.otlp_lakes import DIALECTS, ingest_fixture
+
+from tracevals.collector.frameworks import adk_tool_response, google_adk
+from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
+
+
+def test_an_s3_lake_reads_through_the_same_read_parquet_call() -> None:
+    # No network here: check the SQL that DuckDB's httpfs would run.
+    sql = source_sql("s3://bucket/agents/lake/", "spans", hive=True)
+    assert sql == (
+        "SELECT * EXCLUDE (filename), filename AS source_file FROM read_parquet("
+        "['s3://bucket/agents/lake/spans/**/*.parquet'], hive_partitioning = true, union_by_name = true, "
+        "filename = true)"
+    )
+    days = partition_globs("s3://bucket/lake", "spans", "2026-11-28T22", "2026-11-29T03")
+    assert days == [
+        "s3://bucket/lake/spans/date=2026-11-28/*/*.parquet",
+        "s3://bucket/lake/spans/date=2026-11-29/*/*.parquet",
+    ]
+    where = partition_filter("2026-11-28T22", "2026-11-29T03")
+    ranged = source_sql("s3://bucket/lake", "spans", hive=True, where=where, globs=days)
+    assert ranged.endswith(
+        "WHERE (date > DATE '2026-11-28' OR (date = DATE '2026-11-28' AND hour >= 22)) "
+        "AND (date < DATE '2026-11-29' OR (date = DATE '2026-11-29' AND hour <= 3))"
+    )
+    assert "'s3://bucket/lake/spans/date=2026-11-28/*/*.parquet', 's3://bucket/lake/spans/date=2026-11-29" in ranged
+
+
+def test_range_bounds_accept_days_hours_and_datetimes() -> None:
+    assert (
+        partition_filter(dt.date(2026, 11, 28))
+        == "(date > DATE '2026-11-28' OR (date = DATE '2026-11-28' AND hour >= 0))"
+    )
+    # a bare date as the upper bound covers its whole day; an aware datetime is read in UTC
+    assert partition_filter(until="2026-11-28").endswith("hour <= 23))")
+    aware = dt.datetime(2026, 11, 28, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-2)))
+    assert partition_filter(since=aware).startswith(
+        "(date > DATE '2026-11-29' OR (date = DATE '2026-11-29' AND hour >= 1"
+    )
+    assert partition_filter() == ""
+    with pytest.raises(LakeError, match="is not a date"):
+        partition_filter("last tuesday")
+
+
+def test_a_local_range_lists_only_the_partitions_in_it(lake: Path) -> None:
+    for day, hour in (("2026-11-27", "23"), ("2026-11-28", "00"), ("2026-11-28", "05"), ("2026-11-29", "00")):
+        part = lake / "spans" / f"date={day}" / f"hour={hour}"
+        part.mkdir(parents=True)
+        (part / "part-1.parquet").write_bytes(b"")
+    (lake / "spans" / "date=2026-11-28" / "hour=07").mkdir()  # empty: nothing to read
+    globs = partition_globs(str(lake), "spans", "2026-11-28", "2026-11-28T06")
+    assert [Path(g).parent.name for g in globs] == ["hour=00", "hour=05"]
+    assert partition_globs(str(lake), "spans") == [f"{lake}/spans/**/*.parquet"]
+
+
+def test_session_lookup_reads_one_session(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    for dialect in DIALECTS:
+        ingest_fixture(lake, dialect)
+    for materialize in (False, True):
+        con = open_lake(lake, materialize=materialize)
+        turns = session_lookup(con, "sess-openinference", "turns")
+        assert turns.column("turn_index").to_pylist() == [1, 2]
+        assert turns.column("final_text").to_pylist() == ["Refunded order 7.", "You're welcome."]
+        (session,) = session_lookup(con, "sess-openinference", "sessions").to_pylist()
+        assert session["turn_count"] == 2
+        # the lookup's restriction is gone afterwards: the connection sees every session again
+        assert con.execute("SELECT count(*) FROM sessions").fetchall() == [(4,)]
+        assert session_lookup(con, "no-such-session").num_rows == 0
+    with pytest.raises(LakeError, match="unknown view"):
+        session_lookup(con, "sess-openinference", "nope")
+
+
+def test_snapshots(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ingest_fixture(lake, "genai_current")
+    with pytest.raises(LakeError, match="cannot materialize"):
+        open_lake(lake, materialize=("spans_facts",))
+    con = open_lake(lake, materialize=True, snapshot_path=tmp_path / "snapshot.duckdb")
+    assert (tmp_path / "snapshot.duckdb").is_file()
+    assert con.execute("SELECT count(*), sum(gap_count) FROM trajectories").fetchall() == [(2, 1)]
+    # a snapshot does not see files that arrive later; the views do
+    ingest_fixture(lake, "openllmetry")
+    assert con.execute("SELECT count(*) FROM trajectories").fetchall() == [(2,)]
+    assert open_lake(lake).execute("SELECT count(*) FROM trajectories").fetchall() == [(4,)]
+
+
+def test_adk_tool_responses_unwrap() -> None:
+    assert adk_tool_response('{"result": null}') is None
+    assert adk_tool_response('{"result": "<not specified>"}') is None  # the tool raised
+    assert adk_tool_response('{"result": "Paris"}') == "Paris"
+    assert adk_tool_response('{"error": "boom"}') == {"error": "boom"}
+    assert adk_tool_response("not json") == "not json"
+
+
+def test_adk_rule_fills_tool_columns_and_drops_the_merged_span() -> None:
+    columns = {"kind": "tool", "tool_name": "get_weather", "tool_call_id": "<not specified>", "tool_args": None}
+    attrs = {
+        "gcp.vertex.agent.tool_call_args": '{"city": "Paris"}',
+        "gcp.vertex.agent.tool_response": '{"result": "<not specified>"}',
+    }
+    google_adk(attrs, "execute_tool get_weather", columns)
+    assert columns == {
+        "kind": "tool",
+        "tool_name": "get_weather",
+        "tool_call_id": None,
+        "tool_args": '{"city": "Paris"}',
+        "tool_result": None,
+    }
+    merged = {"kind": "tool", "tool_name": "(merged tools)"}
+    google_adk({"gcp.vertex.agent.tool_call_args": "N/A"}, "execute_tool (merged)", merged)
+    assert merged["kind"] == "other"  # a bookkeeping span that repeats the calls it merges, not a call
