@@ -65,8 +65,14 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str
 
 
 def args_hash(arguments: Mapping[str, Any]) -> str:
-    """First 16 hex digits of sha256 over the canonical JSON of the arguments (not content)."""
-    return hashlib.sha256(_CANONICAL.encode(arguments).encode()).hexdigest()[:16]
+    """First 16 hex digits of sha256 over the canonical JSON of the arguments (not content).
+
+    The idempotency key is left out: it names one attempt at an operation, not the operation, so two
+    sends of the same message with fresh keys hash alike and stay visible as a duplicate even when
+    content capture is off.
+    """
+    operation = {k: v for k, v in arguments.items() if k != "idempotency_key"}
+    return hashlib.sha256(_CANONICAL.encode(operation).encode()).hexdigest()[:16]
 
 
 def start_tool_span(
