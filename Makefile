@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint unit lock clean browser
+.PHONY: demo test lint unit lock clean browser bench
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -33,6 +33,10 @@ unit: $(STAMP) browser
 
 # `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
 test: lint unit
+
+# Every benchmark, peers included (each in its own venv under bench/.venvs), into bench/RESULTS.md.
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
 
 # Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
 lock:
