@@ -260,24 +260,29 @@ def fmt(value: float | None) -> str:
 # ---------------------------------------------------------------- the OTLP load generator
 
 
-def post_all(port: int, payloads: Sequence[bytes], senders: int, path: str = "/v1/traces") -> tuple[int, float]:
-    """POST every payload (OTLP/HTTP protobuf) over `senders` keep-alive connections; a 429/503 is
-    waited out (Retry-After) and resent. Returns (requests accepted, seconds until the last accept)."""
+def post_all(
+    port: int, payloads: Sequence[bytes], senders: int, path: str = "/v1/traces", time_limit: float | None = None
+) -> tuple[int, float]:
+    """POST the payloads (OTLP/HTTP protobuf) over `senders` keep-alive connections; a 429/503 is
+    waited out (Retry-After) and resent. Returns (requests accepted, seconds). With `time_limit`, sending
+    stops then (a receiver that keeps refusing is not waited for): the seconds are the limit if not
+    everything was accepted by then, else the time until the last acknowledgement."""
     lock = threading.Lock()
     queue = list(reversed(payloads))
     accepted = [0]
     errors: list[str] = []
     started = time.perf_counter()
+    stop_at = started + time_limit if time_limit is not None else float("inf")
 
     def worker() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         headers = {"Content-Type": "application/x-protobuf"}
         while True:
             with lock:
-                if not queue or errors:
+                if not queue or errors or time.perf_counter() >= stop_at:
                     break
                 body = queue.pop()
-            while True:
+            while time.perf_counter() < stop_at:
                 try:
                     conn.request("POST", path, body, headers)
                     response = conn.getresponse()
@@ -288,13 +293,15 @@ def post_all(port: int, payloads: Sequence[bytes], senders: int, path: str = "/v
                     continue
                 if response.status in (429, 503):
                     conn.close()
-                    time.sleep(min(float(response.getheader("Retry-After") or 1), 5))
+                    time.sleep(
+                        min(float(response.getheader("Retry-After") or 1), 5, max(0.0, stop_at - time.perf_counter()))
+                    )
                     continue
                 if response.status // 100 != 2:
                     errors.append(f"HTTP {response.status}")
+                with lock:
+                    accepted[0] += 1
                 break
-            with lock:
-                accepted[0] += 1
         conn.close()
 
     threads = [threading.Thread(target=worker) for _ in range(senders)]
@@ -304,4 +311,7 @@ def post_all(port: int, payloads: Sequence[bytes], senders: int, path: str = "/v
         t.join()
     if errors:
         raise RuntimeError(f"the receiver refused a request: {errors[0]}")
-    return accepted[0], time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    if time_limit is not None and accepted[0] < len(payloads):
+        elapsed = time_limit
+    return accepted[0], elapsed

@@ -268,12 +268,17 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
     ((catalog,),) = con.execute("SELECT current_database()").fetchall()
     try:
         for name in bases:
+            # a small table per base relation, read once: the views reference the bases many times
             source = f"{catalog}.main.{name}"
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source} WHERE trace_id IN ({listed})")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {source} WHERE trace_id IN ({listed})"
+            )
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
         return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
     finally:
         for name in bases:
             con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
+            con.execute(f"DROP TABLE IF EXISTS temp.main.tv_lookup_{name}")
 
 
 def _is_snapshot(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -333,9 +338,6 @@ def open_lake(
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
         create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
-    if snapshot:
-        # insertion order means nothing to a snapshot, and keeping it costs memory and time at scale
-        con.execute("SET preserve_insertion_order = false")
     for file_name, sql in view_sql():
         try:
             con.execute(sql)
