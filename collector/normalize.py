@@ -15,7 +15,7 @@ from typing import Any
 from tracevals import attributes as tv
 from tracevals.collector.frameworks import apply_framework_rules
 
-NORMALIZER_VERSION = 3
+NORMALIZER_VERSION = 4  # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
