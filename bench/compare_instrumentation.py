@@ -25,7 +25,6 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -162,10 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         "TRACELOOP_TRACE_CONTENT=false, "
         "tracevals capture off; content on = the peers' defaults, tracevals capture span_only."
     )
-    section.versions.setdefault("tracevals openai", distribution_versions(PROJECT_PYTHON, ["openai"])["openai"])
     section.print()
     section.write(args.json)
-    time.sleep(0)
     return 0
 
 

@@ -5,6 +5,7 @@ comparison, and the command that produced it.
     .venv/bin/python bench/run_all.py                 # what `make bench` runs
     .venv/bin/python bench/run_all.py --setup-only    # install the peers into bench/.venvs/ and stop
     .venv/bin/python bench/run_all.py --only scoring,instrumentation --budget-min 10
+    .venv/bin/python bench/run_all.py --render        # rewrite RESULTS.md from the last run's bench/out/run.json
 
 The peers are installed first (in parallel, each into its own bench/.venvs/<peer>/ from
 bench/peers/<peer>.txt; an unchanged one is skipped). A peer that cannot be installed or run is
@@ -223,9 +224,11 @@ def render(info: dict[str, Any], sections: list[dict[str, Any]], ours: list[dict
             "",
         ]
     lines += ["## Versions", "", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in info["versions"].items()]
-    for s in sections:
-        lines += [f"| {k} | {v} |" for k, v in s.get("versions", {}).items()]
+    versions = dict(info["versions"])
+    for s in sections:  # a peer environment's copy of a shared package is listed only if it differs
+        for k, v in s.get("versions", {}).items():
+            versions.setdefault(k if versions.get(k, v) == v else f"{k} ({s['key']})", v)
+    lines += [f"| {k} | {v} |" for k, v in versions.items()]
     lines += ["", "## Where a peer wins", ""]
     wins = [
         (s, f)
@@ -294,7 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-min", type=float, default=28.0, help="the whole run's budget, minutes")
     parser.add_argument("--only", help="comma-separated: ingest,scoring,instrumentation,e2e,scale,ours")
     parser.add_argument("--setup-only", action="store_true", help="install the peers and stop")
+    parser.add_argument("--render", action="store_true", help="rewrite the results from bench/out/run.json")
     args = parser.parse_args(argv)
+    saved = OUT / "run.json"
+    if args.render:  # after a change to the layout: no benchmark runs
+        run = json.loads(saved.read_text())
+        target = RESULTS if not run["partial"] else OUT / "RESULTS.partial.md"
+        target.write_text(render(run["info"], run["sections"], run["ours"]))
+        print(f"wrote {target.relative_to(ROOT)} from {saved.relative_to(ROOT)}")
+        return 0
     started = time.time()
     deadline = started + args.budget_min * 60
     OUT.mkdir(parents=True, exist_ok=True)
@@ -334,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         "setup": installed,
     }
     target = RESULTS if chosen is None else OUT / "RESULTS.partial.md"  # a partial run never replaces the table
+    saved.write_text(json.dumps({"partial": chosen is not None, "info": info, "sections": sections, "ours": ours}))
     target.write_text(render(info, sections, ours))
     print(f"wrote {target.relative_to(ROOT)} in {info['minutes']:.1f} min", flush=True)
     return 0
