@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from google.protobuf import json_format
@@ -170,56 +170,57 @@ def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
     return doc
 
 
+def _fixed(
+    doc: Mapping[str, Any],
+    keys: tuple[str, str, str],
+    fix_item: Callable[[Mapping[str, Any], str], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """`doc[outer][i][scope][j][items][k]` with every item fixed by `fix_item(item, where)`."""
+    outer, scope, items = keys
+    fixed = []
+    for i, resource in enumerate(doc.get(outer) or []):
+        resource = dict(resource)
+        scopes = []
+        for j, scoped in enumerate(resource.get(scope) or []):
+            scoped = dict(scoped)
+            scoped[items] = [
+                fix_item(item, f"{outer}[{i}].{scope}[{j}].{items}[{k}]")
+                for k, item in enumerate(scoped.get(items) or [])
+            ]
+            scopes.append(scoped)
+        resource[scope] = scopes
+        fixed.append(resource)
+    return fixed
+
+
+def _fix_span(span: Mapping[str, Any], where: str) -> dict[str, Any]:
+    fixed = _fix_ids(span, where, _SPAN_IDS)
+    fixed["links"] = [_fix_ids(ln, f"{where}.links[{n}]", _LINK_IDS) for n, ln in enumerate(span.get("links") or [])]
+    return fixed
+
+
+def _parse(fixed: dict[str, Any], request: Any, what: str) -> None:
+    try:
+        json_format.ParseDict(fixed, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
+        raise OTLPDecodeError(f"not an OTLP {what} document: {str(exc).splitlines()[0]}") from None
+
+
 def parse_json_traces(body: bytes | str | Mapping[str, Any]) -> ExportTraceServiceRequest:
     """An OTLP/JSON traces document (hex ids) as an `ExportTraceServiceRequest`."""
-    doc = dict(_load(body))
-    fixed_rs = []
-    for i, rs in enumerate(doc.get("resourceSpans") or []):
-        rs = dict(rs)
-        scopes = []
-        for j, ss in enumerate(rs.get("scopeSpans") or []):
-            ss = dict(ss)
-            spans = []
-            for k, sp in enumerate(ss.get("spans") or []):
-                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                sp = _fix_ids(sp, where, _SPAN_IDS)
-                sp["links"] = [
-                    _fix_ids(ln, f"{where}.links[{n}]", _LINK_IDS) for n, ln in enumerate(sp.get("links") or [])
-                ]
-                spans.append(sp)
-            ss["spans"] = spans
-            scopes.append(ss)
-        rs["scopeSpans"] = scopes
-        fixed_rs.append(rs)
     request = ExportTraceServiceRequest()
-    try:
-        json_format.ParseDict({"resourceSpans": fixed_rs}, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
-        raise OTLPDecodeError(f"not an OTLP traces document: {str(exc).splitlines()[0]}") from None
+    spans = _fixed(_load(body), ("resourceSpans", "scopeSpans", "spans"), _fix_span)
+    _parse({"resourceSpans": spans}, request, "traces")
     return request
 
 
 def parse_json_logs(body: bytes | str | Mapping[str, Any]) -> ExportLogsServiceRequest:
     """An OTLP/JSON logs document (hex ids) as an `ExportLogsServiceRequest`."""
-    doc = dict(_load(body))
-    fixed_rl = []
-    for i, rl in enumerate(doc.get("resourceLogs") or []):
-        rl = dict(rl)
-        scopes = []
-        for j, sl in enumerate(rl.get("scopeLogs") or []):
-            sl = dict(sl)
-            sl["logRecords"] = [
-                _fix_ids(rec, f"resourceLogs[{i}].scopeLogs[{j}].logRecords[{k}]", {"traceId": 16, "spanId": 8})
-                for k, rec in enumerate(sl.get("logRecords") or [])
-            ]
-            scopes.append(sl)
-        rl["scopeLogs"] = scopes
-        fixed_rl.append(rl)
     request = ExportLogsServiceRequest()
-    try:
-        json_format.ParseDict({"resourceLogs": fixed_rl}, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, binascii.Error, TypeError, ValueError) as exc:
-        raise OTLPDecodeError(f"not an OTLP logs document: {str(exc).splitlines()[0]}") from None
+    records = _fixed(
+        _load(body), ("resourceLogs", "scopeLogs", "logRecords"), lambda rec, where: _fix_ids(rec, where, _LINK_IDS)
+    )
+    _parse({"resourceLogs": records}, request, "logs")
     return request
 
 
