@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import tracevals
 from tracevals.cli import main
-from tracevals.cli.demo import _case_settings, bundled_tasks
+from tracevals.cli.demo import bundled_tasks
 from tracevals.demo.agent import order_support_agent
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
@@ -111,7 +111,6 @@ def _pass_hat_k(lake: Path, telemetry: tracevals.Telemetry, model: str, rates: F
                 seed=3,
                 concurrency=8,
                 settings={"base_url": server.base_url, "model": model},
-                case_settings=_case_settings,
             )
     finally:
         DEFAULT_REGISTRY.remove(model)

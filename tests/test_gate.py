@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 import tracevals
 from tracevals.cli import main
-from tracevals.cli.demo import _case_settings, bundled_tasks
+from tracevals.cli.demo import bundled_tasks
 from tracevals.demo.agent import order_support_agent
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
@@ -47,7 +47,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 seed=1,
                 concurrency=8,
                 settings={"base_url": server.base_url, "model": FIXED_MODEL},
-                case_settings=_case_settings,
             )
     finally:
         telemetry.shutdown()

@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from tracevals.cli.output import format_option, print_rows
-from tracevals.evaluators.model import Case
 from tracevals.evaluators.store import write_scores
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
@@ -33,11 +32,6 @@ __all__ = ["VARIANTS", "bundled_tasks", "demo"]
 
 def _advance(progress: Progress, bar: TaskID, _result: object) -> None:
     progress.advance(bar)
-
-
-def _case_settings(case: Case) -> dict[str, Any]:
-    """Per-case settings for the reference agent: none (the harness applies a case's faults)."""
-    return {}
 
 
 @click.command()
@@ -100,7 +94,6 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
                         seed=seed,
                         concurrency=concurrency,
                         settings={"base_url": server.base_url, "model": models[variant]},
-                        case_settings=_case_settings,
                         on_done=functools.partial(_advance, progress, bar),
                     )
         finally:
