@@ -36,13 +36,18 @@ def _partition(start_time: int | datetime) -> tuple[str, str]:
     return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
 
 
+# Rows per Parquet row group, as the collector writes them (one per batch of `send_batch_size`, 8192 by
+# default): a reader looking for a few traces decompresses only the row groups that hold them.
+ROW_GROUP_ROWS = 8192
+
+
 def write_table_atomically(table: pa.Table, directory: Path, compression: str = "zstd") -> Path:
     """Write `table` as a new Parquet file in `directory`: temp file, fsync, rename, fsync dir."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
     tmp = directory / f".{stem}.parquet.tmp"
     final = directory / f"{stem}.parquet"
-    pq.write_table(table, tmp, compression=compression)
+    pq.write_table(table, tmp, compression=compression, row_group_size=ROW_GROUP_ROWS)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, final)

@@ -169,11 +169,15 @@ def partition_globs(
     return globs
 
 
-def source_sql(lake: str, sub: str, hive: bool, where: str = "", globs: list[str] | None = None) -> str:
+def source_sql(
+    lake: str, sub: str, hive: bool, where: str = "", globs: list[str] | None = None, union_by_name: bool = True
+) -> str:
     """The SELECT that reads one table of the lake (`spans`, `logs`, `scores`) with DuckDB's read_parquet.
 
     The same text serves a directory and an `s3://` prefix: DuckDB resolves the globs through httpfs.
     union_by_name: files written by an older lake format, without a newer column, still read (as NULL).
+    Without it, columns still match by name, and a file without one of them is an error, never a
+    misread; a wide read is about twice as fast.
     """
     paths = globs if globs is not None else [f"{lake.rstrip('/')}/{sub}/**/*.parquet"]
     for path in paths:
@@ -183,9 +187,13 @@ def source_sql(lake: str, sub: str, hive: bool, where: str = "", globs: list[str
     hive_opt = "true" if hive else "false"
     sql = (
         "SELECT * EXCLUDE (filename), filename AS source_file "
-        f"FROM read_parquet([{listed}], hive_partitioning = {hive_opt}, union_by_name = true, filename = true)"
+        f"FROM read_parquet([{listed}], hive_partitioning = {hive_opt}, union_by_name = {str(union_by_name).lower()}, "
+        "filename = true)"
     )
     return f"{sql} WHERE {where}" if where and hive else sql
+
+
+_STRICT = "tv_strict_"
 
 
 def _register_source(
@@ -203,6 +211,9 @@ def _register_source(
     if is_remote(lake) or (bool(globs) if ranged else _has_parquet(Path(lake) / sub)):
         where = partition_filter(since, until) if hive else ""
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {source_sql(lake, sub, hive, where, globs)}")
+        # the same files read without union_by_name, for session_lookup's wide reads of a few rows
+        strict = source_sql(lake, sub, hive, where, globs, union_by_name=False)
+        con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS {strict}")
         return
     empty = schema.empty_table()
     if hive:
@@ -210,6 +221,7 @@ def _register_source(
     empty = empty.append_column("source_file", pa.array([], pa.string()))
     con.register(f"{name}_empty", empty)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
+    con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS SELECT * FROM {name}_empty")
 
 
 def _default_prices() -> PricesT:
@@ -247,45 +259,89 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     con.execute("SET lock_configuration = true")
 
 
+# Optimizer passes that cost more than they save on a session's few rows: on them planning the views
+# takes far longer than running them (projection_pullup alone ~60 ms). Results do not depend on them.
+_LOOKUP_DISABLED_OPTIMIZERS = (
+    "projection_pullup,join_order,statistics_propagation,expression_rewriter,common_subplan,cte_inlining,"
+    "self_join_aggregate,common_subexpressions,aggregate_reuse,cte_filter_pusher,deliminator,build_side_probe_side,"
+    "join_filter_pushdown"
+)
+
+
 def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = "trajectories") -> pa.Table:
     """One session's rows of `view` (trajectories, turns, steps, sessions ...), as an Arrow table.
 
     Finds the session's traces with a filter on the span files themselves (Parquet statistics let DuckDB
     skip the row groups of other sessions), then, for the one query, shadows the lake's base relations
     (the raw files and any snapshot) with copies restricted to those traces: every view is computed over
-    the session's spans only, instead of over the lake with a filter on top.
+    the session's spans only, instead of over the lake with a filter on top. Over those few rows the
+    views are computed one at a time (`materialize.materialized`) with the costliest optimizer passes
+    off: planning the whole tree of views as one query costs several times more than running it.
 
     >>> pl.from_arrow(session_lookup(open_lake("demo-out/lake"), "sess-1", "turns"))
     """
     if view not in VIEW_NAMES:
         raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
-    rows = con.execute("SELECT DISTINCT trace_id FROM raw_spans WHERE session_id = ?", [session_id]).fetchall()
+    from tracevals.queries.materialize import materialized  # it reads this module's view files
+
+    find = "SELECT DISTINCT trace_id FROM {} WHERE session_id = ?"
+    try:  # union_by_name reads every file's schema first: three times slower over a few columns
+        rows = con.execute(find.format(f"{_STRICT}raw_spans"), [session_id]).fetchall()
+    except duckdb.InvalidInputException:  # files of two lake formats
+        rows = con.execute(find.format("raw_spans"), [session_id]).fetchall()
     # inlined as literals (hex ids only), so that DuckDB pushes them into the scans as constants
     traces = [str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))]
     listed = ", ".join(f"'{t}'" for t in traces) or "NULL"
-    bases = ["raw_spans", "raw_logs", "raw_scores"]
-    bases += [name for name in VIEW_NAMES if _is_snapshot(con, name)]
-    ((catalog,),) = con.execute("SELECT current_database()").fetchall()
+    bases = ["raw_spans", "raw_logs", "raw_scores", *_snapshots(con)]
+    ((catalog, disabled),) = con.execute("SELECT current_database(), current_setting('disabled_optimizers')").fetchall()
     try:
         for name in bases:
             # a small table per base relation, read once: the views reference the bases many times
+            copy = f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {{}} WHERE trace_id IN ({listed})"
             source = f"{catalog}.main.{name}"
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {source} WHERE trace_id IN ({listed})"
-            )
+            if not (name.startswith("raw_") and _copied_strictly(con, copy, name)):
+                con.execute(copy.format(source))
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
-        return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+        tuned = _set_disabled_optimizers(con, _LOOKUP_DISABLED_OPTIMIZERS)
+        try:
+            with materialized(con, [view]):
+                return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+        finally:
+            if tuned:
+                _set_disabled_optimizers(con, disabled)
     finally:
         for name in bases:
             con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
             con.execute(f"DROP TABLE IF EXISTS temp.main.tv_lookup_{name}")
 
 
-def _is_snapshot(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    ((count,),) = con.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE NOT temporary AND view_name = ? AND sql LIKE '%_snapshot%'", [name]
-    ).fetchall()
-    return bool(count)
+_RAW_SCHEMAS = {"raw_spans": SPAN_SCHEMA, "raw_logs": LOG_SCHEMA, "raw_scores": SCORE_SCHEMA}
+
+
+def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str) -> bool:
+    """Run `copy` on the raw files read without union_by_name; False where that cannot read them as the
+    lake's view does (files of two lake formats), so that the caller copies through the view instead."""
+    try:
+        con.execute(copy.format(f"{_STRICT}{name}"))
+    except duckdb.InvalidInputException:  # a file without a column the first one has
+        return False
+    copied = {d[0] for d in con.execute(f"SELECT * FROM tv_lookup_{name} LIMIT 0").description}
+    return set(_RAW_SCHEMAS[name].names) <= copied  # else the first file lacked a column a later one has
+
+
+def _set_disabled_optimizers(con: duckdb.DuckDBPyConnection, value: str) -> bool:
+    """False where the connection's settings are locked (a sandboxed `tracevals sql` connection)."""
+    try:
+        con.execute("SET disabled_optimizers = ?", [value])
+    except duckdb.Error:
+        return False
+    return True
+
+
+def _snapshots(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The views that `open_lake(materialize=...)` replaced by a snapshot table, on this connection."""
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return [name for name in VIEW_NAMES if f"{name}_snapshot" in tables]
 
 
 def open_lake(

@@ -53,12 +53,29 @@ def closure(names: Iterable[str]) -> list[str]:
     return [name for name, _ in view_graph() if name in wanted]
 
 
+# Views that only filter or project one other relation: computed into a table they copy every row and
+# column once more, where their readers, left to read the view, get only the columns they use.
+PASS_THROUGH = frozenset({"call_spans"})
+
+
+def worth_computing(names: Iterable[str]) -> list[str]:
+    """The views of `closure(names)` to compute once, in definition order: `names` themselves, and every
+    other view that two or more views of the closure read (a view read by one other is computed inside
+    that one, which keeps its wide columns out of a copy), pass-through views excepted."""
+    asked = set(names)
+    wanted = closure(asked)
+    deps = dict(view_graph())
+    readers = {name: sum(name in deps[other] for other in wanted) for name in wanted}
+    return [n for n in wanted if n in asked or (n not in PASS_THROUGH and readers[n] >= 2)]
+
+
 @contextmanager
 def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> Iterator[None]:
-    """Within the block, `names` (and the views they read) are computed tables on this connection."""
+    """Within the block, `names` (and the views they read that are worth it) are computed tables on this
+    connection."""
     created: list[str] = []
     try:
-        for name in closure(names):
+        for name in worth_computing(names):
             con.execute(f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name}")
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}")
             created.append(name)

@@ -52,13 +52,11 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
 
 # The views the loader reads; `materialized` computes them (and what they read) once per load.
 READS = (
-    "spans",
     "attempts",
     "model_calls",
     "tool_calls",
     "requested_tool_calls",
     "message_parts",
-    "steps",
     "trajectories",
 )
 
@@ -142,8 +140,8 @@ def _calls(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     calls = frame(
         con,
         f"""
-        SELECT c.trace_id,
-               CAST(row_number() OVER (PARTITION BY c.trace_id ORDER BY c.step_index) - 1 AS BIGINT) AS pos,
+        SELECT c.trace_id, c.start_time AS tv_at, coalesce(c.span_id, c.requested_by_span_id) AS tv_by,
+               c.request_index AS tv_nth,
                c.name, c.args, c.result, c.error_type,
                {_MS.format("c.start_time")} AS start_ms, {_MS.format("c.end_time")} AS end_ms,
                c.span_id, c.tool_call_id AS call_id, c.effect, CAST(c.retry_after_ms AS DOUBLE) AS retry_after_ms,
@@ -156,8 +154,12 @@ def _calls(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         LEFT JOIN (SELECT trace_id, span_id, json_extract(attributes, [{paths}]) AS j FROM ({marks})) AS m
           ON m.trace_id = c.trace_id AND m.span_id = c.span_id
         WHERE c.step_kind = 'tool' AND c.trace_id IN (SELECT trace_id FROM tv_batch)
-        ORDER BY c.trace_id, c.step_index
         """,
+    )
+    # In the steps view's order (its step_index), numbered per trace here: a window over every step in
+    # SQL sorts all of a lake's steps, where this sorts only the tool calls read.
+    calls = calls.sort(["trace_id", "tv_at", "tv_by", "tv_nth"], nulls_last=True).with_columns(
+        pos=pl.int_range(pl.len(), dtype=pl.Int64).over("trace_id")
     )
     return with_op_keys(calls).select([pl.col(name).cast(dtype) for name, dtype in CALL_SCHEMA.items()])
 

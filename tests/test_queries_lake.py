@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
@@ -78,6 +79,33 @@ def test_session_lookup_reads_one_session(tmp_path: Path) -> None:
         assert session_lookup(con, "no-such-session").num_rows == 0
     with pytest.raises(LakeError, match="unknown view"):
         session_lookup(con, "sess-openinference", "nope")
+
+
+def test_session_lookup_equals_the_view_and_reads_a_lake_of_two_formats(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    for dialect in DIALECTS:
+        ingest_fixture(lake, dialect)
+    files = sorted((lake / "spans").rglob("*.parquet"))
+    con = open_lake(lake)
+    before = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()
+    expected = con.sql("SELECT * FROM steps WHERE session_id = 'sess-openinference' ORDER BY step_index").fetchall()
+    looked_up = session_lookup(con, "sess-openinference", "steps").sort_by("step_index").to_pylist()
+    assert [tuple(row.values()) for row in looked_up] == expected and expected
+    assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == before
+    # An older file without a column (written before it existed): the first file read has it, a later
+    # one lacks it, so the strict read fails and the lookup reads through union_by_name instead.
+    table = pq.read_table(files[-1])
+    pq.write_table(table.drop_columns(["tool_args_hash"]), files[-1])
+    con = open_lake(lake)
+    assert session_lookup(con, "sess-openinference", "steps").num_rows == len(expected)
+    # and the other way round: the first file lacks it, so the strict read misses a column
+    pq.write_table(pq.read_table(files[0]).drop_columns(["tool_args_hash"]), files[0])
+    pq.write_table(table, files[-1])
+    con = open_lake(lake)
+    assert session_lookup(con, "sess-openinference", "steps").num_rows == len(expected)
+    # a sandboxed connection cannot change settings; the lookup still answers
+    sandboxed = open_lake(lake, read_only=True)
+    assert session_lookup(sandboxed, "sess-openinference", "steps").num_rows == len(expected)
 
 
 def test_snapshots(tmp_path: Path) -> None:
