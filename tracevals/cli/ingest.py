@@ -68,12 +68,13 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
             decoded.append((path, _read(path)))
         except OTLPDecodeError as exc:
             raise click.ClickException(f"{path}: {exc}") from None
+    # one write for all the files: a file per hour partition, not per input file and hour
     writer = LakeWriter(lake)
-    report = []
-    for path, (spans, logs) in decoded:
-        if spans:
-            writer.write_rows(spans)
-        if logs:
-            writer.write_rows(logs, "logs")
-        report.append((str(path), len(spans), len(logs)))
+    spans = [row for _, (rows, _) in decoded for row in rows]
+    logs = [row for _, (_, rows) in decoded for row in rows]
+    if spans:
+        writer.write_rows(spans)
+    if logs:
+        writer.write_rows(logs, "logs")
+    report = [(str(path), len(span_rows), len(log_rows)) for path, (span_rows, log_rows) in decoded]
     print_rows(["file", "spans", "logs"], report, fmt)
