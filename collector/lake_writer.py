@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
@@ -36,6 +37,7 @@ def _partition(start_time: int | datetime) -> tuple[str, str]:
     return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
 
 
+_HOUR_NS = 3_600 * 10**9
 # Rows per Parquet row group, as the collector writes them (one per batch of `send_batch_size`, 8192 by
 # default): a reader looking for a few traces decompresses only the row groups that hold them.
 ROW_GROUP_ROWS = 8192
@@ -74,12 +76,25 @@ class LakeWriter:
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
         for row in rows:
             groups[_partition(row[time_column])].append(row)
+        parts = [(key, pa.Table.from_pylist(list(group), schema=schema)) for key, group in sorted(groups.items())]
+        return self._write(parts, table_name)
+
+    def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[Path]:
+        """Write a table of the lake's schema (e.g. from `otlp_arrow.spans_table`), a file per hour."""
+        schema, time_column = TABLES[table_name]
+        table = table.cast(schema)
+        hours = pc.divide(table.column(time_column).cast(pa.int64()), _HOUR_NS)  # times are never negative
+        parts = []
+        for hour in sorted(pc.unique(hours).to_pylist()):
+            parts.append((_partition(hour * _HOUR_NS), table.filter(pc.equal(hours, hour))))
+        return self._write(parts, table_name)
+
+    def _write(self, parts: list[tuple[tuple[str, str], pa.Table]], table_name: str) -> list[Path]:
         written: list[Path] = []
         with self._lock:
-            for (date, hour), group in sorted(groups.items()):
-                table = pa.Table.from_pylist(list(group), schema=schema)
+            for (date, hour), table in parts:
                 directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
                 written.append(write_table_atomically(table, directory, self.compression))
                 self.files_written += 1
-                self.rows_written += len(group)
+                self.rows_written += table.num_rows
         return written

@@ -15,6 +15,7 @@ temporary tables that shadow `raw_spans` / `raw_logs` on this connection, so eve
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -79,13 +80,55 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
     return int(count)
 
 
+def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterator[int]:
+    """Read the connection's sessions (all, or those `select_sessions` chose) a chunk at a time: yields
+    once per chunk of at most about `max_sessions` whole sessions, the views restricted to it, so that a
+    loader holds one chunk in memory, never the lake. Yields once, restricting nothing, when everything
+    fits in one chunk; afterwards the views read what they read before.
+
+    Chunks are buckets of the same md5 rule as the sample (salted differently), so the same session
+    always lands in the same chunk of a given count.
+    """
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE tv_chunked AS "
+        "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id"
+    )
+    try:
+        [(sessions,)] = con.execute("SELECT count(DISTINCT sid) FROM tv_chunked").fetchall()
+        count = -(-int(sessions) // max(1, max_sessions))
+        if count <= 1:
+            yield 0
+            return
+        selected = is_restricted(con)
+        bucket = "CAST(('0x' || left(md5('chunk:' || sid), 8)) AS BIGINT)"
+        try:
+            for chunk in range(count):
+                con.execute(
+                    "CREATE OR REPLACE TEMP TABLE tv_chunk AS "
+                    f"SELECT trace_id FROM tv_chunked WHERE {bucket} % {count} = {chunk}"
+                )
+                restrict_raw(con, "tv_chunk")
+                yield chunk
+        finally:
+            if selected:
+                restrict_raw(con, "tv_traces")
+            else:
+                unrestrict_raw(con)
+            con.execute("DROP TABLE IF EXISTS temp.main.tv_chunk")
+    finally:
+        con.execute("DROP TABLE IF EXISTS temp.main.tv_chunked")
+
+
 def restrict_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
     """Make every view of this connection read only the traces listed in table `traces` (column
     `trace_id`): the raw span and log rows are filtered once, into temporary tables that shadow them."""
+    # the lake's own relation, named with its database: a bare `main.raw_spans` would find the temporary
+    # view of an earlier restriction first, and narrow that instead of the lake
+    [(catalog,)] = con.execute("SELECT current_database()").fetchall()
     for raw in ("raw_spans", "raw_logs"):
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE tv_{raw} AS "
-            f"SELECT * FROM main.{raw} WHERE trace_id IN (SELECT trace_id FROM {traces})"
+            f"SELECT * FROM {catalog}.main.{raw} WHERE trace_id IN (SELECT trace_id FROM {traces})"
         )
         con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
 

@@ -116,3 +116,32 @@ def test_ingest_refuses_a_file_that_is_not_otlp(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(path)])
     assert result.exit_code == 1 and "no resourceSpans" in result.output
     assert not (tmp_path / "lake").exists()
+
+
+def test_ingest_refuses_a_protobuf_file_with_a_malformed_span_id(tmp_path: Path) -> None:
+    request = parse_json_traces(json.dumps(DOC))
+    request.resource_spans[0].scope_spans[0].spans[0].span_id = b"\x01\x02\x03"  # 3 bytes, not 8
+    path = tmp_path / "export.pb"
+    path.write_bytes(request.SerializeToString())
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(path)])
+    assert result.exit_code == 1 and "spanId must be 8 bytes, got 3" in result.output
+    assert not (tmp_path / "lake").exists()
+
+
+def test_ingest_writes_one_file_per_hour_for_all_its_inputs(tmp_path: Path) -> None:
+    paths = []
+    for i, start in enumerate((1790607510974516740, 1790607510974516740 + 3_600 * 10**9)):
+        doc = json.loads(json.dumps(DOC))
+        span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        span.update(spanId=f"{i + 1:016x}", startTimeUnixNano=str(start), endTimeUnixNano=str(start + 1000))
+        for copy in range(2):
+            paths.append(tmp_path / f"export-{i}-{copy}.json")
+            span["traceId"] = f"{i * 2 + copy + 1:032x}"
+            paths[-1].write_text(json.dumps(doc))
+    lake = tmp_path / "lake"
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), *map(str, paths)])
+    assert result.exit_code == 0, result.output
+    files = sorted(p.parent.name for p in (lake / "spans").rglob("*.parquet"))
+    assert files == ["hour=14", "hour=15"]  # four inputs, two hours: two files
+    rows = open_lake(lake).execute("select hour(start_time), count(*) from spans group by 1 order by 1").fetchall()
+    assert rows == [(14, 2), (15, 2)]

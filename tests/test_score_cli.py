@@ -261,3 +261,21 @@ def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:
     assert record.attributes["gen_ai.evaluation.explanation"] == first["reason"]
     assert f"{record.trace_id:032x}" == first["trace_id"]  # filed under the judged trace
     assert f"{record.span_id:016x}" == run.root_spans[first["trace_id"]]  # parented to its root span
+
+
+@pytest.mark.parametrize("selection", [None, {"fraction": 0.7, "seed": 3}])
+def test_scoring_a_chunk_of_sessions_at_a_time_gives_the_same_scores(lake: Path, selection: Any) -> None:
+    from tracevals.evaluators.offline import score_connection
+    from tracevals.queries import open_lake
+    from tracevals.queries.selection import Selection, is_restricted
+
+    chosen = Selection(**selection) if selection else None
+    whole = score_connection(open_lake(lake), tasks=load_cases(tasks_path()), selection=chosen)
+    con = open_lake(lake)
+    chunked = score_connection(con, tasks=load_cases(tasks_path()), selection=chosen, chunk_sessions=2)
+    assert whole.sessions > 4  # so that 2 per chunk makes several chunks
+    columns = ["trace_id", "evaluator", "passed", "score", "reason", "details"]
+    assert chunked.scores.select(columns).sort(columns).equals(whole.scores.select(columns).sort(columns))
+    assert (chunked.traces, chunked.sessions, chunked.root_spans) == (whole.traces, whole.sessions, whole.root_spans)
+    # the connection reads what it read before: the selection's sessions, or the whole lake
+    assert is_restricted(con) == (chosen is not None)

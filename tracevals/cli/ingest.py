@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
+import pyarrow as pa
 
 from tracevals.cli.output import format_option, print_rows
 from tracevals.collector.from_otlp import (
@@ -16,12 +18,12 @@ from tracevals.collector.from_otlp import (
     rows_from_request,
 )
 from tracevals.collector.lake_writer import LakeWriter
+from tracevals.collector.otlp_arrow import logs_table, spans_table
+from tracevals.collector.schema import LOG_SCHEMA
 
-Rows = list[dict[str, object]]
 
-
-def _read(path: Path) -> tuple[Rows, Rows]:
-    """(span rows, log rows) of one file."""
+def _read(path: Path) -> tuple[pa.Table, pa.Table]:
+    """(span table, log table) of one file, in the lake's schemas."""
     data = path.read_bytes()
     if path.suffix in (".pb", ".bin", ".protobuf"):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,14 +33,30 @@ def _read(path: Path) -> tuple[Rows, Rows]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
-        return rows_from_request(request), []
+        return _checked(spans_table(request), request), LOG_SCHEMA.empty_table()
     try:
         doc = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OTLPDecodeError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
         raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
-    return rows_from_request(parse_json_traces(doc)), rows_from_logs_request(parse_json_logs(doc))
+    traces, logs = parse_json_traces(doc), parse_json_logs(doc)
+    return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs)
+
+
+def _checked(table: pa.Table, request: Any) -> pa.Table:
+    """`table`, unless the request had items the table builders skip (malformed ids): an error here, with
+    the reference decoder's message naming the first bad id."""
+    if hasattr(request, "resource_spans"):
+        sent = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+        check: Any = rows_from_request
+    else:
+        sent = sum(len(scope.log_records) for resource in request.resource_logs for scope in resource.scope_logs)
+        check = rows_from_logs_request
+    if table.num_rows != sent:
+        check(request)  # raises OTLPDecodeError
+        raise OTLPDecodeError("malformed trace or span ids")
+    return table
 
 
 @click.command()
@@ -70,11 +88,11 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
             raise click.ClickException(f"{path}: {exc}") from None
     # one write for all the files: a file per hour partition, not per input file and hour
     writer = LakeWriter(lake)
-    spans = [row for _, (rows, _) in decoded for row in rows]
-    logs = [row for _, (_, rows) in decoded for row in rows]
-    if spans:
-        writer.write_rows(spans)
-    if logs:
-        writer.write_rows(logs, "logs")
-    report = [(str(path), len(span_rows), len(log_rows)) for path, (span_rows, log_rows) in decoded]
+    spans = pa.concat_tables([span_table for _, (span_table, _) in decoded])
+    logs = pa.concat_tables([log_table for _, (_, log_table) in decoded])
+    if spans.num_rows:
+        writer.write_table(spans)
+    if logs.num_rows:
+        writer.write_table(logs, "logs")
+    report = [(str(path), tables[0].num_rows, tables[1].num_rows) for path, tables in decoded]
     print_rows(["file", "spans", "logs"], report, fmt)
