@@ -11,9 +11,11 @@ its own:
   build    a lake of the same size written directly by bench/scoring.py's vectorised generator (nine
            session shapes of an order-support agent, ~7.5 spans each, with their task cases): not a
            figure, the input of the next two.
-  rebuild  open_lake + `load_batch`: every trajectory rebuilt through the views into frames.
-  score    the same rebuild, then `score_batch` with trajectory_match (the cases of bench/scoring.py),
-           and again with every built-in evaluator; the figure is the scoring time alone.
+  score    open_lake, then a chunk of at most 100,000 whole sessions at a time (`session_chunks`, as
+           `tracevals score` reads a lake): `load_batch` rebuilds its trajectories through the views
+           into frames (the rebuild figure), `score_batch` scores them with trajectory_match (the
+           cases of bench/scoring.py) and again with every built-in evaluator (the scoring figures);
+           each step's time is summed over the chunks, the peak RSS is the process's.
 The comparison is size to size: how time and memory grow with 10x more spans. A size whose rebuild
 and scoring are projected (linearly, from the size before) to end after --deadline, or to need more than
 80% of the available memory, is not run, and the results say so with the projection.
@@ -47,28 +49,39 @@ def phase_build(lake: Path, spans: int) -> dict[str, float]:
     return {"spans": written, "sessions": sessions, "seconds": time.perf_counter() - started}
 
 
-def phase_rebuild(lake: Path, score: bool) -> dict[str, float]:
+def phase_score(lake: Path) -> dict[str, float]:
+    """Rebuild and score the lake a chunk of whole sessions at a time (as `tracevals score` does), so
+    that memory stays bounded by the chunk; each step is timed on its own and summed over the chunks."""
+    import scoring
+
+    from tracevals.evaluators import default_evaluators
+    from tracevals.evaluators.batch_scoring import score_batch
+    from tracevals.evaluators.case_matching import attach_cases
+    from tracevals.evaluators.offline import CHUNK_SESSIONS
+    from tracevals.evaluators.trajectory_match import TrajectoryMatch
     from tracevals.queries import open_lake
+    from tracevals.queries.selection import session_chunks
     from tracevals.queries.trajectories import load_batch
 
+    out = dict.fromkeys(("traces", "chunks", "seconds", "match_scores", "match_seconds", "all_scores"), 0.0)
+    out["all_seconds"] = 0.0
+    con = open_lake(lake)
     started = time.perf_counter()
-    batch = load_batch(open_lake(lake))
-    out = {"traces": len(batch), "seconds": time.perf_counter() - started}
-    if score:
-        import scoring
-
-        from tracevals.evaluators import default_evaluators
-        from tracevals.evaluators.batch_scoring import score_batch
-        from tracevals.evaluators.case_matching import attach_cases
-        from tracevals.evaluators.trajectory_match import TrajectoryMatch
-
+    for _ in session_chunks(con, CHUNK_SESSIONS):
+        batch = load_batch(con)
+        out["seconds"] += time.perf_counter() - started
+        out["traces"] += len(batch)
+        out["chunks"] += 1
         started = time.perf_counter()
         scope = attach_cases(batch, scoring.cases())
-        out["match_scores"] = score_batch(scope, [TrajectoryMatch()]).height
-        out["match_seconds"] = time.perf_counter() - started
+        out["match_scores"] += score_batch(scope, [TrajectoryMatch()]).height
+        out["match_seconds"] += time.perf_counter() - started
         started = time.perf_counter()
-        out["all_scores"] = score_batch(scope, default_evaluators()).height
-        out["all_seconds"] = time.perf_counter() - started
+        out["all_scores"] += score_batch(scope, default_evaluators()).height
+        out["all_seconds"] += time.perf_counter() - started
+        del batch, scope
+        started = time.perf_counter()
+    out["seconds"] += time.perf_counter() - started  # the last chunk's clean-up
     return out
 
 
@@ -97,21 +110,20 @@ def ingest(spans: int) -> dict[str, float]:
 def lake_phases(spans: int, work: Path) -> dict[str, float]:
     lake = work / "lake"
     built, _, w1 = _phase(["--phase", "build", "--lake", str(lake), "--spans", str(spans)])
-    rebuilt, rebuild_rss, w2 = _phase(["--phase", "rebuild", "--lake", str(lake)])
-    scored, score_rss, w3 = _phase(["--phase", "score", "--lake", str(lake)])
+    scored, score_rss, w2 = _phase(["--phase", "score", "--lake", str(lake)])
     shutil.rmtree(lake, ignore_errors=True)
     return {
         "size": spans,
         "spans": built["spans"],
         "sessions": built["sessions"],
         "build_seconds": built["seconds"],
-        "rebuild_seconds": rebuilt["seconds"],
-        "rebuild_rss_mb": rebuild_rss,
+        "rebuild_seconds": scored["seconds"],
+        "chunks": scored["chunks"],
         "match_seconds": scored["match_seconds"],
         "all_seconds": scored["all_seconds"],
         "score_rss_mb": score_rss,
         "scores": scored["all_scores"],
-        "lake_wall": w1 + w2 + w3,
+        "lake_wall": w1 + w2,
     }
 
 
@@ -124,16 +136,16 @@ def memory_available_mb() -> float:
 
 def table(rows: list[dict[str, float]]) -> str:
     head = (
-        "| spans | sessions | ingest s (spans/s) | collector peak MiB | rebuild s | rebuild peak MiB | "
-        "trajectory_match s | all evaluators s | score peak MiB |"
+        "| spans | sessions | ingest s (spans/s) | collector peak MiB | chunks | rebuild s | "
+        "trajectory_match s | all evaluators s | rebuild + scoring peak MiB |"
     )
     out = [head, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ingest = f"{r['ingest_seconds']:.1f} ({r['ingest_spans_per_s']:,.0f})" if "ingest_seconds" in r else "not run"
         rss = f"{r['ingest_rss_mb']:,.0f}" if "ingest_rss_mb" in r else "—"
         out.append(
-            f"| {r['spans']:,} | {r['sessions']:,} | {ingest} | {rss} | {r['rebuild_seconds']:.1f} | "
-            f"{r['rebuild_rss_mb']:,.0f} | {r['match_seconds']:.2f} | {r['all_seconds']:.1f} "
+            f"| {r['spans']:,} | {r['sessions']:,} | {ingest} | {rss} | {r['chunks']:.0f} | "
+            f"{r['rebuild_seconds']:.1f} | {r['match_seconds']:.2f} | {r['all_seconds']:.1f} "
             f"| {r['score_rss_mb']:,.0f} |"
         )
     return "\n".join(out)
@@ -145,16 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest-max", type=int, default=10_000_000, help="largest size sent through the collector")
     parser.add_argument("--deadline", type=float, help="epoch seconds: skip what is projected to end later")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--phase", choices=["build", "rebuild", "score"], help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=["build", "score"], help=argparse.SUPPRESS)
     parser.add_argument("--lake", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--spans", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.phase:  # a child process: one phase, its figures as one JSON line
-        result = (
-            phase_build(args.lake, args.spans)
-            if args.phase == "build"
-            else phase_rebuild(args.lake, args.phase == "score")
-        )
+        result = phase_build(args.lake, args.spans) if args.phase == "build" else phase_score(args.lake)
         print(json.dumps(result))
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -168,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             grow = n / prev["size"] if prev else 1.0
             left = (args.deadline - time.time()) if args.deadline else float("inf")
             lake_s = prev["lake_wall"] * grow if prev else 0.0
-            peak = max(prev["rebuild_rss_mb"], prev["score_rss_mb"]) * grow if prev else 0.0
+            # scoring reads a chunk of sessions at a time: memory grows with the lake only up to one chunk
+            chunks = prev["chunks"] if prev else 1.0
+            peak = prev["score_rss_mb"] * (grow if chunks <= 1 else 1.0) if prev else 0.0
             if lake_s > left or peak > 0.8 * memory_available_mb():
                 section.notes.append(
                     f"{n:,} spans: not run — projected from {prev['spans']:,} spans (linear): rebuild + scoring "  # type: ignore[index]
@@ -199,7 +209,6 @@ def main(argv: list[str] | None = None) -> int:
         ("rebuild_seconds", "trajectory rebuild (load_batch)", "s", False),
         ("match_seconds", "scoring: trajectory_match", "s", False),
         ("all_seconds", "scoring: every built-in evaluator", "s", False),
-        ("rebuild_rss_mb", "rebuild peak RSS", "MiB", False),
         ("score_rss_mb", "rebuild + scoring peak RSS", "MiB", False),
     ):
         for r in rows:
