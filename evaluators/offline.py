@@ -38,8 +38,8 @@ class ScoringRun:
     root_spans: dict[str, str] = field(default_factory=dict)  # trace id -> root span id, for events
 
 
-# Sessions loaded and scored at once: peak memory grows with this, not with the lake (about 2.7 GB for
-# 133,000 sessions of ~7.5 spans in bench/compare_scale.py). Scores do not depend on it.
+# Sessions loaded and scored at once: peak memory grows with this, not with the lake (the scale curve in
+# bench/RESULTS.md gives the peak per lake size). Scores do not depend on it.
 CHUNK_SESSIONS = 100_000
 
 
