@@ -88,8 +88,13 @@ def test_session_lookup_equals_the_view_and_reads_a_lake_of_two_formats(tmp_path
     files = sorted((lake / "spans").rglob("*.parquet"))
     con = open_lake(lake)
     before = con.execute("SELECT current_setting('disabled_optimizers')").fetchall()
-    expected = con.sql("SELECT * FROM steps WHERE session_id = 'sess-openinference' ORDER BY step_index").fetchall()
-    looked_up = session_lookup(con, "sess-openinference", "steps").sort_by("step_index").to_pylist()
+    query = "SELECT * FROM steps WHERE session_id = 'sess-openinference' ORDER BY trace_id, step_index"
+    expected = con.sql(query).fetchall()
+    looked_up = (
+        session_lookup(con, "sess-openinference", "steps")
+        .sort_by([("trace_id", "ascending"), ("step_index", "ascending")])
+        .to_pylist()
+    )
     assert [tuple(row.values()) for row in looked_up] == expected and expected
     assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == before
     # An older file without a column (written before it existed): the first file read has it, a later
