@@ -12,9 +12,7 @@ import os
 import threading
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +29,24 @@ TABLES: dict[str, tuple[pa.Schema, str]] = {
 }
 
 
-def _partition(start_time: int | datetime) -> tuple[str, str]:
-    seconds = start_time.timestamp() if isinstance(start_time, datetime) else int(start_time) / 1e9
-    t = time.gmtime(seconds)
+_HOUR_NS = 3_600 * 10**9
+
+
+def hour_parts(table: pa.Table, table_name: str) -> list[tuple[tuple[str, str], pa.Table]]:
+    """A non-empty table's rows by the UTC (date, hour) of its time column, in time order: the
+    partitions both writers (this one and the collector's sink) put them in."""
+    buckets = pc.divide(table[TABLES[table_name][1]].cast(pa.int64()), _HOUR_NS)  # times are never negative
+    bounds = pc.min_max(buckets).as_py()
+    if bounds["min"] == bounds["max"]:
+        return [(_partition(bounds["min"]), table)]
+    return [(_partition(b), table.filter(pc.equal(buckets, b))) for b in sorted(pc.unique(buckets).to_pylist())]
+
+
+def _partition(hour_bucket: int) -> tuple[str, str]:
+    t = time.gmtime(hour_bucket * 3600)
     return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
 
 
-_HOUR_NS = 3_600 * 10**9
 # Rows per Parquet row group, as the collector writes them (one per batch of `send_batch_size`, 8192 by
 # default): a reader looking for a few traces decompresses only the row groups that hold them.
 ROW_GROUP_ROWS = 8192
@@ -72,29 +81,20 @@ class LakeWriter:
         self.rows_written = 0
 
     def write_rows(self, rows: Iterable[Mapping[str, Any]], table_name: str = SPANS_DIR) -> list[Path]:
-        schema, time_column = TABLES[table_name]
-        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-        for row in rows:
-            groups[_partition(row[time_column])].append(row)
-        parts = [(key, pa.Table.from_pylist(list(group), schema=schema)) for key, group in sorted(groups.items())]
-        return self._write(parts, table_name)
+        """Write rows (dicts with the table's columns), a file per hour."""
+        schema, _ = TABLES[table_name]
+        return self.write_table(pa.Table.from_pylist(list(rows), schema=schema), table_name)
 
     def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[Path]:
         """Write a table of the lake's schema (e.g. from `otlp_arrow.spans_table`), a file per hour."""
-        schema, time_column = TABLES[table_name]
-        table = table.cast(schema)
-        hours = pc.divide(table.column(time_column).cast(pa.int64()), _HOUR_NS)  # times are never negative
-        parts = []
-        for hour in sorted(pc.unique(hours).to_pylist()):
-            parts.append((_partition(hour * _HOUR_NS), table.filter(pc.equal(hours, hour))))
-        return self._write(parts, table_name)
-
-    def _write(self, parts: list[tuple[tuple[str, str], pa.Table]], table_name: str) -> list[Path]:
+        if table.num_rows == 0:
+            return []
+        table = table.cast(TABLES[table_name][0])
         written: list[Path] = []
         with self._lock:
-            for (date, hour), table in parts:
+            for (date, hour), part in hour_parts(table, table_name):
                 directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
-                written.append(write_table_atomically(table, directory, self.compression))
+                written.append(write_table_atomically(part, directory, self.compression))
                 self.files_written += 1
-                self.rows_written += table.num_rows
+                self.rows_written += part.num_rows
         return written

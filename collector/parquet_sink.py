@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tracevals.collector.lake_writer import TABLES
+from tracevals.collector.lake_writer import TABLES, hour_parts
 
-_HOUR_NS = 3600 * 10**9
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
 _DICTIONARY_COLUMNS = {
@@ -49,11 +47,6 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _partition(hour_bucket: int) -> tuple[str, str]:
-    t = time.gmtime(hour_bucket * 3600)
-    return time.strftime("%Y-%m-%d", t), f"{t.tm_hour:02d}"
 
 
 class RotatingParquetSink:
@@ -87,17 +80,10 @@ class RotatingParquetSink:
     def write(self, table_name: str, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        time_column = TABLES[table_name][1]
-        buckets = pc.divide(table[time_column].cast(pa.int64()), _HOUR_NS)
-        bounds = pc.min_max(buckets).as_py()
-        if bounds["min"] == bounds["max"]:
-            self._append(table_name, bounds["min"], table)
-            return
-        for bucket in pc.unique(buckets).to_pylist():
-            self._append(table_name, bucket, table.filter(pc.equal(buckets, bucket)))
+        for (date, hour), part in hour_parts(table, table_name):
+            self._append(table_name, date, hour, part)
 
-    def _append(self, table_name: str, bucket: int, table: pa.Table) -> None:
-        date, hour = _partition(bucket)
+    def _append(self, table_name: str, date: str, hour: str, table: pa.Table) -> None:
         key = (table_name, date, hour)
         open_file = self._open.get(key)
         if open_file is None:

@@ -24,6 +24,12 @@ import duckdb
 _SCALE = 2**32
 
 
+def _md5_bucket(salt: str, column: str) -> str:
+    """SQL: the first 32 bits of md5(salt || column) as an integer, the hash behind the sample and the
+    chunks (`session_sampled` is the same in Python)."""
+    return f"CAST(('0x' || left(md5('{salt}' || {column}), 8)) AS BIGINT)"
+
+
 @dataclass(frozen=True)
 class Selection:
     since: datetime | None = None
@@ -41,7 +47,7 @@ class Selection:
             parts.append(f"s.session_start < TIMESTAMPTZ '{self.until.isoformat()}'")
         if self.fraction is not None and self.fraction < 1:
             threshold = int(self.fraction * _SCALE)
-            parts.append(f"CAST(('0x' || left(md5('{int(self.seed)}:' || s.sid), 8)) AS BIGINT) < {threshold}")
+            parts.append(f"{_md5_bucket(f'{int(self.seed)}:', 's.sid')} < {threshold}")
         return " AND ".join(parts)
 
 
@@ -100,7 +106,7 @@ def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterato
             yield 0
             return
         selected = is_restricted(con)
-        bucket = "CAST(('0x' || left(md5('chunk:' || sid), 8)) AS BIGINT)"
+        bucket = _md5_bucket("chunk:", "sid")
         try:
             for chunk in range(count):
                 con.execute(
