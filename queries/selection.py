@@ -95,23 +95,26 @@ def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterato
     Chunks are buckets of the same md5 rule as the sample (salted differently), so the same session
     always lands in the same chunk of a given count.
     """
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE tv_chunked AS "
-        "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id"
-    )
+    # after select_sessions, its tv_traces already maps each selected trace to its session
+    selected = is_restricted(con)
+    source = "tv_traces" if selected else "tv_chunked"
+    if not selected:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE tv_chunked AS "
+            "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id"
+        )
     try:
-        [(sessions,)] = con.execute("SELECT count(DISTINCT sid) FROM tv_chunked").fetchall()
+        [(sessions,)] = con.execute(f"SELECT count(DISTINCT sid) FROM {source}").fetchall()
         count = -(-int(sessions) // max(1, max_sessions))
         if count <= 1:
             yield 0
             return
-        selected = is_restricted(con)
         bucket = _md5_bucket("chunk:", "sid")
         try:
             for chunk in range(count):
                 con.execute(
                     "CREATE OR REPLACE TEMP TABLE tv_chunk AS "
-                    f"SELECT trace_id FROM tv_chunked WHERE {bucket} % {count} = {chunk}"
+                    f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}"
                 )
                 restrict_raw(con, "tv_chunk")
                 yield chunk
