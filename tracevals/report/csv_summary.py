@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tracevals.report.formatting import PathArg, atomic_write, clean
+from tracevals.report.formatting import VARIANT_FIGURES, PathArg, atomic_write, clean, variant_figures
 from tracevals.stats import CATEGORIES, VariantSummary
 
 __all__ = ["CSV_COLUMNS", "summary_rows", "write_csv"]
@@ -40,19 +40,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "first_success_rate",
     "first_success_wilson_low",
     "first_success_wilson_high",
-    "final_success_rate",
-    "avg_retries",
-    "handoffs",
-    "handoffs_correct",
-    "handoffs_wrong",
-    "handoffs_missed",
-    "errors",
-    "latency_n",
-    "p50_latency_ms",
-    "p95_latency_ms",
-    "avg_cost",
-    "total_cost",
-    "tokens",
+    *VARIANT_FIGURES,
     *(f"tasks_{c}" for c in CATEGORIES),
 )
 
@@ -84,19 +72,7 @@ def summary_rows(summaries: Summaries) -> list[dict[str, Any]]:
             "first_success_rate": s.first_success_rate,
             "first_success_wilson_low": s.first_success_wilson[0],
             "first_success_wilson_high": s.first_success_wilson[1],
-            "final_success_rate": s.final_success_rate,
-            "avg_retries": s.avg_retries,
-            "handoffs": s.handoffs,
-            "handoffs_correct": s.handoffs_correct,
-            "handoffs_wrong": s.handoffs_wrong,
-            "handoffs_missed": s.handoffs_missed,
-            "errors": s.errors,
-            "latency_n": s.latency_n,
-            "p50_latency_ms": s.p50_latency_ms,
-            "p95_latency_ms": s.p95_latency_ms,
-            "avg_cost": s.avg_cost,
-            "total_cost": s.total_cost,
-            "tokens": s.tokens,
+            **variant_figures(s),
             **{f"tasks_{c}": counts.get(c, 0) for c in CATEGORIES},
         }
         rows.append({key: clean(row[key]) for key in CSV_COLUMNS})

@@ -11,6 +11,29 @@ from typing import Any
 PathArg = str | os.PathLike[str]
 
 
+#: The `VariantSummary` figures every data writer (CSV, JSON) reports as they are, in this order.
+VARIANT_FIGURES: tuple[str, ...] = (
+    "final_success_rate",
+    "avg_retries",
+    "handoffs",
+    "handoffs_correct",
+    "handoffs_wrong",
+    "handoffs_missed",
+    "errors",
+    "latency_n",
+    "p50_latency_ms",
+    "p95_latency_ms",
+    "avg_cost",
+    "total_cost",
+    "tokens",
+)
+
+
+def variant_figures(summary: Any) -> dict[str, Any]:
+    """`VARIANT_FIGURES` of one variant's summary."""
+    return {name: getattr(summary, name) for name in VARIANT_FIGURES}
+
+
 def clean(value: Any) -> Any:
     """NaN/inf → None, recursively, so JSON stays strict and CSV cells stay empty."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracevals.report.formatting import PathArg, atomic_write, clean
+from tracevals.report.formatting import PathArg, atomic_write, clean, variant_figures
 from tracevals.stats import Comparison, FaultTally, TaskResult, VariantSummary, confidence_level, pass_hat_k
 
 __all__ = ["JSON_SCHEMA", "to_json_dict", "write_json"]
@@ -84,19 +84,7 @@ def _variant_json(s: VariantSummary) -> dict[str, Any]:
         "first_passes": s.first_passes,
         "first_success_rate": s.first_success_rate,
         "first_success_wilson": list(s.first_success_wilson),
-        "final_success_rate": s.final_success_rate,
-        "avg_retries": s.avg_retries,
-        "handoffs": s.handoffs,
-        "handoffs_correct": s.handoffs_correct,
-        "handoffs_wrong": s.handoffs_wrong,
-        "handoffs_missed": s.handoffs_missed,
-        "errors": s.errors,
-        "latency_n": s.latency_n,
-        "p50_latency_ms": s.p50_latency_ms,
-        "p95_latency_ms": s.p95_latency_ms,
-        "avg_cost": s.avg_cost,
-        "total_cost": s.total_cost,
-        "tokens": s.tokens,
+        **variant_figures(s),
         "categories": s.category_counts(),
         "hazard_attempts": dict(s.hazard_attempts),
     }
