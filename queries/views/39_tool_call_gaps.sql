@@ -1,26 +1,57 @@
 -- tool_call_gaps: tool calls a model asked for that no span executed, rebuilt from the message parts
--- (name, id, arguments when captured). The rule is requested_tool_calls' (is_gap), computed the cheap
--- way: a gap needs more requests than executions of a tool in a trace, so the request-by-request
--- matching runs only for those (trace, tool) pairs. request_index: as in requested_tool_calls.
+-- (name, id, arguments when captured): the requests requested_tool_calls flags is_gap, by the same
+-- matching (by tool call id, then the n-th unmatched request for a tool to its n-th unmatched
+-- execution), computed the cheap way. request_index: as in requested_tool_calls.
+--
+-- The matching runs only on the traces that can have a gap. A trace whose requests (from
+-- tracevals.tool_calls.*) are, as a multiset of (tool name, tool call id), exactly its executed calls
+-- has none: a request with an id finds an execution with that id, and the requests without one find as
+-- many executions of their tool left for the order match. One pass over the trace's calls, comparing the
+-- two sorted lists, sets those traces aside; the others (a tool run more or fewer times than asked, ids
+-- that differ, a request without a tool name, requests read from captured messages) are matched request
+-- by request.
 CREATE OR REPLACE VIEW tool_call_gaps AS
-WITH model AS (
-    SELECT trace_id, span_id, call_span_id, start_time, end_time, requested_tool_call_ids, requested_tool_names
-    FROM span_facts
-    WHERE kind = 'llm'
-),
-from_messages AS (
+WITH from_messages AS (
     SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
            tool_call_id, tool_name, tool_args
     FROM message_parts
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
-requests AS (
-    SELECT * FROM from_messages
-    UNION ALL
-    -- ids and names only (tracevals.tool_calls.*), for the model calls whose messages were not captured.
-    -- (A select-list unnest: DuckDB plans UNNEST ... WITH ORDINALITY as a join.)
-    SELECT trace_id, model_span_id, 'span:tracevals.tool_calls', 0, CAST(i AS INTEGER), ids[i], names[i],
-           CAST(NULL AS VARCHAR)
+uneven AS (
+    -- each call as text that keeps (name, id) apart and NULL apart from any value: '<length>:<name>'
+    -- then '+<id>' or '-' (no id); a request without a tool name is '?', an execution without one '!',
+    -- so that such a request never finds its match here and is always matched request by request
+    SELECT trace_id
+    FROM (
+        SELECT
+            trace_id,
+            list_sort(flatten(list(list_transform(
+                list_zip(requested_tool_names, requested_tool_call_ids, true),
+                lambda c: CASE WHEN c[1] IS NULL THEN '?' ELSE length(c[1]) || ':' || c[1] END
+                    || CASE WHEN c[2] IS NULL THEN '-' ELSE '+' || c[2] END
+            )) FILTER (WHERE kind = 'llm'))) AS asked,
+            list_sort(list(
+                CASE WHEN tool_name IS NULL THEN '!' ELSE length(tool_name) || ':' || tool_name END
+                    || CASE WHEN tool_call_id IS NULL THEN '-' ELSE '+' || tool_call_id END
+            ) FILTER (WHERE kind = 'tool' AND call_depth = 0)) AS ran
+        FROM span_facts
+        WHERE kind IN ('llm', 'tool')
+        GROUP BY trace_id
+    ) AS calls
+    WHERE len(asked) > 0 AND asked IS DISTINCT FROM ran
+    UNION
+    SELECT trace_id FROM from_messages
+),
+model AS (
+    SELECT trace_id, span_id, call_span_id, start_time, end_time, requested_tool_call_ids, requested_tool_names
+    FROM span_facts
+    WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM uneven)
+),
+-- from here on requested_tool_calls' matching, over the uneven traces only
+from_attributes AS (
+    SELECT trace_id, model_span_id, 'span:tracevals.tool_calls' AS source, 0 AS message_order,
+           CAST(i AS INTEGER) AS part_order, ids[i] AS tool_call_id, names[i] AS tool_name,
+           CAST(NULL AS VARCHAR) AS tool_args
     FROM (
         SELECT m.trace_id, m.call_span_id AS model_span_id, m.requested_tool_call_ids AS ids,
                m.requested_tool_names AS names, unnest(range(1, len(m.requested_tool_names) + 1)) AS i
@@ -30,78 +61,58 @@ requests AS (
         WHERE x.trace_id IS NULL AND len(m.requested_tool_names) > 0
     ) AS listed
 ),
-executed AS (
-    -- the outermost span of each tool call
-    SELECT trace_id, span_id, tool_call_id, tool_name, start_time
-    FROM span_facts
-    WHERE kind = 'tool' AND call_depth = 0
-),
-short AS (
-    -- (trace, tool) pairs asked for more often than executed
-    SELECT r.trace_id, r.tool_name
-    FROM (SELECT trace_id, tool_name, count(*) AS n FROM requests GROUP BY trace_id, tool_name) AS r
-    LEFT JOIN (SELECT trace_id, tool_name, count(*) AS n FROM executed GROUP BY trace_id, tool_name) AS e
-        ON e.trace_id = r.trace_id AND e.tool_name = r.tool_name
-    WHERE r.n > coalesce(e.n, 0)
-),
-candidates AS (
+req AS (
     SELECT
-        q.*,
-        m.start_time AS model_start_time,
-        m.end_time AS model_end_time,
-        EXISTS (
-            SELECT 1 FROM executed AS e
-            WHERE e.trace_id = q.trace_id AND e.tool_name = q.tool_name AND e.tool_call_id = q.tool_call_id
-        ) AS id_matched
-    FROM requests AS q
-    JOIN short AS s ON s.trace_id = q.trace_id AND s.tool_name = q.tool_name
-    JOIN model AS m ON m.trace_id = q.trace_id AND m.span_id = q.model_span_id
-),
-unmatched AS (
-    SELECT
-        c.*,
+        u.*,
+        c.start_time AS model_start_time,
+        c.end_time AS model_end_time,
         row_number() OVER (
-            PARTITION BY c.trace_id, c.tool_name
-            ORDER BY c.model_start_time, c.model_span_id, c.message_order, c.part_order
-        ) AS name_ordinal,
-        (
-            SELECT count(*) FROM executed AS e
-            WHERE e.trace_id = c.trace_id AND e.tool_name = c.tool_name AND NOT EXISTS (
-                SELECT 1 FROM candidates AS k
-                WHERE k.trace_id = e.trace_id AND k.tool_call_id = e.tool_call_id AND k.id_matched
-            )
-        ) AS executions_left
-    FROM candidates AS c
-    WHERE NOT c.id_matched
-),
-ordered AS (
-    SELECT
-        r.*,
-        row_number() OVER (
-            PARTITION BY r.trace_id ORDER BY m.start_time, r.model_span_id, r.message_order, r.part_order
+            PARTITION BY u.trace_id ORDER BY c.start_time, u.model_span_id, u.message_order, u.part_order
         ) AS request_index
-    FROM requests AS r
-    JOIN model AS m ON m.trace_id = r.trace_id AND m.span_id = r.model_span_id
-    WHERE EXISTS (SELECT 1 FROM short AS s WHERE s.trace_id = r.trace_id)
+    FROM (SELECT * FROM from_messages UNION ALL SELECT * FROM from_attributes) AS u
+    JOIN model AS c ON c.trace_id = u.trace_id AND c.span_id = u.model_span_id
+),
+exe AS (
+    SELECT trace_id, span_id, tool_call_id, tool_name, start_time
+    FROM tool_calls
+    WHERE trace_id IN (SELECT trace_id FROM uneven)
+),
+by_id AS (
+    SELECT r.trace_id, r.request_index, min(e.span_id) AS span_id
+    FROM req AS r
+    JOIN exe AS e ON e.trace_id = r.trace_id AND e.tool_call_id = r.tool_call_id
+    GROUP BY r.trace_id, r.request_index
+),
+req_rest AS (
+    SELECT r.*,
+           row_number() OVER (PARTITION BY r.trace_id, r.tool_name ORDER BY r.request_index) AS name_ordinal
+    FROM req AS r
+    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
+),
+exe_rest AS (
+    SELECT e.trace_id, e.span_id, e.tool_name,
+           row_number() OVER (PARTITION BY e.trace_id, e.tool_name ORDER BY e.start_time, e.span_id) AS name_ordinal
+    FROM exe AS e
+    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = e.trace_id AND b.span_id = e.span_id)
 )
 SELECT
-    u.trace_id,
+    r.trace_id,
     a.session_id,
     a.run_id,
     a.task_id,
     a.attempt,
     a.variant,
-    o.request_index,
-    u.model_span_id,
-    u.model_start_time,
-    u.model_end_time,
-    u.source,
-    u.tool_call_id,
-    u.tool_name,
-    u.tool_args
-FROM unmatched AS u
-JOIN attempts AS a ON a.trace_id = u.trace_id
-JOIN ordered AS o
-    ON o.trace_id = u.trace_id AND o.model_span_id = u.model_span_id
-    AND o.message_order = u.message_order AND o.part_order = u.part_order
-WHERE u.name_ordinal > u.executions_left;
+    r.request_index,
+    r.model_span_id,
+    r.model_start_time,
+    r.model_end_time,
+    r.source,
+    r.tool_call_id,
+    r.tool_name,
+    r.tool_args
+FROM req_rest AS r
+JOIN attempts AS a ON a.trace_id = r.trace_id
+WHERE NOT EXISTS (
+    SELECT 1 FROM exe_rest AS e
+    WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal
+);
