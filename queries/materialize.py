@@ -58,24 +58,26 @@ def closure(names: Iterable[str]) -> list[str]:
 PASS_THROUGH = frozenset({"call_spans"})
 
 
-def worth_computing(names: Iterable[str]) -> list[str]:
-    """The views of `closure(names)` to compute once, in definition order: `names` themselves, and every
-    other view that two or more views of the closure read (a view read by one other is computed inside
-    that one, which keeps its wide columns out of a copy), pass-through views excepted."""
+def worth_computing(names: Iterable[str], compute_asked: bool = True) -> list[str]:
+    """The views of `closure(names)` to compute once, in definition order: `names` themselves (unless
+    not `compute_asked`: a caller that reads each of them once), and every other view that two or more
+    views of the closure read (a view read by one other is computed inside that one, which keeps its
+    wide columns out of a copy), pass-through views excepted."""
     asked = set(names)
     wanted = closure(asked)
     deps = dict(view_graph())
     readers = {name: sum(name in deps[other] for other in wanted) for name in wanted}
-    return [n for n in wanted if n in asked or (n not in PASS_THROUGH and readers[n] >= 2)]
+    return [n for n in wanted if (compute_asked if n in asked else n not in PASS_THROUGH and readers[n] >= 2)]
 
 
 @contextmanager
-def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> Iterator[None]:
+def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str], compute_asked: bool = True) -> Iterator[None]:
     """Within the block, `names` (and the views they read that are worth it) are computed tables on this
-    connection."""
+    connection; with compute_asked=False only the views beneath them, for a caller that reads each of
+    `names` once."""
     created: list[str] = []
     try:
-        for name in worth_computing(names):
+        for name in worth_computing(names, compute_asked):
             con.execute(f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name}")
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}")
             created.append(name)

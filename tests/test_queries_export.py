@@ -1,0 +1,97 @@
+"""export_view: a per-trace view written a group of hours at a time has exactly the rows of the one
+query over the whole lake, including traces whose spans or log records fall in two groups."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc
+
+from tracevals.queries import LakeError, open_lake
+from tracevals.queries.export import export_view
+
+HOUR_NS = 3_600 * 10**9
+
+
+def _moved(doc: dict[str, Any], copy_no: int, hours: int, late: str | None = None) -> dict[str, Any]:
+    """A copy of an OTLP/JSON document as another trace, `hours` later; `late`: its first span ("span")
+    or last log record ("log") an hour later again, so that the trace falls in two hours."""
+    doc = copy.deepcopy(doc)
+
+    def move(item: dict[str, Any], keys: tuple[str, ...], by: int) -> None:
+        item["traceId"] = item["traceId"][:-4] + f"{copy_no:04x}"
+        for key in keys:
+            if key in item:
+                item[key] = str(int(item[key]) + by)
+
+    first = True
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                by = hours * HOUR_NS + (HOUR_NS if late == "span" and first else 0)
+                move(span, ("startTimeUnixNano", "endTimeUnixNano"), by)
+                for event in span.get("events", []):
+                    event["timeUnixNano"] = str(int(event["timeUnixNano"]) + by)
+                first = False
+    records = [r for rl in doc.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+    records = [r for r in records if r.get("traceId")]
+    for i, record in enumerate(records):  # the last one (a model's choice, with its tool calls) late
+        by = hours * HOUR_NS + (HOUR_NS if late == "log" and i == len(records) - 1 else 0)
+        move(record, ("timeUnixNano", "observedTimeUnixNano"), by)
+    return doc
+
+
+@pytest.fixture(scope="module")
+def spread_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every dialect's conversation, copied into five hours; two copies cross an hour boundary (a late
+    span, a late log record), and one document is written twice (a client's retry)."""
+    lake = tmp_path_factory.mktemp("spread") / "lake"
+    n = 0
+    for dialect in DIALECTS:
+        doc = fixture_doc(dialect)
+        for hours in range(5):
+            n += 1
+            late = {1: "span", 3: "log"}.get(hours)
+            ingest_doc(lake, _moved(doc, n, hours, late))
+        ingest_doc(lake, _moved(doc, n, 4))  # the last copy again
+    assert len(list((lake / "spans").glob("date=*/hour=*"))) >= 5
+    return lake
+
+
+@pytest.mark.parametrize(
+    "view", ["trajectories", "steps", "tool_call_gaps", "requested_tool_calls", "model_calls", "message_parts"]
+)
+def test_an_export_a_few_hours_at_a_time_has_the_rows_of_one_query(
+    spread_lake: Path, tmp_path: Path, view: str
+) -> None:
+    whole = open_lake(spread_lake).execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall()
+    done: list[tuple[int, int]] = []
+    result = export_view(spread_lake, view, tmp_path / "out", max_spans=1, progress=lambda d, t: done.append((d, t)))
+    assert result.groups >= 5 and result.crossing_traces >= 2  # every hour its own group
+    assert done[-1][0] == done[-1][1] == result.groups + 1
+    parts = duckdb.connect().execute(f"SELECT * FROM read_parquet('{tmp_path / 'out'}/*.parquet') ORDER BY ALL")
+    assert parts.fetchall() == whole and whole
+    assert result.rows == len(whole)
+
+
+def test_one_group_is_the_plain_query(spread_lake: Path, tmp_path: Path) -> None:
+    result = export_view(spread_lake, "trajectories", tmp_path / "out")
+    assert (result.groups, result.crossing_traces, len(result.files)) == (1, 0, 1)
+    [(count,)] = open_lake(spread_lake).execute("SELECT count(*) FROM trajectories").fetchall()
+    assert result.rows == count
+
+
+def test_per_session_views_and_used_directories_are_refused(spread_lake: Path, tmp_path: Path) -> None:
+    with pytest.raises(LakeError, match="computed per session"):
+        export_view(spread_lake, "sessions", tmp_path / "a")
+    with pytest.raises(LakeError, match="unknown view"):
+        export_view(spread_lake, "trajectory", tmp_path / "a")
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "keep.txt").write_text("mine")
+    with pytest.raises(LakeError, match="not an empty directory"):
+        export_view(spread_lake, "steps", tmp_path / "used")
+    assert (tmp_path / "used" / "keep.txt").read_text() == "mine"
