@@ -9,13 +9,17 @@ Raise NORMALIZER_VERSION whenever a rule changes, so rows written by an older ru
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracevals import attributes as tv
 from tracevals.collector.frameworks import apply_framework_rules
 
-NORMALIZER_VERSION = 4  # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
+# 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
+# 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
+NORMALIZER_VERSION = 5
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
@@ -132,6 +136,136 @@ _TOOL_EXTRA = {
     "tool_result": ("output.value", "traceloop.entity.output"),
 }
 
+
+# Facts (version 5): attributes the views read on every model, tool, agent and root span, as typed
+# columns, so that a query over millions of spans does not parse each span's attributes JSON. Rows of
+# older files have none; the views read them from the JSON there, with
+# TRY_CAST(json_extract_string(attributes, key) AS type), and each converter below reads a value the way
+# that expression reads its JSON text, so that old and new rows agree (tests/test_normalize_facts.py).
+_INT_TEXT = re.compile(r"\s*[+-]?(0[xX][0-9a-fA-F]+|[0-9][0-9_]*)\s*")
+
+
+def _json_text(value: Any) -> str | None:
+    """json_extract_string: a string as it is, any other value as its JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _round_half_away(number: float) -> int | None:
+    if not math.isfinite(number):
+        return None
+    rounded = math.floor(abs(number) + 0.5)
+    value = -rounded if number < 0 else rounded
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def _fact_int(value: Any) -> int | None:
+    """TRY_CAST(text AS BIGINT): integers, decimal text rounded half away from zero, not booleans."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return _round_half_away(value)
+    text = str(value)
+    if _INT_TEXT.fullmatch(text):
+        number = int(text.strip(), 0) if "x" in text.lower() else int(text.strip().replace("_", ""))
+        return number if -(2**63) <= number < 2**63 else None
+    try:
+        return _round_half_away(float(text))
+    except ValueError:
+        return None
+
+
+def _fact_float(value: Any) -> float | None:
+    """TRY_CAST(text AS DOUBLE)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+_TRUE, _FALSE = {"true", "t", "yes", "y", "1"}, {"false", "f", "no", "n", "0"}
+
+
+def _fact_bool(value: Any) -> bool | None:
+    """TRY_CAST(text AS BOOLEAN): true/false, t/f, yes/no, y/n, 1/0 in any case; nothing else."""
+    if isinstance(value, bool) or value is None:
+        return value
+    text = _json_text(value)
+    lowered = text.lower() if text is not None else ""
+    return True if lowered in _TRUE else False if lowered in _FALSE else None
+
+
+def _fact_list(value: Any) -> list[str | None] | None:
+    """CAST(json AS VARCHAR[]): an array's items as text (null stays null); anything else none."""
+    if not isinstance(value, list):
+        return None
+    return [_json_text(item) for item in value]
+
+
+# fact column -> (keys, the first that converts to a value wins; converter)
+FACTS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
+    "http_status_code": (("http.response.status_code",), _fact_int),
+    "retry_after_ms": ((tv.RETRY_AFTER_MS,), _fact_float),
+    "retryable": ((tv.RETRYABLE,), _fact_bool),
+    "retry_attempt": ((tv.RETRY_ATTEMPT,), _fact_int),
+    "idempotency_key": ((tv.IDEMPOTENCY_KEY,), _json_text),
+    "replay": ((tv.REPLAY,), _json_text),
+    "requested_tool_call_ids": ((tv.REQUESTED_TOOL_CALL_IDS,), _fact_list),
+    "requested_tool_names": ((tv.REQUESTED_TOOL_CALL_NAMES,), _fact_list),
+    "reported_cost_usd": (("gen_ai.usage.cost", "llm.cost.total"), _fact_float),
+    "entity_name": (("traceloop.entity.name",), _json_text),
+    "commit_hash": ((tv.COMMIT,), _json_text),
+    "lock_hash": ((tv.LOCK_HASH,), _json_text),
+    "attempt_output": ((tv.ATTEMPT_OUTPUT,), _json_text),
+    "attempt_error": ((tv.ATTEMPT_ERROR,), _json_text),
+    "session_status": ((tv.SESSION_STATUS,), _json_text),
+}
+# Parts of the attribute keys under which a model span can carry message content (the keys
+# message_sources reads: gen_ai.input/output.messages, gen_ai.prompt.N.*, gen_ai.completion.N.*,
+# llm.input/output_messages.*, gcp.vertex.agent.llm_request): has_message_attributes.
+_MESSAGE_KEY_PARTS = ("messages", "gen_ai.prompt", "gen_ai.completion", "llm_request")
+
+FactPlan = tuple[tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...], bool]
+_FACT_PLANS: dict[tuple[str, ...], FactPlan] = {}
+
+
+def _fact_plan(keys: tuple[str, ...]) -> FactPlan:
+    present = set(keys)
+    fields = tuple(
+        (column, tuple(k for k in candidates if k in present), convert)
+        for column, (candidates, convert) in FACTS.items()
+    )
+    plan = (tuple(f for f in fields if f[1]), any(part in key for key in keys for part in _MESSAGE_KEY_PARTS))
+    if len(_FACT_PLANS) >= _MAX_PLANS:
+        _FACT_PLANS.clear()
+    _FACT_PLANS[keys] = plan
+    return plan
+
+
+def facts(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The fact columns for one span's attributes (all present: None where the span has no such value)."""
+    keys = tuple(attrs)
+    found, has_messages = _FACT_PLANS.get(keys) or _fact_plan(keys)
+    columns: dict[str, Any] = dict.fromkeys(FACTS)
+    for column, candidates, convert in found:
+        for key in candidates:
+            value = convert(attrs[key])
+            if value is not None:
+                columns[column] = value
+                break
+    columns["has_message_attributes"] = has_messages
+    return columns
+
+
 Plan = tuple[str, tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]]
 # Spans of one instrumentation share their attribute keys, so which keys feed which column is worked
 # out once per (key set, tool or not) and reused: the collector normalizes ~100k spans a second.
@@ -182,4 +316,5 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])
+    columns.update(facts(attrs))
     return columns

@@ -60,6 +60,24 @@ CANONICAL_FIELDS = [
     pa.field("task_id", pa.string()),
     pa.field("attempt", pa.int64()),
     pa.field("variant", pa.string()),
+    # Facts (normalizer version 5): typed copies of attributes the views read on every span, so that they
+    # need not parse the attributes JSON (rows of older files have them NULL; the views read the JSON).
+    pa.field("http_status_code", pa.int64()),  # http.response.status_code
+    pa.field("retry_after_ms", pa.float64()),  # tracevals.retry_after_ms
+    pa.field("retryable", pa.bool_()),  # tracevals.retryable
+    pa.field("retry_attempt", pa.int64()),  # tracevals.retry.attempt
+    pa.field("idempotency_key", pa.string()),  # tracevals.idempotency_key
+    pa.field("replay", pa.string()),  # tracevals.replay
+    pa.field("requested_tool_call_ids", pa.list_(pa.string())),  # tracevals.tool_calls.ids
+    pa.field("requested_tool_names", pa.list_(pa.string())),  # tracevals.tool_calls.names
+    pa.field("reported_cost_usd", pa.float64()),  # gen_ai.usage.cost, else llm.cost.total
+    pa.field("entity_name", pa.string()),  # traceloop.entity.name
+    pa.field("commit_hash", pa.string()),  # tracevals.commit
+    pa.field("lock_hash", pa.string()),  # tracevals.lock_hash
+    pa.field("attempt_output", pa.string()),  # tracevals.attempt.output
+    pa.field("attempt_error", pa.string()),  # tracevals.attempt.error
+    pa.field("session_status", pa.string()),  # tracevals.session.status
+    pa.field("has_message_attributes", pa.bool_()),  # a key under which message content can be
 ]
 
 SPAN_SCHEMA = pa.schema(

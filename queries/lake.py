@@ -210,10 +210,14 @@ def _register_source(
     globs = partition_globs(lake, sub, since, until) if ranged else None
     if is_remote(lake) or (bool(globs) if ranged else _has_parquet(Path(lake) / sub)):
         where = partition_filter(since, until) if hive else ""
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {source_sql(lake, sub, hive, where, globs)}")
+        select = source_sql(lake, sub, hive, where, globs)
+        # columns of the current schema that no file has yet (a lake written by an older version): NULL
+        have = {row[0] for row in con.execute(f"DESCRIBE {select}").fetchall()}
+        missing = "".join(f", CAST(NULL AS {_sql_type(f.type)}) AS {f.name}" for f in schema if f.name not in have)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing} FROM ({select})")
         # the same files read without union_by_name, for session_lookup's wide reads of a few rows
         strict = source_sql(lake, sub, hive, where, globs, union_by_name=False)
-        con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS {strict}")
+        con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS SELECT *{missing} FROM ({strict})")
         return
     empty = schema.empty_table()
     if hive:
@@ -222,6 +226,21 @@ def _register_source(
     con.register(f"{name}_empty", empty)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
     con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS SELECT * FROM {name}_empty")
+
+
+_SQL_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.int32(): "INTEGER",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.list_(pa.string()): "VARCHAR[]",
+    pa.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
+}
+
+
+def _sql_type(arrow_type: pa.DataType) -> str:
+    return _SQL_TYPES[arrow_type]
 
 
 def _default_prices() -> PricesT:

@@ -4,7 +4,8 @@
 -- spans, reading and parsing attributes again in every view dominates everything else. A batch job can
 -- snapshot it once (open_lake(..., materialize=True)).
 --
--- From the attributes (read only for spans that can carry them):
+-- Facts (model, tool, agent, session-end and root spans; the lake's typed columns from normalizer 5 on,
+-- else read from the attributes JSON):
 --   http_status_code, retry_after_ms (tracevals.retry_after_ms), retryable, retry_attempt,
 --   idempotency_key, replay; requested_tool_call_ids / requested_tool_names (tracevals.tool_calls.*:
 --   what a model response asked for); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
@@ -23,39 +24,53 @@
 --   nested_span_count  on the outermost span: how many spans its call nests (0: the call is one span)
 CREATE OR REPLACE VIEW span_facts AS
 WITH facts AS (
+    -- Rows written by normalizer 5 or later carry the facts as typed columns (typed); older rows have
+    -- them in the attributes JSON only, read with one json_extract_string for all paths, then a cast.
     SELECT
         r.* EXCLUDE (
             attributes, events, links, resource_attributes, source_file, status_message, scope_name, scope_version,
-            normalizer_version, x
+            normalizer_version, x, typed, fact_span, http_status_code, retry_after_ms, retryable, retry_attempt,
+            idempotency_key, replay, requested_tool_call_ids, requested_tool_names, reported_cost_usd, entity_name,
+            commit_hash, lock_hash, attempt_output, attempt_error, session_status, has_message_attributes
         ),
-        -- json_extract_string takes all paths in one parse; scalars then only need a cast from text
-        TRY_CAST(x[1] AS BIGINT) AS http_status_code,
-        TRY_CAST(x[2] AS DOUBLE) AS retry_after_ms,
-        TRY_CAST(x[3] AS BOOLEAN) AS retryable,
-        TRY_CAST(x[4] AS BIGINT) AS retry_attempt,
-        x[5] AS idempotency_key,
-        x[6] AS replay,
-        CAST(CAST(x[7] AS JSON) AS VARCHAR[]) AS requested_tool_call_ids,
-        CAST(CAST(x[8] AS JSON) AS VARCHAR[]) AS requested_tool_names,
-        coalesce(TRY_CAST(x[9] AS DOUBLE), TRY_CAST(x[10] AS DOUBLE)) AS reported_cost_usd,
-        x[11] AS entity_name,
-        x[12] AS commit_hash,
-        x[13] AS lock_hash,
-        x[14] AS attempt_output,
-        x[15] AS attempt_error,
-        x[16] AS session_status,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.http_status_code ELSE TRY_CAST(x[1] AS BIGINT) END
+            AS http_status_code,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.retry_after_ms ELSE TRY_CAST(x[2] AS DOUBLE) END
+            AS retry_after_ms,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.retryable ELSE TRY_CAST(x[3] AS BOOLEAN) END AS retryable,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.retry_attempt ELSE TRY_CAST(x[4] AS BIGINT) END
+            AS retry_attempt,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.idempotency_key ELSE x[5] END AS idempotency_key,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.replay ELSE x[6] END AS replay,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.requested_tool_call_ids
+            ELSE CAST(CAST(x[7] AS JSON) AS VARCHAR[]) END AS requested_tool_call_ids,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.requested_tool_names
+            ELSE CAST(CAST(x[8] AS JSON) AS VARCHAR[]) END AS requested_tool_names,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.reported_cost_usd
+            ELSE coalesce(TRY_CAST(x[9] AS DOUBLE), TRY_CAST(x[10] AS DOUBLE)) END AS reported_cost_usd,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.entity_name ELSE x[11] END AS entity_name,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.commit_hash ELSE x[12] END AS commit_hash,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.lock_hash ELSE x[13] END AS lock_hash,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.attempt_output ELSE x[14] END AS attempt_output,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.attempt_error ELSE x[15] END AS attempt_error,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.session_status ELSE x[16] END AS session_status,
         (r.kind = 'llm' AND (
-            -- a cheap superset of the keys message_sources reads (a false hit only costs that view a look)
             r.events <> '[]'
-            OR contains(r.attributes, 'messages')
-            OR contains(r.attributes, 'gen_ai.prompt')
-            OR contains(r.attributes, 'gen_ai.completion')
-            OR contains(r.attributes, 'llm_request')
+            OR CASE WHEN typed THEN coalesce(r.has_message_attributes, FALSE) ELSE (
+                -- a cheap superset of the keys message_sources reads (a false hit only costs that view a look)
+                contains(r.attributes, 'messages')
+                OR contains(r.attributes, 'gen_ai.prompt')
+                OR contains(r.attributes, 'gen_ai.completion')
+                OR contains(r.attributes, 'llm_request')
+            ) END
         )) AS has_content
     FROM (
         SELECT
             s.*,
-            CASE WHEN s.kind IN ('llm', 'tool', 'agent', 'session_end') OR s.parent_span_id IS NULL THEN
+            coalesce(s.normalizer_version, 0) >= 5 AS typed,
+            (s.kind IN ('llm', 'tool', 'agent', 'session_end') OR s.parent_span_id IS NULL) AS fact_span,
+            CASE WHEN coalesce(s.normalizer_version, 0) < 5
+                AND (s.kind IN ('llm', 'tool', 'agent', 'session_end') OR s.parent_span_id IS NULL) THEN
                 json_extract_string(s.attributes, [
                     '$."http.response.status_code"', '$."tracevals.retry_after_ms"', '$."tracevals.retryable"',
                     '$."tracevals.retry.attempt"', '$."tracevals.idempotency_key"', '$."tracevals.replay"',
