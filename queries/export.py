@@ -54,7 +54,7 @@ PER_TRACE_VIEWS = frozenset(
     }
 )
 
-MAX_SPANS = 2_000_000
+MAX_SPANS = 1_000_000
 
 
 @dataclass
