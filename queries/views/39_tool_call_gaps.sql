@@ -3,13 +3,11 @@
 -- matching (by tool call id, then the n-th unmatched request for a tool to its n-th unmatched
 -- execution), computed the cheap way. request_index: as in requested_tool_calls.
 --
--- The matching runs only on the traces that can have a gap. A trace whose requests (from
--- tracevals.tool_calls.*) are, as a multiset of (tool name, tool call id), exactly its executed calls
--- has none: a request with an id finds an execution with that id, and the requests without one find as
--- many executions of their tool left for the order match. One pass over the trace's calls, comparing the
--- two sorted lists, sets those traces aside; the others (a tool run more or fewer times than asked, ids
--- that differ, a request without a tool name, requests read from captured messages) are matched request
--- by request.
+-- The matching runs only on the traces that can have a gap. A trace whose every request (from
+-- tracevals.tool_calls.*) has a tool call id, each the id of one of its executed calls, has none: every
+-- request is matched by its id. One pass over the trace's calls sets those traces aside; the others (a
+-- request without an id, or with an id nothing executed, or requests read from captured messages) are
+-- matched request by request.
 CREATE OR REPLACE VIEW tool_call_gaps AS
 WITH from_messages AS (
     SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
@@ -18,27 +16,22 @@ WITH from_messages AS (
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
 uneven AS (
-    -- each call as text that keeps (name, id) apart and NULL apart from any value: '<length>:<name>'
-    -- then '+<id>' or '-' (no id); a request without a tool name is '?', an execution without one '!',
-    -- so that such a request never finds its match here and is always matched request by request
     SELECT trace_id
     FROM (
         SELECT
             trace_id,
-            list_sort(flatten(list(list_transform(
-                list_zip(requested_tool_names, requested_tool_call_ids, true),
-                lambda c: CASE WHEN c[1] IS NULL THEN '?' ELSE length(c[1]) || ':' || c[1] END
-                    || CASE WHEN c[2] IS NULL THEN '-' ELSE '+' || c[2] END
-            )) FILTER (WHERE kind = 'llm'))) AS asked,
-            list_sort(list(
-                CASE WHEN tool_name IS NULL THEN '!' ELSE length(tool_name) || ':' || tool_name END
-                    || CASE WHEN tool_call_id IS NULL THEN '-' ELSE '+' || tool_call_id END
-            ) FILTER (WHERE kind = 'tool' AND call_depth = 0)) AS ran
+            sum(len(requested_tool_names)) FILTER (WHERE kind = 'llm') AS asked,
+            bool_and(
+                coalesce(len(requested_tool_call_ids), 0) = len(requested_tool_names)
+                AND coalesce(list_aggregate(requested_tool_call_ids, 'count'), 0) = len(requested_tool_names)
+            ) FILTER (WHERE kind = 'llm' AND len(requested_tool_names) > 0) AS every_id,
+            flatten(list(requested_tool_call_ids) FILTER (WHERE kind = 'llm')) AS asked_ids,
+            list(tool_call_id) FILTER (WHERE kind = 'tool' AND call_depth = 0) AS ran_ids
         FROM span_facts
         WHERE kind IN ('llm', 'tool')
         GROUP BY trace_id
     ) AS calls
-    WHERE len(asked) > 0 AND asked IS DISTINCT FROM ran
+    WHERE asked > 0 AND NOT (every_id AND coalesce(list_has_all(ran_ids, asked_ids), FALSE))
     UNION
     SELECT trace_id FROM from_messages
 ),
