@@ -8,7 +8,8 @@ an `invoke_agent` root with the harness keys, four `chat` calls, four `execute_t
 16 retries a 429, 1 in 128 asks for a tool that never runs: a gap), a `session.end` marker; content
 capture off, tracevals.tool_calls.ids / .names and argument hashes on. Then it times, in one process:
   1. every trajectory through the views: written a group of hours at a time (`export_view`, about 10^6
-     spans a group), then with one query (open_lake(materialize=True), COPY trajectories TO Parquet)
+     spans a group, --threads worker processes of one DuckDB thread each), then with one query
+     (open_lake(materialize=True), COPY trajectories TO Parquet, --threads DuckDB threads)
   2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection
   3. the same reconstruction done naively in Python over the same rows
 with peak RSS after the export, the one query and 3 (memory_limit bounds the one query), into
@@ -359,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=10_000_000, help="spans in the synthetic lake (10 per session)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "queries_scale", help="lake and results")
-    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (and export_view workers)")
     parser.add_argument("--memory-limit", default="6GB", help="DuckDB memory_limit")
     parser.add_argument("--reuse", action="store_true", help="reuse the lake of an earlier run of the same size")
     parser.add_argument("--skip-naive", action="store_true", help="leave out the pure-Python reconstruction")
@@ -381,12 +382,15 @@ def main(argv: list[str] | None = None) -> int:
     exported = args.out / "trajectories"
     shutil.rmtree(exported, ignore_errors=True)
     started = time.perf_counter()
-    export = export_view(lake, "trajectories", exported, **limits)
+    export = export_view(lake, "trajectories", exported, workers=args.threads, memory_limit=args.memory_limit)
     results["export_all_trajectories_s"] = _since(started)
     results["export_trajectories"] = export.rows
     results["export_groups"] = export.groups
     results["export_crossing_traces"] = export.crossing_traces
-    results["export_peak_rss_mb"] = _rss_mb()
+    results["export_workers"] = args.threads
+    results["export_peak_rss_mb"] = _rss_mb()  # this process
+    # the largest worker (each holds one group at a time): ru_maxrss of the finished children
+    results["export_worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
     _report(args.out, results)
 
     # and with one query over the whole lake (memory bounded by memory_limit)

@@ -18,17 +18,26 @@ and exported last, read from every file. Views computed per session rather than 
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
 
-from tracevals.collector.schema import LOGS_DIR, SPANS_DIR
-from tracevals.queries.lake import VIEW_NAMES, LakeError, is_remote, open_lake, source_sql
+from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.queries.lake import (
+    VIEW_NAMES,
+    LakeError,
+    _register_source,
+    is_remote,
+    missing_columns,
+    open_lake,
+    source_sql,
+)
 from tracevals.queries.materialize import materialized
 
 # The views whose rows each belong to one trace and are computed from that trace's spans (and log
@@ -141,19 +150,86 @@ def _unshadow(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
 
 
+@dataclass(frozen=True)
+class _Task:
+    """One part file: the traces of a group of hours (but the crossing ones), the crossing traces (group
+    None), or the whole lake (neither group nor crossing)."""
+
+    lake: str
+    view: str
+    path: Path
+    group: list[_Hour] | None
+    crossing: Path | None  # the crossing trace ids, as Parquet; None: there are none
+
+
+def _source(con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None) -> str | None:
+    """The SELECT over `sub`'s files (those of `globs`, else all), with the columns older files lack; None
+    where there are no files."""
+    if globs == [] or (globs is None and not is_remote(lake) and not any((Path(lake) / sub).rglob("*.parquet"))):
+        return None
+    select = source_sql(lake, sub, hive=True, globs=globs)
+    return f"SELECT *{missing_columns(con, select, _SCHEMAS[sub])} FROM ({select})"
+
+
+_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
+
+
+def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
+    """Compute `task`'s part on `con` (open_lake over the lake, read_spans=False: the task points raw_spans
+    and raw_logs at its files); its row count."""
+    if task.crossing is not None:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE tv_crossing AS SELECT trace_id FROM '{task.crossing}'")
+    try:
+        if task.group is None and task.crossing is None:
+            for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
+                _shadow(con, raw, _source(con, task.lake, sub), "")
+        elif task.group is None:
+            for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
+                _shadow(con, raw, _source(con, task.lake, sub), "trace_id IN (SELECT trace_id FROM tv_crossing)")
+        else:
+            apart = "NOT EXISTS (SELECT 1 FROM tv_crossing AS c WHERE c.trace_id = r.trace_id)"
+            for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
+                select = _source(con, task.lake, sub, _globs(Path(task.lake), sub, task.group))
+                if select and task.crossing is not None:
+                    select = f"SELECT * FROM ({select}) AS r WHERE {apart}"
+                _shadow(con, raw, select, "")
+        with materialized(con, [task.view], compute_asked=False):
+            con.execute(f"COPY (SELECT * FROM {task.view}) TO '{task.path}' (FORMAT parquet)")
+    finally:
+        _unshadow(con)
+        con.execute("DROP TABLE IF EXISTS temp.main.tv_crossing")
+    return pq.read_metadata(task.path).num_rows
+
+
+# A worker process's own connection (open_lake, one DuckDB thread), opened once by _start_worker.
+_WORKER: dict[str, duckdb.DuckDBPyConnection] = {}
+
+
+def _start_worker(lake: str, view: str, memory_limit: str | None) -> None:
+    _WORKER["con"] = open_lake(lake, memory_limit=memory_limit, threads=1, read_spans=False, views=(view,))
+
+
+def _run_in_worker(task: _Task) -> tuple[Path, int]:
+    return task.path, _write_part(_WORKER["con"], task)
+
+
 def export_view(
     lake: str | os.PathLike[str],
     view: str,
     out: str | os.PathLike[str],
     *,
     max_spans: int = MAX_SPANS,
+    workers: int = 1,
     memory_limit: str | None = None,
     threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Export:
     """Write every row of the per-trace `view` to `out/part-NNNNN.parquet`, one file per group of about
-    `max_spans` spans (see the module's docstring); `progress(done, total)` after each group.
+    `max_spans` spans (see the module's docstring); `progress(done, total)` after each file.
 
+    workers: groups computed at once, each in a process of its own with one DuckDB thread (a group's
+    joins and aggregations gain less from a second thread than from a second group); memory_limit is
+    each worker's. With workers=1 the groups run one after another on this process, with `threads`.
     The files hold the rows `SELECT * FROM view` returns over the whole lake, in no particular order
     (sort on read, as for any query without ORDER BY). `out` must be empty or not exist yet.
     """
@@ -169,53 +245,70 @@ def export_view(
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
+    if workers < 1:
+        raise LakeError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
-    con = open_lake(lake_str, memory_limit=memory_limit, threads=threads)
     target.mkdir(parents=True, exist_ok=True)
     result = Export(view)
     hours = [] if is_remote(lake_str) else _hours(Path(lake_str))
     groups = _groups(hours, max_spans) if _all_partitioned(Path(lake_str), hours) else []
-    groups = groups if len(groups) > 1 else []
-    total = len(groups) + 1
-
-    def write() -> None:
-        path = target / f"part-{len(result.files):05d}.parquet"
-        with materialized(con, [view], compute_asked=False):
-            con.execute(f"COPY (SELECT * FROM {view}) TO '{path}' (FORMAT parquet)")
-        result.rows += pq.read_metadata(path).num_rows
-        result.files.append(path)
-        if progress is not None:
-            progress(len(result.files), total)
-
+    if len(groups) <= 1:  # one group: the plain query over the whole lake
+        tasks = [_Task(lake_str, view, target / "part-00000.parquet", None, None)]
+        workers = 1
+    else:
+        tasks = [_Task(lake_str, view, target / f"part-{i:05d}.parquet", g, None) for i, g in enumerate(groups)]
+    pool = None
+    if workers > 1:  # the workers start (import, open the lake) while this process finds the crossing traces
+        pool = multiprocessing.get_context("spawn").Pool(
+            min(workers, len(tasks) + 1), _start_worker, (lake_str, view, memory_limit)
+        )
     try:
-        if not groups:  # one group: the plain query
-            write()
-            result.groups = 1
-            return result
-        _mark_crossing(con, groups)
-        [(result.crossing_traces,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()
-        apart = "NOT EXISTS (SELECT 1 FROM tv_crossing AS c WHERE c.trace_id = r.trace_id)"
-        for group in groups:
-            for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
-                globs = _globs(Path(lake_str), sub, group)
-                select = source_sql(lake_str, sub, hive=True, globs=globs) if globs else None
-                _shadow(con, raw, f"SELECT * FROM ({select}) AS r WHERE {apart}" if select else None, "")
-            write()
-            result.groups += 1
-        if result.crossing_traces:
-            [(catalog,)] = con.execute("SELECT current_database()").fetchall()
-            for raw in ("raw_spans", "raw_logs"):
-                _shadow(
-                    con, raw, f"SELECT * FROM {catalog}.main.{raw}", "trace_id IN (SELECT trace_id FROM tv_crossing)"
-                )
-            write()
-        elif progress is not None:
-            progress(total, total)
+        if len(groups) > 1:
+            crossing = target / ".crossing.parquet"
+            result.crossing_traces = _find_crossing(lake_str, groups, crossing)
+            tasks = [replace(t, crossing=crossing if result.crossing_traces else None) for t in tasks]
+            if result.crossing_traces:
+                tasks.append(_Task(lake_str, view, target / f"part-{len(groups):05d}.parquet", None, crossing))
+        result.groups = max(1, len(groups))
+        done: list[tuple[Path, int]] = []
+        if pool is not None:
+            for part in pool.imap_unordered(_run_in_worker, tasks):
+                done.append(part)
+                if progress is not None:
+                    progress(len(done), len(tasks))
+        else:
+            con = open_lake(lake_str, memory_limit=memory_limit, threads=threads, read_spans=False, views=(view,))
+            try:
+                for task in tasks:
+                    done.append((task.path, _write_part(con, task)))
+                    if progress is not None:
+                        progress(len(done), len(tasks))
+            finally:
+                con.close()
+        result.files = sorted(path for path, _ in done)
+        result.rows = sum(rows for _, rows in done)
         return result
     finally:
-        _unshadow(con)
-        con.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        (target / ".crossing.parquet").unlink(missing_ok=True)
         result.seconds = time.perf_counter() - started
+
+
+def _find_crossing(lake: str, groups: list[list[_Hour]], path: Path) -> int:
+    """Write the ids of the traces with spans or log records in more than one group of hours to `path`
+    (Parquet); how many there are."""
+    con = duckdb.connect()
+    try:
+        _register_source(con, "raw_spans", lake, SPANS_DIR, SPAN_SCHEMA, True)
+        _register_source(con, "raw_logs", lake, LOGS_DIR, LOG_SCHEMA, True)
+        _mark_crossing(con, groups)
+        con.execute(f"COPY tv_crossing TO '{path}' (FORMAT parquet)")
+        [(count,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()
+        return int(count)
+    finally:
+        con.close()
 
 
 def _mark_crossing(con: duckdb.DuckDBPyConnection, groups: list[list[_Hour]]) -> None:

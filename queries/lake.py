@@ -211,14 +211,17 @@ def _register_source(
     if is_remote(lake) or (bool(globs) if ranged else _has_parquet(Path(lake) / sub)):
         where = partition_filter(since, until) if hive else ""
         select = source_sql(lake, sub, hive, where, globs)
-        # columns of the current schema that no file has yet (a lake written by an older version): NULL
-        have = {row[0] for row in con.execute(f"DESCRIBE {select}").fetchall()}
-        missing = "".join(f", CAST(NULL AS {_sql_type(f.type)}) AS {f.name}" for f in schema if f.name not in have)
+        missing = missing_columns(con, select, schema)
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing} FROM ({select})")
         # the same files read without union_by_name, for session_lookup's wide reads of a few rows
         strict = source_sql(lake, sub, hive, where, globs, union_by_name=False)
         con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS SELECT *{missing} FROM ({strict})")
         return
+    _register_empty(con, name, schema, hive)
+
+
+def _register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, hive: bool) -> None:
+    """`name` (and its strict twin) as a typed empty table: a lake with no such files yet."""
     empty = schema.empty_table()
     if hive:
         empty = empty.append_column("date", pa.array([], pa.date32())).append_column("hour", pa.array([], pa.int64()))
@@ -226,6 +229,13 @@ def _register_source(
     con.register(f"{name}_empty", empty)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
     con.execute(f"CREATE OR REPLACE VIEW {_STRICT}{name} AS SELECT * FROM {name}_empty")
+
+
+def missing_columns(con: duckdb.DuckDBPyConnection, select: str, schema: pa.Schema) -> str:
+    """Select-list items (", CAST(NULL AS type) AS name ...") for the columns of `schema` that no file read
+    by `select` has (a lake written by an older version of the lake format): they read as NULL."""
+    have = {row[0] for row in con.execute(f"DESCRIBE {select}").fetchall()}
+    return "".join(f", CAST(NULL AS {_sql_type(f.type)}) AS {f.name}" for f in schema if f.name not in have)
 
 
 _SQL_TYPES = {
@@ -375,6 +385,8 @@ def open_lake(
     read_only: bool = False,
     materialize: bool | tuple[str, ...] = False,
     snapshot_path: str | os.PathLike[str] | None = None,
+    read_spans: bool = True,
+    views: tuple[str, ...] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection whose views read the lake at `lake` (a directory, or an `s3://` URL).
 
@@ -386,6 +398,10 @@ def open_lake(
     that a job running many queries over a big lake deduplicates and un-nests its spans once; the
     connection then no longer sees files that arrive later. snapshot_path: keep those tables in a DuckDB
     file there (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
+    read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
+    quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
+    views: define only these views and those they read (defining all of them binds every view's whole
+    tree of views: most of the time it takes to open a small lake).
     """
     lake_str = os.fspath(lake)
     if not is_remote(lake_str) and not Path(lake_str).is_dir():
@@ -401,8 +417,11 @@ def open_lake(
             con.execute("LOAD httpfs")
         except duckdb.Error as exc:
             raise LakeError(f"reading {lake_str} needs DuckDB's httpfs extension: {str(exc).splitlines()[0]}") from exc
-    _register_source(con, "raw_spans", lake_str, SPANS_DIR, SPAN_SCHEMA, True, since, until)
-    _register_source(con, "raw_logs", lake_str, LOGS_DIR, LOG_SCHEMA, True, since, until)
+    for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
+        if read_spans:
+            _register_source(con, raw, lake_str, sub, schema, True, since, until)
+        else:
+            _register_empty(con, raw, schema, True)
     _register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
     _register_prices(con, _default_prices() if prices is None else prices)
     snapshot = set(MATERIALIZE if materialize is True else materialize or ())
@@ -413,7 +432,17 @@ def open_lake(
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
         create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
+    wanted = None
+    if views is not None:
+        from tracevals.queries.materialize import closure  # it reads this module's view files
+
+        unknown_views = set(views) - set(VIEW_NAMES)
+        if unknown_views:
+            raise LakeError(f"unknown views {sorted(unknown_views)} (choose from {', '.join(VIEW_NAMES)})")
+        wanted = set(closure(views)) | {"model_prices"}
     for file_name, sql in view_sql():
+        if wanted is not None and not _defined_views(sql) & wanted:
+            continue
         try:
             con.execute(sql)
             for name in _defined_views(sql) & snapshot:

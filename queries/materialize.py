@@ -25,7 +25,8 @@ _CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE
 
 @cache
 def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
-    """(view, the views its SQL names) for every view of the view files, in the order they are defined."""
+    """(view, the views its SQL names, outside comments and string literals) for every view of the view
+    files, in the order they are defined."""
     pieces: list[tuple[str, str]] = []
     for _, sql in view_sql():
         starts = list(_CREATE.finditer(sql))
@@ -35,7 +36,7 @@ def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
     names = {name for name, _ in pieces}
     graph = []
     for name, body in pieces:
-        words = set(re.findall(r"\b\w+\b", re.sub(r"--[^\n]*", "", body)))
+        words = set(re.findall(r"\b\w+\b", re.sub(r"'[^']*'", "", re.sub(r"--[^\n]*", "", body))))
         graph.append((name, frozenset((words & names) - {name})))
     return tuple(graph)
 

@@ -95,3 +95,12 @@ def test_per_session_views_and_used_directories_are_refused(spread_lake: Path, t
     with pytest.raises(LakeError, match="not an empty directory"):
         export_view(spread_lake, "steps", tmp_path / "used")
     assert (tmp_path / "used" / "keep.txt").read_text() == "mine"
+
+
+def test_worker_processes_write_the_same_rows(spread_lake: Path, tmp_path: Path) -> None:
+    whole = open_lake(spread_lake).execute("SELECT * FROM steps ORDER BY ALL").fetchall()
+    result = export_view(spread_lake, "steps", tmp_path / "out", max_spans=1, workers=2)
+    assert result.groups >= 5 and result.crossing_traces >= 2
+    parts = duckdb.connect().execute(f"SELECT * FROM read_parquet('{tmp_path / 'out'}/*.parquet') ORDER BY ALL")
+    assert parts.fetchall() == whole and whole
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [p.name for p in result.files]  # no leftovers

@@ -152,3 +152,18 @@ def test_adk_rule_fills_tool_columns_and_drops_the_merged_span() -> None:
     merged = {"kind": "tool", "tool_name": "(merged tools)"}
     google_adk({"gcp.vertex.agent.tool_call_args": "N/A"}, "execute_tool (merged)", merged)
     assert merged["kind"] == "other"  # a bookkeeping span that repeats the calls it merges, not a call
+
+
+def test_open_lake_can_define_only_the_views_one_needs(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ingest_fixture(lake, "genai_current")
+    con = open_lake(lake, views=("trajectories",))
+    defined = {row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert {"trajectories", "steps", "span_facts", "tool_call_gaps"} <= defined
+    assert not {"sessions", "turns", "runs", "retries"} & defined
+    assert con.execute("SELECT count(*), sum(gap_count) FROM trajectories").fetchall() == [(2, 1)]
+    with pytest.raises(LakeError, match="unknown views"):
+        open_lake(lake, views=("trajectory",))
+    # and without the span files: the views bind against empty tables
+    empty = open_lake(lake, views=("steps",), read_spans=False)
+    assert empty.execute("SELECT count(*) FROM steps").fetchall() == [(0,)]

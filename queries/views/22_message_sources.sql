@@ -63,7 +63,7 @@ flat_tool_calls AS (
                    'id', max_id,
                    'function', json_object('name', max_name, 'arguments', max_args)
                ) ORDER BY n
-           )) AS tool_calls
+           )) AS call_list
     FROM (
         SELECT trace_id, span_id, family, idx, CAST(tc.n AS INTEGER) AS n,
                max(json_extract_string(value, '$')) FILTER (WHERE tc.attr = 'id') AS max_id,
@@ -82,7 +82,7 @@ flat_messages AS (
                'role', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role'),
                'content', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
                'tool_call_id', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id'),
-               'tool_calls', max(t.tool_calls)
+               'tool_calls', max(t.call_list)
            ) AS message
     FROM flat_fields AS f
     LEFT JOIN flat_tool_calls AS t

@@ -66,9 +66,20 @@ req AS (
     JOIN model AS c ON c.trace_id = u.trace_id AND c.span_id = u.model_span_id
 ),
 exe AS (
-    SELECT trace_id, span_id, tool_call_id, tool_name, start_time
-    FROM tool_calls
-    WHERE trace_id IN (SELECT trace_id FROM uneven)
+    -- the executed calls, as tool_calls collapses them (name, id and start of the outermost span first),
+    -- computed here over the uneven traces only
+    SELECT
+        trace_id,
+        call_span_id AS span_id,
+        min_by(tool_call_id, call_depth) FILTER (WHERE tool_call_id IS NOT NULL) AS tool_call_id,
+        coalesce(
+            max(tool_name) FILTER (WHERE call_depth = 0),
+            min_by(tool_name, call_depth) FILTER (WHERE tool_name IS NOT NULL)
+        ) AS tool_name,
+        max(start_time) FILTER (WHERE call_depth = 0) AS start_time
+    FROM span_facts
+    WHERE kind = 'tool' AND trace_id IN (SELECT trace_id FROM uneven)
+    GROUP BY trace_id, call_span_id
 ),
 by_id AS (
     SELECT r.trace_id, r.request_index, min(e.span_id) AS span_id
