@@ -313,23 +313,33 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
         raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
     from tracevals.queries.materialize import materialized  # it reads this module's view files
 
-    find = "SELECT DISTINCT trace_id FROM {} WHERE session_id = ?"
+    # the session's traces, and the files that hold their spans: the wide copy below then opens only those
+    find = (
+        "SELECT DISTINCT trace_id, source_file FROM {0} "
+        "WHERE trace_id IN (SELECT trace_id FROM {0} WHERE session_id = ?)"
+    )
     try:  # union_by_name reads every file's schema first: three times slower over a few columns
         rows = con.execute(find.format(f"{_STRICT}raw_spans"), [session_id]).fetchall()
     except duckdb.InvalidInputException:  # files of two lake formats
         rows = con.execute(find.format("raw_spans"), [session_id]).fetchall()
     # inlined as literals (hex ids only), so that DuckDB pushes them into the scans as constants
-    traces = [str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))]
+    traces = sorted({str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))})
+    files = sorted({str(r[1]) for r in rows if r[1] is not None})
     listed = ", ".join(f"'{t}'" for t in traces) or "NULL"
-    bases = ["raw_spans", "raw_logs", "raw_scores", *_snapshots(con)]
+    [(lake, snapshots)] = con.execute(
+        "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots')"
+    ).fetchall()
+    bases = ["raw_spans", "raw_logs", "raw_scores", *(snapshots or [])]
     ((catalog, disabled),) = con.execute("SELECT current_database(), current_setting('disabled_optimizers')").fetchall()
     try:
         for name in bases:
             # a small table per base relation, read once: the views reference the bases many times
             copy = f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {{}} WHERE trace_id IN ({listed})"
-            source = f"{catalog}.main.{name}"
-            if not (name.startswith("raw_") and _copied_strictly(con, copy, name)):
-                con.execute(copy.format(source))
+            strict = f"{_STRICT}{name}"
+            if name == "raw_spans" and lake and files:
+                strict = f"({_files_sql(con, lake, files)})"
+            if not (name.startswith("raw_") and _copied_strictly(con, copy, name, strict)):
+                con.execute(copy.format(f"{catalog}.main.{name}"))
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
         tuned = _set_disabled_optimizers(con, _LOOKUP_DISABLED_OPTIMIZERS)
         try:
@@ -347,11 +357,18 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
 _RAW_SCHEMAS = {"raw_spans": SPAN_SCHEMA, "raw_logs": LOG_SCHEMA, "raw_scores": SCORE_SCHEMA}
 
 
-def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str) -> bool:
-    """Run `copy` on the raw files read without union_by_name; False where that cannot read them as the
-    lake's view does (files of two lake formats), so that the caller copies through the view instead."""
+def _files_sql(con: duckdb.DuckDBPyConnection, lake: str, files: list[str]) -> str:
+    """The span files `files` of the lake read as `raw_spans` reads them, without union_by_name."""
+    select = source_sql(lake, SPANS_DIR, hive=True, globs=files, union_by_name=False)
+    return f"SELECT *{missing_columns(con, select, SPAN_SCHEMA)} FROM ({select})"
+
+
+def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, strict: str) -> bool:
+    """Run `copy` on `strict` (the raw files read without union_by_name); False where that cannot read
+    them as the lake's view does (files of two lake formats), so that the caller copies through the view
+    instead."""
     try:
-        con.execute(copy.format(f"{_STRICT}{name}"))
+        con.execute(copy.format(strict))
     except duckdb.InvalidInputException:  # a file without a column the first one has
         return False
     copied = {d[0] for d in con.execute(f"SELECT * FROM tv_lookup_{name} LIMIT 0").description}
@@ -365,12 +382,6 @@ def _set_disabled_optimizers(con: duckdb.DuckDBPyConnection, value: str) -> bool
     except duckdb.Error:
         return False
     return True
-
-
-def _snapshots(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The views that `open_lake(materialize=...)` replaced by a snapshot table, on this connection."""
-    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    return [name for name in VIEW_NAMES if f"{name}_snapshot" in tables]
 
 
 def open_lake(
@@ -452,6 +463,9 @@ def open_lake(
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {schema}.{name}_snapshot")
         except duckdb.Error as exc:
             raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+    # for session_lookup: where the span files are, and which views are snapshots on this connection
+    con.execute("SET VARIABLE tracevals_lake = ?", [lake_str if read_spans else None])
+    con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])
     if read_only:
         sandbox(con, lake_str)
     return con
