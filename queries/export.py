@@ -243,6 +243,10 @@ def export_view(
         )
     lake_str = os.fspath(lake)
     target = Path(out)
+    if not is_remote(lake_str) and (
+        target.resolve() == Path(lake_str).resolve() or Path(lake_str).resolve() in target.resolve().parents
+    ):
+        raise LakeError(f"{target} is inside the lake {lake_str}; write the export elsewhere")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
     if workers < 1:

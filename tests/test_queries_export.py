@@ -4,6 +4,7 @@ query over the whole lake, including traces whose spans or log records fall in t
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,20 @@ def test_worker_processes_write_the_same_rows(spread_lake: Path, tmp_path: Path)
     parts = duckdb.connect().execute(f"SELECT * FROM read_parquet('{tmp_path / 'out'}/*.parquet') ORDER BY ALL")
     assert parts.fetchall() == whole and whole
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [p.name for p in result.files]  # no leftovers
+
+
+def test_the_export_command(spread_lake: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+
+    args = ["export", "trajectories", "--lake", str(spread_lake), "--workers", "2", "--max-spans", "1"]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "out"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    files = [row["file"] for row in json.loads(result.stdout)]
+    [(count,)] = open_lake(spread_lake).execute("SELECT count(*) FROM trajectories").fetchall()
+    assert duckdb.connect().execute(f"SELECT count(*) FROM read_parquet({files})").fetchall() == [(count,)]
+    # never into the lake, whose readers would take the parts for spans
+    inside = CliRunner().invoke(main, [*args, "--out", str(spread_lake / "spans" / "export")])
+    assert inside.exit_code == 1 and "inside the lake" in inside.output
+    assert not (spread_lake / "spans" / "export").exists()

@@ -13,6 +13,7 @@ from tracevals import __version__
 COMMANDS: dict[str, str] = {
     "collect": "tracevals.cli.collect:collect",
     "demo": "tracevals.cli.demo:demo",
+    "export": "tracevals.cli.export:export",
     "gate": "tracevals.cli.gate:gate",
     "ingest": "tracevals.cli.ingest:ingest",
     "report": "tracevals.cli.report:report",
@@ -24,6 +25,7 @@ COMMANDS: dict[str, str] = {
 HELP = {
     "collect": "Receive OTLP (gRPC and HTTP) and write a durable Parquet lake.",
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
+    "export": "Write every row of a per-trace view (trajectories, steps ...) to Parquet, an hour group at a time.",
     "gate": "Pass or fail a candidate variant against a baseline on release thresholds (exit 0 or 1).",
     "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
     "report": "Write the reliability report of a lake selection (.html .md .csv .json).",
