@@ -84,10 +84,6 @@ class _Hour:
     hour: str
     spans: int  # rows in its span files
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.date, self.hour
-
 
 def _hours(lake: Path) -> list[_Hour]:
     """Every `date=/hour=` partition of the spans and logs, in time order, with its span row count (from
@@ -238,7 +234,7 @@ def export_view(
     if view not in PER_TRACE_VIEWS:
         per_trace = ", ".join(sorted(PER_TRACE_VIEWS))
         raise LakeError(
-            f"{view} is computed per session, across hours; export it with one query "
+            f"{view} is not computed trace by trace (a session's traces span hours); export it with one query "
             f'(tracevals sql "SELECT * FROM {view}" --format parquet) or choose from {per_trace}'
         )
     lake_str = os.fspath(lake)
@@ -247,6 +243,8 @@ def export_view(
         target.resolve() == Path(lake_str).resolve() or Path(lake_str).resolve() in target.resolve().parents
     ):
         raise LakeError(f"{target} is inside the lake {lake_str}; write the export elsewhere")
+    if "'" in str(target):
+        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
     if workers < 1:

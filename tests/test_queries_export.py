@@ -87,7 +87,7 @@ def test_one_group_is_the_plain_query(spread_lake: Path, tmp_path: Path) -> None
 
 
 def test_per_session_views_and_used_directories_are_refused(spread_lake: Path, tmp_path: Path) -> None:
-    with pytest.raises(LakeError, match="computed per session"):
+    with pytest.raises(LakeError, match="not computed trace by trace"):
         export_view(spread_lake, "sessions", tmp_path / "a")
     with pytest.raises(LakeError, match="unknown view"):
         export_view(spread_lake, "trajectory", tmp_path / "a")
