@@ -22,6 +22,8 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -205,6 +207,10 @@ def _start_worker(lake: str, view: str, memory_limit: str | None) -> None:
     _WORKER["con"] = open_lake(lake, memory_limit=memory_limit, threads=1, read_spans=False, views=(view,))
 
 
+def _ready() -> None:
+    """A task that only makes the pool start a worker."""
+
+
 def _run_in_worker(task: _Task) -> tuple[Path, int]:
     return task.path, _write_part(_WORKER["con"], task)
 
@@ -260,10 +266,13 @@ def export_view(
     else:
         tasks = [_Task(lake_str, view, target / f"part-{i:05d}.parquet", g, None) for i, g in enumerate(groups)]
     pool = None
-    if workers > 1:  # the workers start (import, open the lake) while this process finds the crossing traces
-        pool = multiprocessing.get_context("spawn").Pool(
-            min(workers, len(tasks) + 1), _start_worker, (lake_str, view, memory_limit)
+    if workers > 1:
+        count = min(workers, len(tasks) + 1)
+        pool = ProcessPoolExecutor(
+            count, multiprocessing.get_context("spawn"), _start_worker, (lake_str, view, memory_limit)
         )
+        for _ in range(count):  # the workers start (import, open the lake) while this process finds the crossing traces
+            pool.submit(_ready)
     try:
         if len(groups) > 1:
             crossing = target / ".crossing.parquet"
@@ -274,10 +283,17 @@ def export_view(
         result.groups = max(1, len(groups))
         done: list[tuple[Path, int]] = []
         if pool is not None:
-            for part in pool.imap_unordered(_run_in_worker, tasks):
-                done.append(part)
-                if progress is not None:
-                    progress(len(done), len(tasks))
+            try:
+                for future in as_completed([pool.submit(_run_in_worker, task) for task in tasks]):
+                    done.append(future.result())
+                    if progress is not None:
+                        progress(len(done), len(tasks))
+            except BrokenProcessPool:
+                raise LakeError(
+                    "a worker process of export_view died before it could start; a script that calls it with "
+                    'workers > 1 must do so under `if __name__ == "__main__":` (worker processes import the '
+                    "script again), and each worker needs memory for one group (--memory-limit, --max-spans)"
+                ) from None
         else:
             con = open_lake(lake_str, memory_limit=memory_limit, threads=threads, read_spans=False, views=(view,))
             try:
@@ -292,8 +308,7 @@ def export_view(
         return result
     finally:
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            pool.shutdown(wait=True, cancel_futures=True)
         (target / ".crossing.parquet").unlink(missing_ok=True)
         result.seconds = time.perf_counter() - started
 

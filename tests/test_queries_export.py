@@ -122,3 +122,17 @@ def test_the_export_command(spread_lake: Path, tmp_path: Path) -> None:
     inside = CliRunner().invoke(main, [*args, "--out", str(spread_lake / "spans" / "export")])
     assert inside.exit_code == 1 and "inside the lake" in inside.output
     assert not (spread_lake / "spans" / "export").exists()
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error_not_a_hang(spread_lake: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "nightly.py"
+    script.write_text(
+        "from tracevals.queries.export import export_view\n"
+        f"export_view({str(spread_lake)!r}, 'steps', {str(tmp_path / 'out')!r}, max_spans=1, workers=2)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert 'if __name__ == "__main__":' in done.stderr.splitlines()[-1]
