@@ -9,19 +9,13 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 
 
 @click.command()
-@click.option(
-    "--lake",
-    type=click.Path(file_okay=False),
-    envvar="TRACEVALS_LAKE",
-    required=True,
-    help="The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.",
-)
+@lake_option("The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path),

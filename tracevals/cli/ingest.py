@@ -9,7 +9,7 @@ from typing import Any
 import click
 import pyarrow as pa
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.collector.from_otlp import (
     OTLPDecodeError,
     parse_json_logs,
@@ -60,13 +60,7 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
 
 
 @click.command()
-@click.option(
-    "--lake",
-    type=click.Path(file_okay=False),
-    envvar="TRACEVALS_LAKE",
-    required=True,
-    help="The lake directory to write into (created if missing).",
-)
+@lake_option("The lake directory to write into (created if missing).")
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:

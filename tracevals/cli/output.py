@@ -1,4 +1,4 @@
-"""Printing rows as a table, CSV or JSON: the `--format` option every data command has."""
+"""Printing rows as a table, CSV or JSON: the `--format` option every data command has, and `--lake`."""
 
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ def format_option(default: str = "table") -> Any:
         show_default=True,
         envvar="TRACEVALS_FORMAT",
         help="Output format.",
+    )
+
+
+def lake_option(help: str, default: str | None = None) -> Any:
+    """`--lake` (env TRACEVALS_LAKE): required unless a default is given."""
+    if default is None:
+        return click.option(
+            "--lake", type=click.Path(file_okay=False), envvar="TRACEVALS_LAKE", required=True, help=help
+        )
+    return click.option(
+        "--lake",
+        type=click.Path(file_okay=False),
+        envvar="TRACEVALS_LAKE",
+        default=default,
+        show_default=True,
+        help=help,
     )
 
 

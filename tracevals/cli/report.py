@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,13 +21,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def selection_options(func: F) -> F:
     """--lake, --run, --since, --until, --sample, --seed, --tasks, -k, --z: which attempts, and how to count."""
     options = [
-        click.option(
-            "--lake",
-            type=click.Path(file_okay=False),
-            envvar="TRACEVALS_LAKE",
-            required=True,
-            help="The lake directory (holds spans/ and scores/). Env: TRACEVALS_LAKE.",
-        ),
+        lake_option("The lake directory (holds spans/ and scores/). Env: TRACEVALS_LAKE."),
         click.option(
             "--run",
             "runs",

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.harness import AgentLoadError, completed_attempts, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
@@ -36,14 +36,7 @@ from tracevals.tasks import TaskFileError, load_cases
     "--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Attempts in flight at once."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the attempts.")
-@click.option(
-    "--lake",
-    type=click.Path(file_okay=False),
-    envvar="TRACEVALS_LAKE",
-    default="lake",
-    show_default=True,
-    help="Where spans and scores go.",
-)
+@lake_option("Where spans and scores go.", default="lake")
 @click.option("--run-id", default=None, help="Name of the run; re-running an existing id resumes it.")
 @click.option(
     "--setting",

@@ -14,7 +14,7 @@ import click
 import polars as pl
 from rich.console import Console
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows
 
 COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
@@ -46,14 +46,7 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
 
 
 @click.command()
-@click.option(
-    "--lake",
-    type=click.Path(file_okay=False),
-    envvar="TRACEVALS_LAKE",
-    default="lake",
-    show_default=True,
-    help="The lake to score (scores go to LAKE/scores/).",
-)
+@lake_option("The lake to score (scores go to LAKE/scores/).", default="lake")
 @click.option(
     "--tasks", "tasks_file", type=click.Path(dir_okay=False), envvar="TRACEVALS_TASKS", help="Task cases, JSONL."
 )

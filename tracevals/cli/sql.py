@@ -9,7 +9,7 @@ import click
 import duckdb
 import pyarrow.parquet as pq
 
-from tracevals.cli.output import FORMATS, print_rows
+from tracevals.cli.output import FORMATS, lake_option, print_rows
 from tracevals.queries import LakeError, is_remote, open_lake
 
 _READ_ONLY = {"SELECT", "EXPLAIN"}
@@ -43,13 +43,7 @@ def _inside(path: Path, lake: str) -> bool:
 
 
 @click.command()
-@click.option(
-    "--lake",
-    type=click.Path(file_okay=False),
-    envvar="TRACEVALS_LAKE",
-    required=True,
-    help="The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.",
-)
+@lake_option("The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.")
 @click.option(
     "--format",
     "fmt",
