@@ -234,39 +234,9 @@ FACTS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
 # llm.input/output_messages.*, gcp.vertex.agent.llm_request): has_message_attributes.
 _MESSAGE_KEY_PARTS = ("messages", "gen_ai.prompt", "gen_ai.completion", "llm_request")
 
-FactPlan = tuple[tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...], bool]
-_FACT_PLANS: dict[tuple[str, ...], FactPlan] = {}
-
-
-def _fact_plan(keys: tuple[str, ...]) -> FactPlan:
-    present = set(keys)
-    fields = tuple(
-        (column, tuple(k for k in candidates if k in present), convert)
-        for column, (candidates, convert) in FACTS.items()
-    )
-    plan = (tuple(f for f in fields if f[1]), any(part in key for key in keys for part in _MESSAGE_KEY_PARTS))
-    if len(_FACT_PLANS) >= _MAX_PLANS:
-        _FACT_PLANS.clear()
-    _FACT_PLANS[keys] = plan
-    return plan
-
-
-def facts(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """The fact columns for one span's attributes (all present: None where the span has no such value)."""
-    keys = tuple(attrs)
-    found, has_messages = _FACT_PLANS.get(keys) or _fact_plan(keys)
-    columns: dict[str, Any] = dict.fromkeys(FACTS)
-    for column, candidates, convert in found:
-        for key in candidates:
-            value = convert(attrs[key])
-            if value is not None:
-                columns[column] = value
-                break
-    columns["has_message_attributes"] = has_messages
-    return columns
-
-
-Plan = tuple[str, tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]]
+Fields = tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]  # (column, keys present, converter)
+# (dialect, canonical column fields, fact fields with a key present, has_message_attributes)
+Plan = tuple[str, Fields, Fields, bool]
 # Spans of one instrumentation share their attribute keys, so which keys feed which column is worked
 # out once per (key set, tool or not) and reused: the collector normalizes ~100k spans a second.
 _PLANS: dict[tuple[bool, tuple[str, ...]], Plan] = {}
@@ -280,7 +250,9 @@ def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> 
         if is_tool and column in _TOOL_EXTRA:
             candidates = candidates + _TOOL_EXTRA[column]
         fields.append((column, tuple(k for k in candidates if k in present), convert))
-    plan: Plan = (detect_dialect(attrs), tuple(fields))
+    found = ((column, tuple(k for k in ks if k in present), convert) for column, (ks, convert) in FACTS.items())
+    has_messages = any(part in key for key in keys for part in _MESSAGE_KEY_PARTS)
+    plan: Plan = (detect_dialect(attrs), tuple(fields), tuple(f for f in found if f[1]), has_messages)
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()  # a cache: an unbounded variety of key sets must not grow memory
     _PLANS[(is_tool, keys)] = plan
@@ -316,5 +288,13 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])
-    columns.update(facts(attrs))
+    # the facts: each the first of its keys that converts to a value
+    columns.update(dict.fromkeys(FACTS))
+    for column, candidates, convert in plan[2]:
+        for key in candidates:
+            value = convert(attrs[key])
+            if value is not None:
+                columns[column] = value
+                break
+    columns["has_message_attributes"] = plan[3]
     return columns
