@@ -35,10 +35,9 @@ from tracevals.queries.lake import (
     VIEW_NAMES,
     LakeError,
     _register_source,
+    files_sql,
     is_remote,
-    missing_columns,
     open_lake,
-    source_sql,
 )
 from tracevals.queries.materialize import materialized
 
@@ -161,15 +160,10 @@ class _Task:
 
 
 def _source(con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None) -> str | None:
-    """The SELECT over `sub`'s files (those of `globs`, else all), with the columns older files lack; None
-    where there are no files."""
+    """The SELECT over `sub`'s files (those of `globs`, else all); None where there are no files."""
     if globs == [] or (globs is None and not is_remote(lake) and not any((Path(lake) / sub).rglob("*.parquet"))):
         return None
-    select = source_sql(lake, sub, hive=True, globs=globs)
-    return f"SELECT *{missing_columns(con, select, _SCHEMAS[sub])} FROM ({select})"
-
-
-_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
+    return files_sql(con, lake, sub, globs)
 
 
 def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:

@@ -337,7 +337,7 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
             copy = f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {{}} WHERE trace_id IN ({listed})"
             strict = f"{_STRICT}{name}"
             if name == "raw_spans" and lake and files:
-                strict = f"({_files_sql(con, lake, files)})"
+                strict = f"({files_sql(con, lake, SPANS_DIR, files, union_by_name=False)})"
             if not (name.startswith("raw_") and _copied_strictly(con, copy, name, strict)):
                 con.execute(copy.format(f"{catalog}.main.{name}"))
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
@@ -357,10 +357,16 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
 _RAW_SCHEMAS = {"raw_spans": SPAN_SCHEMA, "raw_logs": LOG_SCHEMA, "raw_scores": SCORE_SCHEMA}
 
 
-def _files_sql(con: duckdb.DuckDBPyConnection, lake: str, files: list[str]) -> str:
-    """The span files `files` of the lake read as `raw_spans` reads them, without union_by_name."""
-    select = source_sql(lake, SPANS_DIR, hive=True, globs=files, union_by_name=False)
-    return f"SELECT *{missing_columns(con, select, SPAN_SCHEMA)} FROM ({select})"
+_DIR_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
+
+
+def files_sql(
+    con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None, union_by_name: bool = True
+) -> str:
+    """Some of the lake's span or log files (`globs`, else all) read as `raw_spans` / `raw_logs` read
+    them: hive columns, source_file, and the columns older files lack as NULL."""
+    select = source_sql(lake, sub, hive=True, globs=globs, union_by_name=union_by_name)
+    return f"SELECT *{missing_columns(con, select, _DIR_SCHEMAS[sub])} FROM ({select})"
 
 
 def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, strict: str) -> bool:
