@@ -51,6 +51,21 @@ EFFECTS = {"refund_order": "irreversible", "send_message": "write", "update_addr
 FAILURE_ATTRIBUTES = '","error.type":"rate_limit","http.response.status_code":429,"tracevals.retry_after_ms":20.0'
 # the kind of the span at each position of a session
 LAYOUT = ["agent", "llm", "tool", "llm", "tool", "tool", "llm", "tool", "llm", "session_end"]
+# Ids as real lakes have them: random-looking, so that a file's row groups each span nearly the whole range
+# of ids and min/max statistics cannot find a session (sequential ids let them, and flattered lookups).
+# Multiplying by an odd constant modulo 2^64 permutes the 64-bit numbers: distinct ids, no collisions.
+_SCRAMBLE = 0x9E3779B97F4A7C15
+LAKE_LAYOUT = "2"  # written next to the lake: 2 = scrambled ids, rows in arrival (end time) order
+
+
+def _scrambled(session: pa.Array, salt: int) -> pa.Array:
+    product = pc.multiply(pc.cast(session, pa.uint64()), pa.scalar(_SCRAMBLE, pa.uint64()))  # wraps around
+    return pc.add(product, pa.scalar(salt, pa.uint64()))
+
+
+def session_name(session: int) -> str:
+    """The session id of session number `session` (as `position_table` writes it)."""
+    return f"sess-{(session * _SCRAMBLE + 2) % 2**64:020d}"
 
 
 def _cat(*parts: Any) -> pa.Array:
@@ -128,7 +143,7 @@ def position_table(session: pa.Array, position: int) -> pa.Table:
     """The span at `position` of every session in `session` (an int64 array of session numbers)."""
     n = len(session)
     kind = LAYOUT[position]
-    sid = _cat("sess-", _str(session, 9))
+    sid = _cat("sess-", _str(_scrambled(session, 2), 20))
     hour = pc.divide(session, SESSIONS_PER_HOUR)
     offset_ms = pc.multiply(pc.subtract(session, pc.multiply(hour, SESSIONS_PER_HOUR)), 60)
     start_ns = pc.add(pc.add(pc.multiply(hour, 3_600 * 10**9), pc.multiply(offset_ms, 10**6)), T0_NS + position * 10**8)
@@ -136,7 +151,7 @@ def position_table(session: pa.Array, position: int) -> pa.Table:
     model = _pick(["bench-model-a", "bench-model-b"], pc.bit_wise_and(session, 1))
     cols: dict[str, Any] = {f.name: pa.nulls(n, f.type) for f in SPAN_SCHEMA}
     cols.update(
-        trace_id=_str(session, 32),
+        trace_id=_str(_scrambled(session, 1), 32),
         span_id=_str(pc.add(pc.multiply(session, SPANS_PER_SESSION), position), 16),
         parent_span_id=cols["parent_span_id"] if position == 0 else _str(pc.multiply(session, SPANS_PER_SESSION), 16),
         span_kind=_const(n, "client" if kind == "llm" else "internal"),
@@ -252,6 +267,8 @@ def build_lake(lake: Path, spans: int) -> int:
     for first in range(0, sessions, SESSIONS_PER_HOUR):
         session = pa.array(range(first, min(sessions, first + SESSIONS_PER_HOUR)), pa.int64())
         table = pa.concat_tables([position_table(session, p) for p in range(SPANS_PER_SESSION)])
+        # in the order a collector receives spans: as they end, sessions interleaved
+        table = table.take(pc.sort_indices(table, [("end_time", "ascending"), ("span_id", "ascending")]))
         hour = time.gmtime((T0_NS + (first // SESSIONS_PER_HOUR) * 3_600 * 10**9) / 1e9)
         directory = lake / SPANS_DIR / time.strftime("date=%Y-%m-%d", hour) / f"hour={hour.tm_hour:02d}"
         write_table_atomically(table, directory)
@@ -356,6 +373,28 @@ def _lookup_ms(con: Any, session: str, name: str) -> dict[str, Any]:
     return {f"lookup_{name}_first_ms": times[0], f"lookup_{name}_best_ms": min(times), "lookup_rows": rows}
 
 
+def _lookups_ms(lake: Path, sessions: int, limits: dict[str, Any], count: int = 20) -> dict[str, Any]:
+    """`count` different sessions looked up one after another on one open connection (as a UI or an API
+    serving lookups would): the first (cold: nothing of the lake read yet), the median, the 90th percentile
+    and the slowest of the others, in milliseconds."""
+    con = open_lake(lake, **limits)
+    times = []
+    for i in range(count):
+        started = time.perf_counter()
+        rows = session_lookup(con, session_name((i * 7_919 + 1) * sessions // (count * 7_919 + 1))).num_rows
+        times.append(_since(started, 1000))
+        assert rows == 1, f"a session is one trace here, got {rows} rows"
+    con.close()
+    rest = sorted(times[1:])
+    return {
+        "lookups_open_connection_first_ms": times[0],
+        "lookups_open_connection_median_ms": rest[len(rest) // 2],
+        "lookups_open_connection_p90_ms": rest[int(len(rest) * 0.9)],
+        "lookups_open_connection_max_ms": rest[-1],
+        "lookups_open_connection_count": count,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=10_000_000, help="spans in the synthetic lake (10 per session)")
@@ -369,10 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     lake, marker = args.out / "lake", args.out / "lake.spans"
     results: dict[str, Any] = {"spans": args.spans, "threads": args.threads, "memory_limit": args.memory_limit}
     args.out.mkdir(parents=True, exist_ok=True)
-    if not (args.reuse and marker.exists() and marker.read_text() == str(args.spans)):
+    layout = f"{args.spans} layout {LAKE_LAYOUT}"
+    if not (args.reuse and marker.exists() and marker.read_text() == layout):
         started = time.perf_counter()
         build_lake(lake, args.spans)
-        marker.write_text(str(args.spans))
+        marker.write_text(layout)
         results["build_s"] = _since(started)
     results["lake_mb"] = round(sum(f.stat().st_size for f in lake.rglob("*.parquet")) / 1e6, 1)
     results["load_average_1m"] = round(os.getloadavg()[0], 2)
@@ -409,11 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     _report(args.out, results)
 
     # 2. one session: on that snapshot, and on a fresh connection that reads only what the lookup needs
-    session = f"sess-{args.spans // SPANS_PER_SESSION // 2:09d}"
+    session = session_name(args.spans // SPANS_PER_SESSION // 2)
     results.update(_lookup_ms(con, session, "snapshot"))
     con.close()
     snapshot.unlink(missing_ok=True)
     results.update(_lookup_ms(open_lake(lake, **limits), session, "fresh"))
+    results.update(_lookups_ms(lake, args.spans // SPANS_PER_SESSION, limits))
 
     # 3. the same reconstruction in plain Python
     if not args.skip_naive:

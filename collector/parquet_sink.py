@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.collector.lake_writer import TABLES, hour_parts
+from tracevals.collector.lake_writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, hour_parts
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
@@ -97,11 +97,13 @@ class RotatingParquetSink:
                 compression=self.compression,
                 compression_level=self.compression_level,
                 use_dictionary=_DICTIONARY_COLUMNS.get(table_name, True),
+                bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
             )
             open_file = self._open[key] = _OpenFile(writer, tmp, directory / f"{stem}.parquet")
             if self._opened_at is None:
                 self._opened_at = time.monotonic()
-        open_file.writer.write_table(table)
+        # row groups of at most ROW_GROUP_ROWS, the size the Bloom filters are made for
+        open_file.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
         open_file.rows += table.num_rows
 
     @property

@@ -300,8 +300,9 @@ _LOOKUP_DISABLED_OPTIMIZERS = (
 def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = "trajectories") -> pa.Table:
     """One session's rows of `view` (trajectories, turns, steps, sessions ...), as an Arrow table.
 
-    Finds the session's traces with a filter on the span files themselves (Parquet statistics let DuckDB
-    skip the row groups of other sessions), then, for the one query, shadows the lake's base relations
+    Finds the session's traces with a filter on the span files themselves (the writers' Bloom filters on
+    session_id and trace_id let DuckDB skip the row groups of other sessions: ids are random, so min/max
+    statistics cannot), then, for the one query, shadows the lake's base relations
     (the raw files and any snapshot) with copies restricted to those traces: every view is computed over
     the session's spans only, instead of over the lake with a filter on top. Over those few rows the
     views are computed one at a time (`materialize.materialized`) with the costliest optimizer passes
