@@ -10,7 +10,7 @@ can tell a cut value from a short one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -95,63 +95,79 @@ def _exception_type(span: Span) -> str | None:
     return None
 
 
-def span_tuples(
-    request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
-) -> list[tuple[Any, ...]]:
-    """One tuple per span, in `SPAN_SCHEMA` column order; spans with malformed ids are skipped."""
-    rows: list[tuple[Any, ...]] = []
-    append = rows.append
+def span_row(
+    span: Span,
+    resource_json: str,
+    service: Any,
+    scope_name: str | None,
+    scope_version: str | None,
+    max_value_bytes: int | None = None,
+    keep: Keep | None = None,
+) -> tuple[Any, ...] | None:
+    """One span's row, in `SPAN_SCHEMA` column order; None for a span with malformed ids or not kept."""
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if len(trace_id) != 16 or len(span_id) != 8 or (parent and len(parent) != 8):
+        return None  # the receivers reject these before acknowledging; never written
+    attrs = _attrs(span.attributes)
+    limit = max_value_bytes if max_value_bytes is not None and span.ByteSize() > max_value_bytes else None
+    if limit is not None:
+        truncate_values(attrs, limit)
+    status = _STATUS[span.status.code] if 0 <= span.status.code < 3 else "unset"
+    canonical = normalize(attrs, span.name, status)
+    trace_hex = trace_id.hex()
+    if keep is not None and not keep(canonical["session_id"], trace_hex):
+        return None
+    if canonical["error_type"] is None and status == "error":
+        canonical["error_type"] = _exception_type(span) or "error"
+    start = span.start_time_unix_nano
+    end = span.end_time_unix_nano or None
+    kind = span.kind
+    return (
+        trace_hex,
+        span_id.hex(),
+        parent.hex() if parent else None,
+        span.name,
+        _KINDS[kind] if 0 <= kind < 6 else "unspecified",
+        start,
+        end,
+        (end - start) / 1e6 if end else None,
+        status,
+        span.status.message or None,
+        _dumps(attrs),
+        resource_json,
+        scope_name,
+        scope_version,
+        _events(span, limit) if span.events else "[]",
+        _links(span) if span.links else "[]",
+        service,
+        *_CANONICAL(canonical),
+    )
+
+
+def scopes(request: ExportTraceServiceRequest) -> Iterator[tuple[str, Any, str | None, str | None, Any]]:
+    """(resource JSON, service.name, scope name, scope version, the ScopeSpans) of each scope, in order."""
     for resource_spans in request.resource_spans:
         resource = _attrs(resource_spans.resource.attributes)
         resource_json = _dumps(resource)
         service = resource.get("service.name")
         for scope_spans in resource_spans.scope_spans:
-            scope_name = scope_spans.scope.name or None
-            scope_version = scope_spans.scope.version or None
-            for span in scope_spans.spans:
-                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                if len(trace_id) != 16 or len(span_id) != 8 or (parent and len(parent) != 8):
-                    continue  # the receivers reject these before acknowledging; never written
-                attrs = _attrs(span.attributes)
-                limit = max_value_bytes if max_value_bytes is not None and span.ByteSize() > max_value_bytes else None
-                if limit is not None:
-                    truncate_values(attrs, limit)
-                status = _STATUS[span.status.code] if 0 <= span.status.code < 3 else "unset"
-                canonical = normalize(attrs, span.name, status)
-                trace_hex = trace_id.hex()
-                if keep is not None and not keep(canonical["session_id"], trace_hex):
-                    continue
-                if canonical["error_type"] is None and status == "error":
-                    canonical["error_type"] = _exception_type(span) or "error"
-                start = span.start_time_unix_nano
-                end = span.end_time_unix_nano or None
-                kind = span.kind
-                append(
-                    (
-                        trace_hex,
-                        span_id.hex(),
-                        parent.hex() if parent else None,
-                        span.name,
-                        _KINDS[kind] if 0 <= kind < 6 else "unspecified",
-                        start,
-                        end,
-                        (end - start) / 1e6 if end else None,
-                        status,
-                        span.status.message or None,
-                        _dumps(attrs),
-                        resource_json,
-                        scope_name,
-                        scope_version,
-                        _events(span, limit) if span.events else "[]",
-                        _links(span) if span.links else "[]",
-                        service,
-                        *_CANONICAL(canonical),
-                    )
-                )
+            yield resource_json, service, scope_spans.scope.name or None, scope_spans.scope.version or None, scope_spans
+
+
+def span_tuples(
+    request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
+) -> list[tuple[Any, ...]]:
+    """One tuple per span, in `SPAN_SCHEMA` column order; spans with malformed ids are skipped."""
+    rows: list[tuple[Any, ...]] = []
+    for resource_json, service, scope_name, scope_version, scope_spans in scopes(request):
+        for span in scope_spans.spans:
+            row = span_row(span, resource_json, service, scope_name, scope_version, max_value_bytes, keep)
+            if row is not None:
+                rows.append(row)
     return rows
 
 
-def _table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     if not rows:
         return schema.empty_table()
     columns = list(zip(*rows, strict=True))
@@ -163,7 +179,7 @@ def spans_table(
     request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
 ) -> pa.Table:
     """The request's spans as a table of `SPAN_SCHEMA`."""
-    return _table(span_tuples(request, max_value_bytes, keep), SPAN_SCHEMA)
+    return rows_table(span_tuples(request, max_value_bytes, keep), SPAN_SCHEMA)
 
 
 def log_tuples(
@@ -215,7 +231,7 @@ def logs_table(
     request: ExportLogsServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
 ) -> pa.Table:
     """The request's log records as a table of `LOG_SCHEMA`."""
-    return _table(log_tuples(request, max_value_bytes, keep), LOG_SCHEMA)
+    return rows_table(log_tuples(request, max_value_bytes, keep), LOG_SCHEMA)
 
 
 assert len(RAW_FIELDS) == 17, "span_tuples writes the raw columns in RAW_FIELDS order"

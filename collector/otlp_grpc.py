@@ -68,7 +68,7 @@ class _Export:
             except OTLPDecodeError as exc:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             try:
-                pipeline.submit(self.kind, decoded.request, decoded.payload, reserved, decoded.accepted)
+                pipeline.submit(self.kind, decoded.payload, reserved, decoded.accepted)
             except OSError as exc:
                 _log.error("tracevals collector: write-ahead log failed: %s", exc)
                 context.set_trailing_metadata(_retry_metadata("cannot store data now", pipeline.retry_after))

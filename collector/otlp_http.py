@@ -219,7 +219,7 @@ class OTLPHTTPReceiver:
             # Account for the decoded size from here on: a gzipped body holds several times its length.
             reserved = self.pipeline.resize(reserved, len(decoded.payload))
             try:
-                self.pipeline.submit(decoded.kind, decoded.request, decoded.payload, reserved, decoded.accepted)
+                self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
             except OSError as exc:  # the write-ahead log cannot write: nothing is acknowledged
                 _log.error("tracevals collector: write-ahead log failed: %s", exc)
                 wait = str(max(1, math.ceil(self.pipeline.retry_after)))

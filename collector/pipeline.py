@@ -26,6 +26,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracevals.collector import otlp_columnar
 from tracevals.collector.config import CollectorConfig
 from tracevals.collector.otlp_arrow import Keep, logs_table, spans_table
 from tracevals.collector.parquet_sink import RotatingParquetSink
@@ -48,7 +49,7 @@ class Throttled(Exception):
 @dataclass
 class _Item:
     kind: int
-    request: Any
+    payload: bytes  # the request's protobuf encoding, as in the log (the decoded request is not kept)
     seq: int
     reserved: int
     count: int
@@ -64,6 +65,15 @@ class PipelineStats:
     replayed_records: int = 0
     stale_files_removed: int = 0
     items_failed: int = 0
+    columnar_batches: int = 0  # batches of trace requests converted column by column (otlp_columnar)
+    columnar_refused: int = 0  # batches that path refused, converted request by request in Python instead
+
+
+def _parse(kind: int, payload: bytes) -> Any:
+    """A logged request decoded again (it was checked when it was received)."""
+    message = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
+    message.ParseFromString(payload)
+    return message
 
 
 def resident_bytes() -> int:
@@ -120,9 +130,8 @@ class Pipeline:
         """Recover what a previous run left (stale temp files, the log), then start the threads."""
         self.stats.stale_files_removed = self.sink.remove_stale()
         for kind, payload in self.wal.replay():
-            message = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
             try:
-                message.ParseFromString(payload)
+                message = _parse(kind, payload)
             except Exception:  # protobuf's DecodeError; CRC-checked, so only a foreign file gets here
                 _log.exception("tracevals collector: skipping an unreadable write-ahead log record")
                 continue
@@ -180,11 +189,13 @@ class Pipeline:
         with self._cond:
             self._reserved -= nbytes
 
-    def submit(self, kind: int, request: Any, payload: bytes, reserved: int, count: int) -> None:
-        """Log `payload` durably, then queue `request` for Parquet; the caller may acknowledge after."""
+    def submit(self, kind: int, payload: bytes, reserved: int, count: int) -> None:
+        """Log `payload` (a checked request's protobuf encoding) durably, then queue it for Parquet; the
+        caller may acknowledge after. Only the encoding is queued: it is what `queue_size` counts, and a
+        decoded request takes several times its size."""
         seq = self.wal.append(kind, payload)
         with self._cond:
-            self._pending.append(_Item(kind, request, seq, reserved, count))
+            self._pending.append(_Item(kind, payload, seq, reserved, count))
             self._pending_spans += count
             if kind == TRACES:
                 self.stats.spans_accepted += count
@@ -240,9 +251,25 @@ class Pipeline:
 
     def _write(self, items: list[_Item]) -> None:
         by_table: dict[str, list[pa.Table]] = {}
+        # trace requests column by column (otlp_columnar), a batch of about send_batch_size spans at a time
+        # (the intermediate arrays of a whole queue would hold several times its size); the rest, and what
+        # that path refuses, request by request in Python
+        converted: list[_Item] = []
+        chunk: list[_Item] = []
+        traces = [item for item in items if item.kind == TRACES]
+        for i, item in enumerate(traces):
+            chunk.append(item)
+            if sum(c.count for c in chunk) >= self.config.batch.send_batch_size or i == len(traces) - 1:
+                table = self._columnar(chunk)
+                if table is not None:
+                    by_table.setdefault(SPANS_DIR, []).append(table)
+                    converted += chunk
+                chunk = []
+        done = {id(item) for item in converted}
+        items = [item for item in items if id(item) not in done]
         for item in items:
             try:
-                name, table = self._tables(item.kind, item.request)
+                name, table = self._tables(item.kind, _parse(item.kind, item.payload))
             except (ValueError, TypeError, UnicodeError, pa.ArrowException):
                 # A request the checks let through but Arrow cannot hold: retrying cannot fix it, and it
                 # must not block the queue behind it. Logged loudly; its log record is kept until commit.
@@ -252,13 +279,28 @@ class Pipeline:
             by_table.setdefault(name, []).append(table)
         for name, tables in by_table.items():
             self.sink.write(name, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
+        items = converted + items
         with self._cond:
             for item in items:
                 self._uncommitted[item.seq] += 1
                 self._reserved -= item.reserved
                 item.reserved = 0
         for item in items:
-            item.request = None  # free the decoded request now; its rows are on disk
+            item.payload = b""  # free it now; its rows are on disk
+
+    def _columnar(self, items: list[_Item]) -> pa.Table | None:
+        """The spans of these trace requests (`otlp_columnar`), or None where that path refuses them."""
+        limit = self.config.exporter.max_attribute_value_bytes
+        payloads = [i.payload for i in items]
+        try:
+            requests = [_parse(TRACES, p) for p in payloads]
+            table = otlp_columnar.spans_table_columnar(requests, payloads, limit, self._keep("traces"))
+        except Exception:  # what the native decoder or a kernel refuses: request by request, in Python
+            _log.debug("tracevals collector: columnar conversion failed; converting in Python", exc_info=True)
+            self.stats.columnar_refused += 1
+            return None
+        self.stats.columnar_batches += 1
+        return table
 
     def _commit(self) -> None:
         self.sink.commit()

@@ -117,6 +117,8 @@ def test_sdk_http_and_grpc_exporters_land_exactly(collector: Collector, tmp_path
     _expect_equal(tmp_path / "lake", http_sent, "via-http")
     _expect_equal(tmp_path / "lake", grpc_sent, "via-grpc")
     assert len(_read_back(tmp_path / "lake")) == 4
+    # through the columnar path (otlp_columnar), which refused nothing
+    assert collector.pipeline.stats.columnar_batches >= 1 and collector.pipeline.stats.columnar_refused == 0
 
 
 TRACE_ID, SPAN_ID = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"

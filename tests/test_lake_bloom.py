@@ -11,6 +11,7 @@ import json
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -78,7 +79,7 @@ def _scanned(con: duckdb.DuckDBPyConnection, query: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("write", [_written_by_lake_writer, _written_by_sink], ids=["lake_writer", "collector_sink"])
-def test_every_row_group_has_bloom_filters_and_lookups_read_only_theirs(tmp_path: Path, write) -> None:  # type: ignore[no-untyped-def]
+def test_every_row_group_has_bloom_filters_and_lookups_read_only_theirs(tmp_path: Path, write: Any) -> None:
     table = _spans()
     files = write(tmp_path / "lake", table)
     assert len(files) == 1
