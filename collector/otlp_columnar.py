@@ -30,6 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracevals import attributes as tv
 from tracevals.collector import normalize as norm
+from tracevals.collector import otlp_arrow
 from tracevals.collector.otlp_arrow import Keep, _dumps, rows_table, scopes, span_row
 from tracevals.collector.schema import SPAN_SCHEMA
 
@@ -411,6 +412,16 @@ def spans_table_columnar(
     if len(parts) == 1:
         return merged
     return merged.take(pc.sort_indices(pa.concat_arrays(order)))
+
+
+def spans_table(
+    request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
+) -> pa.Table:
+    """One request's spans by this path, or by the Python path where the native decoder refuses it."""
+    try:
+        return spans_table_columnar([request], [request.SerializeToString()], max_value_bytes, keep)
+    except (ValueError, TypeError, pa.ArrowException):
+        return otlp_arrow.spans_table(request, max_value_bytes, keep)
 
 
 def _full(n: int, code: int) -> pa.Array:

@@ -18,7 +18,8 @@ from tracevals.collector.from_otlp import (
     rows_from_request,
 )
 from tracevals.collector.lake_writer import LakeWriter
-from tracevals.collector.otlp_arrow import logs_table, spans_table
+from tracevals.collector.otlp_arrow import logs_table
+from tracevals.collector.otlp_columnar import spans_table
 from tracevals.collector.schema import LOG_SCHEMA
 
 
