@@ -195,24 +195,41 @@ def _converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[A
     return _CONVERTERS[key]
 
 
+def decode(payloads: Sequence[bytes]) -> pa.RecordBatch:
+    """ExportTraceServiceRequests' protobuf encodings as Arrow, a row each (ValueError if one is malformed)."""
+    return _decoder().list_to_record_batch(list(payloads))
+
+
 def spans_table_columnar(
-    requests: Sequence[ExportTraceServiceRequest],
+    batches: Sequence[pa.RecordBatch],
     payloads: Sequence[bytes],
     max_value_bytes: int | None = None,
     keep: Keep | None = None,
 ) -> pa.Table:
-    """The spans of `requests` (`payloads`: each request's protobuf encoding) as a table of `SPAN_SCHEMA`,
-    equal to concatenating `otlp_arrow.spans_table` of each. Raises on what the native decoder rejects."""
-    batch = _decoder().list_to_record_batch(list(payloads))
-    scope_list = [scope for request in requests for scope in scopes(request)]
-    per_scope = pc.list_flatten(pc.list_flatten(batch.column(0)).field("scope_spans"))
-    if len(per_scope) != len(scope_list):
-        raise ValueError("the native decoder and protobuf disagree on the requests' scopes")
+    """The spans of some requests as a table of `SPAN_SCHEMA`, equal to concatenating `otlp_arrow.spans_table`
+    of each: `batches` are the requests decoded by `decode` (a row each), `payloads` their protobuf encodings
+    (decoded with protobuf only where the Python path is needed: spans it builds, or resources it writes)."""
+    batch = pa.concat_batches(list(batches)) if len(batches) != 1 else batches[0]
+    resources = pc.list_flatten(batch.column(0))
+    scope_lists = resources.field("scope_spans")
+    per_scope = pc.list_flatten(scope_lists)
     span_lists = per_scope.field("spans")
     spans = pc.list_flatten(span_lists)
     n = len(spans)
     if n == 0:
         return SPAN_SCHEMA.empty_table()
+    requests: list[ExportTraceServiceRequest] = []
+
+    def scope_list() -> list[tuple[str, Any, str | None, str | None, Any]]:
+        """Each scope's (resource JSON, service.name, name, version, ScopeSpans) from protobuf, as the
+        Python path has them: decoded on first use only."""
+        if not requests:
+            requests.extend(ExportTraceServiceRequest.FromString(p) for p in payloads)
+        listed = [scope for request in requests for scope in scopes(request)]
+        if len(listed) != len(per_scope):
+            raise ValueError("the native decoder and protobuf disagree on the requests' scopes")
+        return listed
+
     scope_of = pc.list_parent_indices(span_lists)
 
     # ids, times, status
@@ -350,11 +367,12 @@ def spans_table_columnar(
     slow: dict[int, tuple[Any, ...] | None] = {}
     slow_index = pc.indices_nonzero(fallback).to_pylist()
     if slow_index:
+        listed = scope_list()
         scope_index = scope_of.to_pylist()
         counts = pc.coalesce(pc.list_value_length(span_lists), _c(0, pa.int32()))
         first_of_scope = pc.subtract(pc.cumulative_sum(counts), counts).to_pylist()
         for i in slow_index:
-            resource_json, service, scope_name, scope_version, scope_spans = scope_list[scope_index[i]]
+            resource_json, service, scope_name, scope_version, scope_spans = listed[scope_index[i]]
             span = scope_spans.spans[i - first_of_scope[scope_index[i]]]
             slow[i] = span_row(span, resource_json, service, scope_name, scope_version, max_value_bytes)
     if keep is not None:
@@ -376,10 +394,14 @@ def spans_table_columnar(
     # resource JSON, service.name, scope name and version: per scope, for the scopes whose spans this path
     # writes (the others' values are never written, as on the Python path, where a bad one would fail)
     used = set(pc.unique(pc.filter(scope_of, fast)).to_pylist())
-    scope_columns = (
-        list(zip(*[s[:4] if i in used else (None,) * 4 for i, s in enumerate(scope_list)], strict=True)) or [()] * 4
-    )
-    per_span = [pc.take(pa.array(list(c), pa.string()), scope_of) for c in scope_columns]
+    scope_columns = _scope_columns(resources, scope_lists, per_scope, used)
+    if scope_columns is None:  # values only the Python path writes exactly (a map in a resource ...)
+        listed = scope_list()
+        scope_columns = [
+            pa.array(list(c), pa.string())
+            for c in zip(*[s[:4] if i in used else (None,) * 4 for i, s in enumerate(listed)], strict=True)
+        ]
+    per_span = [pc.take(c, scope_of) for c in scope_columns]
     table = pa.table(
         {
             "trace_id": trace_hex,
@@ -414,12 +436,55 @@ def spans_table_columnar(
     return merged.take(pc.sort_indices(pa.concat_arrays(order)))
 
 
+def _scope_columns(
+    resources: pa.Array, scope_lists: pa.Array, per_scope: pa.Array, used: set[int]
+) -> list[pa.Array] | None:
+    """Per scope: resource JSON, service.name, scope name, scope version, as the Python path writes them (None
+    for a scope none of whose spans this path writes); None where that takes the Python path: a resource
+    with an array, map or bytes value, a key given twice, or a service.name that is not a string."""
+    resource = resources.field("resource")
+    attr_lists = dict(zip([f.name for f in resource.type], resource.flatten(), strict=True))["attributes"]
+    kv = pc.list_flatten(attr_lists)
+    values = _Values(kv)
+    keys, tags, strings, fragments = (
+        kv.field("key").to_pylist(),
+        values.tag.to_pylist(),
+        values.string.to_pylist(),
+        values.fragment.to_pylist(),
+    )
+    lengths = pc.coalesce(pc.list_value_length(attr_lists), _c(0, pa.int32())).to_pylist()
+    resource_json: list[str] = []
+    service: list[str | None] = []
+    start = 0
+    for length in lengths:
+        own = keys[start : start + length]
+        if len(set(own)) != len(own) or _OTHER in tags[start : start + length]:
+            return None
+        at = own.index("service.name") + start if "service.name" in own else None
+        if at is not None and tags[at] not in (_STRING, _NONE):
+            return None
+        resource_json.append("{" + ",".join(fragments[start : start + length]) + "}")
+        service.append(strings[at] if at is not None else None)
+        start += length
+    scope = per_scope.field("scope")
+    scope_fields = dict(zip([f.name for f in scope.type], scope.flatten(), strict=True))
+    names, versions = scope_fields["name"].to_pylist(), scope_fields["version"].to_pylist()
+    owner = pc.list_parent_indices(scope_lists).to_pylist()
+    out: list[list[Any]] = [[], [], [], []]
+    for i, r in enumerate(owner):
+        row = (resource_json[r], service[r], names[i] or None, versions[i] or None) if i in used else (None,) * 4
+        for column, value in zip(out, row, strict=True):
+            column.append(value)
+    return [pa.array(column, pa.string()) for column in out]
+
+
 def spans_table(
     request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
 ) -> pa.Table:
     """One request's spans by this path, or by the Python path where the native decoder refuses it."""
     try:
-        return spans_table_columnar([request], [request.SerializeToString()], max_value_bytes, keep)
+        payload = request.SerializeToString()
+        return spans_table_columnar([decode([payload])], [payload], max_value_bytes, keep)
     except (ValueError, TypeError, pa.ArrowException):
         return otlp_arrow.spans_table(request, max_value_bytes, keep)
 

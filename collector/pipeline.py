@@ -49,7 +49,7 @@ class Throttled(Exception):
 @dataclass
 class _Item:
     kind: int
-    payload: bytes  # the request's protobuf encoding, as in the log (the decoded request is not kept)
+    payload: bytes  # the request's protobuf encoding, as in the log (the protobuf message is not kept)
     seq: int
     reserved: int
     count: int
@@ -293,8 +293,8 @@ class Pipeline:
         limit = self.config.exporter.max_attribute_value_bytes
         payloads = [i.payload for i in items]
         try:
-            requests = [_parse(TRACES, p) for p in payloads]
-            table = otlp_columnar.spans_table_columnar(requests, payloads, limit, self._keep("traces"))
+            batch = otlp_columnar.decode(payloads)  # the whole chunk in one call
+            table = otlp_columnar.spans_table_columnar([batch], payloads, limit, self._keep("traces"))
         except Exception:  # what the native decoder or a kernel refuses: request by request, in Python
             _log.debug("tracevals collector: columnar conversion failed; converting in Python", exc_info=True)
             self.stats.columnar_refused += 1

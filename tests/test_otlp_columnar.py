@@ -121,6 +121,13 @@ def requests(draw: Any) -> list[ExportTraceServiceRequest]:
     return batch
 
 
+def _decoded(payloads: list[bytes], split: int) -> list[pa.RecordBatch]:
+    """The requests decoded to Arrow, as one batch or as two (the exporter concatenates batches)."""
+    if 0 < split < len(payloads):
+        return [otlp_columnar.decode(payloads[:split]), otlp_columnar.decode(payloads[split:])]
+    return [otlp_columnar.decode(payloads)]
+
+
 def _comparable(table: pa.Table) -> list[dict[str, Any]]:
     """Rows with NaN made comparable (NaN != NaN) and -0.0 told from 0.0."""
 
@@ -135,9 +142,9 @@ def _comparable(table: pa.Table) -> list[dict[str, Any]]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(requests(), st.sampled_from([None, 8, 24, 4096]), st.booleans())
+@given(requests(), st.sampled_from([None, 8, 24, 4096]), st.booleans(), st.integers(0, 3))
 def test_columnar_equals_the_python_path(
-    batch: list[ExportTraceServiceRequest], limit: int | None, sample: bool
+    batch: list[ExportTraceServiceRequest], limit: int | None, sample: bool, split: int
 ) -> None:
     keep = SessionSampler(50.0, 7).keep if sample else None
     payloads = [r.SerializeToString() for r in batch]
@@ -145,10 +152,13 @@ def test_columnar_equals_the_python_path(
         expected = pa.concat_tables([spans_table(request, limit, keep) for request in batch])
     except (TypeError, ValueError, pa.ArrowException):  # e.g. a service.name that is not a string
         with pytest.raises((TypeError, ValueError, pa.ArrowException)):  # the collector then drops it as before
-            otlp_columnar.spans_table_columnar(batch, payloads, limit, SessionSampler(50.0, 7).keep if sample else None)
+            batches = _decoded(payloads, split)
+            otlp_columnar.spans_table_columnar(
+                batches, payloads, limit, SessionSampler(50.0, 7).keep if sample else None
+            )
         return
     keep = SessionSampler(50.0, 7).keep if sample else None  # a fresh one: it remembers traces
-    got = otlp_columnar.spans_table_columnar(batch, payloads, limit, keep)
+    got = otlp_columnar.spans_table_columnar(_decoded(payloads, split), payloads, limit, keep)
     assert got.schema == expected.schema
     assert _comparable(got) == _comparable(expected)
 
@@ -192,7 +202,8 @@ def test_a_typical_batch_takes_the_columnar_path_for_every_span(monkeypatch: pyt
         return real(*args, **kwargs)
 
     monkeypatch.setattr(otlp_columnar, "span_row", counted)
-    got = otlp_columnar.spans_table_columnar([request], [request.SerializeToString()])
+    payload = request.SerializeToString()
+    got = otlp_columnar.spans_table_columnar([otlp_columnar.decode([payload])], [payload])
     assert calls == []
     assert _comparable(got) == _comparable(spans_table(request))
     assert got.num_rows == 200 and set(got["kind"].to_pylist()) == {"llm", "tool"}
