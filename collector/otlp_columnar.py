@@ -41,7 +41,7 @@ _STATUS_LABELS = pa.array(["unset", "ok", "error"])
 # the attribute keys whose values decide a span's kind (normalize._kind); the others only by presence
 _KIND_VALUE_KEYS = (tv.SESSION_END, "openinference.span.kind", "traceloop.span.kind", "gen_ai.operation.name")
 _FRAMEWORK_PREFIXES = ("gcp.vertex.agent.",)  # framework rules (frameworks.py): the Python path
-_SPECIAL = r'[\x00-\x1f"\\]'  # what JSON escapes in a string (json.dumps, ensure_ascii=False)
+_ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
 # value type tags
 _NONE, _STRING, _INT, _DOUBLE, _BOOL, _OTHER = range(6)
 # Arguments of compute functions are Arrow scalars, never Python values: without numpy installed, pyarrow
@@ -114,7 +114,7 @@ class _Values:
         self.key: pa.Array = kv.field("key")
         frame = pl.from_arrow(pa.table({"s": self.string}))
         assert isinstance(frame, pl.DataFrame)
-        special = frame.select(pl.col("s").str.contains(_SPECIAL).fill_null(False)).to_series().to_arrow()
+        special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
         # JSON text of each value, as json.dumps(ensure_ascii=False) writes it
         quoted = pc.binary_join_element_wise(_QUOTE, self.string, _QUOTE, _EMPTY)
         escaped = _map_distinct(pc.if_else(special, self.string, _NULL_TEXT), _dumps, pa.string())
@@ -125,7 +125,9 @@ class _Values:
             pc.if_else(self.bool, _c("true"), _c("false")),
         )
         self.json: pa.Array = pc.coalesce(pc.if_else(pc.equal(self.tag, _TAGS[_OTHER]), _NULL_TEXT, text), _c("null"))
-        key_json = _map_distinct(self.key, _dumps, pa.string())
+        self.key_codes = pc.dictionary_encode(self.key)  # keys repeat: each distinct one's JSON text once
+        key_texts = pa.array([_dumps(k) for k in self.key_codes.dictionary.to_pylist()], pa.string())
+        key_json = pc.take(key_texts, self.key_codes.indices)
         self.fragment: pa.Array = pc.binary_join_element_wise(key_json, self.json, _c(":"))
 
     def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
@@ -270,7 +272,7 @@ def spans_table_columnar(
     assert isinstance(fragments, pl.Series)
     attributes_json = ("{" + fragments.list.join(",") + "}").to_arrow().cast(pa.string())
     # a span's key set, as one string: the numbers of its keys in the batch's dictionary of keys ("3,0,7")
-    key_codes = pc.dictionary_encode(values.key)
+    key_codes = values.key_codes
     key_names = key_codes.dictionary.to_pylist()
     numbered = pl.from_arrow(pa.ListArray.from_arrays(offsets, pc.cast(key_codes.indices, pa.string())))
     assert isinstance(numbered, pl.Series)
