@@ -1,19 +1,20 @@
 """OTLP trace requests to the lake's span table column by column: the collector's fast path.
 
 `otlp_arrow.span_tuples` builds each span's row in Python, ~20 µs a span, most of it walking the decoded
-protobuf attribute by attribute. Here a batch of requests is decoded once more, natively, straight into
-Arrow arrays (ptars: protobuf to Arrow, in Rust), and every column is computed over all spans at once with
-Arrow and Polars kernels. What needs Python runs once per distinct thing, not once per span: the
+protobuf attribute by attribute. Here a batch of requests is decoded in one call, natively, straight into
+Arrow arrays (`decode`: ptars, protobuf to Arrow in Rust), and every column is computed over all spans at
+once with Arrow and Polars kernels. What needs Python runs once per distinct thing, not once per span: the
 normalizer's plan once per set of attribute keys (`normalize._sources`, the same plans), a span's kind
 once per distinct (key set, values that decide the kind) (`normalize._kind`), a converter once per
-distinct value it converts.
+distinct value it converts, a key's JSON text once per distinct key.
 
-The result equals `otlp_arrow.spans_table` row for row and byte for byte; tests/test_otlp_columnar.py
-holds the two equal on generated requests. Spans this path does not handle are built by
-`otlp_arrow.span_row` and put back in their place: spans with events or links, with an array, map or
-bytes attribute value, a key given twice, a key a framework rule reads (`gcp.vertex.agent.*`), a string
-value over the truncation limit, or a tool span whose tool name comes from its span name. Resource and
-scope columns (a few per request) come from the decoded requests, as on the Python path.
+The result equals `otlp_arrow.spans_table` value for value; tests/test_otlp_columnar.py holds the two
+equal on generated requests. Spans this path does not handle are built by `otlp_arrow.span_row` (their
+requests decoded again by protobuf) and put back in their place: spans with events or links, with an
+array, map or bytes attribute value, a key given twice, a key a framework rule reads
+(`gcp.vertex.agent.*`), a string value over the truncation limit, or a tool span whose tool name would
+come from elsewhere than a tool-name attribute. Resource and scope columns come from the Arrow form too,
+except for a resource with such values (then from protobuf, as on the Python path).
 """
 
 from __future__ import annotations
