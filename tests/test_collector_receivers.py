@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from tracevals.collector import otlp_columnar
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import running_collector
 
@@ -119,6 +120,22 @@ def test_sdk_http_and_grpc_exporters_land_exactly(collector: Collector, tmp_path
     assert len(_read_back(tmp_path / "lake")) == 4
     # through the columnar path (otlp_columnar), which refused nothing
     assert collector.pipeline.stats.columnar_batches >= 1 and collector.pipeline.stats.columnar_refused == 0
+
+
+def test_a_batch_the_columnar_path_refuses_lands_through_the_python_path(
+    collector: Collector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the native decoder or a kernel refuses after the request was acknowledged is converted
+    request by request in Python: nothing acknowledged is lost, and the refusal is counted."""
+
+    def refuse(payloads: Any) -> Any:
+        raise ValueError("refused, as a malformed request would be")
+
+    monkeypatch.setattr(otlp_columnar, "decode", refuse)
+    sent = _emit(HttpSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces"), "via-http")
+    assert collector.pipeline.flush()
+    _expect_equal(tmp_path / "lake", sent, "via-http")
+    assert collector.pipeline.stats.columnar_refused >= 1 and collector.pipeline.stats.columnar_batches == 0
 
 
 TRACE_ID, SPAN_ID = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
