@@ -350,8 +350,7 @@ def spans_table_columnar(
         columns["error_type"],
     )
     fallback = pc.or_kleene(fallback, pc.and_kleene(is_tool, pc.is_null(columns["tool_name"])))
-    fact_fields = {column: (keys, convert) for column, (keys, convert) in norm.FACTS.items()}
-    for column, (_, convert) in fact_fields.items():
+    for column, (_, convert) in norm.FACTS.items():
         per_plan = []
         for plan in both:
             found = next((f for f in plan[2] if f[0] == column), None)
