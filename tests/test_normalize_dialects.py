@@ -142,6 +142,8 @@ def test_real_instrumentation_lands_in_the_same_canonical_columns(
             instrumentor.uninstrument()
             provider.shutdown()
         assert collector.pipeline.flush()
+        # through the collector's columnar path, which refused none of these dialects' requests
+        assert collector.pipeline.stats.columnar_batches >= 1 and collector.pipeline.stats.columnar_refused == 0
     rows = duckdb.execute(
         "select kind, model, provider, input_tokens, output_tokens, session_id, tool_name, dialect "
         f"from read_parquet('{lake}/spans/**/*.parquet') order by start_time"
@@ -172,6 +174,7 @@ def test_openinference_tool_span_names_its_tool(tmp_path: Path) -> None:
             lookup_order("ord_1")
         provider.shutdown()
         assert collector.pipeline.flush()
+        assert collector.pipeline.stats.columnar_batches >= 1 and collector.pipeline.stats.columnar_refused == 0
     ((kind, tool, session, args, result),) = duckdb.execute(
         f"select kind, tool_name, session_id, tool_args, tool_result from read_parquet('{lake}/spans/**/*.parquet')"
     ).fetchall()
