@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 import polars as pl
@@ -101,15 +102,13 @@ class _Values:
         value = kv.field("value")
         fields = dict(zip([f.name for f in value.type], value.flatten(), strict=True))  # parent nulls applied
         self.string: pa.Array = fields["string_value"]
-        self.int: pa.Array = fields["int_value"]
-        self.double: pa.Array = fields["double_value"]
-        self.bool: pa.Array = fields["bool_value"]
+        ints, doubles, bools = fields["int_value"], fields["double_value"], fields["bool_value"]
         other = pc.or_kleene(
             pc.or_kleene(pc.is_valid(fields["array_value"]), pc.is_valid(fields["kvlist_value"])),
             pc.is_valid(fields["bytes_value"]),
         )
         tag = _full(len(kv), _NONE)
-        for code, array in ((_STRING, self.string), (_INT, self.int), (_DOUBLE, self.double), (_BOOL, self.bool)):
+        for code, array in ((_STRING, self.string), (_INT, ints), (_DOUBLE, doubles), (_BOOL, bools)):
             tag = pc.if_else(pc.is_valid(array), _TAGS[code], tag)
         self.tag: pa.Array = pc.if_else(other, _TAGS[_OTHER], tag)
         self.key: pa.Array = kv.field("key")
@@ -121,9 +120,9 @@ class _Values:
         escaped = _map_distinct(pc.if_else(special, self.string, _NULL_TEXT), _dumps, pa.string())
         text = pc.coalesce(
             pc.if_else(special, escaped, quoted),
-            pc.cast(self.int, pa.string()),
-            _doubles_json(self.double),
-            pc.if_else(self.bool, _c("true"), _c("false")),
+            pc.cast(ints, pa.string()),
+            _doubles_json(doubles),
+            pc.if_else(bools, _c("true"), _c("false")),
         )
         self.json: pa.Array = pc.coalesce(pc.if_else(pc.equal(self.tag, _TAGS[_OTHER]), _NULL_TEXT, text), _c("null"))
         self.key_codes = pc.dictionary_encode(self.key)  # keys repeat: each distinct one's JSON text once
@@ -169,7 +168,8 @@ def _as_text(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(tag, _TAGS[_STRING]), string, pc.if_else(pc.equal(tag, _TAGS[_NONE]), _NULL_TEXT, text))
 
 
-def _converted(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[Any, Any, Any], pa.Array]:
+@cache
+def _converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[Any, Any, Any], pa.Array]:
     """A column converter applied through the value's JSON text, once per distinct value; the common
     exact cases (a string for a text column, an int for an int column ...) without Python."""
 
@@ -186,16 +186,6 @@ def _converted(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[A
         return slow
 
     return convert
-
-
-_CONVERTERS: dict[Any, Callable[[Any, Any, Any], pa.Array]] = {}
-
-
-def _converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[Any, Any, Any], pa.Array]:
-    key = (func, out_type)
-    if key not in _CONVERTERS:
-        _CONVERTERS[key] = _converted(func, out_type)
-    return _CONVERTERS[key]
 
 
 def decode(payloads: Sequence[bytes]) -> pa.RecordBatch:

@@ -256,15 +256,17 @@ class Pipeline:
         # that path refuses, request by request in Python
         converted: list[_Item] = []
         chunk: list[_Item] = []
+        chunk_spans = 0
         traces = [item for item in items if item.kind == TRACES]
         for i, item in enumerate(traces):
             chunk.append(item)
-            if sum(c.count for c in chunk) >= self.config.batch.send_batch_size or i == len(traces) - 1:
+            chunk_spans += item.count
+            if chunk_spans >= self.config.batch.send_batch_size or i == len(traces) - 1:
                 table = self._columnar(chunk)
                 if table is not None:
                     by_table.setdefault(SPANS_DIR, []).append(table)
                     converted += chunk
-                chunk = []
+                chunk, chunk_spans = [], 0
         done = {id(item) for item in converted}
         items = [item for item in items if id(item) not in done]
         for item in items:
