@@ -267,7 +267,7 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     if not any(receivers.values()):
         raise ConfigError("receivers.otlp.protocols: enable grpc and/or http")
     procs = top["processors"] or {}
-    ml = (procs["memory_limiter"] or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
+    ml = (procs.get("memory_limiter") or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
     memory = None
     if ml is not None:
         spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
@@ -275,8 +275,8 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
             raise ConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
         memory = MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
     # Without the batch processor every request becomes its own row group at once.
-    batch = Batch(**(procs["batch"] or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
-    sampler_raw = procs["session_sampler"] or _SAMPLER({}, "")
+    batch = Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
+    sampler_raw = procs.get("session_sampler") or _SAMPLER({}, "")
     sampled = frozenset(s for s, p in pipelines.items() if "session_sampler" in p["processors"])
     pq = top["exporters"]["parquet"]
     if pq is None:

@@ -61,6 +61,17 @@ def test_a_bad_key_or_value_is_one_error_naming_its_path(tmp_path: Path, edit: t
     assert message in str(info.value)
 
 
+def test_a_config_without_processors_is_valid() -> None:
+    """The smallest config: a receiver, the exporter, a pipeline; no processors section at all."""
+    doc = {
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
+        "exporters": {"parquet": {"path": "lake"}},
+        "service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["parquet"]}}},
+    }
+    config = parse_config(doc)
+    assert config.sampler is None and config.memory_limiter is None and config.batch.send_batch_size == 1
+
+
 def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(config_document("lake")))
