@@ -28,7 +28,11 @@ import polars as pl
 import ptars
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf import descriptor_pb2, descriptor_pool
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from tracevals import attributes as tv
 from tracevals.collector import normalize as norm
@@ -62,11 +66,61 @@ def _c(value: Any, type_: pa.DataType | None = None) -> pa.Scalar:
     return _SCALARS[key]
 
 
+# What the native decoder reads of a request: the OTLP messages with only the fields this module uses, under
+# their OTLP field numbers (the decoder skips the others), and the values it only needs to see present (an
+# AnyValue's array, map and bytes values, a span's events and links: those spans and resources take the
+# Python path) as opaque bytes, not decoded. Building the nested arrays of every field cost ~20% of the
+# decode. Requests reach the exporter checked by the receiver's full protobuf decode.
+_READ: dict[str, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {
+    # message: (OTLP descriptor, fields read, fields seen as bytes)
+    "AnyValue": (AnyValue.DESCRIPTOR, ("string_value", "bool_value", "int_value", "double_value"),
+                 ("array_value", "kvlist_value", "bytes_value")),
+    "KeyValue": (KeyValue.DESCRIPTOR, ("key", "value"), ()),
+    "Status": (Status.DESCRIPTOR, ("message", "code"), ()),
+    "Span": (Span.DESCRIPTOR, ("trace_id", "span_id", "parent_span_id", "name", "kind", "start_time_unix_nano",
+                               "end_time_unix_nano", "attributes", "status"), ("events", "links")),
+    "InstrumentationScope": (InstrumentationScope.DESCRIPTOR, ("name", "version"), ()),
+    "ScopeSpans": (ScopeSpans.DESCRIPTOR, ("scope", "spans"), ()),
+    "Resource": (Resource.DESCRIPTOR, ("attributes",), ()),
+    "ResourceSpans": (ResourceSpans.DESCRIPTOR, ("resource", "scope_spans"), ()),
+    "ExportTraceServiceRequest": (ExportTraceServiceRequest.DESCRIPTOR, ("resource_spans",), ()),
+}  # fmt: skip
+
+
+_FIELD = descriptor_pb2.FieldDescriptorProto
+
+
+def _read_descriptor() -> descriptor_pb2.FileDescriptorProto:
+    """The messages of `_READ` as one proto file (package tracevals_read), field numbers and types from OTLP's."""
+    file = descriptor_pb2.FileDescriptorProto(name="tracevals_read.proto", package="tracevals_read", syntax="proto3")
+    for name, (otlp, read, opaque) in _READ.items():
+        message = file.message_type.add(name=name)
+        oneofs: dict[str, int] = {}
+        for field_name in read + opaque:
+            field = otlp.fields_by_name[field_name]
+            label = _FIELD.LABEL_REPEATED if field.is_repeated else _FIELD.LABEL_OPTIONAL
+            out = message.field.add(name=field_name, number=field.number, label=label)
+            if field.containing_oneof is not None:  # presence: which value of an AnyValue is set
+                out.oneof_index = oneofs.setdefault(field.containing_oneof.name, len(oneofs))
+            if field_name in opaque:
+                out.type = _FIELD.TYPE_BYTES
+            elif field.message_type is not None:
+                out.type, out.type_name = field.type, f".tracevals_read.{field.message_type.name}"
+            elif field.enum_type is not None:
+                out.type = _FIELD.TYPE_INT32
+            else:
+                out.type = field.type
+        for oneof in sorted(oneofs, key=oneofs.__getitem__):
+            message.oneof_decl.add(name=oneof)
+    return file
+
+
 def _decoder() -> Any:
     global _handler
     if _handler is None:
-        pool = ptars.HandlerPool([ExportTraceServiceRequest.DESCRIPTOR.file])
-        _handler = pool.get_for_message(ExportTraceServiceRequest.DESCRIPTOR)
+        pool = descriptor_pool.DescriptorPool()
+        file = pool.Add(_read_descriptor())
+        _handler = ptars.HandlerPool([file]).get_for_message(file.message_types_by_name["ExportTraceServiceRequest"])
     return _handler
 
 
@@ -262,14 +316,18 @@ def spans_table_columnar(
     fragments = pl.from_arrow(pa.ListArray.from_arrays(offsets, values.fragment))
     assert isinstance(fragments, pl.Series)
     attributes_json = ("{" + fragments.list.join(",") + "}").to_arrow().cast(pa.string())
-    # a span's key set, as one string: the numbers of its keys in the batch's dictionary of keys ("3,0,7")
+    # a span's key set, as one binary value: the numbers of its keys in the batch's dictionary of keys, as
+    # fixed-width integers, laid end to end (the key rows' numbers seen through the spans' offsets, no copy)
     key_codes = values.key_codes
     key_names = key_codes.dictionary.to_pylist()
-    numbered = pl.from_arrow(pa.ListArray.from_arrays(offsets, pc.cast(key_codes.indices, pa.string())))
-    assert isinstance(numbered, pl.Series)
-    signature = pc.dictionary_encode(numbered.list.join(",").to_arrow().cast(pa.string()))
+    codes = key_codes.indices  # int32
+    if codes.offset:  # the buffers below are read from their start
+        codes = pa.concat_arrays([codes])
+    byte_offsets = pc.multiply(offsets, _c(4, pa.int32()))
+    key_sets = pa.Array.from_buffers(pa.binary(), n, [None, byte_offsets.buffers()[1], codes.buffers()[1]])
+    signature = pc.dictionary_encode(key_sets)
     signature_id = signature.indices
-    signatures = [tuple(key_names[int(c)] for c in s.split(",")) if s else () for s in signature.dictionary.to_pylist()]
+    signatures = [tuple(key_names[c] for c in memoryview(s).cast("i")) for s in signature.dictionary.to_pylist()]
 
     # what this path does not do: those spans are rebuilt by otlp_arrow.span_row
     per_span_other = _any_per_span(offsets, pc.equal(values.tag, _TAGS[_OTHER]))
@@ -417,7 +475,8 @@ def spans_table_columnar(
         }
     )
     order = [pc.indices_nonzero(fast)]
-    parts = [table.filter(fast).cast(SPAN_SCHEMA)]
+    every = pc.all(fast).as_py() and fast.null_count == 0  # the usual batch: no copy through a filter
+    parts = [(table if every else table.filter(fast)).cast(SPAN_SCHEMA)]
     written = {i: row for i, row in slow.items() if row is not None}
     if written:
         parts.append(rows_table(list(written.values()), SPAN_SCHEMA))
@@ -437,13 +496,16 @@ def _scope_columns(
     resource = resources.field("resource")
     attr_lists = dict(zip([f.name for f in resource.type], resource.flatten(), strict=True))["attributes"]
     kv = pc.list_flatten(attr_lists)
-    values = _Values(kv)
-    keys, tags, strings, fragments = (
-        kv.field("key").to_pylist(),
-        values.tag.to_pylist(),
-        values.string.to_pylist(),
-        values.fragment.to_pylist(),
-    )
+    if len(kv) <= SMALL_VALUES:  # a batch holds a few resources: the kernels' fixed cost would dominate
+        keys, tags, strings, fragments = _small_values(kv)
+    else:
+        values = _Values(kv)
+        keys, tags, strings, fragments = (
+            kv.field("key").to_pylist(),
+            values.tag.to_pylist(),
+            values.string.to_pylist(),
+            values.fragment.to_pylist(),
+        )
     lengths = pc.coalesce(pc.list_value_length(attr_lists), _c(0, pa.int32())).to_pylist()
     resource_json: list[str] = []
     service: list[str | None] = []
@@ -468,6 +530,31 @@ def _scope_columns(
         for column, value in zip(out, row, strict=True):
             column.append(value)
     return [pa.array(column, pa.string()) for column in out]
+
+
+SMALL_VALUES = 2048  # up to this many resource key-values, `_small_values`; above, `_Values`' kernels
+_VALUE_FIELDS = (("string_value", _STRING), ("int_value", _INT), ("double_value", _DOUBLE), ("bool_value", _BOOL))
+
+
+def _small_values(kv: pa.StructArray) -> tuple[list[str], list[int], list[str | None], list[str]]:
+    """(key, tag, string value, JSON fragment) of each key-value, as `_Values` has them, in Python."""
+    keys: list[str] = []
+    tags: list[int] = []
+    strings: list[str | None] = []
+    fragments: list[str] = []
+    for item in kv.to_pylist():
+        value = item["value"] or {}
+        tag, python = _NONE, None
+        for name, code in _VALUE_FIELDS:
+            if value.get(name) is not None:
+                tag, python = code, value[name]
+        if any(value.get(name) is not None for name in ("array_value", "kvlist_value", "bytes_value")):
+            tag, python = _OTHER, None
+        keys.append(item["key"])
+        tags.append(tag)
+        strings.append(python if tag == _STRING else None)
+        fragments.append(f"{_dumps(item['key'])}:{_dumps(python)}")
+    return keys, tags, strings, fragments
 
 
 def spans_table(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -142,8 +143,15 @@ def _comparable(table: pa.Table) -> list[dict[str, Any]]:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(requests(), st.sampled_from([None, 8, 24, 4096]), st.booleans(), st.integers(0, 3))
+@given(requests(), st.sampled_from([None, 8, 24, 4096]), st.booleans(), st.integers(0, 3), st.booleans())
 def test_columnar_equals_the_python_path(
+    batch: list[ExportTraceServiceRequest], limit: int | None, sample: bool, split: int, kernels: bool
+) -> None:
+    with mock.patch.object(otlp_columnar, "SMALL_VALUES", -1 if kernels else otlp_columnar.SMALL_VALUES):
+        _check_columnar_equals_the_python_path(batch, limit, sample, split)
+
+
+def _check_columnar_equals_the_python_path(
     batch: list[ExportTraceServiceRequest], limit: int | None, sample: bool, split: int
 ) -> None:
     keep = SessionSampler(50.0, 7).keep if sample else None
