@@ -169,23 +169,34 @@ class _Values:
         frame = pl.from_arrow(pa.table({"s": self.string}))
         assert isinstance(frame, pl.DataFrame)
         special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
-        # JSON text of each value, as json.dumps(ensure_ascii=False) writes it
-        quoted = pc.binary_join_element_wise(_QUOTE, self.string, _QUOTE, _EMPTY)
+        # A plain string (nothing JSON escapes in it) has no JSON text here: it is its quoted self, and
+        # quoting every string of the batch cost more than the few readers that need it (`_json_of`).
+        plain = pc.and_kleene(pc.is_valid(self.string), pc.invert(special))
         escaped = _map_distinct(pc.if_else(special, self.string, _NULL_TEXT), _dumps, pa.string())
         text = pc.coalesce(
-            pc.if_else(special, escaped, quoted),
+            escaped,
             pc.cast(ints, pa.string()),
             _doubles_json(doubles),
             pc.if_else(bools, _c("true"), _c("false")),
         )
-        self.json: pa.Array = pc.coalesce(pc.if_else(pc.equal(self.tag, _TAGS[_OTHER]), _NULL_TEXT, text), _c("null"))
+        text = pc.coalesce(pc.if_else(pc.equal(self.tag, _TAGS[_OTHER]), _NULL_TEXT, text), _c("null"))
+        self.json: pa.Array = pc.if_else(plain, _NULL_TEXT, text)
+        # each key-value's JSON fragment, '"key":' + JSON text: a plain string's as '"key":"' + string + '"'
         self.key_codes = pc.dictionary_encode(self.key)  # keys repeat: each distinct one's JSON text once
-        key_texts = pa.array([_dumps(k) for k in self.key_codes.dictionary.to_pylist()], pa.string())
-        key_json = pc.take(key_texts, self.key_codes.indices)
-        self.fragment: pa.Array = pc.binary_join_element_wise(key_json, self.json, _c(":"))
+        prefixes = [f"{_dumps(k)}:{q}" for k in self.key_codes.dictionary.to_pylist() for q in ("", '"')]
+        prefix_at = pc.add(
+            pc.multiply(pc.cast(self.key_codes.indices, pa.int64()), _c(2, pa.int64())), pc.cast(plain, pa.int64())
+        )
+        self.fragment: pa.Array = pc.binary_join_element_wise(
+            pc.take(pa.array(prefixes, pa.string()), prefix_at),
+            pc.if_else(plain, self.string, self.json),
+            pc.if_else(plain, _QUOTE, _EMPTY),
+            _EMPTY,
+        )
 
     def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
-        """(tag, JSON text, string value) at `index` (null index: tag none)."""
+        """(tag, JSON text, string value) at `index` (null index: tag none; a plain string: no JSON text, see
+        `_json_of`)."""
         tag = pc.coalesce(pc.take(self.tag, index), _TAGS[_NONE])
         return tag, pc.take(self.json, index), pc.take(self.string, index)
 
@@ -217,6 +228,16 @@ def _first(
     return tag, text, string
 
 
+def _json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:
+    """Every value's JSON text (where `wanted`): `text`, with the plain strings `_Values` keeps none for quoted."""
+    missing = pc.and_kleene(pc.equal(tag, _TAGS[_STRING]), pc.is_null(text))
+    if wanted is not None:
+        missing = pc.and_kleene(missing, wanted)
+    if not pc.any(missing).as_py():
+        return text
+    return pc.if_else(missing, pc.binary_join_element_wise(_QUOTE, string, _QUOTE, _EMPTY), text)
+
+
 def _as_text(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
     """normalize._text: a string as it is, a number or boolean as its JSON text."""
     return pc.if_else(pc.equal(tag, _TAGS[_STRING]), string, pc.if_else(pc.equal(tag, _TAGS[_NONE]), _NULL_TEXT, text))
@@ -232,6 +253,7 @@ def _converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[A
     def convert(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
         is_fast = pc.equal(tag, _c(fast_tag, pa.int8()))
         unset = pc.or_kleene(is_fast, pc.equal(tag, _TAGS[_NONE]))
+        text = _json_of(tag, text, string, pc.invert(unset))
         slow = _map_distinct(pc.if_else(unset, _NULL_TEXT, text), _loads_then(func), out_type)
         if fast_tag == _STRING:
             return pc.if_else(is_fast, string, slow)
@@ -347,8 +369,8 @@ def spans_table_columnar(
     # the kind: once per (key set, values of the keys that decide it)
     def value_of(keys_position: list[int | None]) -> tuple[pa.Array, pa.Array]:
         position = pc.take(pa.array(keys_position, pa.int64()), signature_id)
-        tag, text, _ = values.take(pc.add(starts, position))
-        return tag, text
+        tag, text, string = values.take(pc.add(starts, position))
+        return tag, _json_of(tag, text, string)
 
     plans = [norm._PLANS.get((False, keys)) or norm._sources(keys, dict.fromkeys(keys), False) for keys in signatures]
     decide = [value_of([keys.index(k) if k in keys else None for keys in signatures]) for k in _KIND_VALUE_KEYS]
