@@ -95,8 +95,35 @@ def _bad_record(record: Any) -> str:
     return ""
 
 
+def _spans_all_valid(request: Any) -> int | None:
+    """The span count of a request none of whose spans `_bad_span` rejects, else None: the usual request,
+    checked with the tests inline (a call per span cost a quarter of the check)."""
+    count = 0
+    for resource in request.resource_spans:
+        for scope in resource.scope_spans:
+            spans = scope.spans
+            for span in spans:
+                trace, span_id = span.trace_id, span.span_id
+                if (
+                    len(trace) != 16
+                    or len(span_id) != 8
+                    or trace == _ZERO_TRACE
+                    or span_id == _ZERO_SPAN
+                    or len(span.parent_span_id) not in (0, 8)
+                    or span.start_time_unix_nano > _INT64_MAX
+                    or span.end_time_unix_nano > _INT64_MAX
+                ):
+                    return None
+            count += len(spans)
+    return count
+
+
 def _check(request: Any, kind: int) -> tuple[int, int, str]:
     """(accepted, rejected, first error); rejected items are removed from `request` in place."""
+    if kind == TRACES:
+        valid = _spans_all_valid(request)
+        if valid is not None:
+            return valid, 0, ""
     accepted = rejected = 0
     first = ""
     outer = request.resource_spans if kind == TRACES else request.resource_logs

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from tracevals.collector import otlp_columnar
+from tracevals.collector import otlp_columnar, otlp_decode
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import running_collector
 
@@ -254,6 +254,34 @@ def test_partial_success_names_the_rejected_span(collector: Collector) -> None:
     assert response.partial_success.rejected_spans == 1
     assert "short id" in response.partial_success.error_message
     assert collector.pipeline.stats.spans_accepted == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("trace_id", b"\x01" * 15, "traceId must be 16 bytes"),
+        ("trace_id", bytes(16), "traceId must be 16 bytes, not all zero"),
+        ("span_id", b"\x01" * 9, "spanId must be 8 bytes"),
+        ("span_id", bytes(8), "spanId must be 8 bytes, not all zero"),
+        ("parent_span_id", b"\x01" * 3, "parentSpanId must be 8 bytes or empty"),
+        ("start_time_unix_nano", 2**63, "times past year 2262"),
+        ("end_time_unix_nano", 2**64 - 1, "times past year 2262"),
+    ],
+)
+def test_each_bad_span_is_rejected_among_good_ones(field: str, value: Any, message: str) -> None:
+    """Wherever the bad span sits, it alone is rejected, named, and removed from what is logged."""
+    for position in (0, 1, 2):
+        request = ExportTraceServiceRequest()
+        scope = request.resource_spans.add().scope_spans.add()
+        for i in range(3):
+            span = scope.spans.add(name=f"span {i}", trace_id=bytes.fromhex(TRACE_ID), span_id=bytes([i + 1]) * 8)
+            if i == position:
+                setattr(span, field, value)
+        decoded = otlp_decode.decode(otlp_decode.TRACES, request.SerializeToString(), is_json=False)
+        assert (decoded.accepted, decoded.rejected) == (2, 1)
+        assert message in decoded.error and f"span {position}" in decoded.error
+        kept = ExportTraceServiceRequest.FromString(decoded.payload).resource_spans[0].scope_spans[0].spans
+        assert [s.name for s in kept] == [f"span {i}" for i in range(3) if i != position]
 
 
 @pytest.mark.parametrize(
