@@ -19,6 +19,7 @@ import logging
 import math
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -92,6 +93,18 @@ class _Handler(BaseHTTPRequestHandler):
             reply(self, 404, PROTOBUF, error=f"no such endpoint {path}; use /v1/traces or /v1/logs")
 
     do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = _not_allowed
+
+    _date: tuple[int, str] = (0, "")
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second (the standard library formats it for every reply)."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        cached = _Handler._date
+        if cached[0] != now:
+            cached = _Handler._date = (now, super().date_time_string(now))
+        return cached[1]
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("otlp http %s: " + format, self.address_string(), *args)

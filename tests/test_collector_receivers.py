@@ -3,6 +3,8 @@ hand-made OTLP/JSON request as curl would send it; DuckDB reads back exactly wha
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import gzip
 import http.client
 import json
@@ -251,6 +253,8 @@ def test_partial_success_names_the_rejected_span(collector: Collector) -> None:
     )
     response = ExportTraceServiceResponse.FromString(body)
     assert (status, headers["content-type"]) == (200, "application/x-protobuf")
+    sent = email.utils.parsedate_to_datetime(headers["date"])  # RFC 9110 date of the reply, UTC
+    assert sent.tzinfo is not None and abs((sent - dt.datetime.now(dt.timezone.utc)).total_seconds()) < 300
     assert response.partial_success.rejected_spans == 1
     assert "short id" in response.partial_success.error_message
     assert collector.pipeline.stats.spans_accepted == 1
