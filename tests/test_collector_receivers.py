@@ -29,8 +29,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from tracevals.collector import otlp_columnar, otlp_decode
+from tracevals.collector.config import parse_config
+from tracevals.collector.pipeline import Pipeline, _Item
 from tracevals.collector.service import Collector
-from tracevals.collector.testing import running_collector
+from tracevals.collector.testing import config_document, running_collector
+from tracevals.collector.wal import TRACES
 
 ATTRS: dict[str, Any] = {
     "gen_ai.operation.name": "execute_tool",
@@ -189,6 +192,32 @@ LOG_DOC = {
         }
     ]
 }
+
+
+@pytest.mark.parametrize(("requests", "expected"), [(11, [120, 120, 90]), (9, [120, 150]), (2, [60])])
+def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, requests: int, expected: list[int]
+) -> None:
+    """Requests of 30 spans, send_batch_size 100: batches of at least 100 spans, and a remainder under half
+    a batch is converted with the batch before it (a batch has a fixed cost); every span is written."""
+    config = parse_config(config_document(tmp_path / "lake", {"processors": {"batch": {"send_batch_size": 100}}}))
+    pipeline = Pipeline(config)
+    sizes: list[int] = []
+    real = pipeline._columnar
+    monkeypatch.setattr(pipeline, "_columnar", lambda items: sizes.append(sum(i.count for i in items)) or real(items))
+    items = []
+    for r in range(requests):
+        request = ExportTraceServiceRequest()
+        scope = request.resource_spans.add().scope_spans.add()
+        for i in range(30):
+            scope.spans.add(
+                name="chat", trace_id=bytes([r + 1]) * 16, span_id=bytes([i + 1]) * 8, start_time_unix_nano=1
+            )
+        items.append(_Item(TRACES, request.SerializeToString(), seq=1, reserved=0, count=30))
+    pipeline._write(items)
+    pipeline.sink.commit()
+    assert sizes == expected
+    assert duckdb.sql(f"SELECT count(*) FROM '{tmp_path}/lake/spans/**/*.parquet'").fetchall() == [(30 * requests,)]
 
 
 def post(
