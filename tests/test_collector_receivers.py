@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 import grpc
+import pyarrow as pa
 import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
@@ -204,7 +205,12 @@ def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
     pipeline = Pipeline(config)
     sizes: list[int] = []
     real = pipeline._columnar
-    monkeypatch.setattr(pipeline, "_columnar", lambda items: sizes.append(sum(i.count for i in items)) or real(items))
+
+    def counted(items: list[_Item]) -> pa.Table | None:
+        sizes.append(sum(i.count for i in items))
+        return real(items)
+
+    monkeypatch.setattr(pipeline, "_columnar", counted)
     items = []
     for r in range(requests):
         request = ExportTraceServiceRequest()
@@ -217,7 +223,8 @@ def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
     pipeline._write(items)
     pipeline.sink.commit()
     assert sizes == expected
-    assert duckdb.sql(f"SELECT count(*) FROM '{tmp_path}/lake/spans/**/*.parquet'").fetchall() == [(30 * requests,)]
+    count = duckdb.execute(f"SELECT count(*) FROM '{tmp_path}/lake/spans/**/*.parquet'").fetchall()
+    assert count == [(30 * requests,)]
 
 
 def post(
