@@ -335,9 +335,8 @@ def spans_table_columnar(
     kv = pc.list_flatten(attr_lists)
     values = _Values(kv)
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cast(ends, pa.int32())])
-    fragments = pl.from_arrow(pa.ListArray.from_arrays(offsets, values.fragment))
-    assert isinstance(fragments, pl.Series)
-    attributes_json = ("{" + fragments.list.join(",") + "}").to_arrow().cast(pa.string())
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values.fragment), _c(","))
+    attributes_json = pc.binary_join_element_wise(_c("{"), joined, _c("}"), _EMPTY)
     # a span's key set, as one binary value: the numbers of its keys in the batch's dictionary of keys, as
     # fixed-width integers, laid end to end (the key rows' numbers seen through the spans' offsets, no copy)
     key_codes = values.key_codes
@@ -605,10 +604,11 @@ def _nonempty(lists: pa.Array) -> pa.Array:
 
 
 def _any_per_span(offsets: pa.Array, flags: pa.Array) -> pa.Array:
-    """Per span, whether any of its key-value rows is flagged."""
-    lists = pl.from_arrow(pa.ListArray.from_arrays(offsets, flags))
-    assert isinstance(lists, pl.Series)
-    return lists.list.any().to_arrow()
+    """Per span, whether any of its key-value rows is flagged (a running count of flags, read at the spans'
+    offsets)."""
+    running = pc.cumulative_sum(pc.cast(pc.coalesce(flags, _FALSE), pa.int64()))
+    at = pc.take(pa.concat_arrays([pa.array([0], pa.int64()), running]), offsets)
+    return pc.greater(pc.subtract(at[1:], at[:-1]), _ZERO)
 
 
 def _candidate_positions(
