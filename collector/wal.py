@@ -2,8 +2,8 @@
 
 Why a log and not a Parquet file per request: a committed Parquet file costs a file, a footer, a
 rename and two fsyncs per request, and leaves the lake with thousands of tiny files; appending the
-request's protobuf bytes to a log costs one `fdatasync` and writes each byte twice in all (log, then
-Parquet). The log is replayed into Parquet when the collector starts, so `kill -9` loses nothing that
+request's protobuf bytes to a log costs at most one `fdatasync` (concurrent requests share one: group
+commit) and writes each byte twice in all (log, then Parquet). The log is replayed into Parquet when the collector starts, so `kill -9` loses nothing that
 was acknowledged.
 
 Layout: `wal-<seq>.log` segments. A record is a header `kind (1 byte) | length (4) | crc32 (4)`, then
@@ -47,6 +47,9 @@ class WriteAheadLog:
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()  # one fdatasync at a time (group commit, see `append`)
+        self._written = 0  # records written so far, counted from open
+        self._synced = 0  # of which are known durable
         self._appended: Counter[int] = Counter()
         self._committed: Counter[int] = Counter()
         self._fh: BinaryIO | None = None
@@ -88,7 +91,11 @@ class WriteAheadLog:
         self._size = len(_MAGIC)
 
     def append(self, kind: int, payload: bytes) -> int:
-        """Write one record and fsync it; returns its segment number (for `mark_committed`)."""
+        """Write one record and return once it is on disk; returns its segment number (for `mark_committed`).
+
+        Group commit: records are written one at a time, and an `fdatasync` covers every record written
+        before it started, so concurrent appends (the receivers' threads) share one instead of queueing
+        for one each."""
         header = _HEADER.pack(kind, len(payload), zlib.crc32(payload))
         with self._lock:
             fh = self._fh
@@ -97,14 +104,33 @@ class WriteAheadLog:
             fh.write(header)
             fh.write(payload)
             fh.flush()
-            os.fdatasync(fh.fileno())
             seq = self._seq
             self._appended[seq] += 1
             self._size += len(header) + len(payload)
             self.bytes_appended += len(header) + len(payload)
+            self._written += 1
+            ticket = self._written
             if self._size >= self.segment_bytes:
                 self._seal_locked()
-            return seq
+        self._sync(ticket)
+        return seq
+
+    def _sync(self, ticket: int) -> None:
+        """Return once the `ticket`-th record written is durable."""
+        with self._sync_lock:
+            with self._lock:
+                if self._synced >= ticket:  # an fdatasync that started after it was written has returned
+                    return
+                if self._fh is None:
+                    raise RuntimeError("write-ahead log is closed")
+                target = self._written
+                fd = os.dup(self._fh.fileno())  # a seal may close the file meanwhile; it syncs it first
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            with self._lock:
+                self._synced = max(self._synced, target)
 
     def seal(self) -> None:
         """Start a new segment, so the current one can be deleted once its records are committed."""
@@ -115,9 +141,17 @@ class WriteAheadLog:
 
     def _seal_locked(self) -> None:
         assert self._fh is not None
+        self._sync_locked()
         self._fh.close()
         self._seq += 1
         self._start_segment()
+
+    def _sync_locked(self) -> None:
+        """Make every record written so far durable (with the lock held: before the file is closed)."""
+        assert self._fh is not None
+        if self._synced < self._written:
+            os.fdatasync(self._fh.fileno())
+            self._synced = self._written
 
     def mark_committed(self, per_segment: Counter[int]) -> None:
         """Records of these segments are in committed Parquet files: delete sealed, fully committed segments."""
@@ -142,6 +176,7 @@ class WriteAheadLog:
         with self._lock:
             if self._fh is None:
                 return
+            self._sync_locked()  # appends still waiting for their fdatasync find their records durable
             self._fh.close()
             self._fh = None
             done = self._committed[self._seq] >= self._appended[self._seq]

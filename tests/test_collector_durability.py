@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -178,3 +179,51 @@ def test_wal_deletes_a_sealed_segment_once_committed(tmp_path: Path) -> None:
     wal.close(delete_current=True)
     assert wal.segments() == []
     assert os.listdir(tmp_path / "wal") == []
+
+
+def test_wal_concurrent_appends_share_an_fdatasync_and_return_only_once_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit: appends that arrive while an fdatasync runs share the next one; none returns before an
+    fdatasync that started after its record was written (the size synced covers it), and a segment
+    sealed meanwhile is synced before it is closed."""
+    wal = WriteAheadLog(tmp_path / "wal", segment_bytes=4096)
+    wal.open()
+    synced: list[tuple[int, int]] = []  # (inode, bytes covered) of each fdatasync
+    real = os.fdatasync
+
+    def slow_fdatasync(fd: int) -> None:
+        stat = os.fstat(fd)
+        time.sleep(0.05)  # long enough for every other thread to write its record meanwhile
+        real(fd)
+        synced.append((stat.st_ino, stat.st_size))
+
+    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    covered: list[bool] = []
+    start = threading.Barrier(8)
+
+    def append(i: int) -> None:
+        start.wait()
+        seq = wal.append(TRACES, bytes([i]) * 1000)
+        segment = tmp_path / "wal" / f"wal-{seq:012d}.log"
+        # this record is somewhere in its segment: some fdatasync of that file covered all of it by now
+        ino = os.stat(segment).st_ino
+        end = _record_end(segment, i)
+        covered.append(any(inode == ino and size >= end for inode, size in synced))
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wal.close()
+    assert covered == [True] * 8
+    assert len(synced) < 8  # shared: 8 appends, one fdatasync each would be 8 (a seal adds one)
+    records = sorted(payload for _, payload in WriteAheadLog(tmp_path / "wal").replay())
+    assert records == [bytes([i]) * 1000 for i in range(8)]
+
+
+def _record_end(segment: Path, byte: int) -> int:
+    """Where the record made of `byte` repeated ends in `segment`."""
+    data = segment.read_bytes()
+    return data.index(bytes([byte]) * 1000) + 1000
