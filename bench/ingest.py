@@ -122,7 +122,7 @@ def _start_collector(workdir: Path, compression: str) -> tuple[subprocess.Popen[
     raise SystemExit("the collector did not start")
 
 
-def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], index: int) -> None:
+def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], index: int, refused: list[int]) -> None:
     """Send until the deadline; a refusal (503 + Retry-After, the collector's backpressure) is waited out."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     headers = {"Content-Type": "application/x-protobuf"}
@@ -132,6 +132,7 @@ def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], 
         response = conn.getresponse()
         response.read()
         if response.status in (429, 503):
+            refused[index] += 1
             conn.close()
             time.sleep(float(response.getheader("Retry-After") or 1))
             continue
@@ -155,11 +156,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tracevals-bench-") as tmp:
         workdir = Path(tmp)
         proc, port = _start_collector(workdir, args.compression)
-        counts = [0] * args.senders
+        counts, refused = [0] * args.senders, [0] * args.senders
         cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
         deadline = t0 + args.seconds
         threads = [
-            threading.Thread(target=_send, args=(port, payloads, deadline, counts, i)) for i in range(args.senders)
+            threading.Thread(target=_send, args=(port, payloads, deadline, counts, i, refused))
+            for i in range(args.senders)
         ]
         for thread in threads:
             thread.start()
@@ -177,6 +179,10 @@ def main() -> None:
     print(f"payload: {args.spans_per_request} GenAI spans/request, 10 attributes/span, {size:.0f} bytes/span")
     print(f"sent {spans:,} spans in {sum(counts):,} requests over {args.senders} connections; committed {committed:,}")
     print(f"collector: {cpu:.2f} CPU s over {wall:.2f} s wall ({cpu / wall:.2f} cores busy)")
+    print(
+        f"collector peak RSS: {usage.ru_maxrss / 1024:.0f} MiB (memory_limiter: limit_mib 512, soft limit 410); "
+        f"{sum(refused)} requests refused (503, retried)"
+    )
     print(f"ingest to committed Parquet: {per_core:,.0f} spans/s per core ({committed / wall:,.0f} spans/s wall)")
     print(f"raw protobuf decode floor:   {floor:,.0f} spans/s per core (same payload, this process)")
     print(f"ratio to the decode floor:   {per_core / floor:.3f} (ingest / decode)")
