@@ -3,8 +3,8 @@
 Why a log and not a Parquet file per request: a committed Parquet file costs a file, a footer, a
 rename and two fsyncs per request, and leaves the lake with thousands of tiny files; appending the
 request's protobuf bytes to a log costs at most one `fdatasync` (concurrent requests share one: group
-commit) and writes each byte twice in all (log, then Parquet). The log is replayed into Parquet when the collector starts, so `kill -9` loses nothing that
-was acknowledged.
+commit) and writes each byte twice in all (log, then Parquet). The log is replayed into Parquet when the
+collector starts, so `kill -9` loses nothing that was acknowledged.
 
 Layout: `wal-<seq>.log` segments. A record is a header `kind (1 byte) | length (4) | crc32 (4)`, then
 the payload. A crash can leave a torn last record; its CRC (or its length running past the end of the

@@ -327,11 +327,11 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
     traces = sorted({str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))})
     files = sorted({str(r[1]) for r in rows if r[1] is not None})
     listed = ", ".join(f"'{t}'" for t in traces) or "NULL"
-    [(lake, snapshots)] = con.execute(
-        "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots')"
+    [(lake, snapshots, catalog, disabled)] = con.execute(
+        "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots'), current_database(), "
+        "current_setting('disabled_optimizers')"
     ).fetchall()
     bases = ["raw_spans", "raw_logs", "raw_scores", *(snapshots or [])]
-    ((catalog, disabled),) = con.execute("SELECT current_database(), current_setting('disabled_optimizers')").fetchall()
     try:
         for name in bases:
             # a small table per base relation, read once: the views reference the bases many times
@@ -349,10 +349,13 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
         finally:
             if tuned:
                 _set_disabled_optimizers(con, disabled)
-    finally:
-        for name in bases:
-            con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
-            con.execute(f"DROP TABLE IF EXISTS temp.main.tv_lookup_{name}")
+    finally:  # one call: each statement costs a round trip
+        con.execute(
+            ";".join(
+                f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_lookup_{name}"
+                for name in bases
+            )
+        )
 
 
 _RAW_SCHEMAS = {"raw_spans": SPAN_SCHEMA, "raw_logs": LOG_SCHEMA, "raw_scores": SCORE_SCHEMA}

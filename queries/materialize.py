@@ -79,11 +79,17 @@ def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str], compute_a
     created: list[str] = []
     try:
         for name in worth_computing(names, compute_asked):
-            con.execute(f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name}")
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name};"
+                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}"
+            )
             created.append(name)
         yield
     finally:
-        for name in reversed(created):
-            con.execute(f"DROP VIEW IF EXISTS temp.main.{name}")
-            con.execute(f"DROP TABLE IF EXISTS temp.main.tv_m_{name}")
+        if created:  # one call: each statement costs a round trip
+            con.execute(
+                ";".join(
+                    f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_m_{name}"
+                    for name in reversed(created)
+                )
+            )
