@@ -14,6 +14,8 @@ soft limit (`limit_mib - spike_limit_mib`, checked every `check_interval`). Clie
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -76,6 +78,13 @@ def _parse(kind: int, payload: bytes) -> Any:
     return message
 
 
+def release_unused_memory() -> None:
+    """Hand the allocators' free memory back to the system: Arrow's pool, and glibc's heap where it is one."""
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: not glibc
+        ctypes.CDLL(None).malloc_trim(0)
+
+
 def resident_bytes() -> int:
     """This process's resident memory (Linux `/proc/self/statm`; 0 where unavailable)."""
     try:
@@ -104,6 +113,7 @@ class Pipeline:
         self._reserved = 0
         self._uncommitted: Counter[int] = Counter()
         self._memory_over = False
+        self._idle_over_warned = False
         self._flush_generation = 0
         self._flushed_generation = 0
         self._stopping = False
@@ -320,14 +330,36 @@ class Pipeline:
     def _memory_loop(self) -> None:
         limiter = self.config.memory_limiter
         assert limiter is not None
-        soft = (limiter.limit_mib - limiter.spike_limit_mib) * 1024**2
         while True:
             with self._cond:
                 if self._cond.wait_for(lambda: self._stopping, limiter.check_interval):
                     return
-                over = resident_bytes() > soft
-                if over != self._memory_over:
-                    _log.warning("tracevals collector: memory %s the soft limit", "over" if over else "back under")
-                self._memory_over = over
-                if over:
-                    self._cond.notify_all()  # write the queue out now, to free its memory
+                self._check_memory()
+
+    def _check_memory(self) -> None:
+        """Refuse data (`admit`) while RSS is over the hard limit, or over the soft limit while data is queued
+        or being received: writing it out frees memory. An idle process over the soft limit first hands its
+        allocators' unused memory back; if it is still over, refusing would free nothing (RSS is what the
+        process holds idle, and allocators keep freed memory), so data is taken until the hard limit."""
+        limiter = self.config.memory_limiter
+        assert limiter is not None
+        hard, soft = limiter.limit_mib * 1024**2, (limiter.limit_mib - limiter.spike_limit_mib) * 1024**2
+        rss = resident_bytes()
+        busy = bool(self._pending) or self._reserved > 0
+        if soft < rss <= hard and not busy:
+            release_unused_memory()
+            rss = resident_bytes()
+            if rss > soft and not self._idle_over_warned:
+                self._idle_over_warned = True
+                _log.warning(
+                    "tracevals collector: %d MiB resident with nothing queued, over the memory limiter's soft limit "
+                    "(%d MiB): taking data up to limit_mib; raise limit_mib for headroom",
+                    rss // 1024**2,
+                    soft // 1024**2,
+                )
+        over = rss > hard or (rss > soft and busy)
+        if over != self._memory_over:
+            _log.warning("tracevals collector: memory %s the limit", "over" if over else "back under")
+        self._memory_over = over
+        if over:
+            self._cond.notify_all()  # write the queue out now, to free its memory

@@ -25,9 +25,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tracevals.collector import pipeline as pipeline_module
+from tracevals.collector.config import parse_config
 from tracevals.collector.parquet_sink import RotatingParquetSink
+from tracevals.collector.pipeline import Pipeline, Throttled, _Item
 from tracevals.collector.service import Collector
-from tracevals.collector.testing import local_config, running_collector
+from tracevals.collector.testing import config_document, local_config, running_collector
 from tracevals.collector.wal import TRACES
 
 TRACES_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -225,3 +228,29 @@ def test_after_the_garbage_everything_accepted_is_written(shared: Collector, tmp
     ((rows,),) = duckdb.execute(f"select count(*) from read_parquet('{lake}/spans/**/*.parquet')").fetchall()
     assert rows >= 1
     assert shared.pipeline.stats.spans_accepted >= 1 and TRACES == 1
+
+
+@pytest.mark.parametrize(
+    ("resident_mib", "queued", "refused"),
+    [
+        (300, True, False),  # under the soft limit (410 MiB)
+        (450, True, True),  # over it with data queued: writing that out frees memory
+        (450, False, False),  # over it idle: refusing would free nothing (and would refuse for ever)
+        (600, False, True),  # over the hard limit (512 MiB): refused even idle
+    ],
+)
+def test_memory_limiter_refuses_only_when_refusing_can_help(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_mib: int, queued: bool, refused: bool
+) -> None:
+    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
+    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
+    monkeypatch.setattr(pipeline_module, "resident_bytes", lambda: resident_mib * 1024**2)
+    if queued:
+        pipeline._pending.append(_Item(TRACES, b"", seq=1, reserved=0, count=1))
+    with pipeline._cond:
+        pipeline._check_memory()
+    if refused:
+        with pytest.raises(Throttled, match="memory limit"):
+            pipeline.admit(1024)
+    else:
+        pipeline.admit(1024)
