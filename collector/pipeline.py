@@ -8,8 +8,9 @@ commits those on rotation; the log segments whose records are all committed are 
 
 Memory is bounded by refusing data, never by dropping it: a request is refused (HTTP 503 with
 Retry-After, gRPC UNAVAILABLE with RetryInfo) while the bytes received but not yet in a row group would
-pass `sending_queue.queue_size`, or while the process's resident memory is over the memory limiter's
-soft limit (`limit_mib - spike_limit_mib`, checked every `check_interval`). Clients retry.
+pass `sending_queue.queue_size`, or while the process's resident memory (checked every `check_interval`)
+is over `limit_mib`, or over the soft limit (`limit_mib - spike_limit_mib`) with data queued or being
+received (`_check_memory`). Clients retry.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ class Pipeline:
         by_table: dict[str, list[pa.Table]] = {}
         # trace requests column by column (otlp_columnar), a batch of about send_batch_size spans at a time
         # (the intermediate arrays of a whole queue would hold several times its size; a remainder under
-        # half a batch joins the batch before it, as a batch's fixed cost is ~30 ms); the rest, and what
+        # half a batch joins the batch before it, as a batch has a fixed cost of ~5 ms); the rest, and what
         # that path refuses, request by request in Python
         converted: list[_Item] = []
         chunk: list[_Item] = []
