@@ -185,12 +185,27 @@ def source_sql(
             raise LakeError(f"lake path {path!r} contains a quote; move or rename it")
     listed = ", ".join(f"'{p}'" for p in paths)
     hive_opt = "true" if hive else "false"
+    # The partition columns' types, declared: detected, `hour` is VARCHAR as soon as one directory is
+    # hour=00 ... hour=09 (a leading zero), BIGINT otherwise, and a filter on it fails half the day.
+    types = ", hive_types = {'date': DATE, 'hour': BIGINT}" if hive and _partitioned(lake, sub, globs) else ""
     sql = (
         "SELECT * EXCLUDE (filename), filename AS source_file "
         f"FROM read_parquet([{listed}], hive_partitioning = {hive_opt}, union_by_name = {str(union_by_name).lower()}, "
-        "filename = true)"
+        f"filename = true{types})"
     )
     return f"{sql} WHERE {where}" if where and hive else sql
+
+
+def _partitioned(lake: str, sub: str, globs: list[str] | None) -> bool:
+    """Whether the files read lie in `date=/hour=` partitions, as both writers put them (DuckDB refuses
+    declared partition types for files outside any): globs of partitions, a remote lake, or a local one whose
+    first file is in one."""
+    if globs is not None:
+        return all("/date=" in g for g in globs)  # a partition, or all of a day's (date=D/*)
+    if is_remote(lake):
+        return True
+    first = next((Path(lake) / sub).rglob("*.parquet"), None)
+    return first is None or (first.parent.name.startswith("hour=") and first.parent.parent.name.startswith("date="))
 
 
 _STRICT = "tv_strict_"

@@ -11,6 +11,7 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
 from tracevals.collector.frameworks import adk_tool_response, google_adk
+from tracevals.collector.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
 
 
@@ -20,7 +21,7 @@ def test_an_s3_lake_reads_through_the_same_read_parquet_call() -> None:
     assert sql == (
         "SELECT * EXCLUDE (filename), filename AS source_file FROM read_parquet("
         "['s3://bucket/agents/lake/spans/**/*.parquet'], hive_partitioning = true, union_by_name = true, "
-        "filename = true)"
+        "filename = true, hive_types = {'date': DATE, 'hour': BIGINT})"
     )
     days = partition_globs("s3://bucket/lake", "spans", "2026-11-28T22", "2026-11-29T03")
     assert days == [
@@ -167,3 +168,17 @@ def test_open_lake_can_define_only_the_views_one_needs(tmp_path: Path) -> None:
     # and without the span files: the views bind against empty tables
     empty = open_lake(lake, views=("steps",), read_spans=False)
     assert empty.execute("SELECT count(*) FROM steps").fetchall() == [(0,)]
+
+
+def test_hour_is_an_integer_even_in_the_early_hours(tmp_path: Path) -> None:
+    """A lake with an hour=00 ... hour=09 partition: DuckDB would detect `hour` as text (the leading zero),
+    and a date range (an integer comparison on it) would fail; it is declared BIGINT."""
+    for date, hour in (("2026-11-30", "00"), ("2026-11-30", "07"), ("2026-11-29", "23")):
+        directory = tmp_path / "lake" / "spans" / f"date={date}" / f"hour={hour}"
+        directory.mkdir(parents=True)
+        pq.write_table(SPAN_SCHEMA.empty_table(), directory / "part.parquet")
+    for since in (None, "2026-11-30T05"):
+        con = open_lake(tmp_path / "lake", since=since)
+        described = con.execute("DESCRIBE SELECT date, hour FROM raw_spans").fetchall()
+        assert [(row[0], row[1]) for row in described] == [("date", "DATE"), ("hour", "BIGINT")]
+        assert con.execute("SELECT count(*) FROM spans").fetchall() == [(0,)]
