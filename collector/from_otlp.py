@@ -63,6 +63,13 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def service_name(resource: Mapping[str, Any]) -> str | None:
+    """The resource's `service.name` as text: a string as it is, any other value as its JSON text (the
+    column is text; a sender that gets the type wrong must not make its spans unwritable)."""
+    value = resource.get("service.name")
+    return value if value is None or isinstance(value, str) else _json(value)
+
+
 def _hex_id(raw: bytes, size: int, what: str) -> str:
     if len(raw) != size:
         raise OTLPDecodeError(f"{what} must be {size} bytes, got {len(raw)}")
@@ -107,7 +114,7 @@ def row_from_span(
                 for link in span.links
             ]
         ),
-        "service_name": resource.get("service.name"),
+        "service_name": service_name(resource),
     }
     row.update(normalize(attrs, span.name, status))
     if row["error_type"] is None and status == "error":
@@ -391,7 +398,7 @@ def rows_from_logs_request(request: ExportLogsServiceRequest) -> list[dict[str, 
                         "attributes": _json(attributes(record.attributes)),
                         "resource_attributes": resource_json,
                         "scope_name": scope_logs.scope.name or None,
-                        "service_name": resource.get("service.name"),
+                        "service_name": service_name(resource),
                     }
                 )
     return rows

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
+from tracevals.collector.from_otlp import service_name
 from tracevals.collector.lake_writer import LakeWriter
 from tracevals.collector.normalize import normalize
 
@@ -87,7 +88,7 @@ def row_from_span(span: ReadableSpan) -> dict[str, Any]:
                 for link in span.links
             ]
         ),
-        "service_name": resource.get("service.name"),
+        "service_name": service_name(resource),
     }
     row.update(normalize(attrs, span.name, status))
     if row["error_type"] is None and status == "error":

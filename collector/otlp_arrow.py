@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tracevals.collector.from_otlp import any_value
+from tracevals.collector.from_otlp import any_value, service_name
 from tracevals.collector.normalize import normalize
 from tracevals.collector.schema import CANONICAL_FIELDS, LOG_SCHEMA, RAW_FIELDS, SPAN_SCHEMA
 
@@ -149,7 +149,7 @@ def scopes(request: ExportTraceServiceRequest) -> Iterator[tuple[str, Any, str |
     for resource_spans in request.resource_spans:
         resource = _attrs(resource_spans.resource.attributes)
         resource_json = _dumps(resource)
-        service = resource.get("service.name")
+        service = service_name(resource)
         for scope_spans in resource_spans.scope_spans:
             yield resource_json, service, scope_spans.scope.name or None, scope_spans.scope.version or None, scope_spans
 
@@ -221,7 +221,7 @@ def log_tuples(
                         _dumps(attrs),
                         resource_json,
                         scope_name,
-                        resource.get("service.name"),
+                        service_name(resource),
                     )
                 )
     return rows

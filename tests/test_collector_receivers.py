@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -294,6 +295,29 @@ def test_partial_success_names_the_rejected_span(collector: Collector) -> None:
     assert response.partial_success.rejected_spans == 1
     assert "short id" in response.partial_success.error_message
     assert collector.pipeline.stats.spans_accepted == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(AnyValue(int_value=7), "7"), (AnyValue(bool_value=True), "true"), (AnyValue(double_value=1.5), "1.5")],
+)
+def test_a_service_name_that_is_not_text_lands_as_its_json_text(
+    collector: Collector, tmp_path: Path, value: AnyValue, expected: str
+) -> None:
+    """The spec says service.name is a string; a sender that makes it a number loses nothing (it once made
+    the acknowledged request unwritable, dropped by the exporter) and the resource keeps the typed value."""
+    request = ExportTraceServiceRequest()
+    resource = request.resource_spans.add()
+    resource.resource.attributes.add(key="service.name", value=value)
+    resource.scope_spans.add().spans.add(name="chat", trace_id=bytes.fromhex(TRACE_ID), span_id=b"\x01" * 8)
+    status, _, _ = post(collector.http_port, "/v1/traces", request.SerializeToString(), "application/x-protobuf")
+    assert status == 200
+    assert collector.pipeline.flush()
+    rows = duckdb.execute(
+        f"SELECT service_name, resource_attributes FROM '{tmp_path}/lake/spans/**/*.parquet'"
+    ).fetchall()
+    assert [(r[0], json.loads(r[1])["service.name"]) for r in rows] == [(expected, json.loads(expected))]
+    assert collector.pipeline.stats.items_failed == 0
 
 
 @pytest.mark.parametrize(

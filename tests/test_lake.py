@@ -8,8 +8,12 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import tracevals
+from tracevals.collector.from_sdk import ParquetSpanExporter
 from tracevals.collector.lake_writer import LakeWriter
 from tracevals.instrumentation.content import set_capture
 from tracevals.queries import LakeError, open_lake
@@ -119,3 +123,17 @@ def test_empty_lake_has_every_view(lake: Path) -> None:
 def test_missing_lake_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(LakeError, match="is not a directory"):
         open_lake(tmp_path / "nope")
+
+
+def test_embedded_writer_keeps_spans_whose_service_name_is_not_text(tmp_path: Path) -> None:
+    """A resource whose service.name is a number (against the spec) still lands: the column holds its JSON
+    text, the resource attributes the typed value."""
+    provider = TracerProvider(resource=Resource({"service.name": 7}))
+    provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(tmp_path)))
+    with provider.get_tracer("t").start_as_current_span("chat"):
+        pass
+    provider.shutdown()
+    rows = duckdb.sql(
+        f"select service_name, resource_attributes from read_parquet('{tmp_path}/spans/**/*.parquet')"
+    ).fetchall()
+    assert [(r[0], json.loads(r[1])["service.name"]) for r in rows] == [("7", 7)]

@@ -158,7 +158,7 @@ def _check_columnar_equals_the_python_path(
     payloads = [r.SerializeToString() for r in batch]
     try:
         expected = pa.concat_tables([spans_table(request, limit, keep) for request in batch])
-    except (TypeError, ValueError, pa.ArrowException):  # e.g. a service.name that is not a string
+    except (TypeError, ValueError, pa.ArrowException):  # what the Python path cannot convert
         with pytest.raises((TypeError, ValueError, pa.ArrowException)):  # the collector then drops it as before
             batches = _decoded(payloads, split)
             otlp_columnar.spans_table_columnar(
