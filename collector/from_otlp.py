@@ -259,6 +259,8 @@ def _any_value(value: Any) -> dict[str, Any]:
 
 def _key_value(value: Any) -> dict[str, Any]:
     if type(value) is dict and len(value) == 2 and type(value.get("key")) is str and "value" in value:
+        if value["value"] is None:  # JSON null: the field is unset (protobuf's JSON mapping)
+            return {"key": value["key"]}
         try:
             return {"key": value["key"], "value": _any_value(value["value"])}
         except _Where as exc:
@@ -360,19 +362,13 @@ def _parse(kind: type[Message], doc: Mapping[str, Any], what: str) -> Any:
 
 def parse_json_traces(body: bytes | str | Mapping[str, Any]) -> ExportTraceServiceRequest:
     """An OTLP/JSON traces document (hex ids) as an `ExportTraceServiceRequest`."""
-    doc = _load(body)
-    request: ExportTraceServiceRequest = _parse(
-        ExportTraceServiceRequest, {"resourceSpans": doc.get("resourceSpans") or []}, "traces"
-    )
+    request: ExportTraceServiceRequest = _parse(ExportTraceServiceRequest, _load(body), "traces")
     return request
 
 
 def parse_json_logs(body: bytes | str | Mapping[str, Any]) -> ExportLogsServiceRequest:
     """An OTLP/JSON logs document (hex ids) as an `ExportLogsServiceRequest`."""
-    doc = _load(body)
-    request: ExportLogsServiceRequest = _parse(
-        ExportLogsServiceRequest, {"resourceLogs": doc.get("resourceLogs") or []}, "logs"
-    )
+    request: ExportLogsServiceRequest = _parse(ExportLogsServiceRequest, _load(body), "logs")
     return request
 
 

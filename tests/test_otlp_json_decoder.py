@@ -45,8 +45,8 @@ def _b64_ids(node: Any, in_item: bool = False) -> Any:
 def reference(doc: dict[str, Any]) -> tuple[bytes, bytes]:
     spans, logs = ExportTraceServiceRequest(), ExportLogsServiceRequest()
     fixed = _b64_ids(doc)
-    json_format.ParseDict({"resourceSpans": fixed.get("resourceSpans") or []}, spans, ignore_unknown_fields=True)
-    json_format.ParseDict({"resourceLogs": fixed.get("resourceLogs") or []}, logs, ignore_unknown_fields=True)
+    json_format.ParseDict(fixed, spans, ignore_unknown_fields=True)  # the other signal's key is unknown to each
+    json_format.ParseDict(fixed, logs, ignore_unknown_fields=True)
     return spans.SerializeToString(deterministic=True), logs.SerializeToString(deterministic=True)
 
 
@@ -101,7 +101,7 @@ def _any_value(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, 
 
 
 _value = st.recursive(st.text(max_size=5).map(lambda v: {"stringValue": v}), _any_value, max_leaves=6)
-_attrs = st.lists(st.tuples(st.text(max_size=6), _value), max_size=4).map(
+_attrs = st.lists(st.tuples(st.text(max_size=6), _value | st.none()), max_size=4).map(
     lambda kvs: [{"key": k, "value": v} for k, v in kvs]
 )
 _kind = st.integers(min_value=0, max_value=5) | st.sampled_from(["SPAN_KIND_SERVER", "SPAN_KIND_CLIENT"])
@@ -142,14 +142,17 @@ def _document(draw: st.DrawFn) -> dict[str, Any]:
         "eventName": draw(st.text(max_size=5)),
     }
     resource = {"attributes": draw(_attrs)}
+    camel = draw(st.booleans())  # the protobuf JSON mapping's parsers take the proto names too
     return {
-        "resourceSpans": [
+        "resourceSpans" if camel else "resource_spans": [
             {
                 "resource": resource,
                 "scopeSpans": [{"scope": {"name": "s", "version": "1"}, "spans": draw(st.lists(_span(), max_size=3))}],
             }
         ],
-        "resourceLogs": [{"resource": resource, "scopeLogs": [{"scope": {"name": "s"}, "logRecords": [record]}]}],
+        "resourceLogs" if camel else "resource_logs": [
+            {"resource": resource, "scopeLogs": [{"scope": {"name": "s"}, "logRecords": [record]}]}
+        ],
     }
 
 
@@ -198,3 +201,34 @@ def test_a_large_document_decodes_the_same() -> None:
     spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"] = spans * 50
     assert decoded(doc) == reference(doc)
+
+
+def test_null_is_an_unset_field_and_proto_names_are_read() -> None:
+    """As the protobuf JSON mapping says: a null value is the field unset (a JavaScript exporter writes
+    `"value": null` for an attribute it could not type), and the proto field names are read as well as
+    the lowerCamelCase ones, at every level (the OpenTelemetry Collector reads both too)."""
+    doc = {
+        "resource_spans": [
+            {
+                "scope_spans": [
+                    {
+                        "spans": [
+                            {
+                                "trace_id": "5b8efff798038103d269b633813fc60c",
+                                "span_id": "eee19b7ec3c1b174",
+                                "name": "chat",
+                                "attributes": [{"key": "a", "value": None}, {"key": "b", "value": {"intValue": 1}}],
+                                "status": None,
+                            }
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    (span,) = parse_json_traces(json.dumps(doc)).resource_spans[0].scope_spans[0].spans
+    assert span.trace_id.hex() == "5b8efff798038103d269b633813fc60c" and span.name == "chat"
+    assert [(kv.key, kv.HasField("value"), kv.value.int_value) for kv in span.attributes] == [
+        ("a", False, 0),
+        ("b", True, 1),
+    ]
