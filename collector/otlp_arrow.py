@@ -63,8 +63,19 @@ def truncate_values(attrs: dict[str, Any], limit: int) -> list[str]:
             attrs[key] = raw[:limit].decode("utf-8", errors="ignore")
             cut.append(key)
     if cut:
-        attrs[TRUNCATED] = sorted(set(cut) | set(attrs.get(TRUNCATED) or ()))
+        attrs[TRUNCATED] = flagged(attrs, cut)
     return cut
+
+
+def flagged(attrs: dict[str, Any], cut: list[str]) -> list[str]:
+    """`tracevals.truncated` with the keys `cut` added: what the sender put there is kept as text (a list of
+    keys as it should be; a string or a number, which it should not be, as one more entry)."""
+    given = attrs.get(TRUNCATED)
+    if given is None:
+        given = []
+    elif not isinstance(given, list):
+        given = [given]
+    return sorted({*cut, *(v if isinstance(v, str) else _dumps(v) for v in given)})
 
 
 def _events(span: Span, limit: int | None) -> str:
@@ -205,7 +216,7 @@ def log_tuples(
                     holder = {"body": body}
                     if truncate_values(holder, max_value_bytes):
                         body = holder["body"]
-                        attrs[TRUNCATED] = sorted({*(attrs.get(TRUNCATED) or ()), "body"})
+                        attrs[TRUNCATED] = flagged(attrs, ["body"])
                     truncate_values(attrs, max_value_bytes)
                 observed = record.observed_time_unix_nano or None
                 rows.append(

@@ -13,13 +13,14 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tracevals.cli import main
 from tracevals.collector.config import ConfigError, load_config, parse_config
 from tracevals.collector.from_otlp import rows_from_request
-from tracevals.collector.otlp_arrow import TRUNCATED, spans_table
+from tracevals.collector.otlp_arrow import TRUNCATED, logs_table, spans_table
 from tracevals.collector.sampling import SessionSampler, session_kept
 from tracevals.collector.schema import SPAN_SCHEMA
 from tracevals.collector.testing import config_document
@@ -133,6 +134,40 @@ def test_oversized_values_are_truncated_and_flagged_never_dropped() -> None:
     attrs = json.loads(attributes)
     assert attrs[TRUNCATED] == ["gen_ai.tool.call.arguments"]
     assert attrs["gen_ai.tool.call.arguments"] == "é" * 512 and attrs["small"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, ["gen_ai.tool.call.arguments"]),
+        (["input.value"], ["gen_ai.tool.call.arguments", "input.value"]),
+        ("input.value", ["gen_ai.tool.call.arguments", "input.value"]),
+        (5, ["5", "gen_ai.tool.call.arguments"]),
+        ([1, "x", True], ["1", "gen_ai.tool.call.arguments", "true", "x"]),
+    ],
+)
+def test_a_truncated_flag_the_sender_set_is_merged_whatever_its_type(given: Any, expected: list[str]) -> None:
+    """`tracevals.truncated` set by the sender (a list of keys, or a value of another type) is merged with
+    what the collector cuts: an integer there once made the span unwritable (dropped after acknowledging)."""
+    attrs: dict[str, Any] = {"gen_ai.tool.call.arguments": "x" * 5000}
+    if given is not None:
+        attrs[TRUNCATED] = given
+    request = _request({k: v for k, v in attrs.items() if not isinstance(v, list)})
+    if isinstance(given, list):
+        value = request.resource_spans[0].scope_spans[0].spans[0].attributes.add(key=TRUNCATED).value
+        for item in given:
+            value.array_value.values.append(_kv("_", item).value)
+    (attributes,) = spans_table(request, max_value_bytes=1024)["attributes"].to_pylist()
+    assert json.loads(attributes)[TRUNCATED] == expected
+
+
+def test_a_log_record_with_a_truncated_flag_of_another_type_is_kept() -> None:
+    request = ExportLogsServiceRequest()
+    record = request.resource_logs.add().scope_logs.add().log_records.add(time_unix_nano=10)
+    record.body.string_value = "y" * 5000
+    record.attributes.append(_kv(TRUNCATED, 7))
+    (attributes,) = logs_table(request, max_value_bytes=1024)["attributes"].to_pylist()
+    assert json.loads(attributes)[TRUNCATED] == ["7", "body"]
 
 
 _values = st.one_of(st.text(max_size=8), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.floats(allow_nan=False))
