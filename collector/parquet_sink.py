@@ -1,11 +1,13 @@
 """The collector's Parquet exporter: row groups appended to open files, committed on rotation.
 
 Each (table, date, hour) partition has at most one open file, written under a hidden temporary name
-(`.part-….parquet.tmp`, which no reader's `*.parquet` glob matches). Rotation — by rows, bytes on
+(`.part-….<owner>.parquet.tmp`, which no reader's `*.parquet` glob matches). Rotation — by rows, bytes on
 disk or age, whichever comes first — closes every open file, fsyncs it, renames it into place and
 fsyncs the folder: the same commit as `lake_writer.write_table_atomically`, so a reader never sees a
 partial file. Until then the rows are safe in the write-ahead log; a crash leaves `.tmp` files that
-`remove_stale` deletes on the next start, before the log is replayed.
+`remove_stale` deletes on the next start, before the log is replayed: only this sink's own (`owner`, one
+per write-ahead log), since other writers may share the lake (another collector with its own log, an
+agent's embedded writer, `tracevals ingest`), and a temporary file of theirs is a write in progress.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ _DICTIONARY_COLUMNS = {
     ],
     "logs": ["event_name", "severity_text", "resource_attributes", "scope_name", "service_name"],
 }  # fmt: skip
+
+
+LEGACY_STALE_S = 3600.0  # an ownerless temporary file older than this is a crash's leftover
 
 
 @dataclass
@@ -60,8 +65,12 @@ class RotatingParquetSink:
         max_rows: int = 500_000,
         max_bytes: int = 128 * 1024**2,
         max_age: float = 30.0,
+        owner: str = "c",
     ) -> None:
+        if not owner.isalnum():
+            raise ValueError(f"owner {owner!r} must be letters and digits (it is part of file names)")
         self.lake = lake
+        self.owner = owner
         self.compression = compression
         self.compression_level = compression_level
         self.max_rows, self.max_bytes, self.max_age = max_rows, max_bytes, max_age
@@ -71,11 +80,23 @@ class RotatingParquetSink:
         self.rows_committed = 0
 
     def remove_stale(self) -> int:
-        """Delete temporary files a crashed collector left (their rows are still in the log)."""
-        stale = [p for table in TABLES for p in (self.lake / table).rglob(".part-*.parquet.tmp")]
-        for path in stale:
-            path.unlink()
-        return len(stale)
+        """Delete the temporary files this sink's previous run left at a crash (their rows are still in its
+        log), and, older than `LEGACY_STALE_S`, those without an owner (a crashed embedded writer's, or a
+        collector's from before owners: no write takes that long). Others' are writes in progress."""
+        own = f".{self.owner}.parquet.tmp"
+        cutoff = time.time() - LEGACY_STALE_S
+        removed = 0
+        for table in TABLES:
+            for path in (self.lake / table).rglob(".part-*.parquet.tmp"):
+                owned = path.name.endswith(own)
+                legacy = path.name.count(".") == 3  # .part-<ns>-<uuid>.parquet.tmp: no owner
+                try:
+                    if owned or (legacy and path.stat().st_mtime < cutoff):
+                        path.unlink()
+                        removed += 1
+                except FileNotFoundError:  # its writer committed or removed it meanwhile
+                    continue
+        return removed
 
     def write(self, table_name: str, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -90,7 +111,7 @@ class RotatingParquetSink:
             directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
             directory.mkdir(parents=True, exist_ok=True)
             stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
-            tmp = directory / f".{stem}.parquet.tmp"
+            tmp = directory / f".{stem}.{self.owner}.parquet.tmp"
             writer = pq.ParquetWriter(
                 tmp,
                 TABLES[table_name][0],

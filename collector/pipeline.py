@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import logging
 import os
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,6 +81,12 @@ def _parse(kind: int, payload: bytes) -> Any:
     return message
 
 
+def _owner(wal: Path) -> str:
+    """The name this collector's temporary lake files carry: one per write-ahead log (the log's lock makes
+    it one collector's), so that at start it deletes its own crash leftovers and no other writer's."""
+    return "c" + hashlib.sha1(os.fsencode(os.path.abspath(wal))).hexdigest()[:10]
+
+
 def release_unused_memory() -> None:
     """Hand the allocators' free memory back to the system: Arrow's pool, and glibc's heap where it is one."""
     pa.default_memory_pool().release_unused()
@@ -102,7 +110,7 @@ class Pipeline:
         self.config = config
         ex = config.exporter
         self.sink = sink or RotatingParquetSink(
-            ex.path, ex.compression, ex.compression_level, ex.max_rows, ex.max_bytes, ex.max_age
+            ex.path, ex.compression, ex.compression_level, ex.max_rows, ex.max_bytes, ex.max_age, _owner(ex.wal_path)
         )
         self.wal = WriteAheadLog(ex.wal_path)
         self.stats = PipelineStats()
@@ -138,7 +146,19 @@ class Pipeline:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Recover what a previous run left (stale temp files, the log), then start the threads."""
+        """Recover what a previous run left (stale temp files, the log), then start the threads. The log's
+        lock first: a second collector on the same log stops here (`wal.LogInUse`), before touching it."""
+        self.wal.lock()
+        try:
+            self._recover()
+        except BaseException:
+            self.wal.close()  # releases the lock
+            raise
+        self._spawn(self._export_loop, "tracevals-exporter")
+        if self.config.memory_limiter is not None:
+            self._spawn(self._memory_loop, "tracevals-memory-limiter")
+
+    def _recover(self) -> None:
         self.stats.stale_files_removed = self.sink.remove_stale()
         for kind, payload in self.wal.replay():
             try:
@@ -153,9 +173,6 @@ class Pipeline:
         self.sink.commit()
         self.wal.open()
         self.wal.discard_old()
-        self._spawn(self._export_loop, "tracevals-exporter")
-        if self.config.memory_limiter is not None:
-            self._spawn(self._memory_loop, "tracevals-memory-limiter")
 
     def _spawn(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -10,10 +10,15 @@ Layout: `wal-<seq>.log` segments. A record is a header `kind (1 byte) | length (
 the payload. A crash can leave a torn last record; its CRC (or its length running past the end of the
 file) marks it, and it was never acknowledged, so replay stops there. A sealed segment is deleted once
 every record in it is in a committed Parquet file (`mark_committed`).
+
+One collector at a time: `lock()` takes an exclusive lock on the directory (`LOCK`, flock; the kernel
+drops it when the process ends, `kill -9` included). A second collector on the same log would replay and
+then delete segments the first is still appending to: it fails at start instead (`LogInUse`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
@@ -40,6 +45,10 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+class LogInUse(OSError):
+    """Another process holds the write-ahead log's lock."""
+
+
 class WriteAheadLog:
     """Append-only, fsynced segments in `directory`; thread-safe."""
 
@@ -57,6 +66,39 @@ class WriteAheadLog:
         self._first_seq = 0
         self._size = 0
         self.bytes_appended = 0
+        self._lock_fd: int | None = None
+
+    def lock(self) -> None:
+        """Take the directory's lock, held until `close` (or the process's end); `LogInUse` if another
+        process holds it. Call before `replay`."""
+        if self._lock_fd is not None:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / "LOCK"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl  # POSIX; where it is missing, no lock (one collector per log is then on the user)
+        except ImportError:
+            self._lock_fd = fd
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise LogInUse(
+                f"the write-ahead log {self.directory} is in use by another collector (pid {holder}); stop it, "
+                "or give this one its own exporters.parquet.wal.dir (and ports)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
 
     def segments(self) -> list[Path]:
         return sorted(self.directory.glob("wal-*.log"))
@@ -172,9 +214,11 @@ class WriteAheadLog:
             _fsync_dir(self.directory)
 
     def close(self, delete_current: bool = False) -> None:
-        """Close the open segment; `delete_current` when all its records are committed (clean shutdown)."""
+        """Close the open segment; `delete_current` when all its records are committed (clean shutdown).
+        Releases the directory's lock."""
         with self._lock:
             if self._fh is None:
+                self._unlock()
                 return
             self._sync_locked()  # appends still waiting for their fdatasync find their records durable
             self._fh.close()
@@ -183,6 +227,7 @@ class WriteAheadLog:
             if delete_current and done:
                 (self.directory / f"wal-{self._seq:012d}.log").unlink(missing_ok=True)
                 _fsync_dir(self.directory)
+            self._unlock()
 
 
 def _read_segment(path: Path) -> Iterator[tuple[int, bytes]]:

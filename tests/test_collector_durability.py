@@ -22,8 +22,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracevals.collector.testing import config_document
-from tracevals.collector.wal import TRACES, WriteAheadLog
+from tracevals.collector.parquet_sink import LEGACY_STALE_S, RotatingParquetSink
+from tracevals.collector.service import Collector
+from tracevals.collector.testing import config_document, local_config
+from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog
 
 CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
 
@@ -227,3 +229,59 @@ def _record_end(segment: Path, byte: int) -> int:
     """Where the record made of `byte` repeated ends in `segment`."""
     data = segment.read_bytes()
     return data.index(bytes([byte]) * 1000) + 1000
+
+
+def test_the_log_takes_one_collector_at_a_time(tmp_path: Path) -> None:
+    first = WriteAheadLog(tmp_path / "wal")
+    first.lock()
+    second = WriteAheadLog(tmp_path / "wal")
+    with pytest.raises(LogInUse, match=rf"in use by another collector \(pid {os.getpid()}\).*own exporters"):
+        second.lock()
+    first.open()
+    first.close()  # releases the lock
+    second.lock()
+    second.close()
+
+
+def test_a_second_collector_on_the_same_log_stops_before_touching_it(tmp_path: Path) -> None:
+    """Started by mistake with the first one's config, a second collector used to replay the first's log,
+    then delete its open segment (what the first acknowledged after that had no log behind it) and its
+    temporary Parquet files. Now it stops at start with one line, and the first loses nothing."""
+    first = Collector(local_config(tmp_path / "lake"))
+    first.start()
+    try:
+        batch = _spans(1, 5)[0]
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{first.http_port}/v1/traces")
+        assert exporter.export(batch) == SpanExportResult.SUCCESS
+        segments = sorted((tmp_path / "lake" / "_wal").glob("wal-*.log"))
+        assert segments
+        second = Collector(local_config(tmp_path / "lake"))
+        with pytest.raises(LogInUse):
+            second.start()
+        assert sorted((tmp_path / "lake" / "_wal").glob("wal-*.log")) == segments
+        later = _spans(1, 3)[0]
+        assert exporter.export(later) == SpanExportResult.SUCCESS
+    finally:
+        first.stop()
+    assert _lake_span_ids(tmp_path / "lake") == _ids(batch) | _ids(later)
+
+
+def test_a_collector_removes_only_its_own_leftovers(tmp_path: Path) -> None:
+    """At start a collector deletes the temporary files its crashed run left, not another writer's write
+    in progress (another collector with its own log, an agent's embedded writer); an ownerless one only
+    when it is over an hour old."""
+    directory = tmp_path / "lake" / "spans" / "date=2026-11-30" / "hour=01"
+    directory.mkdir(parents=True)
+    sink = RotatingParquetSink(tmp_path / "lake", owner="cmine")
+    names = {
+        "own": ".part-1-a.cmine.parquet.tmp",
+        "other collector": ".part-2-b.cother.parquet.tmp",
+        "embedded, writing": ".part-3-c.parquet.tmp",
+        "embedded, crashed": ".part-4-d.parquet.tmp",
+    }
+    for name in names.values():
+        (directory / name).write_bytes(b"PAR1")
+    old = time.time() - LEGACY_STALE_S - 60
+    os.utime(directory / names["embedded, crashed"], (old, old))
+    assert sink.remove_stale() == 2
+    assert sorted(p.name for p in directory.iterdir()) == sorted([names["other collector"], names["embedded, writing"]])
