@@ -2,9 +2,9 @@
 
 The collector's Python work runs under one interpreter lock: its threads (the receivers', the exporter's)
 take turns, and when they are free to run on several cores every hand-over of the lock wakes a thread on
-another core. Pinned to one core the same work costs ~5-10% less CPU a span (bench/ingest.py prints both),
-so the efficient deployment is one collector process per core, each pinned to its own
-(docs/collector.md, "Performance").
+another core. Pinned to one core the same work costs 5-15% less CPU a span (bench/ingest.py prints both),
+so the efficient deployment is one collector process per core, each pinned to its own (docs/collector.md,
+"Speed").
 """
 
 from __future__ import annotations

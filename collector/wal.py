@@ -83,9 +83,11 @@ class WriteAheadLog:
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
+            if not isinstance(exc, BlockingIOError):
+                raise
             raise LogInUse(
                 f"the write-ahead log {self.directory} is in use by another collector (pid {holder}); stop it, "
                 "or give this one its own exporters.parquet.wal.dir (and ports)"
