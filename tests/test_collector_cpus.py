@@ -70,7 +70,7 @@ def test_every_thread_of_a_pinned_collector_runs_on_the_cpu_given(tmp_path: Path
     proc = subprocess.Popen([*cmd, "--cpus", str(cpu)], stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
-        deadline = time.monotonic() + 90
+        deadline, line = time.monotonic() + 90, ""
         for line in proc.stderr:
             if "listening" in line or time.monotonic() > deadline:
                 break
