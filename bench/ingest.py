@@ -11,7 +11,7 @@ flush is in. spans/s per core = spans committed / collector CPU seconds.
 Two modes, one after the other: `pinned`, the collector on one core (`tracevals collect --cpus N`, the last
 CPU) and the load generator on the others: the target's "on one core", and the deployment docs/collector.md
 recommends; `free`, the collector's threads free to run on every core, for comparison (the interpreter
-lock's hand-overs between cores cost ~5-10% more CPU a span). In the same run the raw protobuf decode rate
+lock's hand-overs between cores cost 5-15% more CPU a span). In the same run the raw protobuf decode rate
 of the same payload (`ExportTraceServiceRequest.FromString`, no attribute walk) is measured in this
 process: the floor any Python receiver sits on. Target: >= 100,000 spans/s on one core.
 """

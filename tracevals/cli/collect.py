@@ -74,13 +74,13 @@ def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
     config = _load(config_path)
     try:
         chosen = parse_cpus(cpus) if cpus is not None else None
-        if chosen is not None:
-            check(chosen)
         if validate:
+            if chosen is not None:
+                check(chosen)
             click.echo(f"config OK ({config.source}): {_describe(config)}")
             return
         if chosen is not None:
-            pin(chosen)  # before the collector starts its threads
+            pin(chosen)  # checks the list, then pins, before the collector starts its threads
     except CpuError as exc:
         raise click.ClickException(str(exc)) from None
     from tracevals.collector.service import Collector  # imported here: --validate stays fast
