@@ -25,7 +25,7 @@ from tracevals.collector.lake_writer import ROW_GROUP_ROWS, TABLES, bloom_filter
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
-_DICTIONARY_COLUMNS = {
+DICTIONARY_COLUMNS = {
     "spans": [
         "name", "span_kind", "status_code", "resource_attributes", "scope_name", "scope_version", "service_name",
         "dialect", "normalizer_version", "kind", "operation", "agent_name", "provider", "model", "tool_name",
@@ -117,7 +117,7 @@ class RotatingParquetSink:
                 TABLES[table_name][0],
                 compression=self.compression,
                 compression_level=self.compression_level,
-                use_dictionary=_DICTIONARY_COLUMNS.get(table_name, True),
+                use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
                 bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
             )
             open_file = self._open[key] = _OpenFile(writer, tmp, directory / f"{stem}.parquet")

@@ -3,47 +3,15 @@ query over the whole lake, including traces whose spans or log records fall in t
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
-from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc
+from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc, moved
 
 from tracevals.queries import LakeError, open_lake
 from tracevals.queries.export import export_view
-
-HOUR_NS = 3_600 * 10**9
-
-
-def _moved(doc: dict[str, Any], copy_no: int, hours: int, late: str | None = None) -> dict[str, Any]:
-    """A copy of an OTLP/JSON document as another trace, `hours` later; `late`: its first span ("span")
-    or last log record ("log") an hour later again, so that the trace falls in two hours."""
-    doc = copy.deepcopy(doc)
-
-    def move(item: dict[str, Any], keys: tuple[str, ...], by: int) -> None:
-        item["traceId"] = item["traceId"][:-4] + f"{copy_no:04x}"
-        for key in keys:
-            if key in item:
-                item[key] = str(int(item[key]) + by)
-
-    first = True
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs["scopeSpans"]:
-            for span in ss["spans"]:
-                by = hours * HOUR_NS + (HOUR_NS if late == "span" and first else 0)
-                move(span, ("startTimeUnixNano", "endTimeUnixNano"), by)
-                for event in span.get("events", []):
-                    event["timeUnixNano"] = str(int(event["timeUnixNano"]) + by)
-                first = False
-    records = [r for rl in doc.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
-    records = [r for r in records if r.get("traceId")]
-    for i, record in enumerate(records):  # the last one (a model's choice, with its tool calls) late
-        by = hours * HOUR_NS + (HOUR_NS if late == "log" and i == len(records) - 1 else 0)
-        move(record, ("timeUnixNano", "observedTimeUnixNano"), by)
-    return doc
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +25,8 @@ def spread_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for hours in range(5):
             n += 1
             late = {1: "span", 3: "log"}.get(hours)
-            ingest_doc(lake, _moved(doc, n, hours, late))
-        ingest_doc(lake, _moved(doc, n, 4))  # the last copy again
+            ingest_doc(lake, moved(doc, n, hours, late))
+        ingest_doc(lake, moved(doc, n, 4))  # the last copy again
     assert len(list((lake / "spans").glob("date=*/hour=*"))) >= 5
     return lake
 

@@ -12,6 +12,7 @@ from tracevals import __version__
 # help is shown), so `tracevals sql` does not pay for importing the collector or the simulator.
 COMMANDS: dict[str, str] = {
     "collect": "tracevals.cli.collect:collect",
+    "compact": "tracevals.cli.compact:compact",
     "demo": "tracevals.cli.demo:demo",
     "export": "tracevals.cli.export:export",
     "gate": "tracevals.cli.gate:gate",
@@ -24,6 +25,7 @@ COMMANDS: dict[str, str] = {
 
 HELP = {
     "collect": "Receive OTLP (gRPC and HTTP) and write a durable Parquet lake.",
+    "compact": "Rewrite the closed hours of a lake as a few large files sorted by session.",
     "demo": "Run the bundled order-support cases k times for two variants and compare them.",
     "export": "Write every row of a per-trace view (trajectories, steps ...) to Parquet, an hour group at a time.",
     "gate": "Pass or fail a candidate variant against a baseline on release thresholds (exit 0 or 1).",

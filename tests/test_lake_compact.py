@@ -1,0 +1,243 @@
+"""`tracevals compact`: the closed hours of a lake rewritten as one file each, sorted by session, with
+every row kept and every view unchanged; a crash between commit and delete finished by the next run."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc, ingest_scrambled, moved
+
+from tracevals.collector import compact as compaction
+from tracevals.collector.compact import MARKER, ROW_GROUP_ROWS, CompactError, compact, compacted_from
+from tracevals.collector.lake_writer import write_table_atomically
+from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.queries import VIEW_NAMES, open_lake, session_lookup
+
+
+def _build(lake: Path) -> None:
+    """Every dialect's conversation in four hours, many files an hour (one per document, and one
+    conversation dealt into four files in random order), one document written twice (a retry)."""
+    n = 0
+    for dialect in DIALECTS:
+        doc = fixture_doc(dialect)
+        for hours in range(4):
+            n += 1
+            ingest_doc(lake, moved(doc, n, hours, {1: "span", 2: "log"}.get(hours)))
+        ingest_doc(lake, moved(doc, n, 3))  # the last copy again
+        n += 1
+        ingest_scrambled(lake, [moved(doc, n, 2)], seed=n)
+
+
+@pytest.fixture()
+def built(tmp_path: Path) -> Path:
+    lake = tmp_path / "lake"
+    _build(lake)
+    return lake
+
+
+def _files(lake: Path, table: str = "spans") -> list[Path]:
+    return sorted(p for p in (lake / table).rglob("*.parquet"))
+
+
+def _raw(lake: Path, table: str = "spans") -> list[tuple[Any, ...]]:
+    """Every row of the table's files, source file aside, in a canonical order."""
+    files = [str(p) for p in _files(lake, table)]
+    con = duckdb.connect()
+    return con.execute(f"SELECT * FROM read_parquet({files}, union_by_name = true) ORDER BY ALL").fetchall()
+
+
+def _views(lake: Path, views: tuple[str, ...] = VIEW_NAMES) -> dict[str, list[tuple[Any, ...]]]:
+    con = open_lake(lake, materialize=True)  # the base views computed once: each view then plans quickly
+    out = {}
+    for view in views:
+        columns = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
+        exclude = " EXCLUDE (source_file)" if "source_file" in columns else ""
+        out[view] = con.execute(f"SELECT *{exclude} FROM {view} ORDER BY ALL").fetchall()
+    return out
+
+
+def test_every_row_and_every_view_is_the_same_after_compaction(built: Path) -> None:
+    before_files = _files(built) + _files(built, "logs")
+    before = {table: _raw(built, table) for table in ("spans", "logs")}
+    views = _views(built)
+    assert len(before_files) > 2 * len(list(built.glob("*/date=*/hour=*")))  # several files an hour
+
+    result = compact(built, min_age_s=0)
+
+    assert result.files_in == len(before_files) and not any(p.error for p in result.partitions)
+    partitions = list(built.glob("*/date=*/hour=*"))
+    assert result.files_out == len(partitions) == len(_files(built) + _files(built, "logs"))
+    assert {table: _raw(built, table) for table in ("spans", "logs")} == before
+    assert _views(built) == views and views["trajectories"]
+    for path in _files(built):
+        names = compacted_from(path)
+        assert names and all(not (path.parent / name).exists() for name in names)
+        table = pq.read_table(path, partitioning=None)
+        keys = list(zip(*(table[c].to_pylist() for c in ("session_id", "trace_id", "start_time")), strict=True))
+        present = [k for k in keys if k[0] is not None]
+        assert present == sorted(present) and keys[: len(present)] == present  # sorted, nulls last
+        meta = pq.read_metadata(path)
+        assert all(meta.row_group(i).num_rows <= ROW_GROUP_ROWS for i in range(meta.num_row_groups))
+
+
+def test_a_session_lookup_is_the_same_after_compaction(built: Path) -> None:
+    con = open_lake(built)
+    sessions = [r[0] for r in con.execute("SELECT DISTINCT session_id FROM sessions ORDER BY 1 LIMIT 5").fetchall()]
+    assert sessions
+    before = {s: session_lookup(con, s, "turns").sort_by("trace_id").to_pylist() for s in sessions}
+    compact(built, min_age_s=0)
+    con = open_lake(built)
+    assert {s: session_lookup(con, s, "turns").sort_by("trace_id").to_pylist() for s in sessions} == before
+
+
+def test_a_second_run_does_nothing_and_a_late_file_is_merged_on_the_next(built: Path) -> None:
+    compact(built, min_age_s=0)
+    compacted = _files(built)
+    again = compact(built, min_age_s=0)
+    assert again.partitions == [] and _files(built) == compacted
+
+    # a span that arrives late for an hour already compacted
+    before = _raw(built)
+    late = pq.read_table(compacted[0], partitioning=None).slice(0, 1)
+    late = late.set_column(late.schema.get_field_index("span_id"), "span_id", pa.array(["00000000000000aa"]))
+    write_table_atomically(late.replace_schema_metadata(None).cast(SPAN_SCHEMA), compacted[0].parent)
+    assert len(list(compacted[0].parent.glob("*.parquet"))) == 2
+    third = compact(built, min_age_s=0)
+    assert [(p.files_in, p.files_out) for p in third.partitions] == [(2, 1)]
+    assert len(list(compacted[0].parent.glob("*.parquet"))) == 1
+    assert len(_raw(built)) == len(before) + 1
+
+
+def test_open_hours_are_left_alone(built: Path) -> None:
+    hours = sorted(built.glob("spans/date=*/hour=*"))
+    last = dt_end(hours[-1])
+    # the clock just after the second-to-last hour ended: only the hours before it are closed enough
+    result = compact(built, min_age_s=600, now=dt_end(hours[-2]) + 600)
+    done = {p.partition for p in result.partitions if p.table == "spans"}
+    assert done == {str(h.relative_to(built / "spans")) for h in hours[:-1]}
+    assert last > dt_end(hours[-2])
+    assert all(compacted_from(p) is None for p in hours[-1].glob("*.parquet"))
+
+
+def dt_end(partition: Path) -> float:
+    import datetime as dt
+
+    start = dt.datetime.fromisoformat(f"{partition.parent.name[5:]}T{partition.name[5:]}:00:00+00:00")
+    return start.timestamp() + 3600
+
+
+def test_a_crash_between_commit_and_delete_is_finished_by_the_next_run(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _raw(built)
+    views = _views(built, ("spans", "logs", "trajectories", "sessions"))
+    real_unlink = Path.unlink
+    calls = {"n": 0}
+
+    def crash_after_two(self: Path, missing_ok: bool = False) -> None:
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt("power cut")
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", crash_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        compact(built, min_age_s=0)
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    # the committed file and the rest of the files it holds are both there: rows twice on disk ...
+    assert len(_raw(built)) > len(before)
+    assert _views(built, tuple(views)) == views  # ... which the views count once
+    result = compact(built, min_age_s=0)
+    assert sum(p.leftovers_removed for p in result.partitions) >= 1
+    assert _raw(built) == before and _views(built, tuple(views)) == views
+    assert not list(built.rglob(".compact-*"))
+
+
+def test_files_too_big_for_one_group_become_several_sorted_files(built: Path) -> None:
+    before = _raw(built)
+    partition = max(built.glob("spans/date=*/hour=*"), key=lambda d: len(list(d.glob("*.parquet"))))
+    sources = len(list(partition.glob("*.parquet")))
+    compact(built, min_age_s=0, group_bytes=1)  # every file a group of its own
+    assert len(list(partition.glob("*.parquet"))) == sources
+    assert all(compacted_from(p) for p in partition.glob("*.parquet"))
+    assert _raw(built) == before
+    assert compact(built, min_age_s=0, group_bytes=1).partitions == []  # and stays so
+
+
+def test_columns_an_older_file_lacks_are_null_and_unknown_columns_are_kept(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ingest_doc(lake, fixture_doc("genai_current"))
+    [path] = _files(lake)
+    table = pq.read_table(path, partitioning=None)
+    old = table.drop_columns(["tool_effect"]).append_column("from_the_future", pa.array(["x"] * table.num_rows))
+    write_table_atomically(old.replace_schema_metadata(None), path.parent)  # an older writer's file
+    write_table_atomically(old.replace_schema_metadata(None), path.parent)
+    path.unlink()  # no file of the hour has tool_effect
+    compact(lake, min_age_s=0)
+    [merged] = _files(lake)
+    out = pq.read_table(merged, partitioning=None)
+    assert out.num_rows == 2 * table.num_rows
+    assert out.schema.names[: len(SPAN_SCHEMA)] == SPAN_SCHEMA.names
+    assert out["from_the_future"].to_pylist() == ["x"] * out.num_rows
+    assert out["tool_effect"].null_count == out.num_rows
+    kept = out.drop_columns(["tool_effect", "from_the_future"]).to_pylist()
+    assert sorted(kept, key=repr) == sorted(table.drop_columns(["tool_effect"]).to_pylist() * 2, key=repr)
+
+
+def test_the_compacted_file_keeps_its_newest_sources_time_for_live_scoring(built: Path) -> None:
+    partition = max(built.glob("spans/date=*/hour=*"), key=lambda d: len(list(d.glob("*.parquet"))))
+    newest = max(p.stat().st_mtime for p in partition.glob("*.parquet"))
+    time.sleep(0.05)
+    compact(built, min_age_s=0)
+    [merged] = partition.glob("*.parquet")
+    assert merged.stat().st_mtime == newest
+    assert MARKER in (pq.read_metadata(merged).metadata or {})
+
+
+def test_a_second_compaction_waits_and_stale_temporary_files_go(built: Path) -> None:
+    fd = os.open(built / ".compact.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(CompactError, match="another compaction"):
+            compact(built, min_age_s=0)
+    finally:
+        os.close(fd)
+    partition = next(built.glob("spans/date=*/hour=*"))
+    stale, fresh = partition / ".compact-part-1.parquet.tmp", partition / ".compact-part-2.parquet.tmp"
+    stale.write_bytes(b"half a file")
+    fresh.write_bytes(b"another compaction's file in progress")
+    os.utime(stale, (time.time() - 2 * compaction.STALE_S,) * 2)
+    result = compact(built, min_age_s=0)
+    assert result.stale_removed == 1 and not stale.exists() and fresh.exists()
+
+
+def test_the_compact_command(built: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+
+    before = _raw(built)
+    dry = CliRunner().invoke(main, ["compact", "--lake", str(built), "--min-age", "0", "--dry-run", "--format", "json"])
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)
+    assert planned and all(row["files_out"] == 0 for row in planned) and _raw(built) == before
+    run = CliRunner().invoke(main, ["compact", "--lake", str(built), "--min-age", "0s", "--format", "json"])
+    assert run.exit_code == 0, run.output
+    rows = json.loads(run.stdout)
+    assert [(r["table"], r["partition"], r["files_in"]) for r in rows] == [
+        (r["table"], r["partition"], r["files_in"]) for r in planned
+    ]
+    assert _raw(built) == before
+    missing = CliRunner().invoke(main, ["compact", "--lake", str(tmp_path / "nope")])
+    assert missing.exit_code == 1 and "is not a directory" in missing.output
+    bad = CliRunner().invoke(main, ["compact", "--lake", str(built), "--min-age", "soon"])
+    assert bad.exit_code == 2 and "not a duration" in bad.output
