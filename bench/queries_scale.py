@@ -10,7 +10,9 @@ capture off, tracevals.tool_calls.ids / .names and argument hashes on. Then it t
   1. every trajectory through the views: written a group of hours at a time (`export_view`, about 10^6
      spans a group, --threads worker processes of one DuckDB thread each), then with one query
      (open_lake(materialize=True), COPY trajectories TO Parquet, --threads DuckDB threads)
-  2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection
+  2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection; then 20 lookups
+     and the export of 1 again on a copy of the lake compacted by `tracevals compact` (one file an hour,
+     sorted by session), with the compaction's time and peak RSS (--skip-compact leaves this out)
   3. the same reconstruction done naively in Python over the same rows
 with peak RSS after the export, the one query and 3 (memory_limit bounds the one query), into
 `--out`/queries_scale.json. Targets: 1 <= 20 s on 2 cores, 2 <= 100 ms.
@@ -24,6 +26,7 @@ import os
 import re
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -373,7 +376,9 @@ def _lookup_ms(con: Any, session: str, name: str) -> dict[str, Any]:
     return {f"lookup_{name}_first_ms": times[0], f"lookup_{name}_best_ms": min(times), "lookup_rows": rows}
 
 
-def _lookups_ms(lake: Path, sessions: int, limits: dict[str, Any], count: int = 20) -> dict[str, Any]:
+def _lookups_ms(
+    lake: Path, sessions: int, limits: dict[str, Any], count: int = 20, prefix: str = "lookups_open_connection"
+) -> dict[str, Any]:
     """`count` different sessions looked up one after another on one open connection (as a UI or an API
     serving lookups would): the first (cold: nothing of the lake read yet), the median, the 90th percentile
     and the slowest of the others, in milliseconds."""
@@ -387,12 +392,48 @@ def _lookups_ms(lake: Path, sessions: int, limits: dict[str, Any], count: int = 
     con.close()
     rest = sorted(times[1:])
     return {
-        "lookups_open_connection_first_ms": times[0],
-        "lookups_open_connection_median_ms": rest[len(rest) // 2],
-        "lookups_open_connection_p90_ms": rest[int(len(rest) * 0.9)],
-        "lookups_open_connection_max_ms": rest[-1],
-        "lookups_open_connection_count": count,
+        f"{prefix}_first_ms": times[0],
+        f"{prefix}_median_ms": rest[len(rest) // 2],
+        f"{prefix}_p90_ms": rest[int(len(rest) * 0.9)],
+        f"{prefix}_max_ms": rest[-1],
+        f"{prefix}_count": count,
     }
+
+
+def _compacted(lake: Path, out: Path, sessions: int, threads: int, memory_limit: str) -> dict[str, Any]:
+    """A copy of the lake compacted (`tracevals compact`, in a process of its own for its peak RSS), then
+    the lookups and the export again on it."""
+    copy = out / "compacted"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(lake, copy)
+    started = time.perf_counter()
+    # its own process, which reports its peak RSS (VmHWM: the rusage of a child counts what it forked with)
+    code = (
+        "import json, sys; from tracevals.collector.compact import compact; r = compact(sys.argv[1], min_age_s=0); "
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; "
+        "print(json.dumps([r.files_in, r.files_out, int(hwm) // 1024]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(copy)], capture_output=True, text=True, cwd=ROOT, check=True)
+    files_in, files_out, peak_mb = json.loads(done.stdout)
+    results: dict[str, Any] = {
+        "compact_s": _since(started),
+        "compact_files_in": files_in,
+        "compact_files_out": files_out,
+        "compact_peak_rss_mb": peak_mb,
+        "compacted_lake_mb": round(sum(f.stat().st_size for f in copy.rglob("*.parquet")) / 1e6, 1),
+    }
+    results.update(
+        _lookups_ms(copy, sessions, {"memory_limit": memory_limit, "threads": threads}, prefix="compacted_lookups")
+    )
+    exported = out / "trajectories_compacted"
+    shutil.rmtree(exported, ignore_errors=True)
+    started = time.perf_counter()
+    export = export_view(copy, "trajectories", exported, workers=threads, memory_limit=memory_limit)
+    results["compacted_export_all_trajectories_s"] = _since(started)
+    results["compacted_export_trajectories"] = export.rows
+    shutil.rmtree(exported, ignore_errors=True)
+    shutil.rmtree(copy, ignore_errors=True)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="reuse the lake of an earlier run of the same size")
     parser.add_argument("--skip-naive", action="store_true", help="leave out the pure-Python reconstruction")
     parser.add_argument("--snapshot-file", action="store_true", help="snapshot in a DuckDB file instead of memory")
+    parser.add_argument("--skip-compact", action="store_true", help="no lookups and export on a compacted copy")
     args = parser.parse_args(argv)
     lake, marker = args.out / "lake", args.out / "lake.spans"
     results: dict[str, Any] = {"spans": args.spans, "threads": args.threads, "memory_limit": args.memory_limit}
@@ -455,6 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     snapshot.unlink(missing_ok=True)
     results.update(_lookup_ms(open_lake(lake, **limits), session, "fresh"))
     results.update(_lookups_ms(lake, args.spans // SPANS_PER_SESSION, limits))
+
+    # 2b. the lookups (and the export) again after `tracevals compact`: one file an hour, sorted by session
+    if not args.skip_compact:
+        results.update(_compacted(lake, args.out, args.spans // SPANS_PER_SESSION, args.threads, args.memory_limit))
+        _report(args.out, results)
 
     # 3. the same reconstruction in plain Python
     if not args.skip_naive:

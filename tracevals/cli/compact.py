@@ -36,7 +36,7 @@ def _seconds(text: str) -> float:
     type=click.IntRange(min=1),
     default=GROUP_BYTES // 1024**2,
     show_default=True,
-    help="Uncompressed MiB of rows rewritten into one file; peak memory is about three times this.",
+    help="Uncompressed MiB of rows rewritten into one file; peak memory is about four times this.",
 )
 @click.option("--dry-run", is_flag=True, help="List the partitions that would be compacted; change nothing.")
 @format_option()
