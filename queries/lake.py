@@ -383,9 +383,14 @@ def files_sql(
     con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None, union_by_name: bool = True
 ) -> str:
     """Some of the lake's span or log files (`globs`, else all) read as `raw_spans` / `raw_logs` read
-    them: hive columns, source_file, and the columns older files lack as NULL."""
+    them: hive columns, source_file, and the columns no file has (an older lake format) as NULL.
+
+    union_by_name=False reads the columns of the first file only (and fails on a later file that lacks
+    one): the columns that some later file has and the first lacks are then missing from the result, not
+    NULL, so that a caller can tell (`_copied_strictly`) and read through union_by_name instead."""
     select = source_sql(lake, sub, hive=True, globs=globs, union_by_name=union_by_name)
-    return f"SELECT *{missing_columns(con, select, _DIR_SCHEMAS[sub])} FROM ({select})"
+    every = select if union_by_name else source_sql(lake, sub, hive=True, globs=globs, union_by_name=True)
+    return f"SELECT *{missing_columns(con, every, _DIR_SCHEMAS[sub])} FROM ({select})"
 
 
 def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, strict: str) -> bool:

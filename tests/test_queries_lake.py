@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from fixtures.otlp_lakes import DIALECTS, ingest_fixture
+from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
 
 from tracevals.collector.frameworks import adk_tool_response, google_adk
 from tracevals.collector.schema import SPAN_SCHEMA
@@ -112,6 +112,23 @@ def test_session_lookup_equals_the_view_and_reads_a_lake_of_two_formats(tmp_path
     # a sandboxed connection cannot change settings; the lookup still answers
     sandboxed = open_lake(lake, read_only=True)
     assert session_lookup(sandboxed, "sess-openinference", "steps").num_rows == len(expected)
+
+
+def test_a_lookup_over_files_of_two_formats_reads_every_value(tmp_path: Path) -> None:
+    """One session's spans in several files, the first of which lacks columns a later one has (an older
+    lake format first): the lookup must read the later file's values, not NULLs."""
+    lake = tmp_path / "lake"
+    ingest_scrambled(lake, [fixture_doc("genai_current")], seed=3)
+    files = sorted((lake / "spans").rglob("*.parquet"))
+    assert len(files) > 1
+    first = pq.read_table(files[0], partitioning=None)
+    pq.write_table(first.drop_columns(["tool_args_hash", "tool_name", "requested_tool_call_ids"]), files[0])
+    con = open_lake(lake)
+    [(session,)] = con.execute("SELECT DISTINCT session_id FROM sessions").fetchall()
+    for view in ("steps", "trajectories"):
+        expected = con.execute(f"SELECT * FROM {view} WHERE session_id = ?", [session]).fetchall()
+        looked_up = [tuple(row.values()) for row in session_lookup(con, session, view).to_pylist()]
+        assert sorted(map(repr, looked_up)) == sorted(map(repr, expected)) and expected
 
 
 def test_snapshots(tmp_path: Path) -> None:
