@@ -12,7 +12,7 @@ changed ones need no change here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 
@@ -71,25 +71,55 @@ def worth_computing(names: Iterable[str], compute_asked: bool = True) -> list[st
     return [n for n in wanted if (compute_asked if n in asked else n not in PASS_THROUGH and readers[n] >= 2)]
 
 
+# A caller's rule for views it knows to be empty once a view is computed (see `materialized`).
+KnownEmpty = Callable[[duckdb.DuckDBPyConnection, str], Iterable[str]]
+
+
 @contextmanager
-def materialized(con: duckdb.DuckDBPyConnection, names: Iterable[str], compute_asked: bool = True) -> Iterator[None]:
+def materialized(
+    con: duckdb.DuckDBPyConnection,
+    names: Iterable[str],
+    compute_asked: bool = True,
+    known_empty: KnownEmpty | None = None,
+) -> Iterator[None]:
     """Within the block, `names` (and the views they read that are worth it) are computed tables on this
     connection; with compute_asked=False only the views beneath them, for a caller that reads each of
-    `names` once."""
+    `names` once.
+
+    known_empty(con, name), called after each view is computed, names views that the rows at hand
+    leave empty (e.g. no message content in a session: no message parts): until the block ends they
+    read as an empty table of their columns, which costs nothing to bind, instead of their SQL."""
     created: list[str] = []
+    emptied: list[str] = []
     try:
         for name in worth_computing(names, compute_asked):
+            if name in emptied:
+                continue
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name};"
                 f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}"
             )
             created.append(name)
+            for empty in known_empty(con, name) if known_empty is not None else ():
+                if empty not in created and empty not in emptied:
+                    _read_as_empty(con, empty)
+                    emptied.append(empty)
         yield
     finally:
-        if created:  # one call: each statement costs a round trip
-            con.execute(
-                ";".join(
-                    f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_m_{name}"
-                    for name in reversed(created)
-                )
-            )
+        drops = [f"DROP VIEW IF EXISTS temp.main.{name}" for name in reversed(emptied)]
+        drops += [
+            f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_m_{name}"
+            for name in reversed(created)
+        ]
+        if drops:  # one call: each statement costs a round trip
+            con.execute(";".join(drops))
+
+
+def _read_as_empty(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Shadow view `name` with an empty table of its columns, made once per connection (binding the view
+    to learn its columns is the cost this saves) and kept: `tv_empty_<name>`."""
+    shadow = f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_empty_{name}"
+    try:
+        con.execute(shadow)
+    except duckdb.CatalogException:  # the first time on this connection
+        con.execute(f"CREATE OR REPLACE TEMP TABLE tv_empty_{name} AS SELECT * FROM {name} LIMIT 0; {shadow}")

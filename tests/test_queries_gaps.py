@@ -10,12 +10,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tracevals.collector.lake_writer import LakeWriter
 from tracevals.collector.schema import SPAN_SCHEMA
-from tracevals.queries import open_lake
+from tracevals.queries import open_lake, session_lookup
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 NAMES = st.sampled_from(["search", "refund", "send", None])
@@ -80,3 +80,24 @@ def test_tool_call_gaps_are_the_unmatched_requests(tmp_path_factory: Any, traces
     # and the steps show each gap once, as a gap step
     [(gap_steps,)] = con.execute("SELECT count(*) FROM steps WHERE is_gap").fetchall()
     assert gap_steps == len(fast)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(traces=st.lists(TRACE, min_size=1, max_size=6))
+@example(traces=[([[("search", "c1"), ("refund", "c2")], [("send", None)]], [("search", "c1", True)])])
+def test_a_session_without_content_looks_up_as_the_views_compute_it(tmp_path_factory: Any, traces: Any) -> None:
+    """No message content (capture is off by default) and no log records: session_lookup reads the message
+    views as empty tables instead of computing them; every view of the session must be what the views say,
+    gaps (found from the requested-call attributes alone) included."""
+    lake: Path = tmp_path_factory.mktemp("lake")
+    LakeWriter(lake).write_rows(_rows(traces))
+    con = open_lake(lake)
+    for view in ("trajectories", "steps", "tool_call_gaps"):
+        expected = con.execute(f"SELECT * FROM {view} WHERE session_id = 's-0000'").fetchall()
+        looked_up = [tuple(row.values()) for row in session_lookup(con, "s-0000", view).to_pylist()]
+        assert sorted(map(repr, looked_up)) == sorted(map(repr, expected))
+        assert expected or view == "tool_call_gaps"
+    # the lookup took the shortcut: it made the empty stand-in of the message views (kept for the next one)
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+    assert {"tv_empty_message_sources", "tv_empty_message_parts"} <= tables
+    assert con.execute("SELECT count(*) FROM message_parts").fetchall() == [(0,)]  # the views are back as they were
