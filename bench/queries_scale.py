@@ -10,9 +10,10 @@ capture off, tracevals.tool_calls.ids / .names and argument hashes on. Then it t
   1. every trajectory through the views: written a group of hours at a time (`export_view`, about 10^6
      spans a group, --threads worker processes of one DuckDB thread each), then with one query
      (open_lake(materialize=True), COPY trajectories TO Parquet, --threads DuckDB threads)
-  2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection; then 20 lookups
-     and the export of 1 again on a copy of the lake compacted by `tracevals compact` (one file an hour,
-     sorted by session), with the compaction's time and peak RSS (--skip-compact leaves this out)
+  2. one session's lookup (`session_lookup`), on that snapshot and on a fresh connection; then, on a copy
+     of the lake compacted by `tracevals compact` (one file an hour, sorted by session), with the
+     compaction's time and peak RSS: 20 sessions looked up on the lake and on the copy in turn (`paired_*`),
+     and the export of 1 again (--skip-compact leaves this out)
   3. the same reconstruction done naively in Python over the same rows
 with peak RSS after the export, the one query and 3 (memory_limit bounds the one query), into
 `--out`/queries_scale.json. Targets: 1 <= 20 s on 2 cores, 2 <= 100 ms.
@@ -400,6 +401,29 @@ def _lookups_ms(
     }
 
 
+def _paired_lookups_ms(lake: Path, compacted: Path, sessions: int, limits: dict[str, Any], count: int = 20) -> dict:
+    """The same `count` sessions looked up on the lake as written and on its compacted copy, one after the
+    other (an open connection to each), so that both series see the same moment of a noisy machine: the
+    median, 90th percentile and slowest of each, first lookups left out, in milliseconds."""
+    cons = {"original": open_lake(lake, **limits), "compacted": open_lake(compacted, **limits)}
+    times: dict[str, list[float]] = {name: [] for name in cons}
+    for i in range(count + 1):
+        session = session_name((i * 7_919 + 1) * sessions // ((count + 1) * 7_919 + 1))
+        for name, con in cons.items():
+            started = time.perf_counter()
+            rows = session_lookup(con, session).num_rows
+            times[name].append(_since(started, 1000))
+            assert rows == 1, f"a session is one trace here, got {rows} rows"
+    results: dict[str, Any] = {}
+    for name, con in cons.items():
+        con.close()
+        rest = sorted(times[name][1:])
+        results[f"paired_{name}_lookups_median_ms"] = rest[len(rest) // 2]
+        results[f"paired_{name}_lookups_p90_ms"] = rest[int(len(rest) * 0.9)]
+        results[f"paired_{name}_lookups_max_ms"] = rest[-1]
+    return results
+
+
 def _compacted(lake: Path, out: Path, sessions: int, threads: int, memory_limit: str) -> dict[str, Any]:
     """A copy of the lake compacted (`tracevals compact`, in a process of its own for its peak RSS), then
     the lookups and the export again on it."""
@@ -422,9 +446,7 @@ def _compacted(lake: Path, out: Path, sessions: int, threads: int, memory_limit:
         "compact_peak_rss_mb": peak_mb,
         "compacted_lake_mb": round(sum(f.stat().st_size for f in copy.rglob("*.parquet")) / 1e6, 1),
     }
-    results.update(
-        _lookups_ms(copy, sessions, {"memory_limit": memory_limit, "threads": threads}, prefix="compacted_lookups")
-    )
+    results.update(_paired_lookups_ms(lake, copy, sessions, {"memory_limit": memory_limit, "threads": threads}))
     exported = out / "trajectories_compacted"
     shutil.rmtree(exported, ignore_errors=True)
     started = time.perf_counter()
