@@ -175,14 +175,24 @@ def _remove_stale(root: Path, now: float) -> int:
 
 def compacted_from(path: Path) -> list[str] | None:
     """The file names a compacted file replaced; None for a file a writer wrote."""
-    metadata = pq.read_metadata(path).metadata or {}
-    value = metadata.get(MARKER)
+    return _marked(pq.read_metadata(path))
+
+
+def _marked(meta: pq.FileMetaData) -> list[str] | None:
+    value = (meta.metadata or {}).get(MARKER)
     return None if value is None else [str(name) for name in json.loads(value)]
 
 
 def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: bool) -> PartitionResult | None:
     files = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
-    marks = {p: compacted_from(p) for p in files}
+    metas: dict[Path, pq.FileMetaData] = {}
+    for path in files:
+        try:
+            metas[path] = pq.read_metadata(path)
+        except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
+            error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
+            return PartitionResult(table, "", len(files), 0, 0, 0, 0, error=error)
+    marks = {p: _marked(m) for p, m in metas.items()}
     # a crashed run's leftovers: files a compacted file already holds (a file never names itself)
     replaced = {name for names in marks.values() if names for name in names}
     leftovers = [p for p in files if p.name in replaced]
@@ -190,7 +200,7 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
         for path in leftovers:
             path.unlink(missing_ok=True)
     files = [p for p in files if p not in leftovers]
-    groups = _groups(files, group_bytes)
+    groups = _groups(files, metas, group_bytes)
     todo = [g for g in groups if not (len(g) == 1 and marks[g[0]] is not None)]
     if not todo:
         if leftovers:
@@ -201,7 +211,7 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
     for group in todo:
         result.files_in += len(group)
         result.bytes_in += sum(p.stat().st_size for p in group)
-        result.rows += sum(pq.read_metadata(p).num_rows for p in group)
+        result.rows += sum(metas[p].num_rows for p in group)
         if dry_run:
             continue
         try:
@@ -214,13 +224,13 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
     return result
 
 
-def _groups(files: list[Path], group_bytes: int) -> list[list[Path]]:
+def _groups(files: list[Path], metas: dict[Path, pq.FileMetaData], group_bytes: int) -> list[list[Path]]:
     """Consecutive files (in name order, i.e. arrival order) of at most `group_bytes` uncompressed bytes
     together; a file over the budget is a group of its own."""
     groups: list[list[Path]] = []
     size = 0
     for path in files:
-        meta = pq.read_metadata(path)
+        meta = metas[path]
         data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if groups and size + data <= group_bytes:
             groups[-1].append(path)

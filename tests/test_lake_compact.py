@@ -119,12 +119,10 @@ def test_a_second_run_does_nothing_and_a_late_file_is_merged_on_the_next(built: 
 
 def test_open_hours_are_left_alone(built: Path) -> None:
     hours = sorted(built.glob("spans/date=*/hour=*"))
-    last = dt_end(hours[-1])
     # the clock just after the second-to-last hour ended: only the hours before it are closed enough
     result = compact(built, min_age_s=600, now=dt_end(hours[-2]) + 600)
     done = {p.partition for p in result.partitions if p.table == "spans"}
     assert done == {str(h.relative_to(built / "spans")) for h in hours[:-1]}
-    assert last > dt_end(hours[-2])
     assert all(compacted_from(p) is None for p in hours[-1].glob("*.parquet"))
 
 
@@ -218,6 +216,17 @@ def test_a_second_compaction_waits_and_stale_temporary_files_go(built: Path) -> 
     os.utime(stale, (time.time() - 2 * compaction.STALE_S,) * 2)
     result = compact(built, min_age_s=0)
     assert result.stale_removed == 1 and not stale.exists() and fresh.exists()
+
+
+def test_an_unreadable_file_leaves_its_hour_alone_and_says_which(built: Path) -> None:
+    partition = max(built.glob("spans/date=*/hour=*"), key=lambda d: len(list(d.glob("*.parquet"))))
+    files = sorted(partition.glob("*.parquet"))
+    (partition / "part-9-broken.parquet").write_bytes(b"PAR1 half a file")
+    result = compact(built, min_age_s=0)
+    [failed] = [p for p in result.partitions if p.error]
+    assert "part-9-broken.parquet is not a readable Parquet file" in failed.error and failed.files_out == 0
+    assert sorted(partition.glob("*.parquet")) == sorted([*files, partition / "part-9-broken.parquet"])
+    assert all(p.files_out for p in result.partitions if not p.error)  # the other hours are done
 
 
 def test_the_compact_command(built: Path, tmp_path: Path) -> None:
