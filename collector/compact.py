@@ -109,6 +109,8 @@ def compact(
 ) -> CompactResult:
     """Compact every hour partition of the lake's spans and logs that ended at least `min_age_s` ago
     and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition."""
+    if "://" in os.fspath(lake):
+        raise CompactError(f"{os.fspath(lake)}: compaction rewrites a local lake directory, not an object-store prefix")
     root = Path(lake)
     if not root.is_dir():
         raise CompactError(f"lake {os.fspath(lake)!r} is not a directory; pass the folder that holds spans/")
