@@ -60,6 +60,9 @@ MIN_AGE_S = 3600.0
 STALE_S = 3600.0  # a compaction's temporary file older than this is a crash's leftover
 _TMP_PREFIX = ".compact-"
 
+# The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
+COMPACTED_NAME = re.compile(r"(-c[0-9a-f]{8})+(?=\.parquet$)")
+
 SORT_KEYS: dict[str, list[str]] = {
     SPANS_DIR: ["session_id", "trace_id", "start_time", "span_id"],
     LOGS_DIR: ["trace_id", "span_id", "time"],
@@ -272,7 +275,7 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
     )
     # named after the newest file it holds, so that it sorts where that file did: before every file that
     # arrives later (the views' tie-break between two copies of a span prefers the later file)
-    newest_name = re.sub(r"(-c[0-9a-f]{8})+$", "", group[-1].name.removesuffix(".parquet"))
+    newest_name = COMPACTED_NAME.sub("", group[-1].name).removesuffix(".parquet")
     stem = f"{newest_name}-c{uuid.uuid4().hex[:8]}"
     tmp = directory / f"{_TMP_PREFIX}{stem}.parquet.tmp"
     final = directory / f"{stem}.parquet"

@@ -133,9 +133,19 @@ class Follower:
         session.end_marker = session.end_marker or "session_end" in rows.column("kind").to_pylist()
 
     def _reload(self, sid: str) -> pa.Table:
-        files = sorted(p for p in (self.lake / SPANS_DIR).glob("date=*/hour=*/*.parquet") if not p.name.startswith("."))
-        recent = [p for p in files if p.stat().st_mtime >= self.clock() - self.late_window_s]
-        table = read_span_files(recent)
+        # `tracevals compact` may replace files between the listing and the read (the new file holds their
+        # rows and keeps the newest one's time): then list again, so that no span of the session is missed
+        for _ in range(5):
+            recent, vanished = [], False
+            for path in sorted((self.lake / SPANS_DIR).glob("date=*/hour=*/*.parquet")):
+                try:
+                    if not path.name.startswith(".") and path.stat().st_mtime >= self.clock() - self.late_window_s:
+                        recent.append(path)
+                except FileNotFoundError:
+                    vanished = True
+            table = read_span_files(recent)
+            if not (vanished or any(not path.exists() for path in recent)):
+                break
         keys = pc.coalesce(table.column("session_id"), table.column("trace_id"))
         return table.filter(pc.equal(keys, sid))
 

@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracevals.collector.compact import COMPACTED_NAME, compacted_from
 from tracevals.collector.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries import lake
 from tracevals.queries.lake import view_sql
@@ -52,6 +53,9 @@ class NewFiles:
                     file_mtime = entry.stat().st_mtime
                     if entry.path in self._seen or file_mtime < self._newest - self.slack_s:
                         continue
+                    if self._replaces_seen(Path(entry.path)):
+                        self._seen[entry.path] = file_mtime
+                        continue
                     found.append((file_mtime, Path(entry.path)))
         for file_mtime, path in found:
             self._seen[str(path)] = file_mtime
@@ -59,6 +63,17 @@ class NewFiles:
         cutoff = self._newest - self.slack_s
         self._seen = {p: m for p, m in self._seen.items() if m >= cutoff}
         return [path for _, path in sorted(found)]
+
+    def _replaces_seen(self, path: Path) -> bool:
+        """Whether `path` is a compacted file (`tracevals compact`) that holds only files returned before:
+        its rows are not new. It keeps its newest file's time, so it can look new to the time rule."""
+        if not COMPACTED_NAME.search(path.name):
+            return False
+        try:
+            names = compacted_from(path)
+        except (OSError, pa.ArrowInvalid):
+            return False
+        return names is not None and all(str(path.parent / name) in self._seen for name in names)
 
     def _recent_partitions(self, now: float) -> list[Path]:
         if not self.root.is_dir():

@@ -117,6 +117,41 @@ def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
     assert "root span" not in completeness["reason"]
 
 
+def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tracevals compact` replaces the files a reload just listed: the reload lists again and still finds
+    every span of the session (in the compacted file)."""
+    from tracevals.collector.compact import compact
+    from tracevals.evaluators import live as live_module
+
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock, retain_s=30)
+    trace_id = "e" * 32
+    writer.write_rows(
+        [span(trace_id, "1" * 16, None, "other", "s5"), span(trace_id, "2" * 16, "1" * 16, "session_end", "s5")]
+    )
+    assert scored_sessions(live.poll()) == {"s5"}
+    clock.now += 31
+    live.poll()
+    assert "s5" in live.evicted
+    writer.write_rows([span(trace_id, "3" * 16, "1" * 16, "tool", "s5", tool_name="lookup")])
+    read = live_module.read_span_files
+    compactions = []
+
+    def compacted_first(paths: Any) -> Any:
+        if not compactions and len(paths) > 1:  # the reload's listing: compact the hour under it
+            compactions.append(compact(lake, min_age_s=0))
+        return read(paths)
+
+    monkeypatch.setattr(live_module, "read_span_files", compacted_first)
+    frame = live.poll()
+    assert compactions and compactions[0].files_out == 1
+    completeness = frame.filter(frame["evaluator"] == "session_completeness").row(0, named=True)
+    assert "(3 spans)" in completeness["reason"]
+    # the compacted file holds only files already read: it is not taken for new spans
+    clock.now += 31
+    assert live.poll().height == 0
+
+
 def test_sampling_skips_whole_sessions(lake: Path) -> None:
     from tracevals.queries.selection import session_sampled
 
