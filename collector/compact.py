@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.collector.lake_writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES
-from tracevals.collector.parquet_sink import DICTIONARY_COLUMNS
+from tracevals.collector.parquet_sink import DICTIONARY_COLUMNS, fsync_path
 from tracevals.collector.schema import LOGS_DIR, SPANS_DIR
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
@@ -209,7 +209,7 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
     todo = [g for g in groups if not (len(g) == 1 and marks[g[0]] is not None)]
     if not todo:
         if leftovers:
-            _fsync(directory)
+            fsync_path(directory)
             return PartitionResult(table, "", 0, 0, 0, 0, 0, leftovers_removed=len(leftovers))
         return None
     result = PartitionResult(table, "", 0, 0, 0, 0, 0, leftovers_removed=len(leftovers))
@@ -292,22 +292,13 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
         # compacted file for one it has read already, not for spans that just arrived
         newest = max(p.stat().st_mtime for p in group)
         os.utime(tmp, (newest, newest))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        fsync_path(tmp)
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync(directory)
+    fsync_path(directory)
     for path in group:
         path.unlink(missing_ok=True)
-    _fsync(directory)
+    fsync_path(directory)
     return final
-
-
-def _fsync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -46,7 +46,7 @@ class _OpenFile:
     rows: int = 0
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -148,13 +148,13 @@ class RotatingParquetSink:
         directories: set[Path] = set()
         for open_file in self._open.values():
             open_file.writer.close()
-            _fsync(open_file.tmp)
+            fsync_path(open_file.tmp)
             os.replace(open_file.tmp, open_file.final)
             directories.add(open_file.final.parent)
             committed.append(open_file.final)
             self.rows_committed += open_file.rows
         for directory in directories:
-            _fsync(directory)
+            fsync_path(directory)
         self.files_committed += len(committed)
         self._open.clear()
         self._opened_at = None

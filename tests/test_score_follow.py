@@ -95,17 +95,23 @@ def test_a_crashed_session_is_scored_after_the_abandon_time(lake: Path) -> None:
     assert not completeness["passed"] and "root span missing" in completeness["reason"]
 
 
-def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
+def _scored_then_evicted(lake: Path, trace_id: str, session: str) -> tuple[Clock, LakeWriter, Follower]:
+    """A follower that scored `session` (a root and its end marker) and, 31 s later, dropped its spans."""
     clock, writer = Clock(), LakeWriter(lake)
     live = follower(lake, clock, retain_s=30)
-    trace_id = "d" * 32
     writer.write_rows(
-        [span(trace_id, "1" * 16, None, "other", "s4"), span(trace_id, "2" * 16, "1" * 16, "session_end", "s4")]
+        [span(trace_id, "1" * 16, None, "other", session), span(trace_id, "2" * 16, "1" * 16, "session_end", session)]
     )
-    assert scored_sessions(live.poll()) == {"s4"}
+    assert scored_sessions(live.poll()) == {session}
     clock.now += 31
     live.poll()
-    assert "s4" not in live.sessions and "s4" in live.evicted  # spans dropped after retain_s, id kept
+    assert session not in live.sessions and session in live.evicted  # spans dropped after retain_s, id kept
+    return clock, writer, live
+
+
+def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
+    trace_id = "d" * 32
+    _, writer, live = _scored_then_evicted(lake, trace_id, "s4")
     late = span(trace_id, "3" * 16, "1" * 16, "tool", "s4", tool_name="send_message", tool_effect="write")
     writer.write_rows([late])
     frame = live.poll()  # the session is reloaded from the lake with its late span, and re-scored
@@ -123,16 +129,8 @@ def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pyt
     from tracevals.collector.compact import compact
     from tracevals.evaluators import live as live_module
 
-    clock, writer = Clock(), LakeWriter(lake)
-    live = follower(lake, clock, retain_s=30)
     trace_id = "e" * 32
-    writer.write_rows(
-        [span(trace_id, "1" * 16, None, "other", "s5"), span(trace_id, "2" * 16, "1" * 16, "session_end", "s5")]
-    )
-    assert scored_sessions(live.poll()) == {"s5"}
-    clock.now += 31
-    live.poll()
-    assert "s5" in live.evicted
+    clock, writer, live = _scored_then_evicted(lake, trace_id, "s5")
     writer.write_rows([span(trace_id, "3" * 16, "1" * 16, "tool", "s5", tool_name="lookup")])
     read = live_module.read_span_files
     compactions = []
