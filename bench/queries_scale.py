@@ -3,7 +3,8 @@
     .venv/bin/python bench/queries_scale.py [--spans 10000000] [--threads 2] [--memory-limit 6GB]
 
 Builds (or, with --reuse, reuses) `--out`/lake: ten spans per session, one trace per session, in the lake's
-real format (pyarrow, `SPAN_SCHEMA`, `date=/hour=` partitions, the lake writer's atomic write). A session:
+real format (pyarrow, `SPAN_SCHEMA`, `date=/hour=` partitions, the lake writer's atomic write; one file an
+hour, or --files-per-hour, e.g. 120 as a collector rotating every 30 s leaves them). A session:
 an `invoke_agent` root with the harness keys, four `chat` calls, four `execute_tool` calls (1 session in
 16 retries a 429, 1 in 128 asks for a tool that never runs: a gap), a `session.end` marker; content
 capture off, tracevals.tool_calls.ids / .names and argument hashes on. Then it times, in one process:
@@ -264,8 +265,9 @@ def position_table(session: pa.Array, position: int) -> pa.Table:
     return pa.table(cols, schema=SPAN_SCHEMA)
 
 
-def build_lake(lake: Path, spans: int) -> int:
-    """Write the synthetic lake, one file per hour partition; returns the number of spans written."""
+def build_lake(lake: Path, spans: int, files_per_hour: int = 1) -> int:
+    """Write the synthetic lake, `files_per_hour` files per hour partition (consecutive slices of the hour's
+    rows in arrival order: 120 is what a collector rotating every 30 s leaves); returns the spans written."""
     sessions = max(1, spans // SPANS_PER_SESSION)
     shutil.rmtree(lake, ignore_errors=True)
     for first in range(0, sessions, SESSIONS_PER_HOUR):
@@ -275,7 +277,9 @@ def build_lake(lake: Path, spans: int) -> int:
         table = table.take(pc.sort_indices(table, [("end_time", "ascending"), ("span_id", "ascending")]))
         hour = time.gmtime((T0_NS + (first // SESSIONS_PER_HOUR) * 3_600 * 10**9) / 1e9)
         directory = lake / SPANS_DIR / time.strftime("date=%Y-%m-%d", hour) / f"hour={hour.tm_hour:02d}"
-        write_table_atomically(table, directory)
+        step = -(-table.num_rows // files_per_hour)
+        for start in range(0, table.num_rows, step):
+            write_table_atomically(table.slice(start, step), directory)
     return sessions * SPANS_PER_SESSION
 
 
@@ -467,15 +471,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="reuse the lake of an earlier run of the same size")
     parser.add_argument("--skip-naive", action="store_true", help="leave out the pure-Python reconstruction")
     parser.add_argument("--snapshot-file", action="store_true", help="snapshot in a DuckDB file instead of memory")
+    parser.add_argument(
+        "--files-per-hour", type=int, default=1, help="files an hour holds (120: a collector's 30 s rotations)"
+    )
     parser.add_argument("--skip-compact", action="store_true", help="no lookups and export on a compacted copy")
     args = parser.parse_args(argv)
     lake, marker = args.out / "lake", args.out / "lake.spans"
     results: dict[str, Any] = {"spans": args.spans, "threads": args.threads, "memory_limit": args.memory_limit}
+    results["files_per_hour"] = args.files_per_hour
     args.out.mkdir(parents=True, exist_ok=True)
-    layout = f"{args.spans} layout {LAKE_LAYOUT}"
+    layout = f"{args.spans} layout {LAKE_LAYOUT}" + (f" files {args.files_per_hour}" if args.files_per_hour > 1 else "")
     if not (args.reuse and marker.exists() and marker.read_text() == layout):
         started = time.perf_counter()
-        build_lake(lake, args.spans)
+        build_lake(lake, args.spans, args.files_per_hour)
         marker.write_text(layout)
         results["build_s"] = _since(started)
     results["lake_mb"] = round(sum(f.stat().st_size for f in lake.rglob("*.parquet")) / 1e6, 1)
