@@ -196,7 +196,7 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
             metas[path] = pq.read_metadata(path)
         except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
             error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", len(files), 0, 0, 0, 0, error=error)
+            return PartitionResult(table, "", 0, 0, 0, 0, 0, error=error)
     marks = {p: _marked(m) for p, m in metas.items()}
     # a crashed run's leftovers: files a compacted file already holds (a file never names itself)
     replaced = {name for names in marks.values() if names for name in names}
@@ -288,8 +288,8 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
             for start in range(0, rows.num_rows, ROW_GROUP_ROWS):
                 part = rows.take(order[start : start + ROW_GROUP_ROWS])
                 writer.write_table(part.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_ROWS)
-        # the newest source's modification time: live scoring (queries.live_source.NewFiles) then takes the
-        # compacted file for one it has read already, not for spans that just arrived
+        # the newest source's modification time, not now's: to live scoring (queries.live_source.NewFiles)
+        # the file is then no newer than the files it holds
         newest = max(p.stat().st_mtime for p in group)
         os.utime(tmp, (newest, newest))
         fsync_path(tmp)

@@ -321,7 +321,8 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
     (the raw files and any snapshot) with copies restricted to those traces: every view is computed over
     the session's spans only, instead of over the lake with a filter on top. Over those few rows the
     views are computed one at a time (`materialize.materialized`) with the costliest optimizer passes
-    off: planning the whole tree of views as one query costs several times more than running it.
+    off: planning the whole tree of views as one query costs several times more than running it. A
+    session without message content reads the message views as empty tables (`_without_content`).
 
     >>> pl.from_arrow(session_lookup(open_lake("demo-out/lake"), "sess-1", "turns"))
     """
@@ -382,7 +383,7 @@ def _without_content(con: duckdb.DuckDBPyConnection, computed: str) -> list[str]
     """`materialized`'s known_empty for a lookup: once span_facts is computed over the session's spans,
     a session without message content (capture is off by default) and without log records has no
     message sources, hence no message parts. Reading them as empty tables spares binding and running
-    their SQL: about a third of a lookup."""
+    their SQL: computing trajectories over the session's rows took 36 ms with them, 24 without."""
     if computed != "span_facts":
         return []
     [(content,)] = con.execute(
