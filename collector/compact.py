@@ -53,7 +53,7 @@ ROW_GROUP_ROWS = 16384
 MARKER = b"tracevals.compacted_from"
 # Uncompressed bytes (the files' own row-group sizes) compacted into one file. Peak memory is about four
 # times the group's bytes plus ~80 MB (the rows in Arrow are ~2x their Parquet size, then the sort and the
-# row group being written): 812 MB for an hour of 500,000 bench spans, 176 MB uncompressed. A file larger
+# row group being written): 790-900 MB for an hour of 500,000 bench spans, 176 MB uncompressed. A file larger
 # than this is rewritten on its own (the collector's are bounded by its rotation, 500,000 rows by default).
 GROUP_BYTES = 128 * 1024**2
 MIN_AGE_S = 3600.0
