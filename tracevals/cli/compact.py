@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.collector.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.collector.compact import compact as compact_lake
+from tracevals.collector.config_schema import duration
 
 
 def _seconds(text: str) -> float:
-    """'90s', '30m', '2h', '1d' or a number of seconds."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    value = text.strip().lower()
+    """A duration as otel-config.yaml writes one (`90s`, `30m`, `2h`, a number of seconds), or days (`1d`)."""
+    value = text.strip()
     try:
-        if value and value[-1] in units:
-            return float(value[:-1]) * units[value[-1]]
-        return float(value)
-    except ValueError:
+        if value[-1:].lower() == "d":
+            return float(value[:-1]) * 86400
+        return duration(value, "--min-age")
+    except ValueError:  # config_schema.ConfigError is one
         raise click.BadParameter(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)") from None
 
 
@@ -56,14 +55,7 @@ def compact(lake: str, min_age: str, group_mib: int, dry_run: bool, fmt: str) ->
     """
     console = Console(stderr=True)
     try:
-        with Progress(
-            TextColumn("[bold]compact"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
+        with progress_bar(console, transient=True) as progress:
             bar = progress.add_task("compact", total=None)
             result = compact_lake(
                 lake,

@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, TaskID
 
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.output import format_option, print_rows, progress_bar
 from tracevals.evaluators.store import write_scores
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
@@ -75,14 +75,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     with SimulatedModelServer() as server:
         telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
         try:
-            with Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-                transient=False,
-            ) as progress:
+            with progress_bar(console) as progress:
                 for variant in VARIANTS:
                     bar = progress.add_task(f"{variant:>9}", total=len(cases) * k)
                     run_cases(

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 
@@ -53,13 +52,7 @@ def export(lake: str, out: Path, workers: int, max_spans: int, memory_limit: str
     """
     console = Console(stderr=True)
     try:
-        with Progress(
-            TextColumn(f"[bold]{view}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
+        with progress_bar(console) as progress:
             bar = progress.add_task(view, total=None)
             result = export_view(
                 lake,

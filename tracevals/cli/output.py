@@ -9,12 +9,15 @@ import io
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 FORMATS = ("table", "csv", "json")
 
@@ -28,6 +31,21 @@ def format_option(default: str = "table") -> Any:
         show_default=True,
         envvar="TRACEVALS_FORMAT",
         help="Output format.",
+    )
+
+
+def progress_bar(console: Console, transient: bool = False) -> Progress:
+    """The progress bar of long work: each task's description, a bar, done / total, time elapsed."""
+    # imported here: the commands that print data only (sql, gate) do not pay for it
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
     )
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.harness import AgentLoadError, completed_attempts, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
@@ -139,13 +138,7 @@ def run(
     telemetry = instrument(lake=lake, capture_content=capture_content)
     try:
         todo = len(cases) * k - sum(1 for key in done if key[0] == variant)
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
+        with progress_bar(console) as progress:
             bar = progress.add_task(variant, total=max(0, todo))
 
             def finished(_result: object) -> None:
