@@ -395,13 +395,16 @@ def _lookups_ms(
         times.append(_since(started, 1000))
         assert rows == 1, f"a session is one trace here, got {rows} rows"
     con.close()
-    rest = sorted(times[1:])
+    return {f"{prefix}_first_ms": times[0], **_spread_ms(times[1:], prefix), f"{prefix}_count": count}
+
+
+def _spread_ms(times: list[float], prefix: str) -> dict[str, float]:
+    """The median, 90th percentile and slowest of `times`, under `prefix`."""
+    rest = sorted(times)
     return {
-        f"{prefix}_first_ms": times[0],
         f"{prefix}_median_ms": rest[len(rest) // 2],
         f"{prefix}_p90_ms": rest[int(len(rest) * 0.9)],
         f"{prefix}_max_ms": rest[-1],
-        f"{prefix}_count": count,
     }
 
 
@@ -421,10 +424,7 @@ def _paired_lookups_ms(lake: Path, compacted: Path, sessions: int, limits: dict[
     results: dict[str, Any] = {}
     for name, con in cons.items():
         con.close()
-        rest = sorted(times[name][1:])
-        results[f"paired_{name}_lookups_median_ms"] = rest[len(rest) // 2]
-        results[f"paired_{name}_lookups_p90_ms"] = rest[int(len(rest) * 0.9)]
-        results[f"paired_{name}_lookups_max_ms"] = rest[-1]
+        results.update(_spread_ms(times[name][1:], f"paired_{name}_lookups"))
     return results
 
 

@@ -77,11 +77,11 @@ class CompactError(Exception):
 class PartitionResult:
     table: str
     partition: str  # date=…/hour=…
-    files_in: int
-    files_out: int
-    rows: int
-    bytes_in: int  # on disk
-    bytes_out: int
+    files_in: int = 0
+    files_out: int = 0
+    rows: int = 0
+    bytes_in: int = 0  # on disk
+    bytes_out: int = 0
     leftovers_removed: int = 0  # files a crashed run had already compacted
     error: str | None = None  # why this partition was left as it was
 
@@ -196,7 +196,7 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
             metas[path] = pq.read_metadata(path)
         except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
             error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", 0, 0, 0, 0, 0, error=error)
+            return PartitionResult(table, "", error=error)
     marks = {p: _marked(m) for p, m in metas.items()}
     # a crashed run's leftovers: files a compacted file already holds (a file never names itself)
     replaced = {name for names in marks.values() if names for name in names}
@@ -210,9 +210,9 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
     if not todo:
         if leftovers:
             fsync_path(directory)
-            return PartitionResult(table, "", 0, 0, 0, 0, 0, leftovers_removed=len(leftovers))
+            return PartitionResult(table, "", leftovers_removed=len(leftovers))
         return None
-    result = PartitionResult(table, "", 0, 0, 0, 0, 0, leftovers_removed=len(leftovers))
+    result = PartitionResult(table, "", leftovers_removed=len(leftovers))
     for group in todo:
         result.files_in += len(group)
         result.bytes_in += sum(p.stat().st_size for p in group)

@@ -38,8 +38,7 @@ def check(cpus: set[int]) -> None:
         raise CpuError("--cpus is not supported on this platform (Linux only); use the OS's own tool")
     usable = os.sched_getaffinity(0)
     if not cpus <= usable:
-        missing = ",".join(map(str, sorted(cpus - usable)))
-        raise CpuError(f"--cpus: CPU {missing} is not available here (available: {_listed(usable)})")
+        raise CpuError(f"--cpus: CPU {_listed(cpus - usable)} is not available here (available: {_listed(usable)})")
 
 
 def pin(cpus: set[int]) -> None:
