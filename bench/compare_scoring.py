@@ -209,8 +209,8 @@ VERDICT_CASES: list[dict[str, Any]] = [
 
 
 def as_tracevals(t: dict[str, Any]) -> tuple[Any, Any]:
-    from tracevals.evaluators.model import ToolCall, Trajectory
-    from tracevals.tasks import case_from_dict
+    from tracevals.model.tasks import case_from_dict
+    from tracevals.model.trajectory import ToolCall, Trajectory
 
     calls = []
     for k, turn in enumerate(t["turns"]):
@@ -241,10 +241,10 @@ def as_tracevals(t: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def run_tracevals(corpus: dict[str, list[dict[str, Any]]], repeat: int) -> dict[str, Any]:
-    from tracevals.evaluators.batch import Batch
     from tracevals.evaluators.batch_scoring import score_batch
     from tracevals.evaluators.case_matching import attach_cases
     from tracevals.evaluators.trajectory_match import TrajectoryMatch
+    from tracevals.model.batch import Batch
 
     match = TrajectoryMatch()
     result: dict[str, Any] = {"rates": {}, "batch_rates": {}, "verdicts": {}}

@@ -42,9 +42,9 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracevals.collector.lake_writer import write_table_atomically  # noqa: E402
-from tracevals.collector.normalize import NORMALIZER_VERSION  # noqa: E402
-from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR  # noqa: E402
+from tracevals.lake.normalize import NORMALIZER_VERSION  # noqa: E402
+from tracevals.lake.schema import SPAN_SCHEMA, SPANS_DIR  # noqa: E402
+from tracevals.lake.writer import write_table_atomically  # noqa: E402
 from tracevals.queries import open_lake, session_lookup  # noqa: E402
 from tracevals.queries.export import export_view  # noqa: E402
 
@@ -437,7 +437,7 @@ def _compacted(lake: Path, out: Path, sessions: int, threads: int, memory_limit:
     started = time.perf_counter()
     # its own process, which reports its peak RSS (VmHWM: the rusage of a child counts what it forked with)
     code = (
-        "import json, sys; from tracevals.collector.compact import compact; r = compact(sys.argv[1], min_age_s=0); "
+        "import json, sys; from tracevals.lake.compact import compact; r = compact(sys.argv[1], min_age_s=0); "
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; "
         "print(json.dumps([r.files_in, r.files_out, int(hwm) // 1024]))"
     )

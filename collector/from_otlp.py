@@ -25,7 +25,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from tracevals.collector.normalize import normalize
+from tracevals.lake.normalize import normalize
+from tracevals.lake.rows import json_text as _json
+from tracevals.lake.rows import service_name
 
 _KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _STATUS = {Status.STATUS_CODE_UNSET: "unset", Status.STATUS_CODE_OK: "ok", Status.STATUS_CODE_ERROR: "error"}
@@ -57,17 +59,6 @@ def any_value(value: AnyValue) -> Any:
 
 def attributes(kvs: Iterator[KeyValue] | Any) -> dict[str, Any]:
     return {kv.key: any_value(kv.value) for kv in kvs}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def service_name(resource: Mapping[str, Any]) -> str | None:
-    """The resource's `service.name` as text: a string as it is, any other value as its JSON text (the
-    column is text; a sender that gets the type wrong must not make its spans unwritable)."""
-    value = resource.get("service.name")
-    return value if value is None or isinstance(value, str) else _json(value)
 
 
 def _hex_id(raw: bytes, size: int, what: str) -> str:
@@ -132,7 +123,7 @@ def _exception_type(span: Span) -> str | None:
 
 
 def rows_from_request(request: ExportTraceServiceRequest) -> list[dict[str, Any]]:
-    """One lake row per span of the request (see `collector/schema.py`)."""
+    """One lake row per span of the request (see `tracevals/lake/schema.py`)."""
     rows: list[dict[str, Any]] = []
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)

@@ -20,8 +20,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracevals.collector.from_otlp import any_value, service_name
-from tracevals.collector.normalize import normalize
-from tracevals.collector.schema import CANONICAL_FIELDS, LOG_SCHEMA, RAW_FIELDS, SPAN_SCHEMA
+from tracevals.lake.normalize import normalize
+from tracevals.lake.schema import CANONICAL_FIELDS, LOG_SCHEMA, RAW_FIELDS, SPAN_SCHEMA
 
 TRUNCATED = "tracevals.truncated"
 _KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")

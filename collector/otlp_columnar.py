@@ -34,11 +34,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from tracevals import attributes as tv
-from tracevals.collector import normalize as norm
 from tracevals.collector import otlp_arrow
 from tracevals.collector.otlp_arrow import Keep, _dumps, rows_table, scopes, span_row
-from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.lake import normalize as norm
+from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.model import attributes as tv
 
 _handler: Any = None
 

@@ -34,10 +34,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tracevals.collector import otlp_columnar
 from tracevals.collector.config import CollectorConfig
 from tracevals.collector.otlp_arrow import Keep, logs_table, spans_table
-from tracevals.collector.parquet_sink import RotatingParquetSink
-from tracevals.collector.sampling import SessionSampler
-from tracevals.collector.schema import LOGS_DIR, SPANS_DIR
 from tracevals.collector.wal import TRACES, WriteAheadLog
+from tracevals.lake.sampling import SessionSampler
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.lake.sink import RotatingParquetSink
 
 _log = logging.getLogger(__name__)
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -5,24 +5,12 @@
 """
 
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
-from tracevals.evaluators.batch import Batch
 from tracevals.evaluators.batch_scoring import score_batch, scores_of
-from tracevals.evaluators.calls import RISKY_EFFECTS, operation_key
 from tracevals.evaluators.config import ConfigError, ScoringConfig, config_from_dict, load_config
 from tracevals.evaluators.evaluator import Evaluator, make_score
 from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.injection import Injection
 from tracevals.evaluators.matching import lcs_alignment, maximum_matching
-from tracevals.evaluators.model import (
-    HANDOFF_TOOL,
-    Case,
-    ExpectedCall,
-    Handoff,
-    Score,
-    SpanFacts,
-    ToolCall,
-    Trajectory,
-)
 from tracevals.evaluators.registry import (
     ENTRY_POINT_GROUP,
     UnknownEvaluatorError,
@@ -40,6 +28,11 @@ from tracevals.evaluators.step_budget import StepBudget
 from tracevals.evaluators.task_success import TaskSuccess
 from tracevals.evaluators.tool_policy import ToolPolicy
 from tracevals.evaluators.trajectory_match import MATCH_MODES, TrajectoryMatch
+from tracevals.model.batch import Batch
+from tracevals.model.calls import RISKY_EFFECTS, operation_key
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.score import Score
+from tracevals.model.trajectory import HANDOFF_TOOL, Handoff, SpanFacts, ToolCall, Trajectory
 
 __all__ = [
     "ARGS_MODES",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracevals.evaluators.callables import load_callable
-from tracevals.evaluators.model import Case
+from tracevals.model.case import Case
 
 ARGS_MODES = ("exact", "ignore", "superset", "subset")
 

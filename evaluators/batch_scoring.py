@@ -20,8 +20,9 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.frames import NO_CASE, Scope
-from tracevals.evaluators.model import Score, Trajectory
 from tracevals.evaluators.scoring import evaluate_safely
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 _IDS = ["trace_id", "session_id", "run_id", "task_id", "attempt", "variant"]
 SCORE_FRAME_SCHEMA = pl.Schema(

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracevals.evaluators.calls import is_risky
-from tracevals.evaluators.model import HANDOFF_TOOL, Case, Handoff, ToolCall
+from tracevals.model.calls import is_risky
+from tracevals.model.case import Case
+from tracevals.model.trajectory import HANDOFF_TOOL, Handoff, ToolCall
 
 _MAX_DEPTH = 4  # results nest their lists a level or two down (`{"data": {"orders": [...]}}`)
 

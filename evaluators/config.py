@@ -27,8 +27,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from tracevals.evaluators.model import Case
-from tracevals.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
+from tracevals.model.case import Case
+from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
 
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
 # Object-valued fields a case merges key by key into the config's (a case's budget for steps leaves

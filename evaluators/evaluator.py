@@ -4,14 +4,16 @@ An evaluator is a small class with a `name`, a `version` and one pure method,
 `evaluate(trajectory, case) -> Score | None`: `None` means "not applicable" (no case, nothing to
 check). It never raises on missing data: missing data lowers the score and says so in the reason.
 An evaluator may also offer `evaluate_batch(batch, cases) -> polars.DataFrame` (see
-`tracevals.evaluators.batch`): the same verdicts for a whole batch at once, as set operations.
+`tracevals.model.batch`): the same verdicts for a whole batch at once, as set operations.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from tracevals.evaluators.model import Case, Score, ToolCall, Trajectory
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 
 
 @runtime_checkable

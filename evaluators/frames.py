@@ -18,8 +18,9 @@ from typing import Any
 
 import polars as pl
 
-from tracevals.evaluators.batch import Batch
-from tracevals.evaluators.model import HANDOFF_TOOL, Case
+from tracevals.model.batch import Batch
+from tracevals.model.case import Case
+from tracevals.model.trajectory import HANDOFF_TOOL
 
 NO_CASE = "\x00"  # the case key of traces scored without a case
 SCREEN_SCHEMA = {"trace_id": pl.Utf8, "status": pl.Utf8, "reason": pl.Utf8, "details": pl.Utf8}

@@ -37,8 +37,10 @@ import polars as pl
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score
 from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.injection_rules import FaultPoint, PromptPoint, fault_outcome, find_points, prompt_outcome
-from tracevals.evaluators.model import Case, Score, Trajectory
 from tracevals.evaluators.task_success import criteria_checks
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 SCORES = {
     "recovered": 1.0,

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracevals.evaluators.args_match import contains
-from tracevals.evaluators.calls import is_risky
-from tracevals.evaluators.model import HANDOFF_TOOL, Case, ToolCall, Trajectory
+from tracevals.model.calls import is_risky
+from tracevals.model.case import Case
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
 # Words by which an answer admits that something failed. Lower-case; matched as substrings.
 FAILURE_MARKERS = (

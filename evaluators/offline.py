@@ -19,9 +19,9 @@ from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.case_matching import attach_cases
 from tracevals.evaluators.config import ScoringConfig
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.model import Case
 from tracevals.evaluators.registry import instances
 from tracevals.evaluators.store import write_score_frame
+from tracevals.model.case import Case
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection, select_sessions, session_chunks
 from tracevals.queries.trajectories import load_batch

@@ -35,8 +35,6 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import Case, Score, Trajectory
-from tracevals.evaluators.retries import retry_chains
 from tracevals.evaluators.retry_rules import (
     Findings,
     blind_replays,
@@ -45,6 +43,10 @@ from tracevals.evaluators.retry_rules import (
     loops,
     missing_idempotency_keys,
 )
+from tracevals.model.case import Case
+from tracevals.model.retries import retry_chains
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 
 @dataclass

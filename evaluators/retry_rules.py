@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from tracevals.evaluators.calls import (
+from tracevals.model.calls import (
     effect_of,
     identity_known,
     is_risky,
@@ -19,7 +19,8 @@ from tracevals.evaluators.calls import (
     operation_key,
     outcome_key,
 )
-from tracevals.evaluators.model import Case, ToolCall
+from tracevals.model.case import Case
+from tracevals.model.trajectory import ToolCall
 
 
 @dataclass

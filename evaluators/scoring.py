@@ -13,8 +13,10 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 
 from tracevals.evaluators.evaluator import Evaluator, make_score
-from tracevals.evaluators.model import Case, Score, Trajectory
 from tracevals.evaluators.registry import default_evaluators
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 logger = logging.getLogger(__name__)
 

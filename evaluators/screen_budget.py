@@ -13,8 +13,8 @@ from typing import Any
 import polars as pl
 
 from tracevals.evaluators.frames import Scope, finish, json_int, json_object
-from tracevals.evaluators.model import Case
 from tracevals.evaluators.step_budget import BUDGET_KEYS, _with_default_prices
+from tracevals.model.case import Case
 
 _SCALAR_KEYS = [k for k in BUDGET_KEYS if k != "max_tool_calls_per_tool"]
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from tracevals.evaluators.args_match import args_rule
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import Case
+from tracevals.model.case import Case
 
 _SEP, _NULL = "\x1f", "\x00"
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.batch import parse_args
 from tracevals.evaluators.frames import Scope, finish, json_bool, json_int, json_object, share_text
-from tracevals.evaluators.model import HANDOFF_TOOL
 from tracevals.evaluators.tool_policy import has_rules
+from tracevals.model.batch import parse_args
+from tracevals.model.trajectory import HANDOFF_TOOL
 
 
 def screen_policy(scope: Scope, allow_write_after_handoff: bool = False) -> pl.DataFrame:

@@ -11,8 +11,8 @@ import json
 import polars as pl
 
 from tracevals.evaluators.frames import Scope, finish, json_bool, json_int, json_object, json_str
-from tracevals.evaluators.model import TERMINAL_STATES
 from tracevals.evaluators.session_completeness import CHECKS
+from tracevals.model.trajectory import TERMINAL_STATES
 
 
 def screen_completeness(scope: Scope) -> pl.DataFrame:

@@ -26,7 +26,9 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import make_score, share
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import TERMINAL_STATES, Case, Score, SpanFacts, Trajectory
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import TERMINAL_STATES, SpanFacts, Trajectory
 
 CHECKS = ("root", "no_orphan", "no_open_span", "no_dangling_call", "terminal_state", "all_turns")
 

@@ -30,8 +30,10 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import executed_calls, make_score, share
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import Case, Score, Trajectory
-from tracevals.evaluators.retries import retry_count
+from tracevals.model.case import Case
+from tracevals.model.retries import retry_count
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 BUDGET_KEYS = (
     "max_steps",

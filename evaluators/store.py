@@ -16,9 +16,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tracevals.collector.lake_writer import write_table_atomically
-from tracevals.collector.schema import SCORE_SCHEMA, SCORES_DIR
-from tracevals.evaluators.model import Score
+from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR
+from tracevals.lake.writer import write_table_atomically
+from tracevals.model.score import Score
 
 
 def score_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:

@@ -29,7 +29,9 @@ from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import make_score, share
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import Case, Score, Trajectory
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracevals.evaluators.model import Case, ExpectedCall, SpanFacts, ToolCall, Trajectory
-from tracevals.tasks import case_from_dict
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.tasks import case_from_dict
+from tracevals.model.trajectory import SpanFacts, ToolCall, Trajectory
 
 IDS: dict[str, Any] = {"session_id": "s-1", "run_id": "r-1", "task_id": "case-1", "attempt": 2, "variant": "candidate"}
 

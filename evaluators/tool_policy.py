@@ -29,11 +29,13 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.calls import RISKY_EFFECTS, effect_of, is_risky
 from tracevals.evaluators.candidates import automatic_choices
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
 from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.model import HANDOFF_TOOL, Case, Score, ToolCall, Trajectory
+from tracevals.model.calls import RISKY_EFFECTS, effect_of, is_risky
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
 __all__ = ["HANDOFF_TOOL", "RISKY_EFFECTS", "ToolPolicy"]
 

@@ -28,7 +28,9 @@ from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import executed_calls, make_score
 from tracevals.evaluators.frames import Scope
 from tracevals.evaluators.matching import lcs_alignment, maximum_matching
-from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 
 MATCH_MODES = ("strict", "unordered", "superset", "subset", "in_order")
 _ORDERED = ("strict", "in_order")

@@ -27,56 +27,21 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace import Span as SdkSpan
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from tracevals.collector.from_sdk import ParquetSpanExporter
 from tracevals.instrumentation.content import CaptureMode, set_capture
 from tracevals.instrumentation.context import SessionSpanProcessor
-from tracevals.instrumentation.log_export import ParquetLogExporter, SwitchableLogProcessor
 from tracevals.instrumentation.redact import Redactor, set_redactor
+from tracevals.instrumentation.switch import SwitchableLogProcessor, SwitchableSpanProcessor
+from tracevals.lake.exporters import ParquetLogExporter, ParquetSpanExporter
 
 _log = logging.getLogger(__name__)
 
 LAKE_ENV = "TRACEVALS_LAKE"
 
 
-class _SwitchableProcessor(SpanProcessor):
-    """Delegates to whatever the latest `instrument()` call configured."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._delegates: tuple[SpanProcessor, ...] = ()
-
-    def swap(self, delegates: tuple[SpanProcessor, ...]) -> tuple[SpanProcessor, ...]:
-        with self._lock:
-            old, self._delegates = self._delegates, delegates
-        return old
-
-    def release(self, mine: tuple[SpanProcessor, ...]) -> None:
-        """Detach `mine`, unless a later `instrument()` call has replaced them already."""
-        with self._lock:
-            if self._delegates == mine:
-                self._delegates = ()
-
-    def on_start(self, span: SdkSpan, parent_context: object = None) -> None:
-        for p in self._delegates:
-            p.on_start(span, parent_context=parent_context)  # type: ignore[arg-type]
-
-    def on_end(self, span: ReadableSpan) -> None:
-        for p in self._delegates:
-            p.on_end(span)
-
-    def shutdown(self) -> None:
-        for p in self.swap(()):
-            p.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return all(p.force_flush(timeout_millis) for p in self._delegates)
-
-
-_switch: _SwitchableProcessor | None = None
+_switch: SwitchableSpanProcessor | None = None
 _log_switch: SwitchableLogProcessor | None = None
 _switch_lock = threading.Lock()
 
@@ -110,7 +75,7 @@ class Telemetry:
 
 def pipeline_active() -> bool:
     """Whether an `instrument()` call's processors are in place (and not shut down)."""
-    return _switch is not None and bool(_switch._delegates)
+    return _switch is not None and bool(_switch.delegates)
 
 
 def _otlp_endpoint() -> str | None:
@@ -135,7 +100,7 @@ def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
     return HttpSpans(), HttpLogs(), f"otlp http {endpoint}"
 
 
-def _providers(service_name: str | None) -> tuple[TracerProvider, _SwitchableProcessor, SwitchableLogProcessor]:
+def _providers(service_name: str | None) -> tuple[TracerProvider, SwitchableSpanProcessor, SwitchableLogProcessor]:
     global _switch, _log_switch
     with _switch_lock:
         resource = Resource.create({"service.name": service_name} if service_name else {})
@@ -145,7 +110,7 @@ def _providers(service_name: str | None) -> tuple[TracerProvider, _SwitchablePro
             current = trace.get_tracer_provider()  # another thread may have won the race
             assert isinstance(current, TracerProvider)
         if _switch is None:
-            _switch = _SwitchableProcessor()
+            _switch = SwitchableSpanProcessor()
             current.add_span_processor(_switch)
         logs = _logs.get_logger_provider()
         if not isinstance(logs, LoggerProvider):

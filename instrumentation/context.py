@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from tracevals import attributes as tv
 from tracevals.instrumentation.content import record_failure
+from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.context"

@@ -26,10 +26,10 @@ from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import SpanKind
 
-from tracevals import attributes as tv
 from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.genai_messages import get
 from tracevals.instrumentation.tool_span import run_tool_async
+from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
 _MODULE = "mcp.client.session"

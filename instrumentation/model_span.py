@@ -19,9 +19,9 @@ from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind
 
-from tracevals import attributes as tv
 from tracevals.instrumentation.content import MODEL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
+from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.models"

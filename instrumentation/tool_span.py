@@ -21,11 +21,11 @@ from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from tracevals import attributes as tv
 from tracevals.instrumentation.content import TOOL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
 from tracevals.instrumentation.interception import ToolInvocation, current_interceptor
 from tracevals.instrumentation.tool_error import ToolError
+from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.tools"

@@ -17,7 +17,6 @@ from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
 
-from tracevals import attributes as tv
 from tracevals.instrumentation.tool_error import ToolError
 from tracevals.instrumentation.tool_span import (
     _finish_error,
@@ -27,6 +26,7 @@ from tracevals.instrumentation.tool_span import (
     start_tool_span,
     tool_call_id,
 )
+from tracevals.model import attributes as tv
 
 F = TypeVar("F", bound=Callable[..., Any])
 

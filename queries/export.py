@@ -30,7 +30,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries.lake import (
     VIEW_NAMES,
     LakeError,

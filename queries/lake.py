@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from tracevals.collector.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
 
 VIEW_NAMES = (
     "spans",

@@ -21,8 +21,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.collector.compact import COMPACTED_NAME, compacted_from
-from tracevals.collector.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.compact import COMPACTED_NAME, compacted_from
+from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries import lake
 from tracevals.queries.lake import view_sql
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tracevals.evaluators.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
-from tracevals.evaluators.calls import KEY_PAIR, TRAILING_COMMA, UNKNOWN_ARGS
-from tracevals.evaluators.model import Trajectory
+from tracevals.model.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
+from tracevals.model.calls import KEY_PAIR, TRAILING_COMMA, UNKNOWN_ARGS
+from tracevals.model.trajectory import Trajectory
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.materialize import materialized
 from tracevals.queries.selection import is_restricted, restrict_raw, unrestrict_raw

@@ -21,9 +21,9 @@ from tracevals.cli import main
 from tracevals.collector.config import ConfigError, load_config, parse_config
 from tracevals.collector.from_otlp import rows_from_request
 from tracevals.collector.otlp_arrow import TRUNCATED, logs_table, spans_table
-from tracevals.collector.sampling import SessionSampler, session_kept
-from tracevals.collector.schema import SPAN_SCHEMA
 from tracevals.collector.testing import config_document
+from tracevals.lake.sampling import SessionSampler, session_kept
+from tracevals.lake.schema import SPAN_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 

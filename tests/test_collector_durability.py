@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracevals.collector.parquet_sink import LEGACY_STALE_S, RotatingParquetSink
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config
 from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog
+from tracevals.lake.sink import LEGACY_STALE_S, RotatingParquetSink
 
 CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
 

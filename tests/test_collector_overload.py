@@ -27,11 +27,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracevals.collector import pipeline as pipeline_module
 from tracevals.collector.config import parse_config
-from tracevals.collector.parquet_sink import RotatingParquetSink
 from tracevals.collector.pipeline import Pipeline, Throttled, _Item
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config, running_collector
 from tracevals.collector.wal import TRACES
+from tracevals.lake.sink import RotatingParquetSink
 
 TRACES_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

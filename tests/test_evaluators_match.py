@@ -28,7 +28,7 @@ from tracevals.evaluators import (
     maximum_matching,
 )
 from tracevals.evaluators.testing import call, case, case_json, trajectory
-from tracevals.tasks import case_from_dict
+from tracevals.model.tasks import case_from_dict
 
 
 def score_of(t: Trajectory, c: Any, evaluator: TrajectoryMatch | None = None) -> Score:

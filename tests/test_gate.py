@@ -19,8 +19,8 @@ from tracevals.demo.agent import order_support_agent
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
 from tracevals.harness import run_cases
+from tracevals.model.tasks import load_cases
 from tracevals.simulator import DEFAULT_REGISTRY, SimulatedModelServer
-from tracevals.tasks import load_cases
 
 FIXED_MODEL = "order-support-fixed"
 

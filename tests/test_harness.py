@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import tracevals
-from tracevals.context import AttemptContext
 from tracevals.evaluators import evaluate_all
-from tracevals.evaluators.model import Case, ExpectedCall
 from tracevals.harness import run_cases
+from tracevals.model.attempt import AttemptContext
+from tracevals.model.case import Case, ExpectedCall
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
 

@@ -18,9 +18,9 @@ from tracevals.harness.attacks import parse_injection
 from tracevals.harness.cassettes import CassetteMiss
 from tracevals.harness.faults import FaultProfileError, load_fault_profile, parse_rule
 from tracevals.harness.interceptor import RunPlan
+from tracevals.model.tasks import load_cases
 from tracevals.queries import open_lake
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
-from tracevals.tasks import load_cases
 
 CASES = {c.case_id: c for c in load_cases(tasks_path())}
 

@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import tracevals
-from tracevals.collector.from_sdk import ParquetSpanExporter
-from tracevals.collector.lake_writer import LakeWriter
 from tracevals.instrumentation.content import set_capture
+from tracevals.lake.exporters import ParquetSpanExporter
+from tracevals.lake.writer import LakeWriter
 from tracevals.queries import LakeError, open_lake
 
 

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tracevals.collector.lake_writer import BLOOM_COLUMNS, ROW_GROUP_ROWS, LakeWriter
-from tracevals.collector.parquet_sink import RotatingParquetSink
-from tracevals.collector.schema import SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.sink import RotatingParquetSink
+from tracevals.lake.writer import BLOOM_COLUMNS, ROW_GROUP_ROWS, LakeWriter
 
 SPANS = 5 * ROW_GROUP_ROWS + 123  # six row groups in one hour
 T0_NS = 1_795_000_000 * 10**9

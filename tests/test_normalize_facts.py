@@ -12,8 +12,8 @@ import pytest
 from fixtures.otlp_lakes import CORPUS, DIALECTS, corpus_recordings, fixture_doc
 
 from tracevals.collector.from_otlp import parse_json_traces, rows_from_request
-from tracevals.collector.lake_writer import LakeWriter
-from tracevals.collector.normalize import FACTS, NORMALIZER_VERSION
+from tracevals.lake.normalize import FACTS, NORMALIZER_VERSION
+from tracevals.lake.writer import LakeWriter
 from tracevals.queries import open_lake
 from tracevals.queries.export import export_view
 

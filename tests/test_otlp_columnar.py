@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from tracevals import attributes as tv
-from tracevals.collector import normalize as norm
 from tracevals.collector import otlp_columnar
 from tracevals.collector.otlp_arrow import TRUNCATED, spans_table
-from tracevals.collector.sampling import SessionSampler
+from tracevals.lake import normalize as norm
+from tracevals.lake.sampling import SessionSampler
+from tracevals.model import attributes as tv
 
 # every key a rule of the normalizer reads, and a few it does not
 _RULE_KEYS = sorted(

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from tracevals.evaluators import evaluate_all
-from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.outcomes import (
     attempt_hazards,
     count_retries,

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracevals.collector.lake_writer import LakeWriter
-from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.writer import LakeWriter
 from tracevals.queries import open_lake, session_lookup
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)

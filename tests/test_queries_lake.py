@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
 
-from tracevals.collector.frameworks import adk_tool_response, google_adk
-from tracevals.collector.schema import SPAN_SCHEMA
+from tracevals.lake.frameworks import adk_tool_response, google_adk
+from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
 
 

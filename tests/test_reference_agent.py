@@ -16,7 +16,6 @@ import duckdb
 import pytest
 
 import tracevals
-from tracevals.context import AttemptContext
 from tracevals.demo import (
     BASELINE,
     BASELINE_RATES,
@@ -31,12 +30,13 @@ from tracevals.demo import (
 )
 from tracevals.demo.intent import parse_intent
 from tracevals.demo.world import Invocation
-from tracevals.evaluators.model import Case
 from tracevals.harness.faults import FaultInjector, FaultProfileError, parse_rule
 from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.interception import ToolInvocation, intercept_tools
+from tracevals.model.attempt import AttemptContext
+from tracevals.model.case import Case
+from tracevals.model.tasks import load_cases
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer, profile_names
-from tracevals.tasks import load_cases
 
 HANDOFF = "handoff_to_human"
 CASES: dict[str, dict[str, Any]] = {

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from tracevals.evaluators.model import Case, ExpectedCall, Score, ToolCall, Trajectory
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.report import ReportData, build_report, render_html, report_format, write_report
 from tracevals.stats import DO_NOT_SHIP
 

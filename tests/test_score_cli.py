@@ -25,8 +25,8 @@ import tracevals
 from tracevals.cli import main
 from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
 from tracevals.harness import run_cases
+from tracevals.model.tasks import load_cases
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
-from tracevals.tasks import load_cases
 
 PROFILES = {
     "disciplined": FailureRates.zero(),
@@ -43,7 +43,7 @@ import tracevals
 from tracevals.demo import FailureRates, OrderWorld, make_profile, run_agent, tasks_path
 from tracevals.harness import run_cases
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
-from tracevals.tasks import load_cases
+from tracevals.model.tasks import load_cases
 
 
 class CrashingWorld(OrderWorld):

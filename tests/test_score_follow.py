@@ -21,13 +21,13 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import tracevals
-from tracevals.collector.lake_writer import LakeWriter
-from tracevals.collector.schema import SPAN_SCHEMA
 from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
 from tracevals.evaluators.live import Follower
 from tracevals.harness import run_cases
+from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.writer import LakeWriter
+from tracevals.model.tasks import load_cases
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
-from tracevals.tasks import load_cases
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -126,8 +126,8 @@ def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
 def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`tracevals compact` replaces the files a reload just listed: the reload lists again and still finds
     every span of the session (in the compacted file)."""
-    from tracevals.collector.compact import compact
     from tracevals.evaluators import live as live_module
+    from tracevals.lake.compact import compact
 
     trace_id = "e" * 32
     clock, writer, live = _scored_then_evicted(lake, trace_id, "s5")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from tracevals.evaluators.model import ExpectedCall
-from tracevals.tasks import TaskFileError, case_from_dict, load_cases, task_case_schema
+from tracevals.model.case import ExpectedCall
+from tracevals.model.tasks import TaskFileError, case_from_dict, load_cases, task_case_schema
 
 # The sample case of the Chinese seed article (and of ARCHITECTURE.md's "Task cases"), verbatim.
 SEED_CASE = (
@@ -259,6 +259,6 @@ def test_rich_fields_reach_the_case(write_tasks) -> None:
     [("Refund order 42", "  refund   ORDER 42\n"), ("Ｒefund", "refund"), ("", None)],
 )
 def test_inputs_compare_normalised(a: str, b: str | None) -> None:
-    from tracevals.tasks import normalize_input
+    from tracevals.model.tasks import normalize_input
 
     assert normalize_input(a) == normalize_input(b)

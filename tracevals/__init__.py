@@ -10,7 +10,6 @@ The public API an agent uses (see docs/instrumentation.md):
 ...     ...
 """
 
-from tracevals.context import AttemptContext
 from tracevals.instrumentation import (
     Redactor,
     Telemetry,
@@ -28,6 +27,7 @@ from tracevals.instrumentation import (
     tool_call_id,
     wrap_tools,
 )
+from tracevals.model.attempt import AttemptContext
 
 __version__ = "0.1.0"
 

@@ -40,10 +40,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracevals.evaluators.calls import effect_of, identity_known, operation_key
-from tracevals.evaluators.model import Case, Score, ToolCall, Trajectory
-from tracevals.evaluators.retries import retry_count
 from tracevals.evaluators.tool_policy import HANDOFF_TOOL, RISKY_EFFECTS
+from tracevals.model.calls import effect_of, identity_known, operation_key
+from tracevals.model.case import Case
+from tracevals.model.retries import retry_count
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.stats import (
     DUPLICATE_SIDE_EFFECT,
     ENDLESS_LOOP,

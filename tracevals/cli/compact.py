@@ -6,9 +6,9 @@ import click
 from rich.console import Console
 
 from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
-from tracevals.collector.compact import GROUP_BYTES, MIN_AGE_S, CompactError
-from tracevals.collector.compact import compact as compact_lake
 from tracevals.collector.config_schema import duration
+from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
+from tracevals.lake.compact import compact as compact_lake
 
 
 def _seconds(text: str) -> float:

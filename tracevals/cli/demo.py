@@ -21,10 +21,10 @@ from tracevals.cli.output import format_option, print_rows, progress_bar
 from tracevals.evaluators.store import write_scores
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
+from tracevals.model.tasks import load_cases
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.report.source import bundled_tasks
-from tracevals.tasks import load_cases
 
 VARIANTS = ("baseline", "candidate")
 __all__ = ["VARIANTS", "bundled_tasks", "demo"]

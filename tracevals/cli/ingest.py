@@ -17,10 +17,10 @@ from tracevals.collector.from_otlp import (
     rows_from_logs_request,
     rows_from_request,
 )
-from tracevals.collector.lake_writer import LakeWriter
 from tracevals.collector.otlp_arrow import logs_table
 from tracevals.collector.otlp_columnar import spans_table
-from tracevals.collector.schema import LOG_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA
+from tracevals.lake.writer import LakeWriter
 
 
 def _read(path: Path) -> tuple[pa.Table, pa.Table]:

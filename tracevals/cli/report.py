@@ -88,9 +88,9 @@ def load_report(
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
     import duckdb
 
+    from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries import LakeError
     from tracevals.report import Selection, SelectionError, bundled_tasks, report_from_lake
-    from tracevals.tasks import TaskFileError, load_cases
 
     if (baseline is None) != (candidate is None):
         raise click.ClickException("give both --baseline and --candidate, or neither")

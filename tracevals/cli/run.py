@@ -17,7 +17,7 @@ from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.harness.summary import score_run
 from tracevals.instrumentation import instrument
-from tracevals.tasks import TaskFileError, load_cases
+from tracevals.model.tasks import TaskFileError, load_cases
 
 
 @click.command()

@@ -110,8 +110,8 @@ def score(
     """
     from tracevals.evaluators.config import ConfigError, ScoringConfig, load_config
     from tracevals.evaluators.registry import UnknownEvaluatorError, instances
+    from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries.lake import LakeError
-    from tracevals.tasks import TaskFileError, load_cases
 
     if not Path(lake).is_dir() and "://" not in lake:
         raise click.ClickException(f"lake {lake!r} is not a directory; pass the folder that holds spans/")

@@ -19,10 +19,10 @@ from typing import Any
 import openai
 
 import tracevals
-from tracevals.context import AttemptContext
 from tracevals.demo.tool_messages import encode_error, encode_result
 from tracevals.demo.tool_schemas import TOOL_SCHEMAS
 from tracevals.demo.world import IDEMPOTENT_TOOLS, TOOL_EFFECTS, OrderWorld
+from tracevals.model.attempt import AttemptContext
 
 AGENT_NAME = "order_support"
 MAX_MODEL_CALLS = 10

@@ -21,7 +21,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from tracevals import attributes as tv
+from tracevals.model import attributes as tv
 
 
 class InjectionError(ValueError):

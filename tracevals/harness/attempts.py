@@ -19,13 +19,13 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tracevals import attributes as tv
-from tracevals.context import AttemptContext
-from tracevals.evaluators.model import Case
 from tracevals.harness.environment import commit_hash, lock_hash
 from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.context import end_session, session
 from tracevals.instrumentation.interception import intercept_tools
+from tracevals.model import attributes as tv
+from tracevals.model.attempt import AttemptContext
+from tracevals.model.case import Case
 
 AgentFn = Callable[[str, AttemptContext], Any]
 AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt)

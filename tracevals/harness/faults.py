@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracevals import attributes as tv
-from tracevals.context import derive_seed
 from tracevals.instrumentation.tools import ToolError
+from tracevals.model import attributes as tv
+from tracevals.model.attempt import derive_seed
 
 ALIASES = {"429": "rate_limit", "5xx": "server_error", "slow": "latency"}
 FAULT_TYPES = ("timeout", "rate_limit", "server_error", "empty", "malformed", "latency")

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracevals import attributes as tv
-from tracevals.evaluators.model import Case
 from tracevals.harness.attacks import Injection, carry, mark, parse_injection
 from tracevals.harness.cassettes import Cassette, CassettePlayer, replay
 from tracevals.harness.faults import FaultInjector, FaultRule, delay_s, parse_rule, raise_if_failing, shape
 from tracevals.instrumentation.interception import ToolInvocation
+from tracevals.model import attributes as tv
+from tracevals.model.case import Case
 
 
 @dataclass

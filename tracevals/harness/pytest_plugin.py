@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tracevals.context import AttemptContext
-from tracevals.evaluators.model import Case
 from tracevals.harness.attempts import run_attempt
 from tracevals.harness.environment import commit_hash, lock_hash
+from tracevals.model.attempt import AttemptContext
+from tracevals.model.case import Case
 
 _TELEMETRY_KEY = pytest.StashKey[Any]()
 _RUN_KEY = pytest.StashKey[str]()

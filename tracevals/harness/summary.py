@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tracevals.evaluators import evaluate_all
-from tracevals.evaluators.model import Case, Score, Trajectory
 from tracevals.evaluators.store import write_scores
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 from tracevals.outcomes import outcomes
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories

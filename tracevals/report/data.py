@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracevals.evaluators.model import Case, Score, ToolCall, Trajectory
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.outcomes import DEFAULT_PRICES, outcomes
 from tracevals.stats import (
     Z95,

@@ -24,7 +24,9 @@ from typing import Any
 
 import duckdb
 
-from tracevals.evaluators.model import Case, Score, Trajectory
+from tracevals.model.case import Case
+from tracevals.model.score import Score
+from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection as SessionSelection
 from tracevals.queries.selection import select_sessions, session_sampled

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from tracevals.evaluators.calls import args_text, operation_key
-from tracevals.evaluators.model import Handoff, SpanFacts, ToolCall, Trajectory
+from tracevals.model.calls import args_text, operation_key
+from tracevals.model.trajectory import Handoff, SpanFacts, ToolCall, Trajectory
 
 _STR, _I64, _F64, _BOOL = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean
 USAGE_TYPE = pl.List(pl.Struct({"model": _STR, "input_tokens": _I64, "output_tokens": _I64}))

@@ -1,13 +1,13 @@
-"""The data evaluators read and write: trajectories rebuilt from the lake, task cases, score rows.
+"""What a trajectory is: one attempt's tool calls in order, its hand-offs and its span-level facts.
 
-Evaluators are pure functions from a `Trajectory` (plus the `Case` it was an attempt at, when there is
-one) to a `Score`: no I/O, no global state, so the same code can run over a batch anywhere. The same
-data also travels as Polars frames (`tracevals.evaluators.batch`) for the set-at-a-time evaluators.
+Rebuilt from the lake by `tracevals.queries`, read by the evaluators and the statistics. Evaluators are
+pure functions from a `Trajectory` (plus the `Case` it was an attempt at, `tracevals.model.case`) to a
+`Score` (`tracevals.model.score`). The same data also travels as Polars frames (`tracevals.model.batch`)
+for the set-at-a-time evaluators.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,66 +116,3 @@ class Trajectory:
     @property
     def duration_ms(self) -> float:
         return max(0.0, self.end_ms - self.start_ms)
-
-
-@dataclass(frozen=True)
-class ExpectedCall:
-    """A step of a case's `expected_steps`: a tool name, optionally with the arguments expected."""
-
-    tool: str
-    args: dict[str, Any] | None = None  # None: any arguments match
-
-
-@dataclass(frozen=True)
-class Case:
-    """One task case from a JSONL task file (see `tracevals/tasks.py` and its JSON Schema), or the
-    policy of a scoring config (`source="config"`), which applies to traffic that matches no case."""
-
-    case_id: str
-    input: str
-    allowed_tools: tuple[str, ...] | None = None  # None: no restriction
-    expected_steps: tuple[ExpectedCall, ...] = ()
-    forbidden_actions: tuple[str, ...] = ()
-    max_retries: int | None = None
-    requires_confirmation: bool = False
-    must_include: tuple[str, ...] = ()
-    match_mode: str = "strict"  # strict | unordered | superset | subset | in_order
-    args_mode: str = "ignore"  # exact | ignore | superset | subset
-    group: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    must_not_include: tuple[str, ...] = ()
-    regex: tuple[str, ...] = ()
-    json_schema: dict[str, Any] | None = None
-    checker: str | None = None  # "module:function"
-    budgets: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    tool_schemas: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    tool_effects: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
-    loop_repeats: int = 3  # the same call with the same outcome repeated this often is a loop
-    require_idempotency_key: bool = True
-    min_backoff_ms: float = 0.0  # the least wait before retrying a 429 / timeout that named no retry-after
-    faults: tuple[dict[str, Any], ...] = ()
-    injections: tuple[dict[str, Any], ...] = ()
-    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False, hash=False)
-    source: str = "task"  # task | config
-
-    @property
-    def is_task(self) -> bool:
-        return self.source == "task"
-
-
-@dataclass(frozen=True)
-class Score:
-    """One row of `scores/`: an evaluator's verdict on one target, with its arithmetic."""
-
-    evaluator: str
-    evaluator_version: int
-    passed: bool
-    score: float  # in [0, 1]
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
-    trace_id: str | None = None
-    session_id: str | None = None
-    run_id: str | None = None
-    task_id: str | None = None
-    attempt: int | None = None
-    variant: str | None = None

@@ -1,24 +1,31 @@
-"""Span rows from the OpenTelemetry SDK's `ReadableSpan`, and the embedded-lake exporter.
+"""The embedded lake: OpenTelemetry SDK exporters that write spans and log records as lake rows.
 
 `ParquetSpanExporter` is an SDK `SpanExporter`: put it behind a `BatchSpanProcessor` and an agent
 writes its spans straight into the lake, no collector process needed (the embedded default).
+`ParquetLogExporter` is its logs twin: with `event_only` / `span_and_event` content capture, message
+content travels as log records (`gen_ai.client.inference.operation.details`,
+`tracevals.tool.call.details`), which land in `LAKE/logs/` (the `logs` view), joined to their span by
+(trace_id, span_id), exactly as the collector stores OTLP log records. Both write through the one
+`LakeWriter`, and fill the canonical columns with the one normalizer, as the collector does.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tracevals.collector.from_otlp import service_name
-from tracevals.collector.lake_writer import LakeWriter
-from tracevals.collector.normalize import normalize
+from tracevals.lake.normalize import normalize
+from tracevals.lake.rows import json_text, plain, service_name
+from tracevals.lake.schema import LOGS_DIR
+from tracevals.lake.writer import LakeWriter
 
 _log = logging.getLogger(__name__)
 
@@ -32,23 +39,8 @@ _KINDS = {
 _STATUS = {StatusCode.UNSET: "unset", StatusCode.OK: "ok", StatusCode.ERROR: "error"}
 
 
-def _plain(value: Any) -> Any:
-    """Attribute values as JSON-ready Python values, types kept (tuples become lists)."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
-
-
 def _attrs(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {str(k): _plain(v) for k, v in (attributes or {}).items()}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return {str(k): plain(v) for k, v in (attributes or {}).items()}
 
 
 def row_from_span(span: ReadableSpan) -> dict[str, Any]:
@@ -71,14 +63,14 @@ def row_from_span(span: ReadableSpan) -> dict[str, Any]:
         "duration_ms": (end - start) / 1e6 if end else None,
         "status_code": status,
         "status_message": span.status.description,
-        "attributes": _json(attrs),
-        "resource_attributes": _json(resource),
+        "attributes": json_text(attrs),
+        "resource_attributes": json_text(resource),
         "scope_name": scope.name if scope else None,
         "scope_version": scope.version if scope else None,
-        "events": _json(
+        "events": json_text(
             [{"name": e.name, "time_unix_nano": e.timestamp, "attributes": _attrs(e.attributes)} for e in span.events]
         ),
-        "links": _json(
+        "links": json_text(
             [
                 {
                     "trace_id": f"{link.context.trace_id:032x}",
@@ -121,6 +113,50 @@ class ParquetSpanExporter(SpanExporter):
             _log.exception("tracevals: could not write %d spans to %s", len(spans), self.writer.lake)
             return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self._shutdown = True
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def row_from_log(record: ReadableLogRecord) -> dict[str, Any]:
+    log = record.log_record
+    resource = plain(dict(record.resource.attributes)) if record.resource else {}
+    observed = log.observed_timestamp or None
+    return {
+        "trace_id": f"{log.trace_id:032x}" if log.trace_id else None,
+        "span_id": f"{log.span_id:016x}" if log.span_id else None,
+        "time": log.timestamp or observed or 0,
+        "observed_time": observed,
+        "event_name": log.event_name or None,
+        "severity_number": log.severity_number.value if log.severity_number is not None else None,
+        "severity_text": log.severity_text,
+        "body": json_text(plain(log.body)) if log.body is not None else None,
+        "attributes": json_text(plain(dict(log.attributes or {}))),
+        "resource_attributes": json_text(resource),
+        "scope_name": record.instrumentation_scope.name if record.instrumentation_scope else None,
+        "service_name": resource.get("service.name"),
+    }
+
+
+class ParquetLogExporter(LogRecordExporter):
+    """Writes log records into a lake directory as Parquet (`LAKE/logs/date=…/hour=…/`)."""
+
+    def __init__(self, lake: str | os.PathLike[str]) -> None:
+        self.writer = LakeWriter(lake)
+        self._shutdown = False
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        if self._shutdown:
+            return LogRecordExportResult.FAILURE
+        try:
+            self.writer.write_rows((row_from_log(r) for r in batch), LOGS_DIR)
+        except Exception:  # never raise into the host program
+            _log.exception("tracevals: could not write %d log records to %s", len(batch), self.writer.lake)
+            return LogRecordExportResult.FAILURE
+        return LogRecordExportResult.SUCCESS
 
     def shutdown(self) -> None:
         self._shutdown = True

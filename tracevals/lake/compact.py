@@ -41,9 +41,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tracevals.collector.lake_writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES
-from tracevals.collector.parquet_sink import DICTIONARY_COLUMNS, fsync_path
-from tracevals.collector.schema import LOGS_DIR, SPANS_DIR
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.lake.sink import DICTIONARY_COLUMNS, fsync_path
+from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracevals import attributes as tv
-from tracevals.collector.frameworks import apply_framework_rules
+from tracevals.lake.frameworks import apply_framework_rules
+from tracevals.model import attributes as tv
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
@@ -260,7 +260,7 @@ def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> 
 
 
 def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unset") -> dict[str, Any]:
-    """The canonical columns for one span's attributes (see `collector/schema.py`)."""
+    """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`)."""
     keys = tuple(attrs)
     plan = _PLANS.get((False, keys))
     if plan is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.collector.lake_writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, hour_parts
+from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, hour_parts
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tracevals.evaluators.calls import operation_key
-from tracevals.evaluators.model import ToolCall
+from tracevals.model.calls import operation_key
+from tracevals.model.trajectory import ToolCall
 
 
 def retry_chains(calls: Sequence[ToolCall]) -> list[list[int]]:

@@ -21,7 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tracevals.evaluators.model import HANDOFF_TOOL, Case, ToolCall
+from tracevals.model.case import Case
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall
 
 RISKY_EFFECTS = ("write", "irreversible")
 IDEMPOTENCY_ARGS = ("idempotency_key", "idempotencyKey", "Idempotency-Key")

@@ -1,0 +1,238 @@
+"""Task cases: load a JSONL task file into `Case` objects, validated by the JSON Schema that ships with
+tracevals (`tracevals/schemas/task_case.schema.json`).
+
+One case a line; blank lines and lines starting with `#` are skipped. A bad file raises `TaskFileError`
+whose message is one line naming the file, the line, the field and what is wrong::
+
+    tasks.jsonl:7: field 'max_retries': -1 is less than the minimum of 0
+
+Example::
+
+    cases = load_cases("tasks.jsonl")
+    cases[0].expected_steps  # (ExpectedCall(tool='search_customer', args=None), ...)
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+
+from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.trajectory import HANDOFF_TOOL
+
+SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "task_case.schema.json"
+_MAX_MESSAGE = 160
+
+
+class TaskFileError(ValueError):
+    """A task file (or one case in it) is not valid; `str()` is one line: `file:line: field 'x': what`."""
+
+    def __init__(self, source: str, line: int | None, message: str, field: str | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        what = self.message if self.field is None else f"field '{self.field}': {self.message}"
+        return f"{where}: {what}"
+
+
+@cache
+def task_case_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one task case."""
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(task_case_schema())
+
+
+def load_cases(path: str | os.PathLike[str]) -> list[Case]:
+    """Read a JSONL task file; raises `TaskFileError` (one line: file, line, field, problem)."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise TaskFileError(source, None, f"cannot read the task file: {exc.strerror or exc}") from None
+    cases: list[Case] = []
+    first_seen: dict[str, int] = {}
+    for lineno, raw_line in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw_line.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise TaskFileError(source, lineno, f"not valid UTF-8 (byte {exc.start + 1})") from None
+        text = text.removeprefix("\ufeff")  # a byte-order mark left by Windows editors
+        if not text or text.startswith("#"):
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        case = case_from_dict(obj, source=source, line=lineno)
+        if case.case_id in first_seen:
+            raise TaskFileError(
+                source,
+                lineno,
+                f"duplicate {case.case_id!r} (first on line {first_seen[case.case_id]})",
+                field="case_id",
+            )
+        first_seen[case.case_id] = lineno
+        cases.append(case)
+    if not cases:
+        raise TaskFileError(source, None, "no cases found (one JSON object per line expected)")
+    return cases
+
+
+def case_from_dict(obj: Any, source: str = "<case>", line: int | None = None) -> Case:
+    """Validate one case (already parsed from JSON) and build its `Case`; the dict is kept in `Case.raw`."""
+    if not isinstance(obj, dict):
+        raise TaskFileError(source, line, f"a case must be a JSON object, got {_json_type(obj)}")
+    problem = _schema_problem(obj) or _consistency_problem(obj)
+    if problem is not None:
+        field, message = problem
+        raise TaskFileError(source, line, message, field=field)
+    return build_case(obj)
+
+
+def build_case(obj: Mapping[str, Any], source: str = "task") -> Case:
+    """The `Case` of an already validated case (or scoring-config) dict; the dict is kept in `Case.raw`."""
+    match = obj.get("match", {})
+    allowed = obj.get("allowed_tools")
+    criteria = obj.get("success_criteria", {})
+    regex = criteria.get("regex", [])
+    retry = obj.get("retry_policy", {})
+    prices = obj.get("prices", {})
+    return Case(
+        case_id=obj.get("case_id", ""),
+        input=obj.get("input", ""),
+        allowed_tools=None if allowed is None else tuple(allowed),
+        expected_steps=tuple(_expected_call(step) for step in obj.get("expected_steps", [])),
+        forbidden_actions=tuple(obj.get("forbidden_actions", [])),
+        max_retries=obj.get("max_retries"),
+        requires_confirmation=obj.get("requires_confirmation", False),
+        must_include=tuple(criteria.get("must_include", [])),
+        match_mode=match.get("mode", "strict"),
+        args_mode=match.get("args", "ignore"),
+        group=obj.get("group"),
+        raw=dict(obj),
+        must_not_include=tuple(criteria.get("must_not_include", [])),
+        regex=(regex,) if isinstance(regex, str) else tuple(regex),
+        json_schema=criteria.get("json_schema"),
+        checker=criteria.get("checker"),
+        budgets=dict(obj.get("budgets", {})),
+        tool_schemas=dict(obj.get("tool_schemas", {})),
+        tool_effects=dict(obj.get("tool_effects", {})),
+        loop_repeats=retry.get("loop_repeats", 3),
+        require_idempotency_key=retry.get("require_idempotency_key", True),
+        min_backoff_ms=float(retry.get("min_backoff_ms", 0)),
+        faults=tuple(obj.get("faults", [])),
+        injections=tuple(obj.get("injections", [])),
+        prices={m: (float(p["input"]), float(p["output"])) for m, p in prices.items()},
+        source=source,
+    )
+
+
+def normalize_input(text: str | None) -> str:
+    """The form inputs are compared in when a trace carries no task id: Unicode NFKC, case-folded,
+    runs of white space as one space, trimmed (so a trailing newline or a capital does not matter)."""
+    if not text:
+        return ""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _expected_call(step: str | Mapping[str, Any]) -> ExpectedCall:
+    if isinstance(step, str):
+        return ExpectedCall(tool=step)
+    return ExpectedCall(tool=step["tool"], args=step.get("args"))
+
+
+def _schema_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
+    return schema_problem(_validator(), obj)
+
+
+def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | None, str] | None:
+    """The most relevant error of `obj` under `validator`, as (dotted field path, one-line message)."""
+    error = best_match(validator.iter_errors(obj))
+    if error is None:
+        return None
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = list(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in known)
+        if unknown:
+            hint = difflib.get_close_matches(unknown[0], known, n=1)
+            message = "unknown field" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            if known and not hint:
+                message += f"; known: {', '.join(known)}"
+            return _field_path([*path, unknown[0]]), message
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return _field_path([*path, missing[0]]), "required field is missing"
+    if error.validator == "oneOf" and path and path[0] == "expected_steps":
+        return _field_path(path), 'must be a tool name or {"tool": name, "args": {...}}'
+    if error.validator == "oneOf" and path and path[-1] == "goal":
+        return _field_path(path), 'must be a tool name, {"tool": name, "args": {...}} or {"leak": text, "to": [tools]}'
+    return _field_path(path), _shorten(error.message)
+
+
+def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
+    """What the schema cannot say: steps that contradict the tool lists, schemas and patterns that don't compile."""
+    allowed = obj.get("allowed_tools")
+    forbidden = set(obj.get("forbidden_actions", []))
+    for i, step in enumerate(obj.get("expected_steps", [])):
+        tool = step if isinstance(step, str) else step["tool"]
+        if tool in forbidden:
+            return f"expected_steps[{i}]", f"{tool!r} is expected but also in forbidden_actions"
+        if allowed is not None and tool not in allowed and tool != HANDOFF_TOOL:
+            return f"expected_steps[{i}]", f"{tool!r} is expected but not in allowed_tools"
+    schemas = {f"tool_schemas.{tool}": s for tool, s in obj.get("tool_schemas", {}).items()}
+    criteria = obj.get("success_criteria", {})
+    if "json_schema" in criteria:
+        schemas["success_criteria.json_schema"] = criteria["json_schema"]
+    for field, schema in schemas.items():
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            return field, f"not a valid JSON Schema: {_shorten(exc.message)}"
+    for tool, override in obj.get("match", {}).get("overrides", {}).items():
+        if "compare" in override and ("args" in override or "keys" in override):
+            return f"match.overrides.{tool}", "'compare' replaces the argument rule; drop 'args' and 'keys'"
+    patterns = criteria.get("regex", [])
+    for pattern in [patterns] if isinstance(patterns, str) else patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return "success_criteria.regex", f"invalid regular expression {pattern!r}: {exc}"
+    return None
+
+
+def _field_path(path: Iterable[str | int]) -> str | None:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or None
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _shorten(message: str) -> str:
+    message = " ".join(message.split())
+    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
