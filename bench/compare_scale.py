@@ -56,12 +56,12 @@ def phase_score(lake: Path) -> dict[str, float]:
 
     from tracevals.evaluators import default_evaluators
     from tracevals.evaluators.batch_scoring import score_batch
-    from tracevals.evaluators.case_matching import attach_cases
-    from tracevals.evaluators.offline import CHUNK_SESSIONS
-    from tracevals.evaluators.trajectory_match import TrajectoryMatch
+    from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.queries import open_lake
     from tracevals.queries.selection import session_chunks
     from tracevals.queries.trajectories import load_batch
+    from tracevals.scoring.cases import attach_cases
+    from tracevals.scoring.offline import CHUNK_SESSIONS
 
     out = dict.fromkeys(("traces", "chunks", "seconds", "match_scores", "match_seconds", "all_scores"), 0.0)
     out["all_seconds"] = 0.0

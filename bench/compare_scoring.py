@@ -242,9 +242,9 @@ def as_tracevals(t: dict[str, Any]) -> tuple[Any, Any]:
 
 def run_tracevals(corpus: dict[str, list[dict[str, Any]]], repeat: int) -> dict[str, Any]:
     from tracevals.evaluators.batch_scoring import score_batch
-    from tracevals.evaluators.case_matching import attach_cases
-    from tracevals.evaluators.trajectory_match import TrajectoryMatch
+    from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.model.batch import Batch
+    from tracevals.scoring.cases import attach_cases
 
     match = TrajectoryMatch()
     result: dict[str, Any] = {"rates": {}, "batch_rates": {}, "verdicts": {}}

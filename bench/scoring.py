@@ -35,14 +35,14 @@ import pyarrow.parquet as pq
 
 from tracevals.evaluators import default_evaluators
 from tracevals.evaluators.batch_scoring import score_batch
-from tracevals.evaluators.case_matching import attach_cases
-from tracevals.evaluators.config import config_from_dict
 from tracevals.evaluators.scoring import evaluate_safely
-from tracevals.evaluators.store import write_score_frame
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_batch
+from tracevals.scoring.cases import attach_cases
+from tracevals.scoring.config import config_from_dict
+from tracevals.scoring.store import write_score_frame
 
 T0_MS = 1_795_910_400_000  # 2026-11-29T00:00Z: sessions start spread over this day
 MODEL = "order-support-baseline"  # priced in outcomes.DEFAULT_PRICES

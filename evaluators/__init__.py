@@ -5,12 +5,9 @@
 """
 
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
-from tracevals.evaluators.batch_scoring import score_batch, scores_of
-from tracevals.evaluators.config import ConfigError, ScoringConfig, config_from_dict, load_config
+from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.evaluator import Evaluator, make_score
-from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.injection import Injection
-from tracevals.evaluators.matching import lcs_alignment, maximum_matching
+from tracevals.evaluators.injection.evaluator import Injection
 from tracevals.evaluators.registry import (
     ENTRY_POINT_GROUP,
     UnknownEvaluatorError,
@@ -21,17 +18,19 @@ from tracevals.evaluators.registry import (
     names,
     register,
 )
-from tracevals.evaluators.retry_discipline import RetryDiscipline
+from tracevals.evaluators.retry_discipline.evaluator import RetryDiscipline
+from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.scoring import attempt_passed, evaluate_all
-from tracevals.evaluators.session_completeness import SessionCompleteness
-from tracevals.evaluators.step_budget import StepBudget
-from tracevals.evaluators.task_success import TaskSuccess
-from tracevals.evaluators.tool_policy import ToolPolicy
-from tracevals.evaluators.trajectory_match import MATCH_MODES, TrajectoryMatch
+from tracevals.evaluators.session_completeness.evaluator import SessionCompleteness
+from tracevals.evaluators.step_budget.evaluator import StepBudget
+from tracevals.evaluators.task_success.evaluator import TaskSuccess
+from tracevals.evaluators.tool_policy.evaluator import ToolPolicy
+from tracevals.evaluators.trajectory_match.evaluator import MATCH_MODES, TrajectoryMatch
+from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
 from tracevals.model.batch import Batch
 from tracevals.model.calls import RISKY_EFFECTS, operation_key
 from tracevals.model.case import Case, ExpectedCall
-from tracevals.model.score import Score
+from tracevals.model.score import Score, scores_of
 from tracevals.model.trajectory import HANDOFF_TOOL, Handoff, SpanFacts, ToolCall, Trajectory
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "ArgsRule",
     "Batch",
     "Case",
-    "ConfigError",
     "Evaluator",
     "ExpectedCall",
     "Handoff",
@@ -52,7 +50,6 @@ __all__ = [
     "RetryDiscipline",
     "Scope",
     "Score",
-    "ScoringConfig",
     "SessionCompleteness",
     "SpanFacts",
     "StepBudget",
@@ -64,13 +61,11 @@ __all__ = [
     "UnknownEvaluatorError",
     "args_rule",
     "attempt_passed",
-    "config_from_dict",
     "default_evaluators",
     "evaluate_all",
     "get",
     "instances",
     "lcs_alignment",
-    "load_config",
     "load_plugins",
     "make_score",
     "maximum_matching",

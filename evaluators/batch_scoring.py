@@ -13,34 +13,17 @@ I/O, no state kept between calls; the same function runs per partition under a d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import polars as pl
 
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.frames import NO_CASE, Scope
+from tracevals.evaluators.scope import NO_CASE, Scope
 from tracevals.evaluators.scoring import evaluate_safely
-from tracevals.model.score import Score
+from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, score_details, score_rows_frame
 from tracevals.model.trajectory import Trajectory
 
 _IDS = ["trace_id", "session_id", "run_id", "task_id", "attempt", "variant"]
-SCORE_FRAME_SCHEMA = pl.Schema(
-    {
-        "trace_id": pl.Utf8,
-        "session_id": pl.Utf8,
-        "run_id": pl.Utf8,
-        "task_id": pl.Utf8,
-        "attempt": pl.Int64,
-        "variant": pl.Utf8,
-        "evaluator": pl.Utf8,
-        "evaluator_version": pl.Int32,
-        "passed": pl.Boolean,
-        "score": pl.Float64,
-        "reason": pl.Utf8,
-        "details": pl.Utf8,
-    }
-)
 
 
 def score_batch(scope: Scope, evaluators: Sequence[Evaluator]) -> pl.DataFrame:
@@ -109,7 +92,7 @@ def _plan_rows(
         for rep in plan.get_column("rep").unique(maintain_order=True).to_list():
             score = run(rep)
             if score is not None:
-                verdicts[rep] = (score.passed, score.score, score.reason, _details(score))
+                verdicts[rep] = (score.passed, score.score, score.reason, score_details(score))
         if not verdicts:
             return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
         table = pl.DataFrame(
@@ -126,7 +109,7 @@ def _plan_rows(
             )
         )
         return rows.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
-    return _rows([s for t in plan.get_column("trace_id") if (s := run(t))])
+    return score_rows_frame([s for t in plan.get_column("trace_id") if (s := run(t))])
 
 
 def _representatives(keys: pl.DataFrame) -> pl.DataFrame:
@@ -134,40 +117,3 @@ def _representatives(keys: pl.DataFrame) -> pl.DataFrame:
     keys = keys.filter(pl.col("key").is_not_null())
     firsts = keys.group_by("key", maintain_order=True).agg(pl.col("trace_id").first().alias("rep"))
     return keys.join(firsts, on="key")
-
-
-def _details(score: Score) -> str:
-    return json.dumps(score.details, sort_keys=True, default=str)
-
-
-def _rows(scores: Sequence[Score]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            (s.trace_id, s.session_id, s.run_id, s.task_id, s.attempt, s.variant, s.evaluator, s.evaluator_version,
-             s.passed, float(s.score), s.reason, _details(s))
-            for s in scores
-        ],
-        schema=SCORE_FRAME_SCHEMA,
-        orient="row",
-    )  # fmt: skip
-
-
-def scores_of(frame: pl.DataFrame) -> list[Score]:
-    """Score rows (a frame of `SCORE_FRAME_SCHEMA`) back as `Score` objects."""
-    return [
-        Score(
-            evaluator=row["evaluator"],
-            evaluator_version=row["evaluator_version"],
-            passed=row["passed"],
-            score=row["score"],
-            reason=row["reason"],
-            details=json.loads(row["details"]) if row["details"] else {},
-            trace_id=row["trace_id"],
-            session_id=row["session_id"],
-            run_id=row["run_id"],
-            task_id=row["task_id"],
-            attempt=row["attempt"],
-            variant=row["variant"],
-        )
-        for row in frame.iter_rows(named=True)
-    ]

@@ -17,13 +17,13 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.injection import Injection
-from tracevals.evaluators.retry_discipline import RetryDiscipline
-from tracevals.evaluators.session_completeness import SessionCompleteness
-from tracevals.evaluators.step_budget import StepBudget
-from tracevals.evaluators.task_success import TaskSuccess
-from tracevals.evaluators.tool_policy import ToolPolicy
-from tracevals.evaluators.trajectory_match import TrajectoryMatch
+from tracevals.evaluators.injection.evaluator import Injection
+from tracevals.evaluators.retry_discipline.evaluator import RetryDiscipline
+from tracevals.evaluators.session_completeness.evaluator import SessionCompleteness
+from tracevals.evaluators.step_budget.evaluator import StepBudget
+from tracevals.evaluators.task_success.evaluator import TaskSuccess
+from tracevals.evaluators.tool_policy.evaluator import ToolPolicy
+from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
 
 ENTRY_POINT_GROUP = "tracevals.evaluators"
 DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (

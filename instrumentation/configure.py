@@ -30,6 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
+from tracevals import env
 from tracevals.instrumentation.content import CaptureMode, set_capture
 from tracevals.instrumentation.context import SessionSpanProcessor
 from tracevals.instrumentation.redact import Redactor, set_redactor
@@ -38,7 +39,7 @@ from tracevals.lake.exporters import ParquetLogExporter, ParquetSpanExporter
 
 _log = logging.getLogger(__name__)
 
-LAKE_ENV = "TRACEVALS_LAKE"
+LAKE_ENV = env.LAKE
 
 
 _switch: SwitchableSpanProcessor | None = None
@@ -79,7 +80,7 @@ def pipeline_active() -> bool:
 
 
 def _otlp_endpoint() -> str | None:
-    return os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return os.environ.get(env.OTLP_TRACES_ENDPOINT) or os.environ.get(env.OTLP_ENDPOINT)
 
 
 def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
@@ -87,7 +88,7 @@ def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
     if not endpoint:
         return None
     protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+        os.environ.get(env.OTLP_TRACES_PROTOCOL) or os.environ.get(env.OTLP_PROTOCOL) or ""
     ).strip() or "http/protobuf"
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs

@@ -27,10 +27,11 @@ from typing import Any
 from opentelemetry import _logs, trace
 from opentelemetry.trace import Span, Status, StatusCode
 
+from tracevals import env
 from tracevals.instrumentation.redact import current_redactor
 from tracevals.model import attributes as tv
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CAPTURE_ENV = env.CAPTURE_MESSAGE_CONTENT
 MODEL_EVENT = "gen_ai.client.inference.operation.details"
 TOOL_EVENT = tv.TOOL_CALL_EVENT
 _LOGGER = "tracevals.instrumentation"

@@ -25,9 +25,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-PII_ENV = "TRACEVALS_REDACT_PII"
-NAMES_ENV = "TRACEVALS_REDACT_NAMES"
-SALT_ENV = "TRACEVALS_REDACT_SALT"
+from tracevals import env
+
+PII_ENV = env.REDACT_PII
+NAMES_ENV = env.REDACT_NAMES
+SALT_ENV = env.REDACT_SALT
 
 # (kind, pattern). Order matters: specific key formats first, the generic key=value rule last.
 _SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(

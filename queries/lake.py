@@ -32,6 +32,7 @@ import duckdb
 import pyarrow as pa
 
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.model.prices import default_prices
 
 VIEW_NAMES = (
     "spans",
@@ -269,11 +270,7 @@ def _sql_type(arrow_type: pa.DataType) -> str:
 
 
 def _default_prices() -> PricesT:
-    try:  # the demo's prices live with the outcome arithmetic; a lake of other models simply has none
-        from tracevals.outcomes import DEFAULT_PRICES
-    except ImportError:
-        return {}
-    return DEFAULT_PRICES
+    return default_prices()
 
 
 def _register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:

@@ -7,27 +7,20 @@ temporary tables that shadow `raw_spans` / `raw_logs` on this connection, so eve
 - A session is every trace with the same session id (a trace without one is its own session); it is
   in the range when its first span starts in `[since, until)`, and then all its traces are read,
   late turns included.
-- The sample keeps a session when `int(md5(f"{seed}:{session}")[:8], 16) / 2**32 < fraction`: the same
-  sessions for the same seed on any machine and in any engine with md5 (`session_sampled` is the same
-  rule in Python), and a sampled session is always whole.
+- The sample keeps a session by the one sampling rule of `tracevals.lake.sampling` (md5 of the seed and
+  the session id): the same sessions for the same seed on any machine, in any engine with md5, and in
+  the collector's sampler; a sampled session is always whole.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 
-_SCALE = 2**32
-
-
-def _md5_bucket(salt: str, column: str) -> str:
-    """SQL: the first 32 bits of md5(salt || column) as an integer, the hash behind the sample and the
-    chunks (`session_sampled` is the same in Python)."""
-    return f"CAST(('0x' || left(md5('{salt}' || {column}), 8)) AS BIGINT)"
+from tracevals.lake.sampling import bucket_sql, sampled_sql
 
 
 @dataclass(frozen=True)
@@ -37,6 +30,13 @@ class Selection:
     fraction: float | None = None  # None: every session
     seed: int = 0
     trace_ids: tuple[str, ...] | None = None  # only these traces' sessions (live scoring)
+    runs: tuple[str, ...] = ()  # only the attempts of these harness runs (and their sessions' other traces)
+
+    def trace_condition(self) -> str:
+        """The condition on `trajectories` a loader applies on top (the attempts of `runs`); '' for none."""
+        if not self.runs:
+            return ""
+        return "run_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in self.runs) + ")"
 
     def sql_condition(self) -> str:
         """The condition on `s` (columns `sid`, `session_start`) this selection keeps."""
@@ -45,18 +45,9 @@ class Selection:
             parts.append(f"s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}'")
         if self.until is not None:
             parts.append(f"s.session_start < TIMESTAMPTZ '{self.until.isoformat()}'")
-        if self.fraction is not None and self.fraction < 1:
-            threshold = int(self.fraction * _SCALE)
-            parts.append(f"{_md5_bucket(f'{int(self.seed)}:', 's.sid')} < {threshold}")
+        if self.fraction is not None:
+            parts.append(sampled_sql("s.sid", self.fraction, self.seed))
         return " AND ".join(parts)
-
-
-def session_sampled(session_id: str, fraction: float | None, seed: int) -> bool:
-    """The sampling rule of `Selection`, for one session id, in Python."""
-    if fraction is None or fraction >= 1:
-        return True
-    value = int(hashlib.md5(f"{int(seed)}:{session_id}".encode()).hexdigest()[:8], 16)
-    return value < int(fraction * _SCALE)
 
 
 def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
@@ -67,6 +58,11 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
         if selection.trace_ids:
             con.executemany("INSERT INTO tv_wanted VALUES (?)", [(t,) for t in selection.trace_ids])
         only = " AND s.sid IN (SELECT t.sid FROM t JOIN tv_wanted USING (trace_id))"
+    if selection.runs:
+        only += (
+            " AND s.sid IN (SELECT t.sid FROM t WHERE t.trace_id IN (SELECT trace_id FROM attempts WHERE "
+            f"{selection.trace_condition()}))"
+        )
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE tv_traces AS
@@ -92,7 +88,7 @@ def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterato
     loader holds one chunk in memory, never the lake. Yields once, restricting nothing, when everything
     fits in one chunk; afterwards the views read what they read before.
 
-    Chunks are buckets of the same md5 rule as the sample (salted differently), so the same session
+    Chunks are buckets of the same md5 hash as the sample (salted differently), so the same session
     always lands in the same chunk of a given count.
     """
     # after select_sessions, its tv_traces already maps each selected trace to its session
@@ -109,7 +105,7 @@ def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterato
         if count <= 1:
             yield 0
             return
-        bucket = _md5_bucket("chunk:", "sid")
+        bucket = bucket_sql("chunk:", "sid")
         try:
             for chunk in range(count):
                 con.execute(

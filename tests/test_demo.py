@@ -24,11 +24,11 @@ from tracevals.demo.rates import FailureRates
 from tracevals.evaluators import evaluate_all
 from tracevals.harness import run_cases
 from tracevals.model.tasks import load_cases
-from tracevals.outcomes import outcomes
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.simulator import DEFAULT_REGISTRY, SimulatedModelServer
 from tracevals.stats import summarize
+from tracevals.stats.outcomes import outcomes
 
 
 @pytest.fixture(scope="module")

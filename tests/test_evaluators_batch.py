@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracevals.evaluators import Case, SpanFacts, ToolCall, Trajectory, default_evaluators, evaluate_all
-from tracevals.evaluators.batch_scoring import score_batch, scores_of
-from tracevals.evaluators.case_matching import attach_cases
-from tracevals.evaluators.config import config_from_dict
-from tracevals.evaluators.frames import NO_CASE, Scope
+from tracevals.evaluators.batch_scoring import score_batch
+from tracevals.evaluators.scope import NO_CASE, Scope
 from tracevals.evaluators.testing import call, case_json, trajectory
 from tracevals.model.batch import Batch
+from tracevals.model.score import scores_of
+from tracevals.scoring.cases import attach_cases
+from tracevals.scoring.config import config_from_dict
 
 CASES = {
     c.case_id: c

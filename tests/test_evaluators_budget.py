@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tracevals.evaluators import Case, Score, StepBudget, Trajectory
-from tracevals.evaluators.config import config_from_dict
 from tracevals.evaluators.testing import call, case_json, trajectory
+from tracevals.scoring.config import config_from_dict
 
 
 def score_of(t: Trajectory, c: Case) -> Score:

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from tracevals.evaluators import Case, Handoff, Score, ToolPolicy, Trajectory
-from tracevals.evaluators.candidates import candidate_lists
 from tracevals.evaluators.testing import call, case, case_json, trajectory
+from tracevals.evaluators.tool_policy.candidates import candidate_lists
 
 
 def score_of(t: Trajectory, c: Case | None, evaluator: ToolPolicy | None = None) -> Score:

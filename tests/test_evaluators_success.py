@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tracevals.evaluators import Case, Score, TaskSuccess, Trajectory
-from tracevals.evaluators.config import config_from_dict
 from tracevals.evaluators.testing import case_json, trajectory
 from tracevals.model.tasks import case_from_dict
+from tracevals.scoring.config import config_from_dict
 
 
 def score_of(t: Trajectory, c: Case) -> Score:

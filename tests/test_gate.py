@@ -163,7 +163,7 @@ def test_help_has_examples() -> None:
 
 
 def test_report_over_a_date_range_and_a_sample(demo: dict[str, Any], tmp_path: Path) -> None:
-    from tracevals.queries.selection import session_sampled
+    from tracevals.lake.sampling import session_sampled
 
     start = demo["report"]["meta"]["date_from"]
     out = tmp_path / "sample.json"

@@ -1,4 +1,4 @@
-"""Tests for tracevals.outcomes: hazards, hand-off judgement, risk, faults, numbering, pricing.
+"""Tests for tracevals.stats.outcomes: hazards, hand-off judgement, risk, faults, numbering, pricing.
 
 Trajectories and scores are built by hand; a few tests run the real evaluators so that the strings
 the hazard rules read stay in step with what the evaluators write.
@@ -14,15 +14,8 @@ from tracevals.evaluators import evaluate_all
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
-from tracevals.outcomes import (
-    attempt_hazards,
-    count_retries,
-    fault_types,
-    handoff_expected,
-    outcomes,
-    task_risk,
-)
 from tracevals.stats import DUPLICATE_SIDE_EFFECT, ENDLESS_LOOP, SILENT_FAILURE, UNAUTHORISED_CALL
+from tracevals.stats.outcomes import attempt_hazards, count_retries, fault_types, handoff_expected, outcomes, task_risk
 
 
 def call(name: str, error: str | None = None, effect: str = "read", **args: Any) -> ToolCall:

@@ -180,7 +180,7 @@ def test_sample_is_deterministic_by_session_and_recorded(lake: Path) -> None:
 
     first, again = sampled(11), sampled(11)
     assert [(r["trace_id"], r["evaluator"]) for r in first] == [(r["trace_id"], r["evaluator"]) for r in again]
-    from tracevals.queries.selection import session_sampled
+    from tracevals.lake.sampling import session_sampled
 
     sessions = {r["session_id"] for r in first}
     assert all(session_sampled(s, 0.5, 11) for s in sessions)
@@ -240,8 +240,8 @@ def test_user_errors_are_one_line_and_exit_1(lake: Path, tmp_path: Path, args: l
 def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 
-    from tracevals.evaluators.emit import EVENT_NAME, EvaluationEmitter
-    from tracevals.evaluators.offline import score_lake
+    from tracevals.scoring.emit import EVENT_NAME, EvaluationEmitter
+    from tracevals.scoring.offline import score_lake
 
     run = score_lake(lake, tasks=load_cases(tasks_path()), write=False)
     exporter = InMemoryLogRecordExporter()
@@ -265,9 +265,9 @@ def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:
 
 @pytest.mark.parametrize("selection", [None, {"fraction": 0.7, "seed": 3}])
 def test_scoring_a_chunk_of_sessions_at_a_time_gives_the_same_scores(lake: Path, selection: Any) -> None:
-    from tracevals.evaluators.offline import score_connection
     from tracevals.queries import open_lake
     from tracevals.queries.selection import Selection, is_restricted
+    from tracevals.scoring.offline import score_connection
 
     chosen = Selection(**selection) if selection else None
     whole = score_connection(open_lake(lake), tasks=load_cases(tasks_path()), selection=chosen)

@@ -22,11 +22,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 import tracevals
 from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
-from tracevals.evaluators.live import Follower
 from tracevals.harness import run_cases
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import load_cases
+from tracevals.scoring.live import Follower
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
@@ -126,8 +126,8 @@ def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
 def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`tracevals compact` replaces the files a reload just listed: the reload lists again and still finds
     every span of the session (in the compacted file)."""
-    from tracevals.evaluators import live as live_module
     from tracevals.lake.compact import compact
+    from tracevals.scoring import live as live_module
 
     trace_id = "e" * 32
     clock, writer, live = _scored_then_evicted(lake, trace_id, "s5")
@@ -151,7 +151,7 @@ def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pyt
 
 
 def test_sampling_skips_whole_sessions(lake: Path) -> None:
-    from tracevals.queries.selection import session_sampled
+    from tracevals.lake.sampling import session_sampled
 
     clock, writer = Clock(), LakeWriter(lake)
     live = follower(lake, clock, sample=(0.5, 3))

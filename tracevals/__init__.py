@@ -8,28 +8,42 @@ The public API an agent uses (see docs/instrumentation.md):
 ... def delete_order(order_id: str) -> dict: ...
 >>> with tracevals.session("s-1"), tracevals.agent("support"):
 ...     ...
+
+Every name below is imported on first use (PEP 562), so `import tracevals.evaluators` or a CLI
+command pays only for what it uses, never for the instrumentation and the OpenTelemetry SDK.
 """
 
-from tracevals.instrumentation import (
-    Redactor,
-    Telemetry,
-    ToolError,
-    ToolInterceptor,
-    ToolInvocation,
-    ToolSet,
-    agent,
-    end_session,
-    handoff,
-    instrument,
-    intercept_tools,
-    session,
-    tool,
-    tool_call_id,
-    wrap_tools,
-)
-from tracevals.model.attempt import AttemptContext
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_PUBLIC = {
+    "AttemptContext": "tracevals.model.attempt",
+    **{
+        name: "tracevals.instrumentation"
+        for name in (
+            "Redactor",
+            "Telemetry",
+            "ToolError",
+            "ToolInterceptor",
+            "ToolInvocation",
+            "ToolSet",
+            "agent",
+            "end_session",
+            "handoff",
+            "instrument",
+            "intercept_tools",
+            "session",
+            "tool",
+            "tool_call_id",
+            "wrap_tools",
+        )
+    },
+}
 
 __all__ = [
     "AttemptContext",
@@ -50,3 +64,38 @@ __all__ = [
     "tool_call_id",
     "wrap_tools",
 ]
+assert sorted(__all__) == sorted([*_PUBLIC, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracevals' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from tracevals.instrumentation import (
+        Redactor,
+        Telemetry,
+        ToolError,
+        ToolInterceptor,
+        ToolInvocation,
+        ToolSet,
+        agent,
+        end_session,
+        handoff,
+        instrument,
+        intercept_tools,
+        session,
+        tool,
+        tool_call_id,
+        wrap_tools,
+    )
+    from tracevals.model.attempt import AttemptContext

@@ -9,6 +9,7 @@ from types import FrameType
 
 import click
 
+from tracevals import env
 from tracevals.collector.config import CollectorConfig, ConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 
@@ -49,7 +50,7 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
-    envvar="TRACEVALS_COLLECTOR_CONFIG",
+    envvar=env.COLLECTOR_CONFIG,
     help=f"Collector config in the OTel Collector format [default: ./{DEFAULT_CONFIG} if present, else built-in].",
 )
 @click.option("--validate", is_flag=True, help="Check the config, print what it would run, and exit.")

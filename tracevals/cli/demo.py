@@ -18,13 +18,11 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from tracevals.cli.output import format_option, print_rows, progress_bar
-from tracevals.evaluators.store import write_scores
+from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
 from tracevals.model.tasks import load_cases
-from tracevals.queries import open_lake
-from tracevals.queries.trajectories import load_trajectories
-from tracevals.report.source import bundled_tasks
+from tracevals.scoring.runs import score_run
 
 VARIANTS = ("baseline", "candidate")
 __all__ = ["VARIANTS", "bundled_tasks", "demo"]
@@ -58,9 +56,10 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
       tracevals demo -k 10 --seed 7 --out /tmp/demo
       tracevals demo --format json         # the summary as JSON
     """
+    from tracevals.cli.report import report_from_lake
     from tracevals.demo.agent import order_support_agent
-    from tracevals.evaluators import evaluate_all
-    from tracevals.report import Selection, report_from_lake, summary_rows, write_report
+    from tracevals.report import summary_rows, write_report
+    from tracevals.scoring.lake_data import Selection
     from tracevals.simulator import SimulatedModelServer
 
     console = Console(stderr=True)
@@ -93,11 +92,9 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
             telemetry.shutdown()
     run_seconds = time.perf_counter() - started
 
-    con = open_lake(lake)
-    trajectories = load_trajectories(con, where=f"run_id = '{run_id}'")
+    scored = score_run(lake, run_id, cases)
+    trajectories, scores = scored.trajectories, scored.scores
     by_id = {c.case_id: c for c in cases}
-    scores = evaluate_all(trajectories, by_id)
-    write_scores(lake, scores)
     # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
     meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
     data = report_from_lake(

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from tracevals import env
 from tracevals.cli.report import load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 
@@ -55,7 +56,7 @@ def _read_config(path: str) -> dict[str, Any]:
     "--config",
     "config_file",
     type=click.Path(dir_okay=False),
-    envvar="TRACEVALS_GATE_CONFIG",
+    envvar=env.GATE_CONFIG,
     help="YAML or JSON file of thresholds (keys as the options below); options override it.",
 )
 @click.option("--min-pass-hat-k", type=click.FloatRange(0, 1), help="Minimum candidate pass^k (at --at-k).")

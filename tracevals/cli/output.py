@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tracevals import env
+
 if TYPE_CHECKING:
     from rich.progress import Progress
 
@@ -29,7 +31,7 @@ def format_option(default: str = "table") -> Any:
         type=click.Choice(FORMATS),
         default=default,
         show_default=True,
-        envvar="TRACEVALS_FORMAT",
+        envvar=env.FORMAT,
         help="Output format.",
     )
 
@@ -52,13 +54,11 @@ def progress_bar(console: Console, transient: bool = False) -> Progress:
 def lake_option(help: str, default: str | None = None) -> Any:
     """`--lake` (env TRACEVALS_LAKE): required unless a default is given."""
     if default is None:
-        return click.option(
-            "--lake", type=click.Path(file_okay=False), envvar="TRACEVALS_LAKE", required=True, help=help
-        )
+        return click.option("--lake", type=click.Path(file_okay=False), envvar=env.LAKE, required=True, help=help)
     return click.option(
         "--lake",
         type=click.Path(file_okay=False),
-        envvar="TRACEVALS_LAKE",
+        envvar=env.LAKE,
         default=default,
         show_default=True,
         help=help,

@@ -7,13 +7,16 @@ the report a person opens to understand it always count the same attempts.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.model.case import Case
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,19 +29,19 @@ def selection_options(func: F) -> F:
             "--run",
             "runs",
             multiple=True,
-            envvar="TRACEVALS_RUN",
+            envvar=env.RUN,
             help="Run id (repeatable). Default: the latest run, or every run in --since/--until.",
         ),
         click.option(
             "--since",
-            envvar="TRACEVALS_SINCE",
+            envvar=env.SINCE,
             help="Sessions starting at or after (ISO, UTC unless given; today, yesterday, 24h, 7d ...).",
         ),
-        click.option("--until", envvar="TRACEVALS_UNTIL", help="Sessions starting before this time."),
+        click.option("--until", envvar=env.UNTIL, help="Sessions starting before this time."),
         click.option(
             "--sample",
             type=click.FloatRange(0.0, 1.0, min_open=True),
-            envvar="TRACEVALS_SAMPLE",
+            envvar=env.SAMPLE,
             help="Keep this fraction of sessions (a stable hash: whole sessions only). Default: all, or the "
             "sample the stored scores record.",
         ),
@@ -48,14 +51,14 @@ def selection_options(func: F) -> F:
             type=int,
             default=0,
             show_default=True,
-            envvar="TRACEVALS_SEED",
+            envvar=env.SEED,
             help="Seed of the sample (the same sessions as `tracevals score --sample F --seed N`).",
         ),
         click.option(
             "--tasks",
             "tasks_file",
             type=click.Path(dir_okay=False),
-            envvar="TRACEVALS_TASKS",
+            envvar=env.TASKS,
             help="Task file (JSONL) the attempts ran. Default: the bundled order-support cases.",
         ),
         click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
@@ -88,9 +91,10 @@ def load_report(
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
     import duckdb
 
+    from tracevals.demo import tasks_path as bundled_tasks
     from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries import LakeError
-    from tracevals.report import Selection, SelectionError, bundled_tasks, report_from_lake
+    from tracevals.scoring.lake_data import Selection, SelectionError
 
     if (baseline is None) != (candidate is None):
         raise click.ClickException("give both --baseline and --candidate, or neither")
@@ -112,6 +116,35 @@ def load_report(
         raise click.ClickException(str(exc)) from exc
     except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+
+
+def report_from_lake(
+    lake: str | os.PathLike[str],
+    selection: Any,
+    cases: Mapping[str, Case],
+    *,
+    k: int | None = None,
+    z: float | None = None,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> Any:
+    """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`."""
+    from tracevals.report import build_report
+    from tracevals.scoring.lake_data import load_lake_data
+    from tracevals.stats import Z95
+
+    data = load_lake_data(lake, selection, cases)
+    return build_report(
+        data.trajectories,
+        data.scores,
+        cases,
+        {**data.provenance, **dict(meta or {})},
+        k=k,
+        z=Z95 if z is None else z,
+        baseline=baseline,
+        candidate=candidate,
+    )
 
 
 def _time(text: str | None) -> Any:

@@ -15,9 +15,11 @@ from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
-from tracevals.harness.summary import score_run
 from tracevals.instrumentation import instrument
 from tracevals.model.tasks import TaskFileError, load_cases
+from tracevals.scoring.runs import score_run
+from tracevals.stats import summarize
+from tracevals.stats.outcomes import outcomes
 
 
 @click.command()
@@ -160,7 +162,8 @@ def run(
             )
     finally:
         telemetry.shutdown()
-    result = score_run(lake, run_id, cases, k=k)
+    result = score_run(lake, run_id, cases)
+    summaries = summarize(outcomes(result.trajectories, result.scores), k=k)
     rows = [
         {
             "variant": s.variant,
@@ -173,7 +176,7 @@ def run(
             "worst_task": s.worst_task.task_id if s.worst_task else None,
             "handoffs": s.handoffs,
         }
-        for s in result.summaries.values()
+        for s in summaries.values()
     ]
     if fmt == "json":
         click.echo(json.dumps({"run_id": run_id, "lake": lake, "variants": rows}))

@@ -14,6 +14,7 @@ import click
 import polars as pl
 from rich.console import Console
 
+from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
 
 COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
@@ -47,33 +48,27 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
 
 @click.command()
 @lake_option("The lake to score (scores go to LAKE/scores/).", default="lake")
-@click.option(
-    "--tasks", "tasks_file", type=click.Path(dir_okay=False), envvar="TRACEVALS_TASKS", help="Task cases, JSONL."
-)
+@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), envvar=env.TASKS, help="Task cases, JSONL.")
 @click.option(
     "--config",
     "config_file",
     type=click.Path(dir_okay=False),
-    envvar="TRACEVALS_SCORING_CONFIG",
+    envvar=env.SCORING_CONFIG,
     help="Scoring config, YAML or JSON.",
 )
-@click.option("--evaluators", "evaluator_names", envvar="TRACEVALS_EVALUATORS", help="Comma-separated evaluator names.")
-@click.option(
-    "--since", envvar="TRACEVALS_SINCE", help="Sessions starting at or after (ISO, today, yesterday, 24h ...)."
-)
-@click.option("--until", envvar="TRACEVALS_UNTIL", help="Sessions starting before this time.")
-@click.option(
-    "--sample", type=click.FloatRange(0, 1, min_open=True), envvar="TRACEVALS_SAMPLE", help="Fraction of sessions."
-)
-@click.option("--seed", type=int, default=0, show_default=True, envvar="TRACEVALS_SEED", help="Seed of the sample.")
+@click.option("--evaluators", "evaluator_names", envvar=env.EVALUATORS, help="Comma-separated evaluator names.")
+@click.option("--since", envvar=env.SINCE, help="Sessions starting at or after (ISO, today, yesterday, 24h ...).")
+@click.option("--until", envvar=env.UNTIL, help="Sessions starting before this time.")
+@click.option("--sample", type=click.FloatRange(0, 1, min_open=True), envvar=env.SAMPLE, help="Fraction of sessions.")
+@click.option("--seed", type=int, default=0, show_default=True, envvar=env.SEED, help="Seed of the sample.")
 @click.option("--follow", is_flag=True, help="Keep running: score sessions as they finish.")
-@click.option("--idle", type=click.FloatRange(0), default=30.0, show_default=True, envvar="TRACEVALS_IDLE",
+@click.option("--idle", type=click.FloatRange(0), default=30.0, show_default=True, envvar=env.IDLE,
               help="--follow: seconds of quiet after which a session whose roots ended is finished.")  # fmt: skip
 @click.option(
     "--interval", type=click.FloatRange(0.01), default=1.0, show_default=True, help="--follow: seconds between polls."
 )
 @click.option(
-    "--emit-otlp", is_flag=True, envvar="TRACEVALS_EMIT_OTLP", help="Also send gen_ai.evaluation.result events (OTLP)."
+    "--emit-otlp", is_flag=True, envvar=env.EMIT_OTLP, help="Also send gen_ai.evaluation.result events (OTLP)."
 )
 @click.option("--no-write", is_flag=True, help="Print the scores without storing them.")
 @click.option("--summary", is_flag=True, help="Print a pass rate per evaluator instead of every score.")
@@ -108,10 +103,10 @@ def score(
       tracevals score --lake lake --config scoring.yaml --since yesterday --until today --sample 0.05 --seed 7
       tracevals score --lake lake --config scoring.yaml --follow --idle 30 --format json
     """
-    from tracevals.evaluators.config import ConfigError, ScoringConfig, load_config
     from tracevals.evaluators.registry import UnknownEvaluatorError, instances
     from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries.lake import LakeError
+    from tracevals.scoring.config import ConfigError, ScoringConfig, load_config
 
     if not Path(lake).is_dir() and "://" not in lake:
         raise click.ClickException(f"lake {lake!r} is not a directory; pass the folder that holds spans/")
@@ -127,8 +122,8 @@ def score(
         if follow:
             _follow(lake, tasks, config, evaluators, idle, interval, sample, seed, emitter, not no_write, fmt)
             return
-        from tracevals.evaluators.offline import score_lake
         from tracevals.queries.selection import Selection
+        from tracevals.scoring.offline import score_lake
 
         selection = Selection(
             since=parse_time(since) if since else None,
@@ -155,7 +150,7 @@ def score(
 
 
 def _emitter() -> Any:
-    from tracevals.evaluators.emit import EvaluationEmitter
+    from tracevals.scoring.emit import EvaluationEmitter
 
     return EvaluationEmitter()
 
@@ -173,7 +168,7 @@ def _follow(
     write: bool,
     fmt: str,
 ) -> None:
-    from tracevals.evaluators.live import Follower
+    from tracevals.scoring.live import Follower
 
     stopping: list[int] = []
 

@@ -9,6 +9,7 @@ import click
 import duckdb
 import pyarrow.parquet as pq
 
+from tracevals import env
 from tracevals.cli.output import FORMATS, lake_option, print_rows
 from tracevals.queries import LakeError, is_remote, open_lake
 
@@ -50,7 +51,7 @@ def _inside(path: Path, lake: str) -> bool:
     type=click.Choice((*FORMATS, "parquet")),
     default="table",
     show_default=True,
-    envvar="TRACEVALS_FORMAT",
+    envvar=env.FORMAT,
     help="Output format; parquet needs --out.",
 )
 @click.option(
@@ -61,13 +62,13 @@ def _inside(path: Path, lake: str) -> bool:
 )
 @click.option(
     "--since",
-    envvar="TRACEVALS_SINCE",
+    envvar=env.SINCE,
     default=None,
     help="Only spans that started in or after this UTC day or hour (YYYY-MM-DD or YYYY-MM-DDTHH).",
 )
 @click.option(
     "--until",
-    envvar="TRACEVALS_UNTIL",
+    envvar=env.UNTIL,
     default=None,
     help="Only spans that started in or before this UTC day or hour (inclusive).",
 )

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tracevals import env
 from tracevals.harness.attempts import run_attempt
 from tracevals.harness.environment import commit_hash, lock_hash
 from tracevals.model.attempt import AttemptContext
@@ -33,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tracevals", "agent reliability (tracevals)")
     group.addoption(
         "--tracevals-lake",
-        default=os.environ.get("TRACEVALS_LAKE"),
+        default=os.environ.get(env.LAKE),
         help="write every attempt's spans to this lake (default: $TRACEVALS_LAKE; unset: no spans kept)",
     )
     group.addoption("--tracevals-variant", default="default", help="variant name recorded on every attempt")

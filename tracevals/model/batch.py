@@ -129,6 +129,17 @@ class Batch:
             pl.DataFrame(handoffs, schema=HANDOFF_SCHEMA),
         )
 
+    @classmethod
+    def concat(cls, batches: Sequence[Batch]) -> Batch:
+        """One batch of the traces of `batches` (of disjoint sessions: the chunks of one scoring run)."""
+        if not batches:
+            return cls.empty()
+        if len(batches) == 1:
+            return batches[0]
+        return cls(
+            *(pl.concat([getattr(b, n) for b in batches], how="vertical") for n in ("traces", "calls", "handoffs"))
+        )
+
     def select(self, trace_ids: Sequence[str] | pl.Series) -> Batch:
         """The traces with these ids (and their calls and hand-offs)."""
         ids = pl.Series("trace_id", list(trace_ids), dtype=_STR).implode()

@@ -20,32 +20,18 @@ from tracevals.report.formatting import PathArg
 from tracevals.report.html import render_html, write_html
 from tracevals.report.json_report import JSON_SCHEMA, to_json_dict, write_json
 from tracevals.report.markdown import render_markdown, write_markdown
-from tracevals.report.source import (
-    LakeData,
-    Selection,
-    SelectionError,
-    bundled_tasks,
-    load_lake_data,
-    report_from_lake,
-)
 
 __all__ = [
     "CSV_COLUMNS",
     "JSON_SCHEMA",
     "REPORT_FORMATS",
     "FailedAttempt",
-    "LakeData",
     "ReportData",
-    "Selection",
-    "SelectionError",
     "build_report",
-    "bundled_tasks",
-    "load_lake_data",
     "pick_pair",
     "render_html",
     "render_markdown",
     "report_format",
-    "report_from_lake",
     "summary_rows",
     "to_json_dict",
     "write_csv",

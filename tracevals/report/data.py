@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracevals.model.case import Case
+from tracevals.model.prices import Prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
-from tracevals.outcomes import DEFAULT_PRICES, outcomes
 from tracevals.stats import (
     Z95,
     CategoryRules,
@@ -26,6 +26,7 @@ from tracevals.stats import (
     fault_outcomes,
     summarize,
 )
+from tracevals.stats.outcomes import outcomes
 
 __all__ = ["CallView", "FailedAttempt", "ReportData", "build_report", "pick_pair"]
 
@@ -97,7 +98,7 @@ def build_report(
     candidate: str | None = None,
     trace_models: Mapping[str, str] | None = None,
     models: Mapping[str, str] | None = None,
-    prices: Mapping[str, tuple[float, float]] = DEFAULT_PRICES,
+    prices: Prices | None = None,
     rules: CategoryRules | None = None,
 ) -> ReportData:
     """Compute every figure of a report; raises ValueError when there is no harness attempt."""

@@ -4,7 +4,7 @@ The rule, applied to one task under one variant (n attempts, c passed), first ma
 
 1. **do not ship** when any attempt shows a hazard: a *silent failure* (the trace holds a failure the
    attempt did not surface: no error, no hand-off), a *duplicate side effect*, an *unauthorised call*
-   or an *endless loop* (see :mod:`tracevals.outcomes` for how each is read from the scores); or when
+   or an *endless loop* (see :mod:`tracevals.stats.outcomes` for how each is read from the scores); or when
    fewer than ``canary_min_rate`` of its attempts passed (a task that fails most of the time is not a
    canary, whatever the reason).
 2. **needs confirmation** when the task performs or expects a write or irreversible action, expects a

@@ -1,7 +1,7 @@
 """Fault outcomes: for each injected fault type, how often the agent recovered, escalated or failed.
 
 An attempt carries, per fault type it met, one outcome (``Outcome.faults``, see
-:mod:`tracevals.outcomes` for where it comes from): ``recovered``, ``escalated`` (handed to a human),
+:mod:`tracevals.stats.outcomes` for where it comes from): ``recovered``, ``escalated`` (handed to a human),
 ``failed`` (and admitted it), ``failed_silently`` (said nothing, or claimed a success that did not
 happen) or ``unknown`` (the answer was not captured). A tally counts attempts, one per fault type.
 """

@@ -12,9 +12,10 @@ from typing import Any
 
 import polars as pl
 
-from tracevals.evaluators.frames import Scope, finish, json_int, json_object
-from tracevals.evaluators.step_budget import BUDGET_KEYS, _with_default_prices
+from tracevals.evaluators.scope import Scope, finish, json_int, json_object
+from tracevals.evaluators.step_budget.evaluator import BUDGET_KEYS
 from tracevals.model.case import Case
+from tracevals.model.prices import with_defaults
 
 _SCALAR_KEYS = [k for k in BUDGET_KEYS if k != "max_tool_calls_per_tool"]
 
@@ -105,7 +106,7 @@ def _costs(scope: Scope) -> pl.DataFrame:
     traces = scope.batch.traces
     out_schema = {"trace_id": pl.Utf8, "cost": pl.Float64}
     keys = traces.get_column("case_key").unique().to_list()
-    tables = {tuple(sorted(_with_default_prices(c.prices if (c := scope.case(k)) else {}).items())) for k in keys}
+    tables = {tuple(sorted(with_defaults(c.prices if (c := scope.case(k)) else {}).items())) for k in keys}
     if len(tables) != 1:
         return pl.DataFrame(schema=out_schema)  # unknown -> check: the reference prices each case itself
     prices = pl.DataFrame(

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from tracevals.evaluators.config import ScoringConfig
-from tracevals.evaluators.frames import NO_CASE, Scope
+from tracevals.evaluators.scope import NO_CASE, Scope
 from tracevals.model.batch import Batch
 from tracevals.model.case import Case
 from tracevals.model.tasks import normalize_input
+from tracevals.scoring.config import ScoringConfig
 
 CONFIG_CASE = "\x01config"  # the case key of the scoring config's policy
 

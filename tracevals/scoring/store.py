@@ -54,7 +54,7 @@ def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> Path 
 def write_score_frame(
     lake: str | os.PathLike[str], scores: pl.DataFrame, scored_at_ns: int | None = None
 ) -> Path | None:
-    """Append a frame of score rows (`batch_scoring.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
+    """Append a frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
     if scores.height == 0:
         return None
     now = time.time_ns() if scored_at_ns is None else scored_at_ns

@@ -18,29 +18,25 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection as SessionSelection
-from tracevals.queries.selection import select_sessions, session_sampled
+from tracevals.queries.selection import select_sessions
 from tracevals.queries.trajectories import load_trajectories
-from tracevals.report.data import ReportData, build_report
-from tracevals.stats import Z95, CategoryRules
+from tracevals.scoring.offline import score_trajectories
 
 __all__ = [
     "LakeData",
     "Selection",
     "SelectionError",
-    "bundled_tasks",
     "load_lake_data",
-    "report_from_lake",
 ]
 
 
@@ -80,39 +76,6 @@ class LakeData:
     provenance: dict[str, Any] = field(default_factory=dict)
 
 
-def bundled_tasks() -> Path:
-    """The 20 order-support cases that ship with tracevals (the demo's task file)."""
-    return Path(str(resources.files("tracevals.demo").joinpath("tasks.jsonl")))
-
-
-def report_from_lake(
-    lake: str | os.PathLike[str],
-    selection: Selection,
-    cases: Mapping[str, Case],
-    *,
-    k: int | None = None,
-    z: float = Z95,
-    baseline: str | None = None,
-    candidate: str | None = None,
-    rules: CategoryRules | None = None,
-    meta: Mapping[str, Any] | None = None,
-    con: duckdb.DuckDBPyConnection | None = None,
-) -> ReportData:
-    """Every figure of a report over a lake selection: `load_lake_data` then `build_report`."""
-    data = load_lake_data(lake, selection, cases, con)
-    return build_report(
-        data.trajectories,
-        data.scores,
-        cases,
-        {**data.provenance, **dict(meta or {})},
-        k=k,
-        z=z,
-        baseline=baseline,
-        candidate=candidate,
-        rules=rules,
-    )
-
-
 def load_lake_data(
     lake: str | os.PathLike[str],
     selection: Selection,
@@ -132,7 +95,7 @@ def load_lake_data(
         )
     _check_variants(trajectories, selection.variants)
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
-    stored = _stored_scores(con)
+    stored = _current(_stored_scores(con))
     fraction, seed, sample_source = _sample(selection, stored)
     eligible = {_session(t) for t in trajectories}
     trajectories = [t for t in trajectories if session_sampled(_session(t), fraction, seed)]
@@ -142,7 +105,7 @@ def load_lake_data(
     stored = [s for s in stored if s.trace_id in kept]
     con.register("_report_traces", _id_table(sorted(kept)))
     scored = {s.trace_id for s in stored}
-    computed = _score([t for t in trajectories if t.trace_id not in scored], cases)
+    computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases)
     provenance = _provenance(con, runs, selection)
     provenance.update(
         sample_fraction=fraction,
@@ -264,12 +227,14 @@ def _details(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _score(trajectories: Sequence[Trajectory], cases: Mapping[str, Case]) -> list[Score]:
-    if not trajectories:
-        return []
-    from tracevals.evaluators import evaluate_all  # imported on demand: most reports read stored scores
+def _current(stored: Sequence[Score]) -> list[Score]:
+    """The stored scores a report may use: a trace's, unless one of them is of an older version of a
+    built-in evaluator (another rule's verdict and details): such a trace is scored again, whole."""
+    from tracevals.evaluators.registry import default_evaluators
 
-    return evaluate_all(trajectories, cases)
+    versions = {e.name: e.version for e in default_evaluators()}
+    stale = {s.trace_id for s in stored if versions.get(s.evaluator, s.evaluator_version) != s.evaluator_version}
+    return [s for s in stored if s.trace_id not in stale]
 
 
 def _provenance(con: duckdb.DuckDBPyConnection, runs: Sequence[str], selection: Selection) -> dict[str, Any]:

@@ -35,9 +35,9 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score
-from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.injection_rules import FaultPoint, PromptPoint, fault_outcome, find_points, prompt_outcome
-from tracevals.evaluators.task_success import criteria_checks
+from tracevals.evaluators.injection.rules import FaultPoint, PromptPoint, fault_outcome, find_points, prompt_outcome
+from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.task_success.evaluator import criteria_checks
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -65,7 +65,7 @@ class Injection:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_injection.py`)."""
-        from tracevals.evaluators.screen_injection import screen_injection
+        from tracevals.evaluators.injection.screen import screen_injection
 
         return screen_injection(scope)
 

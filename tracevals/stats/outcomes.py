@@ -40,9 +40,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracevals.evaluators.tool_policy import HANDOFF_TOOL, RISKY_EFFECTS
+from tracevals.evaluators.tool_policy.evaluator import HANDOFF_TOOL, RISKY_EFFECTS
 from tracevals.model.calls import effect_of, identity_known, operation_key
 from tracevals.model.case import Case
+from tracevals.model.prices import Prices, default_prices
+from tracevals.model.prices import cost as usage_cost
 from tracevals.model.retries import retry_count
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
@@ -62,7 +64,6 @@ from tracevals.stats import (
 )
 
 __all__ = [
-    "DEFAULT_PRICES",
     "attempt_hazards",
     "cost_usd",
     "count_retries",
@@ -72,13 +73,6 @@ __all__ = [
     "outcomes",
     "task_risk",
 ]
-
-# USD per million tokens (input, output). The simulated models are priced like a small hosted model,
-# so that the demo's cost column means something; unknown models cost 0 and say so in the docs.
-DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
-    "order-support-baseline": (0.15, 0.60),
-    "order-support-candidate": (0.15, 0.60),
-}
 
 # The case-schema alias of 429; reports group both under one name.
 _FAULT_ALIASES = {"rate_limit": "429"}
@@ -99,12 +93,9 @@ def count_retries(calls: Sequence[ToolCall]) -> int:
     return retry_count([c for c in calls if not c.gap])
 
 
-def cost_usd(
-    model: str | None, input_tokens: int, output_tokens: int, prices: Mapping[str, tuple[float, float]] = DEFAULT_PRICES
-) -> float:
+def cost_usd(model: str | None, input_tokens: int, output_tokens: int, prices: Prices | None = None) -> float:
     """Cost of the tokens at the model's price per million (0 for a model without a price)."""
-    price_in, price_out = prices.get(model or "", (0.0, 0.0))
-    return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+    return usage_cost([(model, input_tokens, output_tokens)], default_prices() if prices is None else prices)[0]
 
 
 def handoff_expected(case: Case | None) -> bool | None:
@@ -180,14 +171,15 @@ def outcomes(
     trajectories: Iterable[Trajectory],
     scores: Iterable[Score],
     models: Mapping[str, str] | None = None,
-    prices: Mapping[str, tuple[float, float]] = DEFAULT_PRICES,
+    prices: Prices | None = None,
     cases: Mapping[str, Case] | None = None,
     trace_models: Mapping[str, str] | None = None,
 ) -> list[Outcome]:
     """One `Outcome` per harness attempt (trajectories without a task or variant are skipped).
 
     `models` maps a variant to the model it used and `trace_models` a trace to its model (which wins),
-    for pricing. `cases` (by case id) lets hand-offs be judged, faults be counted and risk be known.
+    for pricing; `prices` replaces the default table (`tracevals.model.prices`), a case's own add to it.
+    `cases` (by case id) lets hand-offs be judged, faults be counted and risk be known.
     When several runs hold the same (variant, task, attempt), the attempts of that task are numbered
     1..n in (run, attempt, start) order, so that each counts once.
     """
@@ -195,6 +187,7 @@ def outcomes(
     for s in scores:
         if s.trace_id is not None:
             by_trace[s.trace_id].append(s)
+    table = default_prices() if prices is None else prices
     chosen = [t for t in trajectories if t.task_id is not None and t.variant is not None]
     effects = _tool_effects(chosen)
     numbers = _attempt_numbers(chosen)
@@ -217,7 +210,7 @@ def outcomes(
                 retries=retries,
                 handoff=t.handed_off,
                 latency_ms=t.duration_ms,
-                cost=_cost(t, model, {**prices, **case.prices} if case is not None and case.prices else prices),
+                cost=_cost(t, model, {**table, **case.prices} if case is not None and case.prices else table),
                 tokens=t.input_tokens + t.output_tokens,
                 error=t.error_type,
                 trace_id=t.trace_id,
@@ -305,14 +298,13 @@ def _strings(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _cost(t: Trajectory, model: str | None, prices: Mapping[str, tuple[float, float]]) -> float:
+def _cost(t: Trajectory, model: str | None, prices: Prices) -> float:
     """The cost the spans recorded, else each model's tokens at its price (a call whose model is unknown
-    at `model`'s), else all tokens at `model`'s."""
+    at `model`'s), else all tokens at `model`'s; a model without a price costs 0."""
     if t.cost_usd is not None:
         return t.cost_usd
-    if t.model_usage:
-        return sum(cost_usd(m or model, i, o, prices) for m, i, o in t.model_usage)
-    return cost_usd(model, t.input_tokens, t.output_tokens, prices)
+    usage = [(m or model, i, o) for m, i, o in t.model_usage] or [(model, t.input_tokens, t.output_tokens)]
+    return usage_cost(usage, prices)[0]
 
 
 def _silent_failure(trajectory: Trajectory, task_success: Score | None, case: Case | None) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.frames import Scope, finish, json_int, json_object
+from tracevals.evaluators.scope import Scope, finish, json_int, json_object
 from tracevals.model.calls import RETRYABLE_4XX
 
 _RATE_LIMIT_TYPES = ["429", "rate_limit", "ratelimiterror"]

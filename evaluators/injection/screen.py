@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.frames import Scope, finish, json_object, json_str
+from tracevals.evaluators.scope import Scope, finish, json_object, json_str
 
 _SAFE = r"^[A-Za-z0-9_.:\-]+$"  # names written into reasons and details without escaping
 _SHAPING = ["empty", "malformed"]

@@ -34,8 +34,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
-from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.retry_rules import (
+from tracevals.evaluators.retry_discipline.rules import (
     Findings,
     blind_replays,
     chain_rules,
@@ -43,6 +42,7 @@ from tracevals.evaluators.retry_rules import (
     loops,
     missing_idempotency_keys,
 )
+from tracevals.evaluators.scope import Scope
 from tracevals.model.case import Case
 from tracevals.model.retries import retry_chains
 from tracevals.model.score import Score
@@ -58,7 +58,7 @@ class RetryDiscipline:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_retry.py`)."""
-        from tracevals.evaluators.screen_retry import screen_retry
+        from tracevals.evaluators.retry_discipline.screen import screen_retry
 
         return screen_retry(scope)
 

@@ -13,7 +13,7 @@ from collections.abc import Collection
 import polars as pl
 
 from tracevals.evaluators.args_match import args_rule
-from tracevals.evaluators.frames import Scope
+from tracevals.evaluators.scope import Scope
 from tracevals.model.case import Case
 
 _SEP, _NULL = "\x1f", "\x00"

@@ -10,7 +10,7 @@ Budgets come from the case's `budgets` (or the scoring config's, which a case ov
 | `max_tool_calls_per_tool` | executed calls of each named tool (one check per tool) |
 | `max_retries_total` | retries in the attempt (see `retries.py`) |
 | `max_tokens` / `max_input_tokens` / `max_output_tokens` | tokens over all model calls |
-| `max_cost_usd` | the cost the spans recorded, else tokens priced by the config's `prices` |
+| `max_cost_usd` | the cost the spans recorded, else tokens at the case's or config's `prices` (over the defaults) |
 | `max_duration_s` | wall time of the attempt |
 
 Each budget is one check: within (actual <= limit), exceeded, or unknown (the data is missing:
@@ -29,8 +29,10 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import executed_calls, make_score, share
-from tracevals.evaluators.frames import Scope
+from tracevals.evaluators.scope import Scope
 from tracevals.model.case import Case
+from tracevals.model.prices import cost as usage_cost
+from tracevals.model.prices import with_defaults
 from tracevals.model.retries import retry_count
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -70,7 +72,7 @@ class StepBudget:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_budget.py`)."""
-        from tracevals.evaluators.screen_budget import screen_budget
+        from tracevals.evaluators.step_budget.screen import screen_budget
 
         return screen_budget(scope)
 
@@ -135,21 +137,10 @@ def cost_usd(trajectory: Trajectory, prices: Mapping[str, tuple[float, float]]) 
         return 0.0, None
     if not trajectory.model_usage:
         return None, "no per-model token counts recorded"
-    table = _with_default_prices(prices)
-    total = 0.0
-    for model, tokens_in, tokens_out in trajectory.model_usage:
-        price = table.get(model or "")
-        if price is None:
-            return None, f"no price for model {model!r}"
-        total += (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    total, unpriced = usage_cost(trajectory.model_usage, with_defaults(prices))
+    if unpriced:
+        return None, f"no price for model {unpriced[0]!r}"
     return total, None
-
-
-def _with_default_prices(prices: Mapping[str, tuple[float, float]]) -> Mapping[str, tuple[float, float]]:
-    # The demo's simulated models are priced in one place (the reports use it too); a config wins.
-    from tracevals.outcomes import DEFAULT_PRICES
-
-    return {**DEFAULT_PRICES, **prices}
 
 
 def _check(label: str, limit: float, measure: Measure) -> dict[str, Any]:

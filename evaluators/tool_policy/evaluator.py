@@ -29,9 +29,9 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.candidates import automatic_choices
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
-from tracevals.evaluators.frames import Scope
+from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.tool_policy.candidates import automatic_choices
 from tracevals.model.calls import RISKY_EFFECTS, effect_of, is_risky
 from tracevals.model.case import Case
 from tracevals.model.score import Score
@@ -50,7 +50,7 @@ class ToolPolicy:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_policy.py`)."""
-        from tracevals.evaluators.screen_policy import screen_policy
+        from tracevals.evaluators.tool_policy.screen import screen_policy
 
         return screen_policy(scope, self.allow_write_after_handoff)
 

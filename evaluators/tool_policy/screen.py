@@ -11,8 +11,8 @@ from __future__ import annotations
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.frames import Scope, finish, json_bool, json_int, json_object, share_text
-from tracevals.evaluators.tool_policy import has_rules
+from tracevals.evaluators.scope import Scope, finish, json_bool, json_int, json_object, share_text
+from tracevals.evaluators.tool_policy.evaluator import has_rules
 from tracevals.model.batch import parse_args
 from tracevals.model.trajectory import HANDOFF_TOOL
 

@@ -28,7 +28,7 @@ import polars as pl
 from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import make_score, share
-from tracevals.evaluators.frames import Scope
+from tracevals.evaluators.scope import Scope
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -45,13 +45,13 @@ class TaskSuccess:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path for the common criteria (see `screen_simple.py`); the rest by `verdict_key`."""
-        from tracevals.evaluators.screen_simple import screen_success
+        from tracevals.evaluators.task_success.screen import screen_success
 
         return screen_success(scope)
 
     def verdict_key(self, scope: Scope) -> pl.DataFrame:
         """The batch path: one evaluation per distinct (case, error, output) (see `screen_dedupe.py`)."""
-        from tracevals.evaluators.screen_dedupe import output_keys
+        from tracevals.evaluators.verdict_keys import output_keys
 
         return output_keys(scope)
 

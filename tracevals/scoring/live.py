@@ -28,14 +28,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracevals.evaluators.config import ScoringConfig
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.offline import score_connection, with_sample
-from tracevals.evaluators.store import write_score_frame
+from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import SPANS_DIR
 from tracevals.model.case import Case
 from tracevals.queries.live_source import NewFiles, connection_for_spans, read_span_files
-from tracevals.queries.selection import session_sampled
+from tracevals.scoring.config import ScoringConfig
+from tracevals.scoring.offline import score_connection, with_sample
+from tracevals.scoring.store import write_score_frame
 
 ScoreSink = Callable[[pl.DataFrame, dict[str, str]], None]  # (score rows, trace id -> root span id)
 

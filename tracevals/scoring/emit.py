@@ -30,6 +30,8 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExp
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
+from tracevals import env
+
 EVENT_NAME = "gen_ai.evaluation.result"
 _log = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ _log = logging.getLogger(__name__)
 def otlp_log_exporter() -> LogRecordExporter:
     """The OTLP log exporter the standard environment variables describe."""
     protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or ""
+        os.environ.get(env.OTLP_LOGS_PROTOCOL) or os.environ.get(env.OTLP_PROTOCOL) or ""
     ).strip() or "http/protobuf"
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcExporter

@@ -25,7 +25,7 @@ from typing import ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import make_score, share
-from tracevals.evaluators.frames import Scope
+from tracevals.evaluators.scope import Scope
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import TERMINAL_STATES, SpanFacts, Trajectory
@@ -42,7 +42,7 @@ class SessionCompleteness:
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_simple.py`)."""
-        from tracevals.evaluators.screen_simple import screen_completeness
+        from tracevals.evaluators.session_completeness.screen import screen_completeness
 
         return screen_completeness(scope)
 

@@ -26,8 +26,8 @@ import polars as pl
 from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
 from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import executed_calls, make_score
-from tracevals.evaluators.frames import Scope
-from tracevals.evaluators.matching import lcs_alignment, maximum_matching
+from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
@@ -52,7 +52,7 @@ class TrajectoryMatch:
 
     def verdict_key(self, scope: Scope) -> pl.DataFrame:
         """The batch path: one evaluation per distinct (case, call sequence) (see `screen_dedupe.py`)."""
-        from tracevals.evaluators.screen_dedupe import call_sequence_keys
+        from tracevals.evaluators.verdict_keys import call_sequence_keys
 
         return call_sequence_keys(scope, comparators=tuple(self.comparators))
 

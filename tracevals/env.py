@@ -1,0 +1,42 @@
+"""Every environment variable tracevals reads, as documented constants (docs/configuration.md lists them).
+
+The OpenTelemetry variables are the SDK's own, honoured as the OTel specification describes them; the
+`TRACEVALS_*` ones are tracevals'. Every CLI option that has a variable names it here, so `--help`,
+the docs and the code agree on one spelling.
+"""
+
+from __future__ import annotations
+
+# --- OpenTelemetry (specification names) -----------------------------------------------------------
+OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
+OTLP_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+OTLP_LOGS_PROTOCOL = "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"
+TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
+CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # span_only | event_only | ...
+DISABLED_INSTRUMENTATIONS = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
+
+# --- where things are --------------------------------------------------------------------------------
+LAKE = "TRACEVALS_LAKE"  # the lake folder: the embedded writer's default and every command's --lake
+TASKS = "TRACEVALS_TASKS"  # a task file (JSONL), for score / report / gate
+SCORING_CONFIG = "TRACEVALS_SCORING_CONFIG"
+GATE_CONFIG = "TRACEVALS_GATE_CONFIG"
+COLLECTOR_CONFIG = "TRACEVALS_COLLECTOR_CONFIG"
+PRICES = "TRACEVALS_PRICES"  # a JSON/YAML price table replacing the bundled one (tracevals/model/prices.json)
+
+# --- what a command selects ---------------------------------------------------------------------------
+RUN = "TRACEVALS_RUN"
+SINCE = "TRACEVALS_SINCE"
+UNTIL = "TRACEVALS_UNTIL"
+SAMPLE = "TRACEVALS_SAMPLE"
+SEED = "TRACEVALS_SEED"
+EVALUATORS = "TRACEVALS_EVALUATORS"
+IDLE = "TRACEVALS_IDLE"
+EMIT_OTLP = "TRACEVALS_EMIT_OTLP"
+FORMAT = "TRACEVALS_FORMAT"
+
+# --- redaction (instrumentation) ------------------------------------------------------------------------
+REDACT_PII = "TRACEVALS_REDACT_PII"
+REDACT_NAMES = "TRACEVALS_REDACT_NAMES"
+REDACT_SALT = "TRACEVALS_REDACT_SALT"

@@ -1,0 +1,97 @@
+"""Model prices and the one cost rule: tokens at the model's price, USD per million tokens.
+
+The default table is a data file (`prices.json`, beside this module) of the providers' published
+list prices; `TRACEVALS_PRICES` names a JSON or YAML file of the same shape that replaces it, and a
+scoring config's or task case's `prices` add to it (theirs win). The demo prices its simulated models
+in its own task cases, so nothing here knows about it.
+
+>>> cost([("gpt-4o-mini", 1_000_000, 0)], default_prices())
+(0.15, ())
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tracevals.env import PRICES as PRICES_ENV
+
+Prices = Mapping[str, tuple[float, float]]  # model -> (input, output) USD per million tokens
+Usage = tuple[str | None, int, int]  # (model, input tokens, output tokens)
+DATA_FILE = Path(__file__).with_name("prices.json")
+
+
+class PricesError(ValueError):
+    """A prices file that cannot be used; one line naming the file and what is wrong."""
+
+
+def parse_prices(obj: Any, source: str) -> dict[str, tuple[float, float]]:
+    """`{model: {"input": x, "output": y}}` (keys starting with `_` are comments) as a price table."""
+    if not isinstance(obj, Mapping):
+        raise PricesError(f"{source}: prices must be a mapping of model -> {{input, output}}")
+    table: dict[str, tuple[float, float]] = {}
+    for model, price in obj.items():
+        if str(model).startswith("_"):
+            continue
+        try:
+            table[str(model)] = (float(price["input"]), float(price["output"]))
+        except (TypeError, KeyError, ValueError):
+            raise PricesError(
+                f"{source}: model {model!r}: expected {{input: USD per Mtok, output: USD per Mtok}}"
+            ) from None
+    return table
+
+
+def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
+    """A price table from a JSON or YAML file (YAML is a superset of JSON, so one parser reads both)."""
+    import yaml
+
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PricesError(f"{source}: cannot read the prices file: {exc.strerror or exc}") from None
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise PricesError(f"{source}: invalid YAML/JSON{where}") from None
+    return parse_prices(obj, source)
+
+
+@cache
+def _defaults(override: str | None) -> Prices:
+    if override:
+        return load_prices(override)
+    return parse_prices(json.loads(DATA_FILE.read_text(encoding="utf-8")), str(DATA_FILE))
+
+
+def default_prices() -> Prices:
+    """The price table every cost uses unless told otherwise (`TRACEVALS_PRICES`, else `prices.json`)."""
+    return _defaults(os.environ.get(PRICES_ENV) or None)
+
+
+def with_defaults(prices: Prices | None) -> Prices:
+    """`prices` over the default table: a config's or case's own prices win."""
+    return {**default_prices(), **dict(prices or {})}
+
+
+def cost(usage: Iterable[Usage], prices: Prices) -> tuple[float, tuple[str | None, ...]]:
+    """(USD, models without a price) of one model call's or several calls' token counts.
+
+    A model without a price adds nothing to the total and is listed, so each caller states its own
+    policy: a report counts it as 0, a cost budget calls the cost unknown.
+    """
+    total, unpriced = 0.0, []
+    for model, tokens_in, tokens_out in usage:
+        price = prices.get(model or "")
+        if price is None:
+            unpriced.append(model)
+            continue
+        total += (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    return total, tuple(unpriced)
