@@ -10,14 +10,14 @@ import click
 from rich.console import Console
 
 from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
-from tracevals.harness import AgentLoadError, completed_attempts, load_agent, run_cases
+from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
 from tracevals.model.tasks import TaskFileError, load_cases
-from tracevals.scoring.runs import score_run
+from tracevals.scoring.runs import completed_attempts, score_run
 from tracevals.stats import summarize
 from tracevals.stats.outcomes import outcomes
 

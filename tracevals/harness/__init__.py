@@ -3,7 +3,6 @@
 from tracevals.harness.agents import AgentLoadError, load_agent
 from tracevals.harness.attempts import AgentFn, AttemptKey, AttemptResult, plan_attempts, run_attempt, run_cases
 from tracevals.harness.environment import commit_hash, lock_hash, subprocess_env
-from tracevals.harness.resume import completed_attempts
 
 __all__ = [
     "AgentFn",
@@ -11,7 +10,6 @@ __all__ = [
     "AttemptKey",
     "AttemptResult",
     "commit_hash",
-    "completed_attempts",
     "load_agent",
     "lock_hash",
     "plan_attempts",

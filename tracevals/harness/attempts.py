@@ -3,7 +3,7 @@
 Each attempt runs inside a root span that carries the run id, task id, attempt, variant, seed,
 commit and lock hash, and the attempt's output, or its exception's type and message (recorded,
 never swallowed). The explicit session-end marker closes every attempt's session. Attempts already
-finished under the same run id (see `resume.completed_attempts`) are skipped, so a killed run resumes.
+finished under the same run id (see `scoring.runs.completed_attempts`) are skipped, so a killed run resumes.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.context import end_session, session
 from tracevals.instrumentation.interception import intercept_tools
 from tracevals.model import attributes as tv
-from tracevals.model.attempt import AttemptContext
+from tracevals.model.attempt import AttemptContext, AttemptKey
 from tracevals.model.case import Case
 
 AgentFn = Callable[[str, AttemptContext], Any]
-AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt)
 
 _TRACER = "tracevals.harness"
 

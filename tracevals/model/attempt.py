@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt): one attempt of a run
+
 
 def derive_seed(*parts: object) -> int:
     """A stable 63-bit seed from any parts (stable across processes, unlike `hash()`)."""

@@ -40,14 +40,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracevals.evaluators.tool_policy.evaluator import HANDOFF_TOOL, RISKY_EFFECTS
-from tracevals.model.calls import effect_of, identity_known, operation_key
+from tracevals.model.calls import RISKY_EFFECTS, effect_of, identity_known, operation_key
 from tracevals.model.case import Case
 from tracevals.model.prices import Prices, default_prices
 from tracevals.model.prices import cost as usage_cost
 from tracevals.model.retries import retry_count
 from tracevals.model.score import Score
-from tracevals.model.trajectory import ToolCall, Trajectory
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 from tracevals.stats import (
     DUPLICATE_SIDE_EFFECT,
     ENDLESS_LOOP,
