@@ -29,7 +29,7 @@ def test_retries_within_the_bound_pass() -> None:
     result = score_of(trajectory(send(0, "429"), send(20, "429"), send(40)))  # 1 failure, 2 retries
     assert (result.passed, result.score) == (True, 1.0)
     assert result.reason == ("3 calls, 2 retries in 1 chains (max per call 2), 0 flagged, 0 unknown; score=3/3=1.000")
-    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 2)
+    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 3)  # 3: details.findings
 
 
 def test_retries_beyond_the_bound_are_flagged() -> None:

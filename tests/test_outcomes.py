@@ -12,6 +12,7 @@ import pytest
 
 from tracevals.evaluators import evaluate_all
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.findings import EARLY_RETRY, LOOP, RETRY_BOUND_EXCEEDED, finding
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.stats import DUPLICATE_SIDE_EFFECT, ENDLESS_LOOP, SILENT_FAILURE, UNAUTHORISED_CALL
@@ -49,13 +50,16 @@ CASE = Case(
 # --- hazards from evaluator details --------------------------------------------------------------
 
 
+def findings_of(*found: tuple[str, str, str]) -> dict[str, Any]:
+    """retry_discipline details as it writes them: the sentences, and the findings with their kinds."""
+    return {"problems": [p for _, p, _ in found], "findings": [finding(k, p, c) for k, p, c in found]}
+
+
 def test_duplicate_side_effect_and_loop_from_retry_discipline_details() -> None:
-    details = {
-        "problems": [
-            "duplicate side effect: send_message#3 repeats send_message#2",
-            "get_orders#1 retried 3 times (max 1)",
-        ]
-    }
+    details = findings_of(
+        (DUPLICATE_SIDE_EFFECT, "duplicate side effect: send_message#3 repeats send_message#2", "send_message#3"),
+        (RETRY_BOUND_EXCEEDED, "get_orders#1 retried 3 times (max 1)", "get_orders#1"),
+    )
     found = attempt_hazards(traj(), [score("retry_discipline", False, details=details)])
     assert kinds(found) == [DUPLICATE_SIDE_EFFECT, ENDLESS_LOOP]
     assert "send_message#3" in found[0].detail
@@ -69,12 +73,14 @@ def test_every_tool_policy_violation_is_an_unauthorised_call() -> None:
 
 def test_early_retry_alone_is_not_a_hazard() -> None:
     # Waiting too little is a retry-discipline failure (counts against the rate), not a reason to block.
-    details = {"problems": ["early retry get_orders#3: waited 0ms < retry_after 20ms"]}
+    details = findings_of((EARLY_RETRY, "early retry get_orders#3: waited 0ms < retry_after 20ms", "get_orders#3"))
     assert attempt_hazards(traj(), [score("retry_discipline", False, details=details)]) == ()
 
 
 def test_a_loop_without_progress_is_an_endless_loop() -> None:
-    details = {"problems": ["loop: [get_orders#2, search_customer#3] repeated 3 times with the same outcome"]}
+    details = findings_of(
+        (LOOP, "loop: [get_orders#2, search_customer#3] repeated 3 times with the same outcome", "get_orders#2")
+    )
     found = attempt_hazards(traj(), [score("retry_discipline", False, details=details)])
     assert kinds(found) == [ENDLESS_LOOP] and found[0].detail.startswith("loop: [get_orders#2")
 

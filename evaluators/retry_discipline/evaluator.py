@@ -54,7 +54,7 @@ class RetryDiscipline:
     """Bounded, patient retries; no blind replay, duplicate side effect or loop; idempotency keys."""
 
     name: ClassVar[str] = "retry_discipline"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3  # 3: details.findings
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_retry.py`)."""
@@ -91,6 +91,7 @@ class RetryDiscipline:
             "max_retries": max_retries,
             "flagged": [labels[i] for i in sorted(found.flagged)],
             "problems": found.problems,
+            "findings": found.found,
             "unknown": {labels[i]: why for i, why in sorted(unknown.items())},
         }
         return make_score(

@@ -1,7 +1,7 @@
 """The rules of `retry_discipline`, one function each: `(calls, labels, case) -> Findings`.
 
-Each rule flags calls (a problem sentence per finding) or marks them unknown (the data to judge was
-missing). See `retry_discipline.py` for the definitions in words.
+Each rule flags calls (a finding of a kind, `model.findings`, with its sentence) or marks them unknown
+(the data to judge was missing). See `retry_discipline.py` for the definitions in words.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 from tracevals.model.calls import (
     effect_of,
@@ -20,6 +21,16 @@ from tracevals.model.calls import (
     outcome_key,
 )
 from tracevals.model.case import Case
+from tracevals.model.findings import (
+    BLIND_REPLAY,
+    DUPLICATE_SIDE_EFFECT,
+    EARLY_RETRY,
+    LOOP,
+    MISSING_IDEMPOTENCY_KEY,
+    NON_RETRYABLE_RETRIED,
+    RETRY_BOUND_EXCEEDED,
+    finding,
+)
 from tracevals.model.trajectory import ToolCall
 
 
@@ -28,14 +39,20 @@ class Findings:
     flagged: set[int] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     unknown: dict[int, str] = field(default_factory=dict)
+    found: list[dict[str, Any]] = field(default_factory=list)  # details.findings (`model.findings`)
 
-    def flag(self, index: int, problem: str) -> None:
-        self.flagged.add(index)
+    def note(self, kind: str, problem: str, call: str | None) -> None:
         self.problems.append(problem)
+        self.found.append(finding(kind, problem, call))
+
+    def flag(self, index: int, kind: str, problem: str, call: str) -> None:
+        self.flagged.add(index)
+        self.note(kind, problem, call)
 
     def merge(self, other: Findings) -> None:
         self.flagged |= other.flagged
         self.problems += other.problems
+        self.found += other.found
         for i, why in other.unknown.items():
             self.unknown.setdefault(i, why)
 
@@ -55,12 +72,17 @@ def chain_rules(
         retries = len(chain) - 1
         if max_retries is not None and retries > max_retries:
             out.flagged.update(chain[max_retries + 1 :])
-            out.problems.append(f"{labels[chain[0]]} retried {retries} times (max {max_retries})")
+            out.note(
+                RETRY_BOUND_EXCEEDED,
+                f"{labels[chain[0]]} retried {retries} times (max {max_retries})",
+                labels[chain[0]],
+            )
         for prev, cur in pairwise(chain):
             before, after = calls[prev], calls[cur]
             if non_retryable(before):
                 status = f"{before.status_code} " if before.status_code is not None else ""
-                out.flag(cur, f"retried a non-retryable error: {labels[cur]} after {status}{before.error_type}")
+                why = f"retried a non-retryable error: {labels[cur]} after {status}{before.error_type}"
+                out.flag(cur, NON_RETRYABLE_RETRIED, why, labels[cur])
                 continue
             asked = before.retry_after_ms
             if asked is None and (_rate_limited(before) or is_timeout(before)) and min_backoff > 0:
@@ -72,7 +94,8 @@ def chain_rules(
                 continue
             wait = after.start_ms - before.end_ms
             if wait < asked:
-                out.flag(cur, f"early retry {labels[cur]}: waited {wait:.0f}ms < retry_after {asked:.0f}ms")
+                why = f"early retry {labels[cur]}: waited {wait:.0f}ms < retry_after {asked:.0f}ms"
+                out.flag(cur, EARLY_RETRY, why, labels[cur])
         for i in chain[1:]:
             if not identity_known(calls[i]):
                 out.unknown.setdefault(i, "args not captured, assumed a retry")
@@ -95,11 +118,8 @@ def blind_replays(calls: Sequence[ToolCall], labels: Sequence[str], case: Case |
                 continue
             if call.idempotency_key and call.idempotency_key == calls[k].idempotency_key:
                 break
-            out.flag(
-                k,
-                f"blind replay: {labels[k]} repeats {labels[j]} whose outcome is unknown ({call.error_type}), "
-                "no read between",
-            )
+            why = f"blind replay: {labels[k]} repeats {labels[j]} whose outcome is unknown ({call.error_type}), "
+            out.flag(k, BLIND_REPLAY, why + "no read between", labels[k])
             break
     return out
 
@@ -110,7 +130,9 @@ def missing_idempotency_keys(calls: Sequence[ToolCall], labels: Sequence[str], c
         return out
     for i, call in enumerate(calls):
         if is_risky(call, case) and not call.idempotency_key:
-            out.flag(i, f"no idempotency key: {labels[i]} ({effect_of(call, case)})")
+            out.flag(
+                i, MISSING_IDEMPOTENCY_KEY, f"no idempotency key: {labels[i]} ({effect_of(call, case)})", labels[i]
+            )
     return out
 
 
@@ -130,7 +152,7 @@ def duplicate_side_effects(calls: Sequence[ToolCall], labels: Sequence[str], cas
             continue
         if call.idempotency_key and call.idempotency_key == calls[same].idempotency_key:
             continue
-        out.flag(i, f"duplicate side effect: {labels[i]} repeats {labels[same]}")
+        out.flag(i, DUPLICATE_SIDE_EFFECT, f"duplicate side effect: {labels[i]} repeats {labels[same]}", labels[i])
     return out
 
 
@@ -154,6 +176,6 @@ def loops(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -
             first = i - run - period + 1
             if run == period * need:
                 block = ", ".join(labels[first : first + period])
-                out.problems.append(f"loop: [{block}] repeated {need} times with the same outcome")
+                out.note(LOOP, f"loop: [{block}] repeated {need} times with the same outcome", labels[first])
             out.flagged.add(i)
     return out

@@ -109,6 +109,7 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
         {
             "calls": json_int(pl.col("n")),
             "chains": json_int(pl.col("chains")),
+            "findings": pl.lit("[]"),
             "flagged": pl.lit("[]"),
             "max_retries": json_int(pl.col("max_retries")),
             "problems": pl.lit("[]"),

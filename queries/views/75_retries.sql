@@ -1,35 +1,51 @@
--- retries: chains of repeated calls. A call repeats the one before it when it is the next call of the
--- same step kind, name and arguments (the argument hash when content was not captured) in the same
--- trace; it is a retry when that earlier call failed. Consecutive retries form a chain, named after
--- its first call (chain_span_id). One row per retry, with the error that caused it (the failed call's),
--- the wait between the failed call's end and the retry's start, and the wait the failure asked for.
+-- retries: chains of retried tool calls, by the one retry rule of tracevals.model.retries (the
+-- evaluators count retries by the same rule; tests/test_retries_one_rule.py proves the two agree).
+--
+-- A retry is an executed tool call that repeats the executed tool call right before it in the trace (the
+-- same operation: tool name and arguments, the idempotency key cut out; the argument hash when content
+-- was not captured; `?` with neither) after that call failed (it has an error type). Consecutive
+-- retries form one chain, named after its first call (chain_span_id); chain_length counts the first
+-- call and its retries. One row per retry, with the error that caused it (the failed call's), the wait
+-- between the failed call's end and the retry's start, and the wait the failure asked for.
 --   backoff_respected  wait_ms >= retry_after_ms (NULL when the failure asked for no wait)
+-- The two patterns are tracevals.model.calls.KEY_PAIR and TRAILING_COMMA, as written there.
 CREATE OR REPLACE VIEW retries AS
 WITH calls AS (
     SELECT
         s.*,
-        coalesce(s.args_hash, s.args, '') AS args_key
+        coalesce(s.name, '') || '(' || CASE
+            WHEN s.args IS NOT NULL THEN regexp_replace(
+                regexp_replace(
+                    s.args,
+                    '"(?:idempotency_key|idempotencyKey|Idempotency-Key)"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null|-?[0-9][0-9.eE+-]*)\s*,?\s*',
+                    '', 'g'
+                ),
+                ',\s*}', '}', 'g'
+            )
+            WHEN s.args_hash IS NOT NULL THEN '#' || s.args_hash
+            ELSE '?'
+        END || ')' AS op_key,
+        s.error_type IS NOT NULL AS failed
     FROM steps AS s
-    WHERE NOT s.is_gap
+    WHERE s.step_kind = 'tool' AND NOT s.is_gap
 ),
 linked AS (
     SELECT
         c.*,
-        lag(c.is_error) OVER same_call AS previous_failed,
-        lag(c.span_id) OVER same_call AS previous_span_id,
-        lag(c.end_time) OVER same_call AS previous_end_time,
-        lag(c.error_type) OVER same_call AS previous_error_type,
-        lag(c.http_status_code) OVER same_call AS previous_http_status_code,
-        lag(c.retry_after_ms) OVER same_call AS previous_retry_after_ms
+        coalesce(lag(c.failed) OVER in_trace AND lag(c.op_key) OVER in_trace = c.op_key, FALSE) AS is_retry,
+        lag(c.span_id) OVER in_trace AS previous_span_id,
+        lag(c.end_time) OVER in_trace AS previous_end_time,
+        lag(c.error_type) OVER in_trace AS previous_error_type,
+        lag(c.http_status_code) OVER in_trace AS previous_http_status_code,
+        lag(c.retry_after_ms) OVER in_trace AS previous_retry_after_ms
     FROM calls AS c
-    WINDOW same_call AS (PARTITION BY c.trace_id, c.step_kind, c.name, c.args_key ORDER BY c.step_index)
+    WINDOW in_trace AS (PARTITION BY c.trace_id ORDER BY c.step_index)
 ),
 chained AS (
     SELECT
         l.*,
-        sum(CASE WHEN coalesce(l.previous_failed, FALSE) THEN 0 ELSE 1 END) OVER (
-            PARTITION BY l.trace_id, l.step_kind, l.name, l.args_key ORDER BY l.step_index
-            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+        sum(CASE WHEN l.is_retry THEN 0 ELSE 1 END) OVER (
+            PARTITION BY l.trace_id ORDER BY l.step_index ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS chain_number
     FROM linked AS l
 ),
@@ -38,9 +54,9 @@ chains AS (
         c.*,
         first_value(c.span_id) OVER chain AS chain_span_id,
         row_number() OVER chain - 1 AS retry_number,
-        count(*) OVER (PARTITION BY c.trace_id, c.step_kind, c.name, c.args_key, c.chain_number) AS chain_length
+        count(*) OVER (PARTITION BY c.trace_id, c.chain_number) AS chain_length
     FROM chained AS c
-    WINDOW chain AS (PARTITION BY c.trace_id, c.step_kind, c.name, c.args_key, c.chain_number ORDER BY c.step_index)
+    WINDOW chain AS (PARTITION BY c.trace_id, c.chain_number ORDER BY c.step_index)
 )
 SELECT
     trace_id,
