@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
 from tracevals.collector.wal import LOGS, TRACES
 
 _INT64_MAX = 2**63 - 1

@@ -31,9 +31,9 @@ import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracevals.collector import otlp_columnar
 from tracevals.collector.config import CollectorConfig
-from tracevals.collector.otlp_arrow import Keep, logs_table, spans_table
+from tracevals.collector.conversion import columnar as otlp_columnar
+from tracevals.collector.conversion.rows import Keep, logs_table, spans_table
 from tracevals.collector.wal import TRACES, WriteAheadLog
 from tracevals.lake.sampling import SessionSampler
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
@@ -70,7 +70,7 @@ class PipelineStats:
     replayed_records: int = 0
     stale_files_removed: int = 0
     items_failed: int = 0
-    columnar_batches: int = 0  # batches of trace requests converted column by column (otlp_columnar)
+    columnar_batches: int = 0  # batches of trace requests converted column by column (conversion.columnar)
     columnar_refused: int = 0  # batches that path refused, converted request by request in Python instead
 
 
@@ -279,7 +279,7 @@ class Pipeline:
 
     def _write(self, items: list[_Item]) -> None:
         by_table: dict[str, list[pa.Table]] = {}
-        # trace requests column by column (otlp_columnar), a batch of about send_batch_size spans at a time
+        # trace requests column by column (conversion.columnar), a batch of about send_batch_size spans at a time
         # (the intermediate arrays of a whole queue would hold several times its size; a remainder under
         # half a batch joins the batch before it, as a batch has a fixed cost of ~5 ms); the rest, and what
         # that path refuses, request by request in Python
@@ -323,7 +323,7 @@ class Pipeline:
             item.payload = b""  # free it now; its rows are on disk
 
     def _columnar(self, items: list[_Item]) -> pa.Table | None:
-        """The spans of these trace requests (`otlp_columnar`), or None where that path refuses them."""
+        """The spans of these trace requests (`conversion.columnar`), or None where that path refuses them."""
         limit = self.config.exporter.max_attribute_value_bytes
         payloads = [i.payload for i in items]
         try:

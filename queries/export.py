@@ -30,39 +30,18 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from tracevals.lake.paths import LakeError, is_remote
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
-from tracevals.queries.lake import (
-    VIEW_NAMES,
-    LakeError,
-    _register_source,
-    files_sql,
-    is_remote,
-    open_lake,
-)
+from tracevals.queries.lake import open_lake
 from tracevals.queries.materialize import materialized
+from tracevals.queries.sources import files_sql, register_source
+from tracevals.queries.views import VIEW_NAMES
 
 # The views whose rows each belong to one trace and are computed from that trace's spans (and log
 # records) alone: exporting them a group of traces at a time gives the rows of the whole-lake query.
-PER_TRACE_VIEWS = frozenset(
-    {
-        "spans",
-        "span_facts",
-        "attempts",
-        "call_spans",
-        "genai_spans",
-        "message_sources",
-        "message_parts",
-        "model_calls",
-        "tool_calls",
-        "requested_tool_calls",
-        "tool_call_gaps",
-        "steps",
-        "trajectories",
-        "handoffs",
-        "retries",
-        "injections",
-    }
-)
+# Every view but these: `logs` (records, not traces), `scores` (newest verdicts), `runs` (joins the
+# scores), `turns` and `sessions` (a session's traces together), `model_prices` (a table).
+PER_TRACE_VIEWS = frozenset(VIEW_NAMES) - {"logs", "scores", "runs", "turns", "sessions", "model_prices"}
 
 MAX_SPANS = 1_000_000
 
@@ -312,8 +291,8 @@ def _find_crossing(lake: str, groups: list[list[_Hour]], path: Path) -> int:
     (Parquet); how many there are."""
     con = duckdb.connect()
     try:
-        _register_source(con, "raw_spans", lake, SPANS_DIR, SPAN_SCHEMA, True)
-        _register_source(con, "raw_logs", lake, LOGS_DIR, LOG_SCHEMA, True)
+        register_source(con, "raw_spans", lake, SPANS_DIR, SPAN_SCHEMA, True)
+        register_source(con, "raw_logs", lake, LOGS_DIR, LOG_SCHEMA, True)
         _mark_crossing(con, groups)
         con.execute(f"COPY tv_crossing TO '{path}' (FORMAT parquet)")
         [(count,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()

@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
 from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
-from tracevals.queries import lake
-from tracevals.queries.lake import view_sql
+from tracevals.model.prices import default_prices
+from tracevals.queries.sources import register_prices
+from tracevals.queries.views import view_sql
 
 
 class NewFiles:
@@ -136,7 +137,7 @@ def connection_for_spans(spans: pa.Table) -> duckdb.DuckDBPyConnection:
         con.register(f"{name}_arrow", table)
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
     # The views price model calls from `model_prices`; `open_lake` fills it the same way.
-    lake._register_prices(con, lake._default_prices())
+    register_prices(con, default_prices())
     for _, sql in view_sql():
         con.execute(sql)
     return con

@@ -19,8 +19,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tracevals.cli import main
 from tracevals.collector.config import ConfigError, load_config, parse_config
-from tracevals.collector.from_otlp import rows_from_request
-from tracevals.collector.otlp_arrow import TRUNCATED, logs_table, spans_table
+from tracevals.collector.conversion.rows import TRUNCATED, logs_table, rows_from_request, spans_table
 from tracevals.collector.testing import config_document
 from tracevals.lake.sampling import SessionSampler, session_kept
 from tracevals.lake.schema import SPAN_SCHEMA

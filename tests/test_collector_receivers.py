@@ -30,8 +30,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from tracevals.collector import otlp_columnar, otlp_decode
+from tracevals.collector import otlp_decode
 from tracevals.collector.config import parse_config
+from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.pipeline import Pipeline, _Item
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, running_collector

@@ -11,7 +11,8 @@ import duckdb
 import pytest
 from fixtures.otlp_lakes import CORPUS, DIALECTS, corpus_recordings, fixture_doc
 
-from tracevals.collector.from_otlp import parse_json_traces, rows_from_request
+from tracevals.collector.conversion.rows import rows_from_request
+from tracevals.collector.otlp_json import parse_json_traces
 from tracevals.lake.normalize import FACTS, NORMALIZER_VERSION
 from tracevals.lake.writer import LakeWriter
 from tracevals.queries import open_lake

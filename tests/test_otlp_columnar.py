@@ -1,5 +1,5 @@
-"""The collector's columnar path (`otlp_columnar.spans_table_columnar`) equals the Python path
-(`otlp_arrow.spans_table`) row for row and value for value, on generated OTLP requests of any shape:
+"""The collector's columnar path (`conversion.columnar.spans_table_columnar`) equals the Python path
+(`conversion.rows.spans_table`) row for row and value for value, on generated OTLP requests of any shape:
 every key the normalizer reads (and others), values of every OTLP type (edge values included: "", " 12 ",
 "1_000", NaN, -0.0, 2**63-1, arrays, maps, bytes, an unset value), keys given twice, keys with quotes
 and control characters, spans with events and links, malformed ids, out-of-range kinds and status codes,
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from tracevals.collector import otlp_columnar
-from tracevals.collector.otlp_arrow import TRUNCATED, spans_table
+from tracevals.collector.conversion import columnar as otlp_columnar
+from tracevals.collector.conversion import scopes
+from tracevals.collector.conversion.rows import TRUNCATED, spans_table
 from tracevals.lake import normalize as norm
 from tracevals.lake.sampling import SessionSampler
 from tracevals.model import attributes as tv
@@ -148,7 +149,7 @@ def _comparable(table: pa.Table) -> list[dict[str, Any]]:
 def test_columnar_equals_the_python_path(
     batch: list[ExportTraceServiceRequest], limit: int | None, sample: bool, split: int, kernels: bool
 ) -> None:
-    with mock.patch.object(otlp_columnar, "SMALL_VALUES", -1 if kernels else otlp_columnar.SMALL_VALUES):
+    with mock.patch.object(scopes, "SMALL_VALUES", -1 if kernels else scopes.SMALL_VALUES):
         _check_columnar_equals_the_python_path(batch, limit, sample, split)
 
 

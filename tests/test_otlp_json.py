@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tracevals.cli import main
-from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_traces, rows_from_request
+from tracevals.collector.conversion.rows import rows_from_request
+from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_traces
 from tracevals.queries import open_lake
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"

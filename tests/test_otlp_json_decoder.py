@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracevals.collector.from_otlp import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
 
 _IDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 

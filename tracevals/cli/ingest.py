@@ -10,15 +10,9 @@ import click
 import pyarrow as pa
 
 from tracevals.cli.output import format_option, lake_option, print_rows
-from tracevals.collector.from_otlp import (
-    OTLPDecodeError,
-    parse_json_logs,
-    parse_json_traces,
-    rows_from_logs_request,
-    rows_from_request,
-)
-from tracevals.collector.otlp_arrow import logs_table
-from tracevals.collector.otlp_columnar import spans_table
+from tracevals.collector.conversion.columnar import spans_table
+from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
+from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
 

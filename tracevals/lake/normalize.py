@@ -12,6 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tracevals.lake.frameworks import apply_framework_rules
@@ -54,29 +55,7 @@ def _int(value: Any) -> int | None:
     return number if -(2**63) <= number < 2**63 else None
 
 
-def detect_dialect(attrs: Mapping[str, Any]) -> str:
-    if "openinference.span.kind" in attrs:
-        return "openinference"
-    if "traceloop.span.kind" in attrs or "llm.request.type" in attrs:
-        return "openllmetry"
-    if "gen_ai.operation.name" in attrs or "gen_ai.provider.name" in attrs:
-        return "genai"
-    if any(k.startswith("gen_ai.") for k in attrs):
-        return "genai_legacy"
-    return "none"
-
-
-def _kind(attrs: Mapping[str, Any], dialect: str, name: str) -> str:
-    if tv.HANDOFF_REASON in attrs:
-        return "handoff"
-    if attrs.get(tv.SESSION_END) is True:
-        return "session_end"
-    if dialect == "openinference":
-        return _OPENINFERENCE_KINDS.get(str(attrs["openinference.span.kind"]).upper(), "other")
-    if dialect == "openllmetry":
-        if "llm.request.type" in attrs:
-            return "llm"
-        return _OPENLLMETRY_KINDS.get(str(attrs.get("traceloop.span.kind")), "other")
+def _genai_kind(attrs: Mapping[str, Any]) -> str:
     op = attrs.get("gen_ai.operation.name")
     if isinstance(op, (list, dict)):  # malformed, and unhashable: it must not fail the whole batch
         op = _text(op)
@@ -86,9 +65,58 @@ def _kind(attrs: Mapping[str, Any], dialect: str, name: str) -> str:
         return "tool"
     if op in _AGENT_OPERATIONS:
         return "agent"
-    if dialect == "genai_legacy" and ("gen_ai.request.model" in attrs or "gen_ai.system" in attrs):
-        return "llm"
     return "other"
+
+
+def _legacy_kind(attrs: Mapping[str, Any]) -> str:
+    kind = _genai_kind(attrs)
+    if kind == "other" and ("gen_ai.request.model" in attrs or "gen_ai.system" in attrs):
+        return "llm"
+    return kind
+
+
+def _openllmetry_kind(attrs: Mapping[str, Any]) -> str:
+    if "llm.request.type" in attrs:
+        return "llm"
+    return _OPENLLMETRY_KINDS.get(str(attrs.get("traceloop.span.kind")), "other")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A span dialect: how to recognise its spans (`detects`, on the attributes) and read their kind."""
+
+    name: str
+    detects: Callable[[Mapping[str, Any]], bool]
+    kind: Callable[[Mapping[str, Any]], str]
+
+
+# The dialects in the order they are tried: the first that detects a span is its dialect. A new dialect
+# is a row here (plus its keys in _SOURCES / FACTS).
+DIALECTS: tuple[Dialect, ...] = (
+    Dialect(
+        "openinference",
+        lambda a: "openinference.span.kind" in a,
+        lambda a: _OPENINFERENCE_KINDS.get(str(a["openinference.span.kind"]).upper(), "other"),
+    ),
+    Dialect("openllmetry", lambda a: "traceloop.span.kind" in a or "llm.request.type" in a, _openllmetry_kind),
+    Dialect("genai", lambda a: "gen_ai.operation.name" in a or "gen_ai.provider.name" in a, _genai_kind),
+    Dialect("genai_legacy", lambda a: any(k.startswith("gen_ai.") for k in a), _legacy_kind),
+    Dialect("none", lambda a: True, _genai_kind),
+)
+_BY_NAME = {d.name: d for d in DIALECTS}
+
+
+def detect_dialect(attrs: Mapping[str, Any]) -> str:
+    return next(d.name for d in DIALECTS if d.detects(attrs))
+
+
+def kind_of(attrs: Mapping[str, Any], dialect: str, name: str = "") -> str:
+    """A span's canonical kind: a hand-off or an explicit session end in any dialect, else its dialect's rule."""
+    if tv.HANDOFF_REASON in attrs:
+        return "handoff"
+    if attrs.get(tv.SESSION_END) is True:
+        return "session_end"
+    return _BY_NAME[dialect].kind(attrs)
 
 
 # Canonical column -> (candidate keys, first non-empty wins; converter). `tool_args` / `tool_result`
@@ -243,6 +271,14 @@ _PLANS: dict[tuple[bool, tuple[str, ...]], Plan] = {}
 _MAX_PLANS = 4096
 
 
+def plan_for(keys: tuple[str, ...], is_tool: bool, attrs: Mapping[str, Any] | None = None) -> Plan:
+    """The plan of a set of attribute keys (a tool span's or another's): its dialect, which keys feed which
+    canonical column and fact, and whether it may carry message content. Worked out once per key set;
+    `attrs` only to detect the dialect (which reads key presence alone: the keys suffice)."""
+    plan = _PLANS.get((is_tool, keys))
+    return plan if plan is not None else _sources(keys, dict.fromkeys(keys) if attrs is None else attrs, is_tool)
+
+
 def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> Plan:
     present = set(keys)
     fields = []
@@ -262,14 +298,12 @@ def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> 
 def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unset") -> dict[str, Any]:
     """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`)."""
     keys = tuple(attrs)
-    plan = _PLANS.get((False, keys))
-    if plan is None:
-        plan = _sources(keys, attrs, False)
+    plan = plan_for(keys, False, attrs)
     dialect = plan[0]
-    kind = _kind(attrs, dialect, name)
+    kind = kind_of(attrs, dialect, name)
     is_tool = kind == "tool"
     if is_tool:
-        plan = _PLANS.get((True, keys)) or _sources(keys, attrs, True)
+        plan = plan_for(keys, True, attrs)
     columns: dict[str, Any] = {"dialect": dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
     for column, candidates, convert in plan[1]:
         value = None

@@ -3,7 +3,7 @@
 A session (a conversation id; a trace outside any session is its own) is in the sample when the first
 32 bits of `md5(f"{seed}:{session}")`, as an integer, are below `fraction * 2**32`. The rule is written
 once here, in Python (`session_sampled`) and in SQL (`sampled_sql`), and every component uses it: the
-collector's sampler (`processors.probabilistic_sampler` of `otel-config.yaml`, whose
+collector's sampler (`processors.session_sampler` of `otel-config.yaml`, whose
 `sampling_percentage` is `fraction * 100`), `tracevals score --sample`, `score --follow`, `report
 --sample` and the distributed engines (md5 is in every SQL engine). So with the same fraction and seed
 they keep exactly the same sessions (tests/test_sampling_one_rule.py proves it).

@@ -104,7 +104,7 @@ class LakeWriter:
         return self.write_table(pa.Table.from_pylist(list(rows), schema=schema), table_name)
 
     def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[Path]:
-        """Write a table of the lake's schema (e.g. from `otlp_arrow.spans_table`), a file per hour."""
+        """Write a table of the lake's schema (e.g. from `collector.conversion.rows.spans_table`), a file per hour."""
         if table.num_rows == 0:
             return []
         table = table.cast(TABLES[table_name][0])

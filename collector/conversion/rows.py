@@ -1,10 +1,11 @@
-"""OTLP requests straight to Arrow tables of the lake's schemas: the collector's hot path.
+"""The reference conversion: OTLP protobuf requests to lake rows, a span (or log record) at a time.
 
-Same columns and values as `from_otlp.rows_from_request` (a test holds them equal), built for speed:
-scalar attribute values are read without a call per value, a span becomes one tuple rather than a
-dict of 38 keys, and columns are made by transposing the tuples. Here too oversized attribute values
-are truncated and flagged: the keys cut are listed in the `tracevals.truncated` attribute, so a reader
-can tell a cut value from a short one.
+This is the one definition of what a span becomes in the lake; the columnar path (`columnar.py`) must
+equal it value for value (tests/test_otlp_columnar.py), and builds with it every span it leaves aside.
+A span becomes one tuple in `SPAN_SCHEMA` column order (`span_row`), columns are made by transposing the
+tuples (`spans_table`); `rows_from_request` gives the same rows as dicts. Scalar attribute values are
+read without a call per value. Oversized attribute values are truncated and flagged: the keys cut are
+listed in the `tracevals.truncated` attribute, so a reader can tell a cut value from a short one.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tracevals.collector.from_otlp import any_value, service_name
+from tracevals.collector.otlp_json import OTLPDecodeError
 from tracevals.lake.normalize import normalize
+from tracevals.lake.rows import service_name
 from tracevals.lake.schema import CANONICAL_FIELDS, LOG_SCHEMA, RAW_FIELDS, SPAN_SCHEMA
 
 TRUNCATED = "tracevals.truncated"
@@ -32,6 +35,30 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str
 
 # (session_id, trace_id) -> keep?; None: keep everything.
 Keep = Callable[[Any, str], bool]
+
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP AnyValue as a plain Python value, its type kept."""
+    which = value.WhichOneof("value")
+    if which == "string_value":
+        return value.string_value
+    if which == "bool_value":
+        return value.bool_value
+    if which == "int_value":
+        return value.int_value
+    if which == "double_value":
+        return value.double_value
+    if which == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    return None
+
+
+def attributes(kvs: Iterator[KeyValue] | Any) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in kvs}
 
 
 def _attrs(kvs: Any) -> dict[str, Any]:
@@ -246,3 +273,35 @@ def logs_table(
 
 
 assert len(RAW_FIELDS) == 17, "span_tuples writes the raw columns in RAW_FIELDS order"
+
+
+_SPAN_COLUMNS = SPAN_SCHEMA.names
+_LOG_COLUMNS = LOG_SCHEMA.names
+
+
+def _check_ids(ids: tuple[tuple[bytes, int, str, bool], ...]) -> None:
+    """Each (id, size, name, required): of its size, or absent where it may be."""
+    for raw, size, name, required in ids:
+        if (raw or required) and len(raw) != size:
+            raise OTLPDecodeError(f"{name} must be {size} bytes, got {len(raw)}")
+
+
+def rows_from_request(request: ExportTraceServiceRequest) -> list[dict[str, Any]]:
+    """One lake row (a dict of `SPAN_SCHEMA` columns) per span; raises `OTLPDecodeError` on a malformed id."""
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                _check_ids(
+                    ((span.trace_id, 16, "traceId", True), (span.span_id, 8, "spanId", True),
+                     (span.parent_span_id, 8, "parentSpanId", False))
+                )  # fmt: skip
+    return [dict(zip(_SPAN_COLUMNS, row, strict=True)) for row in span_tuples(request)]
+
+
+def rows_from_logs_request(request: ExportLogsServiceRequest) -> list[dict[str, Any]]:
+    """One lake row (a dict of `LOG_SCHEMA` columns) per log record; raises `OTLPDecodeError` on a malformed id."""
+    for resource_logs in request.resource_logs:
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                _check_ids(((record.trace_id, 16, "traceId", False), (record.span_id, 8, "spanId", False)))
+    return [dict(zip(_LOG_COLUMNS, row, strict=True)) for row in log_tuples(request)]

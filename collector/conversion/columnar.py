@@ -1,0 +1,377 @@
+"""OTLP trace requests to the lake's span table column by column: the collector's fast path.
+
+`rows.span_tuples` builds each span's row in Python, ~20 µs a span, most of it walking the decoded
+protobuf attribute by attribute. Here a batch of requests is decoded in one call, natively, straight into
+Arrow arrays (`native.decode`: ptars, protobuf to Arrow in Rust), and every column is computed over all
+spans at once with Arrow and Polars kernels (`values.py`). What needs Python runs once per distinct thing,
+not once per span: the normalizer's plan once per set of attribute keys (`normalize.plan_for`, the same
+plans), a span's kind once per distinct (key set, values that decide the kind) (`normalize.kind_of`), a
+converter once per distinct value it converts, a key's JSON text once per distinct key.
+
+The stages, in order (`spans_table_columnar`): flatten the requests into spans (`_Spans`); ids, times,
+status and kind labels (`_raw_columns`); every attribute value and each span's key set (`_Attributes`);
+which spans take the Python path (`_fallback`); the canonical columns and facts (`_canonical`); the
+Python path's rows (`_python_rows`); sampling (`_sample`); resource and scope columns (`scopes.py`);
+the table, in request order (`_assemble`).
+
+The result equals `rows.spans_table` value for value; tests/test_otlp_columnar.py holds the two equal on
+generated requests. Spans this path does not handle are built by `rows.span_row` (their requests decoded
+again by protobuf) and put back in their place: spans with events or links, with an array, map or bytes
+attribute value, a key given twice, a key a framework rule reads (`gcp.vertex.agent.*`), a string value
+over the truncation limit, or a tool span whose tool name would come from elsewhere than a tool-name
+attribute. Resource and scope columns come from the Arrow form too, except for a resource with such
+values (then from protobuf, as on the Python path).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracevals.collector.conversion import rows as python_path
+from tracevals.collector.conversion.native import decode
+from tracevals.collector.conversion.rows import Keep, rows_table, scopes, span_row
+from tracevals.collector.conversion.scopes import scope_columns_of
+from tracevals.collector.conversion.values import (
+    EMPTY,
+    NULL_TEXT,
+    OTHER,
+    TAGS,
+    ZERO,
+    Values,
+    any_per_span,
+    as_text,
+    c,
+    candidate_positions,
+    converter,
+    first,
+    in_range,
+    json_of,
+    nonempty,
+)
+from tracevals.lake import normalize as norm
+from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.model import attributes as tv
+
+__all__ = ["decode", "spans_table", "spans_table_columnar"]
+
+_KIND_LABELS = pa.array(["unspecified", "internal", "server", "client", "producer", "consumer"])
+_STATUS_LABELS = pa.array(["unset", "ok", "error"])
+# the attribute keys whose values decide a span's kind (normalize._kind); the others only by presence
+_KIND_VALUE_KEYS = (tv.SESSION_END, "openinference.span.kind", "traceloop.span.kind", "gen_ai.operation.name")
+_FRAMEWORK_PREFIXES = ("gcp.vertex.agent.",)  # framework rules (frameworks.py): the Python path
+_TYPES = {f.name: f.type for f in SPAN_SCHEMA}
+
+
+@dataclass
+class _Spans:
+    """The requests flattened: resources, their scopes, every span, and each span's scope."""
+
+    resources: pa.Array
+    scope_lists: pa.Array
+    per_scope: pa.Array
+    span_lists: pa.Array
+    spans: pa.Array
+    scope_of: pa.Array
+    payloads: Sequence[bytes]
+    _listed: list[tuple[str, Any, str | None, str | None, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, batches: Sequence[pa.RecordBatch], payloads: Sequence[bytes]) -> _Spans:
+        batch = pa.concat_batches(list(batches)) if len(batches) != 1 else batches[0]
+        resources = pc.list_flatten(batch.column(0))
+        scope_lists = resources.field("scope_spans")
+        per_scope = pc.list_flatten(scope_lists)
+        span_lists = per_scope.field("spans")
+        spans = pc.list_flatten(span_lists)
+        return cls(resources, scope_lists, per_scope, span_lists, spans, pc.list_parent_indices(span_lists), payloads)
+
+    def scope_list(self) -> list[tuple[str, Any, str | None, str | None, Any]]:
+        """Each scope's (resource JSON, service.name, name, version, ScopeSpans) from protobuf, as the
+        Python path has them: decoded on first use only."""
+        if not self._listed:
+            requests = [ExportTraceServiceRequest.FromString(p) for p in self.payloads]
+            self._listed = [scope for request in requests for scope in scopes(request)]
+            if len(self._listed) != len(self.per_scope):
+                raise ValueError("the native decoder and protobuf disagree on the requests' scopes")
+        return self._listed
+
+
+def _raw_columns(spans: pa.Array) -> tuple[dict[str, pa.Array], pa.Array]:
+    """The columns copied from the span (ids in hex, times, status, kind), and whether its ids are valid."""
+    ids = pl.from_arrow(
+        pa.table({"t": spans.field("trace_id"), "s": spans.field("span_id"), "p": spans.field("parent_span_id")})
+    )
+    assert isinstance(ids, pl.DataFrame)
+    hexed = ids.select(
+        pl.col("t").bin.encode("hex"),
+        pl.col("s").bin.encode("hex"),
+        pl.when(pl.col("p").bin.size() > 0).then(pl.col("p").bin.encode("hex")).alias("p"),
+        ((pl.col("t").bin.size() == 16) & (pl.col("s").bin.size() == 8) & pl.col("p").bin.size().is_in([0, 8])).alias(
+            "ok"
+        ),
+    )
+    start = pc.cast(spans.field("start_time_unix_nano"), pa.int64())
+    end_raw = pc.cast(spans.field("end_time_unix_nano"), pa.int64())
+    end = pc.if_else(pc.equal(end_raw, ZERO), c(None, pa.int64()), end_raw)
+    status = spans.field("status")
+    status_fields = dict(zip([f.name for f in status.type], status.flatten(), strict=True))
+    code = pc.cast(pc.coalesce(status_fields["code"], c(0, pa.int32())), pa.int64())
+    message = status_fields["message"]
+    columns = {
+        "trace_id": hexed.get_column("t").to_arrow().cast(pa.string()),
+        "span_id": hexed.get_column("s").to_arrow().cast(pa.string()),
+        "parent_span_id": hexed.get_column("p").to_arrow().cast(pa.string()),
+        "name": spans.field("name"),
+        "span_kind": pc.take(_KIND_LABELS, in_range(pc.cast(spans.field("kind"), pa.int64()), 6)),
+        "start_time": start,
+        "end_time": end,
+        "duration_ms": pc.divide(pc.cast(pc.subtract(end, start), pa.float64(), safe=False), c(1e6)),
+        "status_code": pc.take(_STATUS_LABELS, in_range(code, 3)),
+        "status_message": pc.if_else(pc.equal(message, EMPTY), NULL_TEXT, message),
+    }
+    return columns, hexed.get_column("ok").to_arrow()
+
+
+@dataclass
+class _Attributes:
+    """Every attribute value of the batch (`values`), each span's first row among them (`starts`, `offsets`),
+    its attributes JSON, and its key set: a number per distinct set (`signature_id`) and the sets' keys."""
+
+    values: Values
+    starts: pa.Array
+    offsets: pa.Array
+    json: pa.Array
+    signature_id: pa.Array
+    signatures: list[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, spans: pa.Array) -> _Attributes:
+        attr_lists = spans.field("attributes")
+        lengths = pc.cast(pc.coalesce(pc.list_value_length(attr_lists), c(0, pa.int32())), pa.int64())
+        ends = pc.cumulative_sum(lengths)
+        starts = pc.subtract(ends, lengths)
+        values = Values(pc.list_flatten(attr_lists))
+        offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cast(ends, pa.int32())])
+        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values.fragment), c(","))
+        attributes_json = pc.binary_join_element_wise(c("{"), joined, c("}"), EMPTY)
+        # a span's key set, as one binary value: the numbers of its keys in the batch's dictionary of keys, as
+        # fixed-width integers, laid end to end (the key rows' numbers seen through the spans' offsets, no copy)
+        key_names = values.key_codes.dictionary.to_pylist()
+        codes = values.key_codes.indices  # int32
+        if codes.offset:  # the buffers below are read from their start
+            codes = pa.concat_arrays([codes])
+        byte_offsets = pc.multiply(offsets, c(4, pa.int32()))
+        key_sets = pa.Array.from_buffers(pa.binary(), len(spans), [None, byte_offsets.buffers()[1], codes.buffers()[1]])
+        signature = pc.dictionary_encode(key_sets)
+        signatures = [tuple(key_names[k] for k in memoryview(s).cast("i")) for s in signature.dictionary.to_pylist()]
+        return cls(values, starts, offsets, attributes_json, signature.indices, signatures)
+
+    def value_of(self, keys_position: list[int | None]) -> tuple[pa.Array, pa.Array]:
+        """(tag, JSON text) of the value at a position (per key set) in each span's key list."""
+        position = pc.take(pa.array(keys_position, pa.int64()), self.signature_id)
+        tag, text, string = self.values.take(pc.add(self.starts, position))
+        return tag, json_of(tag, text, string)
+
+
+def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) -> pa.Array:
+    """The spans this path does not do (see the module docstring): `rows.span_row` builds them."""
+    values, offsets = attrs.values, attrs.offsets
+    per_span_other = any_per_span(offsets, pc.equal(values.tag, TAGS[OTHER]))
+    fallback = pc.or_kleene(
+        pc.or_kleene(nonempty(spans.field("events")), nonempty(spans.field("links"))), per_span_other
+    )
+    if max_value_bytes is not None:
+        sizes = pc.coalesce(pc.cast(pc.binary_length(values.string), pa.int64()), ZERO)
+        long = pc.greater(sizes, c(max_value_bytes, pa.int64()))
+        fallback = pc.or_kleene(fallback, any_per_span(offsets, long))
+    python_signature = [
+        len(set(keys)) != len(keys) or any(k.startswith(_FRAMEWORK_PREFIXES) for k in keys) for keys in attrs.signatures
+    ]
+    return pc.or_kleene(fallback, pc.take(pa.array(python_signature), attrs.signature_id))
+
+
+def _kinds(attrs: _Attributes, plans: list[Any]) -> pa.Array:
+    """Each span's canonical kind: `normalize.kind_of` once per (key set, values of the keys that decide it)."""
+    signatures = attrs.signatures
+    decide = [attrs.value_of([keys.index(k) if k in keys else None for keys in signatures]) for k in _KIND_VALUE_KEYS]
+    kind_key = pc.binary_join_element_wise(
+        pc.cast(attrs.signature_id, pa.string()),
+        *(pc.if_else(pc.equal(tag, TAGS[OTHER]), c("\x03"), text) for tag, text in decide),
+        c("\x01"),
+        null_handling="replace",
+        null_replacement="\x02",
+    )
+    kind_codes = pc.dictionary_encode(kind_key)
+    kinds = []
+    for key in kind_codes.dictionary.to_pylist():
+        sig, *texts = key.split("\x01")
+        keys = signatures[int(sig)]
+        values: dict[str, Any] = dict.fromkeys(keys)
+        for name, text in zip(_KIND_VALUE_KEYS, texts, strict=True):
+            if text not in ("\x02", "\x03"):
+                values[name] = json.loads(text)
+            elif text == "\x03":
+                values[name] = []  # an array or map: those spans take the Python path anyway
+        kinds.append(norm.kind_of(values, plans[int(sig)][0], ""))
+    return pc.take(pa.array(kinds, pa.string()), kind_codes.indices)
+
+
+def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict[str, pa.Array], pa.Array]:
+    """The normalizer's columns and facts, by each plan's candidate keys (by position in the span's key
+    list), and the spans whose tool name this path cannot know (they take the Python path)."""
+    signatures, values, starts = attrs.signatures, attrs.values, attrs.starts
+    plans = [norm.plan_for(keys, is_tool=False) for keys in signatures]
+    span_kind = _kinds(attrs, plans)
+    is_tool = pc.equal(span_kind, c("tool"))
+    plan_of = pc.add(
+        pc.multiply(pc.cast(attrs.signature_id, pa.int64()), c(2, pa.int64())), pc.cast(is_tool, pa.int64())
+    )
+    tool_plans = [norm.plan_for(keys, is_tool=True) for keys in signatures]
+    both = [p for pair in zip(plans, tool_plans, strict=True) for p in pair]
+    columns: dict[str, pa.Array] = {
+        "dialect": pc.take(pa.array([p[0] for p in plans], pa.string()), attrs.signature_id),
+        "normalizer_version": pa.repeat(c(norm.NORMALIZER_VERSION, pa.int32()), n),
+        "kind": span_kind,
+    }
+    sig_keys = [keys for keys in signatures for _ in (0, 1)]
+    for i, (column, _, convert) in enumerate(plans[0][1] if plans else ()):
+        positions = candidate_positions([p[1][i][1] for p in both], sig_keys, plan_of)
+        tag, text, string = first(values, starts, positions)
+        if convert is norm._text:
+            columns[column] = as_text(tag, text, string)
+        else:
+            columns[column] = converter(convert, _TYPES[column])(tag, text, string)
+    columns["error_type"] = pc.if_else(
+        pc.and_kleene(pc.is_null(columns["error_type"]), pc.equal(status_label, c("error"))),
+        c("error"),
+        columns["error_type"],
+    )
+    unknown_tool = pc.and_kleene(is_tool, pc.is_null(columns["tool_name"]))
+    for column, (_, convert) in norm.FACTS.items():
+        per_plan = []
+        for plan in both:
+            found = next((f for f in plan[2] if f[0] == column), None)
+            per_plan.append(found[1] if found else ())
+        convert_fact = converter(convert, _TYPES[column]) if convert is not norm._fact_list else None
+        if convert_fact is None or not any(per_plan):
+            columns[column] = pa.nulls(n, _TYPES[column])  # lists: only from array values (the Python path)
+            continue
+        positions = candidate_positions(per_plan, sig_keys, plan_of)
+        tag, text, string = first(values, starts, positions, facts=True, convert=convert_fact)
+        columns[column] = convert_fact(tag, text, string)
+    columns["has_message_attributes"] = pc.take(pa.array([p[3] for p in plans], pa.bool_()), attrs.signature_id)
+    return columns, unknown_tool
+
+
+def _python_rows(flat: _Spans, fallback: pa.Array, max_value_bytes: int | None) -> dict[int, tuple[Any, ...] | None]:
+    """The spans this path leaves to the Python one, built by it (unsampled: sampling comes next, in order)."""
+    slow: dict[int, tuple[Any, ...] | None] = {}
+    slow_index = pc.indices_nonzero(fallback).to_pylist()
+    if slow_index:
+        listed = flat.scope_list()
+        scope_index = flat.scope_of.to_pylist()
+        counts = pc.coalesce(pc.list_value_length(flat.span_lists), c(0, pa.int32()))
+        first_of_scope = pc.subtract(pc.cumulative_sum(counts), counts).to_pylist()
+        for i in slow_index:
+            resource_json, service, scope_name, scope_version, scope_spans = listed[scope_index[i]]
+            span = scope_spans.spans[i - first_of_scope[scope_index[i]]]
+            slow[i] = span_row(span, resource_json, service, scope_name, scope_version, max_value_bytes)
+    return slow
+
+
+def _sample(
+    keep: Keep, fast: pa.Array, slow: dict[int, tuple[Any, ...] | None], sessions: pa.Array, traces: pa.Array
+) -> tuple[pa.Array, dict[int, tuple[Any, ...] | None]]:
+    """A sampler may remember what it decided for a trace (SessionSampler does): asked about every span in
+    the order of the requests, as the Python path asks, with each span's own session id."""
+    session_at = SPAN_SCHEMA.get_field_index("session_id")
+    fast_flags = fast.to_pylist()
+    session_ids, trace_ids = sessions.to_pylist(), traces.to_pylist()
+    kept = [False] * len(fast_flags)
+    for i, is_fast in enumerate(fast_flags):
+        row = slow.get(i)
+        if is_fast:
+            kept[i] = keep(session_ids[i], trace_ids[i])
+        elif row is not None:
+            kept[i] = keep(row[session_at], row[0])
+    return pc.and_kleene(fast, pa.array(kept)), {i: row for i, row in slow.items() if kept[i]}
+
+
+def _assemble(columns: dict[str, pa.Array], fast: pa.Array, slow: dict[int, tuple[Any, ...] | None]) -> pa.Table:
+    """This path's rows and the Python path's, in the order of the requests."""
+    table = pa.table({name: columns[name] for name in SPAN_SCHEMA.names})
+    order = [pc.indices_nonzero(fast)]
+    every = pc.all(fast).as_py() and fast.null_count == 0  # the usual batch: no copy through a filter
+    parts = [(table if every else table.filter(fast)).cast(SPAN_SCHEMA)]
+    written = {i: row for i, row in slow.items() if row is not None}
+    if written:
+        parts.append(rows_table(list(written.values()), SPAN_SCHEMA))
+        order.append(pa.array(list(written), pa.uint64()))
+    merged = pa.concat_tables(parts)
+    if len(parts) == 1:
+        return merged
+    return merged.take(pc.sort_indices(pa.concat_arrays(order)))
+
+
+def spans_table_columnar(
+    batches: Sequence[pa.RecordBatch],
+    payloads: Sequence[bytes],
+    max_value_bytes: int | None = None,
+    keep: Keep | None = None,
+) -> pa.Table:
+    """The spans of some requests as a table of `SPAN_SCHEMA`, equal to concatenating `rows.spans_table`
+    of each: `batches` are the requests decoded by `decode` (a row each), `payloads` their protobuf encodings
+    (decoded with protobuf only where the Python path is needed: spans it builds, or resources it writes)."""
+    flat = _Spans.of(batches, payloads)
+    n = len(flat.spans)
+    if n == 0:
+        return SPAN_SCHEMA.empty_table()
+    raw, valid = _raw_columns(flat.spans)
+    attrs = _Attributes.of(flat.spans)
+    canonical, unknown_tool = _canonical(attrs, raw["status_code"], n)
+    fallback = pc.or_kleene(_fallback(flat.spans, attrs, max_value_bytes), unknown_tool)
+    fast = pc.and_kleene(valid, pc.invert(fallback))
+    slow = _python_rows(flat, fallback, max_value_bytes)
+    if keep is not None:
+        fast, slow = _sample(keep, fast, slow, canonical["session_id"], raw["trace_id"])
+    # resource JSON, service.name, scope name and version: per scope, for the scopes whose spans this path
+    # writes (the others' values are never written, as on the Python path, where a bad one would fail)
+    used = set(pc.unique(pc.filter(flat.scope_of, fast)).to_pylist())
+    scope_columns = scope_columns_of(flat.resources, flat.scope_lists, flat.per_scope, used)
+    if scope_columns is None:  # values only the Python path writes exactly (a map in a resource ...)
+        scope_columns = [
+            pa.array(list(col), pa.string())
+            for col in zip(*[s[:4] if i in used else (None,) * 4 for i, s in enumerate(flat.scope_list())], strict=True)
+        ]
+    per_span = [pc.take(col, flat.scope_of) for col in scope_columns]
+    columns = {
+        **raw,
+        "attributes": attrs.json,
+        "resource_attributes": per_span[0],
+        "scope_name": per_span[2],
+        "scope_version": per_span[3],
+        "events": pa.repeat(c("[]"), n),
+        "links": pa.repeat(c("[]"), n),
+        "service_name": per_span[1],
+        **canonical,
+    }
+    return _assemble(columns, fast, slow)
+
+
+def spans_table(
+    request: ExportTraceServiceRequest, max_value_bytes: int | None = None, keep: Keep | None = None
+) -> pa.Table:
+    """One request's spans by this path, or by the Python path where the native decoder refuses it."""
+    try:
+        payload = request.SerializeToString()
+        return spans_table_columnar([decode([payload])], [payload], max_value_bytes, keep)
+    except (ValueError, TypeError, pa.ArrowException):
+        return python_path.spans_table(request, max_value_bytes, keep)

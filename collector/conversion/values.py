@@ -1,0 +1,235 @@
+"""The columnar path's kernels: every attribute value of a batch typed, with its JSON text, and the
+Arrow helpers that pick a span's candidate values (see `columnar.py` for the stages that use them).
+
+Arguments of compute functions are Arrow scalars, never Python values: without numpy installed, pyarrow
+tries (and fails) to import it for every Python value it converts, which cost more than the kernels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracevals.collector.conversion.rows import _dumps
+from tracevals.lake import normalize as norm
+
+_ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
+# value type tags
+NONE, STRING, INT, DOUBLE, BOOL, OTHER = range(6)
+TAGS = [pa.scalar(code, pa.int8()) for code in range(6)]
+EMPTY, QUOTE, NULL_TEXT = pa.scalar(""), pa.scalar('"'), pa.scalar(None, pa.string())
+FALSE, ZERO = pa.scalar(False), pa.scalar(0, pa.int64())
+_SCALARS: dict[tuple[Any, Any, Any], pa.Scalar] = {}
+
+
+def c(value: Any, type_: pa.DataType | None = None) -> pa.Scalar:
+    """An Arrow scalar, made once: pa.scalar() itself tries the optional imports for every value."""
+    key = (type(value), value, type_)
+    if key not in _SCALARS:
+        _SCALARS[key] = pa.scalar(value, type_)
+    return _SCALARS[key]
+
+
+def map_distinct(values: pa.Array, func: Callable[[Any], Any], out_type: pa.DataType) -> pa.Array:
+    """`func` applied to each distinct non-null value of `values` (in Python), spread back row by row."""
+    if values.null_count == len(values):
+        return pa.nulls(len(values), out_type)
+    distinct = pc.unique(values.drop_null())
+    mapped = pa.array([func(v) for v in distinct.to_pylist()], out_type)
+    return pc.take(mapped, pc.index_in(values, distinct))
+
+
+def doubles_json(doubles: pa.Array) -> pa.Array:
+    """Each double's JSON text as `_dumps` writes it (repr; NaN, Infinity), once per distinct bit pattern
+    (a hash of floats would make -0.0 and 0.0 one value)."""
+    valid = pc.is_valid(doubles)
+    if not pc.any(valid).as_py():
+        return pa.nulls(len(doubles), pa.string())
+    bits = pc.dictionary_encode(pc.coalesce(doubles, c(0.0)).view(pa.int64()))
+    texts = pa.array([_dumps(v) for v in bits.dictionary.view(pa.float64()).to_pylist()], pa.string())
+    return pc.if_else(valid, pc.take(texts, bits.indices), NULL_TEXT)
+
+
+def loads_then(func: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """A converter of the Python value that a value's JSON text (as `_dumps` wrote it) stands for."""
+    return lambda text: func(json.loads(text))
+
+
+class Values:
+    """Every attribute value of the batch (one row per key-value), typed, with its JSON text."""
+
+    def __init__(self, kv: pa.StructArray) -> None:
+        value = kv.field("value")
+        fields = dict(zip([f.name for f in value.type], value.flatten(), strict=True))  # parent nulls applied
+        self.string: pa.Array = fields["string_value"]
+        ints, doubles, bools = fields["int_value"], fields["double_value"], fields["bool_value"]
+        other = pc.or_kleene(
+            pc.or_kleene(pc.is_valid(fields["array_value"]), pc.is_valid(fields["kvlist_value"])),
+            pc.is_valid(fields["bytes_value"]),
+        )
+        tag = full(len(kv), NONE)
+        for code, array in ((STRING, self.string), (INT, ints), (DOUBLE, doubles), (BOOL, bools)):
+            tag = pc.if_else(pc.is_valid(array), TAGS[code], tag)
+        self.tag: pa.Array = pc.if_else(other, TAGS[OTHER], tag)
+        self.key: pa.Array = kv.field("key")
+        frame = pl.from_arrow(pa.table({"s": self.string}))
+        assert isinstance(frame, pl.DataFrame)
+        special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
+        # A plain string (nothing JSON escapes in it) has no JSON text here: it is its quoted self, and
+        # quoting every string of the batch cost more than the few readers that need it (`json_of`).
+        plain = pc.and_kleene(pc.is_valid(self.string), pc.invert(special))
+        escaped = map_distinct(pc.if_else(special, self.string, NULL_TEXT), _dumps, pa.string())
+        text = pc.coalesce(
+            escaped,
+            pc.cast(ints, pa.string()),
+            doubles_json(doubles),
+            pc.if_else(bools, c("true"), c("false")),
+        )
+        text = pc.coalesce(pc.if_else(pc.equal(self.tag, TAGS[OTHER]), NULL_TEXT, text), c("null"))
+        self.json: pa.Array = pc.if_else(plain, NULL_TEXT, text)
+        # each key-value's JSON fragment, '"key":' + JSON text: a plain string's as '"key":"' + string + '"'
+        self.key_codes = pc.dictionary_encode(self.key)  # keys repeat: each distinct one's JSON text once
+        prefixes = [f"{_dumps(k)}:{q}" for k in self.key_codes.dictionary.to_pylist() for q in ("", '"')]
+        prefix_at = pc.add(
+            pc.multiply(pc.cast(self.key_codes.indices, pa.int64()), c(2, pa.int64())), pc.cast(plain, pa.int64())
+        )
+        self.fragment: pa.Array = pc.binary_join_element_wise(
+            pc.take(pa.array(prefixes, pa.string()), prefix_at),
+            pc.if_else(plain, self.string, self.json),
+            pc.if_else(plain, QUOTE, EMPTY),
+            EMPTY,
+        )
+
+    def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+        """(tag, JSON text, string value) at `index` (null index: tag none; a plain string: no JSON text, see
+        `json_of`)."""
+        tag = pc.coalesce(pc.take(self.tag, index), TAGS[NONE])
+        return tag, pc.take(self.json, index), pc.take(self.string, index)
+
+
+def first(
+    values: Values, starts: pa.Array, positions: list[pa.Array], facts: bool = False, convert: Any = None
+) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(tag, JSON text, string) of the first candidate that counts: for canonical columns the first present,
+    not null and not "" (the normalizer's rule); for facts (facts=True) the first that `convert` turns into
+    a value."""
+    n = len(starts)
+    tag = full(n, NONE)
+    text = pa.nulls(n, pa.string())
+    string = pa.nulls(n, pa.string())
+    chosen = pa.repeat(c(False), n)
+    for position in positions:
+        index = pc.add(starts, position)
+        t, j, s = values.take(index)
+        if facts:
+            counts = pc.is_valid(convert(t, j, s))
+        else:
+            empty = pc.and_kleene(pc.equal(t, TAGS[STRING]), pc.equal(s, EMPTY))
+            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(empty))
+        counts = pc.and_kleene(pc.coalesce(counts, FALSE), pc.invert(chosen))
+        tag = pc.if_else(counts, t, tag)
+        text = pc.if_else(counts, j, text)
+        string = pc.if_else(counts, s, string)
+        chosen = pc.or_kleene(chosen, counts)
+    return tag, text, string
+
+
+def json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:
+    """Every value's JSON text (where `wanted`): `text`, with the plain strings `Values` keeps none for quoted."""
+    missing = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.is_null(text))
+    if wanted is not None:
+        missing = pc.and_kleene(missing, wanted)
+    if not pc.any(missing).as_py():
+        return text
+    return pc.if_else(missing, pc.binary_join_element_wise(QUOTE, string, QUOTE, EMPTY), text)
+
+
+def as_text(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
+    """normalize._text: a string as it is, a number or boolean as its JSON text."""
+    return pc.if_else(pc.equal(tag, TAGS[STRING]), string, pc.if_else(pc.equal(tag, TAGS[NONE]), NULL_TEXT, text))
+
+
+@cache
+def converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[Any, Any, Any], pa.Array]:
+    """A column converter applied through the value's JSON text, once per distinct value; the common
+    exact cases (a string for a text column, an int for an int column ...) without Python."""
+
+    fast_tag = STRING if func in (norm._text, norm._json_text) else INT if func in (norm._int, norm._fact_int) else -1
+
+    def convert(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
+        is_fast = pc.equal(tag, c(fast_tag, pa.int8()))
+        unset = pc.or_kleene(is_fast, pc.equal(tag, TAGS[NONE]))
+        text = json_of(tag, text, string, pc.invert(unset))
+        slow = map_distinct(pc.if_else(unset, NULL_TEXT, text), loads_then(func), out_type)
+        if fast_tag == STRING:
+            return pc.if_else(is_fast, string, slow)
+        if fast_tag == INT:
+            return pc.if_else(is_fast, pc.cast(pc.if_else(is_fast, text, NULL_TEXT), out_type), slow)
+        return slow
+
+    return convert
+
+
+VALUE_FIELDS = (("string_value", STRING), ("int_value", INT), ("double_value", DOUBLE), ("bool_value", BOOL))
+
+
+def small_values(kv: pa.StructArray) -> tuple[list[str], list[int], list[str | None], list[str]]:
+    """(key, tag, string value, JSON fragment) of each key-value, as `Values` has them, in Python."""
+    keys: list[str] = []
+    tags: list[int] = []
+    strings: list[str | None] = []
+    fragments: list[str] = []
+    for item in kv.to_pylist():
+        value = item["value"] or {}
+        tag, python = NONE, None
+        for name, code in VALUE_FIELDS:
+            if value.get(name) is not None:
+                tag, python = code, value[name]
+        if any(value.get(name) is not None for name in ("array_value", "kvlist_value", "bytes_value")):
+            tag, python = OTHER, None
+        keys.append(item["key"])
+        tags.append(tag)
+        strings.append(python if tag == STRING else None)
+        fragments.append(f"{_dumps(item['key'])}:{_dumps(python)}")
+    return keys, tags, strings, fragments
+
+
+def full(n: int, code: int) -> pa.Array:
+    """`n` tags `code`: from a buffer of repeated bytes (pa.repeat copies the scalar value by value, 50x slower)."""
+    return pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(bytes((code,)) * n)])
+
+
+def in_range(codes: pa.Array, size: int) -> pa.Array:
+    """`codes` where 0 <= code < size, else 0 (the first label)."""
+    inside = pc.and_kleene(pc.greater_equal(codes, ZERO), pc.less(codes, c(size, pa.int64())))
+    return pc.if_else(inside, codes, ZERO)
+
+
+def nonempty(lists: pa.Array) -> pa.Array:
+    return pc.greater(pc.coalesce(pc.list_value_length(lists), c(0, pa.int32())), c(0, pa.int32()))
+
+
+def any_per_span(offsets: pa.Array, flags: pa.Array) -> pa.Array:
+    """Per span, whether any of its key-value rows is flagged (a running count of flags, read at the spans'
+    offsets)."""
+    running = pc.cumulative_sum(pc.cast(pc.coalesce(flags, FALSE), pa.int64()))
+    at = pc.take(pa.concat_arrays([pa.array([0], pa.int64()), running]), offsets)
+    return pc.greater(pc.subtract(at[1:], at[:-1]), ZERO)
+
+
+def candidate_positions(
+    keys_per_plan: list[tuple[str, ...]], sig_keys: list[tuple[str, ...]], plan_of: pa.Array
+) -> list[pa.Array]:
+    """Per candidate rank, each span's position of that candidate key in its key list (null: none)."""
+    ranks = max((len(k) for k in keys_per_plan), default=0)
+    out = []
+    for rank in range(ranks):
+        table = [k.index(c[rank]) if rank < len(c) else None for c, k in zip(keys_per_plan, sig_keys, strict=True)]
+        out.append(pc.take(pa.array(table, pa.int64()), plan_of))
+    return out

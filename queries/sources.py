@@ -1,0 +1,152 @@
+"""How the lake's Parquet files become the connection's base relations (`raw_spans`, `raw_logs`,
+`raw_scores`, `model_prices`) that every view reads.
+
+`raw_spans`, `raw_logs` and `raw_scores` are the Parquet files as written (a typed empty table when there
+are none yet), so every view exists, and a query over an empty lake returns no rows rather than failing.
+Columns that an older lake format lacks read as NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from tracevals.lake.paths import LakeError, has_parquet, is_remote, partition_filter, partition_globs
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+
+# Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
+# (docs/queries.md says so) rather than failing a query.
+PricesT = Mapping[str, tuple[float, float]]
+
+
+def source_sql(
+    lake: str, sub: str, hive: bool, where: str = "", globs: list[str] | None = None, union_by_name: bool = True
+) -> str:
+    """The SELECT that reads one table of the lake (`spans`, `logs`, `scores`) with DuckDB's read_parquet.
+
+    The same text serves a directory and an `s3://` prefix: DuckDB resolves the globs through httpfs.
+    union_by_name: files written by an older lake format, without a newer column, still read (as NULL).
+    Without it, columns still match by name, and a file without one of them is an error, never a
+    misread; a wide read is about twice as fast.
+    """
+    paths = globs if globs is not None else [f"{lake.rstrip('/')}/{sub}/**/*.parquet"]
+    for path in paths:
+        if "'" in path:
+            raise LakeError(f"lake path {path!r} contains a quote; move or rename it")
+    listed = ", ".join(f"'{p}'" for p in paths)
+    hive_opt = "true" if hive else "false"
+    # The partition columns' types, declared: detected, `hour` is VARCHAR as soon as one directory is
+    # hour=00 ... hour=09 (a leading zero), BIGINT otherwise, and a filter on it fails half the day.
+    types = ", hive_types = {'date': DATE, 'hour': BIGINT}" if hive and _partitioned(lake, sub, globs) else ""
+    sql = (
+        "SELECT * EXCLUDE (filename), filename AS source_file "
+        f"FROM read_parquet([{listed}], hive_partitioning = {hive_opt}, union_by_name = {str(union_by_name).lower()}, "
+        f"filename = true{types})"
+    )
+    return f"{sql} WHERE {where}" if where and hive else sql
+
+
+def _partitioned(lake: str, sub: str, globs: list[str] | None) -> bool:
+    """Whether the files read lie in `date=/hour=` partitions, as both writers put them (DuckDB refuses
+    declared partition types for files outside any): globs of partitions, a remote lake, or a local one whose
+    first file is in one."""
+    if globs is not None:
+        return all("/date=" in g for g in globs)  # a partition, or all of a day's (date=D/*)
+    if is_remote(lake):
+        return True
+    first = next((Path(lake) / sub).rglob("*.parquet"), None)
+    return first is None or (first.parent.name.startswith("hour=") and first.parent.parent.name.startswith("date="))
+
+
+STRICT = "tv_strict_"
+
+
+def register_source(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    lake: str,
+    sub: str,
+    schema: pa.Schema,
+    hive: bool,
+    since: dt.date | dt.datetime | str | None = None,
+    until: dt.date | dt.datetime | str | None = None,
+) -> None:
+    ranged = hive and (since is not None or until is not None)
+    globs = partition_globs(lake, sub, since, until) if ranged else None
+    if is_remote(lake) or (bool(globs) if ranged else has_parquet(Path(lake) / sub)):
+        where = partition_filter(since, until) if hive else ""
+        select = source_sql(lake, sub, hive, where, globs)
+        missing = missing_columns(con, select, schema)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing} FROM ({select})")
+        # the same files read without union_by_name, for session_lookup's wide reads of a few rows
+        strict = source_sql(lake, sub, hive, where, globs, union_by_name=False)
+        con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT *{missing} FROM ({strict})")
+        return
+    register_empty(con, name, schema, hive)
+
+
+def register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, hive: bool) -> None:
+    """`name` (and its strict twin) as a typed empty table: a lake with no such files yet."""
+    empty = schema.empty_table()
+    if hive:
+        empty = empty.append_column("date", pa.array([], pa.date32())).append_column("hour", pa.array([], pa.int64()))
+    empty = empty.append_column("source_file", pa.array([], pa.string()))
+    con.register(f"{name}_empty", empty)
+    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
+    con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT * FROM {name}_empty")
+
+
+def missing_columns(con: duckdb.DuckDBPyConnection, select: str, schema: pa.Schema) -> str:
+    """Select-list items (", CAST(NULL AS type) AS name ...") for the columns of `schema` that no file read
+    by `select` has (a lake written by an older version of the lake format): they read as NULL."""
+    have = {row[0] for row in con.execute(f"DESCRIBE {select}").fetchall()}
+    return "".join(f", CAST(NULL AS {_sql_type(f.type)}) AS {f.name}" for f in schema if f.name not in have)
+
+
+_SQL_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int64(): "BIGINT",
+    pa.int32(): "INTEGER",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.list_(pa.string()): "VARCHAR[]",
+    pa.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
+}
+
+
+def _sql_type(arrow_type: pa.DataType) -> str:
+    return _SQL_TYPES[arrow_type]
+
+
+def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
+    models = sorted(prices)
+    table = pa.table(
+        {
+            "model": pa.array(models, pa.string()),
+            "input_usd_per_mtok": pa.array([float(prices[m][0]) for m in models], pa.float64()),
+            "output_usd_per_mtok": pa.array([float(prices[m][1]) for m in models], pa.float64()),
+        }
+    )
+    con.register("model_prices_table", table)
+    con.execute("CREATE OR REPLACE VIEW model_prices AS SELECT * FROM model_prices_table")
+
+
+_DIR_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
+
+
+def files_sql(
+    con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None, union_by_name: bool = True
+) -> str:
+    """Some of the lake's span or log files (`globs`, else all) read as `raw_spans` / `raw_logs` read
+    them: hive columns, source_file, and the columns no file has (an older lake format) as NULL.
+
+    union_by_name=False reads the columns of the first file only (and fails on a later file that lacks
+    one): the columns that some later file has and the first lacks are then missing from the result, not
+    NULL, so that a caller can tell (`_copied_strictly`) and read through union_by_name instead."""
+    select = source_sql(lake, sub, hive=True, globs=globs, union_by_name=union_by_name)
+    every = select if union_by_name else source_sql(lake, sub, hive=True, globs=globs, union_by_name=True)
+    return f"SELECT *{missing_columns(con, every, _DIR_SCHEMAS[sub])} FROM ({select})"

@@ -1,0 +1,36 @@
+"""The view files of `queries/views/` (plain SQL, applied in file-name order) and their names.
+
+`VIEW_NAMES` is derived from the files (every `CREATE OR REPLACE VIEW name`), plus `model_prices`, the one
+relation registered from Python (the price table): a new view is a new `.sql` file and nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+
+@cache
+def view_sql() -> tuple[tuple[str, str], ...]:
+    """The view files, in the order they are applied: (file name, SQL text)."""
+    folder = resources.files("tracevals.queries").joinpath("views")
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return tuple((f.name, f.read_text(encoding="utf-8")) for f in files)
+
+
+def views_in(sql: str) -> list[str]:
+    """The views a file defines, in the order it defines them."""
+    return re.findall(r"CREATE OR REPLACE VIEW (\w+)", sql)
+
+
+def defined_views(sql: str) -> set[str]:
+    return set(views_in(sql))
+
+
+PRICES_VIEW = "model_prices"  # registered from Python (`sources.register_prices`), read by the views
+VIEW_NAMES: tuple[str, ...] = (*(name for _, sql in view_sql() for name in views_in(sql)), PRICES_VIEW)
+
+# The views every call / step / trajectory view is built on; snapshotting them pays for deduplicating and
+# un-nesting the spans once per connection instead of once per view that reads them.
+MATERIALIZE = ("span_facts", "attempts", "message_parts")

@@ -1,0 +1,99 @@
+"""Where the lake's files are: the table folders, hive partitions by UTC date and hour, and which
+partitions a time range covers. A lake is a directory or an object-store prefix (`s3://bucket/lake`).
+
+`partition_globs` lists the partition folders in range so that a reader never opens another file;
+`partition_filter` is the same range as a condition on the hive columns `date` / `hour`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+
+class LakeError(Exception):
+    """The lake cannot be opened (missing directory, unreadable files, a view that does not apply)."""
+
+
+def is_remote(lake: str) -> bool:
+    return "://" in lake
+
+
+def has_parquet(directory: Path) -> bool:
+    return directory.is_dir() and any(directory.rglob("*.parquet"))
+
+
+def _hour_bound(value: dt.date | dt.datetime | str, end: bool) -> tuple[dt.date, int]:
+    """(date, hour) of a range bound; a bare date covers its whole day (hour 0 as `since`, 23 as `until`)."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = dt.datetime.fromisoformat(text) if len(text) > 10 else dt.date.fromisoformat(text)
+        except ValueError:
+            try:  # "2026-11-29T08": an hour, the partition unit
+                value = dt.datetime.strptime(text, "%Y-%m-%dT%H")
+            except ValueError:
+                raise LakeError(f"{text!r} is not a date (YYYY-MM-DD) or an hour (YYYY-MM-DDTHH)") from None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.date(), value.hour
+    return value, 23 if end else 0
+
+
+Bound = tuple[dt.date, int]
+
+
+def _bounds(
+    since: dt.date | dt.datetime | str | None, until: dt.date | dt.datetime | str | None
+) -> tuple[Bound | None, Bound | None]:
+    return (
+        None if since is None else _hour_bound(since, end=False),
+        None if until is None else _hour_bound(until, end=True),
+    )
+
+
+def partition_filter(
+    since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
+) -> str:
+    """A WHERE condition on the hive columns `date` / `hour` (both bounds inclusive, UTC); '' for no range."""
+    low, high = _bounds(since, until)
+    conditions = []
+    if low is not None:
+        conditions.append(f"(date > DATE '{low[0]}' OR (date = DATE '{low[0]}' AND hour >= {low[1]}))")
+    if high is not None:
+        conditions.append(f"(date < DATE '{high[0]}' OR (date = DATE '{high[0]}' AND hour <= {high[1]}))")
+    return " AND ".join(conditions)
+
+
+def partition_globs(
+    lake: str,
+    sub: str,
+    since: dt.date | dt.datetime | str | None = None,
+    until: dt.date | dt.datetime | str | None = None,
+) -> list[str]:
+    """The file globs of one hive-partitioned table for a range of start hours (inclusive, UTC).
+
+    A local lake lists its `date=/hour=` directories and keeps those in range, so DuckDB never opens
+    another file (not even its footer). On object storage a range with both ends names one glob per day
+    (DuckDB then lists only those prefixes); the hour bounds and an open range are left to the WHERE of
+    `partition_filter`, which DuckDB applies to the listed paths before reading them.
+    """
+    root = f"{lake.rstrip('/')}/{sub}"
+    low, high = _bounds(since, until)
+    if low is None and high is None:
+        return [f"{root}/**/*.parquet"]
+    if is_remote(lake):
+        if low is None or high is None:
+            return [f"{root}/**/*.parquet"]
+        days = [low[0] + dt.timedelta(days=n) for n in range((high[0] - low[0]).days + 1)]
+        return [f"{root}/date={day}/*/*.parquet" for day in days]
+    globs = []
+    for directory in sorted(Path(root).glob("date=*/hour=*")):
+        try:
+            key = (dt.date.fromisoformat(directory.parent.name[5:]), int(directory.name[5:]))
+        except ValueError:
+            continue  # not a partition directory
+        if (low is None or key >= low) and (high is None or key <= high) and any(directory.glob("*.parquet")):
+            globs.append(f"{directory}/*.parquet")
+    return globs
