@@ -315,3 +315,32 @@ def post_all(
     if time_limit is not None and accepted[0] < len(payloads):
         elapsed = time_limit
     return accepted[0], elapsed
+
+
+def otlp_kv(key: str, value: object) -> Any:
+    """An OTLP KeyValue of a bool, int, float or string (anything else as its text)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A live process's peak resident memory (VmHWM), MiB; NaN where /proc does not say."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")

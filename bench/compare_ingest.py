@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,12 +38,14 @@ from common import (
     PeerUnavailable,
     Section,
     distribution_versions,
+    free_port,
     last_lines,
+    otlp_kv,
+    peak_rss_mb,
     peer_python,
     post_all,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 ACCEPT_LIMIT_S = 20.0  # how long Phoenix's accept rate is measured on tracevals' volume
 SESSIONS_PER_REQUEST = 51  # x 10 spans = 510, about the SDK's batch of 512
@@ -66,19 +67,11 @@ EXPECTED = {
 }
 
 
-def _kv(key: str, value: object) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
-
-
 def request_template(sessions: int = SESSIONS_PER_REQUEST) -> bytes:
     """One encoded request whose ids and session ids carry the marks that `payloads` replaces."""
     request = ExportTraceServiceRequest()
     rs = request.resource_spans.add()
-    rs.resource.attributes.extend([_kv("service.name", "bench-agent"), _kv("service.version", "1.0.0")])
+    rs.resource.attributes.extend([otlp_kv("service.name", "bench-agent"), otlp_kv("service.version", "1.0.0")])
     ss = rs.scope_spans.add()
     ss.scope.name = "tracevals.bench"
     mark = _TEXT_MARK.decode()
@@ -98,7 +91,7 @@ def request_template(sessions: int = SESSIONS_PER_REQUEST) -> bytes:
             sp.start_time_unix_nano = T0_NS + s * 1_000_000_000 + i * 20_000_000
             sp.end_time_unix_nano = sp.start_time_unix_nano + dur_ms * 1_000_000
             sid = f"sess-{mark}-{s:03d}"
-            sp.attributes.extend(_kv(k, v) for k, v in [("gen_ai.conversation.id", sid), *attrs])
+            sp.attributes.extend(otlp_kv(k, v) for k, v in [("gen_ai.conversation.id", sid), *attrs])
 
         span(
             0,
@@ -161,12 +154,6 @@ def payloads(count: int, first: int = 0, template: bytes | None = None) -> Itera
         yield template.replace(_ID_MARK, n.to_bytes(6, "big")).replace(_TEXT_MARK, b"%012x" % n)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # ---------------------------------------------------------------- tracevals
 
 
@@ -219,18 +206,11 @@ def run_tracevals(requests: int, first: int) -> dict[str, float]:
             t0 = time.perf_counter()
             _, accept_s = post_all(port, data, senders=2)
             done = wait_until(lambda: lake_count(Path(tmp) / "lake"), spans, timeout=300)
-            rss = _peak_rss_mb(proc.pid)
+            rss = peak_rss_mb(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
     return _rates(spans, accept_s, done - t0, rss)
-
-
-def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _rates(spans: int, accept_s: float, queryable_s: float, rss: float) -> dict[str, float]:
@@ -294,7 +274,7 @@ class Phoenix:
         t0 = time.perf_counter()
         _, accept_s = post_all(self.port, data, senders=2)
         done = wait_until(lambda: self.span_count() - before, spans, timeout=900, interval=0.25)
-        return _rates(spans, accept_s, done - t0, _peak_rss_mb(self.proc.pid))
+        return _rates(spans, accept_s, done - t0, peak_rss_mb(self.proc.pid))
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)

@@ -33,21 +33,11 @@ from pathlib import Path
 
 import duckdb
 import yaml
+from common import otlp_kv
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 100_000
-
-
-def _kv(key: str, value: object) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
 def genai_request(spans: int, seed: int) -> bytes:
@@ -55,7 +45,9 @@ def genai_request(spans: int, seed: int) -> bytes:
     rnd = random.Random(seed)
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
-    resource_spans.resource.attributes.extend([_kv("service.name", "shop-agent"), _kv("service.version", "1.4.2")])
+    resource_spans.resource.attributes.extend(
+        [otlp_kv("service.name", "shop-agent"), otlp_kv("service.version", "1.4.2")]
+    )
     scope_spans = resource_spans.scope_spans.add()
     scope_spans.scope.name = "tracevals.instrumentation.openai"
     start = time.time_ns()
@@ -79,7 +71,7 @@ def genai_request(spans: int, seed: int) -> bytes:
             ("gen_ai.response.id", f"chatcmpl-{rnd.getrandbits(64):016x}"),
             ("server.address", "api.openai.com"),
         ]
-        span.attributes.extend(_kv(k, v) for k, v in attrs)
+        span.attributes.extend(otlp_kv(k, v) for k, v in attrs)
     return request.SerializeToString()
 
 
