@@ -51,6 +51,7 @@ RESULTS = BENCH / "RESULTS.md"
 PY = ".venv/bin/python"
 # (key, script, arguments): the comparisons, cheapest first; e2e and scale get the deadline
 COMPARISONS = [
+    ("startup", "startup.py", ["--runs", "7"]),  # this tree against the one before the redesign (issue 18)
     ("ingest", "compare_ingest.py", ["--spans", "102000", "--phoenix-spans", "2550", "--runs", "3"]),
     ("scoring", "compare_scoring.py", ["--per-mode", "3000", "--repeat", "3"]),
     ("instrumentation", "compare_instrumentation.py", ["--processes", "3", "--rounds", "20", "--calls", "20"]),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tracevals.cli import COMMANDS, main
+from tracevals.cli import COMMANDS, main, short_help
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +41,9 @@ def test_wheel_installs_only_the_tracevals_package(tmp_path: Path) -> None:
         "tracevals/queries/views/00_spans.sql",
         "tracevals/demo/tasks.jsonl",
         "tracevals/schemas/task_case.schema.json",
+        "tracevals/model/prices.json",
+        "tracevals/evaluators/trajectory_match/__init__.py",
+        "tracevals/collector/conversion/__init__.py",
     ):
         assert data in names
     for stage in ("instrumentation", "collector", "queries", "evaluators"):
@@ -52,3 +55,25 @@ def test_every_command_has_help_with_examples() -> None:
         result = CliRunner().invoke(main, [name, "--help"])
         assert result.exit_code == 0, result.output
         assert "Examples:" in result.output, name
+
+
+def test_the_command_list_shows_each_commands_own_help() -> None:
+    # `tracevals --help` derives each line from the command's docstring, without importing the commands
+    listed = CliRunner().invoke(main, ["--help"]).output
+    for name in COMMANDS:
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None and command.help
+        first_paragraph = " ".join(command.help.split("\n\n")[0].replace("\b", "").split())
+        assert short_help(name) == first_paragraph
+        assert " ".join(first_paragraph.split()[:4]) in " ".join(listed.split())
+
+
+def test_importing_the_evaluators_loads_no_telemetry_sdk_and_no_collector() -> None:
+    # evaluators are pure functions of frames: importing them must not pay for the OTel SDK or the collector
+    code = (
+        "import sys, tracevals.evaluators; "
+        "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'tracevals.collector', "
+        "'tracevals.instrumentation', 'duckdb'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+from pathlib import Path
 
 import click
 
@@ -23,18 +26,22 @@ COMMANDS: dict[str, str] = {
     "sql": "tracevals.cli.sql:sql",
 }
 
-HELP = {
-    "collect": "Receive OTLP (gRPC and HTTP) and write a durable Parquet lake.",
-    "compact": "Rewrite the closed hours of a lake as a few large files sorted by session.",
-    "demo": "Run the bundled order-support cases k times for two variants and compare them.",
-    "export": "Write every row of a per-trace view (trajectories, steps ...) to Parquet, an hour group at a time.",
-    "gate": "Pass or fail a candidate variant against a baseline on release thresholds (exit 0 or 1).",
-    "ingest": "Write OTLP trace files (JSON or protobuf) into a lake.",
-    "report": "Write the reliability report of a lake selection (.html .md .csv .json).",
-    "run": "Run a task set k times against your agent and score every attempt.",
-    "score": "Score the sessions of a lake (a range, a sample, or live) and store the scores.",
-    "sql": "Run a read-only SQL query over the views of a lake.",
-}
+
+
+def short_help(name: str) -> str:
+    """A command's short help, derived from its own docstring: the first paragraph of the command
+    function's docstring, read from its module's source without importing it (so `tracevals --help`
+    stays instant and the help shown in the list is the help of the command itself)."""
+    module_name, attr = COMMANDS[name].split(":")
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            paragraph = (ast.get_docstring(node) or "").strip().split("\n\n")[0]
+            return " ".join(paragraph.split())
+    return ""
 
 
 class LazyGroup(click.Group):
@@ -51,7 +58,7 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
+        rows = [(name, short_help(name)) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
