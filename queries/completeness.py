@@ -1,6 +1,7 @@
 """Span-level facts per trace, for `session_completeness` and for matching traces to task cases.
 
-Read through SQL from the views (so they follow whatever `selection.select_sessions` chose):
+Read through SQL (`queries/sql/trace_facts.sql`) from the views (so they follow whatever restriction
+`selection.select_sessions` put them under):
 
 - `root_present` / `root_ended`: a span with no parent, or whose parent is absent and whose span kind
   is `server` / `consumer` (its parent is remote, in another service's trace), and whether it ended;
@@ -25,92 +26,13 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-_FACTS_SQL = """
-WITH s AS (
-    SELECT trace_id, span_id, parent_span_id, span_kind, kind, start_time, end_time, status_code,
-           error_type, tool_name, session_id, session_status, run_id, attempt_output, attempt_error
-    FROM span_facts {scope}
-),
-ids AS (SELECT DISTINCT trace_id, span_id FROM s),
-marked AS (
-    SELECT s.*, p.span_id IS NULL AND s.parent_span_id IS NOT NULL AS parent_missing
-    FROM s LEFT JOIN ids AS p ON p.trace_id = s.trace_id AND p.span_id = s.parent_span_id
-),
-roots AS (
-    SELECT *, parent_span_id IS NULL OR (parent_missing AND span_kind IN ('server', 'consumer')) AS is_root
-    FROM marked
-),
-calls AS (
-    SELECT trace_id, span_id, start_time, end_time, is_error FROM model_calls
-    WHERE trace_id IN (SELECT trace_id FROM s)
-),
-last_call AS (
-    SELECT trace_id, arg_max(span_id, (end_time, span_id)) AS span_id, max(end_time) AS end_time,
-           arg_max(is_error, (end_time, span_id)) AS is_error, bool_or(end_time IS NULL) AS any_open
-    FROM calls GROUP BY trace_id
-),
-asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
-tools_after AS (
-    SELECT l.trace_id, count(*) AS n
-    FROM last_call AS l JOIN tool_calls AS t ON t.trace_id = l.trace_id AND t.start_time >= l.end_time
-    GROUP BY l.trace_id
-),
-first_call AS (SELECT trace_id, arg_min(span_id, (start_time, span_id)) AS span_id FROM calls GROUP BY trace_id),
-user_messages AS (
-    SELECT p.trace_id, p.message_index, string_agg(p.content, chr(10) ORDER BY p.part_index) AS text
-    FROM message_parts AS p JOIN first_call AS f ON f.trace_id = p.trace_id AND f.span_id = p.call_span_id
-    WHERE p.direction = 'input' AND p.role = 'user' AND p.part_type = 'text'
-    GROUP BY p.trace_id, p.message_index
-),
-inputs AS (
-    SELECT trace_id, arg_max(text, message_index) AS input, count(*) AS user_turns
-    FROM user_messages GROUP BY trace_id
-),
-per_trace AS (
-    SELECT trace_id,
-           count(*) AS span_count,
-           bool_or(is_root) AS root_present,
-           bool_or(is_root AND end_time IS NOT NULL) AS root_ended,
-           count(*) FILTER (WHERE parent_missing AND NOT is_root) AS orphan_spans,
-           count(*) FILTER (WHERE end_time IS NULL) AS open_spans,
-           bool_or(kind = 'session_end') AS end_marker,
-           max(CASE WHEN kind = 'session_end' THEN session_status END) AS end_status,
-           bool_or(is_root AND (status_code = 'error' OR error_type IS NOT NULL)) AS root_error,
-           bool_or(kind = 'handoff' OR (kind = 'tool' AND tool_name = 'handoff_to_human'
-                   AND coalesce(status_code, '') <> 'error')) AS handed_off,
-           min(start_time) AS start_time,
-           arg_min(span_id, start_time) FILTER (WHERE is_root) AS root_span_id,
-           coalesce(max(session_id), trace_id) AS sid
-    FROM roots GROUP BY trace_id
-)
-SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p.open_spans,
-       CAST(0 AS BIGINT) AS dangling_calls, p.end_marker, p.end_status,
-       CASE
-         WHEN p.root_error OR p.end_status = 'error' OR r.error IS NOT NULL THEN 'error'
-         WHEN p.handed_off THEN 'handoff'
-         WHEN r.output IS NOT NULL THEN 'answer'
-         WHEN l.trace_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false)
-              AND k.model_span_id IS NULL AND coalesce(ta.n, 0) = 0 THEN 'answer'
-       END AS terminal,
-       CAST(row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time, p.trace_id) AS BIGINT) AS turn,
-       count(*) OVER (PARTITION BY p.sid) AS session_traces,
-       CAST(nullif(max(coalesce(i.user_turns, 0)) OVER (PARTITION BY p.sid), 0) AS BIGINT) AS turns_expected,
-       i.input, p.root_span_id
-FROM per_trace AS p
-LEFT JOIN last_call AS l USING (trace_id)
-LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
-LEFT JOIN tools_after AS ta USING (trace_id)
-LEFT JOIN inputs AS i USING (trace_id)
-LEFT JOIN (
-    SELECT trace_id, attempt_output AS output, attempt_error AS error FROM s WHERE parent_span_id IS NULL
-) AS r USING (trace_id)
-"""
+from tracevals.queries.views import query_sql
 
 
 def span_facts(con: duckdb.DuckDBPyConnection, scope: str | None = None) -> pl.DataFrame:
     """One row per trace of the `spans` view (only the traces listed in table `scope`, when given; give
     whole sessions, or the per-session columns count too few traces): the facts above."""
     where = f"WHERE trace_id IN (SELECT trace_id FROM {scope})" if scope else ""
-    result = pl.from_arrow(con.sql(_FACTS_SQL.format(scope=where)).to_arrow_table())
+    result = pl.from_arrow(con.sql(query_sql("trace_facts").format(scope=where)).to_arrow_table())
     assert isinstance(result, pl.DataFrame)
     return result

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from tracevals.lake.paths import LakeError, is_remote, partition_filter, partition_globs
+from tracevals.lake.paths import LakeError, is_remote, lake_prices, partition_filter, partition_globs
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.model.prices import default_prices
 from tracevals.queries.lookup import session_lookup
@@ -81,7 +81,8 @@ def open_lake(
 
     since / until: keep only the spans and log records whose start hour is in range (inclusive, UTC;
     a date, a datetime, or text `YYYY-MM-DD` / `YYYY-MM-DDTHH`). prices: USD per million tokens
-    (input, output) by model name, for the `cost_usd` columns. memory_limit (e.g. "4GB") and threads
+    (input, output) by model name, for the `cost_usd` columns (default: the lake's own `prices.json` over the
+    default table, `tracevals.model.prices`). memory_limit (e.g. "4GB") and threads
     bound DuckDB. read_only: sandbox the connection to the lake (see `sandbox`), as `tracevals sql` does.
     materialize: snapshot the base views (MATERIALIZE, or the names given) into temporary tables once, so
     that a job running many queries over a big lake deduplicates and un-nests its spans once; the
@@ -112,7 +113,7 @@ def open_lake(
         else:
             register_empty(con, raw, schema, True)
     register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
-    register_prices(con, default_prices() if prices is None else prices)
+    register_prices(con, {**default_prices(), **lake_prices(lake_str)} if prices is None else prices)
     snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:

@@ -2,7 +2,8 @@
 
 `select_sessions(con, ...)` filters the lake's raw span and log rows to the chosen sessions once, into
 temporary tables that shadow `raw_spans` / `raw_logs` on this connection, so every view (`spans`,
-`tool_calls`, `trajectories`, ...) reads only the selection.
+`tool_calls`, `trajectories`, ...) reads only the selection; it returns that `Restriction`, which the
+caller hands to `session_chunks` and `trajectories.load_batch` (nothing guesses from the connection).
 
 - A session is every trace with the same session id (a trace without one is its own session); it is
   in the range when its first span starts in `[since, until)`, and then all its traces are read,
@@ -21,6 +22,7 @@ from datetime import datetime
 import duckdb
 
 from tracevals.lake.sampling import bucket_sql, sampled_sql
+from tracevals.queries.views import query_sql
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,33 @@ class Selection:
         return " AND ".join(parts)
 
 
-def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
-    """Restrict this connection's views to the selected sessions; returns how many traces were kept."""
+@dataclass
+class Restriction:
+    """A connection's views narrowed to some traces (whole sessions, for all but a loader's own scope):
+    the raw span and log rows filtered once, into temporary tables that shadow `raw_spans` / `raw_logs`.
+    `traces` names the temporary table of the traces kept (`trace_id`, and `sid` where sessions matter).
+    Pass it on (`session_chunks(within=)`, `trajectories.load_batch(within=)`); `undo()` lets the views
+    read the whole lake again."""
+
+    con: duckdb.DuckDBPyConnection
+    traces: str
+    count: int = 0
+
+    def narrow(self, traces: str) -> None:
+        """The views read only the traces of table `traces` (a subset of this restriction's)."""
+        _shadow_raw(self.con, traces)
+
+    def reapply(self) -> None:
+        _shadow_raw(self.con, self.traces)
+
+    def undo(self) -> None:
+        for raw in ("raw_spans", "raw_logs"):
+            self.con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
+            self.con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")
+
+
+def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Restriction:
+    """Restrict this connection's views to the selected sessions (the restriction holds how many traces)."""
     only = ""
     if selection.trace_ids is not None:
         con.execute("CREATE OR REPLACE TEMP TABLE tv_wanted (trace_id VARCHAR)")
@@ -63,38 +90,26 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
             " AND s.sid IN (SELECT t.sid FROM t WHERE t.trace_id IN (SELECT trace_id FROM attempts WHERE "
             f"{selection.trace_condition()}))"
         )
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE tv_traces AS
-        WITH t AS (
-            SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(start_time) AS start_time
-            FROM spans GROUP BY trace_id
-        ),
-        s AS (
-            SELECT sid, min(start_time) AS session_start FROM t GROUP BY sid
-        )
-        SELECT t.trace_id, t.sid FROM t JOIN s USING (sid)
-        WHERE {selection.sql_condition()}{only}
-        """
-    )
-    restrict_raw(con, "tv_traces")
+    con.execute(query_sql("select_sessions").format(condition=selection.sql_condition(), only=only))
+    restriction = restrict_to(con, "tv_traces")
     [(count,)] = con.execute("SELECT count(*) FROM tv_traces").fetchall()
-    return int(count)
+    restriction.count = int(count)
+    return restriction
 
 
-def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterator[int]:
-    """Read the connection's sessions (all, or those `select_sessions` chose) a chunk at a time: yields
+def session_chunks(
+    con: duckdb.DuckDBPyConnection, max_sessions: int, within: Restriction | None = None
+) -> Iterator[int]:
+    """Read the connection's sessions (all, or those of the restriction `within`) a chunk at a time: yields
     once per chunk of at most about `max_sessions` whole sessions, the views restricted to it, so that a
-    loader holds one chunk in memory, never the lake. Yields once, restricting nothing, when everything
-    fits in one chunk; afterwards the views read what they read before.
+    loader holds one chunk in memory, never the lake. Yields once, restricting nothing more, when
+    everything fits in one chunk; afterwards the views read what they read before.
 
     Chunks are buckets of the same md5 hash as the sample (salted differently), so the same session
     always lands in the same chunk of a given count.
     """
-    # after select_sessions, its tv_traces already maps each selected trace to its session
-    selected = is_restricted(con)
-    source = "tv_traces" if selected else "tv_chunked"
-    if not selected:
+    source = within.traces if within is not None else "tv_chunked"
+    if within is None:
         con.execute(
             "CREATE OR REPLACE TEMP TABLE tv_chunked AS "
             "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id"
@@ -106,27 +121,32 @@ def session_chunks(con: duckdb.DuckDBPyConnection, max_sessions: int) -> Iterato
             yield 0
             return
         bucket = bucket_sql("chunk:", "sid")
+        chunked = within if within is not None else Restriction(con, source)
         try:
             for chunk in range(count):
                 con.execute(
                     "CREATE OR REPLACE TEMP TABLE tv_chunk AS "
                     f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}"
                 )
-                restrict_raw(con, "tv_chunk")
+                chunked.narrow("tv_chunk")
                 yield chunk
         finally:
-            if selected:
-                restrict_raw(con, "tv_traces")
+            if within is not None:
+                within.reapply()
             else:
-                unrestrict_raw(con)
+                chunked.undo()
             con.execute("DROP TABLE IF EXISTS temp.main.tv_chunk")
     finally:
         con.execute("DROP TABLE IF EXISTS temp.main.tv_chunked")
 
 
-def restrict_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
-    """Make every view of this connection read only the traces listed in table `traces` (column
-    `trace_id`): the raw span and log rows are filtered once, into temporary tables that shadow them."""
+def restrict_to(con: duckdb.DuckDBPyConnection, traces: str) -> Restriction:
+    """Make every view of this connection read only the traces listed in table `traces` (column `trace_id`)."""
+    _shadow_raw(con, traces)
+    return Restriction(con, traces)
+
+
+def _shadow_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
     # the lake's own relation, named with its database: a bare `main.raw_spans` would find the temporary
     # view of an earlier restriction first, and narrow that instead of the lake
     [(catalog,)] = con.execute("SELECT current_database()").fetchall()
@@ -138,15 +158,9 @@ def restrict_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
 
 
-def unrestrict_raw(con: duckdb.DuckDBPyConnection) -> None:
-    """Undo `restrict_raw`: the views read the whole lake again."""
-    for raw in ("raw_spans", "raw_logs"):
-        con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
-        con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")
-
-
 def is_restricted(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether `restrict_raw` (or `select_sessions`) narrowed this connection's views."""
+    """Whether a `Restriction` narrows this connection's views (for checks and tests; code passes the
+    restriction itself)."""
     [(count,)] = con.execute(
         "SELECT count(*) FROM duckdb_views() WHERE view_name = 'raw_spans' AND temporary"
     ).fetchall()

@@ -19,6 +19,13 @@ def view_sql() -> tuple[tuple[str, str], ...]:
     return tuple((f.name, f.read_text(encoding="utf-8")) for f in files)
 
 
+@cache
+def query_sql(name: str) -> str:
+    """A loader's query from `queries/sql/NAME.sql` (the SQL that is not a view: the batch loader's, the
+    session selection's), its `{placeholders}` for the caller to fill."""
+    return resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+
+
 def views_in(sql: str) -> list[str]:
     """The views a file defines, in the order it defines them."""
     return re.findall(r"CREATE OR REPLACE VIEW (\w+)", sql)

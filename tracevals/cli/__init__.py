@@ -27,7 +27,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-
 def short_help(name: str) -> str:
     """A command's short help, derived from its own docstring: the first paragraph of the command
     function's docstring, read from its module's source without importing it (so `tracevals --help`

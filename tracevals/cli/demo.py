@@ -21,6 +21,7 @@ from tracevals.cli.output import format_option, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
+from tracevals.lake.paths import PRICES_FILE
 from tracevals.model.tasks import load_cases
 from tracevals.scoring.runs import score_run
 
@@ -69,6 +70,10 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     cases = load_cases(bundled_tasks())
     run_id = f"demo-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-s{seed}"
     models = {v: f"order-support-{v}" for v in VARIANTS}
+    # The simulated models are priced like a small hosted model, so that the demo's cost figures mean
+    # something: as the lake's own price table, which every command that reads this lake uses.
+    prices = {model: {"input": 0.15, "output": 0.60} for model in models.values()}
+    (lake / PRICES_FILE).write_text(json.dumps(prices, indent=1) + "\n", encoding="utf-8")
 
     started = time.perf_counter()
     with SimulatedModelServer() as server:

@@ -144,6 +144,7 @@ def report_from_lake(
         z=Z95 if z is None else z,
         baseline=baseline,
         candidate=candidate,
+        prices=data.prices,
     )
 
 

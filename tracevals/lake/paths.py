@@ -97,3 +97,15 @@ def partition_globs(
         if (low is None or key >= low) and (high is None or key <= high) and any(directory.glob("*.parquet")):
             globs.append(f"{directory}/*.parquet")
     return globs
+
+
+PRICES_FILE = "prices.json"  # a lake's own model prices, over the default table (`tracevals.model.prices`)
+
+
+def lake_prices(lake: str) -> dict[str, tuple[float, float]]:
+    """The price table a lake carries in `LAKE/prices.json` (JSON or YAML, as `model.prices.load_prices`
+    reads it), or none: the prices a team pays for its models, or the demo's for its simulated ones."""
+    from tracevals.model.prices import load_prices
+
+    path = Path(lake) / PRICES_FILE
+    return load_prices(path) if not is_remote(lake) and path.is_file() else {}

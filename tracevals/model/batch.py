@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from tracevals.model.calls import args_text, operation_key
+from tracevals.model.calls import KEY_PAIR, TRAILING_COMMA, UNKNOWN_ARGS, args_text, operation_key
 from tracevals.model.trajectory import Handoff, SpanFacts, ToolCall, Trajectory
 
 _STR, _I64, _F64, _BOOL = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean
@@ -259,3 +259,17 @@ def _trajectory(
         handoffs=handoffs,
         spans=facts,
     )
+
+
+def with_op_keys(calls: pl.DataFrame) -> pl.DataFrame:
+    """`calls` with `op_key`, the operation identity of `calls.operation_key`, as Polars expressions (for
+    calls loaded from the lake, whose arguments are the recorded JSON text)."""
+    stripped = pl.col("args").str.replace_all(KEY_PAIR, "").str.replace_all(TRAILING_COMMA, "}")
+    inner = (
+        pl.when(pl.col("args").is_not_null())
+        .then(stripped)
+        .when(pl.col("args_hash").is_not_null())
+        .then(pl.concat_str([pl.lit("#"), pl.col("args_hash")]))
+        .otherwise(pl.lit(UNKNOWN_ARGS))
+    )
+    return calls.with_columns(op_key=pl.concat_str([pl.col("name").fill_null(""), pl.lit("("), inner, pl.lit(")")]))

@@ -6,7 +6,7 @@
   with keys in another order makes two operations of them. Without captured arguments the args hash
   stands in (`tracevals.tool.args_hash`); with neither, the name alone plus `?`, and callers say that
   the identity is a guess. `strip_idempotency_keys` is one regular expression, applied the same way
-  by Python here and by Polars in the batch path (`queries/trajectories.with_op_keys`).
+  by Python here and by Polars in the batch path (`model.batch.with_op_keys`) and by SQL in the `retries` view.
 - effect: what the span recorded, else the case's or config's `tool_effects`.
 - timeout (outcome unknown): the error type says timeout / deadline, or the status is 408 or 504; the
   call may or may not have happened on the other side.

@@ -27,7 +27,7 @@ def attach_cases(batch: Batch, tasks: Sequence[Case] | None, config: ScoringConf
     config = config or ScoringConfig()
     cases = {c.case_id: config.apply(c) for c in tasks or ()}
     fallback = NO_CASE
-    if config.policy:
+    if set(config.policy) - {"prices"}:  # prices alone price the cases; they check nothing of other traffic
         cases[CONFIG_CASE] = config.default_case()
         fallback = CONFIG_CASE
     by_input: dict[str, str] = {}

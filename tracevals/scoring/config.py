@@ -33,7 +33,7 @@ from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
 # Object-valued fields a case merges key by key into the config's (a case's budget for steps leaves
 # the config's token budget in force).
-_MERGED_BY_KEY = ("budgets", "tool_schemas", "tool_effects", "retry_policy")
+_MERGED_BY_KEY = ("budgets", "tool_schemas", "tool_effects", "retry_policy", "prices")
 
 
 class ConfigError(ValueError):
@@ -59,6 +59,14 @@ class ScoringConfig:
     def default_case(self) -> Case:
         """The policy as a `Case` (`source="config"`): what traffic without a task case is scored against."""
         return build_case(dict(self.policy), source="config")
+
+    def with_prices_beneath(self, prices: Mapping[str, tuple[float, float]]) -> ScoringConfig:
+        """This config with `prices` (a lake's own) beneath its own: the config's and the cases' win."""
+        if not prices:
+            return self
+        table = {m: {"input": p[0], "output": p[1]} for m, p in prices.items()}
+        policy = {**self.policy, "prices": {**table, **self.policy.get("prices", {})}}
+        return ScoringConfig(policy=policy, evaluators=self.evaluators, source=self.source)
 
     def apply(self, case: Case) -> Case:
         """`case` with the config's policy beneath it: the case's own fields win."""

@@ -22,14 +22,17 @@ from typing import Any
 
 import duckdb
 
+from tracevals.lake.paths import lake_prices
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
+from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection as SessionSelection
 from tracevals.queries.selection import select_sessions
 from tracevals.queries.trajectories import load_trajectories
+from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
 
 __all__ = [
@@ -74,6 +77,7 @@ class LakeData:
     trajectories: list[Trajectory]
     scores: list[Score]
     provenance: dict[str, Any] = field(default_factory=dict)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # the lake's over the defaults
 
 
 def load_lake_data(
@@ -84,10 +88,11 @@ def load_lake_data(
 ) -> LakeData:
     """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``."""
     con = con or open_lake(lake)
+    restriction = None
     if selection.since is not None or selection.until is not None:
-        select_sessions(con, SessionSelection(since=selection.since, until=selection.until))
+        restriction = select_sessions(con, SessionSelection(since=selection.since, until=selection.until))
     runs = selection.runs or _default_runs(con, selection)
-    trajectories = load_trajectories(con, where=_where(selection, runs))
+    trajectories = load_trajectories(con, where=_where(selection, runs), within=restriction)
     if not trajectories:
         raise SelectionError(
             f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
@@ -105,7 +110,9 @@ def load_lake_data(
     stored = [s for s in stored if s.trace_id in kept]
     con.register("_report_traces", _id_table(sorted(kept)))
     scored = {s.trace_id for s in stored}
-    computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases)
+    own_prices = lake_prices(os.fspath(lake))
+    config = ScoringConfig().with_prices_beneath(own_prices)
+    computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
     provenance = _provenance(con, runs, selection)
     provenance.update(
         sample_fraction=fraction,
@@ -116,7 +123,7 @@ def load_lake_data(
         scores_stored=len(stored),
         scores_computed=len(computed),
     )
-    return LakeData(trajectories, stored + computed, provenance)
+    return LakeData(trajectories, stored + computed, provenance, {**default_prices(), **own_prices})
 
 
 def _session(t: Trajectory) -> str:

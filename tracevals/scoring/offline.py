@@ -25,6 +25,7 @@ import polars as pl
 from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
+from tracevals.lake.paths import lake_prices
 from tracevals.model.batch import Batch
 from tracevals.model.case import Case
 from tracevals.model.score import Score, scores_of
@@ -79,15 +80,14 @@ def score_connection(
     sessions at a time."""
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    if selection is not None:
-        select_sessions(con, selection)
+    restriction = select_sessions(con, selection) if selection is not None else None
     where = selection.trace_condition() if selection is not None else ""
     frames: list[pl.DataFrame] = []
     kept: list[Batch] = []
     traces = sessions = 0
     roots: dict[str, str] = {}
-    for _ in session_chunks(con, chunk_sessions):
-        batch = load_batch(con, where)
+    for _ in session_chunks(con, chunk_sessions, within=restriction):
+        batch = load_batch(con, where, within=restriction)
         frames.append(score_batch(attach_cases(batch, tasks, config), chosen))
         traces += len(batch)
         sessions += batch.traces.select(pl.coalesce("session_id", "trace_id")).n_unique() if len(batch) else 0
@@ -118,6 +118,7 @@ def score_lake(
     # so the partitions before `since` must still show where an earlier-started session began.
     lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
     con = open_lake(lake, since=lower)
+    config = (config or ScoringConfig()).with_prices_beneath(lake_prices(os.fspath(lake)))
     try:
         run = score_connection(
             con, tasks=tasks, config=config, evaluators=evaluators, selection=selection, keep_batch=keep_batch
