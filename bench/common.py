@@ -344,3 +344,31 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def start_collect(
+    workdir: Path, parquet: dict[str, Any], extra_args: Sequence[str] = (), python: Path | str = PROJECT_PYTHON
+) -> tuple[subprocess.Popen[str], int]:
+    """`tracevals collect` in `workdir`, one OTLP/HTTP receiver on a free port, a traces pipeline into the
+    `parquet` exporter settings given; returns the process and its HTTP port (read from what it prints)."""
+    import re
+
+    config = {
+        "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
+        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
+        "exporters": {"parquet": parquet},
+        "service": {
+            "pipelines": {
+                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
+            }
+        },
+    }
+    (workdir / "otel-config.yaml").write_text(json.dumps(config))  # JSON is YAML
+    cmd = [str(python), "-c", "from tracevals.cli import main; main()", "collect", "--config", "otel-config.yaml"]
+    proc = subprocess.Popen([*cmd, *extra_args], cwd=workdir, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
+        if match:
+            return proc, int(match.group(1))
+    raise RuntimeError("the tracevals collector did not start")

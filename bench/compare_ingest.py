@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -33,7 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
-    PROJECT_PYTHON,
     Figure,
     PeerUnavailable,
     Section,
@@ -44,6 +42,7 @@ from common import (
     peak_rss_mb,
     peer_python,
     post_all,
+    start_collect,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -158,25 +157,7 @@ def payloads(count: int, first: int = 0, template: bytes | None = None) -> Itera
 
 
 def start_collector(workdir: Path, max_age: str = "1s") -> tuple[subprocess.Popen[str], int]:
-    config = {
-        "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
-        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
-        "exporters": {"parquet": {"path": "lake", "rotation": {"max_age": max_age}}},
-        "service": {
-            "pipelines": {
-                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
-            }
-        },
-    }
-    (workdir / "otel-config.yaml").write_text(json.dumps(config))  # JSON is YAML
-    cmd = [str(PROJECT_PYTHON), "-m", "tracevals", "collect", "--config", "otel-config.yaml"]
-    proc = subprocess.Popen(cmd, cwd=workdir, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
-        if match:
-            return proc, int(match.group(1))
-    raise RuntimeError("the tracevals collector did not start")
+    return start_collect(workdir, {"path": "lake", "rotation": {"max_age": max_age}})
 
 
 def lake_count(lake: Path) -> int:

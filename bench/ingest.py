@@ -22,7 +22,6 @@ import argparse
 import http.client
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -32,8 +31,7 @@ import time
 from pathlib import Path
 
 import duckdb
-import yaml
-from common import otlp_kv
+from common import otlp_kv, start_collect
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,32 +90,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _start_collector(workdir: Path, compression: str, cpus: str | None) -> tuple[subprocess.Popen[str], int]:
-    config = {
-        "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
-        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
-        "exporters": {
-            "parquet": {
-                "path": "lake",
-                "compression": compression,
-                "rotation": {"max_rows": 2_000_000, "max_age": "1h"},
-            }
-        },
-        "service": {
-            "pipelines": {
-                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
-            }
-        },
-    }
-    (workdir / "otel-config.yaml").write_text(yaml.safe_dump(config))
-    cmd = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config", "otel-config.yaml"]
-    cmd += ["--cpus", cpus] if cpus is not None else []
-    proc = subprocess.Popen(cmd, cwd=workdir, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
-        if match:
-            return proc, int(match.group(1))
-    raise SystemExit("the collector did not start")
+    parquet = {"path": "lake", "compression": compression, "rotation": {"max_rows": 2_000_000, "max_age": "1h"}}
+    return start_collect(workdir, parquet, ["--cpus", cpus] if cpus is not None else [], python=sys.executable)
 
 
 def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], index: int, refused: list[int]) -> None:

@@ -26,26 +26,11 @@ from pathlib import Path
 
 import duckdb
 
-from tracevals.lake.paths import LakeError, is_remote, lake_prices, partition_filter, partition_globs
+from tracevals.lake.paths import LakeError, is_remote, lake_prices
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.model.prices import default_prices
-from tracevals.queries.lookup import session_lookup
-from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source, source_sql
+from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 from tracevals.queries.views import MATERIALIZE, VIEW_NAMES, defined_views, view_sql
-
-__all__ = [
-    "MATERIALIZE",
-    "VIEW_NAMES",
-    "LakeError",
-    "is_remote",
-    "open_lake",
-    "partition_filter",
-    "partition_globs",
-    "sandbox",
-    "session_lookup",
-    "source_sql",
-    "view_sql",
-]
 
 
 def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:

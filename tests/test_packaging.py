@@ -77,3 +77,11 @@ def test_importing_the_evaluators_loads_no_telemetry_sdk_and_no_collector() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_environment_variable_is_documented() -> None:
+    from tracevals import env
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    names = [v for k, v in vars(env).items() if k.isupper() and isinstance(v, str)]
+    assert names and all(f"`{name}`" in page for name in names), [n for n in names if f"`{n}`" not in page]

@@ -6,35 +6,22 @@ an id, ids that match an execution of another tool, nested tool spans."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from fixtures.lake_rows import span_row
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import LakeWriter
 from tracevals.queries import open_lake, session_lookup
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 NAMES = st.sampled_from(["search", "refund", "send", None])
 IDS = st.sampled_from(["c1", "c2", "c3", None])
 REQUEST = st.tuples(NAMES, IDS)
 MODEL_CALL = st.lists(REQUEST, max_size=3)
 EXECUTION = st.tuples(NAMES, IDS, st.booleans())  # (tool, call id, nested in a framework span)
 TRACE = st.tuples(st.lists(MODEL_CALL, min_size=1, max_size=3), st.lists(EXECUTION, max_size=4))
-
-
-def _row(trace: str, span: str, parent: str | None, kind: str, at: int, **columns: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {field.name: None for field in SPAN_SCHEMA}
-    row.update(
-        trace_id=trace, span_id=span, parent_span_id=parent, name=kind, kind=kind, session_id=f"s-{trace[:4]}",
-        start_time=T0 + timedelta(milliseconds=at), end_time=T0 + timedelta(milliseconds=at + 1),
-        status_code="unset", attributes="{}", span_kind="internal", events="[]",
-    )  # fmt: skip
-    row.update(columns)
-    return row
 
 
 Request = tuple[str | None, str | None]
@@ -45,7 +32,7 @@ def _rows(traces: list[tuple[list[list[Request]], list[Execution]]]) -> list[dic
     rows = []
     for t, (model_calls, executions) in enumerate(traces):
         trace, root = f"{t + 1:032x}", f"{1:016x}"
-        rows.append(_row(trace, root, None, "agent", 0))
+        rows.append(span_row(trace, root, None, "agent", 0))
         ids = (f"{n:016x}" for n in range(2, 1000))
         # model calls and executions alternate in time, so that the order match has an order to follow
         for i in range(max(len(model_calls), len(executions))):
@@ -55,13 +42,13 @@ def _rows(traces: list[tuple[list[list[Request]], list[Execution]]]) -> list[dic
                     "tracevals.tool_calls.names": [name for name, _ in model_calls[i]],
                     "tracevals.tool_calls.ids": [call_id for _, call_id in model_calls[i]],
                 }
-                rows.append(_row(trace, next(ids), root, "llm", at, attributes=json.dumps(attributes), model="m"))
+                rows.append(span_row(trace, next(ids), root, "llm", at, attributes=json.dumps(attributes), model="m"))
             if i < len(executions):
                 name, call_id, nested = executions[i]
                 span = next(ids)
-                rows.append(_row(trace, span, root, "tool", at + 5, tool_name=name, tool_call_id=call_id))
+                rows.append(span_row(trace, span, root, "tool", at + 5, tool_name=name, tool_call_id=call_id))
                 if nested:  # the same call seen again by the tool's own client: one call, not two
-                    rows.append(_row(trace, next(ids), span, "tool", at + 6, tool_name=name, tool_call_id=call_id))
+                    rows.append(span_row(trace, next(ids), span, "tool", at + 6, tool_name=name, tool_call_id=call_id))
     return rows
 
 

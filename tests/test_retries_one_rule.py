@@ -5,20 +5,18 @@ in between, idempotency keys in any position, arguments not captured (hash or no
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from fixtures.lake_rows import span_row
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.retries import retry_chains
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 # (arguments as recorded, argument hash): the same operation written several ways, others, and no content
 ARGS = st.sampled_from(
     [
@@ -36,26 +34,15 @@ CALL = st.tuples(st.sampled_from(["refund", "lookup"]), ARGS, st.sampled_from([N
 TRACE = st.lists(CALL, min_size=1, max_size=8)
 
 
-def _row(trace: str, span: str, parent: str | None, kind: str, at: int, **columns: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {field.name: None for field in SPAN_SCHEMA}
-    row.update(
-        trace_id=trace, span_id=span, parent_span_id=parent, name=kind, kind=kind, session_id=f"s-{trace[-4:]}",
-        start_time=T0 + timedelta(milliseconds=at), end_time=T0 + timedelta(milliseconds=at + 2),
-        status_code="unset", attributes="{}", span_kind="internal", events="[]",
-    )  # fmt: skip
-    row.update(columns)
-    return row
-
-
 def _rows(traces: list[list[tuple[str, tuple[str | None, str | None], str | None]]]) -> list[dict[str, Any]]:
     rows = []
     for t, calls in enumerate(traces):
         trace, root = f"{t + 1:032x}", f"{1:016x}"
-        rows.append(_row(trace, root, None, "agent", 0))
+        rows.append(span_row(trace, root, None, "agent", 0, 2))
         for i, (name, (args, args_hash), error) in enumerate(calls):
             rows.append(
-                _row(
-                    trace, f"{i + 2:016x}", root, "tool", 10 * i + 1, tool_name=name, tool_args=args,
+                span_row(
+                    trace, f"{i + 2:016x}", root, "tool", 10 * i + 1, 2, tool_name=name, tool_args=args,
                     tool_args_hash=args_hash, error_type=error, status_code="error" if error else "unset",
                 )
             )  # fmt: skip

@@ -20,31 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# name -> the module that defines it
-_PUBLIC = {
-    "AttemptContext": "tracevals.model.attempt",
-    **{
-        name: "tracevals.instrumentation"
-        for name in (
-            "Redactor",
-            "Telemetry",
-            "ToolError",
-            "ToolInterceptor",
-            "ToolInvocation",
-            "ToolSet",
-            "agent",
-            "end_session",
-            "handoff",
-            "instrument",
-            "intercept_tools",
-            "session",
-            "tool",
-            "tool_call_id",
-            "wrap_tools",
-        )
-    },
-}
-
 __all__ = [
     "AttemptContext",
     "Redactor",
@@ -64,14 +39,14 @@ __all__ = [
     "tool_call_id",
     "wrap_tools",
 ]
-assert sorted(__all__) == sorted([*_PUBLIC, "__version__"])
+# where each public name is defined: the agent contract in the model, the rest in the instrumentation
+_HOME = {"AttemptContext": "tracevals.model.attempt"}
 
 
 def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
+    if name not in __all__:
         raise AttributeError(f"module 'tracevals' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(_HOME.get(name, "tracevals.instrumentation")), name)
     globals()[name] = value  # once imported, a plain attribute
     return value
 
@@ -81,21 +56,5 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from tracevals.instrumentation import (
-        Redactor,
-        Telemetry,
-        ToolError,
-        ToolInterceptor,
-        ToolInvocation,
-        ToolSet,
-        agent,
-        end_session,
-        handoff,
-        instrument,
-        intercept_tools,
-        session,
-        tool,
-        tool_call_id,
-        wrap_tools,
-    )
+    from tracevals.instrumentation import *  # noqa: F403
     from tracevals.model.attempt import AttemptContext

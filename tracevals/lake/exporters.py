@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tracevals.lake.normalize import normalize
 from tracevals.lake.rows import json_text, plain, service_name
-from tracevals.lake.schema import LOGS_DIR
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.writer import LakeWriter
 
 _log = logging.getLogger(__name__)
@@ -97,28 +97,40 @@ def _exception_type(span: ReadableSpan) -> str | None:
     return None
 
 
-class ParquetSpanExporter(SpanExporter):
-    """Writes finished spans into a lake directory as Parquet (the embedded default)."""
+class _LakeExporter:
+    """What both embedded exporters do: rows into the lake through one `LakeWriter`, never raising into
+    the host program (a failure is logged and reported to the SDK, which logs it too)."""
+
+    table = SPANS_DIR
+    what = "spans"
 
     def __init__(self, lake: str | os.PathLike[str]) -> None:
         self.writer = LakeWriter(lake)
         self._shutdown = False
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def _write(self, rows: Iterable[dict[str, Any]], count: int) -> bool:
         if self._shutdown:
-            return SpanExportResult.FAILURE
+            return False
         try:
-            self.writer.write_rows(row_from_span(s) for s in spans)
-        except Exception:  # never raise into the host program; the SDK logs the failure
-            _log.exception("tracevals: could not write %d spans to %s", len(spans), self.writer.lake)
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+            self.writer.write_rows(rows, self.table)
+        except Exception:
+            _log.exception("tracevals: could not write %d %s to %s", count, self.what, self.writer.lake)
+            return False
+        return True
 
     def shutdown(self) -> None:
         self._shutdown = True
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+class ParquetSpanExporter(_LakeExporter, SpanExporter):
+    """Writes finished spans into a lake directory as Parquet (the embedded default)."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        ok = self._write((row_from_span(s) for s in spans), len(spans))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
 
 def row_from_log(record: ReadableLogRecord) -> dict[str, Any]:
@@ -141,25 +153,12 @@ def row_from_log(record: ReadableLogRecord) -> dict[str, Any]:
     }
 
 
-class ParquetLogExporter(LogRecordExporter):
+class ParquetLogExporter(_LakeExporter, LogRecordExporter):
     """Writes log records into a lake directory as Parquet (`LAKE/logs/date=…/hour=…/`)."""
 
-    def __init__(self, lake: str | os.PathLike[str]) -> None:
-        self.writer = LakeWriter(lake)
-        self._shutdown = False
+    table = LOGS_DIR
+    what = "log records"
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        if self._shutdown:
-            return LogRecordExportResult.FAILURE
-        try:
-            self.writer.write_rows((row_from_log(r) for r in batch), LOGS_DIR)
-        except Exception:  # never raise into the host program
-            _log.exception("tracevals: could not write %d log records to %s", len(batch), self.writer.lake)
-            return LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        self._shutdown = True
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+        ok = self._write((row_from_log(r) for r in batch), len(batch))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
