@@ -50,7 +50,7 @@ per_trace AS (
         count(*) AS model_call_count,
         CAST(sum(c.input_tokens) AS BIGINT) AS input_tokens,
         CAST(sum(c.output_tokens) AS BIGINT) AS output_tokens,
-        sum(c.cost_usd) AS cost_usd
+        CAST(sum(CAST(c.cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd  -- exact: the same in any order
     FROM calls AS c
     LEFT JOIN responses AS r ON r.trace_id = c.trace_id AND r.call_span_id = c.span_id
     LEFT JOIN (

@@ -25,7 +25,7 @@ WITH per_trace AS (
         count(*) FILTER (WHERE step_kind = 'llm') AS model_call_count,
         CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
         CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-        sum(cost_usd) AS cost_usd
+        CAST(sum(CAST(cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd  -- exact: the same in any order
     FROM steps
     GROUP BY trace_id
 )

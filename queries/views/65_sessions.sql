@@ -20,7 +20,7 @@ WITH per_session AS (
         CAST(sum(handoff_count) AS BIGINT) AS handoff_count,
         CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
         CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-        sum(cost_usd) AS cost_usd,
+        CAST(sum(CAST(cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd,  -- exact: the same in any order
         bool_or(has_session_end) AS has_end_marker,
         max_by(root_ended, (start_time, trace_id)) AS last_root_ended,
         max_by(status, (start_time, trace_id)) AS last_status,
