@@ -57,11 +57,21 @@ def args_rule(case: Case, tool: str) -> ArgsRule:
 
     An override that only lists `keys` compares those keys exactly; one with `compare` calls it.
     """
-    override = case.raw.get("match", {}).get("overrides", {}).get(tool, {})
+    override = normalized_override(case.raw.get("match", {}).get("overrides", {}).get(tool, {}))
     keys = override.get("keys")
     compare = override.get("compare")
     mode = override.get("args") or ("exact" if keys or compare else case.args_mode)
     return ArgsRule(mode=mode, keys=tuple(keys) if keys else None, compare=compare)
+
+
+def normalized_override(override: Any) -> dict[str, Any]:
+    """An override in its object form: a mode alone (`"ignore"`) is `{"args": mode}`, a list of key paths
+    (`["customer_id"]`) is `{"keys": paths}`."""
+    if isinstance(override, str):
+        return {"args": override}
+    if isinstance(override, list):
+        return {"keys": override}
+    return dict(override)
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -71,7 +71,7 @@ class Scope:
         start = pl.when(first).then(pl.int_range(pl.len())).forward_fill()
         return calls.with_columns(
             epos=pl.int_range(pl.len()) - start,
-            effect=pl.coalesce("effect", "case_effect"),
+            effect=pl.coalesce("case_effect", "effect"),  # the case's word wins (model.calls.effect_of)
             failed=pl.col("error_type").is_not_null(),
         ).with_columns(
             risky=(pl.col("effect").is_in(["write", "irreversible"]) & (pl.col("name") != HANDOFF_TOOL)).fill_null(

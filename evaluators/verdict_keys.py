@@ -20,11 +20,12 @@ _SEP, _NULL = "\x1f", "\x00"
 
 
 def call_sequence_keys(scope: Scope, comparators: Collection[str] = ()) -> pl.DataFrame:
-    """trace_id -> key: the case and every call's (name, gap, and arguments where they can matter),
-    for cases with expected steps. Arguments matter only for a tool that some expected step gives
-    arguments and whose rule compares them (not `ignore`, or a custom comparison): elsewhere two
-    calls of a tool pair the same whatever their arguments, so the key leaves them out."""
-    wanted = scope.case_frame(wanted=(lambda c: c is not None and bool(c.expected_steps), pl.Boolean))
+    """trace_id -> key: the case and every call's (name, gap, whether it is a retry, and arguments where
+    they can matter), for cases that say which steps to expect. Arguments matter only for a tool that
+    some expected step gives arguments and whose rule compares them (not `ignore`, or a custom
+    comparison): elsewhere two calls of a tool pair the same whatever their arguments, so the key leaves
+    them out."""
+    wanted = scope.case_frame(wanted=(lambda c: c is not None and c.expects_steps, pl.Boolean))
     rows = [
         (key, tool)
         for key in scope.batch.traces.get_column("case_key").unique().to_list()
@@ -36,9 +37,11 @@ def call_sequence_keys(scope: Scope, comparators: Collection[str] = ()) -> pl.Da
     )
     calls = scope.batch.calls.join(scope.batch.traces.select("trace_id", "case_key"), on="trace_id", how="left")
     calls = calls.join(by_args, on=["case_key", "name"], how="left")
+    calls = calls.join(_retry_flags(scope), on=["trace_id", "pos"], how="left")
     args = pl.when(pl.col("uses_args").fill_null(False)).then(pl.col("args").fill_null(_NULL)).otherwise(pl.lit(""))
+    retry = pl.col("retry").fill_null(False).cast(pl.Utf8)
     steps = calls.sort(["trace_id", "pos"]).select(
-        "trace_id", step=pl.concat_str([pl.col("name"), args, pl.col("gap").cast(pl.Utf8)], separator=_SEP)
+        "trace_id", step=pl.concat_str([pl.col("name"), args, pl.col("gap").cast(pl.Utf8), retry], separator=_SEP)
     )
     sequences = steps.group_by("trace_id", maintain_order=True).agg(pl.col("step").str.join("\x1e").alias("sequence"))
     frame = (
@@ -48,6 +51,15 @@ def call_sequence_keys(scope: Scope, comparators: Collection[str] = ()) -> pl.Da
     )
     key = pl.concat_str([pl.col("case_key"), pl.col("sequence").fill_null("")], separator="\x1d")
     return frame.select("trace_id", pl.when(pl.col("wanted").fill_null(False)).then(key).alias("key"))
+
+
+def _retry_flags(scope: Scope) -> pl.DataFrame:
+    """(trace_id, pos, retry): whether an executed call retries the executed call before it (`model.retries`:
+    the same operation, right after it failed), which `trajectory_match` folds into one step."""
+    calls = scope.executed()
+    same_trace = pl.col("tix") == pl.col("tix").shift(1)
+    retry = same_trace & pl.col("failed").shift(1) & (pl.col("op_key") == pl.col("op_key").shift(1))
+    return calls.select("trace_id", "pos", retry.fill_null(False).alias("retry"))
 
 
 def _tools_compared_by_args(case: Case, comparators: Collection[str]) -> set[str]:

@@ -41,7 +41,7 @@ class ToolInvocation:
     """One tool call, as an interceptor sees it."""
 
     name: str
-    effect: str  # read | write | irreversible
+    effect: str | None  # read | write | irreversible; None: the tool declared none
     arguments: Mapping[str, Any]
     call_id: str | None  # the model's tool call id, when the agent passed it
     span: Span  # the call's execute_tool span: mark injections and replays here

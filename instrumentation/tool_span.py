@@ -10,8 +10,6 @@ of the arguments that lets evaluators see retries and duplicates without content
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -26,6 +24,7 @@ from tracevals.instrumentation.context import current_session_id
 from tracevals.instrumentation.interception import ToolInvocation, current_interceptor
 from tracevals.instrumentation.tool_error import ToolError
 from tracevals.model import attributes as tv
+from tracevals.model.calls import args_digest, idempotency_key_in
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.tools"
@@ -60,24 +59,16 @@ def _tracer() -> Tracer:
     return _cached[1]
 
 
-# Built once: `json.dumps` with options constructs a new encoder on every call, a third of the cost.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
-
-
 def args_hash(arguments: Mapping[str, Any]) -> str:
-    """First 16 hex digits of sha256 over the canonical JSON of the arguments (not content).
-
-    The idempotency key is left out: it names one attempt at an operation, not the operation, so two
-    sends of the same message with fresh keys hash alike and stay visible as a duplicate even when
-    content capture is off.
-    """
-    operation = {k: v for k, v in arguments.items() if k != "idempotency_key"}
-    return hashlib.sha256(_CANONICAL.encode(operation).encode()).hexdigest()[:16]
+    """The digest of the arguments' canonical JSON, the idempotency key left out (`model.calls.args_digest`):
+    an operation's identity without its content, so that two sends of the same message with fresh keys
+    hash alike and stay visible as a duplicate even when content capture is off."""
+    return args_digest(arguments)
 
 
 def start_tool_span(
     name: str,
-    effect: str,
+    effect: str | None,
     arguments: Mapping[str, Any],
     kind: SpanKind = SpanKind.INTERNAL,
     extra: Mapping[str, Any] | None = None,
@@ -86,8 +77,9 @@ def start_tool_span(
         gen_ai.GEN_AI_OPERATION_NAME: "execute_tool",
         gen_ai.GEN_AI_TOOL_NAME: name,
         gen_ai.GEN_AI_TOOL_TYPE: "function",
-        tv.TOOL_EFFECT: effect,
     }
+    if effect is not None:  # undeclared: no effect recorded (unknown), never a guessed "read"
+        attrs[tv.TOOL_EFFECT] = effect
     try:
         call_id = _call_id.get()
         if call_id:
@@ -95,8 +87,8 @@ def start_tool_span(
         session_id = current_session_id()
         if session_id is not None:
             attrs[gen_ai.GEN_AI_CONVERSATION_ID] = session_id
-        key = arguments.get("idempotency_key")
-        if isinstance(key, str) and key:
+        key = idempotency_key_in(arguments)  # idempotency_key, idempotencyKey or Idempotency-Key
+        if key is not None:
             attrs[tv.IDEMPOTENCY_KEY] = key
         if extra:
             attrs.update(extra)
@@ -148,7 +140,7 @@ def _finish_error(span: Span, name: str, arguments: Mapping[str, Any], exc: Base
 
 def run_tool(
     name: str,
-    effect: str,
+    effect: str | None,
     arguments: Mapping[str, Any],
     call: Callable[[], T],
     *,
@@ -176,7 +168,7 @@ def run_tool(
 
 async def run_tool_async(
     name: str,
-    effect: str,
+    effect: str | None,
     arguments: Mapping[str, Any],
     call: Callable[[], Awaitable[T]],
     *,

@@ -13,7 +13,7 @@ import functools
 import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 from opentelemetry import trace
 
@@ -60,13 +60,24 @@ class _Binder:
             return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
 
 
-def tool(effect: str = "read", name: str | None = None) -> Callable[[F], F]:
-    """Trace every call of a tool function (sync or async) as an `execute_tool` span.
+@overload
+def tool(effect: F, name: str | None = None) -> F: ...
+@overload
+def tool(effect: str | None = None, name: str | None = None) -> Callable[[F], F]: ...
+def tool(effect: Any = None, name: str | None = None) -> Any:
+    """Trace every call of a tool function (sync or async) as an `execute_tool` span; bare or called.
 
     >>> @tracevals.tool(effect="irreversible")
     ... def delete_order(order_id: str) -> dict: ...
+    >>> @tracevals.tool
+    ... def get_orders(customer_id: str) -> list: ...
+
+    A tool without a declared effect records none: its effect is unknown (the case's `tool_effects` can
+    name it), never assumed to be a harmless read.
     """
-    if effect not in tv.TOOL_EFFECTS:
+    if callable(effect):  # used bare: @tracevals.tool
+        return tool()(effect)
+    if effect is not None and effect not in tv.TOOL_EFFECTS:
         raise ValueError(f"tool effect {effect!r} is not one of {', '.join(tv.TOOL_EFFECTS)}")
 
     def decorate(fn: F) -> F:
@@ -103,7 +114,7 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
             if hasattr(fn, "__tracevals_tool__"):
                 self._tools[tool_name] = fn
             else:
-                self._tools[tool_name] = tool(effects.get(tool_name, "read"), name=tool_name)(fn)
+                self._tools[tool_name] = tool(effects.get(tool_name), name=tool_name)(fn)
 
     def __getitem__(self, key: str) -> Callable[..., Any]:
         return self._tools[key]
@@ -148,7 +159,7 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
             return await result if inspect.isawaitable(result) else result
 
     def _reject(self, name: str, error: ToolError) -> ToolError:
-        span = start_tool_span(name, "read", {})
+        span = start_tool_span(name, None, {})
         with trace.use_span(span, end_on_exit=False):
             error.__traceback__ = None
             _finish_error(span, name, {}, error)
@@ -156,5 +167,5 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
 
 
 def wrap_tools(tools: Mapping[str, Callable[..., Any]], effects: Mapping[str, str] | None = None) -> ToolSet:
-    """Trace a mapping of tool functions; `effects` names each tool's effect (default read)."""
+    """Trace a mapping of tool functions; `effects` names each tool's effect (undeclared: unknown)."""
     return ToolSet(tools, effects)

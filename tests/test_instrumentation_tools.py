@@ -72,7 +72,7 @@ def test_sync_and_async_tools_through_a_toolset(lake: Path, telemetry: Any) -> N
         ("execute_tool send_message", "write", "call_s"),
         ("execute_tool send_message", "write", None),
         ("execute_tool refund", "irreversible", "call_r"),
-        ("execute_tool lookup", "read", "call_l"),
+        ("execute_tool lookup", None, "call_l"),  # undeclared: no effect recorded, never a guessed "read"
     ]
     assert spans[0]["attrs"]["tracevals.idempotency_key"] == "k1" and spans[0]["span_kind"] == "internal"
     # the same operation with and without an idempotency key: one operation, one hash (a duplicate
@@ -143,7 +143,7 @@ def test_an_interceptor_returns_raises_or_proceeds(lake: Path, telemetry: Any) -
     assert send_message("c1", "hi") == {"sent": True}  # outside the block: only tracing
     assert recorder.seen == [
         ("send_message", "write", {"customer_id": "c1", "text": "hi"}, "call_1"),
-        ("<lambda>", "read", {"word": "ab"}, None),
+        ("<lambda>", None, {"word": "ab"}, None),  # tool() without an effect: unknown, not "read"
         ("refund", "irreversible", {"order_id": "ord_1", "amount": 5}, None),
     ]
     spans = tool_spans(lake)

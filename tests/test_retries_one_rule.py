@@ -12,6 +12,7 @@ from fixtures.lake_rows import span_row
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tracevals.lake.normalize import args_digest_of
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.retries import retry_chains
 from tracevals.queries import open_lake
@@ -24,6 +25,9 @@ ARGS = st.sampled_from(
         ('{"order_id": "o1", "idempotency_key": "k1"}', None),
         ('{"idempotency_key": "k2", "order_id": "o1"}', None),
         ('{"Idempotency-Key": "k3", "order_id": "o1"}', None),
+        ('{"order_id":"o1","idempotencyKey":"k4"}', None),  # another producer's spacing and key name
+        ('{"n": 1.0, "order_id": "o2"}', None),
+        ('{"order_id": "o2", "n": 1}', None),  # the same operation: 1 and 1.0 are one number
         ('{"order_id": "o2"}', None),
         (None, "h1"),
         (None, "h2"),
@@ -40,10 +44,12 @@ def _rows(traces: list[list[tuple[str, tuple[str | None, str | None], str | None
         trace, root = f"{t + 1:032x}", f"{1:016x}"
         rows.append(span_row(trace, root, None, "agent", 0, 2))
         for i, (name, (args, args_hash), error) in enumerate(calls):
+            # as every writer records it: the digest of the arguments where the span carried none
+            digest = args_hash or (args_digest_of(args) if args else None)
             rows.append(
                 span_row(
                     trace, f"{i + 2:016x}", root, "tool", 10 * i + 1, 2, tool_name=name, tool_args=args,
-                    tool_args_hash=args_hash, error_type=error, status_code="error" if error else "unset",
+                    tool_args_hash=digest, error_type=error, status_code="error" if error else "unset",
                 )
             )  # fmt: skip
     return rows

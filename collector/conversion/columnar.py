@@ -54,6 +54,7 @@ from tracevals.collector.conversion.values import (
     first,
     in_range,
     json_of,
+    map_distinct,
     nonempty,
 )
 from tracevals.lake import normalize as norm
@@ -254,6 +255,11 @@ def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict
         c("error"),
         columns["error_type"],
     )
+    # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text
+    missing = pc.and_kleene(pc.is_null(columns["tool_args_hash"]), pc.is_valid(columns["tool_args"]))
+    if pc.any(missing).as_py():
+        digests = map_distinct(pc.if_else(missing, columns["tool_args"], NULL_TEXT), norm.args_digest_of, pa.string())
+        columns["tool_args_hash"] = pc.coalesce(columns["tool_args_hash"], digests)
     unknown_tool = pc.and_kleene(is_tool, pc.is_null(columns["tool_name"]))
     for column, (_, convert) in norm.FACTS.items():
         per_plan = []

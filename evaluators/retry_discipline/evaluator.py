@@ -43,6 +43,7 @@ from tracevals.evaluators.retry_discipline.rules import (
     missing_idempotency_keys,
 )
 from tracevals.evaluators.scope import Scope
+from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case
 from tracevals.model.retries import retry_chains
 from tracevals.model.score import Score
@@ -84,6 +85,8 @@ class RetryDiscipline:
             f"{len(found.flagged)} flagged, {len(unknown)} unknown; score={arithmetic}"
         )
         notes = [f"unknown: {labels[i]}: {why}" for i, why in sorted(unknown.items())]
+        if any(why.startswith("args not captured") for why in unknown.values()):
+            notes.append(CAPTURE_HINT)
         details: dict[str, Any] = {
             "calls": len(calls),
             "retries": total,

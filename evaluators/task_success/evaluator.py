@@ -6,7 +6,8 @@ is one or more checks:
 - `must_include`: each string appears in the output (case-insensitive), one check per string;
 - `must_not_include`: each string does not appear (case-insensitive), one check per string;
 - `regex`: each pattern matches somewhere in the output (`re.search`; use `(?i)` to ignore case);
-- `json_schema`: the output, parsed as JSON (the whole output, else its last ```json fenced block),
+- `json_schema`: the output, parsed as JSON (the whole output, else its last ```json fenced block, which
+  must parse: an earlier block is a draft),
   is valid against the schema;
 - `checker`: `module:function`, called as `f(output, case)`, returns a bool, a number in [0, 1]
   (1 passes) or `(bool, reason)`; an import error or an exception fails the check and says why.
@@ -41,7 +42,7 @@ class TaskSuccess:
     """The case's success criteria on the attempt's final output."""
 
     name: ClassVar[str] = "task_success"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 3  # 3: the last ```json block decides (an earlier one is a draft)
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path for the common criteria (see `screen_simple.py`); the rest by `verdict_key`."""
@@ -103,14 +104,19 @@ def _check(kind: str, value: Any, met: bool, why: str) -> dict[str, Any]:
 
 
 def _json_check(output: str, schema: dict[str, Any]) -> dict[str, Any]:
-    candidates = [output.strip(), *(m.strip() for m in reversed(_FENCED_JSON.findall(output)))]
+    """The whole output when it is JSON, else its last fenced block, which must be JSON: an earlier
+    block is a draft the answer went past, so a broken final block fails even after a valid draft."""
+    blocks = _FENCED_JSON.findall(output)
+    candidates = [output.strip()] + ([blocks[-1].strip()] if blocks else [])
     for text in candidates:
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         error = schema_error(schema, value)
         return _check("json_schema", None, error is None, f"output JSON not valid against json_schema: {error}")
+    if blocks:
+        return _check("json_schema", None, False, "the last ```json block of the output is not valid JSON")
     return _check("json_schema", None, False, "output is not JSON (nor holds a ```json block)")
 
 

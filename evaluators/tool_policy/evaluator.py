@@ -32,7 +32,7 @@ from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
 from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.tool_policy.candidates import automatic_choices
-from tracevals.model.calls import RISKY_EFFECTS, effect_of, is_risky
+from tracevals.model.calls import CAPTURE_HINT, RISKY_EFFECTS, effect_of, is_risky
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
@@ -95,6 +95,8 @@ class ToolPolicy:
         parts = [f"{len(calls)} calls, {len(bad)} in violation, {len(unknown)} unknown; score={arithmetic}"]
         parts += violations + invalid
         parts += [f"unknown: {labels[i]}: {why}" for i, why in sorted(unknown.items())]
+        if any(why.startswith("args not captured") for why in unknown.values()):
+            parts.append(CAPTURE_HINT)
         requested = [c.name for c in trajectory.tool_calls if c.gap and not _permitted(c.name, case)]
         if requested:
             parts.append(f"requested but not executed (not counted): {', '.join(requested)}")

@@ -12,6 +12,12 @@ Match modes (the verdict; the score is the share of the mode's requirement that 
 Two calls pair when the tool names are equal and the arguments satisfy the tool's `ArgsRule` (see
 `args_match`). Pairing is optimal, never greedy: ordered modes use a longest common subsequence,
 unordered ones a maximum bipartite matching. Gap calls (requested, never executed) count as not made.
+
+A failed call and its retries (`model.retries`: the same operation right after it failed) may count as
+one step, the last of them: the calls are compared as executed and with each retry chain folded, and
+the better of the two counts, so a recovery from an injected fault matches `strict` whether the case
+lists the retry as a step or not; whether the retries were disciplined is `retry_discipline`'s to judge.
+`expected_steps: []` means "no tool call at all" (absent: not applicable).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import executed_calls, make_score
 from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
+from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.retries import logical_calls
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 
@@ -47,7 +55,7 @@ class TrajectoryMatch:
     """
 
     name: ClassVar[str] = "trajectory_match"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: retries folded into one logical step; expected_steps [] applies
     comparators: Mapping[str, ArgsComparator] = field(default_factory=dict)
 
     def verdict_key(self, scope: Scope) -> pl.DataFrame:
@@ -57,15 +65,35 @@ class TrajectoryMatch:
         return call_sequence_keys(scope, comparators=tuple(self.comparators))
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
-        if case is None or not case.expected_steps:
+        if case is None or not case.expects_steps:
             return None
         rules = {step.tool: args_rule(case, step.tool) for step in case.expected_steps}
         problem = _config_problem(case.match_mode, rules)
         if problem:
             return make_score(self, trajectory, passed=False, score=0.0, reason=problem)
-        expected, actual = case.expected_steps, executed_calls(trajectory)
+        executed = executed_calls(trajectory)
+        logical = logical_calls(executed)
+        best = self._compare(case, rules, executed)
+        if len(logical) < len(executed):  # a retried call as one step: whichever way reads the case better
+            folded = self._compare(case, rules, logical)
+            if (folded[0], folded[1]) > (best[0], best[1]):
+                best = folded
+                best[3]["retries_folded"] = len(executed) - len(logical)
+        passed, score, reason, details = best
+        problems = [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
+        details["problems"] += problems
+        if "retries_folded" in details:
+            problems.append(f"{details['retries_folded']} retries counted as the call they repeat")
+        return make_score(
+            self, trajectory, passed=passed, score=score, reason="; ".join([reason, *problems]), details=details
+        )
+
+    def _compare(
+        self, case: Case, rules: Mapping[str, ArgsRule], actual: Sequence[ToolCall]
+    ) -> tuple[bool, float, str, dict[str, Any]]:
+        """(passed, score, reason, details) of `actual` against the case's expected steps."""
+        expected, mode = case.expected_steps, case.match_mode
         ok = [[self._pairs(step, call, rules[step.tool]) for call in actual] for step in expected]
-        mode = case.match_mode
         if mode in _ORDERED:
             pairs, label = lcs_alignment(ok, len(actual)), "LCS"
         else:
@@ -75,7 +103,6 @@ class TrajectoryMatch:
         score, arithmetic = _credit(mode, k, m, n)
         passed = {"strict": k == m == n, "unordered": k == m == n, "subset": k == n}.get(mode, k == m)
         problems = _problems(mode, expected, actual, pairs, ok, rules)
-        problems += [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
         head = mode if case.args_mode == "ignore" else f"{mode} (args {case.args_mode})"
         reason = (
             f"{head}: expected [{', '.join(s.tool for s in expected)}], "
@@ -90,9 +117,8 @@ class TrajectoryMatch:
             label.lower(): k,
             "problems": problems,
         }
-        return make_score(
-            self, trajectory, passed=passed, score=score, reason="; ".join([reason, *problems]), details=details
-        )
+        reason = "; ".join([reason, *problems])
+        return passed, score, reason, details
 
     def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule) -> bool:
         if step.tool != call.name:
@@ -151,7 +177,7 @@ def _problems(
         elif (j := next((j for j in right if actual[j].name == step.tool), None)) is not None:
             call = actual[j]
             if call.args is None:
-                problems.append(f"{step.tool}: args not captured, cannot compare")
+                problems.append(f"{step.tool}: args not captured, cannot compare ({CAPTURE_HINT})")
             else:
                 problems.append(
                     f"{step.tool} args differ ({rules[step.tool].mode}): "

@@ -17,7 +17,8 @@
 -- provider's `generate_content`, or framework -> MCP client -> MCP server for one tool call. A model
 -- or tool span belongs to the call of its farthest ancestor of the same kind, walking up through spans
 -- with no GenAI meaning (kind other / chain: HTTP, CHAIN ...) and stopping at any other GenAI span (an
--- agent called as a tool runs calls of its own). The walk looks three spans up, which covers
+-- agent called as a tool runs calls of its own), and, for tools, at a tool span of another tool name: a
+-- tool that calls another tool (a refund that deletes an order) makes two calls, each judged on its own. The walk looks three spans up, which covers
 -- framework -> client -> (HTTP) -> server; a deeper chain is reported as separate calls.
 --   call_span_id  the outermost span of the call (NULL for spans that are not model or tool calls)
 --   call_depth    0 for that span, 1 for a span nested in it, ...
@@ -87,32 +88,48 @@ hops AS (
     -- the spans a walk can pass (calls, and spans with no GenAI meaning), narrow. Read from the files
     -- without deduplication: copies of a span have the same parent and kind, so they only repeat rows of
     -- `walked`, which keeps each span once.
-    SELECT trace_id, span_id, parent_span_id, kind FROM raw_spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
+    SELECT trace_id, span_id, parent_span_id, kind, tool_name
+    FROM raw_spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
 ),
 nested AS (
     -- the (few) calls whose parent continues the walk; every other call is its own outermost span
-    SELECT c.trace_id, c.span_id, c.kind, p1.span_id AS p1_id, p1.kind AS p1_kind, p1.parent_span_id AS p1_parent
+    SELECT c.trace_id, c.span_id, c.kind, c.tool_name, p1.span_id AS p1_id, p1.kind AS p1_kind,
+           p1.parent_span_id AS p1_parent,
+           p1.kind = c.kind AND (c.kind = 'llm' OR p1.tool_name IS NULL OR c.tool_name IS NULL
+                                 OR p1.tool_name = c.tool_name) AS p1_same
     FROM hops AS c
     JOIN hops AS p1 ON p1.trace_id = c.trace_id AND p1.span_id = c.parent_span_id
-    WHERE c.kind IN ('llm', 'tool') AND p1.kind IN (c.kind, 'other', 'chain')
+    WHERE c.kind IN ('llm', 'tool')
+      AND (p1.kind IN ('other', 'chain')
+           OR (p1.kind = c.kind AND (c.kind = 'llm' OR p1.tool_name IS NULL OR c.tool_name IS NULL
+                                     OR p1.tool_name = c.tool_name)))
 ),
 walked AS (
     SELECT DISTINCT
-        n.trace_id,
-        n.span_id,
+        trace_id,
+        span_id,
         CASE
-            WHEN p3.kind = n.kind THEN p3.span_id
-            WHEN p2.kind = n.kind THEN p2.span_id
-            WHEN n.p1_kind = n.kind THEN n.p1_id
-            ELSE n.span_id
+            WHEN p3_same THEN p3_id
+            WHEN p2_same THEN p2_id
+            WHEN p1_same THEN p1_id
+            ELSE span_id
         END AS call_span_id,
-        (CASE WHEN n.p1_kind = n.kind THEN 1 ELSE 0 END)
-            + (CASE WHEN p2.kind = n.kind THEN 1 ELSE 0 END)
-            + (CASE WHEN p3.kind = n.kind THEN 1 ELSE 0 END) AS call_depth
-    FROM nested AS n
-    LEFT JOIN hops AS p2 ON p2.trace_id = n.trace_id AND p2.span_id = n.p1_parent
-    LEFT JOIN hops AS p3
-        ON p2.kind IN (n.kind, 'other', 'chain') AND p3.trace_id = n.trace_id AND p3.span_id = p2.parent_span_id
+        CAST(p1_same AS INTEGER) + CAST(coalesce(p2_same, FALSE) AS INTEGER)
+            + CAST(coalesce(p3_same, FALSE) AS INTEGER) AS call_depth
+    FROM (
+        SELECT n.trace_id, n.span_id, n.p1_id, n.p1_same, p2.span_id AS p2_id, p3.span_id AS p3_id,
+               p2.kind = n.kind AND (n.kind = 'llm' OR p2.tool_name IS NULL OR n.tool_name IS NULL
+                                     OR p2.tool_name = n.tool_name) AS p2_same,
+               p3.kind = n.kind AND (n.kind = 'llm' OR p3.tool_name IS NULL OR n.tool_name IS NULL
+                                     OR p3.tool_name = n.tool_name) AS p3_same
+        FROM nested AS n
+        LEFT JOIN hops AS p2 ON p2.trace_id = n.trace_id AND p2.span_id = n.p1_parent
+        LEFT JOIN hops AS p3
+            ON (p2.kind IN ('other', 'chain')
+                OR (p2.kind = n.kind AND (n.kind = 'llm' OR p2.tool_name IS NULL OR n.tool_name IS NULL
+                                          OR p2.tool_name = n.tool_name)))
+               AND p3.trace_id = n.trace_id AND p3.span_id = p2.parent_span_id
+    )
 ),
 nesting AS (
     -- how many spans each outermost span has nested in its call

@@ -2,18 +2,21 @@
 -- evaluators count retries by the same rule; tests/test_retries_one_rule.py proves the two agree).
 --
 -- A retry is an executed tool call that repeats the executed tool call right before it in the trace (the
--- same operation: tool name and arguments, the idempotency key cut out; the argument hash when content
--- was not captured; `?` with neither) after that call failed (it has an error type). Consecutive
--- retries form one chain, named after its first call (chain_span_id); chain_length counts the first
--- call and its retries. One row per retry, with the error that caused it (the failed call's), the wait
+-- same operation: the tool name and the digest of its arguments' canonical JSON, the idempotency key
+-- cut out, which every writer records (`tool_args_hash`: tracevals.model.calls.args_digest, the identity
+-- tracevals.model.calls.operation_key_of gives the evaluators); `?` without arguments or digest) after
+-- that call failed (it has an error type). Consecutive retries form one chain, named after its first call (chain_span_id);
+-- chain_length counts the first call and its retries. One row per retry, with the error that caused it (the failed call's), the wait
 -- between the failed call's end and the retry's start, and the wait the failure asked for.
 --   backoff_respected  wait_ms >= retry_after_ms (NULL when the failure asked for no wait)
--- The two patterns are tracevals.model.calls.KEY_PAIR and TRAILING_COMMA, as written there.
 CREATE OR REPLACE VIEW retries AS
 WITH calls AS (
     SELECT
         s.*,
         coalesce(s.name, '') || '(' || CASE
+            WHEN s.args_hash IS NOT NULL THEN '#' || s.args_hash
+            -- rows of older lakes (normalizer < 6) that have arguments but no digest: their text, the
+            -- idempotency key cut out (as such rows were compared before; not canonical)
             WHEN s.args IS NOT NULL THEN regexp_replace(
                 regexp_replace(
                     s.args,
@@ -22,7 +25,6 @@ WITH calls AS (
                 ),
                 ',\s*}', '}', 'g'
             )
-            WHEN s.args_hash IS NOT NULL THEN '#' || s.args_hash
             ELSE '?'
         END || ')' AS op_key,
         s.error_type IS NOT NULL AS failed

@@ -17,10 +17,12 @@ from typing import Any
 
 from tracevals.lake.frameworks import apply_framework_rules
 from tracevals.model import attributes as tv
+from tracevals.model.calls import args_digest, parse_args
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
-NORMALIZER_VERSION = 5
+# 6: tool_args_hash filled from the arguments where the span recorded none (`args_digest_of`)
+NORMALIZER_VERSION = 6
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
@@ -295,6 +297,13 @@ def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> 
     return plan
 
 
+def args_digest_of(args_text: str) -> str | None:
+    """The operation digest of recorded arguments (`model.calls.args_digest` of the JSON object), which a
+    tool span carries as `tool_args_hash` whichever producer wrote it; None for text that is no object."""
+    parsed = parse_args(args_text)
+    return args_digest(parsed) if parsed is not None else None
+
+
 def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unset") -> dict[str, Any]:
     """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`)."""
     keys = tuple(attrs)
@@ -322,6 +331,8 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])
+    if columns["tool_args_hash"] is None and columns["tool_args"] is not None:
+        columns["tool_args_hash"] = args_digest_of(columns["tool_args"])
     # the facts: each the first of its keys that converts to a value
     columns.update(dict.fromkeys(FACTS))
     for column, candidates, convert in plan[2]:

@@ -9,7 +9,6 @@ data. Arguments travel as JSON text; `op_key` (see `calls.operation_key`) is com
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -17,7 +16,8 @@ from typing import Any
 
 import polars as pl
 
-from tracevals.model.calls import KEY_PAIR, TRAILING_COMMA, UNKNOWN_ARGS, args_text, operation_key
+from tracevals.model import calls
+from tracevals.model.calls import args_text, operation_key
 from tracevals.model.trajectory import Handoff, SpanFacts, ToolCall, Trajectory
 
 _STR, _I64, _F64, _BOOL = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean
@@ -191,20 +191,9 @@ class Batch:
         return out
 
 
-def parse_args(text: str | None) -> dict[str, Any] | None:
-    """Captured argument text as a dict; anything that is not a JSON object counts as not captured."""
-    if text is None:
-        return None
-    return _parse_args(text)
-
-
-@lru_cache(maxsize=65536)
-def _parse_args(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+# Captured argument text as a dict (anything that is not a JSON object counts as not captured); the
+# same texts recur across a batch, so each is parsed once.
+parse_args = lru_cache(maxsize=65536)(calls.parse_args)
 
 
 def _dump(args: dict[str, Any] | None) -> str | None:
@@ -261,15 +250,17 @@ def _trajectory(
     )
 
 
-def with_op_keys(calls: pl.DataFrame) -> pl.DataFrame:
-    """`calls` with `op_key`, the operation identity of `calls.operation_key`, as Polars expressions (for
-    calls loaded from the lake, whose arguments are the recorded JSON text)."""
-    stripped = pl.col("args").str.replace_all(KEY_PAIR, "").str.replace_all(TRAILING_COMMA, "}")
-    inner = (
-        pl.when(pl.col("args").is_not_null())
-        .then(stripped)
-        .when(pl.col("args_hash").is_not_null())
-        .then(pl.concat_str([pl.lit("#"), pl.col("args_hash")]))
-        .otherwise(pl.lit(UNKNOWN_ARGS))
+def with_op_keys(calls_frame: pl.DataFrame) -> pl.DataFrame:
+    """`calls_frame` with `op_key` (the operation identity of `calls.operation_key_of`, computed once per
+    distinct recorded call) and `idempotency_key` filled from the arguments where the span recorded none."""
+    keys = calls_frame.select("name", "args", "args_hash").unique()
+    rows = keys.iter_rows()
+    computed = [(calls.operation_key_of(n, a, h), calls.idempotency_key_in(parse_args(a))) for n, a, h in rows]
+    keys = keys.with_columns(
+        pl.Series("op_key", [c[0] for c in computed], dtype=pl.Utf8),
+        pl.Series("tv_key_in_args", [c[1] for c in computed], dtype=pl.Utf8),
     )
-    return calls.with_columns(op_key=pl.concat_str([pl.col("name").fill_null(""), pl.lit("("), inner, pl.lit(")")]))
+    joined = calls_frame.join(
+        keys, on=["name", "args", "args_hash"], how="left", nulls_equal=True, maintain_order="left"
+    )
+    return joined.with_columns(idempotency_key=pl.coalesce("idempotency_key", "tv_key_in_args")).drop("tv_key_in_args")

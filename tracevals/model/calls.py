@@ -1,13 +1,19 @@
 """What the evaluators agree a tool call *is*: its operation identity, its effect, how it failed.
 
-- operation key: the tool name and its arguments as recorded (JSON text), the idempotency key cut out,
-  because a re-sent call with a fresh key is still the same operation. Arguments are compared as text:
-  tracevals' instrumentation records them with sorted keys; a producer that writes the same arguments
-  with keys in another order makes two operations of them. Without captured arguments the args hash
-  stands in (`tracevals.tool.args_hash`); with neither, the name alone plus `?`, and callers say that
-  the identity is a guess. `strip_idempotency_keys` is one regular expression, applied the same way
-  by Python here and by Polars in the batch path (`model.batch.with_op_keys`) and by SQL in the `retries` view.
-- effect: what the span recorded, else the case's or config's `tool_effects`.
+- operation key: the tool name and the digest of its arguments' canonical JSON (`canonical_args`: keys
+  sorted, an integral number written as an integer so that `1` and `1.0` are one value, the idempotency
+  key cut out in any of its spellings, because a re-sent call with a fresh key is still the same
+  operation). Two producers that write the same arguments with their keys in another order, or a
+  number as `1.0`, name the same operation. Without captured arguments the digest the instrumentation
+  recorded stands in (`tracevals.tool.args_hash`, the same digest); with neither, the name alone plus
+  `?`, and callers say that the identity is a guess. Every writer records the digest with the span
+  (`tool_args_hash`, filled by the normalizer from the arguments where the producer did not), so the
+  batch loader (`model.batch.with_op_keys`, by `operation_key_of`) and the `retries` view read the
+  same identity.
+- idempotency key: what the span recorded (`tracevals.idempotency_key`), else the arguments' own
+  (`idempotency_key`, `idempotencyKey` or `Idempotency-Key`).
+- effect: the case's or config's `tool_effects` when it names the tool, else what the span recorded
+  (`@tracevals.tool(effect=...)`); a tool that declared none has an unknown effect, never a safe one.
 - timeout (outcome unknown): the error type says timeout / deadline, or the status is 408 or 504; the
   call may or may not have happened on the other side.
 - non-retryable: the tool said `tracevals.retryable = false`, or it did not say and the status is a
@@ -16,8 +22,8 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,15 +35,34 @@ IDEMPOTENCY_ARGS = ("idempotency_key", "idempotencyKey", "Idempotency-Key")
 RETRYABLE_4XX = (408, 425, 429)
 _TIMEOUT_WORDS = ("timeout", "timedout", "timed_out", "deadline")
 UNKNOWN_ARGS = "?"
-
-
-# `"idempotency_key": <a string, a number or null>` and the comma after it; then a comma left before
-# the closing brace (when the key was the last one). Both patterns mean the same in Python's `re` and
-# in Rust's `regex` (Polars).
-KEY_PAIR = (
-    r'"(?:idempotency_key|idempotencyKey|Idempotency-Key)"\s*:\s*(?:"(?:[^"\\]|\\.)*"|null|-?[0-9][0-9.eE+-]*)\s*,?\s*'
+# What a reason says where arguments were not recorded: the switch that records them.
+CAPTURE_HINT = (
+    "record them with content capture: on by default in `tracevals run`, else "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only or instrument(capture_content=True)"
 )
-TRAILING_COMMA = r",\s*}"
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def canonical_args(args: Mapping[str, Any]) -> str:
+    """The arguments of an operation as canonical JSON: the idempotency key left out, keys sorted, an
+    integral number as an integer, no spaces."""
+    operation = {k: v for k, v in args.items() if k not in IDEMPOTENCY_ARGS}
+    return json.dumps(_canonical(operation), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def args_digest(args: Mapping[str, Any]) -> str:
+    """First 16 hex digits of sha256 over `canonical_args`: the instrumentation records it on every tool
+    span (`tracevals.tool.args_hash`), content capture on or off."""
+    return hashlib.sha256(canonical_args(args).encode()).hexdigest()[:16]
 
 
 def args_text(args: Mapping[str, Any]) -> str:
@@ -45,16 +70,45 @@ def args_text(args: Mapping[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def strip_idempotency_keys(text: str) -> str:
-    return re.sub(TRAILING_COMMA, "}", re.sub(KEY_PAIR, "", text))
+def parse_args(text: str | None) -> dict[str, Any] | None:
+    """Recorded arguments (JSON text of an object) as a dict; None when absent or not an object."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def idempotency_key_in(args: Mapping[str, Any] | None) -> str | None:
+    """The idempotency key the arguments carry themselves, in any of its spellings (text, or a number)."""
+    for name in IDEMPOTENCY_ARGS:
+        value = (args or {}).get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return None
+
+
+def operation_key_of(name: str | None, args_text: str | None, args_hash: str | None) -> str:
+    """The operation key of a recorded call: its name and the digest of its arguments, as the writer
+    recorded it (`tool_args_hash`: every writer fills it from the arguments, `lake.normalize`), else as
+    computed from the recorded arguments (JSON text; rows of lakes written before the digest was filled),
+    else `?`. Arguments that are not a JSON object are their own text. The `retries` view follows it."""
+    if args_hash:
+        return f"{name or ''}(#{args_hash})"
+    if args_text is not None:
+        parsed = parse_args(args_text)
+        return f"{name or ''}(#{args_digest(parsed)})" if parsed is not None else f"{name or ''}({args_text})"
+    return f"{name or ''}({UNKNOWN_ARGS})"
 
 
 def operation_key(call: ToolCall) -> str:
-    """`name(args)`: equal for two calls of the same operation (see the module docstring)."""
+    """`name(#digest)`: equal for two calls of the same operation (see the module docstring)."""
     if call.op_key is not None:
         return call.op_key
     if call.args is not None:
-        return f"{call.name}({strip_idempotency_keys(args_text(call.args))})"
+        return f"{call.name}(#{args_digest(call.args)})"
     if call.args_hash:
         return f"{call.name}(#{call.args_hash})"
     return f"{call.name}({UNKNOWN_ARGS})"
@@ -72,9 +126,10 @@ def outcome_key(call: ToolCall) -> str:
 
 
 def effect_of(call: ToolCall, case: Case | None) -> str | None:
-    if call.effect is not None:
-        return call.effect
-    return case.tool_effects.get(call.name) if case is not None else None
+    """The case's `tool_effects` for the tool when it names one (the person judging the test knows best),
+    else what the span recorded; None: unknown, which no rule reads as safe."""
+    declared = case.tool_effects.get(call.name) if case is not None else None
+    return declared if declared is not None else call.effect
 
 
 def is_risky(call: ToolCall, case: Case | None) -> bool:

@@ -50,6 +50,12 @@ class Case:
     injections: tuple[dict[str, Any], ...] = ()
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict, compare=False, hash=False)
     source: str = "task"  # task | config
+    steps_given: bool = False  # `expected_steps` was given, perhaps empty (no tool call expected)
+
+    @property
+    def expects_steps(self) -> bool:
+        """Whether the case says which tool calls to make: some steps, or `expected_steps: []` (none)."""
+        return bool(self.expected_steps) or self.steps_given
 
     @property
     def is_task(self) -> bool:

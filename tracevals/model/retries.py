@@ -1,4 +1,5 @@
-"""Which calls are retries, shared by `retry_discipline`, `step_budget` and the batch path.
+"""Which calls are retries, shared by `retry_discipline`, `step_budget`, `trajectory_match` (which folds
+a chain into one logical step), the statistics and the `retries` view (queries/views/75_retries.sql).
 
 A retry is a call that repeats the call right before it (the same operation, see `calls.py`) after
 that call failed; consecutive retries form one chain `[failed call, retry, retry, ...]`.
@@ -28,3 +29,10 @@ def retry_chains(calls: Sequence[ToolCall]) -> list[list[int]]:
 
 def retry_count(calls: Sequence[ToolCall]) -> int:
     return sum(len(chain) - 1 for chain in retry_chains(calls))
+
+
+def logical_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The calls with each retry chain as one call, its last: the operation as it finally went (what a
+    trajectory is compared by; the retries themselves are `retry_discipline`'s to judge)."""
+    folded = {i for chain in retry_chains(calls) for i in chain[:-1]}
+    return [c for i, c in enumerate(calls) if i not in folded]

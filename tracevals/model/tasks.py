@@ -144,6 +144,7 @@ def build_case(obj: Mapping[str, Any], source: str = "task") -> Case:
         injections=tuple(obj.get("injections", [])),
         prices={m: (float(p["input"]), float(p["output"])) for m, p in prices.items()},
         source=source,
+        steps_given="expected_steps" in obj,
     )
 
 
@@ -210,7 +211,7 @@ def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
         except SchemaError as exc:
             return field, f"not a valid JSON Schema: {_shorten(exc.message)}"
     for tool, override in obj.get("match", {}).get("overrides", {}).items():
-        if "compare" in override and ("args" in override or "keys" in override):
+        if isinstance(override, dict) and "compare" in override and ("args" in override or "keys" in override):
             return f"match.overrides.{tool}", "'compare' replaces the argument rule; drop 'args' and 'keys'"
     patterns = criteria.get("regex", [])
     for pattern in [patterns] if isinstance(patterns, str) else patterns:
