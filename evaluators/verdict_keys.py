@@ -48,9 +48,28 @@ def call_sequence_keys(scope: Scope, comparators: Collection[str] = ()) -> pl.Da
         scope.batch.traces.select("trace_id", "case_key")
         .join(wanted, on="case_key", how="left")
         .join(sequences, on="trace_id", how="left")
+        .join(_handoff_positions(scope), on="trace_id", how="left")
     )
-    key = pl.concat_str([pl.col("case_key"), pl.col("sequence").fill_null("")], separator="\x1d")
+    key = pl.concat_str(
+        [pl.col("case_key"), pl.col("sequence").fill_null(""), pl.col("handoffs").fill_null("")], separator="\x1d"
+    )
     return frame.select("trace_id", pl.when(pl.col("wanted").fill_null(False)).then(key).alias("key"))
+
+
+def _handoff_positions(scope: Scope) -> pl.DataFrame:
+    """(trace_id, handoffs): where the structured hand-offs fall among the executed calls (how many calls
+    started before each), which `trajectory_match` reads as `handoff_to_human` steps."""
+    handoffs = scope.batch.handoffs.select("trace_id", "at_ms")
+    if handoffs.height == 0:
+        return pl.DataFrame(schema={"trace_id": pl.Utf8, "handoffs": pl.Utf8})
+    starts = scope.executed().select("trace_id", "start_ms")
+    before = (
+        handoffs.with_row_index("h")
+        .join(starts, on="trace_id", how="left")
+        .group_by("trace_id", "h", maintain_order=True)
+        .agg(n=(pl.col("start_ms") <= pl.col("at_ms")).sum())
+    )
+    return before.group_by("trace_id").agg(pl.col("n").sort().cast(pl.Utf8).str.join(",").alias("handoffs"))
 
 
 def _retry_flags(scope: Scope) -> pl.DataFrame:

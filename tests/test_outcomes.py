@@ -280,7 +280,9 @@ def test_throttled_copy_of_a_call_that_went_through_is_not_silent() -> None:
         output="Message sent.",
     )
     scores = evaluate_all([t], {})
-    assert "failed_claiming_success" in str(next(s for s in scores if s.evaluator == "injection").details)
+    # the injection evaluator and the fault table agree (they once said failed_claiming_success / recovered)
+    [item] = next(s for s in scores if s.evaluator == "injection").details["injections"]
+    assert item["outcome"] == "recovered" and "send_message#1 had already done" in item["why"]
     assert SILENT_FAILURE not in kinds(attempt_hazards(t, scores))
     [o] = outcomes([t], scores)
     assert o.faults == (("429", "recovered"),)

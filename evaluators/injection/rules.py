@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracevals.evaluators.args_match import contains
-from tracevals.model.calls import is_risky
+from tracevals.model.calls import identity_known, is_risky, operation_key
 from tracevals.model.case import Case
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
@@ -79,6 +79,15 @@ def find_points(calls: Sequence[ToolCall], case: Case | None) -> tuple[list[Faul
     return faults, prompts
 
 
+def _done_before(calls: Sequence[ToolCall], index: int) -> int | None:
+    """An earlier successful call of the faulted call's operation (the same tool and arguments), if any."""
+    faulted = calls[index]
+    if not identity_known(faulted):
+        return None
+    key = operation_key(faulted)
+    return next((j for j in range(index) if not calls[j].failed and operation_key(calls[j]) == key), None)
+
+
 def fault_outcome(
     trajectory: Trajectory, calls: Sequence[ToolCall], labels: Sequence[str], fault: FaultPoint
 ) -> tuple[str, str]:
@@ -93,6 +102,9 @@ def fault_outcome(
             and not (later.injection_type in _SHAPING and k != fault.index)
         ):
             return "recovered", f"{labels[k]} succeeded"
+    done = _done_before(calls, fault.index)
+    if done is not None:  # a throttled copy of a call that had gone through: nothing was left undone
+        return "recovered", f"{labels[done]} had already done the same operation"
     handoff = _handoff_after(trajectory, calls, labels, fault.index)
     if handoff is not None:
         where, context = handoff

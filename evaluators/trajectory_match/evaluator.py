@@ -17,7 +17,8 @@ A failed call and its retries (`model.retries`: the same operation right after i
 one step, the last of them: the calls are compared as executed and with each retry chain folded, and
 the better of the two counts, so a recovery from an injected fault matches `strict` whether the case
 lists the retry as a step or not; whether the retries were disciplined is `retry_discipline`'s to judge.
-`expected_steps: []` means "no tool call at all" (absent: not applicable).
+`expected_steps: []` means "no tool call at all" (absent: not applicable). A structured hand-off
+(`tracevals.handoff()`) is the `handoff_to_human` step, as the reports count it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.retries import logical_calls
 from tracevals.model.score import Score
-from tracevals.model.trajectory import ToolCall, Trajectory
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
 MATCH_MODES = ("strict", "unordered", "superset", "subset", "in_order")
 _ORDERED = ("strict", "in_order")
@@ -71,7 +72,7 @@ class TrajectoryMatch:
         problem = _config_problem(case.match_mode, rules)
         if problem:
             return make_score(self, trajectory, passed=False, score=0.0, reason=problem)
-        executed = executed_calls(trajectory)
+        executed = with_handoffs(trajectory)
         logical = logical_calls(executed)
         best = self._compare(case, rules, executed)
         if len(logical) < len(executed):  # a retried call as one step: whichever way reads the case better
@@ -127,6 +128,18 @@ class TrajectoryMatch:
         if comparator is None or step.args is None:
             return rule.matches(step.args, call.args)
         return call.args is not None and comparator(step.args, call.args)
+
+
+def with_handoffs(trajectory: Trajectory) -> list[ToolCall]:
+    """The executed calls, and each structured hand-off (`tracevals.handoff()`) as the `handoff_to_human`
+    step it is, in time order, when no `handoff_to_human` tool ran: a hand-off is one, however recorded."""
+    calls = executed_calls(trajectory)
+    if not trajectory.handoffs or any(c.name == HANDOFF_TOOL for c in calls):
+        return calls
+    for handoff in trajectory.handoffs:
+        at = next((i for i, c in enumerate(calls) if c.start_ms > handoff.at_ms), len(calls))
+        calls.insert(at, ToolCall(name=HANDOFF_TOOL, start_ms=handoff.at_ms, end_ms=handoff.at_ms))
+    return calls
 
 
 def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> str | None:

@@ -13,6 +13,7 @@ from tracevals.cli.output import format_option, lake_option, print_rows, progres
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
+from tracevals.harness.environment import harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
@@ -48,9 +49,10 @@ from tracevals.stats.outcomes import outcomes
 )
 @click.option(
     "--capture-content/--no-capture-content",
-    default=False,
-    show_default=True,
-    help="Record message content on model and tool spans.",
+    default=None,
+    help="Record message content (prompts, tool arguments and results) on the attempts' spans. Default: on, "
+    "since test runs are test data and argument checks need it, unless "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says otherwise. Secrets are redacted either way.",
 )
 @click.option(
     "--faults",
@@ -86,7 +88,7 @@ def run(
     lake: str,
     run_id: str | None,
     settings: tuple[str, ...],
-    capture_content: bool,
+    capture_content: bool | None,
     faults_file: Path | None,
     injections_file: Path | None,
     cassette_dir: Path | None,
@@ -137,7 +139,7 @@ def run(
     if done:
         console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
     Path(lake).mkdir(parents=True, exist_ok=True)
-    telemetry = instrument(lake=lake, capture_content=capture_content)
+    telemetry = instrument(lake=lake, capture_content=harness_capture(capture_content))
     try:
         todo = len(cases) * k - sum(1 for key in done if key[0] == variant)
         with progress_bar(console) as progress:

@@ -13,6 +13,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from tracevals import env
+
 LOCK_FILES = ("requirements.lock", "uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "requirements.txt")
 
 
@@ -55,3 +57,12 @@ def subprocess_env(
     env["LC_ALL"] = locale
     env["LANG"] = locale
     return env
+
+
+def harness_capture(asked: bool | None) -> bool | None:
+    """Whether a harness run records message content: as asked, else as the environment says
+    (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`: None lets it decide), else on: a test run's
+    attempts are test data, and checking their arguments needs them."""
+    if asked is not None:
+        return asked
+    return None if os.environ.get(env.CAPTURE_MESSAGE_CONTENT) else True

@@ -22,7 +22,7 @@ import pytest
 
 from tracevals import env
 from tracevals.harness.attempts import run_attempt
-from tracevals.harness.environment import commit_hash, lock_hash
+from tracevals.harness.environment import commit_hash, harness_capture, lock_hash
 from tracevals.model.attempt import AttemptContext
 from tracevals.model.case import Case
 
@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from tracevals.instrumentation import instrument
 
         os.makedirs(lake, exist_ok=True)
-        config.stash[_TELEMETRY_KEY] = instrument(lake=lake)
+        config.stash[_TELEMETRY_KEY] = instrument(lake=lake, capture_content=harness_capture(None))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
