@@ -1,4 +1,4 @@
--- trace_facts: the span-level facts of each trace (see queries/completeness.py), over the traces
+-- trace_facts: the span-level facts of each trace that is a turn (see queries/completeness.py), over the traces
 -- `{scope}` keeps (a WHERE on span_facts, or nothing).
 WITH s AS (
     SELECT trace_id, span_id, parent_span_id, span_kind, kind, start_time, end_time, status_code,
@@ -54,8 +54,27 @@ per_trace AS (
                    AND coalesce(status_code, '') <> 'error')) AS handed_off,
            min(start_time) AS start_time,
            arg_min(span_id, start_time) FILTER (WHERE is_root) AS root_span_id,
-           coalesce(max(session_id), trace_id) AS sid
+           coalesce(max(session_id), trace_id) AS sid,
+           count(*) FILTER (WHERE kind <> 'session_end') = 0 AS marker_only
     FROM roots GROUP BY trace_id
+),
+-- A trace made only of session-end markers (`tracevals.end_session()` called after the session's
+-- `with` block, in a trace of its own) is not a turn: its marker and status belong to the session's
+-- last turn. The turns are the other traces.
+turns AS (
+    SELECT p.*,
+           row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time DESC, p.trace_id DESC) = 1 AS last_turn
+    FROM per_trace AS p WHERE NOT p.marker_only
+),
+markers AS (
+    SELECT sid, true AS marker, max(end_status) AS marker_status FROM per_trace WHERE marker_only GROUP BY sid
+),
+per_turn AS (
+    SELECT t.* REPLACE (
+               t.end_marker OR (t.last_turn AND coalesce(m.marker, false)) AS end_marker,
+               coalesce(t.end_status, CASE WHEN t.last_turn THEN m.marker_status END) AS end_status
+           )
+    FROM turns AS t LEFT JOIN markers AS m USING (sid)
 )
 SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p.open_spans,
        CAST(0 AS BIGINT) AS dangling_calls, p.end_marker, p.end_status,
@@ -70,7 +89,7 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
        count(*) OVER (PARTITION BY p.sid) AS session_traces,
        CAST(nullif(max(coalesce(i.user_turns, 0)) OVER (PARTITION BY p.sid), 0) AS BIGINT) AS turns_expected,
        i.input, p.root_span_id
-FROM per_trace AS p
+FROM per_turn AS p
 LEFT JOIN last_call AS l USING (trace_id)
 LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
 LEFT JOIN tools_after AS ta USING (trace_id)

@@ -24,6 +24,8 @@ SELECT
     min_by(status_code, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_status_code,
     min_by(error_type, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_error_type,
     count(*) FILTER (WHERE kind = 'session_end') > 0 AS has_session_end,
+    -- only session-end markers: `end_session()` called after the session, in a trace of its own
+    count(*) FILTER (WHERE kind <> 'session_end') = 0 AS is_end_marker,
     count(*) FILTER (WHERE kind = 'handoff') AS handoff_count,
     count(*) FILTER (WHERE end_time IS NULL) AS open_span_count,
     min(service_name) AS service_name

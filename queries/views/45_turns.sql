@@ -113,4 +113,5 @@ SELECT
 FROM attempts AS a
 LEFT JOIN per_trace AS p ON p.trace_id = a.trace_id
 LEFT JOIN agents AS g ON g.trace_id = a.trace_id
-LEFT JOIN tools AS t ON t.trace_id = a.trace_id;
+LEFT JOIN tools AS t ON t.trace_id = a.trace_id
+WHERE NOT a.is_end_marker;  -- a trace of session-end markers only is not a turn

@@ -5,6 +5,8 @@
 --                  in step order (the position in the list is the steps view's step_index)
 --   root_ended     the trace's root span is present and ended
 --   status         error (the root failed) | ok | open (root missing or not ended)
+-- A trace of session-end markers only (`tracevals.end_session()` after the session, in a trace of its
+-- own) is no trajectory: the session's `sessions` row carries its marker.
 CREATE OR REPLACE VIEW trajectories AS
 WITH per_trace AS (
     -- Ordered by the steps view's rule (start time, then span id) without its step_index: list_sort of
@@ -59,4 +61,5 @@ SELECT
     a.end_time,
     date_diff('microsecond', a.start_time, a.end_time) / 1000.0 AS duration_ms
 FROM attempts AS a
-LEFT JOIN per_trace AS t ON t.trace_id = a.trace_id;
+LEFT JOIN per_trace AS t ON t.trace_id = a.trace_id
+WHERE NOT a.is_end_marker;

@@ -1,12 +1,17 @@
 -- sessions: one row per session (every trace with the same conversation / session id), its turns in
 -- order (start time, then trace id), with duration, tokens, cost and how it ended.
 --   finished        an explicit end marker (a span of kind session_end, tracevals.session.end) in any
---                   turn; without one, the last turn's root span ended
+--                   turn or in a trace of its own; without one, the last turn's root span ended
 --   finished_by     end_marker | root_ended | NULL
 --   terminal_state  open (not finished) | error (the last turn failed) | handoff (the last turn
 --                   handed over to a human) | completed
 CREATE OR REPLACE VIEW sessions AS
-WITH per_session AS (
+WITH end_markers AS (
+    -- traces of session-end markers only (`tracevals.end_session()` after the session): not turns, but
+    -- the session's end
+    SELECT DISTINCT session_id FROM attempts WHERE is_end_marker AND session_id IS NOT NULL
+),
+per_session AS (
     SELECT
         session_id,
         count(*) AS turn_count,
@@ -21,7 +26,7 @@ WITH per_session AS (
         CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
         CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
         CAST(sum(CAST(cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd,  -- exact: the same in any order
-        bool_or(has_session_end) AS has_end_marker,
+        bool_or(has_session_end) OR session_id IN (SELECT session_id FROM end_markers) AS has_end_marker,
         max_by(root_ended, (start_time, trace_id)) AS last_root_ended,
         max_by(status, (start_time, trace_id)) AS last_status,
         max_by(handoff_count, (start_time, trace_id)) AS last_handoff_count,
