@@ -22,6 +22,7 @@ from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.instrumentation import instrument
 from tracevals.lake.paths import PRICES_FILE
+from tracevals.lake.run_cases import write_run_cases
 from tracevals.model.tasks import load_cases
 from tracevals.scoring.runs import score_run
 
@@ -74,6 +75,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     # something: as the lake's own price table, which every command that reads this lake uses.
     prices = {model: {"input": 0.15, "output": 0.60} for model in models.values()}
     (lake / PRICES_FILE).write_text(json.dumps(prices, indent=1) + "\n", encoding="utf-8")
+    write_run_cases(lake, run_id, bundled_tasks().read_bytes(), "bundled order-support cases")
 
     started = time.perf_counter()
     with SimulatedModelServer() as server:
@@ -99,11 +101,10 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
 
     scored = score_run(lake, run_id, cases)
     trajectories, scores = scored.trajectories, scored.scores
-    by_id = {c.case_id: c for c in cases}
     # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
     meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
     data = report_from_lake(
-        lake, Selection(runs=(run_id,)), by_id, k=k, baseline="baseline", candidate="candidate", meta=meta
+        lake, Selection(runs=(run_id,)), None, k=k, baseline="baseline", candidate="candidate", meta=meta
     )
     summaries, comparison = data.summaries, data.comparison
     assert comparison is not None  # both variants ran

@@ -8,6 +8,7 @@ how much, and the command that shows those tasks' failed attempts.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,7 @@ def gate(
     assert data.comparison is not None  # both variants were asked for, so there is a comparison
     result = run_gate(base, cand, data.comparison, thresholds)
     runs_seen = data.meta.get("runs") or []
-    hint = _hint(lake, runs_seen, baseline, candidate)
+    hint = _hint(lake, runs_seen, baseline, candidate, tasks_file)
     if fmt == "json":
         click.echo(json.dumps(_json(result, base.runs, cand.runs, runs_seen, hint), default=str))
     else:
@@ -148,9 +149,14 @@ def gate(
         raise SystemExit(1)
 
 
-def _hint(lake: str, runs: list[str], baseline: str, candidate: str) -> str:
-    run = "".join(f" --run {r}" for r in runs[:3])
-    return f"tracevals report --lake {lake}{run} --baseline {baseline} --candidate {candidate} --out gate-report.html"
+def _hint(lake: str, runs: list[str], baseline: str, candidate: str, tasks_file: str | None) -> str:
+    """The report command that shows what the gate judged: the same runs, all of them, and the same cases."""
+    run = "".join(f" --run {shlex.quote(r)}" for r in runs)
+    tasks = f" --tasks {shlex.quote(tasks_file)}" if tasks_file else ""
+    return (
+        f"tracevals report --lake {shlex.quote(lake)}{run}{tasks} --baseline {shlex.quote(baseline)} "
+        f"--candidate {shlex.quote(candidate)} --out gate-report.html"
+    )
 
 
 def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[str], hint: str) -> str:

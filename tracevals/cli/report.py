@@ -91,8 +91,8 @@ def load_report(
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
     import duckdb
 
-    from tracevals.demo import tasks_path as bundled_tasks
-    from tracevals.model.tasks import TaskFileError, load_cases
+    from tracevals.lake.run_cases import RunCasesConflict, digest
+    from tracevals.model.tasks import TaskFileError, cases_from_bytes
     from tracevals.queries import LakeError
     from tracevals.scoring.lake_data import Selection, SelectionError
 
@@ -101,7 +101,10 @@ def load_report(
     if baseline is not None and baseline == candidate:
         raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
     try:
-        cases = {c.case_id: c for c in load_cases(tasks_file or bundled_tasks())}
+        cases, sha = None, None
+        if tasks_file:  # else: the cases each run kept in the lake
+            data = _read_tasks(tasks_file)
+            cases, sha = {c.case_id: c for c in cases_from_bytes(data, tasks_file)}, digest(data)
         selection = Selection(
             runs=runs,
             variants=(baseline, candidate) if baseline and candidate else (),
@@ -110,35 +113,50 @@ def load_report(
             sample=sample,
             seed=sample_seed,
         )
-        meta = {"tasks_file": tasks_file or "bundled order-support cases"}
-        return report_from_lake(lake, selection, cases, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta)
-    except (LakeError, SelectionError, TaskFileError, ValueError) as exc:
+        meta = {"tasks_file": tasks_file} if tasks_file else {}
+        return report_from_lake(
+            lake, selection, cases, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, tasks_sha256=sha
+        )
+    except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
 
 
+def _read_tasks(path: str) -> bytes:
+    from tracevals.model.tasks import TaskFileError
+
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise TaskFileError(path, None, f"cannot read the task file: {exc.strerror or exc}") from None
+
+
 def report_from_lake(
     lake: str | os.PathLike[str],
     selection: Any,
-    cases: Mapping[str, Case],
+    cases: Mapping[str, Case] | None,
     *,
     k: int | None = None,
     z: float | None = None,
     baseline: str | None = None,
     candidate: str | None = None,
     meta: Mapping[str, Any] | None = None,
+    tasks_sha256: str | None = None,
 ) -> Any:
-    """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`."""
+    """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
+    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
     from tracevals.report import build_report
     from tracevals.scoring.lake_data import load_lake_data
     from tracevals.stats import Z95
 
-    data = load_lake_data(lake, selection, cases)
+    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
+    for note in data.provenance.get("notes", []):
+        click.echo(f"tracevals: {note}", err=True)
     return build_report(
         data.trajectories,
         data.scores,
-        cases,
+        data.cases,
         {**data.provenance, **dict(meta or {})},
         k=k,
         z=Z95 if z is None else z,

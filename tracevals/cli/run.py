@@ -17,6 +17,7 @@ from tracevals.harness.environment import harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
+from tracevals.lake.run_cases import RunCasesConflict, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.scoring.runs import completed_attempts, score_run
 from tracevals.stats import summarize
@@ -134,6 +135,10 @@ def run(
             raise click.ClickException(f"--setting {item!r} must look like KEY=VALUE")
         extra[key] = value
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{variant}"
+    try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
+        write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
+    except RunCasesConflict as exc:
+        raise click.ClickException(str(exc)) from None
     done = completed_attempts(lake, run_id)
     console = Console(stderr=True)
     if done:

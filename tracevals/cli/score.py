@@ -93,8 +93,9 @@ def score(
     """Score the sessions of a lake with the evaluators; store the scores in LAKE/scores/ and print them.
 
     With --tasks, traces are matched to cases by tracevals.task.id, else by their (normalised) input
-    text. Without, the generic evaluators (budgets and policy from --config, session completeness,
-    retry discipline, injection) score production traffic. Every option also reads an environment
+    text; without it, harness attempts are scored against the cases their run kept in the lake. Traffic
+    with no case is scored by the generic evaluators (budgets and policy from --config, session
+    completeness, retry discipline, injection). Every option also reads an environment
     variable (TRACEVALS_LAKE, TRACEVALS_TASKS, TRACEVALS_SCORING_CONFIG, TRACEVALS_SAMPLE, ...).
 
     \b
@@ -107,15 +108,17 @@ def score(
     from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries.lake import LakeError
     from tracevals.scoring.config import ConfigError, ScoringConfig, load_config
+    from tracevals.scoring.runs import RunCasesConflict, kept_cases
 
     if not Path(lake).is_dir() and "://" not in lake:
         raise click.ClickException(f"lake {lake!r} is not a directory; pass the folder that holds spans/")
     try:
-        tasks = load_cases(tasks_file) if tasks_file else None
+        # without --tasks, the cases the lake's harness runs kept (none for production traffic)
+        tasks = load_cases(tasks_file) if tasks_file else (kept_cases(lake).cases or None)
         config = load_config(config_file) if config_file else ScoringConfig()
         names = [n.strip() for n in evaluator_names.split(",") if n.strip()] if evaluator_names else config.evaluators
         evaluators = instances(names)
-    except (TaskFileError, ConfigError, UnknownEvaluatorError) as exc:
+    except (TaskFileError, ConfigError, UnknownEvaluatorError, RunCasesConflict) as exc:
         raise click.ClickException(str(exc)) from None
     emitter = _emitter() if emit_otlp else None
     try:

@@ -28,6 +28,7 @@ from tracevals.model.case import Case
 
 _TELEMETRY_KEY = pytest.StashKey[Any]()
 _RUN_KEY = pytest.StashKey[str]()
+_MARKER_ARGS = {"k", "min_pass_hat", "at"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,6 +79,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker("tracevals")
     if marker is None:
         return None
+    unknown = sorted(set(marker.kwargs) - _MARKER_ARGS)
+    if unknown:  # a misspelled argument (kk=3) must not be ignored
+        raise pytest.UsageError(
+            f"{pyfuncitem.nodeid}: tracevals marker got unknown argument(s) {', '.join(unknown)}; "
+            f"valid: {', '.join(sorted(_MARKER_ARGS))}"
+        )
     k = int(marker.kwargs.get("k", marker.args[0] if marker.args else 5))
     min_pass_hat = marker.kwargs.get("min_pass_hat")
     at = int(marker.kwargs.get("at") or k)

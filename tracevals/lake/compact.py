@@ -42,8 +42,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
-from tracevals.lake.sink import DICTIONARY_COLUMNS, fsync_path
-from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES
+from tracevals.lake.sink import DICTIONARY_COLUMNS
+from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, hour_parts
+from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, fsync_path, hour_parts
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
@@ -44,14 +44,6 @@ class _OpenFile:
     tmp: Path
     final: Path
     rows: int = 0
-
-
-def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class RotatingParquetSink:

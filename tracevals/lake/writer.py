@@ -77,15 +77,33 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
         row_group_size=ROW_GROUP_ROWS,
         bloom_filter_options=bloom_filter_options(table.schema),
     )
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    commit(tmp, final)
     return final
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def commit(tmp: Path, final: Path) -> None:
+    """Make a fully written temporary file visible under its final name, durably: fsync it, rename it
+    into place, fsync the folder (a reader never sees a partial file; a crash leaves at worst the temp)."""
+    fsync_path(tmp)
+    os.replace(tmp, final)
+    fsync_path(final.parent)
+
+
+def write_bytes_atomically(data: bytes, path: Path) -> Path:
+    """Write `data` to `path` as `write_table_atomically` writes Parquet: temp file, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp.write_bytes(data)
+    commit(tmp, path)
+    return path
 
 
 class LakeWriter:

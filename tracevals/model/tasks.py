@@ -69,6 +69,11 @@ def load_cases(path: str | os.PathLike[str]) -> list[Case]:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise TaskFileError(source, None, f"cannot read the task file: {exc.strerror or exc}") from None
+    return cases_from_bytes(data, source)
+
+
+def cases_from_bytes(data: bytes, source: str) -> list[Case]:
+    """The cases of a task file's content (JSONL), validated as `load_cases` does; `source` names it in errors."""
     cases: list[Case] = []
     first_seen: dict[str, int] = {}
     for lineno, raw_line in enumerate(data.split(b"\n"), start=1):

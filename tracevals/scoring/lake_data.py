@@ -34,6 +34,7 @@ from tracevals.queries.selection import select_sessions
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
+from tracevals.scoring.runs import kept_cases
 
 __all__ = [
     "LakeData",
@@ -78,15 +79,22 @@ class LakeData:
     scores: list[Score]
     provenance: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # the lake's over the defaults
+    cases: Mapping[str, Case] = field(default_factory=dict)  # what the attempts were scored against
 
 
 def load_lake_data(
     lake: str | os.PathLike[str],
     selection: Selection,
-    cases: Mapping[str, Case],
+    cases: Mapping[str, Case] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    tasks_sha256: str | None = None,
 ) -> LakeData:
-    """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``."""
+    """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``.
+
+    `cases` None: the cases each selected run kept in the lake (`tracevals run` keeps them), and no case
+    for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
+    `tasks_sha256`) that differ from what a run kept make every attempt scored again against them, not
+    read from the scores stored for the cases the run had."""
     con = con or open_lake(lake)
     restriction = None
     if selection.since is not None or selection.until is not None:
@@ -99,9 +107,27 @@ def load_lake_data(
             f'{os.fspath(lake)} "select run_id, variant, count(*) from runs group by all"'
         )
     _check_variants(trajectories, selection.variants)
+    run_ids = sorted({t.run_id for t in trajectories if t.run_id})
+    ran = kept_cases(lake, run_ids)
+    notes = [
+        f"run {r} kept no cases (a pytest run, or one from before tracevals kept them): its attempts are "
+        "scored without a case; pass --tasks FILE to score them against one"
+        for r in ran.without
+    ]
+    reuse = True
+    if cases is None:
+        cases = {c.case_id: c for c in ran.cases}
+        source = f"the cases the runs kept ({', '.join(sorted({v[:12] for v in ran.sha256.values()})) or 'none'})"
+    else:
+        source = f"--tasks (sha256 {tasks_sha256[:12]})" if tasks_sha256 else "the cases given"
+        differ = sorted(r for r, sha in ran.sha256.items() if sha != tasks_sha256)
+        if differ:
+            reuse = False
+            notes.append(f"runs {', '.join(differ)} ran other cases than --tasks: every attempt is scored again")
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
     stored = _current(_stored_scores(con))
     fraction, seed, sample_source = _sample(selection, stored)
+    stored = stored if reuse else []
     eligible = {_session(t) for t in trajectories}
     trajectories = [t for t in trajectories if session_sampled(_session(t), fraction, seed)]
     if not trajectories:
@@ -122,8 +148,11 @@ def load_lake_data(
         sessions_selected=len({_session(t) for t in trajectories}),
         scores_stored=len(stored),
         scores_computed=len(computed),
+        cases_from=source,
+        cases=len(cases),
+        notes=notes,
     )
-    return LakeData(trajectories, stored + computed, provenance, {**default_prices(), **own_prices})
+    return LakeData(trajectories, stored + computed, provenance, {**default_prices(), **own_prices}, cases)
 
 
 def _session(t: Trajectory) -> str:

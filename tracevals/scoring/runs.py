@@ -1,4 +1,5 @@
-"""Harness runs in the lake: which attempts of a run are done (to resume it), and scoring a finished run."""
+"""Harness runs in the lake: which attempts of a run are done (to resume it), the cases it kept, and
+scoring a finished run."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, read_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
 from tracevals.model.score import Score
+from tracevals.model.tasks import cases_from_bytes
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection
@@ -41,3 +44,34 @@ def completed_attempts(lake: str | os.PathLike[str], run_id: str) -> set[Attempt
         [run_id],
     ).fetchall()
     return {(str(v), str(t), int(a)) for v, t, a in rows}
+
+
+@dataclass(frozen=True)
+class KeptCases:
+    """The cases some runs kept in the lake (merged by case id), and the runs that kept none."""
+
+    cases: list[Case]
+    sha256: dict[str, str]  # run id -> sha256 of the task file it ran
+    without: list[str]  # runs that kept no cases (pytest runs, runs from before tracevals kept them)
+
+
+def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = None) -> KeptCases:
+    """The cases the runs `run_ids` (default: every run that kept some) ran, as `tracevals run` kept them
+    with each run; a case id two runs define differently raises `RunCasesConflict` (one line)."""
+    kept = {r.run_id: r for r in all_run_cases(lake)} if run_ids is None else {}
+    for run_id in run_ids or ():
+        found = read_run_cases(lake, run_id)
+        if found is not None:
+            kept[run_id] = found
+    cases: dict[str, tuple[Case, str]] = {}
+    for run_id, run in sorted(kept.items()):
+        for case in cases_from_bytes(run.text.encode(), f"{run.source} (kept with run {run_id})"):
+            seen = cases.get(case.case_id)
+            if seen is not None and seen[0].raw != case.raw:
+                raise RunCasesConflict(
+                    f"case {case.case_id!r} differs between run {seen[1]} and run {run_id}: report them one "
+                    "at a time (--run), or pass the task file to score both against (--tasks)"
+                )
+            cases.setdefault(case.case_id, (case, run_id))
+    without = sorted(set(run_ids or ()) - set(kept))
+    return KeptCases([c for c, _ in cases.values()], {r: k.sha256 for r, k in kept.items()}, without)

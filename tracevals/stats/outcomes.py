@@ -1,6 +1,7 @@
 """From scored trajectories to per-attempt outcomes, the input of the statistics.
 
-An attempt passed when every evaluator that applied to it passed. A retry is a tool call that
+An attempt passed when it did not raise (an unhandled error is a failure of availability) and every
+evaluator that applied to it passed. A retry is a tool call that
 repeats the call just before it (same tool, same arguments) after that call failed; an attempt
 "passed first time" when it passed with no retry.
 
@@ -203,7 +204,8 @@ def outcomes(
         assert t.task_id is not None and t.variant is not None  # filtered above; for the type checker
         case = (cases or {}).get(t.task_id)
         verdicts = by_trace.get(t.trace_id, [])
-        passed = bool(verdicts) and all(s.passed for s in verdicts)
+        # an attempt that raised is a failed one (availability), whatever the checks that still applied say
+        passed = bool(verdicts) and all(s.passed for s in verdicts) and t.error_type is None
         retries = count_retries(t.tool_calls)
         model = (trace_models or {}).get(t.trace_id) or (models or {}).get(t.variant)
         hazards = attempt_hazards(t, verdicts, case)

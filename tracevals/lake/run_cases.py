@@ -1,0 +1,83 @@
+"""The cases a harness run ran, kept in the lake with the run: `LAKE/run_cases/<id>.json`.
+
+A run remembers exactly which task cases its attempts were attempts at, so that every later command
+(`score`, `report`, `gate`) scores them against those cases, not against whatever task file is at
+hand, and says plainly when a run has none (a `pytest` run, a run from before tracevals kept them).
+The file holds the run id, the task file's bytes as text, their sha256 and where they were read from;
+its name is a digest of the run id (any run id is a valid file name that way). Written atomically,
+once: a resumed run must bring the same cases, or it is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracevals.lake.paths import is_remote
+from tracevals.lake.writer import write_bytes_atomically
+
+RUN_CASES_DIR = "run_cases"
+
+
+class RunCasesConflict(ValueError):
+    """A run id already ran other cases; one line for the user."""
+
+
+@dataclass(frozen=True)
+class RunCases:
+    run_id: str
+    sha256: str
+    source: str  # where the task file was read from, as given
+    text: str  # the task file's content (JSONL)
+
+
+def _path(lake: str | os.PathLike[str], run_id: str) -> Path:
+    return Path(lake) / RUN_CASES_DIR / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.json"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_run_cases(lake: str | os.PathLike[str], run_id: str, data: bytes, source: str) -> RunCases:
+    """Keep `data` (a task file's bytes) as run `run_id`'s cases; the same bytes again are fine (a resumed
+    run), other bytes raise `RunCasesConflict`."""
+    kept = RunCases(run_id, digest(data), source, data.decode("utf-8"))
+    existing = read_run_cases(lake, run_id)
+    if existing is not None:
+        if existing.sha256 != kept.sha256:
+            raise RunCasesConflict(
+                f"run {run_id!r} ran other cases ({existing.source}, sha256 {existing.sha256[:12]}) than "
+                f"{source} (sha256 {kept.sha256[:12]}); resume it with the same task file, or pick a new --run-id"
+            )
+        return existing
+    doc = {"run_id": run_id, "sha256": kept.sha256, "source": source, "cases": kept.text}
+    write_bytes_atomically(json.dumps(doc, ensure_ascii=False).encode(), _path(lake, run_id))
+    return kept
+
+
+def read_run_cases(lake: str | os.PathLike[str], run_id: str) -> RunCases | None:
+    """The cases run `run_id` kept, or None when it kept none (or the lake is remote)."""
+    if is_remote(os.fspath(lake)):
+        return None
+    path = _path(lake, run_id)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    return RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"]))
+
+
+def all_run_cases(lake: str | os.PathLike[str]) -> list[RunCases]:
+    """Every run's kept cases in the lake, by run id."""
+    folder = Path(lake) / RUN_CASES_DIR
+    if is_remote(os.fspath(lake)) or not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        out.append(RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"])))
+    return sorted(out, key=lambda r: r.run_id)
