@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind
 
+from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import MODEL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
 from tracevals.model import attributes as tv
@@ -110,13 +112,17 @@ class ModelCall:
             _log.exception("tracevals: could not annotate the %s call", provider)
         tracer = trace.get_tracer(_TRACER)
         self.span: Span = tracer.start_span(f"{operation} {model}", kind=SpanKind.CLIENT, attributes=attrs)
+        self._started = time.monotonic()  # the call's duration advances the attempt's logical clock
 
     def _claim(self) -> bool:
         with self._lock:
             if self._ended:
                 return False
             self._ended = True
-            return True
+        clock = attempt_clock()
+        if clock is not None:  # waiting on the model is waiting (see instrumentation/clock.py)
+            clock.advance((time.monotonic() - self._started) * 1000)
+        return True
 
     def finish(self, result: ModelResult) -> None:
         """Record the response and end the span (only the first call counts)."""

@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import TOOL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
 from tracevals.instrumentation.interception import ToolInvocation, current_interceptor
@@ -93,6 +94,9 @@ def start_tool_span(
         if extra:
             attrs.update(extra)
         attrs[tv.TOOL_ARGS_HASH] = args_hash(arguments)
+        clock = attempt_clock()
+        if clock is not None:
+            attrs[tv.CLOCK_START_MS] = clock.ms
     except Exception:  # telemetry never raises into the host program
         _log.exception("tracevals: could not annotate tool span %s", name)
     return _tracer().start_span(f"execute_tool {name}", kind=kind, attributes=attrs)
@@ -107,6 +111,12 @@ def _record_content(
     record_content(span, values, TOOL_EVENT, error, **{gen_ai.GEN_AI_TOOL_NAME: name})
 
 
+def _record_clock_end(span: Span) -> None:
+    clock = attempt_clock()
+    if clock is not None:
+        span.set_attribute(tv.CLOCK_END_MS, clock.ms)
+
+
 def _finish_ok(
     span: Span, name: str, arguments: Mapping[str, Any], result: Any, soft_error: Callable[[Any], str | None] | None
 ) -> None:
@@ -117,6 +127,7 @@ def _finish_ok(
             span.set_status(Status(StatusCode.ERROR, error_type))
         if capture_enabled():
             _record_content(span, name, arguments, result)
+        _record_clock_end(span)
     except Exception:
         _log.exception("tracevals: could not record the result of tool %s", name)
     span.end()
@@ -133,6 +144,7 @@ def _finish_error(span: Span, name: str, arguments: Mapping[str, Any], exc: Base
         message = record_failure(span, exc, exc.error_type if isinstance(exc, ToolError) else type(exc).__qualname__)
         if capture_enabled():
             _record_content(span, name, arguments, error=message)
+        _record_clock_end(span)
     except Exception:
         _log.exception("tracevals: could not record the failure of tool %s", name)
     span.end()

@@ -61,6 +61,17 @@ def _rate_limited(call: ToolCall) -> bool:
     return call.status_code == 429 or (call.error_type or "").lower() in ("429", "rate_limit", "ratelimiterror")
 
 
+def waited_ms(before: ToolCall, after: ToolCall) -> float | None:
+    """How long the agent waited between two calls: on the attempt's logical clock when both calls carry
+    it (a harness run: the sleeps asked for and the model calls between, whatever the machine's load),
+    else by the spans' times; None when neither is recorded."""
+    if before.clock_end_ms is not None and after.clock_start_ms is not None:
+        return after.clock_start_ms - before.clock_end_ms
+    if before.end_ms and after.start_ms:
+        return after.start_ms - before.end_ms
+    return None
+
+
 def chain_rules(
     calls: Sequence[ToolCall], labels: Sequence[str], chains: list[list[int]], case: Case | None
 ) -> Findings:
@@ -89,10 +100,10 @@ def chain_rules(
                 asked = min_backoff
             if asked is None:
                 continue
-            if not (before.end_ms and after.start_ms):
+            wait = waited_ms(before, after)
+            if wait is None:
                 out.unknown.setdefault(cur, "times not recorded, backoff not checked")
                 continue
-            wait = after.start_ms - before.end_ms
             if wait < asked:
                 why = f"early retry {labels[cur]}: waited {wait:.0f}ms < retry_after {asked:.0f}ms"
                 out.flag(cur, EARLY_RETRY, why, labels[cur])

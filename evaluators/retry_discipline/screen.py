@@ -43,12 +43,19 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
             "retryable",
             "error_type",
             "timeout",
+            "clock_end_ms",
         )
     }
     is_retry = (prev["failed"] & (pl.col("op_key") == prev["op_key"])).fill_null(False)
     rate_limited = (prev["status_code"] == 429) | prev["error_type"].str.to_lowercase().is_in(_RATE_LIMIT_TYPES)
-    untimed = (prev["end_ms"].fill_null(0) == 0) | (pl.col("start_ms").fill_null(0) == 0)
-    waited = pl.col("start_ms") - prev["end_ms"]
+    # rules.waited_ms: the logical clock where both calls have it, else the spans' times
+    clocked = prev["clock_end_ms"].is_not_null() & pl.col("clock_start_ms").is_not_null()
+    untimed = ~clocked & ((prev["end_ms"].fill_null(0) == 0) | (pl.col("start_ms").fill_null(0) == 0))
+    waited = (
+        pl.when(clocked)
+        .then(pl.col("clock_start_ms") - prev["clock_end_ms"])
+        .otherwise(pl.col("start_ms") - prev["end_ms"])
+    )
     non_retryable = (prev["retryable"] == False) | (  # noqa: E712 (a nullable column, not a Python bool)
         prev["retryable"].is_null()
         & prev["status_code"].is_between(400, 499)

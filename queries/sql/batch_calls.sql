@@ -1,19 +1,21 @@
 -- batch_calls: the executed tool calls and gaps (requested, never executed) of the batch's traces
 -- (`tv_batch`), in the steps view's order columns (numbered per trace in Python: a window over every
 -- step in SQL sorts all of a lake's steps, where Python sorts only the tool calls read), with the
--- `tracevals.injection.*` marks no view extracts, read from the raw rows that carry one (filtered first,
--- their OTLP-retry duplicates collapsed as `spans` does).
+-- `tracevals.injection.*` marks and the attempt's logical clock (`tracevals.clock.*`) no view extracts,
+-- read from the raw rows that carry one (filtered first, their OTLP-retry duplicates collapsed as `spans`
+-- does).
 WITH marked AS (
     SELECT * EXCLUDE (tv_rank) FROM (
         SELECT trace_id, span_id, start_time, attributes,
                row_number() OVER (PARTITION BY trace_id, span_id ORDER BY (end_time IS NULL), end_time DESC) AS tv_rank
-        FROM raw_spans WHERE attributes LIKE '%"tracevals.injection.%'
+        FROM raw_spans WHERE attributes LIKE '%"tracevals.injection.%' OR attributes LIKE '%"tracevals.clock.%'
     ) WHERE tv_rank = 1
 ),
 marks AS (
     SELECT trace_id, span_id,
            json_extract(attributes, ['$."tracevals.injection.kind"', '$."tracevals.injection.type"',
-                                     '$."tracevals.injection.id"', '$."tracevals.injection.goal"']) AS j
+                                     '$."tracevals.injection.id"', '$."tracevals.injection.goal"',
+                                     '$."tracevals.clock.start_ms"', '$."tracevals.clock.end_ms"']) AS j
     FROM marked
 )
 SELECT c.trace_id, c.start_time AS tv_at, coalesce(c.span_id, c.requested_by_span_id) AS tv_by,
@@ -26,7 +28,8 @@ SELECT c.trace_id, c.start_time AS tv_at, coalesce(c.span_id, c.requested_by_spa
        CASE WHEN json_type(m.j[1]) = 'VARCHAR' THEN m.j[1] ->> '$' ELSE CAST(m.j[1] AS VARCHAR) END AS injection_kind,
        CASE WHEN json_type(m.j[2]) = 'VARCHAR' THEN m.j[2] ->> '$' ELSE CAST(m.j[2] AS VARCHAR) END AS injection_type,
        CASE WHEN json_type(m.j[3]) = 'VARCHAR' THEN m.j[3] ->> '$' ELSE CAST(m.j[3] AS VARCHAR) END AS injection_id,
-       CASE WHEN json_type(m.j[4]) = 'VARCHAR' THEN m.j[4] ->> '$' ELSE CAST(m.j[4] AS VARCHAR) END AS injection_goal
+       CASE WHEN json_type(m.j[4]) = 'VARCHAR' THEN m.j[4] ->> '$' ELSE CAST(m.j[4] AS VARCHAR) END AS injection_goal,
+       TRY_CAST(m.j[5] AS DOUBLE) AS clock_start_ms, TRY_CAST(m.j[6] AS DOUBLE) AS clock_end_ms
 FROM steps AS c
 LEFT JOIN span_facts AS f ON f.trace_id = c.trace_id AND f.span_id = c.span_id
 LEFT JOIN marks AS m ON m.trace_id = c.trace_id AND m.span_id = c.span_id

@@ -21,6 +21,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tracevals.harness.environment import commit_hash, lock_hash
 from tracevals.harness.interceptor import RunPlan
+from tracevals.instrumentation.clock import attempt_clock
 from tracevals.instrumentation.context import end_session, session
 from tracevals.instrumentation.interception import intercept_tools
 from tracevals.model import attributes as tv
@@ -67,7 +68,8 @@ def run_attempt(
         if plan is not None:
             root.set_attribute(tv.REPLAY, plan.replay_mode)
         try:
-            with intercept_tools(interceptor) if interceptor is not None else nullcontext():
+            # the attempt's logical clock: backoff and throttling measured as the agent waited, not by load
+            with attempt_clock(), intercept_tools(interceptor) if interceptor is not None else nullcontext():
                 result = agent(case.input, ctx)
                 if inspect.isawaitable(result):
                     result = asyncio.run(_await(result))

@@ -14,7 +14,9 @@ Types: `timeout`, `rate_limit` (429 with a retry-after; alias `429`), `server_er
 is cut in half), `latency` (the call is slowed; alias `slow`). Raising faults happen before the tool
 runs: the request never reached the service, so nothing happened. A rate limit is not one-shot: the
 tool stays throttled to one call per retry-after window for the rest of the attempt, like a real
-limiter, so a retry that does not wait is refused again. Every fault is marked on its span
+limiter, so a retry that does not wait is refused again. The window is measured on the attempt's
+logical clock (the sleeps the agent asked for and its model calls), never by wall time, so a loaded
+machine does not let an impatient retry through. Every fault is marked on its span
 (`tracevals.injection.kind = fault`, `.type`, `.id`) for the `injection` evaluator.
 """
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracevals.instrumentation.clock import now_s
 from tracevals.instrumentation.tools import ToolError
 from tracevals.model import attributes as tv
 from tracevals.model.attempt import derive_seed
@@ -117,8 +120,8 @@ class FaultInjector:
 
     rules: tuple[FaultRule, ...]
     seed: int = 0
-    clock: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = now_s  # the attempt's logical clock (instrumentation/clock.py), seconds
+    sleep: Callable[[float], None] = lambda seconds: time.sleep(seconds)  # looked up when called: counted
     calls: dict[str, int] = field(default_factory=dict)
     fired: list[tuple[str, int, str]] = field(default_factory=list)
     _next_allowed: dict[str, tuple[float, float]] = field(default_factory=dict)

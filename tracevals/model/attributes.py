@@ -29,6 +29,11 @@ TOOL_ARGS_HASH = "tracevals.tool.args_hash"  # sha256 prefix of the canonical ar
 # GenAI conventions define one for model calls (gen_ai.client.inference.operation.details) only.
 TOOL_CALL_EVENT = "tracevals.tool.call.details"
 
+# The attempt's logical clock (instrumentation/clock.py) at a tool call's start and end, ms: set on tool
+# spans inside a harness attempt only; retry_discipline measures backoff with it where both calls have it.
+CLOCK_START_MS = "tracevals.clock.start_ms"
+CLOCK_END_MS = "tracevals.clock.end_ms"
+
 # --- model calls --------------------------------------------------------------------------------
 # The ids and names of the tool calls a model response asked for. Not message content (ids and tool
 # names only), so always recorded; they link each execute_tool span to the request that caused it.

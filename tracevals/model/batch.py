@@ -80,6 +80,8 @@ CALL_SCHEMA: dict[str, Any] = {
     "injection_type": _STR,
     "injection_id": _STR,
     "injection_goal": _STR,
+    "clock_start_ms": _F64,
+    "clock_end_ms": _F64,
 }
 HANDOFF_SCHEMA: dict[str, Any] = {
     "trace_id": _STR,

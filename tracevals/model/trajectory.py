@@ -38,6 +38,8 @@ class ToolCall:
     injection_type: str | None = None  # fault type (timeout, 429, 5xx, empty, malformed, slow)
     injection_id: str | None = None
     injection_goal: str | None = None  # prompt injection: the goal predicate (JSON or a tool name)
+    clock_start_ms: float | None = None  # the attempt's logical clock (tracevals.clock.*): harness runs only
+    clock_end_ms: float | None = None
     # The operation identity as the loader computed it from the recorded argument text (see
     # `calls.operation_key`); None for hand-built calls, whose identity is computed from `args`.
     op_key: str | None = field(default=None, compare=False)
