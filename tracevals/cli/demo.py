@@ -143,10 +143,10 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
         "variant",
         "runs",
         "pass@1",
-        "wilson 95%",
+        "wilson 95% (pooled)",
         "pass^k",
         "worst task",
-        "handoffs",
+        "handoffs (attempts)",
         "first-pass",
         "do not ship",
     ]
