@@ -57,3 +57,19 @@ def test_flaky_fails_with_the_count_and_stable_passes(pytester: pytest.Pytester,
 def test_unmarked_tests_run_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="calls = []\ndef test_once():\n    calls.append(1)\n    assert len(calls) == 1\n")
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_a_misspelled_marker_argument_is_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_typo="""
+import pytest
+
+@pytest.mark.tracevals(kk=3)
+def test_once():
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess()
+    assert result.ret != 0
+    output = "\n".join(result.outlines + result.errlines)
+    assert "tracevals marker got unknown argument(s) kk; valid: at, k, min_pass_hat" in output

@@ -27,7 +27,7 @@ from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring import score_lake
 from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
 from tracevals.stats import DUPLICATE_SIDE_EFFECT
-from tracevals.stats.outcomes import attempt_hazards
+from tracevals.stats.outcomes import attempt_hazards, outcomes
 
 
 def scores_by_name(t: Any, c: Any) -> dict[str, Any]:
@@ -260,3 +260,19 @@ def test_the_readme_pattern_is_complete_without_a_case(
         .fetchall()
     )
     assert session == [(1, "end_marker", "completed")]
+
+
+def test_an_attempt_that_raised_is_never_a_pass() -> None:
+    # every check that still applied passed, but the agent raised: a failure of availability
+    raised = trajectory(call("get_orders", {"customer_id": "c1"}), error_type="AssertionError", variant="v")
+    scores = evaluate_all([raised], {})
+    assert scores and all(s.passed for s in scores)
+    [outcome] = outcomes([raised], scores)
+    assert not outcome.passed and outcome.error == "AssertionError"
+
+
+def test_the_gate_hint_reports_every_run_and_the_cases() -> None:
+    from tracevals.cli.gate import _hint
+
+    hint = _hint("lake", ["r1", "r2", "r3", "r4"], "base", "cand", "my cases.jsonl")
+    assert "--run r1 --run r2 --run r3 --run r4" in hint and "--tasks 'my cases.jsonl'" in hint
