@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -177,3 +179,47 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
 def test_a_missing_sql_file_is_a_clear_error(filled_lake: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "nope/question.sql"])
     assert result.exit_code == 1 and "no such .sql file" in result.output
+
+
+@pytest.fixture(scope="module")
+def every_kind_lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Spans of every dialect fixture, and a score row: every view has rows of every column type."""
+    from fixtures.otlp_lakes import DIALECTS, ingest_fixture
+
+    from tracevals.scoring import score_lake
+
+    lake = tmp_path_factory.mktemp("every")
+    for dialect in DIALECTS:
+        ingest_fixture(lake, dialect)
+    score_lake(lake)
+    return lake
+
+
+@functools.cache
+def every_view(lake: Path) -> dict[str, Any]:
+    """`select *` of every view, read once (as `tracevals sql` reads it: a read-only connection)."""
+    from tracevals.queries import VIEW_NAMES, open_lake
+
+    con = open_lake(lake, read_only=True)
+    return {view: con.sql(f"select * from {view}").to_arrow_table() for view in VIEW_NAMES}
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "parquet"])
+def test_select_star_from_every_view_prints_in_every_format(
+    every_kind_lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    # the first query a newcomer types, on every view: nanosecond timestamps (at any depth), lists, structs,
+    # maps. One connection renders every view the way `tracevals sql` does; the command itself runs once.
+    from tracevals.cli.sql import render
+
+    for view, table in every_view(every_kind_lake).items():
+        render(table, fmt, tmp_path / f"{view}.out")
+        if fmt == "json":
+            rows = json.loads((tmp_path / f"{view}.out").read_text())
+            assert isinstance(rows, list), view
+            if view == "spans":
+                assert rows and rows[0]["start_time"].count(":") >= 2  # the full text, nanoseconds kept
+    out = ["--out", str(tmp_path / "spans.parquet")] if fmt == "parquet" else []
+    result = CliRunner().invoke(main, ["sql", "--lake", str(every_kind_lake), "--format", fmt, *out,
+                                       "select * from spans limit 1"])  # fmt: skip
+    assert result.exit_code == 0, (result.output, result.exception)

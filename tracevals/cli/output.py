@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
+import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -63,6 +64,31 @@ def lake_option(help: str, default: str | None = None) -> Any:
         show_default=True,
         help=help,
     )
+
+
+def _without_nanoseconds(t: pa.DataType) -> pa.DataType:
+    """`t` with every timestamp (at any depth) as text: Python's datetime stops at microseconds."""
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        return pa.string()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_without_nanoseconds(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _without_nanoseconds(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_without_nanoseconds(t.key_type), _without_nanoseconds(t.item_type))
+    return t
+
+
+def table_rows(table: pa.Table) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A query result's column names and rows as Python values, every column type printable: timestamps
+    (nanoseconds, at any depth) as their full text, `2026-11-02 09:00:00.123456789+0000`."""
+    columns = table.column_names
+    arrays = []
+    for name in columns:
+        column = table.column(name)
+        target = _without_nanoseconds(column.type)
+        arrays.append((column.cast(target) if target != column.type else column).to_pylist())
+    return columns, list(zip(*arrays, strict=True)) if columns else []
 
 
 def _plain(value: Any) -> Any:

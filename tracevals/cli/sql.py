@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals import env
-from tracevals.cli.output import FORMATS, lake_option, print_rows
+from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
 from tracevals.queries import LakeError, is_remote, open_lake
 
 _READ_ONLY = {"SELECT", "EXPLAIN"}
@@ -108,13 +109,18 @@ def sql(lake: str, fmt: str, out: Path | None, since: str | None, until: str | N
         raise click.ClickException(f"query failed: {str(exc).splitlines()[0]}") from exc
     if table is None:  # EXPLAIN of nothing, or a statement with no result
         return
+    render(table, fmt, out)
+
+
+def render(table: pa.Table, fmt: str, out: Path | None = None) -> None:
+    """Print (or write to `out`) a query's result in `fmt`: table, csv, json or parquet; every column
+    type prints (nanosecond timestamps at any depth, lists, structs, maps)."""
     if fmt == "parquet":
         assert out is not None
         pq.write_table(table, out)
         click.echo(f"{table.num_rows} rows -> {out}", err=True)
         return
-    columns = table.column_names
-    rows = list(zip(*(table.column(c).to_pylist() for c in columns), strict=True)) if columns else []
+    columns, rows = table_rows(table)
     if out is None:
         print_rows(columns, rows, fmt)
         return
