@@ -145,3 +145,64 @@ def test_replay_without_a_recording_is_one_line(project: Path) -> None:
     result = _run(project, "-k", "1", "--cassettes", "tapes", "--replay")
     assert result.returncode == 1
     assert result.stderr.strip().startswith("Error: no cassette for task 't1'")
+
+
+def test_two_cassette_modes_together_are_an_error(project: Path) -> None:
+    result = _run(project, "-k", "1", "--cassettes", "tapes", "--record", "--replay")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: --record and --replay contradict each other: pick one cassette mode"
+    ]
+    assert not (project / "lake").exists()  # refused before anything ran
+
+
+def test_a_fault_rule_that_never_fires_is_said(project: Path) -> None:
+    (project / "my_agent.py").write_text(TOOL_AGENT)
+    (project / "faults.yaml").write_text(
+        "faults:\n"
+        "  - {tool: lookup, call: 1, type: timeout, latency_ms: 1}\n"
+        "  - {tool: lokup, call: 1, type: server_error}\n"  # a typo: no such tool is ever called
+        "  - {tool: lookup, call: 7, type: rate_limit}\n"  # an index no attempt reaches
+    )
+    result = _run(project, "-k", "1", "--faults", "faults.yaml")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: fault rule lokup:server_error:1 never fired: no attempt called 'lokup' (tools called: lookup)",
+        "warning: fault rule lookup:rate_limit:7 never fired: no attempt reached call 7 of 'lookup' (at most 2)",
+    ]
+
+
+def test_a_replay_miss_is_an_infrastructure_error(project: Path) -> None:
+    (project / "my_agent.py").write_text(TOOL_AGENT)
+    recorded = _run(project, "-k", "1", "--run-id", "rec", "--cassettes", "tapes", "--record")
+    assert recorded.returncode == 0, recorded.stderr
+    # attempt 2 was never recorded: its tool calls miss; that is not the agent failing
+    replayed = _run(project, "-k", "2", "--run-id", "rep", "--cassettes", "tapes", "--replay", "--format", "json")
+    assert replayed.returncode == 2
+    summary = json.loads(replayed.stdout)
+    assert len(summary["replay_misses"]) == 2  # attempt 2 of t1 and of t2
+    assert all("attempt 2 was not recorded" in miss for miss in summary["replay_misses"])
+    (error,) = [line for line in replayed.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: 2 tool calls had no recording (first: no recording of lookup(")
+    assert "--record-new" in error
+
+
+def test_a_resumed_run_with_other_flags_is_refused(project: Path) -> None:
+    first = _run(project, "-k", "1", "--run-id", "r3", "--setting", "model=a")
+    assert first.returncode == 0, first.stderr
+    again = _run(project, "-k", "1", "--run-id", "r3", "--setting", "model=a", "--concurrency", "2")
+    assert again.returncode == 0, again.stderr  # concurrency does not change what an attempt is
+    for flags, name in (
+        (["-k", "2", "--setting", "model=a"], "-k"),
+        (["-k", "1", "--setting", "model=b"], "--setting"),
+        (["-k", "1", "--setting", "model=a", "--seed", "9"], "--seed"),
+    ):
+        changed = _run(project, "--run-id", "r3", *flags)
+        assert changed.returncode == 1
+        (line,) = changed.stderr.strip().splitlines()
+        assert line.startswith(f"Error: run 'r3' (variant 'default') ran with {name} = ")
+        assert line.endswith("resume it with the same flags, or pick a new --run-id")
+    # another variant under the same run id is its own configuration
+    other = _run(project, "-k", "2", "--run-id", "r3", "--variant", "v2")
+    assert other.returncode == 0, other.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -17,7 +18,7 @@ from tracevals.harness.environment import harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
-from tracevals.lake.run_cases import RunCasesConflict, write_run_cases
+from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, digest, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.scoring.runs import completed_attempts, score_run
 from tracevals.stats import summarize
@@ -73,11 +74,9 @@ from tracevals.stats.outcomes import outcomes
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder of tool-call cassettes, with --record, --replay or --record-new.",
 )
-@click.option("--record", "cassette_mode", flag_value="record", help="Run tools live and record them.")
-@click.option("--replay", "cassette_mode", flag_value="replay", help="Replay recorded tool calls; run none live.")
-@click.option(
-    "--record-new", "cassette_mode", flag_value="record-new", help="Replay what is recorded, record the rest."
-)
+@click.option("--record", "record", is_flag=True, help="Run tools live and record them.")
+@click.option("--replay", "replay", is_flag=True, help="Replay recorded tool calls; run none live.")
+@click.option("--record-new", "record_new", is_flag=True, help="Replay what is recorded, record the rest.")
 @format_option()
 def run(
     tasks_file: Path,
@@ -93,7 +92,9 @@ def run(
     faults_file: Path | None,
     injections_file: Path | None,
     cassette_dir: Path | None,
-    cassette_mode: str | None,
+    record: bool,
+    replay: bool,
+    record_new: bool,
     fmt: str,
 ) -> None:
     """Run every case of TASKS k times with AGENT, score the attempts, print the statistics.
@@ -112,6 +113,10 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --record
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
     """
+    modes = [m for m, on in (("record", record), ("replay", replay), ("record-new", record_new)) if on]
+    if len(modes) > 1:
+        raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
+    cassette_mode = modes[0] if modes else None
     try:
         cases = load_cases(tasks_file)
         agent = load_agent(agent_ref)
@@ -135,8 +140,20 @@ def run(
             raise click.ClickException(f"--setting {item!r} must look like KEY=VALUE")
         extra[key] = value
     run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{variant}"
+    capture = harness_capture(capture_content)
+    flags = {  # what decides an attempt: a resumed run must not change it (concurrency does not)
+        "--agent": agent_ref,
+        "-k": k,
+        "--seed": seed,
+        "--setting": extra,
+        "--faults": _digest_of(faults_file),
+        "--injections": _digest_of(injections_file),
+        "--cassettes": None if cassette_dir is None else [str(cassette_dir), cassette_mode],
+        "--capture-content": capture,
+    }
     try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
         write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
+        check_run_flags(lake, run_id, variant, flags)
     except RunCasesConflict as exc:
         raise click.ClickException(str(exc)) from None
     done = completed_attempts(lake, run_id)
@@ -144,7 +161,7 @@ def run(
     if done:
         console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
     Path(lake).mkdir(parents=True, exist_ok=True)
-    telemetry = instrument(lake=lake, capture_content=harness_capture(capture_content))
+    telemetry = instrument(lake=lake, capture_content=capture)
     try:
         todo = len(cases) * k - sum(1 for key in done if key[0] == variant)
         with progress_bar(console) as progress:
@@ -169,6 +186,8 @@ def run(
             )
     finally:
         telemetry.shutdown()
+    for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
+        console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
     result = score_run(lake, run_id, cases)
     summaries = summarize(outcomes(result.trajectories, result.scores), k=k)
     rows = [
@@ -186,7 +205,8 @@ def run(
         for s in summaries.values()
     ]
     if fmt == "json":
-        click.echo(json.dumps({"run_id": run_id, "lake": lake, "variants": rows}))
+        click.echo(json.dumps({"run_id": run_id, "lake": lake, "variants": rows, "replay_misses": plan.misses}))
+        _fail_on_misses(plan, console)
         return
     print_rows(
         list(rows[0]) if rows else ["variant"],
@@ -196,3 +216,22 @@ def run(
     )
     if fmt == "table":
         click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
+    _fail_on_misses(plan, console)
+
+
+def _digest_of(path: Path | None) -> str | None:
+    """A profile by its content (sha256): the same file edited between a run and its resume is a change."""
+    return None if path is None else f"sha256:{digest(path.read_bytes())[:16]}"
+
+
+def _fail_on_misses(plan: Any, console: Console) -> None:
+    """A replay miss is an infrastructure error (the cassettes are incomplete), not the agent's failure:
+    say what was missing and exit 2, after the figures, so CI never counts an incomplete replay as a run."""
+    if plan.misses:
+        console.print(
+            f"error: {len(plan.misses)} tool calls had no recording (first: {plan.misses[0]}); the replay is "
+            "incomplete: record them with --record-new, or fix the cassettes",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise SystemExit(2)

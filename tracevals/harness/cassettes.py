@@ -23,7 +23,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,6 +150,7 @@ class CassettePlayer:
     attempt: int = 1
     occurrences: dict[str, int] = field(default_factory=dict)
     live_calls: int = 0
+    on_miss: Callable[[str], None] | None = None  # told of every replay miss (the run reports them)
 
     def begin(self, tool: str, arguments: Mapping[str, Any]) -> tuple[str, int, dict[str, Any] | None]:
         """(key, occurrence, the recording to replay or None to run live); a replay miss raises."""
@@ -166,7 +167,10 @@ class CassettePlayer:
                 else f"; attempt {self.attempt} was not recorded (record with at least as many attempts)"
             )
             call = f"{tool}({json.dumps(dict(arguments), default=str)})"
-            raise CassetteMiss(f"no recording of {call} #{n} in attempt {self.attempt}{hint}")
+            message = f"no recording of {call} #{n} in attempt {self.attempt}{hint}"
+            if self.on_miss is not None:
+                self.on_miss(message)
+            raise CassetteMiss(message)
         self.live_calls += 1
         return key, n, None
 

@@ -124,6 +124,7 @@ class FaultInjector:
     sleep: Callable[[float], None] = lambda seconds: time.sleep(seconds)  # looked up when called: counted
     calls: dict[str, int] = field(default_factory=dict)
     fired: list[tuple[str, int, str]] = field(default_factory=list)
+    fired_ids: set[str] = field(default_factory=set)  # the rules that fired at least once
     _next_allowed: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
@@ -155,6 +156,7 @@ class FaultInjector:
             self._still_throttled(tool, now, span)
             return None
         self.fired.append((tool, n, rule.type))
+        self.fired_ids.add(rule.id)
         _mark(span, rule)
         if rule.type == "rate_limit":
             self._next_allowed[tool] = (now + rule.retry_after_ms / 1000, rule.retry_after_ms)

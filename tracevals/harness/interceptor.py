@@ -35,6 +35,37 @@ class RunPlan:
     cassette_mode: str | None = None  # record | replay | record-new
     _cassettes: dict[str, Cassette] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _injectors: list[FaultInjector] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)  # replay misses: the run is incomplete, not the agent
+
+    def unfired_rules(self) -> list[tuple[FaultRule, str]]:
+        """The profile's rules that no attempt's call matched, each with why (a tool never called, a call
+        index never reached, a chance never drawn): a fault profile that injected nothing must be said,
+        not pass as a clean run."""
+        with self._lock:
+            fired = {rule_id for injector in self._injectors for rule_id in injector.fired_ids}
+            most: dict[str, int] = {}
+            for injector in self._injectors:
+                for tool, n in injector.calls.items():
+                    most[tool] = max(most.get(tool, 0), n)
+        out = []
+        for rule in self.faults:
+            if rule.id in fired:
+                continue
+            calls = sum(most.values()) if rule.tool == "*" else most.get(rule.tool, 0)
+            if calls == 0:
+                called = ", ".join(sorted(most)) or "none"
+                why = f"no attempt called {rule.tool!r} (tools called: {called})"
+            elif rule.call is not None:
+                why = f"no attempt reached call {rule.call} of {rule.tool!r} (at most {calls})"
+            else:
+                why = f"probability {rule.probability} drew none of the calls"
+            out.append((rule, why))
+        return out
+
+    def note_miss(self, message: str) -> None:
+        with self._lock:
+            self.misses.append(message)
 
     @property
     def replay_mode(self) -> str:
@@ -55,10 +86,14 @@ class RunPlan:
         rules = (*self.faults, *_case_faults(case))
         injections = (*self.injections, *_case_injections(case))
         cassette = self.cassette(case.case_id)
+        injector = FaultInjector(rules=rules, seed=seed) if rules else None
+        if injector is not None:
+            with self._lock:
+                self._injectors.append(injector)
         return AttemptInterceptor(
-            faults=FaultInjector(rules=rules, seed=seed) if rules else None,
+            faults=injector,
             injections=injections,
-            player=CassettePlayer(cassette, attempt=attempt) if cassette is not None else None,
+            player=CassettePlayer(cassette, attempt=attempt, on_miss=self.note_miss) if cassette is not None else None,
             mode=self.replay_mode,
         )
 

@@ -5,7 +5,10 @@ A run remembers exactly which task cases its attempts were attempts at, so that 
 hand, and says plainly when a run has none (a `pytest` run, a run from before tracevals kept them).
 The file holds the run id, the task file's bytes as text, their sha256 and where they were read from;
 its name is a digest of the run id (any run id is a valid file name that way). Written atomically,
-once: a resumed run must bring the same cases, or it is refused.
+once: a resumed run must bring the same cases, or it is refused. Next to the cases it keeps, per
+variant, the flags that decide what an attempt is (`k`, seed, agent, settings, fault and injection
+profiles, cassette mode, capture): a resumed run that changes one is refused too, naming the flag,
+since its attempts would silently mix two configurations under one id.
 """
 
 from __future__ import annotations
@@ -57,6 +60,28 @@ def write_run_cases(lake: str | os.PathLike[str], run_id: str, data: bytes, sour
     doc = {"run_id": run_id, "sha256": kept.sha256, "source": source, "cases": kept.text}
     write_bytes_atomically(json.dumps(doc, ensure_ascii=False).encode(), _path(lake, run_id))
     return kept
+
+
+def check_run_flags(lake: str | os.PathLike[str], run_id: str, variant: str, flags: dict[str, object]) -> None:
+    """Keep `flags` (JSON values) as what variant `variant` of run `run_id` runs with; a resumed run with
+    other flags raises `RunCasesConflict` naming the first that changed. Call after `write_run_cases`."""
+    if is_remote(os.fspath(lake)):
+        return
+    path = _path(lake, run_id)
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    kept = doc.setdefault("flags", {})
+    flags = json.loads(json.dumps(flags))  # the form it is kept in (tuples become lists)
+    before = kept.get(variant)
+    if before is None:
+        kept[variant] = flags
+        write_bytes_atomically(json.dumps(doc, ensure_ascii=False).encode(), path)
+        return
+    for name in sorted(set(before) | set(flags)):
+        if before.get(name) != flags.get(name):
+            raise RunCasesConflict(
+                f"run {run_id!r} (variant {variant!r}) ran with {name} = {json.dumps(before.get(name))}, not "
+                f"{json.dumps(flags.get(name))}; resume it with the same flags, or pick a new --run-id"
+            )
 
 
 def read_run_cases(lake: str | os.PathLike[str], run_id: str) -> RunCases | None:
