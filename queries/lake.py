@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from tracevals.lake.paths import LakeError, is_remote, lake_prices
+from tracevals.lake.paths import LakeError, check_lake_dir, is_remote, lake_prices
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.model.prices import default_prices
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
@@ -79,8 +79,7 @@ def open_lake(
     tree of views: most of the time it takes to open a small lake).
     """
     lake_str = os.fspath(lake)
-    if not is_remote(lake_str) and not Path(lake_str).is_dir():
-        raise LakeError(f"lake {lake_str!r} is not a directory; pass the folder that holds spans/")
+    check_lake_dir(lake_str)
     con = con or duckdb.connect(":memory:")
     con.execute("SET parquet_metadata_cache = true")
     if memory_limit:

@@ -9,13 +9,15 @@ Columns that an older lake format lacks read as NULL.
 from __future__ import annotations
 
 import datetime as dt
+import glob
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from tracevals.lake.paths import LakeError, has_parquet, is_remote, partition_filter, partition_globs
+from tracevals.lake.paths import LakeError, has_parquet, is_remote, partition_filter, partition_globs, strict
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
@@ -65,6 +67,54 @@ def _partitioned(lake: str, sub: str, globs: list[str] | None) -> bool:
 STRICT = "tv_strict_"
 
 
+def unreadable(path: Path) -> str | None:
+    """Why a file cannot be a Parquet file, from its first and last bytes (no parse): too small, no `PAR1`
+    magic at either end (a copy cut short, a disk that filled, a foreign file), or a footer longer than
+    the file; None when it looks whole. Two small reads: cheap on a lake of thousands of files."""
+    try:
+        size = path.stat().st_size
+        if size < 12:
+            return f"{size} bytes, too small"
+        with path.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(-8, 2)
+            tail = fh.read(8)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if head != b"PAR1" or tail[4:] != b"PAR1":
+        return "not Parquet: no PAR1 magic"
+    if int.from_bytes(tail[:4], "little") + 12 > size:
+        return "footer cut short"
+    return None
+
+
+_warned: set[str] = set()  # files already named in a warning by this process (a command opens a lake often)
+
+
+def _readable_globs(lake: str, sub: str, globs: list[str] | None) -> list[str] | None:
+    """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet
+    files, the explicit list of the others: those are skipped with one warning naming them (a query
+    over the rest of the lake still answers), or, with `--strict` (TRACEVALS_STRICT), a `LakeError`."""
+    root = Path(lake) / sub
+    files = sorted(root.rglob("*.parquet")) if globs is None else sorted(Path(p) for g in globs for p in glob.glob(g))
+    bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
+    if not bad:
+        return globs
+    named = "; ".join(f"{path} ({why})" for path, why in sorted(bad.items())[:5])
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    if strict():
+        raise LakeError(
+            f"{len(bad)} unreadable lake files: {named}{more}; move them away, or drop --strict to skip them"
+        )
+    if set(bad) - _warned:
+        _warned.update(bad)
+        print(
+            f"tracevals: warning: skipped {len(bad)} unreadable lake files: {named}{more} (--strict fails instead)",
+            file=sys.stderr,
+        )
+    return [str(p) for p in files if str(p) not in bad]
+
+
 def register_source(
     con: duckdb.DuckDBPyConnection,
     name: str,
@@ -77,6 +127,9 @@ def register_source(
 ) -> None:
     ranged = hive and (since is not None or until is not None)
     globs = partition_globs(lake, sub, since, until) if ranged else None
+    if not is_remote(lake) and (globs or has_parquet(Path(lake) / sub)):
+        globs = _readable_globs(lake, sub, globs)
+        ranged = ranged or globs is not None
     if is_remote(lake) or (bool(globs) if ranged else has_parquet(Path(lake) / sub)):
         where = partition_filter(since, until) if hive else ""
         select = source_sql(lake, sub, hive, where, globs)

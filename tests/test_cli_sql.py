@@ -142,7 +142,10 @@ def test_even_a_select_cannot_read_outside_the_lake(filled_lake: Path, tmp_path:
 
 
 def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
-    # a corrupt file in a partition out of range: if DuckDB opened it, the query would fail
+    # a corrupt file in a partition out of range: if the range opened it, it would be named in a warning
+    import tracevals.queries.sources as sources
+
+    sources._warned.clear()
     (day,) = {p.parent.parent.name for p in (filled_lake / "spans").rglob("*.parquet")}
     bogus = filled_lake / "spans" / "date=2001-01-01" / "hour=00" / "part-bogus.parquet"
     bogus.parent.mkdir(parents=True)
@@ -164,14 +167,15 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
         ],
     )
     assert ok.exit_code == 0, ok.output
-    assert json.loads(ok.output) == [{"n": 2}]
-    unbounded = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select count(*) from spans"])
-    assert unbounded.exit_code == 1  # without the range the corrupt file is read, and the query fails
+    assert json.loads(ok.stdout) == [{"n": 2}] and ok.stderr == ""  # the file out of range was never opened
+    unbounded = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--strict", "select count(*) from spans"])
+    assert unbounded.exit_code == 1 and "part-bogus.parquet" in unbounded.output  # without the range it is read
     empty = CliRunner().invoke(
         main,
         ["sql", "--lake", str(filled_lake), "--until", "2001-01-01T00", "--format", "json", "select 1 as one"],
     )
-    assert empty.exit_code == 1  # the range holds only the corrupt file
+    assert empty.exit_code == 0, empty.output
+    assert "part-bogus.parquet" in empty.stderr  # the range holds only the corrupt file
     bad = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--since", "yesterday", "select 1"])
     assert bad.exit_code == 1 and "is not a date" in bad.output
 
@@ -223,3 +227,26 @@ def test_select_star_from_every_view_prints_in_every_format(
     result = CliRunner().invoke(main, ["sql", "--lake", str(every_kind_lake), "--format", fmt, *out,
                                        "select * from spans limit 1"])  # fmt: skip
     assert result.exit_code == 0, (result.output, result.exception)
+
+
+def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(filled_lake: Path) -> None:
+    import tracevals.queries.sources as sources
+
+    sources._warned.clear()  # the warning is once per process and file; this test is a new "process"
+    (hour,) = sorted(filled_lake.glob("spans/date=*/hour=*"))
+    whole = next(hour.glob("*.parquet"))
+    (hour / "zz-garbage.parquet").write_bytes(b"not parquet at all")
+    (hour / "zz-cut.parquet").write_bytes(whole.read_bytes()[:300])  # a copy cut short
+    query = ["sql", "--lake", str(filled_lake), "--format", "json", "select count(*) as n from tool_calls"]
+    result = CliRunner().invoke(main, query)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"n": 2}]  # the rest of the lake still answers
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("tracevals: warning: skipped 2 unreadable lake files: ")
+    assert f"{hour / 'zz-cut.parquet'} (not Parquet: no PAR1 magic)" in warning
+    assert f"{hour / 'zz-garbage.parquet'} (not Parquet: no PAR1 magic)" in warning
+    assert "(--strict fails instead)" in warning
+    for command in (query, ["score", "--lake", str(filled_lake), "--no-write"]):
+        strict = CliRunner().invoke(main, [*command, "--strict"])
+        assert strict.exit_code == 1
+        assert "Error: 2 unreadable lake files: " in strict.output and "Traceback" not in strict.output

@@ -124,6 +124,28 @@ def test_open_hours_are_left_alone(built: Path) -> None:
     done = {p.partition for p in result.partitions if p.table == "spans"}
     assert done == {str(h.relative_to(built / "spans")) for h in hours[:-1]}
     assert all(compacted_from(p) is None for p in hours[-1].glob("*.parquet"))
+    assert f"spans/{hours[-1].relative_to(built / 'spans')}" in result.too_young  # said, not silent
+    assert not any(t.startswith("spans/") and t != f"spans/{hours[-1].relative_to(built / 'spans')}"
+                   for t in result.too_young)  # fmt: skip
+
+
+def test_min_age_0_says_it_left_the_current_hour(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+    from tracevals.lake.writer import LakeWriter
+
+    lake = tmp_path / "lake"
+    now = time.time_ns()
+    LakeWriter(lake).write_rows([{"trace_id": "0" * 31 + "1", "span_id": "0" * 15 + "1", "name": "s",
+                                  "start_time": now, "end_time": now}])  # fmt: skip
+    result = CliRunner().invoke(main, ["compact", "--lake", str(lake), "--min-age", "0"])
+    assert result.exit_code == 0, result.output
+    (hour,) = [str(p.relative_to(lake)) for p in lake.glob("spans/date=*/hour=*")]
+    assert (
+        f"left 1 partitions that ended less than --min-age 0 ago (an hour is compacted once it has ended): {hour}"
+        in (" ".join(result.stderr.split()))
+    )
 
 
 def dt_end(partition: Path) -> float:

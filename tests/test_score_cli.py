@@ -279,3 +279,28 @@ def test_scoring_a_chunk_of_sessions_at_a_time_gives_the_same_scores(lake: Path,
     assert (chunked.traces, chunked.sessions, chunked.root_spans) == (whole.traces, whole.sessions, whole.root_spans)
     # the connection reads what it read before: the selection's sessions, or the whole lake
     assert is_restricted(con) == (chosen is not None)
+
+
+def test_a_wrong_or_empty_lake_path_is_an_error_not_0_sessions(lake: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"  # the folder that holds the lake, passed by mistake
+    (project / "lake").mkdir(parents=True)
+    (project / "lake" / "spans").symlink_to(lake / "spans")
+    (project / "agent.py").write_text("")
+    empty = tmp_path / "new-lake"  # a lake nothing was written to yet
+    (empty / "spans").mkdir(parents=True)
+    for args, message in (
+        (["--lake", str(project)], f"{str(project)!r} is not a lake: it has no spans/ folder (nor logs/, scores/); "
+         f"the lake is probably {project / 'lake'}"),
+        (["--lake", ""], "the lake path is empty; pass --lake DIR (or set TRACEVALS_LAKE)"),
+        (["--lake", str(empty)], f"the lake {empty} holds no spans: nothing to score"),
+    ):  # fmt: skip
+        for command in (["score"], ["sql", "select count(*) from spans"], ["report", "--out", str(tmp_path / "r.md")]):
+            if command != ["score"] and args[1] == str(empty):
+                continue  # an empty lake is a valid lake to query; only scoring it is pointless
+            result = CliRunner().invoke(main, [*command, *args])
+            assert result.exit_code == 1, (command, args, result.output)
+            assert message in " ".join(result.output.split()), (command, result.output)
+            assert "Traceback" not in result.output
+    window = CliRunner().invoke(main, ["score", "--lake", str(lake), "--since", "2001-01-01", "--until", "2001-01-02"])
+    assert window.exit_code == 0  # a night with no traffic is not an error, but it is said
+    assert "warning: no trace of" in window.stderr and "since 2001-01-01, until 2001-01-02" in window.stderr

@@ -35,6 +35,7 @@ EVALUATORS = "TRACEVALS_EVALUATORS"
 IDLE = "TRACEVALS_IDLE"
 EMIT_OTLP = "TRACEVALS_EMIT_OTLP"
 FORMAT = "TRACEVALS_FORMAT"
+STRICT = "TRACEVALS_STRICT"  # 1: an unreadable lake file fails the command instead of being skipped
 
 # --- redaction (instrumentation) ------------------------------------------------------------------------
 REDACT_PII = "TRACEVALS_REDACT_PII"

@@ -23,7 +23,7 @@ def _seconds(text: str) -> float:
 
 
 @click.command()
-@lake_option("The lake directory (holds spans/ and logs/).")
+@lake_option("The lake directory (holds spans/ and logs/).", reads=False)
 @click.option(
     "--min-age",
     default=f"{int(MIN_AGE_S // 3600)}h",
@@ -77,6 +77,14 @@ def compact(lake: str, min_age: str, group_mib: int, dry_run: bool, fmt: str) ->
         f"{verb} {result.files_in} files into {result.files_out} in {len(result.partitions)} partitions "
         f"in {result.seconds:.1f} s"
     )
+    if result.too_young:  # an hour still being written (or younger than --min-age) is never rewritten
+        console.print(
+            f"left {len(result.too_young)} partitions that ended less than --min-age {min_age} ago (an hour is "
+            f"compacted once it has ended): {', '.join(result.too_young[:3])}"
+            + (f" +{len(result.too_young) - 3} more" if len(result.too_young) > 3 else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     failed = [p for p in result.partitions if p.error]
     if failed:
         raise click.ClickException(f"{len(failed)} partitions left as they were; first: {failed[0].error}")

@@ -55,7 +55,7 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
 
 
 @click.command()
-@lake_option("The lake directory to write into (created if missing).")
+@lake_option("The lake directory to write into (created if missing).", reads=False)
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:

@@ -52,18 +52,40 @@ def progress_bar(console: Console, transient: bool = False) -> Progress:
     )
 
 
-def lake_option(help: str, default: str | None = None) -> Any:
-    """`--lake` (env TRACEVALS_LAKE): required unless a default is given."""
-    if default is None:
-        return click.option("--lake", type=click.Path(file_okay=False), envvar=env.LAKE, required=True, help=help)
-    return click.option(
+def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:
+    """`--lake` (env TRACEVALS_LAKE): required unless a default is given. `reads`: the command reads the
+    lake's files, so it also takes `--strict` (env TRACEVALS_STRICT): an unreadable file fails the command
+    instead of being skipped with a warning (`queries.sources`)."""
+    lake = click.option(
         "--lake",
         type=click.Path(file_okay=False),
         envvar=env.LAKE,
+        required=default is None,
         default=default,
-        show_default=True,
+        show_default=default is not None,
         help=help,
     )
+    if not reads:
+        return lake
+
+    def strict(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        from tracevals.lake import paths  # light: no DuckDB
+
+        paths.strict_files = value  # read where the lake is opened, however deep; each invocation decides
+
+    strict_option = click.option(
+        "--strict",
+        is_flag=True,
+        envvar=env.STRICT,
+        expose_value=False,
+        callback=strict,
+        help="Fail on an unreadable lake file (default: skip it with a warning naming it).",
+    )
+
+    def decorate(func: Any) -> Any:
+        return lake(strict_option(func))
+
+    return decorate
 
 
 def _without_nanoseconds(t: pa.DataType) -> pa.DataType:

@@ -7,7 +7,6 @@ import re
 import signal
 import sys
 from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import click
@@ -105,13 +104,16 @@ def score(
       tracevals score --lake lake --config scoring.yaml --follow --idle 30 --format json
     """
     from tracevals.evaluators.registry import UnknownEvaluatorError, instances
+    from tracevals.lake.paths import check_lake_dir, has_spans
     from tracevals.model.tasks import TaskFileError, load_cases
     from tracevals.queries.lake import LakeError
     from tracevals.scoring.config import ConfigError, ScoringConfig, load_config
     from tracevals.scoring.runs import RunCasesConflict, kept_cases
 
-    if not Path(lake).is_dir() and "://" not in lake:
-        raise click.ClickException(f"lake {lake!r} is not a directory; pass the folder that holds spans/")
+    try:
+        check_lake_dir(lake)
+    except LakeError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         # without --tasks, the cases the lake's harness runs kept (none for production traffic)
         tasks = load_cases(tasks_file) if tasks_file else (kept_cases(lake).cases or None)
@@ -140,16 +142,28 @@ def score(
             )
         except LakeError as exc:
             raise click.ClickException(str(exc)) from None
+        if run.traces == 0 and not has_spans(lake):
+            raise click.ClickException(
+                f"the lake {lake} holds no spans: nothing to score (is the agent or collector writing to another "
+                "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
+            )
         if emitter is not None:
             emitter.emit(run.scores, run.root_spans)
         _print(run.scores, fmt, summary)
         where = f"; written to {run.written}" if run.written else ""
-        Console(stderr=True).print(
+        console = Console(stderr=True)
+        if run.traces == 0:
+            console.print(f"warning: no trace of {lake} is in the selection ({_range(since, until)})", highlight=False)
+        console.print(
             f"{run.sessions} sessions, {run.traces} traces, {run.scores.height} scores{where}", highlight=False
         )
     finally:
         if emitter is not None:
             emitter.shutdown()
+
+
+def _range(since: str | None, until: str | None) -> str:
+    return f"since {since or 'the start'}, until {until or 'now'}"
 
 
 def _emitter() -> Any:

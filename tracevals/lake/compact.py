@@ -91,6 +91,7 @@ class CompactResult:
     partitions: list[PartitionResult] = field(default_factory=list)
     seconds: float = 0.0
     stale_removed: int = 0
+    too_young: list[str] = field(default_factory=list)  # "table/date=../hour=..": not ended min_age_s ago
 
     @property
     def files_in(self) -> int:
@@ -124,6 +125,13 @@ def compact(
         if not dry_run:
             result.stale_removed = _remove_stale(root, now)
         todo = [(table, d) for table in SORT_KEYS for d in _closed_partitions(root / table, now - min_age_s)]
+        chosen = set(todo)
+        result.too_young = [
+            f"{table}/{d.relative_to(root / table)}"
+            for table in SORT_KEYS
+            for d in _closed_partitions(root / table, float("inf"))
+            if (table, d) not in chosen and any(d.glob("*.parquet"))
+        ]
         for done, (table, directory) in enumerate(todo, 1):
             partition = _compact_partition(table, directory, group_bytes, dry_run)
             if partition is not None:

@@ -8,7 +8,10 @@ partitions a time range covers. A lake is a directory or an object-store prefix 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
+
+from tracevals import env
 
 
 class LakeError(Exception):
@@ -17,6 +20,46 @@ class LakeError(Exception):
 
 def is_remote(lake: str) -> bool:
     return "://" in lake
+
+
+#: Whether an unreadable lake file fails (True) or is skipped with a warning (False); None: the
+#: environment decides (TRACEVALS_STRICT). The CLI's --strict sets it for its invocation.
+strict_files: bool | None = None
+
+
+def strict() -> bool:
+    if strict_files is not None:
+        return strict_files
+    return os.environ.get(env.STRICT, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+#: What a lake directory holds; a directory with none of them (but other files) is a wrong --lake.
+LAKE_ENTRIES = ("spans", "logs", "scores", "run_cases", "prices.json")
+
+
+def check_lake_dir(lake: str) -> None:
+    """Raise `LakeError` unless `lake` can be a lake: not empty text, a directory (local lakes), and either
+    empty (a lake nothing has been written to yet) or holding one of `LAKE_ENTRIES`. A project folder
+    passed by mistake says where its lake probably is, instead of reading as a lake of 0 sessions."""
+    if not lake.strip():
+        raise LakeError("the lake path is empty; pass --lake DIR (or set TRACEVALS_LAKE)")
+    if is_remote(lake):
+        return
+    root = Path(lake)
+    if not root.is_dir():
+        raise LakeError(f"lake {lake!r} is not a directory; pass the folder that holds spans/")
+    if any((root / name).exists() for name in LAKE_ENTRIES) or not any(root.iterdir()):
+        return
+    inside = sorted(p.parent for p in root.glob("*/spans") if p.is_dir()) + sorted(
+        p.parent for p in root.glob("*/*/spans") if p.is_dir()
+    )
+    hint = f"; the lake is probably {inside[0]}" if inside else ""
+    raise LakeError(f"{lake!r} is not a lake: it has no spans/ folder (nor logs/, scores/){hint}")
+
+
+def has_spans(lake: str) -> bool:
+    """A local lake holds at least one span file (remote lakes: assumed)."""
+    return is_remote(lake) or has_parquet(Path(lake) / "spans")
 
 
 def has_parquet(directory: Path) -> bool:
