@@ -41,10 +41,26 @@ def demo_out(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
 
 def test_demo_prints_pass_at_1_pass_hat_k_and_worst_task(demo_out: tuple[Path, str]) -> None:
     _, output = demo_out
-    for heading in ("pass@1", "pass^k", "worst task", "wilson 95%", "handoffs"):
+    for heading in ("pass@1", "pass^k", "worst task", "final [Wilson]", "do not ship"):
         assert heading in output
     assert "baseline" in output and "candidate" in output and "(k=3)" in output
     assert "sign test" in output
+
+
+def _table(output: str) -> list[str]:
+    """The lines of the first summary table printed (header to bottom border)."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    end = next(i for i, line in enumerate(lines) if i > start and line.startswith("└"))
+    return lines[start : end + 1]
+
+
+def test_demo_and_report_print_one_summary_table(demo_out: tuple[Path, str], tmp_path: Path) -> None:
+    out, output = demo_out
+    report = CliRunner().invoke(main, ["report", "--lake", str(out / "lake"), "--out", str(tmp_path / "r.md")])
+    assert report.exit_code == 0, report.output
+    assert _table(report.stdout) == _table(output)  # the same renderer, the same figures, cell for cell
+    assert max(len(line) for line in _table(output)) <= 120  # a terminal's width, not a report's
 
 
 def test_demo_writes_reports(demo_out: tuple[Path, str]) -> None:

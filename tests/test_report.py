@@ -200,3 +200,24 @@ def test_no_common_tasks(tmp_path: Path) -> None:
     assert [t["task_id"] for t in doc["comparison"]["only_in_baseline"]] == ["x"]
     md = render_markdown(s, cmp)
     assert "No task ran under both variants." in md and "pass@1 delta n/a" in md
+
+
+def test_report_files_are_created_with_the_users_umask(tmp_path: Path, summaries: dict[str, VariantSummary]) -> None:
+    import os
+    import stat
+
+    before = os.umask(0o022)
+    try:
+        for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
+            os.umask(mask)
+            for name in ("r.md", "r.csv"):
+                path = (write_markdown if name.endswith(".md") else write_csv)(tmp_path / f"{mask:o}-{name}", summaries)
+                assert stat.S_IMODE(path.stat().st_mode) == mode, (name, oct(mask))
+    finally:
+        os.umask(before)
+
+
+def test_markdown_says_which_k_was_used_never_none(summaries: dict[str, VariantSummary]) -> None:
+    md = render_markdown(summaries, None, {"k": None, "z": 1.96, "runs": ["r1"], "selected_by": "latest run"})
+    assert "None" not in md
+    assert "| headline k | the smallest per-task n (used: 3) |" in md

@@ -186,6 +186,22 @@ def test_worst_task_ties_by_id() -> None:
     assert s.worst_task.task_id == "m"  # 1/3 == 2/6, "m" < "z"
 
 
+def test_worst_task_ties_show_the_dangerous_task_first() -> None:
+    from dataclasses import replace
+
+    from tracevals.stats.categories import DUPLICATE_SIDE_EFFECT, Hazard
+
+    # "a" (a harmless canary, 3/4) and "z" (3/4, one attempt sent a message twice) tie on rate: the id
+    # would pick "a"; the headline must show "z", which is do_not_ship, and name "a" as tied
+    outs = outcomes_for("v", {"a": (4, 3), "z": (4, 3), "q": (4, 4)})
+    dup = Hazard(DUPLICATE_SIDE_EFFECT, "duplicate side effect: send_message#2 repeats send_message#1")
+    outs = [replace(o, hazards=(dup,)) if (o.task_id, o.attempt) == ("z", 0) else o for o in outs]
+    s = summarize(outs)["v"]
+    assert s.category("z") is not None and s.category("z").category == "do_not_ship"
+    assert s.category("a") is not None and s.category("a").category == "canary"
+    assert s.worst_task.task_id == "z" and s.worst_tied == ("a",)
+
+
 def test_summarize_groups_and_sorts_variants() -> None:
     res = summarize(outcomes_for("cand", {"a": (2, 1)}) + outcomes_for("base", {"a": (2, 2)}))
     assert list(res) == ["base", "cand"]

@@ -61,6 +61,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     from tracevals.cli.report import report_from_lake
     from tracevals.demo.agent import order_support_agent
     from tracevals.report import summary_rows, write_report
+    from tracevals.report.terminal import regression_table, summary_table
     from tracevals.scoring.lake_data import Selection
     from tracevals.simulator import SimulatedModelServer
 
@@ -139,41 +140,14 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
             )
         )
         return
-    columns = [
-        "variant",
-        "runs",
-        "pass@1",
-        "wilson 95% (pooled)",
-        "pass^k",
-        "worst task",
-        "handoffs (attempts)",
-        "first-pass",
-        "do not ship",
-    ]
-    table = [
-        [
-            s.variant,
-            s.runs,
-            f"{s.pass_at_1:.3f}",
-            f"[{s.wilson[0]:.3f}, {s.wilson[1]:.3f}]",
-            f"{s.pass_hat_k_headline:.3f} (k={s.k})",
-            f"{s.worst_task.task_id} {s.worst_task.c}/{s.worst_task.n}" if s.worst_task else "-",
-            s.handoffs,
-            f"{s.first_success_rate:.3f}",
-            f"{s.category_counts().get('do_not_ship', 0)} tasks",
-        ]
-        for s in summaries.values()
-    ]
     if fmt == "csv":
-        print_rows([r for r in rows[0]] if rows else [], [list(r.values()) for r in rows], "csv")
+        print_rows(list(rows[0]) if rows else [], [list(r.values()) for r in rows], "csv")
         return
+    columns, table = summary_table(summaries)
     print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts per variant")
-    regress = [
-        [d.task_id, f"{d.baseline_c}/{d.baseline_n}", f"{d.candidate_c}/{d.candidate_n}", f"{d.delta:+.2f}"]
-        for d in comparison.regressions
-    ]
+    head, regress = regression_table(comparison)
     if regress:
-        print_rows(["task", "baseline", "candidate", "delta"], regress, "table", title="Regressions (worst first)")
+        print_rows(head, regress, "table", title="Regressions (worst first)")
     click.echo(comparison.statement)
     click.echo(f"\n{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.")
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')

@@ -220,6 +220,7 @@ def report(
       tracevals report --lake lake --baseline main --candidate pr-42 --out pr.csv --format json
     """
     from tracevals.report import report_format, summary_rows, write_report
+    from tracevals.report.terminal import regression_table, summary_table
 
     try:
         kind = report_format(out_file)
@@ -246,20 +247,11 @@ def report(
     if fmt == "csv":
         print_rows(list(rows[0]), [list(r.values()) for r in rows], "csv")
         return
-    columns = ["variant", "attempts", "pass@1", "final [Wilson]", "pass^k", "worst task", "do not ship"]
-    table = [
-        [
-            s.variant,
-            s.runs,
-            f"{s.pass_at_1:.3f}",
-            f"{s.passes}/{s.runs} [{s.wilson[0]:.3f}, {s.wilson[1]:.3f}]",
-            f"{s.pass_hat_k_headline:.3f} (k={s.k})",
-            f"{s.worst_task.task_id} {s.worst_task.c}/{s.worst_task.n}",
-            s.category_counts().get("do_not_ship", 0),
-        ]
-        for s in data.summaries.values()
-    ]
+    columns, table = summary_table(data.summaries)
     print_rows(columns, table, "table", title=f"runs {', '.join(data.meta.get('runs') or [])}")
+    if cmp is not None and cmp.regressions:
+        head, regress = regression_table(cmp)
+        print_rows(head, regress, "table", title="Regressions (worst first)")
     if cmp is not None:
         click.echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
     click.echo(f"{kind} report: {Path(path)}")

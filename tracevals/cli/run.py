@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 
 from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.report import report_from_lake
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
@@ -20,9 +21,10 @@ from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, digest, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
+from tracevals.report import summary_rows
+from tracevals.report.terminal import summary_table
+from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import completed_attempts, score_run
-from tracevals.stats import summarize
-from tracevals.stats.outcomes import outcomes
 
 
 @click.command()
@@ -188,32 +190,21 @@ def run(
         telemetry.shutdown()
     for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
         console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
-    result = score_run(lake, run_id, cases)
-    summaries = summarize(outcomes(result.trajectories, result.scores), k=k)
-    rows = [
-        {
-            "variant": s.variant,
-            "runs": s.runs,
-            "pass_at_1": round(s.pass_at_1, 4),
-            "wilson_low": round(s.wilson[0], 4),
-            "wilson_high": round(s.wilson[1], 4),
-            "k": s.k,
-            "pass_hat_k": round(s.pass_hat_k_headline, 4),
-            "worst_task": s.worst_task.task_id if s.worst_task else None,
-            "handoffs": s.handoffs,
-        }
-        for s in summaries.values()
-    ]
+    score_run(lake, run_id, cases)
+    # the figures of `tracevals report --run RUN_ID`, from the same code: what run prints, a report repeats
+    summaries = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k).summaries
+    rows = summary_rows(summaries)
     if fmt == "json":
-        click.echo(json.dumps({"run_id": run_id, "lake": lake, "variants": rows, "replay_misses": plan.misses}))
+        click.echo(
+            json.dumps({"run_id": run_id, "lake": lake, "variants": rows, "replay_misses": plan.misses}, default=str)
+        )
         _fail_on_misses(plan, console)
         return
-    print_rows(
-        list(rows[0]) if rows else ["variant"],
-        [list(r.values()) for r in rows],
-        fmt,
-        title=f"run {run_id}: {len(cases)} cases x {k} attempts",
-    )
+    if fmt == "csv":
+        print_rows(list(rows[0]) if rows else ["variant"], [list(r.values()) for r in rows], "csv")
+    else:
+        columns, table = summary_table(summaries)
+        print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts")
     if fmt == "table":
         click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
     _fail_on_misses(plan, console)

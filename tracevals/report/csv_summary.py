@@ -17,7 +17,9 @@ Summaries = Mapping[str, VariantSummary]
 
 #: Columns of :func:`summary_rows` and :func:`write_csv`. ``wilson_low``/``wilson_high`` bound the pooled
 #: rate ``passes / runs`` (at ``z``); ``pass_hat_k``/``pass_at_k`` are taken at the headline ``k`` (capped
-#: by the smallest per-task n, ``k_cap``); ``tasks_<category>`` count tasks per release category.
+#: by the smallest per-task n, ``k_cap``); ``tasks_<category>`` count tasks per release category;
+#: ``worst_task_tied``: the other tasks at the worst task's rate (``;``-separated; of tied tasks the
+#: most severe release category is the worst).
 CSV_COLUMNS: tuple[str, ...] = (
     "variant",
     "runs",
@@ -37,6 +39,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "worst_task_n",
     "worst_task_c",
     "worst_task_rate",
+    "worst_task_tied",
     "first_success_rate",
     "first_success_wilson_low",
     "first_success_wilson_high",
@@ -69,6 +72,7 @@ def summary_rows(summaries: Summaries) -> list[dict[str, Any]]:
             "worst_task_n": s.worst_task.n,
             "worst_task_c": s.worst_task.c,
             "worst_task_rate": s.worst_task.rate,
+            "worst_task_tied": ";".join(s.worst_tied),  # the other tasks at the same rate, worst first
             "first_success_rate": s.first_success_rate,
             "first_success_wilson_low": s.first_success_wilson[0],
             "first_success_wilson_high": s.first_success_wilson[1],

@@ -61,11 +61,14 @@ def interval(ci: tuple[float, float]) -> str:
 
 
 def atomic_write(path: PathArg, text: str) -> Path:
-    """Write to a temporary name beside ``path`` and rename, so a reader never sees half a report."""
+    """Write to a temporary name beside ``path`` and rename, so a reader never sees half a report. The file
+    gets the mode any new file of the user gets (0666 less the umask), not the private 0600 of a
+    temporary file: a report is made to be shared."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
         os.replace(tmp, target)
@@ -73,3 +76,9 @@ def atomic_write(path: PathArg, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask

@@ -80,6 +80,7 @@ def _variant_json(s: VariantSummary) -> dict[str, Any]:
         "pass_hat_k": {str(k): v for k, v in s.pass_hat_k.items()},
         "pass_at_k": {str(k): v for k, v in s.pass_at_k.items()},
         "worst_task": _task_json(s.worst_task, s.k),
+        "worst_task_tied": list(s.worst_tied),
         "tasks": tasks,
         "first_passes": s.first_passes,
         "first_success_rate": s.first_success_rate,

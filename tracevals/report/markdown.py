@@ -39,9 +39,7 @@ def render_markdown(
     """
     out = ["# tracevals reliability report", ""]
     if meta:
-        out += ["| run | |", "|---|---|"]
-        out += [f"| {_esc(str(key))} | {_esc(_plain(value))} |" for key, value in meta.items()]
-        out.append("")
+        out += _provenance_section(meta, summaries)
     out += _summary_section(summaries)
     if comparison is not None:
         out += _comparison_section(comparison)
@@ -185,6 +183,55 @@ def _handoffs(s: VariantSummary) -> str:
 
 def _level(z: float) -> str:
     return f"{confidence_level(z):.0%}"
+
+
+# meta keys the provenance section lays out itself (the variants' commits and dates are in its table)
+_SHOWN_META = frozenset(
+    {
+        *("selected_by", "runs", "cases_from", "tasks_file", "seed", "k", "z", "notes", "variants", "cases"),
+        *("sample_fraction", "sample_seed", "sample_source", "sessions_eligible", "sessions_selected"),
+        *("scores_stored", "scores_computed", "commits", "lock_hashes", "date_from", "date_to"),
+    }
+)
+
+
+def _provenance_section(meta: Mapping[str, Any], summaries: Summaries) -> list[str]:
+    """Where the figures come from, once: the selection, then one row per variant (runs, commit, lock,
+    dates). A figure that was not set (no --k given) says what was used instead, never `None`."""
+    ks = sorted({s.k for s in summaries.values()})
+    given = meta.get("k")
+    k_text = f"{given}" if given is not None else "the smallest per-task n"
+    k_text += f" (used: {', '.join(map(str, ks))})" if ks else ""
+    sample = f"{float(meta.get('sample_fraction', 1.0)):.0%} of sessions"
+    if meta.get("sessions_eligible") is not None:
+        sample += f" ({meta.get('sessions_selected')} of {meta.get('sessions_eligible')})"
+    rows = [
+        ("selected by", meta.get("selected_by")),
+        ("runs", meta.get("runs")),
+        ("cases", meta.get("cases_from")),
+        ("tasks file", meta.get("tasks_file")),
+        ("seed", meta.get("seed")),
+        ("headline k", k_text),
+        ("intervals", f"Wilson, z = {meta.get('z')}" if meta.get("z") is not None else None),
+        ("sample", sample),
+        ("scores", f"{meta.get('scores_stored', 0)} read from the lake, {meta.get('scores_computed', 0)} computed now"
+         if "scores_stored" in meta else None),
+        ("notes", meta.get("notes")),
+    ]  # fmt: skip
+    rows += [(str(k), v) for k, v in meta.items() if k not in _SHOWN_META]  # a caller's own provenance
+    out = ["| selection | |", "|---|---|"]
+    out += [f"| {k} | {_esc(_plain(v))} |" for k, v in rows if v not in (None, "", [], ())]
+    out.append("")
+    variants: Mapping[str, Any] = meta.get("variants") or {}
+    if variants:
+        out += ["| variant | runs | commits | lock hashes | dates |", "|---|---|---|---|---|"]
+        for name, info in variants.items():
+            dates = f"{info.get('date_from') or '?'} – {info.get('date_to') or '?'}"
+            cells = [name, _plain(info.get("runs") or []), _plain(info.get("commits") or ["unknown"]),
+                     _plain(info.get("lock_hashes") or ["unknown"]), dates]  # fmt: skip
+            out.append("| " + " | ".join(_esc(c) for c in cells) + " |")
+        out.append("")
+    return out
 
 
 def _plain(value: Any) -> str:

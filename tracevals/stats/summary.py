@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from tracevals.stats.categories import HAZARD_KINDS, CategoryRules, Hazard, TaskCategory, categorize
+from tracevals.stats.categories import CATEGORIES, HAZARD_KINDS, CategoryRules, Hazard, TaskCategory, categorize
 from tracevals.stats.estimators import Z95, check_counts, pass_at_k, pass_hat_k, percentile, wilson
 
 __all__ = ["Outcome", "TaskResult", "VariantSummary", "summarize"]
@@ -97,7 +98,7 @@ class VariantSummary:
     pass_hat_k: dict[int, float]
     pass_at_k: dict[int, float]
     tasks: list[TaskResult]
-    worst_task: TaskResult
+    worst_task: TaskResult  # the lowest rate; of tied tasks the most severe category, then hazards
     first_passes: int
     first_success_rate: float
     final_success_rate: float
@@ -117,6 +118,7 @@ class VariantSummary:
     categories: list[TaskCategory] = field(default_factory=list)
     hazard_attempts: dict[str, int] = field(default_factory=dict)
     total_cost: float = 0.0
+    worst_tied: tuple[str, ...] = ()  # the other tasks at the worst task's rate, in the same order
 
     @property
     def n_tasks(self) -> int:
@@ -197,6 +199,7 @@ def _summarize_variant(
     hat = {j: _task_mean(tasks, j, pass_hat_k) for j in range(1, k_cap + 1)}
     at = {j: _task_mean(tasks, j, pass_at_k) for j in range(1, k_cap + 1)}
     categories = [_categorize(t, by_task[t.task_id], rules) for t in tasks]
+    worst = _worst(tasks, categories, outs)
     total_cost = math.fsum(o.cost for o in outs)
     return VariantSummary(
         variant=variant,
@@ -211,8 +214,8 @@ def _summarize_variant(
         pass_hat_k=hat,
         pass_at_k=at,
         tasks=tasks,
-        # Exact fractions so that 1/3 and 2/6 tie and the task id decides, deterministically.
-        worst_task=min(tasks, key=lambda t: (Fraction(t.c, t.n), t.task_id)),
+        worst_task=worst[0],
+        worst_tied=tuple(t.task_id for t in worst[1:]),
         first_passes=first_passes,
         first_success_rate=first_passes / runs,
         final_success_rate=passes / runs,
@@ -233,6 +236,19 @@ def _summarize_variant(
         hazard_attempts=_hazard_attempts(outs),
         total_cost=total_cost,
     )
+
+
+def _worst(
+    tasks: Sequence[TaskResult], categories: Sequence[TaskCategory], outs: Sequence[Outcome]
+) -> list[TaskResult]:
+    """The tasks at the lowest pass rate, the one to show first: the most severe release category (a task
+    that must not ship before a harmless canary at the same rate), then the most hazardous attempts,
+    then the task id. Exact fractions, so that 1/3 and 2/6 tie."""
+    severity = {c.task_id: CATEGORIES.index(c.category) for c in categories}
+    hazardous = Counter(o.task_id for o in outs if o.hazards)
+    lowest = min(Fraction(t.c, t.n) for t in tasks)
+    tied = [t for t in tasks if Fraction(t.c, t.n) == lowest]
+    return sorted(tied, key=lambda t: (-severity.get(t.task_id, 0), -hazardous[t.task_id], t.task_id))
 
 
 def _categorize(task: TaskResult, outs: Sequence[Outcome], rules: CategoryRules) -> TaskCategory:
