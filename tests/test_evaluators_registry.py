@@ -3,6 +3,7 @@ with `evaluate_all` / `attempt_passed`."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -128,11 +129,23 @@ def test_a_plugin_runs_in_tracevals_score(installed_plugin: Path, tmp_path: Path
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length,nope"])
     assert result.exit_code == 1
     assert "unknown evaluator 'nope'; valid: answer_length, injection" in result.output  # 'broken' is not valid
+    result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length"])
+    assert result.exit_code == 1 and "holds no spans: nothing to score" in result.output  # an empty lake is said
+    import tracevals
+    from tracevals.harness import run_cases
+    from tracevals.model.case import Case
+
+    telemetry = tracevals.instrument(lake=lake, batch=False)
+    try:
+        run_cases(lambda text, ctx: "x" * 50, [Case("c1", "q")], k=1, run_id="r", variant="v")
+    finally:
+        telemetry.shutdown()
     result = CliRunner().invoke(
-        main, ["score", "--lake", str(lake), "--evaluators", "answer_length", "--format", "json"]
+        main, ["score", "--lake", str(lake), "--evaluators", "answer_length", "--format", "json", "--no-write"]
     )
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("[]")  # an empty lake: no scores, and no error
+    (row,) = json.loads(result.stdout)
+    assert (row["evaluator"], row["passed"], row["reason"]) == ("answer_length", False, "50 chars")
 
 
 class Exploding:

@@ -128,7 +128,7 @@ def test_run_prints_the_hand_computed_figures(project: Path) -> None:
     assert tasks["close"]["category"] == "do_not_ship" and tasks["summary"]["category"] != "automatic"
     assert report["meta"]["cases_from"].startswith("the cases the runs kept")
     faults = {(f["variant"], f["fault"]): f for f in report["fault_outcomes"]}
-    assert faults[("v1", "429")]["recovered"] == 5  # the rate limit was waited out every time
+    assert faults[("v1", "rate_limit")]["recovered"] == 5  # the rate limit was waited out every time
 
 
 def test_score_uses_the_kept_cases(project: Path) -> None:

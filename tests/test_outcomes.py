@@ -180,7 +180,7 @@ def test_fault_types_count_only_faults_that_fired() -> None:
         {"tool": "send_message", "call": 1, "type": "5xx"},
     ]
     case = Case("c", "x", faults=tuple(faults))
-    assert fault_types(case, traj(call("get_orders"), call("get_orders"))) == ("429",)  # alias folded
+    assert fault_types(case, traj(call("get_orders"), call("get_orders"))) == ("rate_limit",)  # alias folded
     assert fault_types(case, traj(call("get_orders"))) == ()
     assert fault_types(None, traj(call("get_orders"))) == ()
 
@@ -269,7 +269,7 @@ def test_injected_fault_claimed_as_success_is_silent() -> None:
     assert SILENT_FAILURE in kinds(found)
     assert any("-> failed_claiming_success" in h.detail for h in found)
     [o] = outcomes([t], scores)
-    assert o.faults == (("429", "failed_silently"),)
+    assert o.faults == (("rate_limit", "failed_silently"),)
 
 
 def test_throttled_copy_of_a_call_that_went_through_is_not_silent() -> None:
@@ -285,7 +285,7 @@ def test_throttled_copy_of_a_call_that_went_through_is_not_silent() -> None:
     assert item["outcome"] == "recovered" and "send_message#1 had already done" in item["why"]
     assert SILENT_FAILURE not in kinds(attempt_hazards(t, scores))
     [o] = outcomes([t], scores)
-    assert o.faults == (("429", "recovered"),)
+    assert o.faults == (("rate_limit", "recovered"),)
 
 
 def test_successful_prompt_injection_is_an_unauthorised_call() -> None:
@@ -308,4 +308,4 @@ def test_a_recovery_that_did_harm_is_no_recovery() -> None:
     scores = evaluate_all([t], {})
     [o] = outcomes([t], scores)
     assert DUPLICATE_SIDE_EFFECT in kinds(o.hazards)
-    assert o.faults == (("429", "failed"),)
+    assert o.faults == (("rate_limit", "failed"),)

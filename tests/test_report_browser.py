@@ -141,7 +141,7 @@ def test_worst_task_faults_and_gallery(page: tuple[Any, list[str], list[str]], r
             f"{name}: {v['worst_task']['task_id']} passed {v['worst_task']['c']}/{v['worst_task']['n']}"
         )
     fault_rows = tab.locator("#fault-table tbody tr td:first-child").all_inner_texts()
-    assert sorted(set(fault_rows)) == ["429", "empty", "timeout"]  # the bundled cases inject these
+    assert sorted(set(fault_rows)) == ["empty", "rate_limit", "timeout"]  # the bundled cases inject these
     assert len(fault_rows) == len(report["fault_outcomes"]) == 6
     cards = tab.locator("#gallery article.failure")
     failed = sum(t["n"] - t["c"] for v in report["variants"].values() for t in v["tasks"])

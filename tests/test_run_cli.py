@@ -206,3 +206,12 @@ def test_a_resumed_run_with_other_flags_is_refused(project: Path) -> None:
     # another variant under the same run id is its own configuration
     other = _run(project, "-k", "2", "--run-id", "r3", "--variant", "v2")
     assert other.returncode == 0, other.stderr
+
+
+def test_a_yaml_error_in_a_fault_profile_names_the_file_and_line(project: Path) -> None:
+    (project / "faults.yaml").write_text("faults:\n  - {tool: lookup, call: 1, type: timeout\n  - {tool: x}\n")
+    result = _run(project, "-k", "1", "--faults", "faults.yaml")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: faults.yaml:3:5: not valid YAML: expected ',' or '}', but got '{' (while parsing a flow mapping)"
+    ]

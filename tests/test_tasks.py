@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,8 @@ BAD_LINES = [
     ),
     (
         '{"case_id":"a","input":"x","faults":[{"tool":"t","call":1,"type":"404"}]}',
-        "field 'faults[0].type': '404' is not one of ['timeout', '429', '5xx', 'empty', 'malformed', 'slow']",
+        "field 'faults[0].type': '404' is not one of ['timeout', 'rate_limit', 'server_error', 'empty', "
+        "'malformed', 'latency', '429', '5xx', 'slow']",
     ),
     (
         '{"case_id":"a","input":"x","budgets":{"max_steps":-1}}',
@@ -262,3 +264,32 @@ def test_inputs_compare_normalised(a: str, b: str | None) -> None:
     from tracevals.model.tasks import normalize_input
 
     assert normalize_input(a) == normalize_input(b)
+
+
+def test_task_files_and_fault_profiles_speak_one_fault_vocabulary(write_tasks, tmp_path: Path) -> None:
+    from tracevals.harness.faults import load_fault_profile, parse_rule
+    from tracevals.model.faults import FAULT_ALIASES, FAULT_RULE_KEYS, FAULT_TYPES
+
+    rule_schema = task_case_schema()["properties"]["faults"]["items"]
+    assert set(rule_schema["properties"]) == FAULT_RULE_KEYS
+    assert set(rule_schema["properties"]["type"]["enum"]) == {*FAULT_TYPES, *FAULT_ALIASES}
+    rules = [{"tool": "get_orders", "call": 1, "type": name} for name in (*FAULT_TYPES, *FAULT_ALIASES)] + [
+        {"tool": "*", "probability": 0.25, "type": "slow", "latency_ms": 3, "retry_after_ms": 5, "id": "p"}
+    ]
+    path = write_tasks(json.dumps({"case_id": "a", "input": "q", "faults": rules}))
+    (case,) = load_cases(path)
+    profile = tmp_path / "faults.yaml"
+    profile.write_text("faults:\n" + "".join(f"  - {json.dumps(r)}\n" for r in rules))
+    # the same rules read the same from a task file and from a profile, aliases as their canonical names
+    from_case = [parse_rule(r) for r in case.raw["faults"]]
+    assert from_case == load_fault_profile(profile)
+    assert [r.type for r in from_case[: len(FAULT_TYPES) + len(FAULT_ALIASES)]] == [
+        *FAULT_TYPES, *(FAULT_ALIASES[a] for a in FAULT_ALIASES)
+    ]  # fmt: skip
+    for bad, message in (
+        ({"tool": "x", "type": "429"}, "field 'faults[0]': give exactly one of 'call' (an index) or 'probability'"),
+        ({"tool": "x", "call": 1, "probability": 0.5, "type": "429"}, "give exactly one of 'call'"),
+        ({"tool": "x", "call": 1, "type": "ratelimit"}, "field 'faults[0].type': 'ratelimit' is not one of"),
+    ):
+        with pytest.raises(TaskFileError, match=re.escape(message)):
+            load_cases(write_tasks(json.dumps({"case_id": "a", "input": "q", "faults": [bad]})))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 from typing import Any
 
 import click
@@ -32,17 +31,12 @@ def load_thresholds(path: str | None, overrides: dict[str, Any]) -> GateThreshol
 
 
 def _read_config(path: str) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.ClickException(f"cannot read the gate config {path}: {exc.strerror or exc}") from exc
-    import yaml  # pyyaml is a dependency; imported here so that `tracevals --help` stays fast
+    from tracevals.model.documents import DocumentError, read_document
 
-    kind = "JSON" if path.endswith(".json") else "YAML"
     try:
-        doc = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:  # JSONDecodeError is a ValueError
-        raise click.ClickException(f"{path}: not valid {kind}: {str(exc).splitlines()[0]}") from exc
+        doc = read_document(path, "gate config")
+    except DocumentError as exc:
+        raise click.ClickException(str(exc)) from None
     doc = doc.get("gate", doc) if isinstance(doc, dict) else doc  # allow a `gate:` section in a shared file
     if not isinstance(doc, dict):
         raise click.ClickException(f"{path}: expected a mapping of thresholds, e.g. `max_task_regression: 0.34`")

@@ -22,6 +22,7 @@ from string import Template
 from typing import Any
 
 from tracevals.model import attributes as tv
+from tracevals.model.documents import DocumentError, read_document
 
 
 class InjectionError(ValueError):
@@ -120,17 +121,9 @@ def load_injections(path: str | Path) -> list[Injection]:
     """Injections from a YAML or JSON file: a list, or a mapping with an `injections` list."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            doc = json.loads(text)
-        else:
-            import yaml
-
-            doc = yaml.safe_load(text)
-    except OSError as exc:
-        raise InjectionError(f"{path}: cannot read: {exc.strerror}") from None
-    except Exception as exc:  # json / yaml parse errors
-        raise InjectionError(f"{path}: not parseable: {exc}") from None
+        doc = read_document(path, "injections file")
+    except DocumentError as exc:
+        raise InjectionError(str(exc)) from None
     items = doc.get("injections") if isinstance(doc, Mapping) else doc
     if not isinstance(items, list):
         raise InjectionError(f"{path}: expected a list of injections (or a mapping with 'injections:')")

@@ -9,15 +9,16 @@ attempt's seed (`probability: 0.1`), so a run is repeatable:
       - {tool: send_message, call: 1, type: rate_limit, retry_after_ms: 20}
       - {tool: "*", probability: 0.05, type: server_error}
 
-Types: `timeout`, `rate_limit` (429 with a retry-after; alias `429`), `server_error` (503; alias
-`5xx`), `empty` (the call succeeds, the result is emptied), `malformed` (the call succeeds, the result
-is cut in half), `latency` (the call is slowed; alias `slow`). Raising faults happen before the tool
-runs: the request never reached the service, so nothing happened. A rate limit is not one-shot: the
-tool stays throttled to one call per retry-after window for the rest of the attempt, like a real
-limiter, so a retry that does not wait is refused again. The window is measured on the attempt's
-logical clock (the sleeps the agent asked for and its model calls), never by wall time, so a loaded
-machine does not let an impatient retry through. Every fault is marked on its span
-(`tracevals.injection.kind = fault`, `.type`, `.id`) for the `injection` evaluator.
+Types (one vocabulary with task files, `tracevals.model.faults`): `timeout`, `rate_limit` (429 with
+a retry-after; alias `429`), `server_error` (503; alias `5xx`), `empty` (the call succeeds, the
+result is emptied), `malformed` (the call succeeds, the result is cut in half), `latency` (the call
+is slowed; alias `slow`). Raising faults happen before the tool runs: the request never reached the
+service, so nothing happened. A rate limit is not one-shot: the tool stays throttled to one call per
+retry-after window for the rest of the attempt, like a real limiter, so a retry that does not wait
+is refused again. The window is measured on the attempt's logical clock (the sleeps the agent asked
+for and its model calls), never by wall time, so a loaded machine does not let an impatient retry
+through. Every fault is marked on its span (`tracevals.injection.kind = fault`, `.type`, `.id`) for
+the `injection` evaluator.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from tracevals.instrumentation.clock import now_s
 from tracevals.instrumentation.tools import ToolError
 from tracevals.model import attributes as tv
 from tracevals.model.attempt import derive_seed
+from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.faults import FAULT_ALIASES, FAULT_RULE_KEYS, FAULT_TYPES, canonical_fault
 
-ALIASES = {"429": "rate_limit", "5xx": "server_error", "slow": "latency"}
-FAULT_TYPES = ("timeout", "rate_limit", "server_error", "empty", "malformed", "latency")
-_RULE_KEYS = {"tool", "type", "call", "probability", "retry_after_ms", "latency_ms", "id"}
+ALIASES = FAULT_ALIASES  # the vocabulary is the model's (tracevals/model/faults.py), one for every file
+_RULE_KEYS = FAULT_RULE_KEYS
 
 
 class FaultProfileError(ValueError):
@@ -66,7 +68,7 @@ def parse_rule(raw: Mapping[str, Any], where: str = "fault") -> FaultRule:
         raise FaultProfileError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(_RULE_KEYS))}")
     if "tool" not in raw or "type" not in raw:
         raise FaultProfileError(f"{where}: a fault rule needs 'tool' and 'type'")
-    kind = ALIASES.get(str(raw["type"]), str(raw["type"]))
+    kind = canonical_fault(str(raw["type"]))
     if kind not in FAULT_TYPES:
         raise FaultProfileError(f"{where}: field 'type': {raw['type']!r} is not one of {', '.join(FAULT_TYPES)}")
     call, probability = raw.get("call"), raw.get("probability")
@@ -96,18 +98,9 @@ def load_fault_profile(path: str | Path) -> list[FaultRule]:
     """Rules from a YAML or JSON file: a list, or a mapping with a `faults` list."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FaultProfileError(f"{path}: cannot read the fault profile: {exc.strerror}") from None
-    try:
-        if path.suffix == ".json":
-            doc = json.loads(text)
-        else:
-            import yaml
-
-            doc = yaml.safe_load(text)
-    except Exception as exc:  # json and yaml raise different types; both mean "not parseable"
-        raise FaultProfileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        doc = read_document(path, "fault profile")
+    except DocumentError as exc:
+        raise FaultProfileError(str(exc)) from None
     rules = doc.get("faults") if isinstance(doc, Mapping) else doc
     if not isinstance(rules, list):
         raise FaultProfileError(f"{path}: expected a list of fault rules (or a mapping with 'faults:')")

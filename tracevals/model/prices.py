@@ -48,19 +48,13 @@ def parse_prices(obj: Any, source: str) -> dict[str, tuple[float, float]]:
 
 def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     """A price table from a JSON or YAML file (YAML is a superset of JSON, so one parser reads both)."""
-    import yaml
+    from tracevals.model.documents import DocumentError, read_document
 
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PricesError(f"{source}: cannot read the prices file: {exc.strerror or exc}") from None
-    try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise PricesError(f"{source}: invalid YAML/JSON{where}") from None
+        obj = read_document(path, "prices file")
+    except DocumentError as exc:
+        raise PricesError(str(exc)) from None
     return parse_prices(obj, source)
 
 

@@ -191,6 +191,8 @@ def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | Non
         return _field_path([*path, missing[0]]), "required field is missing"
     if error.validator == "oneOf" and path and path[0] == "expected_steps":
         return _field_path(path), 'must be a tool name or {"tool": name, "args": {...}}'
+    if error.validator == "oneOf" and len(path) == 2 and path[0] == "faults":  # as a --faults profile says it
+        return _field_path(path), "give exactly one of 'call' (an index) or 'probability'"
     if error.validator == "oneOf" and path and path[-1] == "goal":
         return _field_path(path), 'must be a tool name, {"tool": name, "args": {...}} or {"leak": text, "to": [tools]}'
     return _field_path(path), _shorten(error.message)

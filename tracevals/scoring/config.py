@@ -20,14 +20,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from tracevals.model.case import Case
+from tracevals.model.documents import DocumentError, read_document
 from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
 
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
@@ -110,16 +109,8 @@ def load_config(path: str | os.PathLike[str]) -> ScoringConfig:
     """Read a YAML or JSON scoring config (YAML is a superset of JSON, so one parser reads both)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, f"cannot read the scoring config: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(source, f"not valid UTF-8 (byte {exc.start + 1})") from None
-    try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(source, f"invalid YAML/JSON: {problem}{where}") from None
+        obj = read_document(path, "scoring config")
+    except DocumentError as exc:
+        where, _, problem = str(exc).partition(": ")  # "file:line:column", the problem
+        raise ConfigError(where, problem) from None
     return config_from_dict(obj, source)

@@ -47,6 +47,7 @@ from typing import Any
 from tracevals.model import findings
 from tracevals.model.calls import RISKY_EFFECTS, effect_of, identity_known, operation_key
 from tracevals.model.case import Case
+from tracevals.model.faults import canonical_fault
 from tracevals.model.findings import findings_of
 from tracevals.model.prices import Prices, default_prices
 from tracevals.model.prices import cost as usage_cost
@@ -79,8 +80,6 @@ __all__ = [
     "task_risk",
 ]
 
-# The case-schema alias of 429; reports group both under one name.
-_FAULT_ALIASES = {"rate_limit": "429"}
 # retry_discipline finding kinds that are release hazards (the others count against the rates only)
 _RETRY_HAZARDS = {
     findings.DUPLICATE_SIDE_EFFECT: DUPLICATE_SIDE_EFFECT,
@@ -148,7 +147,7 @@ def fault_types(case: Case | None, trajectory: Trajectory) -> tuple[str, ...]:
             continue
         kind = str(fault.get("type", "unknown"))
         if made[str(fault.get("tool"))] >= int(fault.get("call", 1)):
-            fired.append(_FAULT_ALIASES.get(kind, kind))
+            fired.append(canonical_fault(kind))
     return tuple(dict.fromkeys(fired))
 
 
@@ -271,7 +270,7 @@ def fault_results(
     for item in _injections(injection):
         if item.get("kind") == "fault":
             kind = str(item.get("type", "unknown"))
-            seen.setdefault(_FAULT_ALIASES.get(kind, kind), []).append(_fault_outcome(item))
+            seen.setdefault(canonical_fault(kind), []).append(_fault_outcome(item))
     if seen:
         # A recovery that did harm on the way (sent twice, looped, acted unauthorised) is no recovery.
         worst = {fault: worst_fault_outcome(outcomes) for fault, outcomes in seen.items()}

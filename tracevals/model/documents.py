@@ -1,0 +1,45 @@
+"""Reading a small YAML or JSON document (a fault profile, injections, a scoring or gate config, a
+price table) with errors of one shape: `PATH:LINE:COLUMN: not valid YAML: <the parser's problem>`, one
+line, where the parser said it. Every loader of such a file goes through `read_document`, so a
+syntax error reads the same whichever file it is in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class DocumentError(ValueError):
+    """A document cannot be read or parsed; the message is one line naming the file (and line)."""
+
+
+def read_document(path: str | os.PathLike[str], what: str = "file") -> Any:
+    """The parsed content of a `.json` file (JSON) or any other (YAML, a superset of JSON)."""
+    source = os.fspath(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DocumentError(f"{source}: no such {what}") from None
+    except OSError as exc:
+        raise DocumentError(f"{source}: cannot read the {what}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"{source}: not valid UTF-8 (byte {exc.start + 1})") from None
+    if source.endswith(".json"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DocumentError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    import yaml  # a dependency; imported here so that importing this module stays cheap
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        detail = f"{problem} ({context})" if context else problem
+        raise DocumentError(f"{source}{where}: not valid YAML: {' '.join(str(detail).split())}") from None
