@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import tracevals
 from tracevals.cli import main
+from tracevals.cli.times import EXAMPLES
 
 
 @tracevals.tool(effect="read")
@@ -151,6 +152,9 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
     bogus.parent.mkdir(parents=True)
     bogus.write_bytes(b"not parquet at all")
     date = day.removeprefix("date=")
+    import datetime as dt
+
+    next_day = (dt.date.fromisoformat(date) + dt.timedelta(days=1)).isoformat()
     ok = CliRunner().invoke(
         main,
         [
@@ -160,7 +164,7 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
             "--since",
             date,
             "--until",
-            date,
+            next_day,  # [since, until): the day, whole
             "--format",
             "json",
             "select count(*) as n from tool_calls",
@@ -172,12 +176,32 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
     assert unbounded.exit_code == 1 and "part-bogus.parquet" in unbounded.output  # without the range it is read
     empty = CliRunner().invoke(
         main,
-        ["sql", "--lake", str(filled_lake), "--until", "2001-01-01T00", "--format", "json", "select 1 as one"],
+        ["sql", "--lake", str(filled_lake), "--until", "2001-01-01T01:00", "--format", "json", "select 1 as one"],
     )
     assert empty.exit_code == 0, empty.output
     assert "part-bogus.parquet" in empty.stderr  # the range holds only the corrupt file
-    bad = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--since", "yesterday", "select 1"])
-    assert bad.exit_code == 1 and "is not a date" in bad.output
+    bad = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--since", "last tuesday", "select 1"])
+    assert bad.exit_code == 1
+    assert bad.output.strip() == "Error: --since: 'last tuesday' is not a time: use " + EXAMPLES
+    backwards = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--since", date, "--until", date, "select 1"]
+    )
+    assert backwards.exit_code == 1 and "is not after --since" in backwards.output
+
+
+def test_every_command_reads_one_time_grammar() -> None:
+    from tracevals.cli import COMMANDS
+    from tracevals.cli.times import TimeType
+
+    ranged = []
+    for name in COMMANDS:
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None
+        params = {p.name: p for p in command.params}
+        if "since" in params:
+            ranged.append(name)
+            assert isinstance(params["since"].type, TimeType) and isinstance(params["until"].type, TimeType)
+    assert sorted(ranged) == ["gate", "report", "score", "sql"]
 
 
 def test_a_missing_sql_file_is_a_clear_error(filled_lake: Path) -> None:
@@ -250,3 +274,17 @@ def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(fil
         strict = CliRunner().invoke(main, [*command, "--strict"])
         assert strict.exit_code == 1
         assert "Error: 2 unreadable lake files: " in strict.output and "Traceback" not in strict.output
+
+
+def test_every_command_has_one_format_option() -> None:
+    from tracevals.cli import COMMANDS
+    from tracevals.cli.output import FORMATS
+
+    for name in COMMANDS:
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None
+        (fmt,) = [p for p in command.params if p.name == "fmt"] or [None]
+        assert fmt is not None, f"tracevals {name} has no --format"
+        assert fmt.opts == ["--format"] and fmt.envvar == "TRACEVALS_FORMAT", name
+        choices = list(fmt.type.choices)  # type: ignore[attr-defined]
+        assert choices[: len(FORMATS)] == list(FORMATS) and fmt.default == "table", (name, choices)

@@ -182,3 +182,31 @@ def test_fast_builder_equals_the_reference_rows(attrs: dict[str, Any], status: i
     request = _request(attrs, status, events)
     reference = pa.Table.from_pylist(rows_from_request(request), schema=SPAN_SCHEMA)
     assert spans_table(request).equals(reference)
+
+
+def test_collect_says_what_it_does_as_json_lines_with_format_json(tmp_path: Path) -> None:
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    config = tmp_path / "otel-config.yaml"
+    config.write_text(yaml.safe_dump(config_document(tmp_path / "lake")))
+    checked = CliRunner().invoke(main, ["collect", "--config", str(config), "--validate", "--format", "json"])
+    assert checked.exit_code == 0, checked.output
+    plan = json.loads(checked.stdout)
+    assert plan["event"] == "config_ok" and plan["http"] == "127.0.0.1:0" and plan["lake"] == str(tmp_path / "lake")
+    cmd = [sys.executable, "-m", "tracevals", "collect", "--config", str(config), "--format", "json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        listening = json.loads(proc.stdout.readline())
+        assert listening["event"] == "listening"
+        host, port = listening["http"].rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0  # the port the OS gave, which a script needs
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    stopped = json.loads(out.splitlines()[-1])
+    assert stopped == {"event": "stopped", "spans_accepted": 0, "logs_accepted": 0, "files_committed": 0}

@@ -5,6 +5,8 @@ act on, and passes a variant that meets the thresholds. Through the CLI, on a la
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,15 @@ def test_gate_json_names_the_failed_checks_and_tasks(demo: dict[str, Any]) -> No
     assert dont_ship and checks["forbid:do_not_ship"]["tasks"] == dont_ship
     assert checks["forbid:do_not_ship"]["passed"] is False
     assert doc["next"].startswith("tracevals report --lake")
+    # --format csv: the same checks, one row each, failures first (the choices of every command's --format)
+    rows = gate(
+        demo, "--baseline", "baseline", "--candidate", "candidate", "--max-task-regression", "0.2", "--format", "csv"
+    )
+    assert rows.exit_code == 1
+    table = list(csv.DictReader(io.StringIO(rows.stdout)))
+    assert {r["check"]: r["passed"] for r in table} == {c: str(checks[c]["passed"]) for c in checks}
+    assert [r["passed"] for r in table] == sorted((r["passed"] for r in table), key=lambda p: p == "True")
+    assert table[0]["tasks"].split(";")[0] in {*expected, *dont_ship}
 
 
 def test_gate_passes_a_variant_that_meets_the_thresholds(demo: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ def test_build_report_figures(data: ReportData) -> None:
     assert cand.category("send") is not None and cand.category("send").category == DO_NOT_SHIP  # type: ignore[union-attr]
     faults = {(f.variant, f.fault): (f.n, f.recovered, f.failed) for f in data.faults}
     # the candidate's "recoveries" claimed a send that never happened: failed, not recovered
-    assert faults == {("baseline", "429"): (2, 2, 0), ("candidate", "429"): (2, 0, 2)}
+    assert faults == {("baseline", "rate_limit"): (2, 2, 0), ("candidate", "rate_limit"): (2, 0, 2)}
     # the gallery: the regression's failed attempt first, beside the case's steps and a passing attempt
     first = data.failures[0]
     assert (first.task_id, first.variant, first.attempt) == ("look<up>", "candidate", 2)
@@ -147,7 +147,7 @@ def test_write_report_by_suffix(tmp_path: Path, data: ReportData, suffix: str) -
         assert send["category"] == "do_not_ship" and send["hazards"] == {"silent_failure": 2}
         assert doc["fault_outcomes"][1] == {
             "variant": "candidate",
-            "fault": "429",
+            "fault": "rate_limit",
             "n": 2,
             "recovered": 0,
             "escalated": 0,

@@ -303,4 +303,6 @@ def test_a_wrong_or_empty_lake_path_is_an_error_not_0_sessions(lake: Path, tmp_p
             assert "Traceback" not in result.output
     window = CliRunner().invoke(main, ["score", "--lake", str(lake), "--since", "2001-01-01", "--until", "2001-01-02"])
     assert window.exit_code == 0  # a night with no traffic is not an error, but it is said
-    assert "warning: no trace of" in window.stderr and "since 2001-01-01, until 2001-01-02" in window.stderr
+    assert (
+        "warning: no trace of" in window.stderr and "since 2001-01-01T00:00Z, until 2001-01-02T00:00Z" in window.stderr
+    )

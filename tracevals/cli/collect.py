@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 
 from tracevals import env
+from tracevals.cli.output import format_option, print_rows
 from tracevals.collector.config import CollectorConfig, ConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 
@@ -60,7 +64,8 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
     help="Run on these CPUs only, as taskset writes them (0, 0-3, 0,2); Linux. One collector process per core, "
     "each pinned to its own, is the efficient deployment (see docs/collector.md).",
 )
-def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
+@format_option()
+def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str) -> None:
     """Receive OTLP traces and logs (gRPC and HTTP) and write them into a Parquet lake.
 
     \b
@@ -70,6 +75,7 @@ def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
       tracevals collect --config otel-config.yaml
       tracevals collect --config otel-config.yaml --validate
       tracevals collect --config otel-config.yaml --cpus 2
+      tracevals collect --format json   # listening / stopped as JSON lines on stdout (ports, counts)
       OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
     """
     config = _load(config_path)
@@ -78,7 +84,8 @@ def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
         if validate:
             if chosen is not None:
                 check(chosen)
-            click.echo(f"config OK ({config.source}): {_describe(config)}")
+            ok = {"event": "config_ok", **_fields(config)}
+            _say(fmt, ok, f"config OK ({config.source}): {_describe(config)}", err=False)
             return
         if chosen is not None:
             pin(chosen)  # checks the list, then pins, before the collector starts its threads
@@ -102,7 +109,8 @@ def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
     stats = collector.pipeline.stats
     if stats.replayed_records:
         click.echo(f"tracevals collect: recovered {stats.replayed_records} requests from the write-ahead log", err=True)
-    click.echo(f"tracevals collect: listening {_describe(config, collector.grpc_port, collector.http_port)}", err=True)
+    listening = {"event": "listening", **_fields(config, collector.grpc_port, collector.http_port)}
+    _say(fmt, listening, f"tracevals collect: listening {_describe(config, collector.grpc_port, collector.http_port)}")
     try:
         while not stop.wait(0.5):
             pass
@@ -110,8 +118,40 @@ def collect(config_path: str | None, validate: bool, cpus: str | None) -> None:
         collector.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    click.echo(
+    stopped = {
+        "event": "stopped",
+        "spans_accepted": stats.spans_accepted,
+        "logs_accepted": stats.logs_accepted,
+        "files_committed": collector.pipeline.sink.files_committed,
+    }
+    _say(
+        fmt,
+        stopped,
         f"tracevals collect: stopped; {stats.spans_accepted} spans and {stats.logs_accepted} log records "
         f"accepted, {collector.pipeline.sink.files_committed} files committed",
-        err=True,
     )
+
+
+def _say(fmt: str, record: dict[str, Any], text: str, err: bool = True) -> None:
+    """What the collector tells its operator: a line of text on stderr, or (`--format json|csv`) the same
+    facts as data on stdout, one JSON object (or CSV row with its header) per event, flushed at once."""
+    if fmt == "json":
+        click.echo(json.dumps(record))
+    elif fmt == "csv":
+        print_rows(list(record), [list(record.values())], "csv")
+    else:
+        click.echo(text, err=err)
+    sys.stdout.flush()
+
+
+def _fields(config: Any, grpc_port: int | None = None, http_port: int | None = None) -> dict[str, Any]:
+    def address(receiver: Any, port: int | None) -> str | None:
+        return None if receiver is None else f"{receiver.host}:{port if port is not None else receiver.port}"
+
+    return {
+        "config": str(config.source),
+        "grpc": address(config.grpc, grpc_port),
+        "http": address(config.http, http_port),
+        "signals": ",".join(sorted(config.signals)),
+        "lake": str(config.exporter.path),
+    }

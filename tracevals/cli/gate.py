@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import shlex
+from datetime import datetime
 from typing import Any
 
 import click
 
 from tracevals import env
+from tracevals.cli.output import format_option, print_rows
 from tracevals.cli.report import load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 
@@ -75,14 +77,12 @@ def _read_config(path: str) -> dict[str, Any]:
     default=None,
     help="Fail when the sign test finds the candidate significantly worse (default: fail).",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
-)
+@format_option()
 def gate(
     lake: str,
     runs: tuple[str, ...],
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,
@@ -137,6 +137,11 @@ def gate(
     hint = _hint(lake, runs_seen, baseline, candidate, tasks_file)
     if fmt == "json":
         click.echo(json.dumps(_json(result, base.runs, cand.runs, runs_seen, hint), default=str))
+    elif fmt == "csv":  # one row per check, failures first
+        checks = _json(result, base.runs, cand.runs, runs_seen, hint)["checks"]
+        columns = ["check", "passed", "threshold", "value", "tasks", "message"]
+        rows = [[c[k] if k != "tasks" else ";".join(c[k] or []) for k in columns] for c in checks]
+        print_rows(columns, sorted(rows, key=lambda r: bool(r[1])), "csv")
     else:
         click.echo(_text(result, base.runs, cand.runs, base.n_tasks, runs_seen, hint))
     if not result.passed:

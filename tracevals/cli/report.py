@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +17,7 @@ import click
 
 from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.times import time_range_options
 from tracevals.model.case import Case
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,12 +34,7 @@ def selection_options(func: F) -> F:
             envvar=env.RUN,
             help="Run id (repeatable). Default: the latest run, or every run in --since/--until.",
         ),
-        click.option(
-            "--since",
-            envvar=env.SINCE,
-            help="Sessions starting at or after (ISO, UTC unless given; today, yesterday, 24h, 7d ...).",
-        ),
-        click.option("--until", envvar=env.UNTIL, help="Sessions starting before this time."),
+        time_range_options(),
         click.option(
             "--sample",
             type=click.FloatRange(0.0, 1.0, min_open=True),
@@ -78,8 +75,8 @@ def selection_options(func: F) -> F:
 def load_report(
     lake: str,
     runs: tuple[str, ...],
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,
@@ -108,8 +105,8 @@ def load_report(
         selection = Selection(
             runs=runs,
             variants=(baseline, candidate) if baseline and candidate else (),
-            since=_time(since),
-            until=_time(until),
+            since=since,
+            until=until,
             sample=sample,
             seed=sample_seed,
         )
@@ -166,18 +163,6 @@ def report_from_lake(
     )
 
 
-def _time(text: str | None) -> Any:
-    # The time words of `tracevals score` (today, yesterday, 24h ...), so both commands read a range alike.
-    from tracevals.cli.score import parse_time
-
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except click.BadParameter as exc:
-        raise click.ClickException(exc.message) from exc
-
-
 @click.command()
 @selection_options
 @click.option("--baseline", help="Variant to compare against (with --candidate).")
@@ -193,8 +178,8 @@ def _time(text: str | None) -> Any:
 def report(
     lake: str,
     runs: tuple[str, ...],
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import sys
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
 import click
@@ -15,34 +14,9 @@ from rich.console import Console
 
 from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.times import time_range_options
 
 COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def parse_time(text: str, now: datetime | None = None) -> datetime:
-    """An ISO date or date-time (UTC when no zone is given), `now`, `today`, `yesterday`, or an age
-    such as `24h` / `7d` / `90m` (that long before now)."""
-    now = now or datetime.now(timezone.utc)
-    word = text.strip().lower()
-    midnight = datetime.combine(now.date(), datetime.min.time(), tzinfo=timezone.utc)
-    named = {"now": now, "today": midnight, "yesterday": midnight - timedelta(days=1)}
-    if word in named:
-        return named[word]
-    age = _RELATIVE.match(word)
-    if age:
-        return now - timedelta(**{_UNITS[age.group(2)]: float(age.group(1))})
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        try:
-            value = datetime.combine(date.fromisoformat(text.strip()), datetime.min.time())
-        except ValueError:
-            raise click.BadParameter(
-                f"{text!r} is not a time: use 2026-11-28, 2026-11-28T06:00, today, yesterday, 24h or 7d"
-            ) from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 @click.command()
@@ -56,8 +30,7 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     help="Scoring config, YAML or JSON.",
 )
 @click.option("--evaluators", "evaluator_names", envvar=env.EVALUATORS, help="Comma-separated evaluator names.")
-@click.option("--since", envvar=env.SINCE, help="Sessions starting at or after (ISO, today, yesterday, 24h ...).")
-@click.option("--until", envvar=env.UNTIL, help="Sessions starting before this time.")
+@time_range_options()
 @click.option("--sample", type=click.FloatRange(0, 1, min_open=True), envvar=env.SAMPLE, help="Fraction of sessions.")
 @click.option("--seed", type=int, default=0, show_default=True, envvar=env.SEED, help="Seed of the sample.")
 @click.option("--follow", is_flag=True, help="Keep running: score sessions as they finish.")
@@ -77,8 +50,8 @@ def score(
     tasks_file: str | None,
     config_file: str | None,
     evaluator_names: str | None,
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     sample: float | None,
     seed: int,
     follow: bool,
@@ -131,8 +104,8 @@ def score(
         from tracevals.scoring.offline import score_lake
 
         selection = Selection(
-            since=parse_time(since) if since else None,
-            until=parse_time(until) if until else None,
+            since=since,
+            until=until,
             fraction=sample,
             seed=seed,
         )
@@ -162,8 +135,11 @@ def score(
             emitter.shutdown()
 
 
-def _range(since: str | None, until: str | None) -> str:
-    return f"since {since or 'the start'}, until {until or 'now'}"
+def _range(since: datetime | None, until: datetime | None) -> str:
+    def text(t: datetime | None, none: str) -> str:
+        return none if t is None else t.isoformat(timespec="minutes").replace("+00:00", "Z")
+
+    return f"since {text(since, 'the start')}, until {text(until, 'now')}"
 
 
 def _emitter() -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import redirect_stdout
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import click
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 
 from tracevals import env
 from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
+from tracevals.cli.times import time_range_options
 from tracevals.queries import LakeError, is_remote, open_lake
 
 _READ_ONLY = {"SELECT", "EXPLAIN"}
@@ -61,27 +63,17 @@ def _inside(path: Path, lake: str) -> bool:
     default=None,
     help="Write the result to this file instead of printing it (outside the lake).",
 )
-@click.option(
-    "--since",
-    envvar=env.SINCE,
-    default=None,
-    help="Only spans that started in or after this UTC day or hour (YYYY-MM-DD or YYYY-MM-DDTHH).",
-)
-@click.option(
-    "--until",
-    envvar=env.UNTIL,
-    default=None,
-    help="Only spans that started in or before this UTC day or hour (inclusive).",
-)
+@time_range_options("Only the hour partitions of spans starting")
 @click.argument("query")
-def sql(lake: str, fmt: str, out: Path | None, since: str | None, until: str | None, query: str) -> None:
+def sql(lake: str, fmt: str, out: Path | None, since: datetime | None, until: datetime | None, query: str) -> None:
     """Run QUERY (SQL text, or a path to a .sql file) over the views of a lake.
 
     \b
     Views: spans, genai_spans, model_calls, tool_calls, steps, trajectories, turns, sessions, runs,
     retries, handoffs, injections, scores (and more: see docs/queries.md). The lake is opened
     read-only: only SELECT runs, and the query can read no file outside the lake.
-    --since / --until read only the date=/hour= partitions in range (the other files are skipped).
+    --since / --until read only the date=/hour= partitions that overlap [since, until) (the other
+    files are not opened); the grammar is every command's (2026-11-28, yesterday, 24h ...).
     Examples:
       tracevals sql --lake demo-out/lake "select variant, count(*) from runs group by 1"
       tracevals sql --lake demo-out/lake --format json "select count(*) as n from tool_calls"
@@ -98,7 +90,9 @@ def sql(lake: str, fmt: str, out: Path | None, since: str | None, until: str | N
     if out is not None and _inside(out, lake):
         raise click.ClickException(f"--out {out} is inside the lake; write the result somewhere else")
     try:
-        con = open_lake(lake, since=since, until=until, read_only=True)
+        # open_lake's bounds are inclusive hours: the last hour read is the one just before `until`
+        last = None if until is None else until - timedelta(microseconds=1)
+        con = open_lake(lake, since=since, until=last, read_only=True)
     except LakeError as exc:
         raise click.ClickException(str(exc)) from exc
     check_read_only(con, query)
