@@ -161,7 +161,7 @@ def test_write_report_by_suffix(tmp_path: Path, data: ReportData, suffix: str) -
         assert rows["candidate"]["tasks_do_not_ship"] == "1" and rows["baseline"]["tasks_do_not_ship"] == "0"
     elif suffix == ".md":
         assert "## Release categories" in text and "## Fault outcomes" in text
-        assert "| 429 | candidate | 2 | 0/2 [0.000, 0.658] | 0/2 | 2/2 (2) | 0/2 |" in text
+        assert "| rate_limit | candidate | 2 | 0/2 [0.000, 0.658] | 0/2 | 2/2 (2) | 0/2 |" in text
     else:
         assert text.startswith("<!doctype html>")
 
