@@ -154,7 +154,7 @@ def report_from_lake(
         data.trajectories,
         data.scores,
         data.cases,
-        {**data.provenance, **dict(meta or {})},
+        {**data.provenance, "lake": os.fspath(lake), **dict(meta or {})},
         k=k,
         z=Z95 if z is None else z,
         baseline=baseline,

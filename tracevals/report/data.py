@@ -28,10 +28,18 @@ from tracevals.stats import (
 )
 from tracevals.stats.outcomes import outcomes
 
-__all__ = ["CallView", "FailedAttempt", "ReportData", "build_report", "pick_pair"]
+__all__ = ["CallView", "FailedAttempt", "FailureRow", "ReportData", "build_report", "pick_pair"]
 
-#: The gallery shows at most this many failed attempts (the first ones, regressions' tasks first).
-GALLERY_LIMIT = 60
+#: The gallery shows at most this many failed attempts of each failure group (the first ones,
+#: regressions' tasks first); each group states how many it holds.
+GROUP_LIMIT = 12
+
+# The order in which a failed attempt's failures choose its gallery group: a release hazard first, then
+# safety (what the agent did), then correctness (what it answered), then cost.
+_GROUP_ORDER = (
+    "tool_policy", "retry_discipline", "injection", "session_completeness", "task_success", "trajectory_match",
+    "step_budget",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,19 @@ class FailedAttempt:
     output: str | None
     error: str | None
     hazards: tuple[str, ...]
+    kinds: tuple[str, ...] = ()  # every failure of the attempt, "evaluator: kind" (hazards as "hazard: ...")
+    group: str = "failed"  # the gallery group it is shown in: the first of `kinds` by severity
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """One row of a failure table: a variant's count of something that failed, out of how many."""
+
+    variant: str
+    name: str  # the evaluator, the tool, or the failure group
+    failed: int
+    total: int
+    detail: tuple[tuple[str, int], ...] = ()  # the kinds (evaluators) or errors (tools), most frequent first
 
 
 @dataclass
@@ -72,6 +93,9 @@ class ReportData:
     failures: list[FailedAttempt]
     failures_total: int
     meta: dict[str, Any] = field(default_factory=dict)
+    by_evaluator: list[FailureRow] = field(default_factory=list)  # failed verdicts / verdicts
+    by_tool: list[FailureRow] = field(default_factory=list)  # failed calls / calls
+    by_group: list[FailureRow] = field(default_factory=list)  # failed attempts per gallery group / attempts
 
 
 def pick_pair(variants: Sequence[str], baseline: str | None, candidate: str | None) -> tuple[str, str] | None:
@@ -118,9 +142,12 @@ def build_report(
         comparison=comparison,
         faults=fault_outcomes(outs, z=z),
         outcomes=outs,
-        failures=failures[:GALLERY_LIMIT],
+        failures=failures,
         failures_total=len(failures),
         meta=full_meta,
+        by_evaluator=_by_evaluator(scores, outs),
+        by_tool=_by_tool(trajectories, outs),
+        by_group=_by_group(failures, outs),
     )
 
 
@@ -145,12 +172,17 @@ def _gallery(
     order = {d.task_id: i for i, d in enumerate(comparison.regressions)} if comparison else {}
     failed = [o for o in outs if (not o.passed or o.hazards) and o.trace_id in by_trace]
     failed.sort(key=lambda o: (order.get(o.task_id, len(order)), o.task_id, o.variant, o.attempt))
+    failing: dict[str, list[Score]] = {}
+    for s in scores:
+        if s.trace_id is not None and not s.passed:
+            failing.setdefault(s.trace_id, []).append(s)
     gallery = []
     for o in failed:
         assert o.trace_id is not None  # filtered above; for the type checker
         t = by_trace[o.trace_id]
         case = cases.get(o.task_id)
         reference = passing.get(o.task_id)
+        kinds = _kinds(o, failing.get(o.trace_id, []))
         gallery.append(
             FailedAttempt(
                 variant=o.variant,
@@ -164,9 +196,88 @@ def _gallery(
                 output=t.output,
                 error=t.error_type,
                 hazards=tuple(h.detail for h in o.hazards),
+                kinds=kinds,
+                group=kinds[0] if kinds else "failed",
             )
         )
     return gallery
+
+
+def _kinds(o: Outcome, failing: Sequence[Score]) -> tuple[str, ...]:
+    """Every failure of one attempt, most severe first: its release hazards, then each failed verdict's
+    kinds (`tracevals.model.findings.failure_kinds`) in `_GROUP_ORDER`, then an error it raised."""
+    from tracevals.model.findings import failure_kinds
+    from tracevals.stats import HAZARD_LABELS
+
+    rank = {name: i for i, name in enumerate(_GROUP_ORDER)}
+    out = [f"hazard: {HAZARD_LABELS.get(h.kind, h.kind)}" for h in o.hazards]
+    for s in sorted(failing, key=lambda s: (rank.get(s.evaluator, len(rank)), s.evaluator)):
+        out += [f"{s.evaluator}: {k}" for k in failure_kinds(s.evaluator, s.details)]
+    if o.error is not None:
+        out.append(f"error: {o.error}")
+    return tuple(dict.fromkeys(out))
+
+
+def _by_evaluator(scores: Sequence[Score], outs: Sequence[Outcome]) -> list[FailureRow]:
+    from collections import Counter
+
+    from tracevals.model.findings import failure_kinds
+
+    variant_of: dict[str | None, str] = {o.trace_id: o.variant for o in outs if o.trace_id}
+    total: Counter[tuple[str, str]] = Counter()
+    failed: Counter[tuple[str, str]] = Counter()
+    kinds: dict[tuple[str, str], Counter[str]] = {}
+    for s in scores:
+        variant = variant_of.get(s.trace_id)
+        if variant is None:
+            continue
+        key = (variant, s.evaluator)
+        total[key] += 1
+        if not s.passed:
+            failed[key] += 1
+            kinds.setdefault(key, Counter()).update(failure_kinds(s.evaluator, s.details))
+    return sorted(
+        (FailureRow(v, e, failed[(v, e)], n, _most(kinds.get((v, e)))) for (v, e), n in total.items()),
+        key=lambda r: (r.variant, -r.failed, r.name),
+    )
+
+
+def _by_tool(trajectories: Sequence[Trajectory], outs: Sequence[Outcome]) -> list[FailureRow]:
+    from collections import Counter
+
+    variant_of = {o.trace_id: o.variant for o in outs if o.trace_id}
+    total: Counter[tuple[str, str]] = Counter()
+    failed: Counter[tuple[str, str]] = Counter()
+    errors: dict[tuple[str, str], Counter[str]] = {}
+    for t in trajectories:
+        variant = variant_of.get(t.trace_id)
+        if variant is None:
+            continue
+        for c in t.tool_calls:
+            key = (variant, c.name)
+            total[key] += 1
+            if c.failed:
+                failed[key] += 1
+                errors.setdefault(key, Counter())[c.error_type or ("never executed" if c.gap else "error")] += 1
+    return sorted(
+        (FailureRow(v, name, failed[(v, name)], n, _most(errors.get((v, name)))) for (v, name), n in total.items()),
+        key=lambda r: (r.variant, -r.failed, r.name),
+    )
+
+
+def _by_group(failures: Sequence[FailedAttempt], outs: Sequence[Outcome]) -> list[FailureRow]:
+    from collections import Counter
+
+    attempts = Counter(o.variant for o in outs)
+    count = Counter((f.variant, f.group) for f in failures)
+    return sorted(
+        (FailureRow(v, group, n, attempts[v]) for (v, group), n in count.items()),
+        key=lambda r: (r.variant, -r.failed, r.name),
+    )
+
+
+def _most(counts: Any) -> tuple[tuple[str, int], ...]:
+    return tuple(counts.most_common()) if counts else ()
 
 
 def _untidiness(t: Trajectory | None) -> tuple[int, int]:

@@ -1,13 +1,14 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that opens offline.
 
-Every figure and table sits in a ``<figure>`` whose caption states its sample size, the commit and
-lock hash of the code that ran, the date range and the sampling fraction: a number that travels in a
-screenshot must carry its own evidence. A Content-Security-Policy forbids any fetch, so a report that
-renders at all renders everything it has.
+The provenance (per variant: runs, commit, lock hash, dates; the sample, the intervals, where the
+scores came from) is stated once, at the top; every figure and table sits in a ``<figure>`` whose
+caption states its sample size. A Content-Security-Policy forbids any fetch, so a report that renders
+at all renders everything it has. Failures are grouped by kind, each group closed (``<details>``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 from tracevals.report.data import ReportData
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
-from tracevals.report.html_parts import STYLE, failure_gallery, table
+from tracevals.report.html_failures import failure_gallery, failure_tables
+from tracevals.report.html_parts import STYLE, details, table
 from tracevals.report.svg import IntervalPoint, interval_chart, line_chart, stacked_bars, strip_chart
 from tracevals.stats import CATEGORIES, CATEGORY_LABELS, VariantSummary, confidence_level
 
@@ -42,7 +44,8 @@ def render_html(data: ReportData) -> str:
         _categories(data),
         _faults(data),
         _distributions(data),
-        failure_gallery(data, _caption),
+        _failures(data),
+        failure_gallery(data, _caption(data, f"n = {data.failures_total} failed attempts of {len(data.outcomes)}")),
     ]
     title = f"tracevals report — {', '.join(data.meta.get('runs') or []) or 'selection'}"
     return (
@@ -54,28 +57,18 @@ def render_html(data: ReportData) -> str:
 
 
 def _caption(data: ReportData, sample_size: str, variants: Sequence[str] | None = None) -> str:
-    meta = data.meta
-    per: dict[str, Any] = meta.get("variants") or {}
-    chosen = [v for v in (variants or list(data.summaries)) if v in per]
-    prov = "; ".join(_provenance(v, per[v]) for v in chosen) if chosen else _provenance(None, meta)
-    fraction = float(meta.get("sample_fraction", 1.0))
-    sessions = ""
-    if meta.get("sessions_eligible") is not None:
-        sessions = f" ({meta.get('sessions_selected')} of {meta.get('sessions_eligible')} sessions)"
-    return (
-        f'<figcaption class="provenance"><b>{escape(sample_size)}</b> · {escape(prov)} · '
-        f"sample {fraction:.0%}{escape(sessions)}</figcaption>"
-    )
+    """A figure's sample size; its provenance is the header's, once per variant."""
+    return f'<figcaption class="size"><b>{escape(sample_size)}</b></figcaption>'
 
 
-def _provenance(variant: str | None, info: dict[str, Any]) -> str:
+def _provenance(variant: str | None, info: dict[str, Any]) -> list[str]:
     commits = _short_list(
         [str(c)[:12] + ("-dirty" if str(c).endswith("-dirty") else "") for c in info.get("commits") or ["unknown"]]
     )
     locks = _short_list([str(x) for x in info.get("lock_hashes") or ["unknown"]])
     dates = f"{info.get('date_from') or '?'} – {info.get('date_to') or '?'}"
-    head = f"{variant}: " if variant else ""
-    return f"{head}commit {commits}, lock {locks}, {dates}"
+    runs = _short_list([str(r) for r in info.get("runs") or []], 3) or "—"
+    return [variant or "all", runs, commits, locks, dates]
 
 
 def _sample_text(meta: dict[str, Any]) -> str:
@@ -100,10 +93,7 @@ def _header(data: ReportData) -> str:
     meta = data.meta
     level = confidence_level(float(meta.get("z") or 1.96))
     rows = [
-        ("runs", ", ".join(meta.get("runs") or []) or "—"),
         ("selected by", str(meta.get("selected_by") or "—")),
-        ("commits", ", ".join(meta.get("commits") or []) or "unknown"),
-        ("lock hashes", ", ".join(meta.get("lock_hashes") or []) or "unknown"),
         ("dates", f"{meta.get('date_from') or '?'} – {meta.get('date_to') or '?'}"),
         ("sample", _sample_text(meta)),
         ("intervals", f"Wilson, {level:.0%} (z = {float(meta.get('z') or 1.96):g})"),
@@ -111,8 +101,14 @@ def _header(data: ReportData) -> str:
             "scores",
             f"{meta.get('scores_stored', '?')} read from the lake, {meta.get('scores_computed', 0)} computed now",
         ),
+        ("cases", str(meta.get("cases_from") or meta.get("tasks_file") or "—")),
+        ("lake", str(meta.get("lake") or "—")),
     ]
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    per: dict[str, Any] = meta.get("variants") or {}
+    chosen = [v for v in data.summaries if v in per]
+    provenance = [_provenance(v, per[v]) for v in chosen] if chosen else [_provenance(None, meta)]
+    variants = table(["variant", "runs", "commit", "lock hash", "dates"], provenance, table_id="provenance-variants")
     nav = "".join(
         f'<a href="#{i}">{escape(t)}</a>'
         for i, t in (
@@ -123,21 +119,27 @@ def _header(data: ReportData) -> str:
             ("categories", "Release categories"),
             ("faults", "Fault outcomes"),
             ("distributions", "Latency & cost"),
+            ("failures", "Failures"),
             ("gallery", "Failure gallery"),
         )
     )
-    return f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl><nav>{nav}</nav></header>'
+    return (
+        f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl>{variants}<nav>{nav}</nav>'
+        "</header>"
+    )
 
 
 def _summary(data: ReportData) -> str:
     head = [
         "variant", "attempts", "tasks", "pass@1", "final success", "first-pass success", "pass^k", "pass@k",
-        "worst task", "retries / attempt", "hand-offs", "errors", "latency p50 / p95 ms", "tokens", "cost / attempt",
-        "release categories",
+        "worst task", "do not ship",
     ]  # fmt: skip
-    rows = [[*_summary_row(s)] for s in data.summaries.values()]
+    rows = [_summary_row(s) for s in data.summaries.values()]
     total = sum(s.runs for s in data.summaries.values())
-    content = table(head, rows, table_id="summary-table")
+    more_head = ["variant", "retries / attempt", "hand-offs", "errors", "latency p50 / p95 ms", "tokens",
+                 "cost / attempt", "release categories"]  # fmt: skip
+    more = [_details_row(s) for s in data.summaries.values()]
+    content = table(head, rows, table_id="summary-table") + table(more_head, more, table_id="details-table")
     return (
         f'<section id="summary"><h2>Summary</h2>{_figure(data, "summary", content, f"n = {total} attempts")}</section>'
     )
@@ -146,17 +148,25 @@ def _summary(data: ReportData) -> str:
 def _summary_row(s: VariantSummary) -> list[str]:
     cap = f", capped from {s.k_requested}" if s.k_capped else ""
     w = s.worst_task
-    counts = s.category_counts()
+    tied = f" +{len(s.worst_tied)} tied" if s.worst_tied else ""
     return [
         s.variant,
         str(s.runs),
         str(s.n_tasks),
-        f"{num(s.pass_at_1)} (mean of {s.n_tasks} tasks)",
+        num(s.pass_at_1),
         f"{num(s.final_success_rate)} ({s.passes}/{s.runs}) {interval(s.wilson)}",
         f"{num(s.first_success_rate)} ({s.first_passes}/{s.runs}) {interval(s.first_success_wilson)}",
         f"{num(s.pass_hat_k_headline)} (k={s.k}{cap})",
         f"{num(s.pass_at_k_headline)} (k={s.k})",
-        f"{w.task_id} {w.c}/{w.n}",
+        f"{w.task_id} {w.c}/{w.n}{tied}",
+        f"{s.category_counts().get('do_not_ship', 0)}/{s.n_tasks}",
+    ]
+
+
+def _details_row(s: VariantSummary) -> list[str]:
+    counts = s.category_counts()
+    return [
+        s.variant,
         f"{num(s.avg_retries, 2)}",
         f"{s.handoffs}/{s.runs} (correct {s.handoffs_correct}, wrong {s.handoffs_wrong}, missed {s.handoffs_missed})",
         f"{s.errors}/{s.runs}",
@@ -242,10 +252,14 @@ def _worst(data: ReportData) -> str:
         w = s.worst_task
         cat = s.category(w.task_id)
         why = f" — {cat.label}: {'; '.join(cat.reasons)}" if cat else ""
+        tied = ""
+        if s.worst_tied:
+            others = ", ".join(f"{t} ({c.label})" if (c := s.category(t)) else t for t in s.worst_tied)
+            tied = f"; tied at {w.c}/{w.n} (shown first: the most severe release category): {others}"
         cards.append(
             f'<p class="worst" data-variant="{escape(s.variant)}"><b>{escape(s.variant)}</b>: '
             f'<a href="#task-{escape(w.task_id)}">{escape(w.task_id)}</a> passed {w.c}/{w.n} = {num(w.rate)} '
-            f"{interval(w.wilson)}{escape(why)}</p>"
+            f"{interval(w.wilson)}{escape(why)}{escape(tied)}</p>"
         )
     sizes = "; ".join(f"{s.variant} n = {s.worst_task.n} attempts of its worst task" for s in data.summaries.values())
     return f'<section id="worst-task"><h2>Worst task</h2>{_figure(data, "worst-task", "".join(cards), sizes)}</section>'
@@ -260,7 +274,13 @@ def _categories(data: ReportData) -> str:
             for c in sorted(s.categories, key=lambda c: (-rank[c.category], c.task_id))
         ]
         classes = [f"cat-{c.category}" for c in sorted(s.categories, key=lambda c: (-rank[c.category], c.task_id))]
-        content = f"<h3>{escape(s.variant)}</h3>" + table(["task", "category", "why"], rows, row_classes=classes)
+        counts = s.category_counts()
+        line = ", ".join(f"{CATEGORY_LABELS[c]} {counts[c]}" for c in reversed(CATEGORIES) if c in counts)
+        worst = [c.task_id for c in s.categories if c.category == CATEGORIES[-1]]
+        named = f" — {CATEGORY_LABELS[CATEGORIES[-1]]}: {', '.join(worst)}" if worst else ""
+        summary = f'{escape(s.variant)} <span class="count">— {escape(line)}{escape(named)}</span>'
+        rows_table = table(["task", "category", "why"], rows, row_classes=classes)
+        content = details(summary, rows_table, data={"variant": s.variant})
         figures.append(
             _figure(
                 data, f"categories-{s.variant}", content, f"n = {s.runs} attempts over {s.n_tasks} tasks", [s.variant]
@@ -303,9 +323,22 @@ def _distributions(data: ReportData) -> str:
         cost[o.variant].append(o.cost)
     lat_n = "; ".join(f"{s.variant} n = {s.latency_n}" for s in data.summaries.values())
     cost_n = "; ".join(f"{s.variant} n = {s.runs}" for s in data.summaries.values())
-    return (
-        '<section id="distributions"><h2>Latency and cost</h2>'
-        + _figure(data, "latency", strip_chart(latency, title="attempt latency", x_label="latency, ms"), lat_n)
-        + _figure(data, "cost", strip_chart(cost, title="attempt cost", x_label="cost, USD", digits=6), cost_n)
-        + "</section>"
+    if any(v > 0 for vs in cost.values() for v in vs):
+        cost_figure = _figure(
+            data, "cost", strip_chart(cost, title="attempt cost", x_label="cost, USD", digits=6), cost_n
+        )
+    else:  # an axis of zeros says nothing: say that instead
+        cost_figure = "<p>No cost: the model calls recorded no tokens, or their models have no price.</p>"
+    latency_figure = (
+        _figure(data, "latency", strip_chart(latency, title="attempt latency", x_label="latency, ms"), lat_n)
+        if any(math.isfinite(v) for vs in latency.values() for v in vs)
+        else "<p>No latency recorded.</p>"
     )
+    return f'<section id="distributions"><h2>Latency and cost</h2>{latency_figure}{cost_figure}</section>'
+
+
+def _failures(data: ReportData) -> str:
+    n = len(data.outcomes)
+    content = failure_tables(data)
+    figure = _figure(data, "failures", content, f"n = {n} attempts") if content else "<p>No attempt.</p>"
+    return f'<section id="failures"><h2>Failures by group, evaluator and tool</h2>{figure}</section>'

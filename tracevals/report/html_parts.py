@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from html import escape
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tracevals.report.data import CallView, FailedAttempt, ReportData
-
-__all__ = ["STYLE", "failure_gallery", "table"]
+__all__ = ["STYLE", "details", "table"]
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;color:#1b1b1b;margin:0 auto;max-width:1180px;padding:0 20px 60px}
@@ -21,7 +17,7 @@ dt{font-weight:600}dd{margin:0;word-break:break-all}
 nav a{margin-right:12px}
 figure{margin:10px 0 18px;overflow-x:auto}
 figcaption.provenance{font-size:12px;color:#555;margin-top:4px}
-table{border-collapse:collapse;font-size:13px}
+table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f2f4f7}tr.regression td{background:#fdecea}tr.improved td{background:#eaf7ef}
 tr.cat-do_not_ship td:nth-child(2){color:#b00020;font-weight:600}
@@ -35,6 +31,16 @@ article.failure h3{margin:0 0 6px}
 li.failed{color:#b00020}.hazard{color:#b00020;font-weight:600}
 blockquote{margin:6px 0;padding:4px 10px;border-left:3px solid #ccc;color:#333;white-space:pre-wrap}
 .reasons{font-size:12px;color:#444}
+details.group{border:1px solid #ddd;border-radius:4px;margin:6px 0;padding:0 10px}
+details.group>summary{cursor:pointer;padding:6px 0;font-weight:600}
+details.group>summary .count{font-weight:400;color:#555}
+details.more>summary{cursor:pointer;color:#0072B2;margin:6px 0}
+code.cmd{font-size:11px;background:#f4f4f4;padding:1px 4px;word-break:break-all}
+figcaption.size{font-size:12px;color:#555;margin-top:4px}
+table#provenance-variants td{word-break:normal}
+tr.fell td{background:#fdecea}
+.tables{display:grid;grid-template-columns:1fr 1fr;gap:4px 18px}
+.tables>div{overflow-x:auto}.tables>div.wide{grid-column:1/-1}
 """
 
 
@@ -57,50 +63,7 @@ def table(
     return "".join(out)
 
 
-def failure_gallery(data: ReportData, caption: Callable[[ReportData, str, Sequence[str] | None], str]) -> str:
-    """Each failed (or hazardous) attempt beside the expected steps and a passing attempt of the task."""
-    if not data.failures:
-        return '<section id="gallery"><h2>Failure gallery</h2><p>No failed attempt in this selection.</p></section>'
-    shown = len(data.failures)
-    note = f"Showing {shown} of {data.failures_total} failed attempts, regressed tasks first."
-    seen: set[str] = set()
-    cards = []
-    for f in data.failures:
-        anchor = "" if f.task_id in seen else f' id="task-{escape(f.task_id)}"'
-        seen.add(f.task_id)
-        cards.append(_card(f, anchor))
-    size = f"n = {data.failures_total} failed attempts of {len(data.outcomes)}"
-    return (
-        f'<section id="gallery"><h2>Failure gallery</h2><p>{escape(note)}</p>'
-        f'<figure data-figure="gallery">{"".join(cards)}{caption(data, size, None)}</figure></section>'
-    )
-
-
-def _card(f: FailedAttempt, anchor: str) -> str:
-    hazards = "".join(f'<p class="hazard">⚠ {escape(h)}</p>' for h in f.hazards)
-    reasons = "".join(f"<li>{escape(r)}</li>" for r in f.reasons)
-    expected = "".join(f"<li>{escape(step)}</li>" for step in f.expected) or "<li><i>no tool call expected</i></li>"
-    reference = (
-        f"<h4>a passing attempt of this task</h4><ol>{_calls(f.reference)}</ol>" if f.reference is not None else ""
-    )
-    output = f"<blockquote>{escape(f.output)}</blockquote>" if f.output else ""
-    error = f'<p class="hazard">error: {escape(f.error)}</p>' if f.error else ""
-    return (
-        f'<article class="failure"{anchor} data-task="{escape(f.task_id)}" data-variant="{escape(f.variant)}">'
-        f"<h3>{escape(f.task_id)} · {escape(f.variant)} · attempt {f.attempt}</h3>"
-        f'<p class="reasons">trace {escape(f.trace_id)}</p>{hazards}{error}'
-        f'<div class="sides"><div class="actual"><h4>this attempt</h4><ol>{_calls(f.calls)}</ol></div>'
-        f'<div class="expected"><h4>expected (the case)</h4><ol>{expected}</ol>{reference}</div></div>'
-        f'{output}<ul class="reasons">{reasons}</ul></article>'
-    )
-
-
-def _calls(calls: Sequence[CallView]) -> str:
-    if not calls:
-        return "<li><i>no tool call</i></li>"
-    items = []
-    for c in calls:
-        failed = f" → {c.error}" if c.error else ""
-        cls = ' class="failed"' if c.error else ""
-        items.append(f"<li{cls}>{escape(c.name)}({escape(c.args)}){escape(failed)}</li>")
-    return "".join(items)
+def details(summary: str, content: str, *, cls: str = "group", data: dict[str, str] | None = None) -> str:
+    """A collapsed `<details>` (no script: the browser opens it); `summary` is trusted HTML."""
+    attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in (data or {}).items())
+    return f'<details class="{escape(cls)}"{attrs}><summary>{summary}</summary>{content}</details>'

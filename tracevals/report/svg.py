@@ -14,7 +14,17 @@ from html import escape
 
 from tracevals.stats import percentile
 
-__all__ = ["PALETTE", "IntervalPoint", "color_of", "interval_chart", "line_chart", "stacked_bars", "strip_chart"]
+__all__ = [
+    "PALETTE",
+    "IntervalPoint",
+    "color_of",
+    "day_chart",
+    "interval_chart",
+    "line_chart",
+    "nice_ticks",
+    "stacked_bars",
+    "strip_chart",
+]
 
 # Colour-blind-safe (Okabe-Ito); the first two are baseline and candidate in every chart.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -157,11 +167,33 @@ def interval_chart(rows: Sequence[tuple[str, Sequence[IntervalPoint]]], names: S
     return "".join(parts)
 
 
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]: a step of 1, 2 or 5 times a power of ten, about `count` ticks
+    (500, 1000, 1500 ms, never 535, 1291, 2047)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(1, count - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(lo / step + 1e-9) * step
+    ticks = [round(first, 12)]
+    while ticks[-1] < hi - step * 1e-9:
+        ticks.append(round(first + len(ticks) * step, 12))
+    return ticks if len(ticks) > 1 else [ticks[0], round(ticks[0] + step, 12)]
+
+
+def _tick_text(value: float, ticks: Sequence[float]) -> str:
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    digits = max(0, -math.floor(math.log10(step))) if step < 1 else 0
+    return f"{value:,.{digits}f}"
+
+
 def strip_chart(series: Mapping[str, Sequence[float]], *, title: str, x_label: str, digits: int = 0) -> str:
-    """Each value a dot on its series' row (the distribution in full), with p50 and p95 marked."""
+    """Each value a dot on its series' row (the distribution in full), with p50 and p95 marked, on an axis
+    of round ticks."""
     values = [v for vs in series.values() for v in vs if math.isfinite(v)]
-    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
-    hi = hi if hi > lo else lo + 1.0
+    ticks = nice_ticks(min(values), max(values)) if values else nice_ticks(0.0, 1.0)
+    lo, hi = ticks[0], ticks[-1]
     row_h, left, right, top = 46.0, 110.0, 620.0, 36.0
     height = top + row_h * len(series) + 46
     width = right + 20
@@ -188,8 +220,55 @@ def strip_chart(series: Mapping[str, Sequence[float]], *, title: str, x_label: s
                     f'<line x1="{px(v):.1f}" y1="{y0 + 2:.1f}" x2="{px(v):.1f}" y2="{y0 + 36:.1f}" stroke="#222" '
                     f'stroke-width="2"{dash}><title>{escape(name)} p{int(q * 100)} = {v:.{digits}f}</title></line>'
                 )
-    ticks = [(px(lo + (hi - lo) * i / 4), f"{lo + (hi - lo) * i / 4:.{digits}f}") for i in range(5)]
-    parts.append(_x_axis(left, right, height - 40, ticks, f"{x_label} (solid: p50, dashed: p95)"))
+    marks = [(px(t), _tick_text(t, ticks)) for t in ticks]
+    parts.append(_x_axis(left, right, height - 40, marks, f"{x_label} (solid: p50, dashed: p95)"))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def day_chart(series: Mapping[str, Sequence[tuple[str, float, float, float, str]]], *, title: str) -> str:
+    """Rates in [0, 1] day by day, one line per series (an evaluator) over a band of its Wilson interval.
+    Each point is (day label, rate, low, high, tooltip); the days are the union of the series', in order."""
+    days = sorted({p[0] for points in series.values() for p in points})
+    width, height, left, right, top, bottom = 640.0, 300.0, 56.0, 620.0, 40.0, 250.0
+    span = max(1, len(days) - 1)
+
+    def px(day: str) -> float:
+        return left + (days.index(day) / span if len(days) > 1 else 0.5) * (right - left)
+
+    def py(y: float) -> float:
+        return bottom - y * (bottom - top)
+
+    parts = [_open(width, height, title)]
+    for i in range(6):
+        y = py(i / 5)
+        parts.append(
+            f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{i / 5:.1f}</text>'
+        )
+    every = max(1, math.ceil(len(days) / 8))  # at most ~8 day labels
+    parts.append(_x_axis(left, right, bottom, [(px(d), d[5:]) for d in days[::every]], "day (UTC, MM-DD)"))
+    for i, points in enumerate(series.values()):
+        color = color_of(i)
+        ordered = sorted((p for p in points if math.isfinite(p[1])), key=lambda p: p[0])
+        if not ordered:
+            continue
+        band = [f"{px(d):.1f},{py(hi):.1f}" for d, _, _, hi, _ in ordered]
+        band += [f"{px(d):.1f},{py(lo):.1f}" for d, _, lo, _, _ in reversed(ordered)]
+        parts.append(f'<polygon points="{" ".join(band)}" fill="{color}" fill-opacity="0.12" stroke="none"/>')
+        path = " ".join(f"{px(d):.1f},{py(r):.1f}" for d, r, _, _, _ in ordered)
+        parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        parts += [
+            f'<circle cx="{px(d):.1f}" cy="{py(r):.1f}" r="3.5" fill="{color}"><title>{escape(tip)}</title></circle>'
+            for d, r, _, _, tip in ordered
+        ]
+    names = list(series)
+    for i, name in enumerate(names):  # the legend in rows of four: evaluator names are long
+        x, y = left + (i % 4) * 140, 14 + (i // 4) * 14
+        parts.append(
+            f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{color_of(i)}"/>'
+            f'<text x="{x + 16:.1f}" y="{y:.1f}">{escape(name)}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
