@@ -16,6 +16,7 @@ import click
 
 from tracevals import env
 from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.production import gate_production, load_production, production_mode
 from tracevals.cli.report import load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 
@@ -47,8 +48,8 @@ def _read_config(path: str) -> dict[str, Any]:
 
 @click.command()
 @selection_options
-@click.option("--baseline", required=True, help="The variant to compare against (e.g. main).")
-@click.option("--candidate", required=True, help="The variant under review (e.g. pr-42).")
+@click.option("--baseline", help="The variant to compare against (e.g. main); harness runs.")
+@click.option("--candidate", help="The variant under review (e.g. pr-42); harness runs.")
 @click.option(
     "--config",
     "config_file",
@@ -77,6 +78,11 @@ def _read_config(path: str) -> dict[str, Any]:
     default=None,
     help="Fail when the sign test finds the candidate significantly worse (default: fail).",
 )
+@click.option("--max-drop", type=click.FloatRange(0, 1), help="Production: the largest allowed fall of a rate.")
+@click.option("--min-rate", type=click.FloatRange(0, 1), help="Production: the lowest allowed rate of the night.")
+@click.option(
+    "--evaluator", "gate_evaluators", multiple=True, help="Production: gate only these evaluators (repeatable)."
+)
 @format_option()
 def gate(
     lake: str,
@@ -88,8 +94,10 @@ def gate(
     tasks_file: str | None,
     k: int | None,
     z: float,
-    baseline: str,
-    candidate: str,
+    production: bool,
+    alpha: float,
+    baseline: str | None,
+    candidate: str | None,
     config_file: str | None,
     min_pass_hat_k: float | None,
     at_k: int | None,
@@ -98,6 +106,9 @@ def gate(
     max_regression: float | None,
     forbid: tuple[str, ...],
     fail_on_significant_regression: bool | None,
+    max_drop: float | None,
+    min_rate: float | None,
+    gate_evaluators: tuple[str, ...],
     fmt: str,
 ) -> None:
     """Pass (exit 0) or fail (exit 1) CANDIDATE against BASELINE on release thresholds.
@@ -106,11 +117,16 @@ def gate(
     forbidden release categories or hazards (default: no do_not_ship task) and a significant
     regression (sign test). Prints each failed check with the tasks and numbers behind it.
 
+    On a lake of production traffic (no harness run, or --production): passes or fails the night (the
+    last day of --since/--until, default the last 7 days) against the days before it, per evaluator: a
+    significant fall (one-sided Fisher exact test at --alpha), --max-drop, --min-rate.
+
     \b
     Examples:
       tracevals gate --lake demo-out/lake --baseline baseline --candidate candidate --max-task-regression 0.5
       tracevals gate --lake lake --run ci-123 --baseline main --candidate pr-42 --config gate.yaml
       tracevals gate --lake lake --baseline main --candidate pr-42 --min-pass-hat-k 0.8 --at-k 3 --format json
+      tracevals gate --lake prod-lake --since 8d --until today --max-drop 0.05   # production: last night
     \b
     gate.yaml:
       min_pass_hat_k: 0.8
@@ -128,6 +144,17 @@ def gate(
         "forbid": forbid or None,
         "fail_on_significant_regression": fail_on_significant_regression,
     }
+    if production_mode(lake, runs, production):
+        if baseline or candidate:
+            raise click.ClickException(
+                "a production gate judges the night against the days before; --baseline/--candidate are for runs"
+            )
+        summary = load_production(lake, since, until, sample, sample_seed, z, alpha)
+        gate_production(summary, lake, max_drop=max_drop, min_rate=min_rate, evaluators=gate_evaluators,
+                        significant=fail_on_significant_regression, fmt=fmt)  # fmt: skip
+        return
+    if not baseline or not candidate:
+        raise click.ClickException("give --baseline and --candidate: the variants of the runs to compare")
     thresholds = load_thresholds(config_file, overrides)
     data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
     base, cand = data.summaries[baseline], data.summaries[candidate]

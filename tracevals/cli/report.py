@@ -17,6 +17,7 @@ import click
 
 from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.production import load_production, production_mode, report_production
 from tracevals.cli.times import time_range_options
 from tracevals.model.case import Case
 
@@ -56,7 +57,7 @@ def selection_options(func: F) -> F:
             "tasks_file",
             type=click.Path(dir_okay=False),
             envvar=env.TASKS,
-            help="Task file (JSONL) the attempts ran. Default: the bundled order-support cases.",
+            help="Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
         ),
         click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
         click.option(
@@ -65,6 +66,19 @@ def selection_options(func: F) -> F:
             default=1.96,
             show_default=True,
             help="z of every Wilson interval (1.96 = 95%, 2.576 = 99%).",
+        ),
+        click.option(
+            "--production",
+            is_flag=True,
+            help="Report production sessions (no harness run), per service / agent / day, the night against "
+            "the days before. Default when the lake holds no harness run. Range default: the last 7 days.",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+            help="Production: the one-sided significance of the night's fall (Fisher exact test).",
         ),
     ]
     for option in reversed(options):
@@ -185,6 +199,8 @@ def report(
     tasks_file: str | None,
     k: int | None,
     z: float,
+    production: bool,
+    alpha: float,
     baseline: str | None,
     candidate: str | None,
     out_file: str,
@@ -203,6 +219,7 @@ def report(
       tracevals report --lake demo-out/lake --run demo-20261129T130112-s0 --out report.md
       tracevals report --lake lake --since yesterday --until today --sample 0.1 --seed 7 --out nightly.json
       tracevals report --lake lake --baseline main --candidate pr-42 --out pr.csv --format json
+      tracevals report --lake prod-lake --since 7d --out week.html        # production, no harness run
     """
     from tracevals.report import report_format, summary_rows, write_report
     from tracevals.report.terminal import regression_table, summary_table
@@ -211,6 +228,11 @@ def report(
         kind = report_format(out_file)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    if production_mode(lake, runs, production):
+        if baseline or candidate or tasks_file:
+            raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
+        report_production(load_production(lake, since, until, sample, sample_seed, z, alpha), out_file, kind, fmt)
+        return
     data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
     try:
         path = write_report(out_file, data)

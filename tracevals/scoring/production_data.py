@@ -46,7 +46,7 @@ WITH agents AS (
     GROUP BY g.trace_id
 )
 SELECT a.trace_id, coalesce(a.session_id, a.trace_id) AS session_id, a.service_name, g.agent,
-       epoch_ms(a.start_time) AS start_ms,
+       date_diff('microsecond', TIMESTAMPTZ '1970-01-01 00:00:00+00', a.start_time) / 1000.0 AS start_ms,
        min(a.start_time) OVER (PARTITION BY coalesce(a.session_id, a.trace_id)) AS session_start
 FROM attempts AS a
 JOIN _report_traces AS t ON t.trace_id = a.trace_id

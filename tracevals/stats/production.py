@@ -96,7 +96,8 @@ class Trend:
         verdict = "fell significantly" if self.significant else ("fell" if self.drop > 0 else "did not fall")
         return (
             f"{self.evaluator}: {n.passes}/{n.n} = {n.rate:.3f} on {self.night} vs {b.passes}/{b.n} = {b.rate:.3f} "
-            f"over the {self.before_days} days before; {verdict} (one-sided Fisher p = {self.p_value:.3g})"
+            f"over the {self.before_days} day{'s' if self.before_days != 1 else ''} before; {verdict} "
+            f"(one-sided Fisher p = {self.p_value:.3g})"
         )
 
 
