@@ -215,3 +215,23 @@ def test_a_yaml_error_in_a_fault_profile_names_the_file_and_line(project: Path) 
     assert result.stderr.strip().splitlines() == [
         "Error: faults.yaml:3:5: not valid YAML: expected ',' or '}', but got '{' (while parsing a flow mapping)"
     ]
+
+
+def test_every_run_asked_for_is_reported_and_a_missing_one_is_an_error(project: Path) -> None:
+    for run_id in ("r1", "r2", "r3"):
+        assert _run(project, "-k", "1", "--run-id", run_id).returncode == 0
+    runs = ["--run", "r1", "--run", "r2", "--run", "r3"]
+    command = [sys.executable, "-m", "tracevals", "report", "--lake", "lake", "--out", "r.json", "--format", "json"]
+    env = {**os.environ, "AGENT_LOG": str(project / "calls.log")}
+    report = subprocess.run([*command, *runs], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["runs"] == ["r1", "r2", "r3"]  # the third is not dropped
+    (variant,) = json.loads(report.stdout)["variants"]
+    assert variant["runs"] == 3 * 2  # every attempt of the three runs: 2 cases, k=1 each
+    doc = json.loads((project / "r.json").read_text())
+    assert doc["meta"]["runs"] == ["r1", "r2", "r3"]
+    typo = subprocess.run([*command, *runs, "--run", "r4"], cwd=project, env=env, capture_output=True, text=True)
+    assert typo.returncode == 1
+    assert typo.stderr.strip().splitlines()[-1] == (
+        "Error: run r4 has no attempts in the selection (runs in the lake: r1, r2, r3)"
+    )

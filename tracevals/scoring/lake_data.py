@@ -107,6 +107,7 @@ def load_lake_data(
             f'{os.fspath(lake)} "select run_id, variant, count(*) from runs group by all"'
         )
     _check_variants(trajectories, selection.variants)
+    _check_runs(con, trajectories, selection.runs)
     run_ids = sorted({t.run_id for t in trajectories if t.run_id})
     ran = kept_cases(lake, run_ids)
     notes = [
@@ -214,6 +215,19 @@ def _describe(selection: Selection, runs: Sequence[str]) -> str:
         until = selection.until.isoformat() if selection.until else "now"
         parts.append(f"from {since} until {until}")
     return ", ".join(parts)
+
+
+def _check_runs(con: duckdb.DuckDBPyConnection, trajectories: Sequence[Trajectory], wanted: Sequence[str]) -> None:
+    """Every run asked for is in the selection: a misspelt --run is an error, never silently dropped."""
+    found = {t.run_id for t in trajectories}
+    absent = [r for r in wanted if r not in found]
+    if absent:
+        have = [str(r[0]) for r in con.execute("SELECT DISTINCT run_id FROM runs WHERE run_id IS NOT NULL ORDER BY 1")
+                .fetchall()]  # fmt: skip
+        listed = ", ".join(have[:8]) + (f" +{len(have) - 8} more" if len(have) > 8 else "")
+        raise SelectionError(
+            f"run {', '.join(absent)} has no attempts in the selection (runs in the lake: {listed or 'none'})"
+        )
 
 
 def _check_variants(trajectories: Sequence[Trajectory], wanted: Sequence[str]) -> None:
