@@ -7,6 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tracevals.cli import COMMANDS, main, short_help
@@ -85,3 +86,14 @@ def test_every_environment_variable_is_documented() -> None:
     page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     names = [v for k, v in vars(env).items() if k.isupper() and isinstance(v, str)]
     assert names and all(f"`{name}`" in page for name in names), [n for n in names if f"`{n}`" not in page]
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["tracevals.tasks", "tracevals.model.tasks", "tracevals.evaluators", "tracevals.report", "tracevals.scoring",
+     "tracevals.harness", "tracevals.queries", "tracevals.stats", "tracevals.lake", "tracevals.cli"],
+)  # fmt: skip
+def test_every_public_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    # a circular import shows only when the module is the first one imported
+    result = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
