@@ -148,42 +148,28 @@ def test_the_gate_fails_the_night_whose_rate_fell(prod: tuple[Path, Traffic]) ->
 
 
 def test_the_production_html_in_chromium(prod: tuple[Path, Traffic], tmp_path: Path) -> None:
-    from test_report_browser import CHROMIUM, FLAGS, _require_chromium
+    from test_report_browser import opened
 
     lake, traffic = prod
     out = tmp_path / "week.html"
     _report(lake, out)
-    _require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    problems: list[str] = []
-    requests: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            tab.on("pageerror", lambda e: problems.append(str(e)))
-            tab.on("request", lambda r: requests.append(r.url))
-            tab.goto(out.as_uri(), wait_until="load")
-            assert problems == [] and requests == [out.as_uri()]
-            rows = tab.locator("#evaluator-table tbody tr")
-            assert rows.count() == 2
-            first = rows.nth(0).locator("td").all_inner_texts()
-            assert first[0] == "retry_discipline" and first[2].startswith("0.647 (11/17)")
-            assert rows.nth(0).get_attribute("class") == "fell" and first[-1] == "fell significantly"
-            chart = tab.locator('figure[data-figure="trend"] svg')
-            assert chart.locator("polyline").count() == 2 and chart.locator("polygon").count() == 2  # line + band
-            titles = chart.locator("circle title").all_text_contents()
-            assert f"retry_discipline {traffic.night}: 11/17 = 0.647 [0.413, 0.827]" in titles
-            groups = tab.locator("#worst details.group")
-            assert groups.count() == 2
-            assert all(groups.nth(i).get_attribute("open") is None for i in range(groups.count()))
-            assert tab.evaluate("document.documentElement.scrollHeight") < 6000
-            assert tab.evaluate("document.documentElement.scrollWidth") <= 1280
-            tab.screenshot(path=str(tmp_path / "production-closed.png"), full_page=True)
-            groups.first.locator("summary").click()
-            card = groups.first.locator("article.failure").first
-            assert card.is_visible() and "select * from steps where trace_id" in card.inner_text()
-        finally:
-            browser.close()
+    with opened(out) as (tab, problems, requests):
+        assert problems == [] and requests == [out.as_uri()]
+        rows = tab.locator("#evaluator-table tbody tr")
+        assert rows.count() == 2
+        first = rows.nth(0).locator("td").all_inner_texts()
+        assert first[0] == "retry_discipline" and first[2].startswith("0.647 (11/17)")
+        assert rows.nth(0).get_attribute("class") == "fell" and first[-1] == "fell significantly"
+        chart = tab.locator('figure[data-figure="trend"] svg')
+        assert chart.locator("polyline").count() == 2 and chart.locator("polygon").count() == 2  # line + band
+        titles = chart.locator("circle title").all_text_contents()
+        assert f"retry_discipline {traffic.night}: 11/17 = 0.647 [0.413, 0.827]" in titles
+        groups = tab.locator("#worst details.group")
+        assert groups.count() == 2
+        assert all(groups.nth(i).get_attribute("open") is None for i in range(groups.count()))
+        assert tab.evaluate("document.documentElement.scrollHeight") < 6000
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 1280
+        tab.screenshot(path=str(tmp_path / "production-closed.png"), full_page=True)
+        groups.first.locator("summary").click()
+        card = groups.first.locator("article.failure").first
+        assert card.is_visible() and "select * from steps where trace_id" in card.inner_text()

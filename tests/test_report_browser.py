@@ -11,6 +11,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,9 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def page(demo_dir: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
+@contextmanager
+def opened(path: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """`path` in headless Chromium at 1,280 x 900: (the tab, the console errors, the URLs requested)."""
     _require_chromium()
     from playwright.sync_api import sync_playwright  # a dev dependency: missing means a broken set-up, not a skip
 
@@ -68,10 +70,16 @@ def page(demo_dir: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
             tab.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             tab.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
             tab.on("request", lambda r: requests.append(r.url))
-            tab.goto((demo_dir / "report.html").as_uri(), wait_until="load")
+            tab.goto(path.as_uri(), wait_until="load")
             yield tab, problems, requests
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(demo_dir: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
+    with opened(demo_dir / "report.html") as opened_page:
+        yield opened_page
 
 
 @pytest.fixture(scope="module")

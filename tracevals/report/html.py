@@ -17,7 +17,7 @@ from typing import Any
 from tracevals.report.data import ReportData
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
 from tracevals.report.html_failures import failure_gallery, failure_tables
-from tracevals.report.html_parts import STYLE, details, table
+from tracevals.report.html_parts import STYLE, details, nav, table
 from tracevals.report.svg import IntervalPoint, interval_chart, line_chart, stacked_bars, strip_chart
 from tracevals.stats import CATEGORIES, CATEGORY_LABELS, VariantSummary, confidence_level
 
@@ -109,9 +109,8 @@ def _header(data: ReportData) -> str:
     chosen = [v for v in data.summaries if v in per]
     provenance = [_provenance(v, per[v]) for v in chosen] if chosen else [_provenance(None, meta)]
     variants = table(["variant", "runs", "commit", "lock hash", "dates"], provenance, table_id="provenance-variants")
-    nav = "".join(
-        f'<a href="#{i}">{escape(t)}</a>'
-        for i, t in (
+    links = nav(
+        (
             ("summary", "Summary"),
             ("pass-hat-k", "pass^k"),
             ("regressions", "Regressions"),
@@ -123,10 +122,7 @@ def _header(data: ReportData) -> str:
             ("gallery", "Failure gallery"),
         )
     )
-    return (
-        f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl>{variants}<nav>{nav}</nav>'
-        "</header>"
-    )
+    return f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl>{variants}{links}</header>'
 
 
 def _summary(data: ReportData) -> str:

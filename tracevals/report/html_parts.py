@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["STYLE", "details", "table"]
+__all__ = ["STYLE", "details", "nav", "table"]
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;color:#1b1b1b;margin:0 auto;max-width:1180px;padding:0 20px 60px}
@@ -67,3 +67,8 @@ def details(summary: str, content: str, *, cls: str = "group", data: dict[str, s
     """A collapsed `<details>` (no script: the browser opens it); `summary` is trusted HTML."""
     attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in (data or {}).items())
     return f'<details class="{escape(cls)}"{attrs}><summary>{summary}</summary>{content}</details>'
+
+
+def nav(links: Sequence[tuple[str, str]]) -> str:
+    """The page's table of contents: (section id, title) pairs."""
+    return "<nav>" + "".join(f'<a href="#{escape(i)}">{escape(t)}</a>' for i, t in links) + "</nav>"

@@ -9,7 +9,7 @@ from html import escape
 
 from tracevals.report.formatting import interval, num
 from tracevals.report.html_failures import trace_command
-from tracevals.report.html_parts import STYLE, details, table
+from tracevals.report.html_parts import STYLE, details, nav, table
 from tracevals.report.svg import day_chart
 from tracevals.stats.production import ProductionSummary, Rate, SessionFailure
 
@@ -58,9 +58,8 @@ def _header(s: ProductionSummary) -> str:
     ]  # fmt: skip
     notes = [("note", str(n)) for n in m.get("notes") or []]
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows + notes)
-    nav = "".join(
-        f'<a href="#{i}">{escape(t)}</a>'
-        for i, t in (
+    links = nav(
+        (
             ("evaluators", "Evaluators"),
             ("trend", "Day by day"),
             ("groups", "Services and agents"),
@@ -68,7 +67,7 @@ def _header(s: ProductionSummary) -> str:
             ("worst", "Worst sessions"),
         )
     )
-    return f'<header><h1>tracevals production report</h1><dl id="provenance">{items}</dl><nav>{nav}</nav></header>'
+    return f'<header><h1>tracevals production report</h1><dl id="provenance">{items}</dl>{links}</header>'
 
 
 def _evaluators(s: ProductionSummary) -> str:
