@@ -14,6 +14,7 @@ from tracevals import __version__
 # name -> "module:attribute". A subcommand's module is imported when the subcommand runs (or its
 # help is shown), so `tracevals sql` does not pay for importing the collector or the simulator.
 COMMANDS: dict[str, str] = {
+    "cases": "tracevals.cli.cases:cases",
     "collect": "tracevals.cli.collect:collect",
     "compact": "tracevals.cli.compact:compact",
     "demo": "tracevals.cli.demo:demo",

@@ -162,6 +162,14 @@ def run(
     console = Console(stderr=True)
     if done:
         console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
+    drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
+    if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
+        console.print(
+            f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
+            f"(tracevals cases review {tasks_file.parent} --accept ID)",
+            highlight=False,
+            soft_wrap=True,
+        )
     Path(lake).mkdir(parents=True, exist_ok=True)
     telemetry = instrument(lake=lake, capture_content=capture)
     try:

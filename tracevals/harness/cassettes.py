@@ -1,7 +1,8 @@
 """Record/replay of tool calls: cassettes keyed by a hash of the tool name and canonical arguments.
 
 One human-diffable JSON file per task in the cassette folder (`<task_id>.json`). Each interaction
-is keyed by the attempt (attempts differ by seed, so each replays its own recording), by
+is keyed by the attempt (attempts differ by seed, so each replays its own recording; attempt 0 serves
+every attempt that has no recording of its own, as a set extracted from production traffic holds), by
 `sha256(tool + canonical JSON arguments)[:16]` (less `idempotency_key`, which carries the run id by
 design) and by its occurrence within the attempt (the second identical call may return something
 else: a 429, then success). Modes:
@@ -32,6 +33,7 @@ from tracevals.instrumentation.tools import ToolError
 
 MODES = ("record", "replay", "record-new")
 FORMAT_VERSION = 1
+ANY_ATTEMPT = 0  # a recording for every attempt that has none of its own (`tracevals cases extract` writes these)
 
 # Secrets never land in a cassette (the instrumentation's redaction covers more; these are the
 # shapes of credentials that show up in tool arguments and results).
@@ -96,7 +98,8 @@ class Cassette:
 
     def lookup(self, attempt: int, key: str, occurrence: int) -> dict[str, Any] | None:
         with self._lock:
-            return self.interactions.get((attempt, key, occurrence))
+            found = self.interactions.get((attempt, key, occurrence))
+            return found if found is not None else self.interactions.get((ANY_ATTEMPT, key, occurrence))
 
     def record(
         self, attempt: int, key: str, occurrence: int, tool: str, arguments: Mapping[str, Any], outcome: dict[str, Any]
@@ -118,7 +121,7 @@ class Cassette:
         wanted = json.dumps(arguments, sort_keys=True, default=str)
         scored = []
         for item in self.interactions.values():
-            if item["attempt"] != attempt:
+            if item["attempt"] not in (attempt, ANY_ATTEMPT):
                 continue
             similarity = difflib.SequenceMatcher(None, wanted, json.dumps(item["args"], sort_keys=True)).ratio()
             scored.append(

@@ -118,6 +118,7 @@ class FaultInjector:
     calls: dict[str, int] = field(default_factory=dict)
     fired: list[tuple[str, int, str]] = field(default_factory=list)
     fired_ids: set[str] = field(default_factory=set)  # the rules that fired at least once
+    replayed: dict[str, int] = field(default_factory=dict)  # calls a cassette answered (no rule applies)
     _next_allowed: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @classmethod
@@ -136,6 +137,10 @@ class FaultInjector:
                 if draw < rule.probability:
                     return rule
         return None
+
+    def replayed_call(self, tool: str) -> None:
+        """A cassette answered this call: what it met is in the recording, no rule applies to it."""
+        self.replayed[tool] = self.replayed.get(tool, 0) + 1
 
     def plan(self, tool: str, span: Any) -> FaultRule | None:
         """Count one call of `tool` and pick its fault (marked on the span); None: the call goes through.

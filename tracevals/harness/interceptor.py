@@ -45,13 +45,15 @@ class RunPlan:
         with self._lock:
             fired = {rule_id for injector in self._injectors for rule_id in injector.fired_ids}
             most: dict[str, int] = {}
+            replayed: set[str] = set()
             for injector in self._injectors:
                 for tool, n in injector.calls.items():
                     most[tool] = max(most.get(tool, 0), n)
+                replayed.update(injector.replayed)
         out = []
         for rule in self.faults:
-            if rule.id in fired:
-                continue
+            if rule.id in fired or (replayed and (rule.tool == "*" or rule.tool in replayed)):
+                continue  # fired, or its calls were answered by a cassette (which recorded what they met)
             calls = sum(most.values()) if rule.tool == "*" else most.get(rule.tool, 0)
             if calls == 0:
                 called = ", ".join(sorted(most)) or "none"
@@ -132,6 +134,8 @@ class AttemptInterceptor:
         key, n, recorded = self.player.begin(call.name, call.arguments)
         if recorded is not None:
             call.span.set_attribute(tv.REPLAY, "replay")
+            if self.faults is not None:
+                self.faults.replayed_call(call.name)
             return self._plant(call, replay(recorded))
         call.span.set_attribute(tv.REPLAY, "record")
         try:
@@ -159,6 +163,8 @@ class AttemptInterceptor:
         key, n, recorded = self.player.begin(call.name, call.arguments)
         if recorded is not None:
             call.span.set_attribute(tv.REPLAY, "replay")
+            if self.faults is not None:
+                self.faults.replayed_call(call.name)
             return self._plant(call, replay(recorded))
         call.span.set_attribute(tv.REPLAY, "record")
         try:

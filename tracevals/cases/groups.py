@@ -1,0 +1,185 @@
+"""The four groups of a replay set, read from what a session's trace shows, and the seeded choice.
+
+Every session lands in exactly one group, the first rule that holds, in this order:
+
+1. `faults`: a tool call failed with a fault of the world (429 / rate limit, timeout, 5xx), or a read
+   returned an empty result (`[]`, `{}`, `""`, or an object whose only list is empty);
+2. `high_risk`: a `write` or `irreversible` call ran, or the agent handed off a request that names one
+   of its write / irreversible tools, uses an irreversible verb (delete, refund, cancel, pay,
+   transfer, ...) or asks for confirmation;
+3. `vague`: the agent handed off, asked the user a question (its answer ends with `?`), or a call was
+   refused for a missing or invalid argument (a 400 / 422, `invalid_argument`, "missing", "required");
+4. `clear`: the rest.
+
+A tool's effect is the one its spans recorded (`tracevals.tool.effect`), else the case rules' (`effects`
+in the rules file), else read from its name (`delete_*`, `refund_*`, `cancel_*`, `pay*`, `transfer*`
+are irreversible; `send_*`, `create_*`, `update_*`, `set_*`, `add_*`, `post_*`, `write_*` are writes).
+
+Choice within a group is deterministic for a seed: sessions are ordered by `md5(seed:session_id)`, then
+taken greedily, each time the one that adds the most not yet seen (tools, tool sequence, outcome,
+fault), ties by that order. A group with fewer sessions than asked is reported, never padded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tracevals.model.faults import canonical_fault
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
+
+GROUPS = ("clear", "vague", "faults", "high_risk")
+
+_IRREVERSIBLE_VERBS = "delete|remove|destroy|drop|purge|refund|cancel|pay|charge|transfer|wire|close"
+_WRITE_VERBS = "send|create|update|set|add|post|put|write|insert|modify|edit|book|submit|assign|notify"
+_IRREVERSIBLE = re.compile(rf"^(?:{_IRREVERSIBLE_VERBS})")
+_WRITE = re.compile(rf"^(?:{_WRITE_VERBS})")
+_RISKY_WORDS = re.compile(rf"(?i)\b(?:{_IRREVERSIBLE_VERBS})\w*")
+_MISSING = re.compile(r"(?i)missing|required|invalid[_ ]argument|must be|validation")
+_CONFIRM = re.compile(r"(?i)\bconfirm|approv|authori[sz]")
+
+
+@dataclass(frozen=True)
+class Session:
+    """One production session that can become a case: its only turn, what was asked and answered."""
+
+    session_id: str
+    trajectory: Trajectory
+    input: str
+    output: str | None
+    service: str = "unknown"
+    agent: str = "unknown"
+    succeeded: bool = False  # ended with an answer or a hand-off, and every evaluator passed
+    failing: tuple[str, ...] = ()  # the evaluators that did not pass
+    error_messages: Mapping[str, str] = field(default_factory=dict)  # span id -> status message
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [c for c in self.trajectory.tool_calls if not c.gap]
+
+
+def effect_of(tool: str, recorded: Mapping[str, str]) -> str:
+    if tool in recorded:
+        return recorded[tool]
+    name = tool.lower().lstrip("_")
+    if _IRREVERSIBLE.match(name):
+        return "irreversible"
+    if _WRITE.match(name):
+        return "write"
+    return "read"
+
+
+def fault_of(call: ToolCall) -> str | None:
+    """The fault a failed call met (canonical name), None when it was no fault of the world."""
+    if not call.failed:
+        return "empty" if is_empty(call.result) else None
+    kind = (call.error_type or "").lower()
+    status = call.status_code
+    if status == 429 or "rate" in kind or kind == "429":
+        return "rate_limit"
+    if "timeout" in kind or "timed_out" in kind or status in (408, 504):
+        return "timeout"
+    if (status is not None and 500 <= status < 600) or kind in ("server_error", "5xx", "unavailable"):
+        return "server_error"
+    return canonical_fault(kind) if kind in ("empty", "malformed") else None
+
+
+def is_empty(result: str | None) -> bool:
+    if result is None:
+        return False
+    text = result.strip()
+    if text in ("", "[]", "{}", '""', "null"):
+        return True
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    if isinstance(parsed, dict):
+        lists = [v for v in parsed.values() if isinstance(v, list)]
+        return len(lists) == 1 and not lists[0]
+    return parsed in ([], {}, "", None)
+
+
+def group_of(session: Session, effects: Mapping[str, str]) -> tuple[str, str]:
+    """(group, why): the first rule of the module docstring that holds."""
+    calls = session.calls
+    for call in calls:
+        fault = fault_of(call)
+        if fault is not None:
+            return "faults", f"{call.name} met {fault}"
+    risky = {t for t in {c.name for c in calls} - {HANDOFF_TOOL} if effect_of(t, effects) in ("write", "irreversible")}
+    ran = [c.name for c in calls if c.name in risky and not c.failed]
+    if ran:
+        return "high_risk", f"ran {ran[0]} ({effect_of(ran[0], effects)})"
+    t = session.trajectory
+    if t.handed_off:
+        said = f"{handoff_text(t)} {session.input}"
+        named = sorted(tool for tool, e in effects.items() if e in ("write", "irreversible") and tool in said)
+        verbs = {_verb(tool) for tool, e in effects.items() if e in ("write", "irreversible")}
+        asked = sorted(v for v in verbs if v and re.search(rf"(?i)\b{re.escape(v)}", said))
+        asked += [m.group(0).lower() for m in _RISKY_WORDS.finditer(said)][:1]
+        if named or asked or _CONFIRM.search(said):
+            return "high_risk", f"handed off a {(named or asked or ['confirmation'])[0]} request"
+        return "vague", "handed off"
+    if any(c.failed and (c.status_code in (400, 422) or _MISSING.search(c.error_type or "")) for c in calls):
+        return "vague", "a call was refused for its arguments"
+    if session.output and session.output.rstrip().endswith("?"):
+        return "vague", "asked the user a question"
+    return "clear", "none of the other rules"
+
+
+def handoff_text(t: Trajectory) -> str:
+    """What a trajectory's hand-offs say: their reasons and pending work (spans or handoff_to_human calls)."""
+    said = [*(h.reason or "" for h in t.handoffs), *(p for h in t.handoffs for p in h.pending)]
+    for c in t.tool_calls:
+        if c.name == HANDOFF_TOOL and c.args:
+            said += [str(c.args.get("reason") or ""), *map(str, c.args.get("pending") or [])]
+    return " ".join(said)
+
+
+_TOOLISH = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def pending_tools(t: Trajectory) -> set[str]:
+    """Tool-like names (snake_case, a write or irreversible verb first) a hand-off left to a human."""
+    return {m.group(0) for m in _TOOLISH.finditer(handoff_text(t)) if effect_of(m.group(0), {}) != "read"}
+
+
+def _verb(tool: str) -> str:
+    return re.split(r"[_\-]", tool.lower(), maxsplit=1)[0]
+
+
+def _features(session: Session, effects: Mapping[str, str]) -> set[str]:
+    calls = session.calls
+    names = [c.name for c in calls]
+    t = session.trajectory
+    outcome = "handoff" if t.handed_off else ("error" if t.error_type else "answer")
+    return {
+        *(f"tool:{n}" for n in names),
+        "seq:" + ">".join(names),
+        f"outcome:{outcome}",
+        f"passed:{session.succeeded}",
+        *(f"fault:{c.name}:{fault_of(c)}" for c in calls if fault_of(c)),
+        f"agent:{session.service}/{session.agent}",
+    }
+
+
+def seeded_order(sessions: Iterable[Session], seed: int) -> list[Session]:
+    return sorted(sessions, key=lambda s: (hashlib.md5(f"{seed}:{s.session_id}".encode()).hexdigest(), s.session_id))
+
+
+def choose(sessions: Sequence[Session], per_group: int, seed: int, effects: Mapping[str, str]) -> list[Session]:
+    """Up to `per_group` sessions, greedily the most diverse, in a seeded order (see the module doc)."""
+    pool = seeded_order(sessions, seed)
+    features = {s.session_id: _features(s, effects) for s in pool}
+    seen: set[str] = set()
+    chosen: list[Session] = []
+    while pool and len(chosen) < per_group:
+        best = max(range(len(pool)), key=lambda i: (len(features[pool[i].session_id] - seen), -i))
+        pick = pool.pop(best)
+        seen |= features[pick.session_id]
+        chosen.append(pick)
+    return chosen

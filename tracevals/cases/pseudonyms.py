@@ -1,0 +1,400 @@
+"""Desensitisation that keeps structure: every identifier becomes a pseudonym of the same shape, the
+same original the same pseudonym everywhere (input, arguments, results, answers, cassettes).
+
+Two passes over the chosen sessions:
+
+1. **learn** what is personal from the structure the tools exchange (a JSON field named like a name,
+   email, phone, address, id or URL: `Rules.fields`) and from patterns in any text (emails, phone
+   numbers, id-shaped tokens such as `ord_1004` or `INV-20231`, internal URLs, and the names a user
+   lists);
+2. **replace** each learned value wherever it appears, longest first, and the redactor's secret
+   shapes (API keys, tokens, passwords) by `[REDACTED:<kind>]`.
+
+Pseudonyms keep the shape a program may rely on: an id keeps its prefix, separators and length
+(`cus_001` → `cus_417`, `INV-20231` → `INV-58302`), a name stays capitalised words
+word by word (`Zhang Wei` → `Avery Blake`, `Zhang Min` → `Avery Casey`: who shares a
+surname still does), an email stays an email, a phone number keeps its punctuation. They
+are numbered in order of first appearance (seeded, collision-free, never equal to an original), so
+an extraction is reproducible and two originals never share a pseudonym. What is replaced is counted
+by kind; the originals are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracevals.instrumentation.redact import Redactor
+
+KINDS = ("name", "email", "phone", "id", "address", "url")
+
+# JSON field names (lower case, `-` read as `_`) whose string values are personal data, by kind.
+DEFAULT_FIELDS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "name",
+            "full_name",
+            "first_name",
+            "last_name",
+            "customer_name",
+            "contact_name",
+            "user_name",
+            "username",
+            "display_name",
+            "recipient",
+            "recipient_name",
+        ),
+        "name",
+    ),
+    **dict.fromkeys(("email", "email_address", "mail", "contact_email"), "email"),
+    **dict.fromkeys(("phone", "phone_number", "mobile", "tel", "telephone", "contact_phone"), "phone"),
+    **dict.fromkeys(
+        (
+            "address",
+            "street",
+            "street_address",
+            "address_line",
+            "address_line1",
+            "address_line2",
+            "postal_address",
+            "shipping_address",
+            "billing_address",
+        ),
+        "address",
+    ),
+    **dict.fromkeys(("url", "webhook", "webhook_url", "callback_url", "link"), "url"),
+}
+# A field named `id` or ending in `_id` / `_number` / `_no` / `_ref` holds an identifier.
+_ID_FIELD = re.compile(r"^(?:id|.+_(?:id|number|no|ref|key))$")
+_NOT_ID_FIELDS = frozenset({"idempotency_key", "tool_call_id", "call_id", "trace_id", "span_id"})
+
+_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_PHONE = re.compile(
+    r"(?<![\w.+/-])(?:\+\d{8,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]\d{3,5})"
+    r"(?![\w/-]|\.\d)"
+)
+# Id-shaped tokens: a lower-case prefix, `_`, digits (ord_1004, cus_001); an upper-case prefix, `-`,
+# digits (INV-20231); a prefix with a long digit run (A123456).
+_ID_TOKEN = re.compile(r"\b(?:[a-z][a-z0-9]{1,15}_\d{2,}|[A-Z][A-Z0-9]{1,9}-\d{3,}|[A-Z]{1,3}\d{6,})\b")
+# URLs whose host is internal (private addresses, .internal / .local / .corp / .lan, localhost).
+_INTERNAL_URL = re.compile(
+    r"\bhttps?://(?:[A-Za-z0-9-]+\.)*(?:internal|local|corp|lan|intranet)(?::\d+)?(?:/[^\s\"'<>]*)?"
+    r"|\bhttps?://(?:localhost|127\.\d+\.\d+\.\d+|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+"
+    r"|172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+)(?::\d+)?(?:/[^\s\"'<>]*)?"
+)
+
+_POOL = (
+    "Avery",
+    "Blake",
+    "Casey",
+    "Devon",
+    "Emery",
+    "Finley",
+    "Harper",
+    "Jordan",
+    "Kai",
+    "Logan",
+    "Morgan",
+    "Noel",
+    "Oakley",
+    "Parker",
+    "Quinn",
+    "Reese",
+    "Riley",
+    "Rowan",
+    "Sage",
+    "Skyler",
+    "Tatum",
+    "Taylor",
+    "Val",
+    "Wren",
+    "Alder",
+    "Birch",
+    "Cedar",
+    "Dale",
+    "Ellis",
+    "Frost",
+    "Grove",
+    "Hale",
+    "Ives",
+    "Jarvis",
+    "Kerr",
+    "Lane",
+    "Marsh",
+    "North",
+    "Oakes",
+    "Pike",
+    "Reed",
+    "Shaw",
+    "Thorne",
+    "Vale",
+    "Wade",
+    "Yates",
+)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What to treat as personal: field names by kind, extra patterns by kind, names to find in free
+    text, fields never to touch. Loaded from a rules file (`from_document`) over the defaults."""
+
+    fields: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_FIELDS))
+    patterns: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    names: tuple[str, ...] = ()
+    keep_fields: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any], where: str) -> Rules:
+        """`fields: {kind: [field, ...]}`, `patterns: {kind: [regex, ...]}`, `names: [...]`,
+        `keep: [field, ...]`; raises ValueError naming `where` and the entry."""
+        unknown = set(doc) - {"fields", "patterns", "names", "keep"}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}; use fields, patterns, names, keep")
+        fields = dict(DEFAULT_FIELDS)
+        for kind, names in (doc.get("fields") or {}).items():
+            _check_kind(kind, f"{where}: fields")
+            for name in _strings(names, f"{where}: fields.{kind}"):
+                fields[_field_key(name)] = kind
+        patterns = []
+        for kind, regexes in (doc.get("patterns") or {}).items():
+            _check_kind(kind, f"{where}: patterns")
+            for regex in _strings(regexes, f"{where}: patterns.{kind}"):
+                try:
+                    patterns.append((kind, re.compile(regex)))
+                except re.error as exc:
+                    raise ValueError(
+                        f"{where}: patterns.{kind}: {regex!r} is not a regular expression ({exc})"
+                    ) from exc
+        return cls(
+            fields=fields,
+            patterns=tuple(patterns),
+            names=tuple(_strings(doc.get("names") or [], f"{where}: names")),
+            keep_fields=frozenset(_field_key(k) for k in _strings(doc.get("keep") or [], f"{where}: keep")),
+        )
+
+    def kind_of_field(self, key: str) -> str | None:
+        k = _field_key(key)
+        if k in self.keep_fields or k in _NOT_ID_FIELDS:
+            return None
+        if k in self.fields:
+            return self.fields[k]
+        return "id" if _ID_FIELD.match(k) else None
+
+
+def _check_kind(kind: str, where: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"{where}: {kind!r} is not a kind; use one of {', '.join(KINDS)}")
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}: expected a list of strings, got {json.dumps(value, default=str)[:60]}")
+    return value
+
+
+def _field_key(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+class Desensitiser:
+    """Learns the personal values of some documents, then replaces them consistently."""
+
+    def __init__(self, rules: Rules | None = None, seed: int = 0) -> None:
+        self.rules = rules or Rules()
+        self.seed = seed
+        self._values: dict[str, str] = {}  # original -> kind, in order of first appearance
+        self._pseudonyms: dict[str, str] = {}
+        self._words: dict[str, str] = {}  # name word -> pseudonym word
+        self._pattern: re.Pattern[str] | None = None
+        self._secrets = Redactor(pii=False)
+        self.replaced: Counter[str] = Counter()  # kind -> occurrences replaced
+        self._protected: set[str] = set()
+
+    def protect(self, words: Iterable[str]) -> None:
+        """Never treat these as personal (tool names: a product field named `name` may hold one)."""
+        self._protected.update(words)
+
+    # --- learning ---------------------------------------------------------------------------------
+
+    def learn(self, value: Any) -> None:
+        """Note the personal values in `value` (text, JSON text, or parsed JSON)."""
+        self._pattern = None
+        self._walk(value, None)
+
+    def _walk(self, value: Any, kind: str | None) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                self._walk(v, self.rules.kind_of_field(str(k)))
+        elif isinstance(value, list):
+            for v in value:
+                self._walk(v, kind)
+        elif isinstance(value, str):
+            parsed = _json_container(value)
+            if parsed is not None:
+                self._walk(parsed, kind)
+                return
+            if kind is not None and value.strip() and not _is_plain_value(value):
+                self._note(value.strip(), kind)
+            self._scan(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and kind == "id":
+            self._note(str(value), "id")
+
+    def _scan(self, text: str) -> None:
+        for kind, pattern in (
+            ("email", _EMAIL),
+            ("url", _INTERNAL_URL),
+            ("phone", _PHONE),
+            ("id", _ID_TOKEN),
+            *self.rules.patterns,
+        ):
+            for m in pattern.finditer(text):
+                self._note(m.group(0), kind)
+        for name in self.rules.names:
+            if re.search(rf"(?i)\b{re.escape(name)}\b", text):
+                self._note(name, "name")
+
+    def _note(self, value: str, kind: str) -> None:
+        if len(value) < 2 or value in self._values or value in self._protected:
+            return
+        self._values[value] = kind
+        if kind == "name":  # a name's parts are personal too ("Zhang" alone, in "Zhang's orders")
+            parts = value.split()
+            for part in parts if len(parts) > 1 else ():
+                if len(part) > 2 and part[:1].isupper() and part not in self._values:
+                    self._values[part] = "name"
+
+    # --- replacing --------------------------------------------------------------------------------
+
+    def apply(self, value: Any) -> Any:
+        """`value` with every learned value replaced and every secret redacted (JSON text stays JSON)."""
+        if isinstance(value, Mapping):
+            return {k: self.apply(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply(v) for v in value]
+        if isinstance(value, str):
+            parsed = _json_container(value)
+            if parsed is not None:
+                return json.dumps(self.apply(parsed), ensure_ascii=False)
+            return self._text(value)
+        if isinstance(value, int) and not isinstance(value, bool) and str(value) in self._values:
+            out = self._text(str(value))
+            return int(out) if out.isdigit() else out
+        return value
+
+    def _text(self, text: str) -> str:
+        redacted = self._secrets.redact(text)
+        self.replaced["secret"] += redacted.count("[REDACTED:") - text.count("[REDACTED:")
+        text = redacted
+        pattern = self._compiled()
+        if pattern is None:
+            return text
+
+        def swap(m: re.Match[str]) -> str:
+            original = m.group(0)
+            kind = self._values[original]
+            self.replaced[kind] += 1
+            return self._pseudonym(original, kind)
+
+        return pattern.sub(swap, text)
+
+    def _compiled(self) -> re.Pattern[str] | None:
+        if self._pattern is None and self._values:
+            longest = sorted(self._values, key=len, reverse=True)
+            alternatives = "|".join(re.escape(v) for v in longest)
+            # case-sensitive ("Min" the name, not "10 min"), never inside a longer word, email or id
+            self._pattern = re.compile(rf"(?<![\w@.+-])(?:{alternatives})(?![\w@-]|\.\w)")
+        return self._pattern
+
+    def _pseudonym(self, original: str, kind: str) -> str:
+        if original in self._pseudonyms:
+            return self._pseudonyms[original]
+        if kind == "name":  # word by word, so two people sharing a surname still share one
+            pseudonym = " ".join(self._name_word(w) for w in original.split())
+            self._pseudonyms[original] = pseudonym
+            return pseudonym
+        taken = set(self._pseudonyms.values()) | {v.casefold() for v in self._values}
+        for salt in range(1000):
+            candidate = _shape(original, kind, len(self._pseudonyms), self.seed, salt)
+            if candidate not in taken and candidate.casefold() not in taken:
+                break
+        self._pseudonyms[original] = candidate
+        return candidate
+
+    def _name_word(self, word: str) -> str:
+        if word not in self._words:
+            originals = {w for v, k in self._values.items() if k == "name" for w in v.split()}
+            n = len(self._words)
+            while True:
+                candidate = _POOL[(n + self.seed) % len(_POOL)]
+                if n >= len(_POOL):
+                    candidate += _POOL[(n // len(_POOL) + self.seed) % len(_POOL)].lower()
+                if candidate not in originals and candidate not in self._words.values():
+                    break
+                n += 1
+            self._words[word] = candidate if word[:1].isupper() else candidate.lower()
+        return self._words[word]
+
+    def summary(self) -> dict[str, Any]:
+        """What was replaced, by kind: distinct values and occurrences (never the values)."""
+        distinct = Counter(self._values[o] for o in self._pseudonyms)
+        return {
+            "distinct": {k: distinct[k] for k in sorted(distinct)},
+            "occurrences": {k: self.replaced[k] for k in sorted(self.replaced)},
+        }
+
+    def learned(self) -> Iterable[str]:
+        """The originals (for a caller's own check that none is left; never write them)."""
+        return iter(self._values)
+
+
+def _json_container(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def _is_plain_value(text: str) -> bool:
+    """Values no field rule should pseudonymise: booleans, numbers that are not ids, dates, enums."""
+    t = text.strip()
+    return t.lower() in ("true", "false", "null", "none", "") or bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", t))
+
+
+def _digits(seed: int, original: str, salt: int) -> Iterator[int]:
+    stream = hashlib.sha256(f"{seed}\x1f{salt}\x1f{original}".encode()).digest() * 4
+    return iter(stream)
+
+
+def _shape(original: str, kind: str, n: int, seed: int, salt: int) -> str:
+    stream = _digits(seed, original, salt)
+    if kind == "email":
+        return f"user_{n + 1:03d}{'_' + str(salt) if salt else ''}@example.com"
+    if kind == "url":
+        return f"https://service-{n + 1:03d}.example.internal/path"
+    if kind == "address":
+        return f"{100 + n + salt} Example Street"
+    if kind == "phone":
+        return re.sub(r"\d", lambda _: str(next(stream) % 10), original)
+    # an id: keep the leading letters and every separator, replace the digits (and later letters)
+    head = re.match(r"^[A-Za-z]+[_-]?", original)
+    keep = head.group(0) if head and len(head.group(0)) < len(original) else ""
+    tail = original[len(keep) :]
+
+    def swap(c: str) -> str:
+        if c.isdigit():
+            return str(next(stream) % 10)
+        if c.isalpha():
+            letter = chr(ord("a") + next(stream) % 26)
+            return letter.upper() if c.isupper() else letter
+        return c
+
+    return keep + "".join(swap(c) for c in tail)
