@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 
 from tracevals.cases.drafts import draft_case, interactions, source_summary
-from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of
+from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of, request_key
 from tracevals.cases.pseudonyms import Desensitiser, Rules
 from tracevals.harness.cassettes import FORMAT_VERSION, call_key
 from tracevals.model.tasks import case_from_dict
@@ -133,7 +133,11 @@ def extract_cases(
         reasons = {s.session_id: w for s, w in grouped.get(g, [])}
         picked = choose(members, per_group, seed, known)
         if len(picked) < per_group:
-            short[g] = f"{len(picked)} of {per_group}: only {len(members)} session(s) of this group in range"
+            distinct = len({request_key(s.input) for s in members})
+            short[g] = (
+                f"{len(picked)} of {per_group}: {len(members)} session(s) of this group in range, "
+                f"{distinct} distinct request(s)"
+            )
         chosen += [(g, s, reasons[s.session_id]) for s in picked]
     return _write(Path(out), chosen, toolsets, known, rules, seed, short, skipped, len(sessions), per_group)
 

@@ -7,8 +7,9 @@ Every session lands in exactly one group, the first rule that holds, in this ord
 2. `high_risk`: a `write` or `irreversible` call ran, or the agent handed off a request that names one
    of its write / irreversible tools, uses an irreversible verb (delete, refund, cancel, pay,
    transfer, ...) or asks for confirmation;
-3. `vague`: the agent handed off, asked the user a question (its answer ends with `?`), or a call was
-   refused for a missing or invalid argument (a 400 / 422, `invalid_argument`, "missing", "required");
+3. `vague`: the agent handed off, a call was refused for a missing or invalid argument (a 400 / 422,
+   `invalid_argument`, "missing", "required"), or the answer asks the user for what is missing (it ends
+   with `?`, or says "which one", "please give / provide / confirm ...", "did you mean", "I can't tell");
 4. `clear`: the rest.
 
 A tool's effect is the one its spans recorded (`tracevals.tool.effect`), else the case rules' (`effects`
@@ -17,7 +18,9 @@ are irreversible; `send_*`, `create_*`, `update_*`, `set_*`, `add_*`, `post_*`, 
 
 Choice within a group is deterministic for a seed: sessions are ordered by `md5(seed:session_id)`, then
 taken greedily, each time the one that adds the most not yet seen (tools, tool sequence, outcome,
-fault), ties by that order. A group with fewer sessions than asked is reported, never padded.
+fault), ties by that order; of the sessions that asked the same request (case, spacing and punctuation
+aside) and met the same faults, only the first in that order can be chosen. A group with fewer distinct
+requests than asked is reported, never padded.
 """
 
 from __future__ import annotations
@@ -33,12 +36,17 @@ from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
 GROUPS = ("clear", "vague", "faults", "high_risk")
 
-_IRREVERSIBLE_VERBS = "delete|remove|destroy|drop|purge|refund|cancel|pay|charge|transfer|wire|close"
+_IRREVERSIBLE_VERBS = "delet|remov|destroy|drop|purg|refund|cancel|pay|charg|transfer|wire|clos"  # stems
 _WRITE_VERBS = "send|create|update|set|add|post|put|write|insert|modify|edit|book|submit|assign|notify"
 _IRREVERSIBLE = re.compile(rf"^(?:{_IRREVERSIBLE_VERBS})")
 _WRITE = re.compile(rf"^(?:{_WRITE_VERBS})")
 _RISKY_WORDS = re.compile(rf"(?i)\b(?:{_IRREVERSIBLE_VERBS})\w*")
 _MISSING = re.compile(r"(?i)missing|required|invalid[_ ]argument|must be|validation")
+# An answer that asks the user for what is missing, with or without a question mark.
+_CLARIFY = re.compile(
+    r"(?i)\?\s*$|\bwhich (?:one|of)\b|\b(?:please|could you|can you|would you)\s+(?:give|provide|tell|confirm|specify"
+    r"|clarify|share|send)\b|\bI (?:can't|cannot|could not|couldn't) tell\b|\bdid you mean\b"
+)
 _CONFIRM = re.compile(r"(?i)\bconfirm|approv|authori[sz]")
 
 
@@ -106,6 +114,7 @@ def is_empty(result: str | None) -> bool:
 def group_of(session: Session, effects: Mapping[str, str]) -> tuple[str, str]:
     """(group, why): the first rule of the module docstring that holds."""
     calls = session.calls
+    effects = {**{c.name: c.effect for c in calls if c.effect}, **effects}
     for call in calls:
         fault = fault_of(call)
         if fault is not None:
@@ -126,8 +135,8 @@ def group_of(session: Session, effects: Mapping[str, str]) -> tuple[str, str]:
         return "vague", "handed off"
     if any(c.failed and (c.status_code in (400, 422) or _MISSING.search(c.error_type or "")) for c in calls):
         return "vague", "a call was refused for its arguments"
-    if session.output and session.output.rstrip().endswith("?"):
-        return "vague", "asked the user a question"
+    if session.output and _CLARIFY.search(session.output):
+        return "vague", "asked the user for what is missing"
     return "clear", "none of the other rules"
 
 
@@ -171,9 +180,21 @@ def seeded_order(sessions: Iterable[Session], seed: int) -> list[Session]:
     return sorted(sessions, key=lambda s: (hashlib.md5(f"{seed}:{s.session_id}".encode()).hexdigest(), s.session_id))
 
 
+def request_key(text: str) -> str:
+    """A request as compared for duplicates: case, spacing and punctuation ignored."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
 def choose(sessions: Sequence[Session], per_group: int, seed: int, effects: Mapping[str, str]) -> list[Session]:
-    """Up to `per_group` sessions, greedily the most diverse, in a seeded order (see the module doc)."""
-    pool = seeded_order(sessions, seed)
+    """Up to `per_group` sessions, greedily the most diverse, in a seeded order (see the module doc); one
+    per distinct request and faults met (the same question asked twice is one case, unless the world
+    answered it differently)."""
+    pool, asked = [], set()
+    for s in seeded_order(sessions, seed):
+        key = (request_key(s.input), tuple(sorted({f"{c.name}:{fault_of(c)}" for c in s.calls if fault_of(c)})))
+        if key not in asked:
+            asked.add(key)
+            pool.append(s)
     features = {s.session_id: _features(s, effects) for s in pool}
     seen: set[str] = set()
     chosen: list[Session] = []
