@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -189,19 +190,31 @@ def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> 
     assert backwards.exit_code == 1 and "is not after --since" in backwards.output
 
 
-def test_every_command_reads_one_time_grammar() -> None:
+def _commands() -> list[tuple[str, click.Command]]:
+    """Every command that runs, a group's subcommands under their full name (`cases extract`)."""
     from tracevals.cli import COMMANDS
-    from tracevals.cli.times import TimeType
 
-    ranged = []
+    out = []
     for name in COMMANDS:
         command = main.get_command(None, name)  # type: ignore[arg-type]
         assert command is not None
+        if isinstance(command, click.Group):
+            out += [(f"{name} {sub}", command.commands[sub]) for sub in sorted(command.commands)]
+        else:
+            out.append((name, command))
+    return out
+
+
+def test_every_command_reads_one_time_grammar() -> None:
+    from tracevals.cli.times import TimeType
+
+    ranged = []
+    for name, command in _commands():
         params = {p.name: p for p in command.params}
         if "since" in params:
             ranged.append(name)
             assert isinstance(params["since"].type, TimeType) and isinstance(params["until"].type, TimeType)
-    assert sorted(ranged) == ["gate", "report", "score", "sql"]
+    assert sorted(ranged) == ["cases extract", "gate", "report", "score", "sql"]
 
 
 def test_a_missing_sql_file_is_a_clear_error(filled_lake: Path) -> None:
@@ -277,12 +290,9 @@ def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(fil
 
 
 def test_every_command_has_one_format_option() -> None:
-    from tracevals.cli import COMMANDS
     from tracevals.cli.output import FORMATS
 
-    for name in COMMANDS:
-        command = main.get_command(None, name)  # type: ignore[arg-type]
-        assert command is not None
+    for name, command in _commands():
         (fmt,) = [p for p in command.params if p.name == "fmt"] or [None]
         assert fmt is not None, f"tracevals {name} has no --format"
         assert fmt.opts == ["--format"] and fmt.envvar == "TRACEVALS_FORMAT", name

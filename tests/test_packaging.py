@@ -7,6 +7,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -53,9 +54,12 @@ def test_wheel_installs_only_the_tracevals_package(tmp_path: Path) -> None:
 
 def test_every_command_has_help_with_examples() -> None:
     for name in COMMANDS:
-        result = CliRunner().invoke(main, [name, "--help"])
-        assert result.exit_code == 0, result.output
-        assert "Examples:" in result.output, name
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        subcommands = sorted(command.commands) if isinstance(command, click.Group) else []
+        for words in ([name], *([name, sub] for sub in subcommands)):
+            result = CliRunner().invoke(main, [*words, "--help"])
+            assert result.exit_code == 0, result.output
+            assert "Examples:" in result.output, words
 
 
 def test_the_command_list_shows_each_commands_own_help() -> None:
