@@ -251,8 +251,11 @@ def _session(*calls: Any, output: str = "Done.", sid: str = "s", text: str = "Do
         (_session(call("search", result='{"hits": []}')), "faults"),  # an empty result
         (_session(call("search", result="[]"), call("refund_order")), "faults"),  # faults come first
         (_session(call("search"), call("refund_order")), "high_risk"),  # irreversible, by its name
+        (_session(call("issue_refund")), "high_risk"),  # a later word of the name
+        (_session(call("get_refund_status")), "clear"),  # a read verb first: a read
         (_session(call("crm_sync", effect="write")), "high_risk"),  # write, as the span recorded it
-        (_session(call("refund_order", error_type="conflict", status_code=409)), "clear"),  # it did not run
+        (_session(call("refund_order", error_type="conflict", status_code=409)), "faults"),  # a tool error
+        (_session(call("transfer_to_billing"), call("lookup")), "clear"),  # an agent hand-off writes nothing
         (_session(call("search"), handoffs=(Handoff(reason="deleting needs a human", pending=("x",)),)), "high_risk"),
         (_session(call("search"), handoffs=(Handoff(reason="two customers match", candidates=("a", "b")),)), "vague"),
         (_session(call("search"), output="Which Zhang do you mean?"), "vague"),
@@ -295,6 +298,21 @@ def test_pseudonyms_keep_shape_and_never_collide_with_an_original() -> None:
     ), text
     assert d.apply('{"name": "Zhang Wei"}') == json.dumps({"name": a["name"]})  # JSON text stays JSON
     assert d.apply("key sk-ant-abcdefghijklmnopqrstuvwx") == "key [REDACTED:anthropic_key]"
+    # a credential field is redacted whatever its value looks like; a bare short number is no id
+    creds = {
+        "password": "hunter2",
+        "headers": {"Authorization": "Basic dXNlcjpwYXNz"},
+        "db_token": "x1",
+        "order_id": 42,
+    }
+    d.learn(creds)
+    assert d.apply(creds) == {
+        "password": "[REDACTED:secret]",
+        "headers": {"Authorization": "[REDACTED:secret]"},
+        "db_token": "[REDACTED:secret]",
+        "order_id": 42,
+    }
+    assert d.apply("2 orders, 42 items") == "2 orders, 42 items"
 
 
 def test_rules_file_fields_patterns_names_and_one_line_errors(tmp_path: Path) -> None:

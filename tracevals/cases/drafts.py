@@ -82,6 +82,12 @@ def draft_case(
         case["success_criteria"] = {"must_include": must}
         drafted.append("success_criteria")
     faults = fault_rules(calls)
+    others = sorted({f"{c.name} ({c.error_type})" for c in calls if c.failed and fault_of(c) is None})
+    if others:
+        notes.append(
+            f"{', '.join(others)} failed with no fault type for it: the cassette replays the failure, a live run "
+            "may not meet it"
+        )
     if faults:
         case["faults"] = faults
         drafted.append("faults")

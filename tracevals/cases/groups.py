@@ -2,8 +2,9 @@
 
 Every session lands in exactly one group, the first rule that holds, in this order:
 
-1. `faults`: a tool call failed with a fault of the world (429 / rate limit, timeout, 5xx), or a read
-   returned an empty result (`[]`, `{}`, `""`, or an object whose only list is empty);
+1. `faults`: a tool call failed with a fault of the world (429 / rate limit, timeout, 5xx), or a call
+   returned an empty result (`[]`, `{}`, `""`, or an object whose only list is empty), or a call failed
+   otherwise (not found, conflict, ...) except for its arguments;
 2. `high_risk`: a `write` or `irreversible` call ran, or the agent handed off a request that names one
    of its write / irreversible tools, uses an irreversible verb (delete, refund, cancel, pay,
    transfer, ...) or asks for confirmation;
@@ -13,8 +14,10 @@ Every session lands in exactly one group, the first rule that holds, in this ord
 4. `clear`: the rest.
 
 A tool's effect is the one its spans recorded (`tracevals.tool.effect`), else the case rules' (`effects`
-in the rules file), else read from its name (`delete_*`, `refund_*`, `cancel_*`, `pay*`, `transfer*`
-are irreversible; `send_*`, `create_*`, `update_*`, `set_*`, `add_*`, `post_*`, `write_*` are writes).
+given with `--effect`), else read from the words of its name: a name that starts with a read verb (`get`,
+`list`, `search`, `find`, ...) reads; else a word like delete, refund, cancel, pay, charge, transfer
+makes it irreversible (`issue_refund`, `orderCancel`), a word like send, create, update, set, post,
+write a write; `transfer_to_*`, an agent hand-off, reads).
 
 Choice within a group is deterministic for a seed: sessions are ordered by `md5(seed:session_id)`, then
 taken greedily, each time the one that adds the most not yet seen (tools, tool sequence, outcome,
@@ -40,6 +43,7 @@ _IRREVERSIBLE_VERBS = "delet|remov|destroy|drop|purg|refund|cancel|pay|charg|tra
 _WRITE_VERBS = "send|create|update|set|add|post|put|write|insert|modify|edit|book|submit|assign|notify"
 _IRREVERSIBLE = re.compile(rf"^(?:{_IRREVERSIBLE_VERBS})")
 _WRITE = re.compile(rf"^(?:{_WRITE_VERBS})")
+_READ = re.compile(r"^(?:get|list|search|find|lookup|look|fetch|read|query|check|describe|show|count|view|is|has)$")
 _RISKY_WORDS = re.compile(rf"(?i)\b(?:{_IRREVERSIBLE_VERBS})\w*")
 _MISSING = re.compile(r"(?i)missing|required|invalid[_ ]argument|must be|validation")
 # An answer that asks the user for what is missing, with or without a question mark.
@@ -73,9 +77,15 @@ def effect_of(tool: str, recorded: Mapping[str, str]) -> str:
     if tool in recorded:
         return recorded[tool]
     name = tool.lower().lstrip("_")
-    if _IRREVERSIBLE.match(name):
-        return "irreversible"
-    if _WRITE.match(name):
+    if name.startswith("transfer_to_") or name in ("handoff", "delegate"):
+        return "read"  # a hand-off between agents (ADK's transfer_to_agent, the Agents SDK's transfer_to_X)
+    words = [w for w in re.split(r"[_\-.]+|(?<=[a-z])(?=[A-Z])", tool.lstrip("_")) if w]
+    words = [w.lower() for w in words]
+    if not words or _READ.match(words[0]):
+        return "read"  # get_refund_status reads, whatever follows
+    if any(_IRREVERSIBLE.match(w) for w in words):
+        return "irreversible"  # issue_refund, orderCancel
+    if any(_WRITE.match(w) for w in words):
         return "write"
     return "read"
 
@@ -93,6 +103,11 @@ def fault_of(call: ToolCall) -> str | None:
     if (status is not None and 500 <= status < 600) or kind in ("server_error", "5xx", "unavailable"):
         return "server_error"
     return canonical_fault(kind) if kind in ("empty", "malformed") else None
+
+
+def refused_for_arguments(call: ToolCall) -> bool:
+    """A call that failed because of what the agent sent (400 / 422, a missing or invalid argument)."""
+    return call.failed and (call.status_code in (400, 422) or bool(_MISSING.search(call.error_type or "")))
 
 
 def is_empty(result: str | None) -> bool:
@@ -119,6 +134,12 @@ def group_of(session: Session, effects: Mapping[str, str]) -> tuple[str, str]:
         fault = fault_of(call)
         if fault is not None:
             return "faults", f"{call.name} met {fault}"
+    for call in calls:
+        if call.failed and not refused_for_arguments(call):
+            return (
+                "faults",
+                f"{call.name} failed ({call.error_type}{f', {call.status_code}' if call.status_code else ''})",
+            )
     risky = {t for t in {c.name for c in calls} - {HANDOFF_TOOL} if effect_of(t, effects) in ("write", "irreversible")}
     ran = [c.name for c in calls if c.name in risky and not c.failed]
     if ran:
@@ -133,7 +154,7 @@ def group_of(session: Session, effects: Mapping[str, str]) -> tuple[str, str]:
         if named or asked or _CONFIRM.search(said):
             return "high_risk", f"handed off a {(named or asked or ['confirmation'])[0]} request"
         return "vague", "handed off"
-    if any(c.failed and (c.status_code in (400, 422) or _MISSING.search(c.error_type or "")) for c in calls):
+    if any(refused_for_arguments(c) for c in calls):
         return "vague", "a call was refused for its arguments"
     if session.output and _CLARIFY.search(session.output):
         return "vague", "asked the user for what is missing"

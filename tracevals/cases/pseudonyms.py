@@ -7,8 +7,10 @@ Two passes over the chosen sessions:
    email, phone, address, id or URL: `Rules.fields`) and from patterns in any text (emails, phone
    numbers, id-shaped tokens such as `ord_1004` or `INV-20231`, internal URLs, and the names a user
    lists);
-2. **replace** each learned value wherever it appears, longest first, and the redactor's secret
-   shapes (API keys, tokens, passwords) by `[REDACTED:<kind>]`.
+2. **replace** each learned value wherever it appears, longest first; the value of a credential field
+   (`password`, `api_key`, `token`, `authorization`, `cookie`, ...) by `[REDACTED:secret]` whatever
+   it looks like, and the redactor's secret shapes in any text (API keys, bearer tokens, JWTs,
+   `password=...`) by `[REDACTED:<kind>]`. A bare number of fewer than 3 digits is no identifier.
 
 Pseudonyms keep the shape a program may rely on: an id keeps its prefix, separators and length
 (`cus_001` → `cus_417`, `INV-20231` → `INV-58302`), a name stays capitalised words
@@ -72,6 +74,12 @@ DEFAULT_FIELDS: dict[str, str] = {
 # A field named `id` or ending in `_id` / `_number` / `_no` / `_ref` holds an identifier.
 _ID_FIELD = re.compile(r"^(?:id|.+_(?:id|number|no|ref|key))$")
 _NOT_ID_FIELDS = frozenset({"idempotency_key", "tool_call_id", "call_id", "trace_id", "span_id"})
+# Fields whose value is a credential whatever it looks like: redacted, never pseudonymised.
+_SECRET_FIELD = re.compile(
+    r"^(?:.*_)?(?:api_?key|secret(?:_key)?|client_secret|password|passwd|pwd|passphrase|token|access_token"
+    r"|refresh_token|session_token|auth|authorization|credentials?|private_key|cookie|set_cookie|x_api_key)$"
+)
+MIN_NUMERIC_ID = 3  # digits: a bare 1 or 42 identifies no one, and replacing it would rewrite every count
 
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _PHONE = re.compile(
@@ -181,6 +189,8 @@ class Rules:
         k = _field_key(key)
         if k in self.keep_fields or k in _NOT_ID_FIELDS:
             return None
+        if _SECRET_FIELD.match(k):
+            return "secret"
         if k in self.fields:
             return self.fields[k]
         return "id" if _ID_FIELD.match(k) else None
@@ -238,10 +248,12 @@ class Desensitiser:
             if parsed is not None:
                 self._walk(parsed, kind)
                 return
-            if kind is not None and value.strip() and not _is_plain_value(value):
+            if kind == "secret":
+                return  # redacted where it stands (apply), never learned as a value to look for
+            if kind is not None and value.strip() and not _is_plain_value(value) and _identifying(value.strip()):
                 self._note(value.strip(), kind)
             self._scan(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and kind == "id":
+        elif isinstance(value, int) and not isinstance(value, bool) and kind == "id" and _identifying(str(value)):
             self._note(str(value), "id")
 
     def _scan(self, text: str) -> None:
@@ -273,7 +285,10 @@ class Desensitiser:
     def apply(self, value: Any) -> Any:
         """`value` with every learned value replaced and every secret redacted (JSON text stays JSON)."""
         if isinstance(value, Mapping):
-            return {k: self.apply(v) for k, v in value.items()}
+            return {
+                k: self._secret(v) if self.rules.kind_of_field(str(k)) == "secret" else self.apply(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self.apply(v) for v in value]
         if isinstance(value, str):
@@ -285,6 +300,12 @@ class Desensitiser:
             out = self._text(str(value))
             return int(out) if out.isdigit() else out
         return value
+
+    def _secret(self, value: Any) -> Any:
+        if value is None or value == "" or isinstance(value, bool):
+            return value
+        self.replaced["secret"] += 1
+        return "[REDACTED:secret]"
 
     def _text(self, text: str) -> str:
         redacted = self._secrets.redact(text)
@@ -361,6 +382,11 @@ def _json_container(text: str) -> Any:
     except ValueError:
         return None
     return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def _identifying(value: str) -> bool:
+    """An id worth looking for everywhere: not a bare short number."""
+    return not (value.isdigit() and len(value) < MIN_NUMERIC_ID)
 
 
 def _is_plain_value(text: str) -> bool:

@@ -119,7 +119,11 @@ def render(r: Reviewed) -> list[str]:
     steps = c.get("expected_steps")
     lines.append(
         "   expected steps: "
-        + (" -> ".join(_step(s) for s in steps) if steps is not None else "(none drafted: write them)")
+        + (
+            (" -> ".join(_step(s) for s in steps) or "(none: no tool call)")
+            if steps is not None
+            else "(none drafted: write them)"
+        )
     )
     for key in ("forbidden_actions", "allowed_tools"):
         if c.get(key) is not None:
