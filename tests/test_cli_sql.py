@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import click
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
