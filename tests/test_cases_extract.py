@@ -183,6 +183,19 @@ def test_the_choice_and_the_pseudonyms_are_the_same_for_a_seed(lake: Path, repla
     first, second = _files(replay_set), _files(again)
     first.pop("extraction.json"), second.pop("extraction.json")  # names its own folder
     assert first == second
+    # an existing set is kept unless --force; with it, replaced whole (no stale cassette of the old set)
+    kept = CliRunner().invoke(main, ["cases", "extract", "--lake", str(lake), "--out", str(again)])
+    assert (
+        kept.exit_code == 1
+        and "pass --force" in kept.output
+        and _files(again).keys() == second.keys() | {"extraction.json"}
+    )
+    smaller = ["cases", "extract", "--lake", str(lake), "--out", str(again), "--per-group", "1", "--force"]
+    assert CliRunner().invoke(main, smaller).exit_code == 0
+    assert sorted(p.name for p in (again / "cassettes").iterdir()) == [
+        f"{g}_01.json" for g in ("clear", "faults", "high_risk", "vague")
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["again"]  # no work folder left behind
 
 
 def test_a_group_with_too_few_sessions_is_reported_not_padded(lake: Path, tmp_path: Path) -> None:

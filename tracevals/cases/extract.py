@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -146,7 +148,7 @@ def _sessions(
     con: duckdb.DuckDBPyConnection, trajectories: list[Any], scores: list[Any], facets: Mapping[str, Any]
 ) -> tuple[list[Session], dict[str, int]]:
     turns = con.execute(_TURNS).fetchall()
-    errors = dict(con.execute(_ERRORS).fetchall())
+    errors = {str(k): str(v) for k, v in con.execute(_ERRORS).fetchall()}
     by_trace = {t.trace_id: t for t in trajectories}
     failing: dict[str, list[str]] = defaultdict(list)
     for s in scores:
@@ -174,7 +176,7 @@ def _sessions(
                 agent=facet.agent if facet else "unknown",
                 succeeded=answered and t.error_type is None and not failed,
                 failing=failed if answered else (*failed, "no answer"),
-                error_messages={str(k): str(v) for k, v in errors.items()},
+                error_messages=errors,  # one map for all sessions (span id -> message)
             )
         )
     return out, dict(skipped)
@@ -227,36 +229,61 @@ def _write(
         tools = toolsets.get((s.service, s.agent), [])
         case = d.apply(draft_case(s, case_id, group, why, tools, effects))
         case["case_id"], case["group"] = case_id, group  # ids are ours, never pseudonymised
-        case["review"]["source"] = {
-            **case["review"]["source"],
-            "session_id": s.session_id,
-            "trace_id": s.trajectory.trace_id,
-        }
+        # the source as a person finds it again: the trace id (random hex) as it is; the session id too,
+        # unless it holds something personal (an email, a customer id), then as pseudonymised
+        ids = {"session_id": d.apply(s.session_id), "trace_id": s.trajectory.trace_id}
+        case["review"]["source"] = {**case["review"]["source"], **ids}
         case_from_dict(case, f"{out / 'cases.jsonl'} (case {case_id})")
         cases.append(case)
-        sources.append({"case_id": case_id, **d.apply(source_summary(s))} | {"session_id": s.session_id})
+        sources.append({"case_id": case_id, **d.apply(source_summary(s)), **ids})
         cassettes[case_id] = _cassette(d.apply(interactions(s)))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cassettes").mkdir(exist_ok=True)
-    _atomic(out / "cases.jsonl", "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
-    _atomic(out / "sources.jsonl", "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sources))
-    for case_id, doc in cassettes.items():
-        _atomic(
-            out / "cassettes" / f"{case_id}.json", json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # written beside the target and swapped in whole: a failure leaves no half set, --force no stale file
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (work / "cassettes").mkdir()
+        (work / "cases.jsonl").write_text(
+            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8"
         )
-    result = Extraction(
-        out=out,
-        cases=cases,
-        by_group={g: counts[g] for g in GROUPS if counts[g] or g in short},
-        wanted=per_group,
-        short=short,
-        skipped=skipped,
-        replaced=d.summary(),
-        sessions_read=read,
-    )
-    _atomic(out / "extraction.json", json.dumps(result.as_dict(), indent=2, ensure_ascii=False) + "\n")
-    _atomic(out / "README.md", _readme(result))
+        (work / "sources.jsonl").write_text(
+            "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sources), encoding="utf-8"
+        )
+        for case_id, doc in cassettes.items():
+            text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            (work / "cassettes" / f"{case_id}.json").write_text(text, encoding="utf-8")
+        result = Extraction(
+            out=out,
+            cases=cases,
+            by_group={g: counts[g] for g in GROUPS if counts[g] or g in short},
+            wanted=per_group,
+            short=short,
+            skipped=skipped,
+            replaced=d.summary(),
+            sessions_read=read,
+        )
+        (work / "extraction.json").write_text(
+            json.dumps(result.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        (work / "README.md").write_text(_readme(result), encoding="utf-8")
+        os.chmod(work, 0o777 & ~_umask())
+        if out.exists():
+            old = out.with_name(f".{out.name}.replaced")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(out, old)
+            os.replace(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(work, out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return result
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _cassette(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -267,12 +294,6 @@ def _cassette(items: list[dict[str, Any]]) -> dict[str, Any]:
         seen[key] += 1
         recorded.append({**item, "key": key, "occurrence": seen[key]})
     return {"version": FORMAT_VERSION, "interactions": recorded}
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _readme(x: Extraction) -> str:
