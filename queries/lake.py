@@ -37,7 +37,10 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     """Let the connection read the lake and nothing else, for good.
 
     After this, even a SELECT cannot read or write a file outside the lake (`read_csv('/etc/passwd')`,
-    `read_parquet('other/**')`), install or load an extension, or change a setting back.
+    `read_parquet('other/**')`), install or load an extension, or change a setting back. DuckDB's
+    allowed directories are for reading and writing alike: a statement that writes (COPY … TO, EXPORT,
+    ATTACH, or any of them under EXPLAIN ANALYZE) could still write inside the lake, so `tracevals sql`
+    runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
     """
     root = lake.rstrip("/") + "/" if is_remote(lake) else str(Path(lake).resolve()) + os.sep
     con.execute("SET allowed_directories = ?", [[root]])

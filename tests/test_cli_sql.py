@@ -68,15 +68,38 @@ def test_query_from_a_sql_file(filled_lake: Path, tmp_path: Path) -> None:
         "ATTACH 'other.db'",
         "SELECT 1; DROP VIEW tool_calls",
         "CREATE TABLE t AS SELECT 1",
+        # every way to write inside the lake (the sandbox allows the lake's own directory)
+        "COPY (SELECT 1 AS a) TO '{lake}/spans/injected.parquet'",
+        "EXPLAIN ANALYZE COPY (SELECT 1 AS a) TO '{lake}/spans/injected.parquet'",
+        "explain analyze copy (select * from raw_scores) to '{lake}/scores/forged.parquet'",
+        "/* a comment */ EXPLAIN ANALYZE COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
+        "EXPLAIN (FORMAT json) COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
+        "SELECT 1; EXPLAIN ANALYZE COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
+        "EXPLAIN ANALYZE SELECT 1; COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
+        "EXPORT DATABASE '{lake}/exported'",
+        "ATTACH '{lake}/spans/db.duckdb' AS db",
+        "INSERT INTO raw_scores SELECT * FROM raw_scores",
+        "PRAGMA enable_profiling",
+        "CALL pragma_version()",
+        "SET threads = 1",
+        "CHECKPOINT",
+        "LOAD parquet",
     ],
 )
 def test_writes_are_rejected_and_the_lake_is_untouched(filled_lake: Path, statement: str) -> None:
     before = _files(filled_lake)
+    statement = statement.replace("{lake}", str(filled_lake))
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), statement])
     assert result.exit_code == 1
     assert "only SELECT queries may run over a lake" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert _files(filled_lake) == before
+
+
+def test_explain_of_a_select_runs(filled_lake: Path) -> None:
+    for query in ("EXPLAIN SELECT count(*) FROM spans", "EXPLAIN ANALYZE SELECT count(*) FROM tool_calls"):
+        result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", "json", query])
+        assert result.exit_code == 0, result.output
 
 
 def test_bad_sql_and_missing_lake_are_one_line_errors(filled_lake: Path, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from contextlib import redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -16,14 +18,18 @@ from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
 from tracevals.cli.times import time_range_options
 from tracevals.queries import LakeError, is_remote, open_lake
 
-_READ_ONLY = {"SELECT", "EXPLAIN"}
+# What may run: a SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE, SHOW parse as one), or an
+# EXPLAIN [ANALYZE] of a SELECT. EXPLAIN ANALYZE runs its statement: of a COPY it would write.
+_EXPLAIN = re.compile(r"^(?:\s+|--[^\n]*\n|/\*.*?\*/)*EXPLAIN\b(?:\s+ANALY[SZ]E\b)?(?:\s*\([^)]*\))?", re.I | re.S)
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Reject anything but SELECT / EXPLAIN (no DROP, COPY … TO, INSTALL, ATTACH, SET …).
+    """Reject anything but a SELECT or an EXPLAIN [ANALYZE] of one (no COPY … TO, EXPORT, ATTACH, INSTALL,
+    CREATE, INSERT, SET, PRAGMA, CALL, …, whether alone, after a SELECT, or under EXPLAIN ANALYZE).
 
-    The connection is also sandboxed to the lake (see `tracevals.queries.lake.sandbox`): this check
-    gives the clear message, the sandbox holds even for a statement the check would let through.
+    The connection is also sandboxed to the lake (see `tracevals.queries.lake.sandbox`): it can read no
+    file outside the lake and change no setting; what can write inside the lake is refused here, before
+    anything runs.
     """
     try:
         statements = con.extract_statements(query)
@@ -33,10 +39,25 @@ def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
         raise click.ClickException("the query is empty")
     for statement in statements:
         kind = statement.type.name
-        if kind not in _READ_ONLY:
+        if kind == "EXPLAIN":
+            kind = _explained(con, statement.query)
+        if kind != "SELECT":
             raise click.ClickException(
                 f"only SELECT queries may run over a lake (read-only); this one is a {kind} statement"
             )
+
+
+def _explained(con: duckdb.DuckDBPyConnection, text: str) -> str:
+    """The kind of statement an EXPLAIN explains ("EXPLAIN of ..." when it is not one SELECT)."""
+    head = _EXPLAIN.match(text)
+    if head is None:
+        return "EXPLAIN of an unrecognised statement"
+    try:
+        inner = con.extract_statements(text[head.end() :])
+    except duckdb.Error:
+        return "EXPLAIN of an unparsable statement"
+    kinds = [s.type.name for s in inner]
+    return "SELECT" if kinds == ["SELECT"] else f"EXPLAIN of {' + '.join(kinds) or 'nothing'}"
 
 
 def _inside(path: Path, lake: str) -> bool:
