@@ -11,6 +11,7 @@ one `ConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown k
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import yaml
 from tracevals.collector.config_schema import (
     ConfigError,
     Key,
+    boolean,
     choice,
     duration,
     endpoint,
@@ -39,6 +41,7 @@ __all__ = [
     "MemoryLimiter",
     "ParquetExporter",
     "ReceiverSettings",
+    "Redaction",
     "SessionSampler",
     "TLSSettings",
     "load_config",
@@ -89,6 +92,15 @@ class SessionSampler:
 
 
 @dataclass(frozen=True)
+class Redaction:
+    """The `redaction` processor: secrets out of every content column (`tracevals.lake.redaction`)."""
+
+    pii: bool = False  # also replace emails, phone numbers and `names` by stable pseudonyms
+    names: tuple[str, ...] = ()
+    blocked_values: tuple[str, ...] = ()  # more regular expressions whose matches are redacted
+
+
+@dataclass(frozen=True)
 class ParquetExporter:
     path: Path = Path("lake")
     compression: str = "zstd"
@@ -113,6 +125,8 @@ class CollectorConfig:
     batch: Batch = field(default_factory=Batch)
     sampler: SessionSampler | None = None
     sampled_signals: frozenset[str] = frozenset()
+    redaction: Redaction | None = None
+    redacted_signals: frozenset[str] = frozenset()
     exporter: ParquetExporter = field(default_factory=ParquetExporter)
     signals: frozenset[str] = frozenset(SIGNALS)
     source: str = "<defaults>"
@@ -157,7 +171,34 @@ _MEMORY_LIMITER = section(
 )
 _BATCH = section({"send_batch_size": Key(integer(1), 8192), "timeout": Key(duration, 1.0)})
 _SAMPLER = section({"sampling_percentage": Key(number(0, 100), 100.0), "hash_seed": Key(integer(0, 2**32 - 1), 0)})
-_PROCESSORS = section({"memory_limiter": Key(_MEMORY_LIMITER), "batch": Key(_BATCH), "session_sampler": Key(_SAMPLER)})
+
+
+def _regexes(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
+    for v in value:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
+    return tuple(value)
+
+
+def _strings(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+_REDACTION = section({"pii": Key(boolean, False), "names": Key(_strings, ()), "blocked_values": Key(_regexes, ())})
+_PROCESSORS = section(
+    {
+        "memory_limiter": Key(_MEMORY_LIMITER),
+        "batch": Key(_BATCH),
+        "session_sampler": Key(_SAMPLER),
+        "redaction": Key(_REDACTION),
+    }
+)
 _ROTATION = section(
     {
         "max_rows": Key(integer(1), 500_000),
@@ -278,6 +319,8 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     batch = Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
     sampler_raw = procs.get("session_sampler") or _SAMPLER({}, "")
     sampled = frozenset(s for s, p in pipelines.items() if "session_sampler" in p["processors"])
+    redacted = frozenset(s for s, p in pipelines.items() if "redaction" in p["processors"])
+    redaction_raw = procs.get("redaction") or _REDACTION({}, "")
     pq = top["exporters"]["parquet"]
     if pq is None:
         raise ConfigError("exporters.parquet: required (path: the lake directory)")
@@ -301,6 +344,8 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         batch=batch,
         sampler=SessionSampler(**sampler_raw) if sampled else None,
         sampled_signals=sampled,
+        redaction=Redaction(**redaction_raw) if redacted else None,
+        redacted_signals=redacted,
         exporter=exporter,
         signals=frozenset(pipelines),
         source=source,

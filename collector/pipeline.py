@@ -35,6 +35,7 @@ from tracevals.collector.config import CollectorConfig
 from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.conversion.rows import Keep, logs_table, spans_table
 from tracevals.collector.wal import TRACES, WriteAheadLog
+from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.sampling import SessionSampler
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.sink import RotatingParquetSink
@@ -116,6 +117,10 @@ class Pipeline:
         self.stats = PipelineStats()
         sampler = config.sampler
         self._sampler = SessionSampler(sampler.sampling_percentage, sampler.hash_seed) if sampler else None
+        redaction = config.redaction
+        self._redactor = (
+            Redactor(pii=redaction.pii, names=redaction.names, extra=redaction.blocked_values) if redaction else None
+        )
         self._cond = threading.Condition()
         self._pending: list[_Item] = []
         self._pending_spans = 0
@@ -143,6 +148,14 @@ class Pipeline:
             return SPANS_DIR, spans_table(request, limit, self._keep("traces"))
         return LOGS_DIR, logs_table(request, limit, self._keep("logs"))
 
+    def _store(self, name: str, table: pa.Table) -> None:
+        """Rows into the sink, through the `redaction` processor where the signal's pipeline has it:
+        every path to the lake (columnar, per request, replay of the log) passes here."""
+        signal, columns = ("traces", SPAN_CONTENT_COLUMNS) if name == SPANS_DIR else ("logs", LOG_CONTENT_COLUMNS)
+        if self._redactor is not None and signal in self.config.redacted_signals:
+            table = redact_table(table, columns, self._redactor)
+        self.sink.write(name, table)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -166,7 +179,7 @@ class Pipeline:
             except Exception:  # protobuf's DecodeError; CRC-checked, so only a foreign file gets here
                 _log.exception("tracevals collector: skipping an unreadable write-ahead log record")
                 continue
-            self.sink.write(*self._tables(kind, message))
+            self._store(*self._tables(kind, message))
             self.stats.replayed_records += 1
             if self.sink.open_rows >= self.sink.max_rows:
                 self.sink.commit()
@@ -312,7 +325,7 @@ class Pipeline:
                 continue
             by_table.setdefault(name, []).append(table)
         for name, tables in by_table.items():
-            self.sink.write(name, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
+            self._store(name, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
         items = converted + items
         with self._cond:
             for item in items:

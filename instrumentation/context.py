@@ -26,6 +26,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracevals.instrumentation.content import record_failure
+from tracevals.instrumentation.redact import current_redactor
 from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
@@ -152,14 +153,16 @@ def handoff(
     """Record a structured hand-over to a human: why, what is done, what waits, the candidates.
 
     These fields are what a person needs to take over, passed explicitly by the agent's code, so
-    they are recorded whether or not message content capture is on. Keep secrets out of them.
+    they are recorded whether or not message content capture is on; secrets are redacted from them
+    as from captured content.
     """
     try:
+        clean = current_redactor().redact  # secrets never leave, even in a hand-over note
         attrs: dict[str, Any] = {
-            tv.HANDOFF_REASON: reason,
-            tv.HANDOFF_COMPLETED: [str(x) for x in completed],
-            tv.HANDOFF_PENDING: [str(x) for x in pending],
-            tv.HANDOFF_CANDIDATES: [str(x) for x in candidates],
+            tv.HANDOFF_REASON: clean(str(reason)),
+            tv.HANDOFF_COMPLETED: [clean(str(x)) for x in completed],
+            tv.HANDOFF_PENDING: [clean(str(x)) for x in pending],
+            tv.HANDOFF_CANDIDATES: [clean(str(x)) for x in candidates],
         }
         sid = _session_id.get()
         if sid is not None:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracevals.instrumentation.redact import Redactor
+from tracevals.lake.redaction import Redactor
 
 KINDS = ("name", "email", "phone", "id", "address", "url")
 

@@ -13,6 +13,7 @@ from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
 from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
 
@@ -64,7 +65,10 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
     \b
     JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
     resourceLogs; `.pb` files hold a protobuf ExportTraceServiceRequest. Every file
-    is checked before anything is written.
+    is checked before anything is written. Secrets in content (API keys, tokens, passwords, ...)
+    are redacted on the way in, as the collector's `redaction` processor does.
+
+    \b
     Examples:
       tracevals ingest --lake lake traces/*.json
       tracevals ingest --lake lake --format json export.pb
@@ -77,8 +81,10 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
             raise click.ClickException(f"{path}: {exc}") from None
     # one write for all the files: a file per hour partition, not per input file and hour
     writer = LakeWriter(lake)
-    spans = pa.concat_tables([span_table for _, (span_table, _) in decoded])
-    logs = pa.concat_tables([log_table for _, (_, log_table) in decoded])
+    # secrets never reach the lake, from a file as from the collector (its shipped `redaction` processor)
+    redactor = Redactor()
+    spans = redact_table(pa.concat_tables([t for _, (t, _) in decoded]), SPAN_CONTENT_COLUMNS, redactor)
+    logs = redact_table(pa.concat_tables([t for _, (_, t) in decoded]), LOG_CONTENT_COLUMNS, redactor)
     if spans.num_rows:
         writer.write_table(spans)
     if logs.num_rows:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 from contextlib import redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
