@@ -11,6 +11,7 @@ scoring reads exactly what offline scoring reads (the same SQL files, applied in
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -26,6 +27,8 @@ from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_D
 from tracevals.model.prices import default_prices
 from tracevals.queries.sources import register_prices
 from tracevals.queries.views import view_sql
+
+_log = logging.getLogger(__name__)
 
 
 class NewFiles:
@@ -94,24 +97,78 @@ class NewFiles:
         return partitions
 
 
+# A span file without these is no span file at all; every other column may be missing (read as null).
+_REQUIRED = ("trace_id", "span_id", "start_time")
+_warned: set[str] = set()
+
+
+class Unreadable(ValueError):
+    """A file in the spans folder that live scoring cannot read as span rows (why, in the message)."""
+
+
 def read_span_files(paths: Sequence[Path]) -> pa.Table:
-    """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`)."""
+    """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`).
+
+    A file that cannot be read as span rows (corrupt, not under a `date=YYYY-MM-DD/hour=HH` folder, no
+    span columns, a column of another type) is left where it is and skipped with one warning: the
+    other files' sessions are scored all the same (a file removed by a compaction since it was listed
+    is skipped silently: its rows are in another file)."""
     tables = []
     for path in paths:
         try:
-            table = pq.read_table(path)
-        except (OSError, pa.ArrowInvalid):
-            continue  # removed by a compaction since it was listed: its rows are in another file
-        parts = dict(p.split("=", 1) for p in (path.parent.parent.name, path.parent.name) if "=" in p)
-        n = table.num_rows
-        table = table.append_column(
-            "date", pa.array([datetime.strptime(parts.get("date", "1970-01-01"), "%Y-%m-%d").date()] * n, pa.date32())
-        )
-        table = table.append_column("hour", pa.array([int(parts.get("hour", "0"))] * n, pa.int64()))
-        tables.append(table.append_column("source_file", pa.array([str(path)] * n, pa.string())))
+            tables.append(_span_rows(path))
+        except FileNotFoundError:
+            continue
+        except Unreadable as exc:
+            _quarantine(path, str(exc))
     if not tables:
         return empty_spans()
     return pa.concat_tables(tables, promote_options="default")
+
+
+def _span_rows(path: Path) -> pa.Table:
+    parts = dict(p.split("=", 1) for p in (path.parent.parent.name, path.parent.name) if "=" in p)
+    try:
+        day = datetime.strptime(parts.get("date", "1970-01-01"), "%Y-%m-%d").date()
+        hour = int(parts.get("hour", "0"))
+        if not 0 <= hour <= 23:
+            raise ValueError(hour)
+    except ValueError:
+        raise Unreadable(
+            f"not in a date=YYYY-MM-DD/hour=HH folder ({path.parent.parent.name}/{path.parent.name})"
+        ) from None
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        if not path.exists():
+            raise FileNotFoundError(path) from exc
+        raise Unreadable(f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    missing = [name for name in _REQUIRED if name not in table.column_names]
+    if missing:
+        raise Unreadable(f"no span columns (no {', '.join(missing)}): not a span file")
+    columns = []
+    for f in SPAN_SCHEMA:
+        if f.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        try:
+            columns.append(column if column.type == f.type else column.cast(f.type))
+        except (pa.ArrowException, ValueError):
+            raise Unreadable(f"column {f.name} is {column.type}, not {f.type}") from None
+    table = pa.Table.from_arrays(columns, schema=SPAN_SCHEMA)
+    n = table.num_rows
+    table = table.append_column("date", pa.array([day] * n, pa.date32()))
+    table = table.append_column("hour", pa.array([hour] * n, pa.int64()))
+    return table.append_column("source_file", pa.array([str(path)] * n, pa.string()))
+
+
+def _quarantine(path: Path, why: str) -> None:
+    if str(path) not in _warned:  # one line per file, however often it is listed
+        _warned.add(str(path))
+        _log.warning("tracevals: skipping %s: %s (left in the lake; fix or move it)", path, why)
 
 
 def empty_spans() -> pa.Table:

@@ -261,3 +261,42 @@ def test_follow_scores_a_session_written_while_it_runs_and_rescores_a_late_span(
         .fetchall()
     )
     assert newest == [(False,)]  # the view keeps the newest row
+
+
+def test_unreadable_files_and_folders_are_skipped_with_one_warning_each(
+    lake: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clock, writer = Clock(), LakeWriter(lake)
+    live = follower(lake, clock)
+    writer.write_rows(
+        [span("d" * 32, "1" * 16, None, "other", "s9"), span("d" * 32, "2" * 16, "1" * 16, "session_end", "s9")]
+    )
+    [good] = list((lake / "spans").rglob("*.parquet"))
+    partition = good.parent
+    odd = lake / "spans" / partition.parent.name / "hour=xx"  # a folder that is no hour
+    odd.mkdir()
+    (odd / "part-odd.parquet").write_bytes(good.read_bytes())
+    (partition / "part-corrupt.parquet").write_bytes(b"PAR1 not really")
+    pq.write_table(pa.table({"what": ["a file of something else"]}), partition / "part-foreign.parquet")
+    retyped = pq.read_table(good)
+    retyped = retyped.set_column(
+        retyped.schema.get_field_index("start_time"), "start_time", pa.array(["soon"] * retyped.num_rows)
+    )
+    pq.write_table(retyped, partition / "part-retyped.parquet")
+    with caplog.at_level("WARNING", logger="tracevals.queries.live_source"):
+        scores = live.poll()
+        live.poll()  # listed again: no second warning
+    assert scored_sessions(scores) == {"s9"}  # the valid session is scored all the same
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 4, warned
+    for name, why in (
+        ("part-odd", "not in a date=YYYY-MM-DD/hour=HH folder"),
+        ("part-corrupt", "not a readable Parquet file"),
+        ("part-foreign", "no span columns"),
+        ("part-retyped", "column start_time is string"),
+    ):
+        assert any(name in w and why in w for w in warned), (name, warned)
+    assert (partition / "part-corrupt.parquet").exists()  # left where it is
