@@ -11,7 +11,6 @@ Messages past `max_recv_msg_size_mib` (after decompression) are refused by grpci
 
 from __future__ import annotations
 
-import hmac
 import logging
 from concurrent import futures
 from typing import Any
@@ -22,6 +21,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
+from tracevals.collector.auth import bearer_matches
 from tracevals.collector.config import ReceiverSettings
 from tracevals.collector.otlp_decode import LOGS, TRACES, OTLPDecodeError, decode
 from tracevals.collector.pipeline import Pipeline, Throttled
@@ -53,7 +53,7 @@ class _Export:
         token = receiver.settings.bearer_token
         if token is not None:
             given = dict(context.invocation_metadata()).get("authorization", "")
-            if not hmac.compare_digest(str(given).encode(), f"Bearer {token}".encode()):
+            if not bearer_matches(str(given), token):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         pipeline = receiver.pipeline
         try:

@@ -14,7 +14,6 @@ connection open and send batches of hundreds of spans, and it adds no dependency
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
 import math
 import ssl
@@ -29,6 +28,7 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tracevals.collector.auth import bearer_matches
 from tracevals.collector.config import ReceiverSettings
 from tracevals.collector.otlp_decode import (
     LOGS,
@@ -185,7 +185,7 @@ class OTLPHTTPReceiver:
         token = self.settings.bearer_token
         if token is not None:
             given = h.headers.get("Authorization") or ""
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            if not bearer_matches(given, token):
                 h.close_connection = True
                 return reply(h, 401, ctype, error="missing or wrong bearer token",
                              headers={"WWW-Authenticate": 'Bearer realm="otlp"'})  # fmt: skip

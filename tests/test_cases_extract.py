@@ -351,6 +351,14 @@ def test_rules_file_fields_patterns_names_and_one_line_errors(tmp_path: Path) ->
     assert result.exit_code == 1 and result.output.count("\n") == 1
 
 
+def test_task_ids_never_share_a_cassette_file() -> None:
+    from tracevals.harness.cassettes import cassette_name
+
+    assert cassette_name("clear_01") == "clear_01.json"  # plain ids keep the name they always had
+    names = {cassette_name(t) for t in ("a/b", "a_b", "a b", "a.b", "..", "x" * 300, "x" * 301)}
+    assert len(names) == 7 and all(len(n) <= 100 and not n.startswith(".") and "/" not in n for n in names)
+
+
 def test_a_recording_for_any_attempt_serves_every_attempt(tmp_path: Path) -> None:
     key = call_key("get", {"id": 1})
     doc = {"version": 1, "interactions": [

@@ -395,9 +395,13 @@ def test_bearer_token_is_required_when_configured(tmp_path: Path, monkeypatch: p
         assert post(collector.http_port, "/v1/traces", body)[0] == 401
         assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "Bearer nope"})[0] == 401
         assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "Bearer s3cret"})[0] == 200
+        # the scheme is case-insensitive (RFC 7235); the token is not
+        assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "bearer  s3cret"})[0] == 200
+        assert post(collector.http_port, "/v1/traces", body, headers={"Authorization": "Bearer S3CRET"})[0] == 401
         with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
             export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
             with pytest.raises(grpc.RpcError) as info:
                 export(b"", timeout=5)
             assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
             assert export(b"", timeout=5, metadata=[("authorization", "Bearer s3cret")]) == b""
+            assert export(b"", timeout=5, metadata=[("authorization", "BEARER s3cret")]) == b""

@@ -32,7 +32,7 @@ import duckdb
 from tracevals.cases.drafts import draft_case, interactions, source_summary
 from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of, request_key
 from tracevals.cases.pseudonyms import Desensitiser, Rules
-from tracevals.harness.cassettes import FORMAT_VERSION, call_key
+from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
 from tracevals.scoring.production_data import load_production_data
@@ -250,7 +250,7 @@ def _write(
         )
         for case_id, doc in cassettes.items():
             text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-            (work / "cassettes" / f"{case_id}.json").write_text(text, encoding="utf-8")
+            (work / "cassettes" / cassette_name(case_id)).write_text(text, encoding="utf-8")
         result = Extraction(
             out=out,
             cases=cases,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracevals.harness.cassettes import cassette_name
 from tracevals.model.tasks import cases_from_bytes
 
 
@@ -85,7 +86,7 @@ def decide(
     _write(root / "cases.jsonl", [r.case for r in kept])
     _write(root / "sources.jsonl", [r.source for r in kept if r.source is not None])
     for case_id in drop:
-        cassette = root / "cassettes" / f"{case_id}.json"
+        cassette = root / "cassettes" / cassette_name(case_id)
         if cassette.exists():
             cassette.unlink()
     return kept

@@ -1,6 +1,7 @@
 """Record/replay of tool calls: cassettes keyed by a hash of the tool name and canonical arguments.
 
-One human-diffable JSON file per task in the cassette folder (`<task_id>.json`). Each interaction
+One human-diffable JSON file per task in the cassette folder (`<task_id>.json`; an id that is no plain
+short file name gets a readable prefix and a digest, see `cassette_name`). Each interaction
 is keyed by the attempt (attempts differ by seed, so each replays its own recording; attempt 0 serves
 every attempt that has no recording of its own, as a set extracted from production traffic holds), by
 `sha256(tool + canonical JSON arguments)[:16]` (less `idempotency_key`, which carries the run id by
@@ -54,6 +55,16 @@ class CassetteMiss(LookupError):
 KEY_IGNORES = frozenset({"idempotency_key"})
 
 
+def cassette_name(task_id: str) -> str:
+    """The file of a task's cassette: `<task_id>.json` when the id is a plain, short file name; else a
+    readable prefix and a digest of the whole id, so that `a/b` and `a_b` never share a file and a long id
+    never exceeds the file-name limit."""
+    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", task_id):
+        return f"{task_id}.json"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80].lstrip(".")
+    return f"{safe}-{hashlib.sha256(task_id.encode()).hexdigest()[:12]}.json"
+
+
 def call_key(tool: str, arguments: Mapping[str, Any]) -> str:
     kept = {k: v for k, v in arguments.items() if k not in KEY_IGNORES}
     canonical = json.dumps({"tool": tool, "args": kept}, sort_keys=True, separators=(",", ":"), default=str)
@@ -86,8 +97,7 @@ class Cassette:
     def open(cls, folder: str | Path, task_id: str, mode: str) -> Cassette:
         if mode not in MODES:
             raise ValueError(f"cassette mode {mode!r} is not one of {', '.join(MODES)}")
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)
-        cassette = cls(path=Path(folder) / f"{safe}.json", mode=mode)
+        cassette = cls(path=Path(folder) / cassette_name(task_id), mode=mode)
         if cassette.path.exists():
             doc = json.loads(cassette.path.read_text(encoding="utf-8"))
             for item in doc.get("interactions", []):
