@@ -54,16 +54,27 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
         return body
     if encoding not in ("gzip", "deflate", "x-gzip"):
         raise UnsupportedEncoding(f"Content-Encoding {encoding!r} is not supported; use gzip or none")
-    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # 32: accept a gzip or a zlib header
-    try:
-        out = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise TooLarge(f"decompressed body passes the {limit}-byte limit")
-    if not inflater.eof:
-        raise OTLPDecodeError(f"{encoding} body is truncated")
-    return out
+    # A gzip body may hold several members one after another (RFC 1952 2.2): all are the body. Anything
+    # else after the last member is an error, never silently ignored.
+    parts: list[bytes] = []
+    rest, total = body, 0
+    while True:
+        inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # 32: accept a gzip or a zlib header
+        try:
+            out = inflater.decompress(rest, limit - total + 1)
+        except zlib.error as exc:
+            raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
+        total += len(out)
+        if total > limit or inflater.unconsumed_tail:
+            raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+        if not inflater.eof:
+            raise OTLPDecodeError(f"{encoding} body is truncated")
+        parts.append(out)
+        rest = inflater.unused_data
+        if not rest:
+            return b"".join(parts)
+        if not rest.startswith(b"\x1f\x8b"):
+            raise OTLPDecodeError(f"{len(rest)} bytes after the end of the {encoding} body that are no gzip member")
 
 
 def _parse(message: Any, body: bytes, what: str) -> None:

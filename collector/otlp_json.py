@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
@@ -193,10 +194,30 @@ def _plan(message: Descriptor) -> dict[str, tuple[str, Converter, bool]]:
     return plan
 
 
+# Messages nested in one request at most: protobuf (upb) refuses to parse past 100, and the collector
+# re-parses what its write-ahead log holds, so a deeper request accepted here could never be written.
+MAX_DEPTH = 64
+_depth = threading.local()
+
+
 def _message(message: Descriptor, value: Any) -> dict[str, Any]:
     """An OTLP/JSON object as the keyword arguments of its protobuf message (unknown keys dropped)."""
     if not isinstance(value, dict):
         raise _Where(f"expected an object, got {type(value).__name__}")
+    depth = getattr(_depth, "n", 0) + 1
+    if depth > MAX_DEPTH:
+        raise _Where(
+            f"nested deeper than {MAX_DEPTH} messages (attribute values of arrays or maps inside each other?): "
+            "flatten the value"
+        )
+    _depth.n = depth
+    try:
+        return _fields(message, value)
+    finally:
+        _depth.n = depth - 1
+
+
+def _fields(message: Descriptor, value: dict[str, Any]) -> dict[str, Any]:
     plan = _plan(message)
     out: dict[str, Any] = {}
     for key, item in value.items():
@@ -204,6 +225,8 @@ def _message(message: Descriptor, value: Any) -> dict[str, Any]:
         if entry is None or item is None:
             continue
         name, convert, repeated = entry
+        if name in out:  # `resourceSpans` and `resource_spans` both: one would silently replace the other
+            raise _Where(f"{key}: the field is given twice (in lowerCamelCase and as its proto name)")
         try:
             if repeated:
                 if not isinstance(item, list):
@@ -222,13 +245,35 @@ def _message(message: Descriptor, value: Any) -> dict[str, Any]:
     return out
 
 
-def _load(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key that appears twice (json.loads would keep only the last value)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _DuplicateKey(f"key {twice!r} appears twice in one object")
+    return out
+
+
+def load_document(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A JSON body as an object: a key given twice, nesting past the parser, or not JSON at all is an
+    `OTLPDecodeError` (never a value silently dropped, never a RecursionError)."""
     if isinstance(body, Mapping):
         return body
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, object_pairs_hook=_unique_keys)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OTLPDecodeError(f"body is not JSON: {exc}") from None
+    except _DuplicateKey as exc:
+        raise OTLPDecodeError(f"{exc}: one of the values would be dropped; send each key once") from None
+    except RecursionError:
+        raise OTLPDecodeError(
+            f"body is nested too deeply to read (more than {MAX_DEPTH} levels make no OTLP)"
+        ) from None
     if not isinstance(doc, dict):
         raise OTLPDecodeError("body must be a JSON object with resourceSpans / resourceLogs")
     return doc
@@ -248,11 +293,11 @@ def _parse(kind: type[Message], doc: Mapping[str, Any], what: str) -> Any:
 
 def parse_json_traces(body: bytes | str | Mapping[str, Any]) -> ExportTraceServiceRequest:
     """An OTLP/JSON traces document (hex ids) as an `ExportTraceServiceRequest`."""
-    request: ExportTraceServiceRequest = _parse(ExportTraceServiceRequest, _load(body), "traces")
+    request: ExportTraceServiceRequest = _parse(ExportTraceServiceRequest, load_document(body), "traces")
     return request
 
 
 def parse_json_logs(body: bytes | str | Mapping[str, Any]) -> ExportLogsServiceRequest:
     """An OTLP/JSON logs document (hex ids) as an `ExportLogsServiceRequest`."""
-    request: ExportLogsServiceRequest = _parse(ExportLogsServiceRequest, _load(body), "logs")
+    request: ExportLogsServiceRequest = _parse(ExportLogsServiceRequest, load_document(body), "logs")
     return request

@@ -405,3 +405,39 @@ def test_bearer_token_is_required_when_configured(tmp_path: Path, monkeypatch: p
             assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
             assert export(b"", timeout=5, metadata=[("authorization", "Bearer s3cret")]) == b""
             assert export(b"", timeout=5, metadata=[("authorization", "BEARER s3cret")]) == b""
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(levels):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    return value
+
+
+def test_poison_json_is_refused_before_the_acknowledgement_and_serving_goes_on(
+    collector: Collector, tmp_path: Path
+) -> None:
+    """Each of these was acknowledged and then lost (or wedged the exporter); now a 400 naming why, and
+    the next good request is stored."""
+    assert collector.http_port is not None
+    port, doc = collector.http_port, json.dumps(JSON_DOC).encode()
+    deep = json.loads(json.dumps(JSON_DOC))
+    deep["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append({"key": "deep", "value": _deep(40)})
+    refused = {
+        "a key twice": (b'{"resourceSpans": [], ' + doc[1:], {}),
+        "camel and snake": (b'{"resource_spans": [], ' + doc[1:], {}),
+        "nested 40 maps deep": (json.dumps(deep).encode(), {}),
+        "nested past the parser": (b'{"resourceSpans": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", {}),
+        "garbage after gzip": (gzip.compress(doc) + b"trailing", {"Content-Encoding": "gzip"}),
+    }
+    for what, (body, headers) in refused.items():
+        status, _, answer = post(port, "/v1/traces", body, headers=headers)
+        assert status == 400, (what, status, answer[:200])
+    # two gzip members are one body (RFC 1952): both halves are read
+    half = len(doc) // 2
+    status, _, _ = post(
+        port, "/v1/traces", gzip.compress(doc[:half]) + gzip.compress(doc[half:]), headers={"Content-Encoding": "gzip"}
+    )
+    assert status == 200
+    assert collector.pipeline.flush()
+    assert (TRACE_ID, SPAN_ID) in _read_back(tmp_path / "lake")

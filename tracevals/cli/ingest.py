@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pyarrow as pa
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
-from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.collector.otlp_json import OTLPDecodeError, load_document, parse_json_logs, parse_json_traces
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
@@ -30,10 +29,7 @@ def _read(path: Path) -> tuple[pa.Table, pa.Table]:
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
         return _checked(spans_table(request), request), LOG_SCHEMA.empty_table()
-    try:
-        doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise OTLPDecodeError(f"not JSON: {exc}") from None
+    doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
         raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
     traces, logs = parse_json_traces(doc), parse_json_logs(doc)
