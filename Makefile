@@ -29,8 +29,9 @@ lint: $(STAMP)
 browser:
 	@TRACEVALS_CHROMIUM=$(CHROMIUM) scripts/install-chromium.sh
 
+# On every core (pytest-xdist), a test file per worker at a time: module fixtures are built once.
 unit: $(STAMP) browser
-	TRACEVALS_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q -p no:cacheprovider
+	TRACEVALS_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile
 
 # `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
 test: lint unit
