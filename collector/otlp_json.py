@@ -184,13 +184,27 @@ def _is_repeated(field: FieldDescriptor) -> bool:
     return bool(flag) if flag is not None else field.label == FieldDescriptor.LABEL_REPEATED
 
 
+# The keys of OTLP before 1.0 (`InstrumentationLibrary`, renamed `InstrumentationScope` in 0.15), which
+# older exporters still write, and Tempo's `batches`: read as their successors, never dropped as unknown keys.
+_LEGACY_KEYS = {
+    # Grafana Tempo's trace-by-id JSON names the resource spans `batches`
+    "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest": {"batches": "resource_spans"},
+    "opentelemetry.proto.trace.v1.ResourceSpans": {"instrumentationLibrarySpans": "scope_spans"},
+    "opentelemetry.proto.trace.v1.ScopeSpans": {"instrumentationLibrary": "scope"},
+    "opentelemetry.proto.logs.v1.ResourceLogs": {"instrumentationLibraryLogs": "scope_logs"},
+    "opentelemetry.proto.logs.v1.ScopeLogs": {"instrumentationLibrary": "scope"},
+}
+
+
 @cache
 def _plan(message: Descriptor) -> dict[str, tuple[str, Converter, bool]]:
-    """JSON key (lowerCamelCase, or the proto name) -> (field name, converter, repeated?)."""
+    """JSON key (lowerCamelCase, the proto name, or a pre-1.0 key) -> (field name, converter, repeated?)."""
     plan = {}
     for field in message.fields:
         entry = (field.name, _converter(message, field), _is_repeated(field))
         plan[field.json_name] = plan[field.name] = entry
+    for legacy, name in _LEGACY_KEYS.get(message.full_name, {}).items():
+        plan[legacy] = plan[name]
     return plan
 
 
@@ -226,7 +240,7 @@ def _fields(message: Descriptor, value: dict[str, Any]) -> dict[str, Any]:
             continue
         name, convert, repeated = entry
         if name in out:  # `resourceSpans` and `resource_spans` both: one would silently replace the other
-            raise _Where(f"{key}: the field is given twice (in lowerCamelCase and as its proto name)")
+            raise _Where(f"{key}: field {name} is given twice, under two spellings (send one)")
         try:
             if repeated:
                 if not isinstance(item, list):

@@ -146,3 +146,27 @@ def test_ingest_writes_one_file_per_hour_for_all_its_inputs(tmp_path: Path) -> N
     assert files == ["hour=14", "hour=15"]  # four inputs, two hours: two files
     rows = open_lake(lake).execute("select hour(start_time), count(*) from spans group by 1 order by 1").fetchall()
     assert rows == [(14, 2), (15, 2)]
+
+
+def test_pre_1_0_keys_are_read_and_an_empty_file_is_said(tmp_path: Path) -> None:
+    # Tempo and exporters before OTLP 1.0 write instrumentationLibrarySpans / instrumentationLibrary
+    legacy = json.loads(
+        json.dumps(DOC)
+        .replace('"scopeSpans"', '"instrumentationLibrarySpans"')
+        .replace('"scope"', '"instrumentationLibrary"')
+    )
+    legacy["batches"] = legacy.pop("resourceSpans")  # and Tempo's name for them
+    path, empty = tmp_path / "tempo.json", tmp_path / "empty.json"
+    path.write_text(json.dumps(legacy))
+    empty.write_text('{"resourceSpans": []}')
+    lake = tmp_path / "lake"
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(path), str(empty)])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {empty}: no spans and no log records in it" in result.output
+    assert open_lake(lake).execute("select span_id, scope_name, scope_version from spans").fetchall() == [
+        (SPAN_ID, "my.instrumentation", "1.2")
+    ]
+    both = json.loads(json.dumps(DOC))
+    both["resourceSpans"][0]["instrumentationLibrarySpans"] = []
+    with pytest.raises(OTLPDecodeError, match="given twice, under two spellings"):
+        parse_json_traces(both)

@@ -16,6 +16,9 @@ from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, 
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
 
+# resourceSpans / resourceLogs, their proto names, and Tempo's `batches`
+_TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "resource_logs")
+
 
 def _read(path: Path) -> tuple[pa.Table, pa.Table]:
     """(span table, log table) of one file, in the lake's schemas."""
@@ -30,7 +33,7 @@ def _read(path: Path) -> tuple[pa.Table, pa.Table]:
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
         return _checked(spans_table(request), request), LOG_SCHEMA.empty_table()
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
-    if not isinstance(doc, dict) or not ("resourceSpans" in doc or "resourceLogs" in doc):
+    if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
         raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
     traces, logs = parse_json_traces(doc), parse_json_logs(doc)
     return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs)
@@ -86,4 +89,7 @@ def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
     if logs.num_rows:
         writer.write_table(logs, "logs")
     report = [(str(path), tables[0].num_rows, tables[1].num_rows) for path, tables in decoded]
+    for path, (span_rows, log_rows) in decoded:  # a file that held nothing must say so, not pass as read
+        if span_rows.num_rows == 0 and log_rows.num_rows == 0:
+            click.echo(f"warning: {path}: no spans and no log records in it (is it an OTLP export?)", err=True)
     print_rows(["file", "spans", "logs"], report, fmt)
