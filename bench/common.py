@@ -347,21 +347,27 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def start_collect(
-    workdir: Path, parquet: dict[str, Any], extra_args: Sequence[str] = (), python: Path | str = PROJECT_PYTHON
+    workdir: Path,
+    parquet: dict[str, Any],
+    extra_args: Sequence[str] = (),
+    python: Path | str = PROJECT_PYTHON,
+    redaction: bool = False,
 ) -> tuple[subprocess.Popen[str], int]:
     """`tracevals collect` in `workdir`, one OTLP/HTTP receiver on a free port, a traces pipeline into the
-    `parquet` exporter settings given; returns the process and its HTTP port (read from what it prints)."""
+    `parquet` exporter settings given (with the `redaction` processor of the shipped config if asked);
+    returns the process and its HTTP port (read from what it prints)."""
     import re
 
+    processors: dict[str, Any] = {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}}
+    used = ["memory_limiter", "batch"]
+    if redaction:
+        processors["redaction"] = {}
+        used.insert(1, "redaction")
     config = {
         "receivers": {"otlp": {"protocols": {"http": {"endpoint": "127.0.0.1:0"}}}},
-        "processors": {"memory_limiter": None, "batch": {"send_batch_size": 8192, "timeout": "200ms"}},
+        "processors": processors,
         "exporters": {"parquet": parquet},
-        "service": {
-            "pipelines": {
-                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
-            }
-        },
+        "service": {"pipelines": {"traces": {"receivers": ["otlp"], "processors": used, "exporters": ["parquet"]}}},
     }
     (workdir / "otel-config.yaml").write_text(json.dumps(config))  # JSON is YAML
     cmd = [str(python), "-c", "from tracevals.cli import main; main()", "collect", "--config", "otel-config.yaml"]

@@ -1,6 +1,7 @@
 """OTLP/HTTP-protobuf ingest into committed Parquet, in spans per second on one core of the collector.
 
     .venv/bin/python bench/ingest.py [--seconds 10] [--senders 3] [--spans-per-request 512] [--modes pinned,free]
+                                     [--redaction]
 
 A load generator on loopback sends pre-encoded, GenAI-shaped spans (10 attributes each) to a
 `tracevals collect` subprocess over keep-alive HTTP/1.1 connections. The collector's CPU time (user +
@@ -89,9 +90,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def _start_collector(workdir: Path, compression: str, cpus: str | None) -> tuple[subprocess.Popen[str], int]:
+def _start_collector(
+    workdir: Path, compression: str, cpus: str | None, redaction: bool = False
+) -> tuple[subprocess.Popen[str], int]:
     parquet = {"path": "lake", "compression": compression, "rotation": {"max_rows": 2_000_000, "max_age": "1h"}}
-    return start_collect(workdir, parquet, ["--cpus", cpus] if cpus is not None else [], python=sys.executable)
+    extra = ["--cpus", cpus] if cpus is not None else []
+    return start_collect(workdir, parquet, extra, python=sys.executable, redaction=redaction)
 
 
 def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], index: int, refused: list[int]) -> None:
@@ -115,12 +119,14 @@ def _send(port: int, payloads: list[bytes], deadline: float, counts: list[int], 
     conn.close()
 
 
-def _run(args: argparse.Namespace, payloads: list[bytes], pinned: tuple[int, set[int]] | None) -> dict[str, float]:
+def _run(
+    args: argparse.Namespace, payloads: list[bytes], pinned: tuple[int, set[int]] | None, redaction: bool = False
+) -> dict[str, float]:
     """One measured run: the collector pinned to one core (`pinned`: that core, and the load generator's
     cores) or free to use every core (None)."""
     with tempfile.TemporaryDirectory(prefix="tracevals-bench-") as tmp:
         workdir = Path(tmp)
-        proc, port = _start_collector(workdir, args.compression, str(pinned[0]) if pinned else None)
+        proc, port = _start_collector(workdir, args.compression, str(pinned[0]) if pinned else None, redaction)
         everywhere = os.sched_getaffinity(0)
         if pinned:  # the senders stay off the collector's core
             os.sched_setaffinity(0, pinned[1])
@@ -167,6 +173,11 @@ def main() -> None:
     parser.add_argument(
         "--modes", default="pinned,free", help="pinned (the collector on one core: the target), free, or both"
     )
+    parser.add_argument(
+        "--redaction",
+        action="store_true",
+        help="also run the first mode with the shipped config's redaction processor, and print its cost",
+    )
     args = parser.parse_args()
     payloads = [genai_request(args.spans_per_request, seed) for seed in range(16)]
     size = sum(map(len, payloads)) / len(payloads) / args.spans_per_request
@@ -199,6 +210,11 @@ def main() -> None:
         if mode == "pinned" or "pinned" not in modes:
             verdict = "met" if r["per_core"] >= TARGET else "NOT met"
             print(f"target >= {TARGET:,} spans/s on one core: {verdict}")
+        if args.redaction and mode == modes[0]:
+            red = _run(args, payloads, pinned, redaction=True)
+            print(f"-- {mode} with the redaction processor (processors: [memory_limiter, redaction, batch])")
+            print(f"ingest with redaction ({mode}): {red['per_core']:,.0f} spans/s per core")
+            print(f"ratio with / without redaction ({mode}): {red['per_core'] / r['per_core']:.3f}")
 
 
 if __name__ == "__main__":

@@ -84,6 +84,36 @@ _SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
     )
 )
+# Substrings (lower case) without which a pattern cannot match: most text skips most patterns.
+_HINTS: dict[str, tuple[str, ...]] = {
+    "private_key": ("private key",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("k_live_", "k_test_"),
+    "aws_access_key": ("akia", "asia", "abia", "acca"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-",),
+    "google_api_key": ("aiza",),
+    "google_oauth_token": ("ya29.",),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",),
+    "huggingface_token": ("hf_",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-",),
+    "sendgrid_key": ("sg.",),
+    "twilio_key": ("sk",),
+    "databricks_token": ("dapi",),
+    "jwt": ("eyj",),
+    "url_password": ("://",),
+    "bearer_token": ("bearer",),
+    "basic_auth": ("basic",),
+    "token_auth": ("authorization",),
+    "azure_key": ("accountkey", "sharedaccess"),
+    "sas_signature": ("sig=",),
+}
+_BASE64_RUN = re.compile(r"[A-Za-z0-9/+]{40}")  # what a bare AWS secret key needs before its costly pattern
+_FIELD_HINTS = ("key", "secret", "passw", "pwd", "passphrase", "token", "credential")
+
 # `"api_key": "..."`, `password=...`, `aws_secret_access_key = ...`: keep the name, drop the value;
 # also with the quotes escaped once or more (JSON inside JSON: `\\\"password\\\": \\\"...`).
 _SECRET_FIELD = re.compile(
@@ -140,12 +170,19 @@ class Redactor:
         return cls(pii=pii or bool(names), names=names, salt=os.environ.get(SALT_ENV) or "tracevals")
 
     def redact(self, text: str) -> str:
+        low = text.lower()
         for kind, pattern in _SECRETS:
+            hints = _HINTS.get(kind)
+            if hints is not None and not any(h in low for h in hints):
+                continue
+            if hints is None and not _BASE64_RUN.search(text):
+                continue
             if "keep" in pattern.groupindex:  # the scheme, user or header name stays
                 text = pattern.sub(rf"\g<keep>[REDACTED:{kind}]", text)
             else:
                 text = pattern.sub(f"[REDACTED:{kind}]", text)
-        text = _SECRET_FIELD.sub(lambda m: f"{m.group(1)}[REDACTED:secret]", text)
+        if any(h in low for h in _FIELD_HINTS):
+            text = _SECRET_FIELD.sub(lambda m: f"{m.group(1)}[REDACTED:secret]", text)
         for pattern in self.extra:
             text = pattern.sub("[REDACTED:blocked]", text)
         if self.pii:
@@ -178,9 +215,12 @@ SPAN_CONTENT_COLUMNS = (
 LOG_CONTENT_COLUMNS = ("body", "attributes", "resource_attributes")
 # A cheap first pass (RE2, in Arrow): a value that matches none of these holds no secret any pattern finds.
 _TRIGGER = (
-    r"(?i)sk-|[rsp]k_(?:live|test)_|akia|asia|abia|acca|gh[pousr]_|github_pat_|glpat-|aiza|ya29\.|xox|hooks\.slack|hf_|npm_|pypi-"
-    r"|sg\.|sk[0-9a-f]{32}|dapi|eyj|://[^\s/@]+:[^\s/@]+@|bearer|basic|authorization|accountkey|sharedaccess"
-    r"|sig=|passw|pwd|passphrase|secret|token|api.?key|credential|private key|[a-z0-9/+]{40}"
+    r"(?i)\b(?:sk-|[rsp]k_(?:live|test)_|akia|asia|abia|acca|gh[pousr]_|github_pat_|glpat-|aiza|ya29\.|xox|hf_|npm_"
+    r"|pypi-|sg\.|sk[0-9a-f]{32}|dapi|eyj|bearer|basic|authorization|accountkey|sharedaccess)"
+    r"|hooks\.slack|://[^\s/@]+:[^\s/@]+@|[?&]sig=|-----begin"
+    # the fields of `_SECRET_FIELD`, never a bare "token": every span's attributes hold `input_tokens`
+    r"|api.?key|secret|passw|pwd|passphrase|(?:access|auth|refresh|session).?token|credential"
+    r"|[a-z0-9/+]{40}"
 )
 
 
