@@ -26,7 +26,8 @@ from fixtures.reference_traffic import SECRET, planted, send_reference_traffic
 
 import tracevals
 from tracevals.cases.groups import Session, choose, group_of
-from tracevals.cases.pseudonyms import Desensitiser, Rules
+from tracevals.cases.pseudonyms import Desensitiser
+from tracevals.cases.rules import Rules
 from tracevals.cli import main
 from tracevals.collector.testing import running_collector
 from tracevals.demo.profiles import make_profile

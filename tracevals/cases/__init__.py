@@ -2,8 +2,8 @@
 
 Stages: `groups` (the four groups a session falls in, and the seeded, diverse choice), `drafts` (pass
 criteria and cassettes from what a session did), `pseudonyms` (desensitisation that keeps structure),
-`extract` (reading a lake and writing the set), `review` (a person confirms, edits or drops drafts).
-See docs/cases.md.
+`rules` (what counts as personal), `extract` (reading a lake and writing the set), `review` (a person
+confirms, edits or drops drafts). See docs/cases.md.
 """
 
 from tracevals.cases.extract import DEFAULT_PER_GROUP, ExtractError, Extraction, extract_cases

@@ -31,7 +31,8 @@ import duckdb
 
 from tracevals.cases.drafts import draft_case, interactions, source_summary
 from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of, request_key
-from tracevals.cases.pseudonyms import Desensitiser, Rules
+from tracevals.cases.pseudonyms import Desensitiser
+from tracevals.cases.rules import Rules
 from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake

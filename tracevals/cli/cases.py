@@ -93,7 +93,7 @@ def extract(
       tracevals cases extract --lake lake --groups faults,high_risk --rules pii.yaml --out set --format json
     """
     from tracevals.cases import ExtractError, extract_cases
-    from tracevals.cases.pseudonyms import Rules
+    from tracevals.cases.rules import Rules
     from tracevals.lake.paths import LakeError
     from tracevals.model.documents import DocumentError, read_document
     from tracevals.scoring.lake_data import SelectionError
