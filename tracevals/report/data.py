@@ -7,11 +7,13 @@ per-variant summaries, the baseline→candidate comparison, fault outcomes and t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracevals.model.case import Case
+from tracevals.model.findings import failure_kinds
 from tracevals.model.prices import Prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
@@ -206,7 +208,6 @@ def _gallery(
 def _kinds(o: Outcome, failing: Sequence[Score]) -> tuple[str, ...]:
     """Every failure of one attempt, most severe first: its release hazards, then each failed verdict's
     kinds (`tracevals.model.findings.failure_kinds`) in `_GROUP_ORDER`, then an error it raised."""
-    from tracevals.model.findings import failure_kinds
     from tracevals.stats import HAZARD_LABELS
 
     rank = {name: i for i, name in enumerate(_GROUP_ORDER)}
@@ -219,55 +220,43 @@ def _kinds(o: Outcome, failing: Sequence[Score]) -> tuple[str, ...]:
 
 
 def _by_evaluator(scores: Sequence[Score], outs: Sequence[Outcome]) -> list[FailureRow]:
-    from collections import Counter
-
-    from tracevals.model.findings import failure_kinds
-
-    variant_of: dict[str | None, str] = {o.trace_id: o.variant for o in outs if o.trace_id}
-    total: Counter[tuple[str, str]] = Counter()
-    failed: Counter[tuple[str, str]] = Counter()
-    kinds: dict[tuple[str, str], Counter[str]] = {}
-    for s in scores:
-        variant = variant_of.get(s.trace_id)
-        if variant is None:
-            continue
-        key = (variant, s.evaluator)
-        total[key] += 1
-        if not s.passed:
-            failed[key] += 1
-            kinds.setdefault(key, Counter()).update(failure_kinds(s.evaluator, s.details))
-    return sorted(
-        (FailureRow(v, e, failed[(v, e)], n, _most(kinds.get((v, e)))) for (v, e), n in total.items()),
-        key=lambda r: (r.variant, -r.failed, r.name),
+    variant_of = {o.trace_id: o.variant for o in outs if o.trace_id}
+    return _tally(
+        (variant_of[s.trace_id], s.evaluator, None if s.passed else failure_kinds(s.evaluator, s.details))
+        for s in scores
+        if s.trace_id in variant_of
     )
 
 
 def _by_tool(trajectories: Sequence[Trajectory], outs: Sequence[Outcome]) -> list[FailureRow]:
-    from collections import Counter
-
     variant_of = {o.trace_id: o.variant for o in outs if o.trace_id}
+    return _tally(
+        (variant_of[t.trace_id], c.name, None if c.error_type is None else (c.error_type,))
+        for t in trajectories
+        if t.trace_id in variant_of
+        for c in t.tool_calls
+    )
+
+
+def _tally(items: Iterable[tuple[str, str, Sequence[str] | None]]) -> list[FailureRow]:
+    """One row per (variant, name) from `(variant, name, details)` items: `details` None for an item that
+    did not fail, else what its failure was (perhaps nothing); failed / total, the details by count."""
     total: Counter[tuple[str, str]] = Counter()
     failed: Counter[tuple[str, str]] = Counter()
-    errors: dict[tuple[str, str], Counter[str]] = {}
-    for t in trajectories:
-        variant = variant_of.get(t.trace_id)
-        if variant is None:
-            continue
-        for c in t.tool_calls:
-            key = (variant, c.name)
-            total[key] += 1
-            if c.failed:
-                failed[key] += 1
-                errors.setdefault(key, Counter())[c.error_type or ("never executed" if c.gap else "error")] += 1
+    details: dict[tuple[str, str], Counter[str]] = {}
+    for variant, name, what in items:
+        key = (variant, name)
+        total[key] += 1
+        if what is not None:
+            failed[key] += 1
+            details.setdefault(key, Counter()).update(what)
     return sorted(
-        (FailureRow(v, name, failed[(v, name)], n, _most(errors.get((v, name)))) for (v, name), n in total.items()),
+        (FailureRow(v, name, failed[(v, name)], n, _most(details.get((v, name)))) for (v, name), n in total.items()),
         key=lambda r: (r.variant, -r.failed, r.name),
     )
 
 
 def _by_group(failures: Sequence[FailedAttempt], outs: Sequence[Outcome]) -> list[FailureRow]:
-    from collections import Counter
-
     attempts = Counter(o.variant for o in outs)
     count = Counter((f.variant, f.group) for f in failures)
     return sorted(

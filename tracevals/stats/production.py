@@ -321,9 +321,9 @@ def _tools(trajectories: Sequence[Trajectory], facets: Mapping[str, TraceFacet])
             continue
         for c in t.tool_calls:
             calls[c.name] += 1
-            if c.failed:
+            if c.error_type is not None:  # failed (a gap never executed is no failure of the tool)
                 failed[c.name] += 1
-                errors[c.name][c.error_type or ("never executed" if c.gap else "error")] += 1
+                errors[c.name][c.error_type] += 1
                 sessions[c.name].add(facet.session_id)
     out = [
         ToolFailures(name, calls[name], failed[name], tuple(errors[name].most_common()), len(sessions[name]))
