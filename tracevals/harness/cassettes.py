@@ -14,7 +14,8 @@ else: a 429, then success). Modes:
 
 Errors are recorded too (type, message, status, retryable, retry-after) and raised again on replay,
 so a recorded run with injected faults replays identically. Secrets are scrubbed from the stored
-arguments and results (the keys are computed before scrubbing, so replay still matches).
+arguments and results by the lake's redaction rule (`tracevals.lake.redaction`; the keys are
+computed before scrubbing, so replay still matches).
 """
 
 from __future__ import annotations
@@ -31,19 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.instrumentation.tools import ToolError
+from tracevals.lake.redaction import Redactor
 
 MODES = ("record", "replay", "record-new")
 FORMAT_VERSION = 1
 ANY_ATTEMPT = 0  # a recording for every attempt that has none of its own (`tracevals cases extract` writes these)
 
-# Secrets never land in a cassette (the instrumentation's redaction covers more; these are the
-# shapes of credentials that show up in tool arguments and results).
-_SECRET_PATTERNS = (
-    re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_\-]{16,}\b"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{16,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
-)
+# Secrets never land in a cassette: the one redaction rule of the lake and the instrumentation.
+_SECRETS = Redactor()
 
 
 class CassetteMiss(LookupError):
@@ -73,9 +69,7 @@ def call_key(tool: str, arguments: Mapping[str, Any]) -> str:
 
 def scrub(value: Any) -> Any:
     if isinstance(value, str):
-        for pattern in _SECRET_PATTERNS:
-            value = pattern.sub("[REDACTED]", value)
-        return value
+        return _SECRETS.redact(value)
     if isinstance(value, list):
         return [scrub(v) for v in value]
     if isinstance(value, dict):
