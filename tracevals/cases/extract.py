@@ -36,6 +36,7 @@ from tracevals.cases.rules import Rules
 from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
+from tracevals.report.formatting import umask
 from tracevals.scoring.production_data import load_production_data
 
 DEFAULT_PER_GROUP = 5
@@ -266,7 +267,7 @@ def _write(
             json.dumps(result.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         (work / "README.md").write_text(_readme(result), encoding="utf-8")
-        os.chmod(work, 0o777 & ~_umask())
+        os.chmod(work, 0o777 & ~umask())  # mkdtemp made it private; the set is made to be shared
         if out.exists():
             old = out.with_name(f".{out.name}.replaced")
             shutil.rmtree(old, ignore_errors=True)
@@ -279,12 +280,6 @@ def _write(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return result
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _cassette(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tracevals.harness.cassettes import cassette_name
 from tracevals.model.tasks import cases_from_bytes
+from tracevals.report.formatting import atomic_write
 
 
 class ReviewError(ValueError):
@@ -93,9 +94,7 @@ def decide(
 
 
 def _write(path: Path, docs: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
 
 
 def as_json(reviewed: list[Reviewed]) -> dict[str, Any]:

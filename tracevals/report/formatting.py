@@ -68,7 +68,7 @@ def atomic_write(path: PathArg, text: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
         os.replace(tmp, target)
@@ -78,7 +78,8 @@ def atomic_write(path: PathArg, text: str) -> Path:
     return target
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's umask (what mode new files get)."""
     mask = os.umask(0o022)  # the only way to read it is to set it; put it straight back
     os.umask(mask)
     return mask
