@@ -107,6 +107,10 @@ class Desensitiser:
         self._values: dict[str, str] = {}  # original -> kind, in order of first appearance
         self._pseudonyms: dict[str, str] = {}
         self._words: dict[str, str] = {}  # name word -> pseudonym word
+        # kept as values are learned and pseudonyms given, so each new pseudonym costs a lookup, not a scan
+        self._taken: set[str] = set()  # pseudonyms given, and every original case-folded: never a pseudonym
+        self._name_words: set[str] = set()  # the words of every original name
+        self._words_given: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._secrets = Redactor(pii=False)
         self.replaced: Counter[str] = Counter()  # kind -> occurrences replaced
@@ -160,12 +164,18 @@ class Desensitiser:
     def _note(self, value: str, kind: str) -> None:
         if len(value) < 2 or value in self._values or value in self._protected:
             return
-        self._values[value] = kind
+        self._learned(value, kind)
         if kind == "name":  # a name's parts are personal too ("Zhang" alone, in "Zhang's orders")
             parts = value.split()
             for part in parts if len(parts) > 1 else ():
                 if len(part) > 2 and part[:1].isupper() and part not in self._values:
-                    self._values[part] = "name"
+                    self._learned(part, "name")
+
+    def _learned(self, value: str, kind: str) -> None:
+        self._values[value] = kind
+        self._taken.add(value.casefold())
+        if kind == "name":
+            self._name_words.update(value.split())
 
     # --- replacing --------------------------------------------------------------------------------
 
@@ -222,29 +232,28 @@ class Desensitiser:
         if original in self._pseudonyms:
             return self._pseudonyms[original]
         if kind == "name":  # word by word, so two people sharing a surname still share one
-            pseudonym = " ".join(self._name_word(w) for w in original.split())
-            self._pseudonyms[original] = pseudonym
-            return pseudonym
-        taken = set(self._pseudonyms.values()) | {v.casefold() for v in self._values}
-        for salt in range(1000):
-            candidate = _shape(original, kind, len(self._pseudonyms), self.seed, salt)
-            if candidate not in taken and candidate.casefold() not in taken:
-                break
+            candidate = " ".join(self._name_word(w) for w in original.split())
+        else:
+            for salt in range(1000):
+                candidate = _shape(original, kind, len(self._pseudonyms), self.seed, salt)
+                if candidate not in self._taken and candidate.casefold() not in self._taken:
+                    break
         self._pseudonyms[original] = candidate
+        self._taken.add(candidate)
         return candidate
 
     def _name_word(self, word: str) -> str:
         if word not in self._words:
-            originals = {w for v, k in self._values.items() if k == "name" for w in v.split()}
             n = len(self._words)
             while True:
                 candidate = _POOL[(n + self.seed) % len(_POOL)]
                 if n >= len(_POOL):
                     candidate += _POOL[(n // len(_POOL) + self.seed) % len(_POOL)].lower()
-                if candidate not in originals and candidate not in self._words.values():
+                if candidate not in self._name_words and candidate not in self._words_given:
                     break
                 n += 1
             self._words[word] = candidate if word[:1].isupper() else candidate.lower()
+            self._words_given.add(self._words[word])
         return self._words[word]
 
     def summary(self) -> dict[str, Any]:
