@@ -9,10 +9,9 @@ from pathlib import Path
 import click
 import duckdb
 
+from tracevals.cases.groups import GROUPS
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.cli.times import time_range_options
-
-GROUP_NAMES = ("clear", "vague", "faults", "high_risk")
 
 
 @click.group()
@@ -46,9 +45,7 @@ def cases() -> None:
     show_default=True,
     help="Cases per group, at most (a group with fewer sessions is reported, not padded).",
 )
-@click.option(
-    "--groups", default=",".join(GROUP_NAMES), show_default=True, help="The groups to build, comma-separated."
-)
+@click.option("--groups", default=",".join(GROUPS), show_default=True, help="The groups to build, comma-separated.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the choice and of the pseudonyms.")
 @click.option(
     "--rules",
@@ -99,10 +96,10 @@ def extract(
     from tracevals.scoring.lake_data import SelectionError
 
     chosen = [g.strip() for g in groups.split(",") if g.strip()]
-    unknown = [g for g in chosen if g not in GROUP_NAMES]
+    unknown = [g for g in chosen if g not in GROUPS]
     if unknown or not chosen:
         raise click.BadParameter(
-            f"{', '.join(unknown) or '(none)'}: choose from {', '.join(GROUP_NAMES)}", param_hint="--groups"
+            f"{', '.join(unknown) or '(none)'}: choose from {', '.join(GROUPS)}", param_hint="--groups"
         )
     tool_effects = {}
     for item in effects:
