@@ -223,7 +223,7 @@ def test_the_compacted_file_keeps_its_newest_sources_time_for_live_scoring(built
     assert MARKER in (pq.read_metadata(merged).metadata or {})
 
 
-def test_a_second_compaction_waits_and_stale_temporary_files_go(built: Path) -> None:
+def test_a_second_compaction_waits_and_a_killed_runs_temporary_files_go_whatever_their_age(built: Path) -> None:
     fd = os.open(built / ".compact.lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -232,12 +232,14 @@ def test_a_second_compaction_waits_and_stale_temporary_files_go(built: Path) -> 
     finally:
         os.close(fd)
     partition = next(built.glob("spans/date=*/hour=*"))
-    stale, fresh = partition / ".compact-part-1.parquet.tmp", partition / ".compact-part-2.parquet.tmp"
-    stale.write_bytes(b"half a file")
-    fresh.write_bytes(b"another compaction's file in progress")
-    os.utime(stale, (time.time() - 2 * compaction.STALE_S,) * 2)
+    # Two leftovers of killed compactions: one a day old, one from a second ago. The lock is held while they
+    # are removed, so neither can be a running compaction's; both go (they used to stay for an hour).
+    old, fresh = partition / ".compact-part-1.parquet.tmp", partition / ".compact-part-2.parquet.tmp"
+    old.write_bytes(b"half a file")
+    fresh.write_bytes(b"a killed run's half file")
+    os.utime(old, (time.time() - 86400,) * 2)
     result = compact(built, min_age_s=0)
-    assert result.stale_removed == 1 and not stale.exists() and fresh.exists()
+    assert result.stale_removed == 2 and not old.exists() and not fresh.exists()
 
 
 def test_an_unreadable_file_leaves_its_hour_alone_and_says_which(built: Path) -> None:

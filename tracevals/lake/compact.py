@@ -57,7 +57,6 @@ MARKER = b"tracevals.compacted_from"
 # than this is rewritten on its own (the collector's are bounded by its rotation, 500,000 rows by default).
 GROUP_BYTES = 128 * 1024**2
 MIN_AGE_S = 3600.0
-STALE_S = 3600.0  # a compaction's temporary file older than this is a crash's leftover
 _TMP_PREFIX = ".compact-"
 
 # The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
@@ -123,7 +122,7 @@ def compact(
     result = CompactResult()
     with _locked(root, dry_run):
         if not dry_run:
-            result.stale_removed = _remove_stale(root, now)
+            result.stale_removed = _remove_stale(root)
         todo = [(table, d) for table in SORT_KEYS for d in _closed_partitions(root / table, now - min_age_s)]
         chosen = set(todo)
         result.too_young = [
@@ -173,14 +172,15 @@ def _closed_partitions(table_dir: Path, ended_before: float) -> list[Path]:
     return found
 
 
-def _remove_stale(root: Path, now: float) -> int:
+def _remove_stale(root: Path) -> int:
+    """Delete every compaction's temporary file: called with the lock held, so no compaction is writing one
+    and each is a killed run's leftover, whatever its age."""
     removed = 0
     for table in SORT_KEYS:
         for path in (root / table).rglob(f"{_TMP_PREFIX}*.parquet.tmp"):
             try:
-                if path.stat().st_mtime < now - STALE_S:
-                    path.unlink()
-                    removed += 1
+                path.unlink()
+                removed += 1
             except FileNotFoundError:
                 continue
     return removed
