@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc, ingest_scrambled, moved
 
-from tracevals.lake import compact as compaction
 from tracevals.lake.compact import MARKER, ROW_GROUP_ROWS, CompactError, compact, compacted_from
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import write_table_atomically
