@@ -110,7 +110,9 @@ class ParquetExporter:
     max_age: float = 30.0
     queue_bytes: int = 64 * 1024**2  # request bytes received but not yet in a Parquet row group
     wal_dir: Path | None = None  # default: <path>/_wal
+    wal_reserve_bytes: int | None = None  # free space the log leaves (None: 5 % of the file system, <= 256 MiB)
     max_attribute_value_bytes: int = 64 * 1024
+    shutdown_timeout: float = 20.0  # a stop waits this long for Parquet; the rest stays in the log
 
     @property
     def wal_path(self) -> Path:
@@ -213,7 +215,8 @@ _PARQUET = section(
         "compression_level": Key(integer(-7, 22)),
         "rotation": Key(_ROTATION),
         "sending_queue": Key(section({"queue_size": Key(size(1024), 64 * 1024**2)})),
-        "wal": Key(section({"dir": Key(string)})),
+        "wal": Key(section({"dir": Key(string), "reserve": Key(size(0))})),
+        "shutdown_timeout": Key(duration, 20.0),
         "max_attribute_value_bytes": Key(size(16), 64 * 1024),
     }
 )
@@ -335,7 +338,9 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         max_age=rot["max_age"],
         queue_bytes=queue.get("queue_size") or 64 * 1024**2,
         wal_dir=base / wal["dir"] if wal.get("dir") else None,
+        wal_reserve_bytes=wal.get("reserve"),
         max_attribute_value_bytes=pq["max_attribute_value_bytes"],
+        shutdown_timeout=pq["shutdown_timeout"],
     )
     return CollectorConfig(
         grpc=receivers["grpc"],

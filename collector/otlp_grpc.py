@@ -69,8 +69,7 @@ class _Export:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             try:
                 pipeline.submit(self.kind, decoded.payload, reserved, decoded.accepted)
-            except OSError as exc:
-                _log.error("tracevals collector: write-ahead log failed: %s", exc)
+            except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
                 context.set_trailing_metadata(_retry_metadata("cannot store data now", pipeline.retry_after))
                 context.abort(grpc.StatusCode.UNAVAILABLE, "cannot store data now; retry later")
             reserved = 0

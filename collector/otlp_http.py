@@ -233,8 +233,7 @@ class OTLPHTTPReceiver:
             reserved = self.pipeline.resize(reserved, len(decoded.payload))
             try:
                 self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
-            except OSError as exc:  # the write-ahead log cannot write: nothing is acknowledged
-                _log.error("tracevals collector: write-ahead log failed: %s", exc)
+            except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
                 wait = str(max(1, math.ceil(self.pipeline.retry_after)))
                 return reply(h, 503, ctype, error="cannot store data now; retry later", headers={"Retry-After": wait})
             reserved = 0  # the pipeline releases it once the rows are written

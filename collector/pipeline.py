@@ -22,7 +22,8 @@ import logging
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,11 @@ import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracevals.collector.commits import CommitJournal
 from tracevals.collector.config import CollectorConfig
 from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.conversion.rows import Keep, logs_table, spans_table
-from tracevals.collector.wal import TRACES, WriteAheadLog
+from tracevals.collector.wal import TRACES, Record, Ref, WriteAheadLog
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.sampling import SessionSampler
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
@@ -55,8 +57,8 @@ class Throttled(Exception):
 @dataclass
 class _Item:
     kind: int
-    payload: bytes  # the request's protobuf encoding, as in the log (the protobuf message is not kept)
-    seq: int
+    payload: bytes | None  # the request's protobuf encoding, as in the log; None: read it from the log
+    ref: Ref
     reserved: int
     count: int
     received: float = field(default_factory=time.monotonic)
@@ -68,9 +70,11 @@ class PipelineStats:
     logs_accepted: int = 0
     requests_throttled: int = 0
     reserved_high_water: int = 0
-    replayed_records: int = 0
+    replayed_records: int = 0  # records of a previous run's log written to Parquet by this one
+    replay_skipped: int = 0  # of which a journalled commit already held (not written twice)
     stale_files_removed: int = 0
-    items_failed: int = 0
+    items_failed: int = 0  # records Parquet cannot hold, kept in the log's quarantine folder
+    sink_failures: int = 0  # Parquet writes or commits that failed (disk full ...) and were retried
     columnar_batches: int = 0  # batches of trace requests converted column by column (conversion.columnar)
     columnar_refused: int = 0  # batches that path refused, converted request by request in Python instead
 
@@ -80,6 +84,17 @@ def _parse(kind: int, payload: bytes) -> Any:
     message = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
     message.ParseFromString(payload)
     return message
+
+
+def _retrying(action: Any, pause: float) -> Any:
+    """`action()` until it succeeds: for a step after which going back is wrong (a journalled commit's
+    renames, which need no space)."""
+    while True:
+        try:
+            return action()
+        except OSError:
+            _log.exception("tracevals collector: could not publish committed files; retrying")
+            time.sleep(pause)
 
 
 def _owner(wal: Path) -> str:
@@ -113,7 +128,8 @@ class Pipeline:
         self.sink = sink or RotatingParquetSink(
             ex.path, ex.compression, ex.compression_level, ex.max_rows, ex.max_bytes, ex.max_age, _owner(ex.wal_path)
         )
-        self.wal = WriteAheadLog(ex.wal_path)
+        self.wal = WriteAheadLog(ex.wal_path, reserve_bytes=ex.wal_reserve_bytes)
+        self.journal = CommitJournal(ex.wal_path)
         self.stats = PipelineStats()
         sampler = config.sampler
         self._sampler = SessionSampler(sampler.sampling_percentage, sampler.hash_seed) if sampler else None
@@ -122,15 +138,23 @@ class Pipeline:
             Redactor(pii=redaction.pii, names=redaction.names, extra=redaction.blocked_values) if redaction else None
         )
         self._cond = threading.Condition()
-        self._pending: list[_Item] = []
+        self._pending: list[_Item] = []  # received, with their payloads (and their reservations)
         self._pending_spans = 0
+        self._backlog: deque[_Item] = deque()  # to write again after a failed write: read back from the log
+        self._replay: Iterator[Record | int] | None = None  # a previous run's log, read as the exporter needs it
+        self._replay_queued: Counter[int] = Counter()
+        self._done_refs: set[Ref] = set()  # records a journalled commit of a previous run holds
+        self._in_open: list[_Item] = []  # written to the open Parquet files, not committed yet
+        self._quarantined: list[Ref] = []
+        self._degraded = False  # since a failed write: commit after every batch, to free log space soonest
+        self._last_error_log = self._last_refusal_log = -1e9
         self._reserved = 0
-        self._uncommitted: Counter[int] = Counter()
         self._memory_over = False
         self._idle_over_warned = False
         self._flush_generation = 0
         self._flushed_generation = 0
         self._stopping = False
+        self._abandon = False
         self._threads: list[threading.Thread] = []
 
     @property
@@ -150,7 +174,7 @@ class Pipeline:
 
     def _store(self, name: str, table: pa.Table) -> None:
         """Rows into the sink, through the `redaction` processor where the signal's pipeline has it:
-        every path to the lake (columnar, per request, replay of the log) passes here."""
+        every path to the lake (columnar, per request, a previous run's log) passes here."""
         signal, columns = ("traces", SPAN_CONTENT_COLUMNS) if name == SPANS_DIR else ("logs", LOG_CONTENT_COLUMNS)
         if self._redactor is not None and signal in self.config.redacted_signals:
             table = redact_table(table, columns, self._redactor)
@@ -159,11 +183,19 @@ class Pipeline:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Recover what a previous run left (stale temp files, the log), then start the threads. The log's
-        lock first: a second collector on the same log stops here (`wal.LogInUse`), before touching it."""
+        """Recover what a previous run left, then start the threads. The log's lock first: a second collector
+        on the same log stops here (`wal.LogInUse`), before touching it. A previous run's log is not written
+        out here: the exporter thread reads it beside new data, so the receivers open at once (and a start
+        on a full disk succeeds; the log waits for space like any other data)."""
         self.wal.lock()
         try:
-            self._recover()
+            self._done_refs = self.journal.recover()  # before the stale files go: it renames finished ones
+            self.stats.stale_files_removed = self.sink.remove_stale()
+            self.wal.open()
+            old = self.wal.old_segments()
+            for seq in old:
+                self.wal.hold(seq)
+            self._replay = self._read_old(old) if old else None
         except BaseException:
             self.wal.close()  # releases the lock
             raise
@@ -171,49 +203,60 @@ class Pipeline:
         if self.config.memory_limiter is not None:
             self._spawn(self._memory_loop, "tracevals-memory-limiter")
 
-    def _recover(self) -> None:
-        self.stats.stale_files_removed = self.sink.remove_stale()
-        for kind, payload in self.wal.replay():
-            try:
-                message = _parse(kind, payload)
-            except Exception:  # protobuf's DecodeError; CRC-checked, so only a foreign file gets here
-                _log.exception("tracevals collector: skipping an unreadable write-ahead log record")
-                continue
-            self._store(*self._tables(kind, message))
-            self.stats.replayed_records += 1
-            if self.sink.open_rows >= self.sink.max_rows:
-                self.sink.commit()
-        self.sink.commit()
-        self.wal.open()
-        self.wal.discard_old()
+    def _read_old(self, seqs: list[int]) -> Iterator[Record | int]:
+        """A previous run's records, then each segment's number once all of it is read."""
+        for seq in seqs:
+            yield from self.wal.replay(seq)
+            yield seq
 
     def _spawn(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def close(self) -> None:
-        """Write and commit everything queued, delete the log, stop the threads (idempotent)."""
+    def close(self, timeout: float | None = None) -> bool:
+        """Write and commit everything queued, delete the log, stop the threads (idempotent). Returns False
+        if that did not finish within `timeout` (default: the exporter's `shutdown_timeout`), e.g. on a full
+        disk: what is left stays in the log, durable, and the next start writes it."""
         with self._cond:
             if self._stopping:
-                return
+                return True
             self._stopping = True
             self._cond.notify_all()
+        timeout = self.config.exporter.shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join()
-        self.wal.close(delete_current=True)
+            thread.join(max(0.0, deadline - time.monotonic()))
+        finished = not any(thread.is_alive() for thread in self._threads)
+        if not finished:
+            with self._cond:
+                self._abandon = True
+                self._cond.notify_all()
+                left = len(self._pending) + len(self._backlog) + len(self._in_open)
+            _log.error(
+                "tracevals collector: could not write everything to Parquet within %.0f s (%d request(s)%s left); "
+                "they stay in the write-ahead log and the next start writes them",
+                timeout,
+                left,
+                " and a previous run's log" if self._replay is not None else "",
+            )
+        self.wal.close(delete_current=finished)
+        if finished:
+            self.journal.prune(self.wal.live_segments())
+        return finished
 
     # -- admission and durability ------------------------------------------------------------
 
-    def admit(self, nbytes: int) -> None:
-        """Reserve room for a request of `nbytes`, or raise `Throttled`; pair with `release`."""
+    def admit(self, nbytes: int, held: int = 0) -> None:
+        """Reserve room for `nbytes` more of a request that holds `held` already, or raise `Throttled`; pair
+        with `release`. A request alone is always let in (one larger than the queue could never be)."""
         with self._cond:
             if self._stopping:
                 raise Throttled("the collector is shutting down", self.retry_after)
             if self._memory_over:
                 self.stats.requests_throttled += 1
                 raise Throttled("memory limit reached", self.retry_after)
-            if self._reserved and self._reserved + nbytes > self.config.exporter.queue_bytes:
+            if self._reserved > held and self._reserved + nbytes > self.config.exporter.queue_bytes:
                 self.stats.requests_throttled += 1
                 raise Throttled("sending queue is full", self.retry_after)
             self._reserved += nbytes
@@ -233,10 +276,17 @@ class Pipeline:
     def submit(self, kind: int, payload: bytes, reserved: int, count: int) -> None:
         """Log `payload` (a checked request's protobuf encoding) durably, then queue it for Parquet; the
         caller may acknowledge after. Only the encoding is queued: it is what `queue_size` counts, and a
-        decoded request takes several times its size."""
-        seq = self.wal.append(kind, payload)
+        decoded request takes several times its size. Raises `OSError` if the log cannot store it."""
+        try:
+            ref = self.wal.append(kind, payload, count)
+        except OSError as exc:
+            now = time.monotonic()
+            if now - self._last_refusal_log >= 60:  # once a minute, not once a request
+                self._last_refusal_log = now
+                _log.error("tracevals collector: refusing data (503), the write-ahead log cannot store it: %s", exc)
+            raise
         with self._cond:
-            self._pending.append(_Item(kind, payload, seq, reserved, count))
+            self._pending.append(_Item(kind, payload, ref, reserved, count))
             self._pending_spans += count
             if kind == TRACES:
                 self.stats.spans_accepted += count
@@ -246,7 +296,8 @@ class Pipeline:
                 self._cond.notify_all()
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Write and commit everything acknowledged so far; True once done."""
+        """Write and commit everything acknowledged so far (and what a previous run's log held); True once
+        done."""
         with self._cond:
             self._flush_generation += 1
             wanted = self._flush_generation
@@ -255,8 +306,13 @@ class Pipeline:
 
     # -- the exporter thread -----------------------------------------------------------------
 
+    def _more_to_read(self) -> bool:
+        return bool(self._backlog) or self._replay is not None
+
     def _drain_due(self) -> bool:
-        if self._stopping or self._flush_generation > self._flushed_generation:
+        if self._abandon:
+            return True
+        if self._stopping or self._flush_generation > self._flushed_generation or self._more_to_read():
             return True
         if self._memory_over and self._pending:
             return True
@@ -271,24 +327,88 @@ class Pipeline:
             with self._cond:
                 while not self._drain_due():
                     self._cond.wait(timeout=min(self.config.batch.timeout or 0.05, 0.25))
+                if self._abandon:
+                    return
                 items, self._pending, self._pending_spans = self._pending, [], 0
                 flush_to, stopping = self._flush_generation, self._stopping
             try:
+                items += self._take_backlog()
                 self._write(items)
-                if stopping or flush_to > self._flushed_generation or self.sink.due():
+                items = []
+                more = self._more_to_read()
+                if (
+                    ((stopping or flush_to > self._flushed_generation) and not more)
+                    or self.sink.due()
+                    or self._degraded
+                ):
                     self._commit()
-            except Exception:  # disk full, permissions: keep the data queued and the log, try again
-                _log.exception("tracevals collector: could not write Parquet; retrying")
-                with self._cond:
-                    self._pending[:0] = items
-                    self._pending_spans += sum(item.count for item in items)
-                    self._cond.wait(timeout=self.retry_after)
+            except Exception as exc:  # disk full, permissions: discard the open files, write it all again
+                self._failed(exc, items)
                 continue
             with self._cond:
-                self._flushed_generation = max(self._flushed_generation, flush_to)
-                self._cond.notify_all()
-                if stopping and not self._pending:
+                if not more:
+                    self._flushed_generation = max(self._flushed_generation, flush_to)
+                    self._cond.notify_all()
+                if stopping and not self._pending and not more and not self._in_open:
                     return
+
+    def _failed(self, exc: Exception, items: list[_Item]) -> None:
+        """A write or commit failed: the open files are discarded (a Parquet writer that failed cannot go on),
+        their records read again from the log later, the batch in hand put back; retry after a pause."""
+        self.stats.sink_failures += 1
+        now = time.monotonic()
+        if now - self._last_error_log >= 60:
+            self._last_error_log = now
+            _log.error("tracevals collector: could not write Parquet (%s); everything acknowledged stays in the "
+                       "write-ahead log and is retried every %.0f s", exc, self.retry_after)  # fmt: skip
+        self.sink.abort()
+        with self._cond:
+            redo = [_Item(i.kind, None, i.ref, 0, i.count) for i in self._in_open]
+            self._in_open = []
+            self._quarantined = []  # their records are not committed yet: quarantined again next time
+            live = [i for i in items if i.reserved]
+            self._backlog.extendleft(reversed(redo + [i for i in items if not i.reserved]))
+            self._pending[:0] = live
+            self._pending_spans += sum(i.count for i in live)
+            self._degraded = True
+            self._cond.wait(timeout=self.retry_after)
+
+    def _take_backlog(self) -> list[_Item]:
+        """Up to a batch of records to write again or of a previous run's log, read from the log."""
+        budget, size = self.config.batch.send_batch_size, 16 * 1024**2
+        taken: list[_Item] = []
+        spans = nbytes = 0
+        while self._backlog and spans < budget and nbytes < size:
+            with self._cond:
+                item = self._backlog.popleft()
+            taken.append(item)
+            if item.payload is None:
+                try:
+                    item.payload = self.wal.read(item.ref).payload
+                except BaseException:
+                    with self._cond:  # nothing taken is lost: back to the front, in order
+                        self._backlog.extendleft(reversed(taken))
+                    raise
+            spans, nbytes = spans + max(item.count, 1), nbytes + len(item.payload)
+        while self._replay is not None and spans < budget and nbytes < size:
+            record = next(self._replay, None)
+            if record is None:
+                self._replay = None
+                _log.info("tracevals collector: the previous run's write-ahead log is read (%d records written, "
+                          "%d already committed)", self.stats.replayed_records, self.stats.replay_skipped)  # fmt: skip
+                break
+            if isinstance(record, int):  # a segment read to its end
+                self.wal.expect(record, self._replay_queued.pop(record, 0))
+                continue
+            if record.ref in self._done_refs:
+                self.stats.replay_skipped += 1
+                continue
+            self._replay_queued[record.ref.seq] += 1
+            self.stats.replayed_records += 1
+            count = record.items or max(1, len(record.payload) // 200)  # format 1 has no count: a guess, for batching
+            taken.append(_Item(record.kind, record.payload, record.ref, 0, count))
+            spans, nbytes = spans + count, nbytes + len(record.payload)
+        return taken
 
     def _write(self, items: list[_Item]) -> None:
         by_table: dict[str, list[pa.Table]] = {}
@@ -313,32 +433,49 @@ class Pipeline:
                     converted += chunk
                 chunk, chunk_spans = [], 0
         done = {id(item) for item in converted}
-        items = [item for item in items if id(item) not in done]
-        for item in items:
+        rest = [item for item in items if id(item) not in done]
+        quarantined: list[_Item] = []
+        for item in rest:
+            assert item.payload is not None
             try:
                 name, table = self._tables(item.kind, _parse(item.kind, item.payload))
-            except (ValueError, TypeError, UnicodeError, pa.ArrowException):
-                # A request the checks let through but Arrow cannot hold: retrying cannot fix it, and it
-                # must not block the queue behind it. Logged loudly; its log record is kept until commit.
-                _log.exception("tracevals collector: dropping an unconvertible request after acknowledging it")
-                self.stats.items_failed += 1
+            except Exception:
+                # A request the checks let through but Parquet cannot hold: retrying cannot fix it, and it must
+                # not block the queue behind it. Its bytes are kept aside (never dropped) and said loudly.
+                self._quarantine(item)
+                quarantined.append(item)
                 continue
             by_table.setdefault(name, []).append(table)
         for name, tables in by_table.items():
             self._store(name, pa.concat_tables(tables) if len(tables) > 1 else tables[0])
-        items = converted + items
         with self._cond:
             for item in items:
-                self._uncommitted[item.seq] += 1
                 self._reserved -= item.reserved
                 item.reserved = 0
+            bad = {id(item) for item in quarantined}
+            self._in_open += [item for item in items if id(item) not in bad]
+            self._quarantined += [item.ref for item in quarantined]
         for item in items:
-            item.payload = b""  # free it now; its rows are on disk
+            item.payload = None  # free it now; its rows are on disk (and its record in the log)
+
+    def _quarantine(self, item: _Item) -> None:
+        assert item.payload is not None
+        folder = self.config.exporter.wal_path / "quarantine"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{'traces' if item.kind == TRACES else 'logs'}-{item.ref.seq}-{item.ref.offset}.binpb"
+        with open(path, "wb") as fh:
+            fh.write(item.payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.stats.items_failed += 1
+        _log.exception(
+            "tracevals collector: a request Parquet cannot hold is kept in %s (OTLP protobuf), not in the lake", path
+        )
 
     def _columnar(self, items: list[_Item]) -> pa.Table | None:
         """The spans of these trace requests (`conversion.columnar`), or None where that path refuses them."""
         limit = self.config.exporter.max_attribute_value_bytes
-        payloads = [i.payload for i in items]
+        payloads = [i.payload for i in items if i.payload is not None]
         try:
             batch = otlp_columnar.decode(payloads)  # the whole chunk in one call
             table = otlp_columnar.spans_table_columnar([batch], payloads, limit, self._keep("traces"))
@@ -350,11 +487,23 @@ class Pipeline:
         return table
 
     def _commit(self) -> None:
-        self.sink.commit()
+        """Finish the open files, journal what they hold, publish them, then let the log delete what they
+        emptied (see `commits`)."""
         with self._cond:
-            done, self._uncommitted = self._uncommitted, Counter()
-        self.wal.mark_committed(done)
+            items, quarantined = list(self._in_open), list(self._quarantined)
+        refs = [item.ref for item in items] + quarantined
+        if not refs and not self.sink.open_rows:
+            return
+        pairs = self.sink.prepare()
+        self.journal.write(pairs, refs)
+        _retrying(lambda: self.sink.publish(pairs), self.retry_after)
+        with self._cond:
+            self._in_open, self._quarantined = [], []
+            if not self._backlog:
+                self._degraded = False
+        self.wal.mark_committed(Counter(ref.seq for ref in refs))
         self.wal.seal()
+        self.journal.prune(self.wal.live_segments())
 
     # -- the memory limiter ------------------------------------------------------------------
 

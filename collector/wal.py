@@ -3,13 +3,28 @@
 Why a log and not a Parquet file per request: a committed Parquet file costs a file, a footer, a
 rename and two fsyncs per request, and leaves the lake with thousands of tiny files; appending the
 request's protobuf bytes to a log costs at most one `fdatasync` (concurrent requests share one: group
-commit) and writes each byte twice in all (log, then Parquet). The log is replayed into Parquet when the
-collector starts, so `kill -9` loses nothing that was acknowledged.
+commit) and writes each byte twice in all (log, then Parquet). What a killed collector had logged is
+written to Parquet by the next one (`Pipeline`), so `kill -9` loses nothing that was acknowledged.
 
-Layout: `wal-<seq>.log` segments. A record is a header `kind (1 byte) | length (4) | crc32 (4)`, then
-the payload. A crash can leave a torn last record; its CRC (or its length running past the end of the
-file) marks it, and it was never acknowledged, so replay stops there. A sealed segment is deleted once
-every record in it is in a committed Parquet file (`mark_committed`).
+Layout: `wal-<seq>.log` segments. A record (format 2) is `marker (4) | kind (1) | length (4) | count (4) |
+crc32 (4)`, then the payload; the CRC covers kind, length, count and payload. A record is named by its
+`Ref` (segment, byte offset), which is how a commit says what it covered and how the pipeline reads a
+record again after a failed Parquet write.
+
+What can go wrong, and what the log does:
+- A crash in the middle of an append leaves a torn record at the end of a segment. It was never
+  acknowledged (its fdatasync did not return), and replay skips it.
+- An append that fails (disk full, I/O error) is cut off again (`ftruncate` back to where it started)
+  before the error reaches the receiver, which answers 503: later appends never follow a partial record.
+  If even the cut fails, the segment is sealed as it is and the next append starts a new one.
+- Should a damaged record still sit between good ones (a bad sector, a foreign write), replay finds the
+  next record marker whose CRC holds and goes on from there, saying how many bytes it skipped.
+- The log keeps `reserve_bytes` free on its file system: an append that would leave less is refused
+  (`DiskReserve`, an `OSError`, so 503), so the log cannot take the space the Parquet files need to
+  commit what it holds (and so to free it).
+
+A sealed segment is deleted once every record in it is in a committed Parquet file (`mark_committed`).
+Segments are opened lazily, at the first append, so a collector starts on a full disk.
 
 One collector at a time: `lock()` takes an exclusive lock on the directory (`LOCK`, flock; the kernel
 drops it when the process ends, `kill -9` included). A second collector on the same log would replay and
@@ -19,6 +34,7 @@ then delete segments the first is still appending to: it fails at start instead 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import struct
@@ -27,14 +43,42 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import NamedTuple
 
 _log = logging.getLogger(__name__)
 
 TRACES = 1
 LOGS = 2
-_HEADER = struct.Struct("<BII")
-_MAGIC = b"TVWAL001"
+_KINDS = (TRACES, LOGS)
+_MAGIC_V1 = b"TVWAL001"  # records: kind (1) | length (4) | crc32 (4); read, no longer written
+_MAGIC = b"TVWAL002"
+_HEADER_V1 = struct.Struct("<BII")
+_MARKER = b"\xd5\x1fW\x02"
+_HEADER = struct.Struct("<4sBIII")  # marker, kind, length, count, crc
+_CRC_FROM = 4  # the CRC covers the header from the kind on (without the CRC itself), then the payload
+_NO_COUNT = 1 << 62  # an old segment's records while it is still being read: not deletable yet
+
+
+class Ref(NamedTuple):
+    """Where a record is: its segment and byte offset."""
+
+    seq: int
+    offset: int
+
+
+class Record(NamedTuple):
+    ref: Ref
+    kind: int
+    items: int  # spans or log records in the payload (0 in a format-1 segment: not recorded)
+    payload: bytes
+
+
+class LogInUse(OSError):
+    """Another process holds the write-ahead log's lock."""
+
+
+class DiskReserve(OSError):
+    """The append would leave less free space than the log's reserve."""
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -45,32 +89,59 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-class LogInUse(OSError):
-    """Another process holds the write-ahead log's lock."""
+def _crc(kind: int, length: int, count: int, payload: bytes) -> int:
+    return zlib.crc32(payload, zlib.crc32(struct.pack("<BII", kind, length, count)))
+
+
+def encode(kind: int, payload: bytes, count: int) -> bytes:
+    """One record's bytes (header and payload)."""
+    return _HEADER.pack(_MARKER, kind, len(payload), count, _crc(kind, len(payload), count, payload)) + payload
+
+
+def free_bytes(directory: Path) -> int:
+    """Bytes an unprivileged writer may still use on `directory`'s file system."""
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
+
+
+def default_reserve(directory: Path) -> int:
+    """The reserve when none is configured: 5 % of the file system, at most 256 MiB."""
+    st = os.statvfs(directory)
+    return min(256 * 1024**2, st.f_blocks * st.f_frsize // 20)
 
 
 class WriteAheadLog:
     """Append-only, fsynced segments in `directory`; thread-safe."""
 
-    def __init__(self, directory: str | os.PathLike[str], segment_bytes: int = 64 * 1024**2) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        segment_bytes: int = 64 * 1024**2,
+        reserve_bytes: int | None = 0,
+    ) -> None:
+        """`reserve_bytes`: free space appends leave on the file system (None: `default_reserve`)."""
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
+        self._reserve_setting = reserve_bytes
+        self.reserve_bytes = reserve_bytes or 0
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()  # one fdatasync at a time (group commit, see `append`)
         self._written = 0  # records written so far, counted from open
         self._synced = 0  # of which are known durable
         self._appended: Counter[int] = Counter()
         self._committed: Counter[int] = Counter()
-        self._fh: BinaryIO | None = None
+        self._fd: int | None = None  # the open segment, or None: the next append starts one
+        self._open = False
         self._seq = 0
         self._first_seq = 0
         self._size = 0
         self.bytes_appended = 0
+        self.failed_appends = 0
         self._lock_fd: int | None = None
 
     def lock(self) -> None:
         """Take the directory's lock, held until `close` (or the process's end); `LogInUse` if another
-        process holds it. Call before `replay`."""
+        process holds it. Call before reading old segments."""
         if self._lock_fd is not None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -92,8 +163,9 @@ class WriteAheadLog:
                 f"the write-ahead log {self.directory} is in use by another collector (pid {holder}); stop it, "
                 "or give this one its own exporters.parquet.wal.dir (and ports)"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # the pid is for the message above; a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd = fd
 
     def _unlock(self) -> None:
@@ -105,59 +177,126 @@ class WriteAheadLog:
     def segments(self) -> list[Path]:
         return sorted(self.directory.glob("wal-*.log"))
 
-    def replay(self) -> Iterator[tuple[int, bytes]]:
-        """Every intact record of the segments on disk, oldest first (call before `open`)."""
-        for path in self.segments():
-            yield from _read_segment(path)
+    def _path(self, seq: int) -> Path:
+        return self.directory / f"wal-{seq:012d}.log"
+
+    def old_segments(self) -> list[int]:
+        """The segments that were on disk before `open` (a previous run's), oldest first."""
+        return [s for s in (int(p.stem.split("-")[1]) for p in self.segments()) if s < self._first_seq]
+
+    def replay(self, seq: int | None = None) -> Iterator[Record]:
+        """Every intact record of segment `seq` (default: of every segment on disk), oldest first."""
+        seqs = [seq] if seq is not None else [int(p.stem.split("-")[1]) for p in self.segments()]
+        for s in seqs:
+            yield from _read_segment(self._path(s), s)
+
+    def read(self, ref: Ref) -> Record:
+        """The record at `ref`, read again (after a failed Parquet write)."""
+        with open(self._path(ref.seq), "rb") as fh:
+            v1 = fh.read(len(_MAGIC)) == _MAGIC_V1
+            fh.seek(ref.offset)
+            if v1:
+                kind, length, crc = _HEADER_V1.unpack(fh.read(_HEADER_V1.size))
+                payload = fh.read(length)
+                if len(payload) == length and zlib.crc32(payload) == crc:
+                    return Record(ref, kind, 0, payload)
+            else:
+                marker, kind, length, count, crc = _HEADER.unpack(fh.read(_HEADER.size))
+                payload = fh.read(length)
+                if marker == _MARKER and len(payload) == length and _crc(kind, length, count, payload) == crc:
+                    return Record(ref, kind, count, payload)
+        raise OSError(errno.EIO, f"write-ahead log record {ref} does not read back intact")
 
     def open(self) -> None:
-        """Start a new segment after any existing ones (which `replay` read and `discard_old` removes)."""
+        """Number new segments after any existing ones; the first append creates the first of them."""
         self.directory.mkdir(parents=True, exist_ok=True)
         existing = self.segments()
         self._seq = int(existing[-1].stem.split("-")[1]) + 1 if existing else 1
         self._first_seq = self._seq
-        self._start_segment()
+        if self._reserve_setting is None:
+            self.reserve_bytes = default_reserve(self.directory)
+        self._open = True
 
-    def discard_old(self) -> None:
-        """Delete the segments that were on disk before `open` (their records are now in Parquet)."""
-        for path in self.segments():
-            if int(path.stem.split("-")[1]) < self._first_seq:
+    def expect(self, seq: int, records: int) -> None:
+        """An old segment is read: `records` of it are queued for Parquet; it goes once they are committed.
+        Until this is called for it, an old segment is never deleted."""
+        with self._lock:
+            self._appended[seq] = records
+            self._delete_done_locked()
+
+    def hold(self, seq: int) -> None:
+        """An old segment is being read: keep it whatever is committed, until `expect`."""
+        with self._lock:
+            self._appended[seq] = _NO_COUNT
+
+    def _start_segment_locked(self) -> None:
+        path = self._path(self._seq)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            _write_all(fd, _MAGIC)
+            os.fsync(fd)
+            _fsync_dir(self.directory)  # the new file's name must survive a crash too
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
                 path.unlink()
-        _fsync_dir(self.directory)
-
-    def _start_segment(self) -> None:
-        path = self.directory / f"wal-{self._seq:012d}.log"
-        self._fh = open(path, "ab")  # noqa: SIM115 - held open across appends, closed in seal/close
-        self._fh.write(_MAGIC)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        _fsync_dir(self.directory)  # the new file's name must survive a crash too
+            raise
+        self._fd = fd
         self._size = len(_MAGIC)
 
-    def append(self, kind: int, payload: bytes) -> int:
-        """Write one record and return once it is on disk; returns its segment number (for `mark_committed`).
+    def append(self, kind: int, payload: bytes, count: int = 0) -> Ref:
+        """Write one record and return once it is on disk; returns where it is (for `mark_committed`).
 
         Group commit: records are written one at a time, and an `fdatasync` covers every record written
         before it started, so concurrent appends (the receivers' threads) share one instead of queueing
-        for one each."""
-        header = _HEADER.pack(kind, len(payload), zlib.crc32(payload))
+        for one each. Raises `OSError` (nothing of the record is left behind) if it cannot be stored."""
+        record = encode(kind, payload, count)
         with self._lock:
-            fh = self._fh
-            if fh is None:
+            if not self._open:
                 raise RuntimeError("write-ahead log is closed")
-            fh.write(header)
-            fh.write(payload)
-            fh.flush()
+            if self.reserve_bytes and free_bytes(self.directory) - len(record) < self.reserve_bytes:
+                self.failed_appends += 1
+                raise DiskReserve(
+                    errno.ENOSPC,
+                    f"less than the write-ahead log's reserve of {self.reserve_bytes // 1024**2} MiB free "
+                    f"on {self.directory}",
+                )
+            if self._fd is None:
+                self._start_segment_locked()
+            fd = self._fd
+            assert fd is not None
+            start = self._size
+            try:
+                _write_all(fd, record)
+            except OSError:
+                self.failed_appends += 1
+                self._cut_locked(fd, start)
+                raise
             seq = self._seq
             self._appended[seq] += 1
-            self._size += len(header) + len(payload)
-            self.bytes_appended += len(header) + len(payload)
+            self._size += len(record)
+            self.bytes_appended += len(record)
             self._written += 1
             ticket = self._written
             if self._size >= self.segment_bytes:
                 self._seal_locked()
         self._sync(ticket)
-        return seq
+        return Ref(seq, start)
+
+    def _cut_locked(self, fd: int, start: int) -> None:
+        """Remove a failed append's partial record; if that fails too, seal the segment where it is."""
+        try:
+            os.ftruncate(fd, start)
+            return
+        except OSError:
+            pass
+        _log.error("tracevals collector: could not cut a failed append out of %s; sealing it", self._path(self._seq))
+        with contextlib.suppress(OSError):
+            self._sync_locked()
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        self._fd = None
+        self._seq += 1
 
     def _sync(self, ticket: int) -> None:
         """Return once the `ticket`-th record written is durable."""
@@ -165,36 +304,47 @@ class WriteAheadLog:
             with self._lock:
                 if self._synced >= ticket:  # an fdatasync that started after it was written has returned
                     return
-                if self._fh is None:
-                    raise RuntimeError("write-ahead log is closed")
+                if self._fd is None:  # a seal syncs first, so only a failed write's seal gets here
+                    raise OSError(errno.EIO, "the write-ahead log segment was sealed after a failed write")
                 target = self._written
-                fd = os.dup(self._fh.fileno())  # a seal may close the file meanwhile; it syncs it first
+                fd = os.dup(self._fd)  # a seal may close the file meanwhile; it syncs it first
             try:
                 os.fdatasync(fd)
+            except OSError:
+                # The kernel may have dropped the pages: the segment's later records can no longer be
+                # trusted to reach the disk. Seal it; this append is not acknowledged (the caller answers 503).
+                with self._lock:
+                    if self._fd is not None and os.path.sameopenfile(fd, self._fd):
+                        with contextlib.suppress(OSError):
+                            os.close(self._fd)
+                        self._fd = None
+                        self._seq += 1
+                raise
             finally:
                 os.close(fd)
             with self._lock:
                 self._synced = max(self._synced, target)
 
     def seal(self) -> None:
-        """Start a new segment, so the current one can be deleted once its records are committed."""
+        """End the current segment (the next append starts a new one), so that it can be deleted once its
+        records are committed."""
         with self._lock:
-            if self._fh is not None and self._appended[self._seq]:
+            if self._fd is not None and self._appended[self._seq]:
                 self._seal_locked()
             self._delete_done_locked()
 
     def _seal_locked(self) -> None:
-        assert self._fh is not None
+        assert self._fd is not None
         self._sync_locked()
-        self._fh.close()
+        os.close(self._fd)
+        self._fd = None
         self._seq += 1
-        self._start_segment()
 
     def _sync_locked(self) -> None:
         """Make every record written so far durable (with the lock held: before the file is closed)."""
-        assert self._fh is not None
+        assert self._fd is not None
         if self._synced < self._written:
-            os.fdatasync(self._fh.fileno())
+            os.fdatasync(self._fd)
             self._synced = self._written
 
     def mark_committed(self, per_segment: Counter[int]) -> None:
@@ -203,12 +353,17 @@ class WriteAheadLog:
             self._committed.update(per_segment)
             self._delete_done_locked()
 
+    def live_segments(self) -> set[int]:
+        """The segments not deleted yet (appended to, or old and not yet committed)."""
+        with self._lock:
+            return set(self._appended) | ({self._seq} if self._fd is not None else set())
+
     def _delete_done_locked(self) -> None:
         deleted = False
         for seq in sorted(self._appended):
-            if seq == self._seq or self._committed[seq] < self._appended[seq]:
+            if (seq == self._seq and self._fd is not None) or self._committed[seq] < self._appended[seq]:
                 continue
-            (self.directory / f"wal-{seq:012d}.log").unlink(missing_ok=True)
+            self._path(seq).unlink(missing_ok=True)
             del self._appended[seq]
             self._committed.pop(seq, None)
             deleted = True
@@ -216,36 +371,86 @@ class WriteAheadLog:
             _fsync_dir(self.directory)
 
     def close(self, delete_current: bool = False) -> None:
-        """Close the open segment; `delete_current` when all its records are committed (clean shutdown).
-        Releases the directory's lock."""
+        """Close the open segment; `delete_current` deletes every segment whose records are all committed
+        (clean shutdown). Releases the directory's lock."""
         with self._lock:
-            if self._fh is None:
-                self._unlock()
-                return
-            self._sync_locked()  # appends still waiting for their fdatasync find their records durable
-            self._fh.close()
-            self._fh = None
-            done = self._committed[self._seq] >= self._appended[self._seq]
-            if delete_current and done:
-                (self.directory / f"wal-{self._seq:012d}.log").unlink(missing_ok=True)
-                _fsync_dir(self.directory)
+            self._open = False
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    self._sync_locked()  # appends still waiting for their fdatasync find their records durable
+                os.close(self._fd)
+                self._fd = None
+                if not self._appended[self._seq]:
+                    self._path(self._seq).unlink(missing_ok=True)  # an empty segment
+                    self._appended.pop(self._seq, None)
+            if delete_current:
+                with contextlib.suppress(OSError):
+                    self._delete_done_locked()
             self._unlock()
 
 
-def _read_segment(path: Path) -> Iterator[tuple[int, bytes]]:
-    data = path.read_bytes()
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_segment(path: Path, seq: int) -> Iterator[Record]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    if data.startswith(_MAGIC_V1):
+        yield from _read_v1(path, seq, data)
+        return
     if not data.startswith(_MAGIC):
         if data:
             _log.warning("tracevals collector: %s is not a write-ahead log segment; skipped", path)
         return
     pos = len(_MAGIC)
-    while pos + _HEADER.size <= len(data):
-        kind, length, crc = _HEADER.unpack_from(data, pos)
+    end = len(data)
+    while pos + _HEADER.size <= end:
+        marker, kind, length, count, crc = _HEADER.unpack_from(data, pos)
         start = pos + _HEADER.size
+        if (
+            marker == _MARKER
+            and kind in _KINDS
+            and start + length <= end
+            and _crc(kind, length, count, data[start : start + length]) == crc
+        ):
+            yield Record(Ref(seq, pos), kind, count, data[start : start + length])
+            pos = start + length
+            continue
+        # Damage: a torn last record (a crash mid-append: never acknowledged), or a bad record between
+        # good ones. Go on at the next marker that starts an intact record, if there is one.
+        nxt = pos
+        while True:
+            nxt = data.find(_MARKER, nxt + 1)
+            if nxt < 0 or nxt + _HEADER.size > end:
+                _log.warning("tracevals collector: %s ends in a torn record at byte %d; ignored", path, pos)
+                return
+            _, k, n, c, r = _HEADER.unpack_from(data, nxt)
+            body = nxt + _HEADER.size
+            if k in _KINDS and body + n <= end and _crc(k, n, c, data[body : body + n]) == r:
+                break
+        _log.warning(
+            "tracevals collector: %s has %d damaged bytes at byte %d; skipped to the next intact record",
+            path,
+            nxt - pos,
+            pos,
+        )
+        pos = nxt
+
+
+def _read_v1(path: Path, seq: int, data: bytes) -> Iterator[Record]:
+    pos = len(_MAGIC_V1)
+    while pos + _HEADER_V1.size <= len(data):
+        kind, length, crc = _HEADER_V1.unpack_from(data, pos)
+        start = pos + _HEADER_V1.size
         payload = data[start : start + length]
-        if len(payload) != length or zlib.crc32(payload) != crc or kind not in (TRACES, LOGS):
-            # A torn write from a crash: never acknowledged, since the fsync did not return.
+        if len(payload) != length or zlib.crc32(payload) != crc or kind not in _KINDS:
             _log.warning("tracevals collector: %s has a torn record at byte %d; ignoring the rest", path, pos)
             return
-        yield kind, payload
+        yield Record(Ref(seq, pos), kind, 0, payload)
         pos = start + length

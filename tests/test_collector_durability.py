@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config
-from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog
+from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog, encode
 from tracevals.lake.sink import LEGACY_STALE_S, RotatingParquetSink
 
 CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
@@ -163,21 +163,29 @@ def test_wal_replay_ignores_a_torn_tail(tmp_path: Path) -> None:
     wal.close()
     (segment,) = wal.segments()
     with open(segment, "ab") as fh:  # a crash in the middle of the third append
-        fh.write(b"\x01\xff\x00\x00\x00partial")
-    assert list(WriteAheadLog(tmp_path / "wal").replay()) == [(TRACES, b"first"), (TRACES, b"second")]
+        fh.write(encode(TRACES, b"third, never acknowledged", 1)[:-5])
+    assert [(r.kind, r.payload) for r in WriteAheadLog(tmp_path / "wal").replay()] == [
+        (TRACES, b"first"),
+        (TRACES, b"second"),
+    ]
 
 
 def test_wal_deletes_a_sealed_segment_once_committed(tmp_path: Path) -> None:
     wal = WriteAheadLog(tmp_path / "wal")
     wal.open()
-    seq = wal.append(TRACES, b"a")
+    seq = wal.append(TRACES, b"a").seq
     wal.append(TRACES, b"b")
-    wal.seal()
-    assert len(wal.segments()) == 2
-    wal.mark_committed(Counter({seq: 1}))
-    assert len(wal.segments()) == 2  # one record of the sealed segment is not committed yet
-    wal.mark_committed(Counter({seq: 1}))
+    wal.seal()  # the next segment is created by the next append
     assert len(wal.segments()) == 1
+    wal.mark_committed(Counter({seq: 1}))
+    assert len(wal.segments()) == 1  # one record of the sealed segment is not committed yet
+    wal.mark_committed(Counter({seq: 1}))
+    assert wal.segments() == []
+    wal.append(TRACES, b"c")
+    assert len(wal.segments()) == 1
+    wal.close(delete_current=True)
+    assert len(wal.segments()) == 1  # its record is not committed: it stays for the next start
+    wal.mark_committed(Counter({seq + 1: 1}))
     wal.close(delete_current=True)
     assert wal.segments() == []
     assert os.listdir(tmp_path / "wal") == []
@@ -206,7 +214,7 @@ def test_wal_concurrent_appends_share_an_fdatasync_and_return_only_once_durable(
 
     def append(i: int) -> None:
         start.wait()
-        seq = wal.append(TRACES, bytes([i]) * 1000)
+        seq = wal.append(TRACES, bytes([i]) * 1000).seq
         segment = tmp_path / "wal" / f"wal-{seq:012d}.log"
         # this record is somewhere in its segment: some fdatasync of that file covered all of it by now
         ino = os.stat(segment).st_ino
@@ -221,7 +229,7 @@ def test_wal_concurrent_appends_share_an_fdatasync_and_return_only_once_durable(
     wal.close()
     assert covered == [True] * 8
     assert len(synced) < 8  # shared: 8 appends, one fdatasync each would be 8 (a seal adds one)
-    records = sorted(payload for _, payload in WriteAheadLog(tmp_path / "wal").replay())
+    records = sorted(record.payload for record in WriteAheadLog(tmp_path / "wal").replay())
     assert records == [bytes([i]) * 1000 for i in range(8)]
 
 

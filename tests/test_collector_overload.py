@@ -30,7 +30,7 @@ from tracevals.collector.config import parse_config
 from tracevals.collector.pipeline import Pipeline, Throttled, _Item
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config, running_collector
-from tracevals.collector.wal import TRACES
+from tracevals.collector.wal import TRACES, Ref
 from tracevals.lake.sink import RotatingParquetSink
 
 TRACES_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -246,7 +246,7 @@ def test_memory_limiter_refuses_only_when_refusing_can_help(
     pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
     monkeypatch.setattr(pipeline_module, "resident_bytes", lambda: resident_mib * 1024**2)
     if queued:
-        pipeline._pending.append(_Item(TRACES, b"", seq=1, reserved=0, count=1))
+        pipeline._pending.append(_Item(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
     with pipeline._cond:
         pipeline._check_memory()
     if refused:

@@ -36,7 +36,7 @@ from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.pipeline import Pipeline, _Item
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, running_collector
-from tracevals.collector.wal import TRACES
+from tracevals.collector.wal import TRACES, Ref
 
 ATTRS: dict[str, Any] = {
     "gen_ai.operation.name": "execute_tool",
@@ -221,7 +221,7 @@ def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
             scope.spans.add(
                 name="chat", trace_id=bytes([r + 1]) * 16, span_id=bytes([i + 1]) * 8, start_time_unix_nano=1
             )
-        items.append(_Item(TRACES, request.SerializeToString(), seq=1, reserved=0, count=30))
+        items.append(_Item(TRACES, request.SerializeToString(), ref=Ref(1, 8 + r), reserved=0, count=30))
     pipeline._write(items)
     pipeline.sink.commit()
     assert sizes == expected

@@ -12,6 +12,7 @@ agent's embedded writer, `tracevals ingest`), and a temporary file of theirs is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -70,6 +71,7 @@ class RotatingParquetSink:
         self._opened_at: float | None = None
         self.files_committed = 0
         self.rows_committed = 0
+        self._prepared_rows = 0
 
     def remove_stale(self) -> int:
         """Delete the temporary files this sink's previous run left at a crash (their rows are still in its
@@ -136,18 +138,48 @@ class RotatingParquetSink:
 
     def commit(self) -> list[Path]:
         """Close, fsync and rename every open file into place; returns the committed paths."""
-        committed: list[Path] = []
-        directories: set[Path] = set()
-        for open_file in self._open.values():
-            open_file.writer.close()
-            fsync_path(open_file.tmp)
-            os.replace(open_file.tmp, open_file.final)
-            directories.add(open_file.final.parent)
-            committed.append(open_file.final)
-            self.rows_committed += open_file.rows
-        for directory in directories:
-            fsync_path(directory)
-        self.files_committed += len(committed)
+        return self.publish(self.prepare())
+
+    def prepare(self) -> list[tuple[Path, Path]]:
+        """The first half of `commit`: close and fsync every open file; returns (temporary, final) pairs for
+        `publish`. Nothing is visible yet. If a file cannot be finished (a full disk), every open file is
+        discarded (`abort`) and the error raised: its rows are still in the writer's log."""
+        pairs: list[tuple[Path, Path]] = []
+        try:
+            for open_file in self._open.values():
+                open_file.writer.close()
+                fsync_path(open_file.tmp)
+                pairs.append((open_file.tmp, open_file.final))
+        except BaseException:
+            self.abort()
+            raise
+        self._prepared_rows = self.open_rows
         self._open.clear()
         self._opened_at = None
-        return committed
+        return pairs
+
+    def publish(self, pairs: list[tuple[Path, Path]]) -> list[Path]:
+        """The second half of `commit`: rename the prepared files into place and fsync their folders.
+        Idempotent: a pair already renamed is left as it is, so a failed publish can be run again."""
+        directories: set[Path] = set()
+        for tmp, final in pairs:
+            if tmp.exists() or not final.exists():
+                os.replace(tmp, final)
+            directories.add(final.parent)
+        for directory in directories:
+            fsync_path(directory)
+        self.files_committed += len(pairs)
+        self.rows_committed += self._prepared_rows
+        self._prepared_rows = 0
+        return [final for _, final in pairs]
+
+    def abort(self) -> None:
+        """Discard every open file (after a failed write: a Parquet writer that failed cannot go on): close
+        it as far as it closes, delete its temporary file. Their rows must be written again."""
+        for open_file in self._open.values():
+            with contextlib.suppress(Exception):
+                open_file.writer.close()
+            with contextlib.suppress(OSError):
+                open_file.tmp.unlink()
+        self._open.clear()
+        self._opened_at = None
