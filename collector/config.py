@@ -69,6 +69,7 @@ class ReceiverSettings:
     max_concurrent: int  # gRPC: streams at once (more wait); HTTP: connections at once (more get 429)
     tls: TLSSettings | None = None
     bearer_token: str | None = None
+    read_timeout: float = 30.0  # HTTP: the TLS handshake, and then a whole request body, must arrive within it
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ _HTTP = section(
         "endpoint": Key(endpoint, ("127.0.0.1", 4318)),
         "max_request_body_size": Key(size(1024), 20 * 1024**2),
         "max_connections": Key(integer(1, 10_000), 64),
+        "read_timeout": Key(duration, 30.0),
         "tls": Key(_TLS),
         "auth": Key(_AUTH),
     }
@@ -307,7 +309,8 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         path = f"receivers.otlp.protocols.{proto}"
         tls, token = _tls(raw["tls"], base), _token(raw, ext, enabled, path, base)
         host, port = raw["endpoint"]
-        receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token)
+        timeout = raw["read_timeout"] if proto == "http" else 30.0
+        receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token, timeout)
     if not any(receivers.values()):
         raise ConfigError("receivers.otlp.protocols: enable grpc and/or http")
     procs = top["processors"] or {}

@@ -10,6 +10,7 @@ is rejected is bad data (HTTP 400 / gRPC INVALID_ARGUMENT).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +46,13 @@ class Decoded:
     error: str = ""
 
 
-def inflate(body: bytes, encoding: str, limit: int) -> bytes:
-    """`body` decoded from its Content-Encoding, never more than `limit` bytes (a gzip bomb stops there)."""
+_PIECE = 1024 * 1024  # decompressed bytes produced (and charged) at a time
+
+
+def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None] | None = None) -> bytes:
+    """`body` decoded from its Content-Encoding, never more than `limit` bytes (a gzip bomb stops there).
+    `charge(n)` is called for every `n` decompressed bytes before more are produced (it may raise to stop:
+    admission on the decompressed size)."""
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         if len(body) > limit:
@@ -60,16 +66,22 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
     rest, total = body, 0
     while True:
         inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # 32: accept a gzip or a zlib header
-        try:
-            out = inflater.decompress(rest, limit - total + 1)
-        except zlib.error as exc:
-            raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
-        total += len(out)
-        if total > limit or inflater.unconsumed_tail:
-            raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+        while True:
+            try:
+                out = inflater.decompress(rest, min(_PIECE, limit - total + 1))
+            except zlib.error as exc:
+                raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
+            total += len(out)
+            if total > limit:
+                raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+            if out and charge is not None:
+                charge(len(out))
+            parts.append(out)
+            rest = inflater.unconsumed_tail
+            if inflater.eof or (not rest and not out):
+                break
         if not inflater.eof:
             raise OTLPDecodeError(f"{encoding} body is truncated")
-        parts.append(out)
         rest = inflater.unused_data
         if not rest:
             return b"".join(parts)

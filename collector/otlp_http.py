@@ -48,6 +48,8 @@ _GRPC_CODE = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404
               405: code_pb2.UNIMPLEMENTED, 411: code_pb2.INVALID_ARGUMENT, 413: code_pb2.RESOURCE_EXHAUSTED,
               415: code_pb2.INVALID_ARGUMENT, 429: code_pb2.UNAVAILABLE, 500: code_pb2.INTERNAL,
               503: code_pb2.UNAVAILABLE}  # fmt: skip
+_CHUNK = 256 * 1024  # bytes of a body read (and charged to the queue) at a time
+_JSON_OVERHEAD = 3  # while OTLP/JSON is parsed, bytes held per byte of JSON (text, Python objects, message)
 _BUSY = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -55,6 +57,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     receiver: OTLPHTTPReceiver
+    tls: ssl.SSLContext | None = None
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Bound the threads (and so the bodies in memory): a connection past the limit is told to retry.
@@ -67,6 +70,17 @@ class _Server(ThreadingHTTPServer):
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
+            if self.tls is not None:
+                # The handshake in this connection's own thread, with a deadline: in the accept loop (as a
+                # wrapped listening socket does it) one client that never sends a ClientHello held every other.
+                request.settimeout(self.receiver.settings.read_timeout)
+                try:
+                    request = self.tls.wrap_socket(request, server_side=True)
+                except (OSError, ssl.SSLError) as exc:
+                    _log.debug("otlp http %s: TLS handshake failed: %s", client_address, exc)
+                    with contextlib.suppress(OSError):
+                        request.close()
+                    return
             super().process_request_thread(request, client_address)
         finally:
             self.receiver.slots.release()
@@ -162,7 +176,7 @@ class OTLPHTTPReceiver:
             if tls.client_ca_file is not None:
                 context.load_verify_locations(tls.client_ca_file)
                 context.verify_mode = ssl.CERT_REQUIRED
-            server.socket = context.wrap_socket(server.socket, server_side=True)
+            server.tls = context
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="tracevals-otlp-http", daemon=True)
         self._thread.start()
@@ -207,20 +221,46 @@ class OTLPHTTPReceiver:
         if length > limit:
             h.close_connection = True  # the body is not read: the connection cannot be reused
             return reply(h, 413, ctype, error=f"body of {length} bytes passes the {limit}-byte limit")
+        reserved = 0
         try:
-            self.pipeline.admit(length)
-        except Throttled as exc:
-            h.close_connection = True
-            wait = str(max(1, math.ceil(exc.retry_after)))
-            return reply(h, 503, ctype, error=f"{exc}; retry later", headers={"Retry-After": wait})
-        reserved = length
-        try:
-            body = h.rfile.read(length)
-            if len(body) != length:
-                h.close_connection = True
-                return None
+            # Queue space is taken as the body arrives, not promised from its Content-Length: clients that
+            # declare large bodies and trickle them hold only what they sent. The whole body must arrive
+            # within read_timeout, so a trickle cannot hold a connection slot for ever either.
+            deadline = time.monotonic() + self.settings.read_timeout
+            chunks: list[bytes] = []
+            got = 0
+            while got < length:
+                want = min(_CHUNK, length - got)
+                self.pipeline.admit(want, reserved)
+                reserved += want
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                h.connection.settimeout(left)
+                chunk = h.rfile.read1(want)
+                if not chunk:  # the client went away
+                    h.close_connection = True
+                    return None
+                chunks.append(chunk)
+                got += len(chunk)
+                if len(chunk) < want:
+                    self.pipeline.release(want - len(chunk))
+                    reserved -= want - len(chunk)
+            h.connection.settimeout(h.timeout)
+            body = b"".join(chunks)
+            del chunks
             try:
-                data = inflate(body, h.headers.get("Content-Encoding") or "", limit)
+                # Charged as it is inflated: a gzip body holds many times its length once decompressed.
+                def charge(nbytes: int) -> None:
+                    nonlocal reserved
+                    self.pipeline.admit(nbytes, reserved)
+                    reserved += nbytes
+
+                data = inflate(body, h.headers.get("Content-Encoding") or "", limit, charge)
+                if data is not body:
+                    del body
+                if ctype == JSON:  # parsing JSON holds the text, its objects and the protobuf message at once
+                    charge(len(data) * _JSON_OVERHEAD)
                 decoded = decode(route[1], data, ctype == JSON)
             except TooLarge as exc:
                 return reply(h, 413, ctype, error=str(exc))
@@ -228,8 +268,8 @@ class OTLPHTTPReceiver:
                 return reply(h, 415, ctype, error=str(exc))
             except OTLPDecodeError as exc:
                 return reply(h, 400, ctype, error=str(exc))
-            del body, data
-            # Account for the decoded size from here on: a gzipped body holds several times its length.
+            del data
+            # From here on the decoded size is what is held.
             reserved = self.pipeline.resize(reserved, len(decoded.payload))
             try:
                 self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
@@ -237,6 +277,10 @@ class OTLPHTTPReceiver:
                 wait = str(max(1, math.ceil(self.pipeline.retry_after)))
                 return reply(h, 503, ctype, error="cannot store data now; retry later", headers={"Retry-After": wait})
             reserved = 0  # the pipeline releases it once the rows are written
+        except Throttled as exc:
+            h.close_connection = True  # the rest of the body is not read: the connection cannot be reused
+            wait = str(max(1, math.ceil(exc.retry_after)))
+            return reply(h, 503, ctype, error=f"{exc}; retry later", headers={"Retry-After": wait})
         finally:
             if reserved:
                 self.pipeline.release(reserved)
