@@ -138,6 +138,7 @@ class Pipeline:
             Redactor(pii=redaction.pii, names=redaction.names, extra=redaction.blocked_values) if redaction else None
         )
         self._cond = threading.Condition()
+        self._large_step = threading.Lock()  # see `large`
         self._pending: list[_Item] = []  # received, with their payloads (and their reservations)
         self._pending_spans = 0
         self._backlog: deque[_Item] = deque()  # to write again after a failed write: read back from the log
@@ -156,6 +157,7 @@ class Pipeline:
         self._stopping = False
         self._abandon = False
         self._threads: list[threading.Thread] = []
+        self.segments_to_replay = 0  # a previous run's log segments found at start
 
     @property
     def retry_after(self) -> float:
@@ -193,6 +195,7 @@ class Pipeline:
             self.stats.stale_files_removed = self.sink.remove_stale()
             self.wal.open()
             old = self.wal.old_segments()
+            self.segments_to_replay = len(old)
             for seq in old:
                 self.wal.hold(seq)
             self._replay = self._read_old(old) if old else None
@@ -261,6 +264,22 @@ class Pipeline:
                 raise Throttled("sending queue is full", self.retry_after)
             self._reserved += nbytes
             self.stats.reserved_high_water = max(self.stats.reserved_high_water, self._reserved)
+
+    @contextlib.contextmanager
+    def large(self, nbytes: int, timeout: float) -> Iterator[bool]:
+        """Around a step that holds `nbytes` for a moment (a JSON parse): True if that is over a quarter of
+        the queue, once this caller's turn came (one such step at a time; `Throttled` after `timeout`)."""
+        if nbytes <= self.config.exporter.queue_bytes // 4:
+            yield False
+            return
+        if not self._large_step.acquire(timeout=timeout):
+            self.stats.requests_throttled += 1
+            raise Throttled("another large request is being decoded", self.retry_after)
+        try:
+            yield True
+        finally:
+            release_unused_memory()  # the parse's objects are freed: hand their pages back now
+            self._large_step.release()
 
     def resize(self, old: int, new: int) -> int:
         """Change a reservation (no throttling: the request is already read); returns `new`."""

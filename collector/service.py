@@ -63,15 +63,19 @@ class Collector:
             self.stop()
             raise
 
-    def stop(self) -> None:
-        """Stop receiving, then flush and commit everything acknowledged (idempotent)."""
+    def stop(self) -> bool:
+        """Stop receiving, then flush and commit everything acknowledged (idempotent). False if that did not
+        finish within the exporter's shutdown_timeout (a full disk): the rest stays in the write-ahead log,
+        and the next start writes it."""
         if self.http:
             self.http.stop()
         if self.grpc:
             self.grpc.stop()
+        finished = True
         if self._started:
-            self.pipeline.close()
+            finished = self.pipeline.close()
             self._started = False
+        return finished
 
     def __enter__(self) -> Collector:
         self.start()

@@ -107,15 +107,20 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     stats = collector.pipeline.stats
-    if stats.replayed_records:
-        click.echo(f"tracevals collect: recovered {stats.replayed_records} requests from the write-ahead log", err=True)
+    if collector.pipeline.segments_to_replay:
+        click.echo(
+            f"tracevals collect: writing {collector.pipeline.segments_to_replay} segment(s) of the previous run's "
+            "write-ahead log to Parquet, while receiving",
+            err=True,
+        )
     listening = {"event": "listening", **_fields(config, collector.grpc_port, collector.http_port)}
     _say(fmt, listening, f"tracevals collect: listening {_describe(config, collector.grpc_port, collector.http_port)}")
+    finished = True
     try:
         while not stop.wait(0.5):
             pass
     finally:
-        collector.stop()
+        finished = collector.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     stopped = {
@@ -123,12 +128,14 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
         "spans_accepted": stats.spans_accepted,
         "logs_accepted": stats.logs_accepted,
         "files_committed": collector.pipeline.sink.files_committed,
+        "all_written": finished,
     }
+    left = "" if finished else "; the rest stays in the write-ahead log and the next start writes it"
     _say(
         fmt,
         stopped,
         f"tracevals collect: stopped; {stats.spans_accepted} spans and {stats.logs_accepted} log records "
-        f"accepted, {collector.pipeline.sink.files_committed} files committed",
+        f"accepted, {collector.pipeline.sink.files_committed} files committed{left}",
     )
 
 
