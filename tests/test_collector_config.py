@@ -85,7 +85,8 @@ def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> N
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
         f"Error: {bad}: exporters.parquet.compresion: unknown key; did you mean 'compression'? (known keys: "
-        "compression, compression_level, max_attribute_value_bytes, path, rotation, sending_queue, shutdown_timeout, wal)"
+        "compression, compression_level, max_attribute_value_bytes, path, rotation, sending_queue, "
+        "shutdown_timeout, wal)"
     ]
 
 
