@@ -100,23 +100,27 @@ class NewFiles:
 # A span file without these is no span file at all; every other column may be missing (read as null).
 _REQUIRED = ("trace_id", "span_id", "start_time")
 _warned: set[str] = set()
+# A span file with more rows than this is skipped by live scoring: reading it would hold them all at once (a
+# small file of 30 million dictionary-encoded rows took 2.2 GB). The collector's files have 500,000 at most
+# by default, a compacted hour's about a million; `tracevals score` (a batch, in bounded groups) reads any.
+MAX_FILE_ROWS = 4_000_000
 
 
 class Unreadable(ValueError):
     """A file in the spans folder that live scoring cannot read as span rows (why, in the message)."""
 
 
-def read_span_files(paths: Sequence[Path]) -> pa.Table:
+def read_span_files(paths: Sequence[Path], max_rows: int = MAX_FILE_ROWS) -> pa.Table:
     """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`).
 
     A file that cannot be read as span rows (corrupt, not under a `date=YYYY-MM-DD/hour=HH` folder, no
     span columns, a column of another type) is left where it is and skipped with one warning: the
     other files' sessions are scored all the same (a file removed by a compaction since it was listed
-    is skipped silently: its rows are in another file)."""
+    is skipped silently: its rows are in another file), and so is one of more than `max_rows` rows."""
     tables = []
     for path in paths:
         try:
-            tables.append(_span_rows(path))
+            tables.append(_span_rows(path, max_rows))
         except FileNotFoundError:
             continue
         except Unreadable as exc:
@@ -126,7 +130,7 @@ def read_span_files(paths: Sequence[Path]) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
-def _span_rows(path: Path) -> pa.Table:
+def _span_rows(path: Path, max_rows: int = MAX_FILE_ROWS) -> pa.Table:
     parts = dict(p.split("=", 1) for p in (path.parent.parent.name, path.parent.name) if "=" in p)
     try:
         day = datetime.strptime(parts.get("date", "1970-01-01"), "%Y-%m-%d").date()
@@ -138,6 +142,12 @@ def _span_rows(path: Path) -> pa.Table:
             f"not in a date=YYYY-MM-DD/hour=HH folder ({path.parent.parent.name}/{path.parent.name})"
         ) from None
     try:
+        rows = pq.read_metadata(path).num_rows  # the footer only: the size before anything is read
+        if rows > max_rows:
+            raise Unreadable(
+                f"{rows:,} rows, over the {max_rows:,} live scoring reads from one file (--max-file-rows); "
+                "score it with `tracevals score` (a batch, in bounded memory)"
+            )
         table = pq.read_table(path)
     except FileNotFoundError:
         raise

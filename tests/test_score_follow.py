@@ -300,3 +300,26 @@ def test_unreadable_files_and_folders_are_skipped_with_one_warning_each(
     ):
         assert any(name in w and why in w for w in warned), (name, warned)
     assert (partition / "part-corrupt.parquet").exists()  # left where it is
+
+
+def test_a_file_of_too_many_rows_is_skipped_before_it_is_read(lake: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A small file of millions of dictionary-encoded rows took live scoring to 2.2 GB with nothing scored:
+    the row count is in the footer, and past the cap the file is skipped with one warning, unread."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    clock, writer = Clock(), LakeWriter(lake)
+    writer.write_rows(
+        [span("d" * 32, "1" * 16, None, "other", "s9"), span("d" * 32, "2" * 16, "1" * 16, "session_end", "s9")]
+    )
+    [good] = list((lake / "spans").rglob("*.parquet"))
+    one = pq.read_table(good).slice(0, 1)
+    many = pa.concat_tables([one] * 5000)  # one row, 5,000 times: ~the 30 million of the report, scaled
+    pq.write_table(many, good.parent / "part-many.parquet", use_dictionary=True)
+    assert (good.parent / "part-many.parquet").stat().st_size < 64 * 1024
+    live = follower(lake, clock, max_file_rows=1000)
+    with caplog.at_level("WARNING", logger="tracevals.queries.live_source"):
+        scores = live.poll()
+    assert scored_sessions(scores) == {"s9"}  # the other file's session is scored
+    [warning] = [r.getMessage() for r in caplog.records if "part-many" in r.getMessage()]
+    assert "5,000 rows, over the 1,000" in warning and "tracevals score" in warning

@@ -42,6 +42,12 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
 @click.option(
     "--emit-otlp", is_flag=True, envvar=env.EMIT_OTLP, help="Also send gen_ai.evaluation.result events (OTLP)."
 )
+@click.option(
+    "--max-file-rows",
+    type=click.IntRange(1),
+    help="--follow: skip (with one warning) a span file of more rows than this [default: 4000000]; a batch "
+    "`score` reads any.",
+)
 @click.option("--no-write", is_flag=True, help="Print the scores without storing them.")
 @click.option("--summary", is_flag=True, help="Print a pass rate per evaluator instead of every score.")
 @format_option()
@@ -55,6 +61,7 @@ def score(
     sample: float | None,
     seed: int,
     follow: bool,
+    max_file_rows: int | None,
     idle: float,
     interval: float,
     emit_otlp: bool,
@@ -98,7 +105,8 @@ def score(
     emitter = _emitter() if emit_otlp else None
     try:
         if follow:
-            _follow(lake, tasks, config, evaluators, idle, interval, sample, seed, emitter, not no_write, fmt)
+            _follow(lake, tasks, config, evaluators, idle, interval, sample, seed, emitter, not no_write, fmt,
+                    max_file_rows)  # fmt: skip
             return
         from tracevals.queries.selection import Selection
         from tracevals.scoring.offline import score_lake
@@ -160,6 +168,7 @@ def _follow(
     emitter: Any,
     write: bool,
     fmt: str,
+    max_file_rows: int | None = None,
 ) -> None:
     from tracevals.scoring.live import Follower
 
@@ -192,6 +201,7 @@ def _follow(
         sample=(sample, seed) if sample is not None else None,
         write=write,
         sinks=sinks,
+        **({"max_file_rows": max_file_rows} if max_file_rows else {}),
     )
     Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:

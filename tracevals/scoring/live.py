@@ -32,7 +32,7 @@ from tracevals.evaluators.evaluator import Evaluator
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import SPANS_DIR
 from tracevals.model.case import Case
-from tracevals.queries.live_source import NewFiles, connection_for_spans, read_span_files
+from tracevals.queries.live_source import MAX_FILE_ROWS, NewFiles, connection_for_spans, read_span_files
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_connection, with_sample
 from tracevals.scoring.store import write_score_frame
@@ -69,6 +69,7 @@ class Follower:
         write: bool = True,
         sinks: Sequence[ScoreSink] = (),
         clock: Callable[[], float] = time.time,
+        max_file_rows: int = MAX_FILE_ROWS,
     ) -> None:
         self.lake = Path(lake)
         self.tasks, self.config, self.evaluators = tasks, config, evaluators
@@ -78,6 +79,7 @@ class Follower:
         self.late_window_s = late_window_s
         self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
         self.files = NewFiles(lake, late_window_s=late_window_s)
+        self.max_file_rows = max_file_rows
         self.sessions: dict[str, LiveSession] = {}
         self.evicted: dict[str, float] = {}  # session id -> when its spans were dropped
 
@@ -86,7 +88,7 @@ class Follower:
         now = self.clock()
         paths = self.files.poll(now)
         if paths:
-            self._ingest(read_span_files(paths), now)
+            self._ingest(read_span_files(paths, self.max_file_rows), now)
         ready = [sid for sid, s in self.sessions.items() if s.due and self._finished(s, now)]
         scores = self._score(ready) if ready else pl.DataFrame()
         self._forget(now)
@@ -143,7 +145,7 @@ class Follower:
                         recent.append(path)
                 except FileNotFoundError:
                     vanished = True
-            table = read_span_files(recent)
+            table = read_span_files(recent, self.max_file_rows)
             if not (vanished or any(not path.exists() for path in recent)):
                 break
         keys = pc.coalesce(table.column("session_id"), table.column("trace_id"))
