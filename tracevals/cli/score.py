@@ -201,8 +201,9 @@ def _follow(
         sample=(sample, seed) if sample is not None else None,
         write=write,
         sinks=sinks,
-        **({"max_file_rows": max_file_rows} if max_file_rows else {}),
     )
+    if max_file_rows:
+        follower.max_file_rows = max_file_rows
     Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:
         follower.run(interval_s=interval, stop=lambda: bool(stopping))
