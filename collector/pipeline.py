@@ -514,7 +514,13 @@ class Pipeline:
         if not refs and not self.sink.open_rows:
             return
         pairs = self.sink.prepare()
-        self.journal.write(pairs, refs)
+        try:
+            self.journal.write(pairs, refs)
+        except BaseException:  # not committed: the finished files must not take the space (a full disk)
+            for tmp, _ in pairs:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            raise
         _retrying(lambda: self.sink.publish(pairs), self.retry_after)
         with self._cond:
             self._in_open, self._quarantined = [], []

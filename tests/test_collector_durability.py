@@ -3,6 +3,7 @@ SIGTERM flushes, and no crash leaves a file a reader cannot open."""
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
@@ -13,15 +14,18 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tracevals.collector.pipeline import Pipeline
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config
 from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog, encode
@@ -293,3 +297,174 @@ def test_a_collector_removes_only_its_own_leftovers(tmp_path: Path) -> None:
     os.utime(directory / names["embedded, crashed"], (old, old))
     assert sink.remove_stale() == 2
     assert sorted(p.name for p in directory.iterdir()) == sorted([names["other collector"], names["embedded, writing"]])
+
+
+def test_a_failed_append_leaves_no_torn_record_behind_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills in the middle of an append: half the record is written, then ENOSPC. The half is cut
+    off again before the error reaches the receiver, so the next append (acknowledged) is readable: replay
+    used to stop at the torn record and lose every acknowledged record after it."""
+    wal = WriteAheadLog(tmp_path / "wal")
+    wal.open()
+    wal.append(TRACES, b"first", 1)
+    real = os.write
+
+    def half_then_full(fd: int, data: Any) -> int:
+        monkeypatch.setattr(os, "write", real)
+        real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space"):
+        wal.append(TRACES, b"never acknowledged" * 10, 1)
+    wal.append(TRACES, b"third", 1)
+    wal.close()
+    assert [r.payload for r in WriteAheadLog(tmp_path / "wal").replay()] == [b"first", b"third"]
+
+
+def test_replay_skips_a_damaged_record_between_good_ones(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    wal = WriteAheadLog(tmp_path / "wal")
+    wal.open()
+    wal.append(TRACES, b"one", 1)
+    second = wal.append(TRACES, b"two" * 100, 1)
+    wal.append(TRACES, b"three", 1)
+    wal.close()
+    (segment,) = wal.segments()
+    data = bytearray(segment.read_bytes())
+    data[second.offset + 40] ^= 0xFF  # a bad sector in the middle of the second record
+    segment.write_bytes(bytes(data))
+    with caplog.at_level("WARNING"):
+        assert [r.payload for r in WriteAheadLog(tmp_path / "wal").replay()] == [b"one", b"three"]
+    assert any("damaged bytes" in r.getMessage() for r in caplog.records)
+
+
+def test_the_log_keeps_its_reserve_free(tmp_path: Path) -> None:
+    from tracevals.collector.wal import DiskReserve, free_bytes
+
+    wal = WriteAheadLog(tmp_path / "wal", reserve_bytes=free_bytes(tmp_path) + 1024**3)  # more than is free
+    wal.open()
+    with pytest.raises(DiskReserve, match="reserve"):
+        wal.append(TRACES, b"x", 1)
+    assert wal.segments() == []  # nothing written, not even a segment
+    wal.close()
+
+
+class FailingSink(RotatingParquetSink):
+    """Fails its first `failures` writes or prepares the way a full disk does."""
+
+    failures = 0
+
+    def write(self, table_name: str, table: Any) -> None:
+        if FailingSink.failures > 0 and table.num_rows:
+            FailingSink.failures -= 1
+            super().write(table_name, table)  # some rows reach the open file first, as on a real disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super().write(table_name, table)
+
+    def prepare(self) -> Any:
+        if FailingSink.failures > 0:
+            FailingSink.failures -= 1
+            self.abort()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().prepare()
+
+
+def test_after_failed_parquet_writes_every_record_is_committed_once(tmp_path: Path) -> None:
+    """The sink used to fail for ever after its first failed write (`Operation on closed file`). Now the open
+    files are discarded, their records read again from the log, and all are committed once space returns."""
+    overrides = {"processors": {"batch": {"timeout": "20ms"}, "memory_limiter": {"retry_after": "50ms"}}}
+    config = local_config(tmp_path / "lake", overrides)
+    ex = config.exporter
+    FailingSink.failures = 0
+    sink = FailingSink(ex.path, max_rows=40, owner="ctest")
+    pipeline = Pipeline(config, sink)
+    pipeline.start()
+    batches = _spans(batches=12, per_batch=10)
+    try:
+        for i, batch in enumerate(batches):
+            request = encode_spans(batch)
+            pipeline.submit(TRACES, request.SerializeToString(), 0, len(batch))
+            if i == 3:
+                FailingSink.failures = 3  # a write fails (rows half written), then two prepares
+        assert pipeline.flush(timeout=60)
+    finally:
+        pipeline.close()
+    rows = Counter(id_ for file in (tmp_path / "lake" / "spans").rglob("*.parquet")
+                   for id_ in pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # fmt: skip
+    assert set(rows) == set().union(*(_ids(b) for b in batches))
+    assert set(rows.values()) == {1}  # none twice
+    assert pipeline.stats.sink_failures >= 2
+    assert not list((tmp_path / "lake").rglob("*.tmp"))
+
+
+def test_a_commit_journalled_before_a_crash_is_finished_at_start_and_not_written_again(tmp_path: Path) -> None:
+    """A kill after the journal entry and before the renames: the next start renames the finished files and
+    skips the records they hold (without the journal the log was written again: rows twice)."""
+    config = local_config(tmp_path / "lake", {"processors": {"batch": {"timeout": "20ms"}}})
+    first = Pipeline(config)
+    first.start()
+    batches = _spans(batches=3, per_batch=5)
+    for batch in batches:
+        first.submit(TRACES, encode_spans(batch).SerializeToString(), 0, len(batch))
+    # what the exporter does at a commit, stopped after the journal (the process is killed there); rotation
+    # is 30 s away, so the exporter thread has written the rows and waits to commit
+    assert until_true(lambda: len(first._in_open) == 3)
+    with first._cond:
+        refs = [item.ref for item in first._in_open]
+    pairs = first.sink.prepare()
+    first.journal.write(pairs, refs)
+    first._abandon = True  # the "kill": no publish, the log stays, the lock is dropped with the process
+    first.wal._unlock()
+    assert not list((tmp_path / "lake" / "spans").rglob("*.parquet"))  # nothing visible yet
+    second = Pipeline(config)
+    second.start()
+    try:
+        assert second.flush(timeout=30)
+    finally:
+        second.close()
+    rows = Counter(id_ for file in (tmp_path / "lake" / "spans").rglob("*.parquet")
+                   for id_ in pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # fmt: skip
+    assert set(rows) == set().union(*(_ids(b) for b in batches)) and set(rows.values()) == {1}
+    assert second.stats.replay_skipped == 3 and second.stats.replayed_records == 0
+    assert not list((tmp_path / "lake" / "_wal").glob("wal-*.log"))
+    assert not list((tmp_path / "lake" / "_wal").glob("commit-*.json"))
+
+
+def test_a_request_parquet_cannot_hold_is_quarantined_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = local_config(tmp_path / "lake", {"processors": {"batch": {"timeout": "20ms"}}})
+    pipeline = Pipeline(config)
+    monkeypatch.setattr(pipeline, "_columnar", lambda items: None)  # request by request
+    real = pipeline._tables
+
+    def refuse_poison(kind: int, request: Any) -> Any:
+        if any(s.name == "poison" for r in request.resource_spans for sc in r.scope_spans for s in sc.spans):
+            raise ValueError("Arrow cannot hold this")
+        return real(kind, request)
+
+    monkeypatch.setattr(pipeline, "_tables", refuse_poison)
+    pipeline.start()
+    good = _spans(batches=2, per_batch=3)
+    bad = encode_spans(_spans(batches=1, per_batch=1)[0])
+    bad.resource_spans[0].scope_spans[0].spans[0].name = "poison"
+    try:
+        pipeline.submit(TRACES, encode_spans(good[0]).SerializeToString(), 0, 3)
+        pipeline.submit(TRACES, bad.SerializeToString(), 0, 1)
+        pipeline.submit(TRACES, encode_spans(good[1]).SerializeToString(), 0, 3)
+        assert pipeline.flush(timeout=30)
+    finally:
+        pipeline.close()
+    assert _lake_span_ids(tmp_path / "lake") == _ids(good[0]) | _ids(good[1])
+    [kept] = list((tmp_path / "lake" / "_wal" / "quarantine").iterdir())
+    assert kept.read_bytes() == bad.SerializeToString()
+    assert pipeline.stats.items_failed == 1
+    assert not list((tmp_path / "lake" / "_wal").glob("wal-*.log"))  # committed: the log is gone
+
+
+def until_true(condition: Any, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return bool(condition())
