@@ -89,7 +89,9 @@ class RecordingModel(SimulatedModel):
             self.calls.append(
                 {
                     "text": completion.turn.content,
-                    "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in completion.turn.tool_calls],
+                    "tool_calls": [
+                        {"name": call.name, "arguments": dict(call.arguments)} for call in completion.turn.tool_calls
+                    ],
                     "input_tokens": completion.prompt_tokens,
                     "output_tokens": completion.completion_tokens,
                 }
