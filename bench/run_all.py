@@ -91,6 +91,17 @@ OURS: list[dict[str, Any]] = [
     },
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
+        "key": "own-faults",
+        "script": "faults.py",
+        "args": [],
+        "runs": 1,
+        "figures": {
+            "acknowledged spans lost, every fault scenario (target 0)": r"lost in every scenario:\s*(\d+)",
+            "SIGKILLs survived (send, replay, compaction)": r"(?m)^kills:\s*(\d+)",
+            "peak RSS under compressed overload, limit_mib 512 (MiB)": r"compressed overload:\s*(\d+) MiB",
+        },
+    },
+    {
         "key": "own-scoring",
         "script": "scoring.py",
         "args": ["--sessions", "100000", "--loop-sessions", "10000"],
