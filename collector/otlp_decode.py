@@ -9,6 +9,7 @@ is rejected is bad data (HTTP 400 / gRPC INVALID_ARGUMENT).
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,9 +19,11 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_logs, parse_json_traces
+from tracevals.collector.otlp_json import OTLPDecodeError, base64_ids_read, parse_json_logs, parse_json_traces
 from tracevals.collector.wal import LOGS, TRACES
 
+_log = logging.getLogger(__name__)
+_said = {"base64": False}
 _INT64_MAX = 2**63 - 1
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -168,6 +171,12 @@ def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
     """Decode and check an export request body; raises `OTLPDecodeError` for bad data."""
     if is_json:
         request = parse_json_traces(body) if kind == TRACES else parse_json_logs(body)
+        if base64_ids_read() and not _said["base64"]:
+            _said["base64"] = True
+            _log.warning(
+                "tracevals collector: a client sends OTLP/JSON ids in base64, not hex as OTLP/JSON writes them; "
+                "read as base64 where that is the only reading (said once)"
+            )
     else:
         request = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
         _parse(request, body, "ExportTraceServiceRequest" if kind == TRACES else "ExportLogsServiceRequest")

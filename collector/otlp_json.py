@@ -101,19 +101,49 @@ def _bytes(value: Any) -> bytes:
         raise _Where(f"{value!r} is not base64") from None
 
 
+_ids = threading.local()  # base64 ids read by the current parse (see `_hex_bytes`)
+
+
+def _sure_base64(value: str, size: int) -> bytes | None:
+    """`value` as an id of `size` bytes written in base64, where that reading is the only one: the length
+    base64 gives `size` bytes (24 / 12 characters padded, 22 / 11 not), and no hex reading of that size."""
+    if len(value) not in (-(-size // 3) * 4, -(-size * 4 // 3)):
+        return None
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == size else None
+
+
 def _hex_bytes(size: int) -> Converter:
     def convert(value: Any) -> bytes:
         if not isinstance(value, str):
             raise _Where(f"expected a hex string, got {type(value).__name__}")
+        raw: bytes | None
         try:
             raw = bytes.fromhex(value)
         except ValueError:
-            raise _Where(f"{value!r} is not hex (OTLP/JSON ids are hex, not base64)") from None
-        if raw and len(raw) != size:
-            raise _Where(f"{value!r} is {len(raw)} bytes, expected {size}")
+            raw = None
+        if raw is None or (raw and len(raw) != size):
+            # Some exporters write ids in base64 (the protobuf JSON mapping's bytes), though OTLP/JSON says
+            # hex. Where only the base64 reading gives an id of the right size it is taken, and counted so
+            # the reader can say so; anything else is refused.
+            decoded = _sure_base64(value, size)
+            if decoded is None:
+                if raw is None:
+                    raise _Where(f"{value!r} is not hex (OTLP/JSON ids are hex), nor a {size}-byte id in base64")
+                raise _Where(f"{value!r} is {len(raw)} bytes, expected {size}")
+            _ids.base64 = getattr(_ids, "base64", 0) + 1
+            return decoded
         return raw
 
     return convert
+
+
+def base64_ids_read() -> int:
+    """How many ids the last parse in this thread read as base64 (`parse_json_traces` / `_logs`)."""
+    return int(getattr(_ids, "base64", 0))
 
 
 def _enum(field: FieldDescriptor) -> Converter:
@@ -297,6 +327,7 @@ def _parse(kind: type[Message], doc: Mapping[str, Any], what: str) -> Any:
     """`doc` as a `kind` message: the JSON is walked once into the message's keyword arguments (ids
     from hex, int64 from strings, enums from numbers or names), and protobuf builds the message from
     them in C: much faster than `json_format.ParseDict`, which also reads ids as base64."""
+    _ids.base64 = 0
     try:
         return kind(**_message(kind.DESCRIPTOR, dict(doc)))
     except _Where as exc:

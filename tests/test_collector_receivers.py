@@ -273,7 +273,8 @@ def test_hand_made_json_request_gzip_lands_exactly(collector: Collector, tmp_pat
 def _bad_ids_doc() -> dict[str, Any]:
     doc = json.loads(json.dumps(JSON_DOC))
     good = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append({**good, "spanId": "7uGbfsPBsXQ=", "name": "base64"})
+    # neither hex nor a sure base64 id (a base64 id of 8 bytes would be read, and said)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append({**good, "spanId": "7uGbfsPBsX!=", "name": "garbled"})
     return doc
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -85,7 +86,8 @@ def test_hex_ids_times_and_typed_attributes_are_read_exactly() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("traceId", "W47/95gDgQPSabYzgT/GDA==", "is not hex"),  # base64, as json_format would expect
+        ("traceId", "W47/95gDgQPSabYz", "is not hex"),  # base64 of 12 bytes: no trace id either way
+        ("traceId", "0af7651916cd43dd8448eb21", "is 12 bytes, expected 16"),  # hex of the wrong size, not base64
         ("spanId", "eee19b7e", "is 4 bytes, expected 8"),
         ("traceId", 12, "expected a hex string"),
     ],
@@ -170,3 +172,22 @@ def test_pre_1_0_keys_are_read_and_an_empty_file_is_said(tmp_path: Path) -> None
     both["resourceSpans"][0]["instrumentationLibrarySpans"] = []
     with pytest.raises(OTLPDecodeError, match="given twice, under two spellings"):
         parse_json_traces(both)
+
+
+def test_base64_ids_are_read_where_that_is_the_only_reading_and_counted() -> None:
+    """Some exporters write ids in base64 (the protobuf JSON mapping), though OTLP/JSON says hex. A 24- or
+    12-character base64 text that gives a 16- or 8-byte id, and no hex reading of that size, is taken as the
+    id, and counted so that `tracevals ingest` can say so; 32 hex digits are always hex."""
+    from tracevals.collector.otlp_json import base64_ids_read
+
+    trace, span = bytes.fromhex(TRACE_ID), bytes.fromhex(SPAN_ID)
+    doc = json.loads(json.dumps(DOC))
+    first = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    first["traceId"] = base64.b64encode(trace).decode()  # 24 characters, padded
+    first["spanId"] = base64.b64encode(span).decode().rstrip("=")  # 11 characters, unpadded
+    request = parse_json_traces(json.dumps(doc))
+    parsed = request.resource_spans[0].scope_spans[0].spans[0]
+    assert (parsed.trace_id, parsed.span_id) == (trace, span)
+    assert base64_ids_read() == 2
+    parse_json_traces(json.dumps(DOC))
+    assert base64_ids_read() == 0  # hex, as written

@@ -252,7 +252,7 @@ def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict
             columns[column] = converter(convert, _TYPES[column])(tag, text, string)
     columns["error_type"] = pc.if_else(
         pc.and_kleene(pc.is_null(columns["error_type"]), pc.equal(status_label, c("error"))),
-        c("error"),
+        c(norm.UNKNOWN_ERROR_TYPE),
         columns["error_type"],
     )
     # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text

@@ -19,7 +19,8 @@
 -- with no GenAI meaning (kind other / chain: HTTP, CHAIN ...) and stopping at any other GenAI span (an
 -- agent called as a tool runs calls of its own), and, for tools, at a tool span of another tool name: a
 -- tool that calls another tool (a refund that deletes an order) makes two calls, each judged on its own. The walk looks three spans up, which covers
--- framework -> client -> (HTTP) -> server; a deeper chain is reported as separate calls.
+-- framework -> client -> (HTTP) -> server; a deeper chain is reported as separate calls. It never passes a
+-- span twice: a span recorded as its own parent, or two spans parented to each other, end the walk there.
 --   call_span_id  the outermost span of the call (NULL for spans that are not model or tool calls)
 --   call_depth    0 for that span, 1 for a span nested in it, ...
 --   nested_span_count  on the outermost span: how many spans its call nests (0: the call is one span)
@@ -100,6 +101,7 @@ nested AS (
     FROM hops AS c
     JOIN hops AS p1 ON p1.trace_id = c.trace_id AND p1.span_id = c.parent_span_id
     WHERE c.kind IN ('llm', 'tool')
+      AND p1.span_id <> c.span_id  -- a span its own parent (a recorded cycle) is no nesting
       AND (p1.kind IN ('other', 'chain')
            OR (p1.kind = c.kind AND (c.kind = 'llm' OR p1.tool_name IS NULL OR c.tool_name IS NULL
                                      OR p1.tool_name = c.tool_name)))
@@ -123,9 +125,12 @@ walked AS (
                p3.kind = n.kind AND (n.kind = 'llm' OR p3.tool_name IS NULL OR n.tool_name IS NULL
                                      OR p3.tool_name = n.tool_name) AS p3_same
         FROM nested AS n
-        LEFT JOIN hops AS p2 ON p2.trace_id = n.trace_id AND p2.span_id = n.p1_parent
+        -- a walk never comes back to a span it passed: parents can form cycles in real recordings
+        LEFT JOIN hops AS p2
+            ON p2.trace_id = n.trace_id AND p2.span_id = n.p1_parent AND p2.span_id NOT IN (n.span_id, n.p1_id)
         LEFT JOIN hops AS p3
-            ON (p2.kind IN ('other', 'chain')
+            ON p3.span_id NOT IN (n.span_id, n.p1_id, p2.span_id)
+               AND (p2.kind IN ('other', 'chain')
                 OR (p2.kind = n.kind AND (n.kind = 'llm' OR p2.tool_name IS NULL OR n.tool_name IS NULL
                                           OR p2.tool_name = n.tool_name)))
                AND p3.trace_id = n.trace_id AND p3.span_id = p2.parent_span_id

@@ -11,6 +11,12 @@
 --      llm.input_messages.N.message.* / llm.output_messages.N.message.* (OpenInference)
 --   5  framework keys: Google ADK's gcp.vertex.agent.llm_request / llm_response, which ADK writes
 --      whatever the content-capture setting says
+--   6  gen_ai.input.messages / gen_ai.output.messages on an agent span (`invoke_agent`): some harnesses
+--      record the conversation there only, their model spans carrying usage alone. The agent's input
+--      stands for its trace's first model call's input, its output for the last call's output.
+--
+-- A log record with a trace id and no span id (some instrumentations write them so) belongs to the only
+-- model call of its trace, when the trace has exactly one; with several it cannot be placed.
 --
 -- `message` is one message as JSON in its own shape (GenAI parts, OpenAI chat, Gemini contents);
 -- `role_hint` is the role its container implies when the message does not name one. A value recorded
@@ -32,6 +38,37 @@ WITH llm AS (
         )
     ) AS ranked
     WHERE dedup_rank = 1
+),
+sole_calls AS (
+    SELECT trace_id, any_value(span_id) AS span_id
+    FROM span_facts
+    WHERE kind = 'llm' AND call_depth = 0
+    GROUP BY trace_id
+    HAVING count(*) = 1
+),
+placed_logs AS (
+    SELECT l.* REPLACE (coalesce(l.span_id, c.span_id) AS span_id)
+    FROM logs AS l
+    LEFT JOIN sole_calls AS c ON l.span_id IS NULL AND c.trace_id = l.trace_id
+),
+agent_messages AS (
+    -- the conversation an agent span holds, per trace: the first agent span's input, the last one's output
+    SELECT trace_id,
+           arg_min(json_extract(attributes, '$."gen_ai.input.messages"'), (start_time, span_id))
+               FILTER (WHERE attributes LIKE '%"gen_ai.input.messages"%') AS input_value,
+           arg_max(json_extract(attributes, '$."gen_ai.output.messages"'), (end_time, span_id))
+               FILTER (WHERE attributes LIKE '%"gen_ai.output.messages"%') AS output_value
+    FROM raw_spans
+    WHERE kind = 'agent'
+      AND (attributes LIKE '%"gen_ai.input.messages"%' OR attributes LIKE '%"gen_ai.output.messages"%')
+    GROUP BY trace_id
+),
+trace_calls AS (
+    SELECT trace_id, arg_min(span_id, (start_time, span_id)) AS first_call,
+           arg_max(span_id, (start_time, span_id)) AS last_call
+    FROM span_facts
+    WHERE kind = 'llm' AND call_depth = 0 AND trace_id IN (SELECT trace_id FROM agent_messages)
+    GROUP BY trace_id
 ),
 span_events AS (
     SELECT l.trace_id, l.span_id, e.event, e.ordinal
@@ -105,12 +142,12 @@ found AS (
     UNION ALL
     SELECT trace_id, span_id, 'log:gen_ai.messages', 2, 'input', NULL,
            json_extract(attributes, '$."gen_ai.input.messages"'), 0
-    FROM logs
+    FROM placed_logs
     WHERE attributes LIKE '%"gen_ai.input.messages"%'
     UNION ALL
     SELECT trace_id, span_id, 'log:gen_ai.messages', 2, 'output', NULL,
            json_extract(attributes, '$."gen_ai.output.messages"'), 0
-    FROM logs
+    FROM placed_logs
     WHERE attributes LIKE '%"gen_ai.output.messages"%'
     UNION ALL
     SELECT trace_id, span_id, 'event:gen_ai.messages', 2, 'input', NULL,
@@ -137,7 +174,7 @@ found AS (
                ELSE CAST(body AS JSON)
            END,
            row_number() OVER (PARTITION BY trace_id, span_id ORDER BY time, observed_time, event_name, body)
-    FROM logs
+    FROM placed_logs
     WHERE event_name IN (
         'gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message',
         'gen_ai.choice'
@@ -192,6 +229,15 @@ found AS (
            0
     FROM llm
     WHERE attributes LIKE '%"gcp.vertex.agent.llm_response"%'
+    -- 6. an agent span's conversation
+    UNION ALL
+    SELECT a.trace_id, c.first_call, 'agent:gen_ai.messages', 6, 'input', NULL, a.input_value, 0
+    FROM agent_messages AS a JOIN trace_calls AS c ON c.trace_id = a.trace_id
+    WHERE a.input_value IS NOT NULL
+    UNION ALL
+    SELECT a.trace_id, c.last_call, 'agent:gen_ai.messages', 6, 'output', NULL, a.output_value, 0
+    FROM agent_messages AS a JOIN trace_calls AS c ON c.trace_id = a.trace_id
+    WHERE a.output_value IS NOT NULL
 ),
 decoded AS (
     SELECT trace_id, span_id, source, priority, direction, role_hint, seq,

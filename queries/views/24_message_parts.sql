@@ -104,7 +104,10 @@ SELECT
         json_extract_string(part, '$.function_call.id'),
         json_extract_string(part, '$.function_response.id'),
         json_extract_string(part, '$.tool_call_id'),
-        json_extract_string(message, '$.tool_call_id')
+        json_extract_string(message, '$.tool_call_id'),
+        -- some instrumentations name the call a tool message answers `id` (on a tool message only: an
+        -- assistant message's id is the message's own)
+        CASE WHEN role = 'tool' THEN json_extract_string(message, '$.id') END
     ) END AS tool_call_id,
     CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
         json_extract_string(part, '$.name'),

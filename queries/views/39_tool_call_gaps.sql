@@ -1,5 +1,6 @@
 -- tool_call_gaps: tool calls a model asked for that no span executed, rebuilt from the message parts
--- (name, id, arguments when captured): the requests requested_tool_calls flags is_gap, by the same
+-- (name, id, arguments when captured; the result, when a later model call's input holds the tool message
+-- that answered it): the requests requested_tool_calls flags is_gap, by the same
 -- matching (by tool call id, then the n-th unmatched request for a tool to its n-th unmatched
 -- execution), computed the cheap way. request_index: as in requested_tool_calls.
 --
@@ -93,6 +94,15 @@ req_rest AS (
     FROM req AS r
     WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
 ),
+answers AS (
+    -- what a tool message in a later model call's input answered, by call id (the history repeats it in every
+    -- later call: one copy)
+    SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS tool_response
+    FROM message_parts
+    WHERE direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL
+      AND trace_id IN (SELECT trace_id FROM uneven)
+    GROUP BY trace_id, tool_call_id
+),
 exe_rest AS (
     SELECT e.trace_id, e.span_id, e.tool_name,
            row_number() OVER (PARTITION BY e.trace_id, e.tool_name ORDER BY e.start_time, e.span_id) AS name_ordinal
@@ -113,9 +123,11 @@ SELECT
     r.source,
     r.tool_call_id,
     r.tool_name,
-    r.tool_args
+    r.tool_args,
+    w.tool_response AS tool_result
 FROM req_rest AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
+LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_call_id
 WHERE NOT EXISTS (
     SELECT 1 FROM exe_rest AS e
     WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal

@@ -29,7 +29,7 @@ FROM (
     FROM tool_calls
     UNION ALL
     SELECT trace_id, NULL, session_id, run_id, task_id, attempt, variant,
-           'tool', tool_name, NULL, tool_call_id, tool_args, NULL, NULL, NULL,
+           'tool', tool_name, NULL, tool_call_id, tool_args, tool_result, NULL, NULL,
            NULL, FALSE, TRUE, NULL, NULL, NULL,
            model_end_time, NULL, NULL, NULL, NULL, NULL, model_span_id, request_index
     FROM tool_call_gaps

@@ -61,12 +61,17 @@ per_trace AS (
     GROUP BY c.trace_id
 ),
 agents AS (
+    -- named by the GenAI spans (agent, model, tool); a name only spans with no GenAI meaning carry (an
+    -- outer A2A or HTTP server span's gen_ai.agent.name, often the service's spelling) counts only when no
+    -- GenAI span names an agent at all
     SELECT
         trace_id,
-        list(DISTINCT agent ORDER BY agent) AS agents
+        CASE WHEN bool_or(genai) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE genai)
+             ELSE list(DISTINCT agent ORDER BY agent) END AS agents
     FROM (
         SELECT trace_id,
-               coalesce(agent_name, CASE WHEN kind = 'agent' THEN entity_name END) AS agent
+               coalesce(agent_name, CASE WHEN kind = 'agent' THEN entity_name END) AS agent,
+               kind IN ('agent', 'llm', 'tool') AS genai
         FROM span_facts
     ) AS named
     WHERE agent IS NOT NULL

@@ -11,7 +11,13 @@ import pyarrow as pa
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
-from tracevals.collector.otlp_json import OTLPDecodeError, load_document, parse_json_logs, parse_json_traces
+from tracevals.collector.otlp_json import (
+    OTLPDecodeError,
+    base64_ids_read,
+    load_document,
+    parse_json_logs,
+    parse_json_traces,
+)
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
@@ -35,7 +41,14 @@ def _read(path: Path) -> tuple[pa.Table, pa.Table]:
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
         raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
-    traces, logs = parse_json_traces(doc), parse_json_logs(doc)
+    traces = parse_json_traces(doc)
+    base64_ids = base64_ids_read()
+    logs = parse_json_logs(doc)
+    base64_ids += base64_ids_read()
+    if base64_ids:
+        click.echo(
+            f"note: {path}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True
+        )
     return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs)
 
 

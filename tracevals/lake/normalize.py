@@ -22,7 +22,11 @@ from tracevals.model.calls import args_digest, parse_args
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
 # 6: tool_args_hash filled from the arguments where the span recorded none (`args_digest_of`)
-NORMALIZER_VERSION = 6
+# 7: a failed span that names no error type gets `_OTHER` (the conventions' value), not `error`
+NORMALIZER_VERSION = 7
+# error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
+# OpenTelemetry conventions' value for an error of no known type.
+UNKNOWN_ERROR_TYPE = "_OTHER"
 
 _LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
 _AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
@@ -327,7 +331,7 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
             _first(attrs, "traceloop.entity.name") or name.removeprefix("execute_tool ").strip() or None
         )
     if columns["error_type"] is None and status_code == "error":
-        columns["error_type"] = "error"
+        columns["error_type"] = UNKNOWN_ERROR_TYPE
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])

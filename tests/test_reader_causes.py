@@ -1,0 +1,211 @@
+"""The causes issue 21 found on real recordings of other frameworks, each on a minimal hand-made recording:
+the rule, not the recording. Each of these failed before its fix (noted per test)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fixtures.otlp_lakes import ingest_doc
+
+from tracevals.cli import main
+from tracevals.queries import open_lake
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+USER = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}])
+ANSWER = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Hello!"}], "finish_reason": "stop"}])
+USAGE = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "m",
+         "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5}  # fmt: skip
+CHAT = {**USAGE, "gen_ai.input.messages": USER, "gen_ai.output.messages": ANSWER}
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+
+
+def kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(sid: str, parent: str | None, name: str, attrs: dict[str, Any], start: int, **extra: Any) -> dict[str, Any]:
+    out = {"traceId": TRACE, "spanId": sid, "name": name, "kind": 1, "startTimeUnixNano": str(start),
+           "endTimeUnixNano": str(start + 1000), "attributes": [kv(k, v) for k, v in attrs.items()], **extra}  # fmt: skip
+    if parent:
+        out["parentSpanId"] = parent
+    return out
+
+
+def doc(spans: list[dict[str, Any]], logs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"resourceSpans": [{"resource": {"attributes": [kv("service.name", "x")]},
+                                               "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}  # fmt: skip
+    if logs:
+        out["resourceLogs"] = [
+            {"resource": {"attributes": []}, "scopeLogs": [{"scope": {"name": "x"}, "logRecords": logs}]}
+        ]
+    return out
+
+
+def turn(tmp_path: Path, document: dict[str, Any]) -> dict[str, Any]:
+    lake = tmp_path / "lake"
+    ingest_doc(lake, document)
+    relation = open_lake(lake, materialize=True).sql("SELECT * FROM turns")
+    [row] = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
+    return row
+
+
+def said(row: dict[str, Any]) -> tuple[Any, ...]:
+    return row["user_text"], row["final_text"], row["input_tokens"], row["output_tokens"], row["model_call_count"]
+
+
+@pytest.mark.parametrize(
+    "parents",
+    [
+        {"2" * 16: "2" * 16},  # the model span its own parent
+        {"2" * 16: "3" * 16, "3" * 16: "2" * 16},  # the model span and an HTTP span parented to each other
+    ],
+    ids=["self-parent", "two-span cycle"],
+)
+def test_a_parent_cycle_does_not_make_the_model_call_vanish(tmp_path: Path, parents: dict[str, str]) -> None:
+    """The nesting walk followed the cycle to its depth limit and the call, its tokens and messages vanished
+    (turn: None, None, 0, 0, 0)."""
+    spans = [
+        span("1" * 16, None, "invoke_agent a", AGENT, 1000),
+        span("2" * 16, parents["2" * 16], "chat m", CHAT, 2000),
+    ]
+    if "3" * 16 in parents:
+        spans.append(span("3" * 16, parents["3" * 16], "POST", {"http.request.method": "POST"}, 1500))
+    assert said(turn(tmp_path, doc(spans))) == ("Hi?", "Hello!", 10, 5, 1)
+
+
+def test_the_conversation_on_the_agent_span_gives_the_turns_texts(tmp_path: Path) -> None:
+    """Model spans carrying usage only, the conversation on invoke_agent (an A2A server around a harness):
+    user_text and final_text were null."""
+    agent = {**AGENT, "gen_ai.input.messages": USER, "gen_ai.output.messages": ANSWER}
+    spans = [span("1" * 16, None, "invoke_agent a", agent, 1000), span("2" * 16, "1" * 16, "chat m", USAGE, 2000)]
+    assert said(turn(tmp_path, doc(spans))) == ("Hi?", "Hello!", 10, 5, 1)
+
+
+def test_model_span_content_wins_over_the_agent_spans(tmp_path: Path) -> None:
+    other = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "the agent's view"}]}])
+    agent = {**AGENT, "gen_ai.input.messages": other}
+    spans = [span("1" * 16, None, "invoke_agent a", agent, 1000), span("2" * 16, "1" * 16, "chat m", CHAT, 2000)]
+    assert turn(tmp_path, doc(spans))["user_text"] == "Hi?"
+
+
+def test_a_log_record_without_a_span_id_belongs_to_the_only_model_call(tmp_path: Path) -> None:
+    """OpenAI-v2 style records with a trace id and no span id were tied to nothing: texts were null."""
+    record = {"timeUnixNano": "2500", "traceId": TRACE, "eventName": "gen_ai.client.inference.operation.details",
+              "attributes": [kv("gen_ai.input.messages", USER), kv("gen_ai.output.messages", ANSWER)]}  # fmt: skip
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", USAGE, 2000)]
+    assert said(turn(tmp_path, doc(spans, [record]))) == ("Hi?", "Hello!", 10, 5, 1)
+
+
+def test_with_two_model_calls_a_record_without_a_span_id_is_not_guessed(tmp_path: Path) -> None:
+    record = {"timeUnixNano": "2500", "traceId": TRACE, "eventName": "gen_ai.client.inference.operation.details",
+              "attributes": [kv("gen_ai.input.messages", USER)]}  # fmt: skip
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", USAGE, 2000),
+             span("3" * 16, "1" * 16, "chat m", USAGE, 3000)]  # fmt: skip
+    assert turn(tmp_path, doc(spans, [record]))["user_text"] is None
+
+
+def test_an_outer_http_spans_agent_name_does_not_join_the_agents(tmp_path: Path) -> None:
+    """An A2A server span's gen_ai.agent.name (`adk-go-test`) used to join the real agent (`adk_go_test`)."""
+    spans = [
+        span("1" * 16, None, "POST /a2a", {"gen_ai.agent.name": "adk-go-test", "http.request.method": "POST"}, 900),
+        span("3" * 16, "1" * 16, "invoke_agent adk_go_test", {**AGENT, "gen_ai.agent.name": "adk_go_test"}, 1000),
+        span("2" * 16, "3" * 16, "chat m", CHAT, 2000),
+    ]
+    assert turn(tmp_path, doc(spans))["agents"] == ["adk_go_test"]
+
+
+def test_a_name_only_an_outer_span_carries_still_counts(tmp_path: Path) -> None:
+    spans = [
+        span("1" * 16, None, "POST /a2a", {"gen_ai.agent.name": "svc"}, 900),
+        span("2" * 16, "1" * 16, "chat m", CHAT, 2000),
+    ]
+    assert turn(tmp_path, doc(spans))["agents"] == ["svc"]
+
+
+def test_an_error_of_no_known_type_is_OTHER_on_every_path(tmp_path: Path) -> None:
+    """status ERROR with no error.type and no exception event: the conventions' `_OTHER` (it was `error`)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import Status, StatusCode
+
+    from tracevals.collector.testing import running_collector
+    from tracevals.lake.exporters import ParquetSpanExporter
+
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    failing = span("4" * 16, "1" * 16, "execute_tool t", tool, 3000, status={"code": 2})
+    row = turn(tmp_path / "ingest", doc([span("1" * 16, None, "invoke_agent a", AGENT, 1000), failing]))
+    assert [c["error_type"] for c in row["tool_calls"]] == ["_OTHER"]
+    # the embedded exporter, and the collector (column by column) receiving the same span over OTLP/HTTP
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    for where in ("embedded", "collector"):
+        lake = tmp_path / where
+        provider = TracerProvider()
+        if where == "embedded":
+            provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(lake)))
+            make(provider, Status, StatusCode)
+        else:
+            with running_collector(lake) as collector:
+                exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces")
+                provider.add_span_processor(SimpleSpanProcessor(exporter))
+                make(provider, Status, StatusCode)
+                assert collector.pipeline.flush()
+        types = open_lake(lake).sql("SELECT error_type FROM spans WHERE name = 'execute_tool t'").fetchall()
+        assert types == [("_OTHER",)], where
+
+
+def make(provider: Any, status: Any, code: Any) -> None:
+    tracer = provider.get_tracer("x")
+    with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("execute_tool t", attributes={"gen_ai.operation.name": "execute_tool",
+                                                                         "gen_ai.tool.name": "t"}) as s:  # fmt: skip
+            s.set_status(status(code.ERROR))
+
+
+def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it(tmp_path: Path) -> None:
+    """A framework with no tool spans: the call is a gap (asked for, no span ran it), and its result is in the
+    next model call's input, in a tool message that names the call `id` (not `tool_call_id`). The gap's
+    result was null."""
+    ask = json.dumps([{"role": "assistant", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}])  # fmt: skip
+    history = json.dumps([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+                                              "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "id": "call_1", "content": '{"temp_c": 21}'},
+    ])  # fmt: skip
+    first = {**USAGE, "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Weather in Paris?"}]),
+             "gen_ai.output.messages": ask}  # fmt: skip
+    second = {**USAGE, "gen_ai.input.messages": history, "gen_ai.output.messages": ANSWER}
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", first, 2000),
+             span("3" * 16, "1" * 16, "chat m", second, 4000)]  # fmt: skip
+    [call] = turn(tmp_path, doc(spans))["tool_calls"]
+    assert (call["name"], json.loads(call["args"]), json.loads(call["result"]), call["is_gap"]) == (
+        "get_weather", {"city": "Paris"}, {"temp_c": 21}, True,
+    )  # fmt: skip
+
+
+def test_ingest_reads_sure_base64_ids_and_says_so(tmp_path: Path) -> None:
+    """Some exporters write base64 ids in OTLP/JSON; ingest refused the file."""
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", CHAT, 2000)]
+    for s in spans:
+        s["traceId"] = base64.b64encode(bytes.fromhex(s["traceId"])).decode()
+        s["spanId"] = base64.b64encode(bytes.fromhex(s["spanId"])).decode()
+        if "parentSpanId" in s:
+            s["parentSpanId"] = base64.b64encode(bytes.fromhex(s["parentSpanId"])).decode()
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(doc(spans)))
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(path)])
+    assert result.exit_code == 0, result.output
+    assert "5 ids are base64" in result.output
+    row = open_lake(tmp_path / "lake").sql("SELECT trace_id, user_text FROM turns").fetchall()
+    assert row == [(TRACE, "Hi?")]
