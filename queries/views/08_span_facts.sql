@@ -20,7 +20,8 @@
 -- agent called as a tool runs calls of its own), and, for tools, at a tool span of another tool name: a
 -- tool that calls another tool (a refund that deletes an order) makes two calls, each judged on its own. The walk looks three spans up, which covers
 -- framework -> client -> (HTTP) -> server; a deeper chain is reported as separate calls. It never passes a
--- span twice: a span recorded as its own parent, or two spans parented to each other, end the walk there.
+-- span twice: a span recorded as its own parent ends the walk there, and of two spans parented to each other the
+-- one that started first is the outer one.
 --   call_span_id  the outermost span of the call (NULL for spans that are not model or tool calls)
 --   call_depth    0 for that span, 1 for a span nested in it, ...
 --   nested_span_count  on the outermost span: how many spans its call nests (0: the call is one span)
@@ -89,7 +90,7 @@ hops AS (
     -- the spans a walk can pass (calls, and spans with no GenAI meaning), narrow. Read from the files
     -- without deduplication: copies of a span have the same parent and kind, so they only repeat rows of
     -- `walked`, which keeps each span once.
-    SELECT trace_id, span_id, parent_span_id, kind, tool_name
+    SELECT trace_id, span_id, parent_span_id, kind, tool_name, start_time
     FROM raw_spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
 ),
 nested AS (
@@ -102,6 +103,8 @@ nested AS (
     JOIN hops AS p1 ON p1.trace_id = c.trace_id AND p1.span_id = c.parent_span_id
     WHERE c.kind IN ('llm', 'tool')
       AND p1.span_id <> c.span_id  -- a span its own parent (a recorded cycle) is no nesting
+      -- two spans parented to each other: the one that started first is the outer one
+      AND NOT (p1.parent_span_id = c.span_id AND (c.start_time, c.span_id) < (p1.start_time, p1.span_id))
       AND (p1.kind IN ('other', 'chain')
            OR (p1.kind = c.kind AND (c.kind = 'llm' OR p1.tool_name IS NULL OR c.tool_name IS NULL
                                      OR p1.tool_name = c.tool_name)))

@@ -61,18 +61,31 @@ per_trace AS (
     GROUP BY c.trace_id
 ),
 agents AS (
-    -- named by the GenAI spans (agent, model, tool); a name only spans with no GenAI meaning carry (an
-    -- outer A2A or HTTP server span's gen_ai.agent.name, often the service's spelling) counts only when no
-    -- GenAI span names an agent at all
+    -- The agents that ran, named by the GenAI spans: the agent a model or tool span names, and an agent span
+    -- with a model or tool call right under it. A name only other spans carry (an outer A2A or HTTP server
+    -- span's gen_ai.agent.name, an outer invoke_agent a server records around the request with the real
+    -- agent further down, often under the service's spelling) counts only when those name no agent at all;
+    -- then agent spans with anything under them, then any span.
     SELECT
         trace_id,
-        CASE WHEN bool_or(genai) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE genai)
+        CASE WHEN bool_or(rank = 1) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 1)
+             WHEN bool_or(rank = 2) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 2)
              ELSE list(DISTINCT agent ORDER BY agent) END AS agents
     FROM (
-        SELECT trace_id,
-               coalesce(agent_name, CASE WHEN kind = 'agent' THEN entity_name END) AS agent,
-               kind IN ('agent', 'llm', 'tool') AS genai
-        FROM span_facts
+        SELECT f.trace_id,
+               coalesce(f.agent_name, CASE WHEN f.kind = 'agent' THEN f.entity_name END) AS agent,
+               CASE
+                   WHEN f.kind IN ('llm', 'tool') THEN 1
+                   WHEN f.kind = 'agent' AND EXISTS (
+                       SELECT 1 FROM span_facts AS c
+                       WHERE c.trace_id = f.trace_id AND c.parent_span_id = f.span_id AND c.kind IN ('llm', 'tool')
+                   ) THEN 1
+                   WHEN f.kind = 'agent' AND EXISTS (
+                       SELECT 1 FROM span_facts AS c WHERE c.trace_id = f.trace_id AND c.parent_span_id = f.span_id
+                   ) THEN 2
+                   ELSE 3
+               END AS rank
+        FROM span_facts AS f
     ) AS named
     WHERE agent IS NOT NULL
     GROUP BY trace_id
