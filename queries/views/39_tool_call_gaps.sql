@@ -131,4 +131,13 @@ LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_ca
 WHERE NOT EXISTS (
     SELECT 1 FROM exe_rest AS e
     WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal
-);
+)
+  -- an agent hand-off the framework carried out as the next agent's run, not as a tool span (OpenAI Agents
+  -- SDK's, LangGraph supervisor's `transfer_to_<agent>`): answered, so no gap
+  AND NOT (
+      starts_with(r.tool_name, 'transfer_to')
+      AND EXISTS (
+          SELECT 1 FROM span_facts AS g
+          WHERE g.trace_id = r.trace_id AND g.kind = 'agent' AND g.start_time >= r.model_end_time
+      )
+  );
