@@ -33,8 +33,16 @@ def kv(key: str, value: Any) -> dict[str, Any]:
 
 
 def span(sid: str, parent: str | None, name: str, attrs: dict[str, Any], start: int, **extra: Any) -> dict[str, Any]:
-    out = {"traceId": TRACE, "spanId": sid, "name": name, "kind": 1, "startTimeUnixNano": str(start),
-           "endTimeUnixNano": str(start + 1000), "attributes": [kv(k, v) for k, v in attrs.items()], **extra}  # fmt: skip
+    out = {
+        "traceId": TRACE,
+        "spanId": sid,
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 1000),
+        "attributes": [kv(k, v) for k, v in attrs.items()],
+        **extra,
+    }
     if parent:
         out["parentSpanId"] = parent
     return out
@@ -165,18 +173,20 @@ def test_an_error_of_no_known_type_is_OTHER_on_every_path(tmp_path: Path) -> Non
 
 def make(provider: Any, status: Any, code: Any) -> None:
     tracer = provider.get_tracer("x")
-    with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
-        with tracer.start_as_current_span("execute_tool t", attributes={"gen_ai.operation.name": "execute_tool",
-                                                                         "gen_ai.tool.name": "t"}) as s:  # fmt: skip
-            s.set_status(status(code.ERROR))
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    with (
+        tracer.start_as_current_span("invoke_agent a", attributes=AGENT),
+        tracer.start_as_current_span("execute_tool t", attributes=tool) as s,
+    ):
+        s.set_status(status(code.ERROR))
 
 
 def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it(tmp_path: Path) -> None:
     """A framework with no tool spans: the call is a gap (asked for, no span ran it), and its result is in the
     next model call's input, in a tool message that names the call `id` (not `tool_call_id`). The gap's
     result was null."""
-    ask = json.dumps([{"role": "assistant", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}])  # fmt: skip
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    ask = json.dumps([{"role": "assistant", "tool_calls": [call]}])
     history = json.dumps([
         {"role": "user", "content": "Weather in Paris?"},
         {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
