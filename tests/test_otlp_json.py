@@ -106,7 +106,7 @@ def test_ingest_command_lands_the_file_in_the_lake(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), "--format", "json", str(path)])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output) == [{"file": str(path), "spans": 1, "logs": 0}]
+    assert json.loads(result.output) == [{"file": str(path), "format": "otlp-json", "spans": 1, "logs": 0}]
     con = open_lake(lake)
     assert con.execute("select trace_id, span_id, name from spans").fetchall() == [
         (TRACE_ID, SPAN_ID, "execute_tool refund_order")

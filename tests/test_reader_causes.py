@@ -219,3 +219,74 @@ def test_ingest_reads_sure_base64_ids_and_says_so(tmp_path: Path) -> None:
     assert "5 ids are base64" in result.output
     row = open_lake(tmp_path / "lake").sql("SELECT trace_id, user_text FROM turns").fetchall()
     assert row == [(TRACE, "Hi?")]
+
+
+def jaeger_export() -> dict[str, Any]:
+    """A Jaeger export (its UI's "Download JSON") of one agent turn, as Jaeger writes them: ids without their
+    leading zeros, microseconds, typed tags, a process per service, a span log for an exception."""
+
+    def tag(key: str, value: Any) -> dict[str, Any]:
+        kind = {bool: "bool", int: "int64", float: "float64"}.get(type(value), "string")
+        return {"key": key, "type": kind, "value": value}
+
+    trace = "af7651916cd43dd8448eb211c80319c"  # 31 hex digits: Jaeger drops the leading zero
+    spans = [
+        {"traceID": trace, "spanID": "1111111111111111", "operationName": "invoke_agent a", "references": [],
+         "startTime": 1_760_000_000_000_000, "duration": 5000, "processID": "p1",
+         "tags": [tag("gen_ai.operation.name", "invoke_agent"), tag("gen_ai.agent.name", "a"),
+                  tag("otel.scope.name", "my.agent"), tag("span.kind", "internal")]},
+        {"traceID": trace, "spanID": "2222222222222222", "operationName": "chat m", "processID": "p1",
+         "references": [{"refType": "CHILD_OF", "traceID": trace, "spanID": "1111111111111111"}],
+         "startTime": 1_760_000_000_001_000, "duration": 1000,
+         "tags": [tag(k, v) for k, v in CHAT.items()] + [tag("span.kind", "client")]},
+        {"traceID": trace, "spanID": "333333333333333", "operationName": "execute_tool t", "processID": "p1",
+         "references": [{"refType": "CHILD_OF", "traceID": trace, "spanID": "1111111111111111"}],
+         "startTime": 1_760_000_000_003_000, "duration": 500,
+         "tags": [tag("gen_ai.operation.name", "execute_tool"), tag("gen_ai.tool.name", "t"), tag("error", True),
+                  tag("otel.status_code", "ERROR"), tag("otel.status_description", "boom")],
+         "logs": [{"timestamp": 1_760_000_000_003_100,
+                   "fields": [tag("event", "exception"), tag("exception.type", "ValueError")]}]},
+    ]  # fmt: skip
+    processes = {"p1": {"serviceName": "agent-svc", "tags": [tag("service.version", "1.2")]}}
+    return {"data": [{"traceID": trace, "spans": spans, "processes": processes, "warnings": None}], "total": 0}
+
+
+def test_a_jaeger_export_is_ingested_as_the_spans_it_holds(tmp_path: Path) -> None:
+    """Jaeger JSON could not be ingested at all ("no resourceSpans")."""
+    path = tmp_path / "jaeger.json"
+    path.write_text(json.dumps(jaeger_export()))
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"file": str(path), "format": "jaeger", "spans": 3, "logs": 0}]
+    con = open_lake(tmp_path / "lake")
+    relation = con.sql("SELECT * FROM turns")
+    [row] = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
+    assert row["trace_id"] == "0" + "af7651916cd43dd8448eb211c80319c"  # padded back to 32 hex digits
+    assert said(row) == ("Hi?", "Hello!", 10, 5, 1) and row["agents"] == ["a"]
+    assert [(c["name"], c["is_error"], c["error_type"]) for c in row["tool_calls"]] == [("t", True, "ValueError")]
+    spans = con.sql(
+        "SELECT span_id, parent_span_id, span_kind, status_message, service_name, scope_name, duration_ms "
+        "FROM spans ORDER BY start_time"
+    ).fetchall()
+    assert spans == [
+        ("1111111111111111", None, "internal", None, "agent-svc", "my.agent", 5.0),
+        ("2222222222222222", "1111111111111111", "client", None, "agent-svc", None, 1.0),  # no scope tag
+        ("0333333333333333", "1111111111111111", "internal", "boom", "agent-svc", None, 0.5),
+    ]
+
+
+def test_a_tempo_v2_trace_document_is_ingested(tmp_path: Path) -> None:
+    """Tempo's API v2 wraps the OTLP document: {"trace": {"resourceSpans": [...]}}."""
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", CHAT, 2000)]
+    path = tmp_path / "tempo.json"
+    path.write_text(json.dumps({"trace": doc(spans)}))
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["format"] == "tempo"
+    assert said(turn_of(tmp_path / "lake")) == ("Hi?", "Hello!", 10, 5, 1)
+
+
+def turn_of(lake: Path) -> dict[str, Any]:
+    relation = open_lake(lake).sql("SELECT * FROM turns")
+    [row] = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
+    return row

@@ -22,7 +22,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracevals.collector.otlp_json import OTLPDecodeError
-from tracevals.lake.normalize import UNKNOWN_ERROR_TYPE, normalize
+from tracevals.lake.normalize import normalize
 from tracevals.lake.rows import service_name
 from tracevals.lake.schema import CANONICAL_FIELDS, LOG_SCHEMA, RAW_FIELDS, SPAN_SCHEMA
 
@@ -151,12 +151,10 @@ def span_row(
     if limit is not None:
         truncate_values(attrs, limit)
     status = _STATUS[span.status.code] if 0 <= span.status.code < 3 else "unset"
-    canonical = normalize(attrs, span.name, status)
+    canonical = normalize(attrs, span.name, status, _exception_type(span) if status == "error" else None)
     trace_hex = trace_id.hex()
     if keep is not None and not keep(canonical["session_id"], trace_hex):
         return None
-    if canonical["error_type"] is None and status == "error":
-        canonical["error_type"] = _exception_type(span) or UNKNOWN_ERROR_TYPE
     start = span.start_time_unix_nano
     end = span.end_time_unix_nano or None
     kind = span.kind

@@ -11,6 +11,7 @@ import pyarrow as pa
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
+from tracevals.collector.jaeger import JaegerError, is_jaeger, jaeger_to_otlp
 from tracevals.collector.otlp_json import (
     OTLPDecodeError,
     base64_ids_read,
@@ -26,10 +27,15 @@ from tracevals.lake.writer import LakeWriter
 _TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "resource_logs")
 
 
-def _read(path: Path) -> tuple[pa.Table, pa.Table]:
-    """(span table, log table) of one file, in the lake's schemas."""
+FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
+
+
+def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
+    """A file's span and log tables, and the format it was read as (`given`, or detected: `.pb` / `.bin` /
+    `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
+    Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON)."""
     data = path.read_bytes()
-    if path.suffix in (".pb", ".bin", ".protobuf"):
+    if given == "otlp-proto" or (given == "auto" and path.suffix in (".pb", ".bin", ".protobuf")):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         request = ExportTraceServiceRequest()
@@ -37,10 +43,23 @@ def _read(path: Path) -> tuple[pa.Table, pa.Table]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
-        return _checked(spans_table(request), request), LOG_SCHEMA.empty_table()
+        return _checked(spans_table(request), request), LOG_SCHEMA.empty_table(), "otlp-proto"
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
+    found = "otlp-json"
+    if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and "resourceSpans" not in doc:
+        doc, found = doc["trace"], "tempo"  # Tempo's API v2: {"trace": {"resourceSpans": [...]}}
+    elif isinstance(doc, dict) and "batches" in doc:
+        found = "tempo"
+    if given == "jaeger" or (given == "auto" and isinstance(doc, dict) and is_jaeger(doc)):
+        try:
+            doc, found = jaeger_to_otlp(doc), "jaeger"
+        except JaegerError as exc:
+            raise OTLPDecodeError(str(exc)) from None
     if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
-        raise OTLPDecodeError("not an OTLP/JSON document: no resourceSpans (is it the right file?)")
+        raise OTLPDecodeError(
+            "not an OTLP/JSON, Jaeger or Tempo document: no resourceSpans, data[].spans or batches "
+            "(is it the right file?)"
+        )
     traces = parse_json_traces(doc)
     base64_ids = base64_ids_read()
     logs = parse_json_logs(doc)
@@ -49,7 +68,7 @@ def _read(path: Path) -> tuple[pa.Table, pa.Table]:
         click.echo(
             f"note: {path}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True
         )
-    return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs)
+    return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs), found
 
 
 def _checked(table: pa.Table, request: Any) -> pa.Table:
@@ -70,39 +89,49 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
 @click.command()
 @lake_option("The lake directory to write into (created if missing).", reads=False)
 @format_option()
+@click.option(
+    "--input-format",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="What the files are; auto detects OTLP/JSON, OTLP protobuf (.pb), Jaeger JSON and Tempo JSON.",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def ingest(lake: str, fmt: str, files: tuple[Path, ...]) -> None:
+def ingest(lake: str, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b
     JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
-    resourceLogs; `.pb` files hold a protobuf ExportTraceServiceRequest. Every file
-    is checked before anything is written. Secrets in content (API keys, tokens, passwords, ...)
-    are redacted on the way in, as the collector's `redaction` processor does.
+    resourceLogs, or are a Jaeger export (data[].spans, as its UI and API give them) or a
+    Tempo one (batches, or {"trace": ...}); `.pb` files hold a protobuf
+    ExportTraceServiceRequest. Every file is checked before anything is written.
+    Secrets in content (API keys, tokens, passwords, ...) are redacted on the way in,
+    as the collector's `redaction` processor does.
 
     \b
     Examples:
       tracevals ingest --lake lake traces/*.json
       tracevals ingest --lake lake --format json export.pb
+      tracevals ingest --lake lake jaeger-trace.json      # detected as Jaeger
     """
     decoded = []
     for path in files:
         try:
-            decoded.append((path, _read(path)))
+            decoded.append((path, _read(path, input_format)))
         except OTLPDecodeError as exc:
             raise click.ClickException(f"{path}: {exc}") from None
     # one write for all the files: a file per hour partition, not per input file and hour
     writer = LakeWriter(lake)
     # secrets never reach the lake, from a file as from the collector (its shipped `redaction` processor)
     redactor = Redactor()
-    spans = redact_table(pa.concat_tables([t for _, (t, _) in decoded]), SPAN_CONTENT_COLUMNS, redactor)
-    logs = redact_table(pa.concat_tables([t for _, (_, t) in decoded]), LOG_CONTENT_COLUMNS, redactor)
+    spans = redact_table(pa.concat_tables([t for _, (t, _, _) in decoded]), SPAN_CONTENT_COLUMNS, redactor)
+    logs = redact_table(pa.concat_tables([t for _, (_, t, _) in decoded]), LOG_CONTENT_COLUMNS, redactor)
     if spans.num_rows:
         writer.write_table(spans)
     if logs.num_rows:
         writer.write_table(logs, "logs")
-    report = [(str(path), tables[0].num_rows, tables[1].num_rows) for path, tables in decoded]
-    for path, (span_rows, log_rows) in decoded:  # a file that held nothing must say so, not pass as read
+    report = [(str(path), found, tables.num_rows, logs_.num_rows) for path, (tables, logs_, found) in decoded]
+    for path, (span_rows, log_rows, _) in decoded:  # a file that held nothing must say so, not pass as read
         if span_rows.num_rows == 0 and log_rows.num_rows == 0:
             click.echo(f"warning: {path}: no spans and no log records in it (is it an OTLP export?)", err=True)
-    print_rows(["file", "spans", "logs"], report, fmt)
+    print_rows(["file", "format", "spans", "logs"], report, fmt)

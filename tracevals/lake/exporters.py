@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tracevals.lake.normalize import UNKNOWN_ERROR_TYPE, normalize
+from tracevals.lake.normalize import normalize
 from tracevals.lake.rows import json_text, plain, service_name
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.writer import LakeWriter
@@ -82,9 +82,7 @@ def row_from_span(span: ReadableSpan) -> dict[str, Any]:
         ),
         "service_name": service_name(resource),
     }
-    row.update(normalize(attrs, span.name, status))
-    if row["error_type"] is None and status == "error":
-        row["error_type"] = _exception_type(span) or UNKNOWN_ERROR_TYPE
+    row.update(normalize(attrs, span.name, status, _exception_type(span) if status == "error" else None))
     return row
 
 

@@ -22,7 +22,8 @@ from tracevals.model.calls import args_digest, parse_args
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
 # 6: tool_args_hash filled from the arguments where the span recorded none (`args_digest_of`)
-# 7: a failed span that names no error type gets `_OTHER` (the conventions' value), not `error`
+# 7: a failed span that names no error type gets its exception event's type, else `_OTHER` (the conventions'
+#    value), not `error` (the exception's type was never reached: the fallback came first)
 NORMALIZER_VERSION = 7
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
@@ -308,8 +309,11 @@ def args_digest_of(args_text: str) -> str | None:
     return args_digest(parsed) if parsed is not None else None
 
 
-def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unset") -> dict[str, Any]:
-    """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`)."""
+def normalize(
+    attrs: Mapping[str, Any], name: str = "", status_code: str = "unset", exception_type: str | None = None
+) -> dict[str, Any]:
+    """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`). `exception_type`: the
+    `exception.type` of the span's exception event, the error type of a failed span that names none."""
     keys = tuple(attrs)
     plan = plan_for(keys, False, attrs)
     dialect = plan[0]
@@ -331,7 +335,7 @@ def normalize(attrs: Mapping[str, Any], name: str = "", status_code: str = "unse
             _first(attrs, "traceloop.entity.name") or name.removeprefix("execute_tool ").strip() or None
         )
     if columns["error_type"] is None and status_code == "error":
-        columns["error_type"] = UNKNOWN_ERROR_TYPE
+        columns["error_type"] = exception_type or UNKNOWN_ERROR_TYPE
     apply_framework_rules(attrs, name, columns)
     for key in ("tool_args", "tool_result", "session_id"):
         columns[key] = _text(columns[key])
