@@ -210,4 +210,10 @@ def test_collect_says_what_it_does_as_json_lines_with_format_json(tmp_path: Path
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     stopped = json.loads(out.splitlines()[-1])
-    assert stopped == {"event": "stopped", "spans_accepted": 0, "logs_accepted": 0, "files_committed": 0}
+    assert stopped == {
+        "event": "stopped",
+        "spans_accepted": 0,
+        "logs_accepted": 0,
+        "files_committed": 0,
+        "all_written": True,
+    }

@@ -135,10 +135,10 @@ def test_a_compaction_during_a_reload_loses_no_span(lake: Path, monkeypatch: pyt
     read = live_module.read_span_files
     compactions = []
 
-    def compacted_first(paths: Any) -> Any:
+    def compacted_first(paths: Any, *args: Any) -> Any:
         if not compactions and len(paths) > 1:  # the reload's listing: compact the hour under it
             compactions.append(compact(lake, min_age_s=0))
-        return read(paths)
+        return read(paths, *args)
 
     monkeypatch.setattr(live_module, "read_span_files", compacted_first)
     frame = live.poll()
