@@ -7,7 +7,8 @@
 --   agents              the agents that ran in the trace (delegates included), sorted by name
 --   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap
 --   input/output_tokens every model call counted once
--- turn_index numbers the turns of a session by start time (then trace id).
+-- turn_index numbers the turns of a session by start time (then trace id). A trace that called no model and
+-- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
 WITH parts AS (
@@ -132,4 +133,14 @@ FROM attempts AS a
 LEFT JOIN per_trace AS p ON p.trace_id = a.trace_id
 LEFT JOIN agents AS g ON g.trace_id = a.trace_id
 LEFT JOIN tools AS t ON t.trace_id = a.trace_id
-WHERE NOT a.is_end_marker;  -- a trace of session-end markers only is not a turn
+WHERE NOT a.is_end_marker  -- a trace of session-end markers only is not a turn
+  -- nor a trace that called no model and no tool and invoked no agent: a framework's set-up (`create_agent`,
+  -- an MCP client's `server/discover` and `tools/list`) records traces of its own
+  AND (
+      coalesce(p.model_call_count, 0) > 0 OR coalesce(t.tool_call_count, 0) > 0 OR coalesce(t.gap_count, 0) > 0
+      OR a.run_id IS NOT NULL
+      OR EXISTS (
+          SELECT 1 FROM span_facts AS f
+          WHERE f.trace_id = a.trace_id AND f.kind = 'agent' AND coalesce(f.operation, '') <> 'create_agent'
+      )
+  );
