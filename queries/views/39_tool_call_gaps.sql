@@ -95,13 +95,7 @@ req_rest AS (
     WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
 ),
 answers AS (
-    -- what a tool message in a later model call's input answered, by call id (the history repeats it in every
-    -- later call: one copy)
-    SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS tool_response
-    FROM message_parts
-    WHERE direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL
-      AND trace_id IN (SELECT trace_id FROM uneven)
-    GROUP BY trace_id, tool_call_id
+    SELECT trace_id, tool_call_id, tool_response FROM tool_answers WHERE trace_id IN (SELECT trace_id FROM uneven)
 ),
 exe_rest AS (
     SELECT e.trace_id, e.span_id, e.tool_name,

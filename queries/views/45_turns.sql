@@ -61,32 +61,52 @@ per_trace AS (
     ) AS u ON u.trace_id = c.trace_id AND u.call_span_id = c.span_id
     GROUP BY c.trace_id
 ),
+agent_spans AS (
+    SELECT trace_id, span_id,
+           coalesce(agent_name, entity_name,
+                    -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run`)
+                    nullif(regexp_replace(regexp_replace(name, '^invoke_agent\s+', ''), '\.run$', ''), '')) AS agent
+    FROM span_facts
+    WHERE kind = 'agent' AND coalesce(operation, '') <> 'create_agent'
+),
+walk AS (
+    -- from each model and tool call up its parents to the first agent span: the agent that made the call
+    -- (a wrapper around the request, an outer A2A server's invoke_agent, is farther up and never reached).
+    -- Eight hops, and never through a cycle's span twice (the depth bound ends any loop).
+    WITH RECURSIVE up(trace_id, call_id, span_id, depth) AS (
+        SELECT trace_id, span_id, parent_span_id, 1
+        FROM span_facts
+        WHERE kind IN ('llm', 'tool') AND call_depth = 0 AND parent_span_id IS NOT NULL
+        UNION ALL
+        SELECT u.trace_id, u.call_id, s.parent_span_id, u.depth + 1
+        FROM up AS u
+        JOIN span_facts AS s ON s.trace_id = u.trace_id AND s.span_id = u.span_id
+        WHERE u.depth < 8 AND s.parent_span_id IS NOT NULL AND s.span_id <> s.parent_span_id
+          AND NOT EXISTS (SELECT 1 FROM agent_spans AS a WHERE a.trace_id = u.trace_id AND a.span_id = u.span_id)
+    )
+    SELECT u.trace_id, u.call_id, min_by(a.agent, u.depth) AS agent
+    FROM up AS u
+    JOIN agent_spans AS a ON a.trace_id = u.trace_id AND a.span_id = u.span_id
+    GROUP BY u.trace_id, u.call_id
+),
 agents AS (
-    -- The agents that ran, named by the GenAI spans: the agent a model or tool span names, and an agent span
-    -- with a model or tool call right under it. A name only other spans carry (an outer A2A or HTTP server
-    -- span's gen_ai.agent.name, an outer invoke_agent a server records around the request with the real
-    -- agent further down, often under the service's spelling) counts only when those name no agent at all;
-    -- then agent spans with anything under them, then any span.
+    -- The agents that ran: for each model or tool call, the agent span it ran under (the nearest above it),
+    -- else the agent name the call's own span carries. Only when no call has either: the agent spans, then
+    -- any span's agent name.
     SELECT
         trace_id,
         CASE WHEN bool_or(rank = 1) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 1)
              WHEN bool_or(rank = 2) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 2)
              ELSE list(DISTINCT agent ORDER BY agent) END AS agents
     FROM (
-        SELECT f.trace_id,
-               coalesce(f.agent_name, CASE WHEN f.kind = 'agent' THEN f.entity_name END) AS agent,
-               CASE
-                   WHEN f.kind IN ('llm', 'tool') THEN 1
-                   WHEN f.kind = 'agent' AND EXISTS (
-                       SELECT 1 FROM span_facts AS c
-                       WHERE c.trace_id = f.trace_id AND c.parent_span_id = f.span_id AND c.kind IN ('llm', 'tool')
-                   ) THEN 1
-                   WHEN f.kind = 'agent' AND EXISTS (
-                       SELECT 1 FROM span_facts AS c WHERE c.trace_id = f.trace_id AND c.parent_span_id = f.span_id
-                   ) THEN 2
-                   ELSE 3
-               END AS rank
+        SELECT f.trace_id, coalesce(w.agent, f.agent_name) AS agent, 1 AS rank
         FROM span_facts AS f
+        LEFT JOIN walk AS w ON w.trace_id = f.trace_id AND w.call_id = f.span_id
+        WHERE f.kind IN ('llm', 'tool') AND f.call_depth = 0
+        UNION ALL
+        SELECT trace_id, agent, 2 FROM agent_spans
+        UNION ALL
+        SELECT trace_id, coalesce(agent_name, entity_name), 3 FROM span_facts
     ) AS named
     WHERE agent IS NOT NULL
     GROUP BY trace_id
