@@ -10,6 +10,8 @@
 --           "function": {"name", "arguments"}}], "tool_call_id"}
 --   Gemini  {"role": "user" | "model", "parts": [{"text"}, {"function_call": {"name", "args"}},
 --           {"function_response": {"name", "response"}}]}
+--   Bedrock {"role", "content": [{"text"}, {"toolUse": {"toolUseId", "name", "input"}},
+--           {"toolResult": {"toolUseId", "content"}}]} (also as a JSON string: Strands' span events)
 -- part_type: text | tool_call | tool_call_response | whatever else the part calls itself.
 -- tool_args / tool_response are JSON text (a JSON string argument is unwrapped to the JSON it holds).
 CREATE OR REPLACE VIEW message_parts AS
@@ -40,7 +42,14 @@ parts AS (
          UNNEST(list_concat(
              CASE WHEN json_type(m.message, '$.parts') = 'ARRAY' THEN json_extract(m.message, '$.parts[*]') ELSE [] END,
              CASE json_type(m.message, '$.content')
-                 WHEN 'VARCHAR' THEN [json_extract(m.message, '$.content')]
+                 -- content blocks recorded as a JSON string ('[{"text": ...}, {"toolUse": ...}]': Bedrock
+                 -- Converse, Strands) are the blocks, not one text
+                 WHEN 'VARCHAR' THEN CASE
+                     WHEN json_extract_string(m.message, '$.content') LIKE '[{%'
+                         AND json_type(try_cast(json_extract_string(m.message, '$.content') AS JSON)) = 'ARRAY'
+                         THEN json_extract(try_cast(json_extract_string(m.message, '$.content') AS JSON), '$[*]')
+                     ELSE [json_extract(m.message, '$.content')]
+                 END
                  WHEN 'ARRAY' THEN json_extract(m.message, '$.content[*]')
                  ELSE []
              END,
@@ -59,8 +68,10 @@ typed AS (
             WHEN json_type(part) = 'VARCHAR' THEN 'text'
             WHEN json_extract_string(part, '$.type') IN ('tool_call', 'function_call')
                 OR json_type(part, '$.function_call') = 'OBJECT'
+                OR json_type(part, '$.toolUse') = 'OBJECT'
                 OR json_type(part, '$.function') = 'OBJECT' THEN 'tool_call'
             WHEN json_extract_string(part, '$.type') IN ('tool_call_response', 'tool_result', 'function_call_output')
+                OR json_type(part, '$.toolResult') = 'OBJECT'
                 OR json_type(part, '$.function_response') = 'OBJECT' THEN 'tool_call_response'
             WHEN role = 'tool' THEN 'tool_call_response'
             WHEN json_extract_string(part, '$.type') = 'text'
@@ -70,12 +81,14 @@ typed AS (
         coalesce(
             json_extract(part, '$.arguments'),
             json_extract(part, '$.function_call.args'),
+            json_extract(part, '$.toolUse.input'),
             json_extract(part, '$.function.arguments')
         ) AS args_json,
         coalesce(
             json_extract(part, '$.response'),
             json_extract(part, '$.result'),
             json_extract(part, '$.function_response.response'),
+            json_extract(part, '$.toolResult.content'),
             CASE WHEN json_type(part) = 'VARCHAR' THEN part END,
             json_extract(part, '$.content'),
             json_extract(part, '$.text')
@@ -103,6 +116,8 @@ SELECT
         json_extract_string(part, '$.id'),
         json_extract_string(part, '$.function_call.id'),
         json_extract_string(part, '$.function_response.id'),
+        json_extract_string(part, '$.toolUse.toolUseId'),
+        json_extract_string(part, '$.toolResult.toolUseId'),
         json_extract_string(part, '$.tool_call_id'),
         json_extract_string(message, '$.tool_call_id'),
         -- some instrumentations name the call a tool message answers `id` (on a tool message only: an
@@ -114,6 +129,7 @@ SELECT
         json_extract_string(part, '$.function_call.name'),
         json_extract_string(part, '$.function.name'),
         json_extract_string(part, '$.function_response.name'),
+        json_extract_string(part, '$.toolUse.name'),
         json_extract_string(message, '$.name')
     ) END AS tool_name,
     CASE WHEN part_type = 'tool_call' THEN

@@ -1,6 +1,5 @@
 -- tool_call_gaps: tool calls a model asked for that no span executed, rebuilt from the message parts
--- (name, id, arguments when captured; the result, when a later model call's input holds the tool message
--- that answered it): the requests requested_tool_calls flags is_gap, by the same
+-- (name, id, arguments when captured): the requests requested_tool_calls flags is_gap, by the same
 -- matching (by tool call id, then the n-th unmatched request for a tool to its n-th unmatched
 -- execution), computed the cheap way. request_index: as in requested_tool_calls.
 --
@@ -94,9 +93,6 @@ req_rest AS (
     FROM req AS r
     WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
 ),
-answers AS (
-    SELECT trace_id, tool_call_id, tool_response FROM tool_answers WHERE trace_id IN (SELECT trace_id FROM uneven)
-),
 exe_rest AS (
     SELECT e.trace_id, e.span_id, e.tool_name,
            row_number() OVER (PARTITION BY e.trace_id, e.tool_name ORDER BY e.start_time, e.span_id) AS name_ordinal
@@ -117,11 +113,9 @@ SELECT
     r.source,
     r.tool_call_id,
     r.tool_name,
-    r.tool_args,
-    w.tool_response AS tool_result
+    r.tool_args
 FROM req_rest AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
-LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_call_id
 WHERE NOT EXISTS (
     SELECT 1 FROM exe_rest AS e
     WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal

@@ -5,17 +5,28 @@
 --                       (a run that stopped after a tool call has no final text)
 --   intermediate_texts  text the model produced next to tool calls, in order
 --   agents              the agents that ran in the trace (delegates included), sorted by name
---   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap
+--   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap; a
+--                       result no span recorded is the answer of the tool message with the call's id
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A trace that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
 WITH parts AS (
-    -- read once, shared by responses and user_messages
-    SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content
+    -- read once, shared by responses, user_messages and answers
+    SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
+           tool_response
     FROM message_parts
     WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
+       OR (direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL)
+),
+answers AS (
+    -- what the tool message answering a call said (the history repeats it in every later call: one copy), for
+    -- a call no span recorded the result of (a framework without tool spans: a gap, with its request's id)
+    SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS tool_response
+    FROM parts
+    WHERE part_type = 'tool_call_response'
+    GROUP BY trace_id, tool_call_id
 ),
 calls AS (
     SELECT
@@ -66,7 +77,7 @@ agent_spans AS (
            coalesce(agent_name, entity_name,
                     -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run`)
                     nullif(regexp_replace(regexp_replace(name, '^invoke_agent\s+', ''), '\.run$', ''), '')) AS agent
-    FROM span_facts
+    FROM raw_spans  -- narrow columns of the files, no fact extraction (copies of a span give the same name)
     WHERE kind = 'agent' AND coalesce(operation, '') <> 'create_agent'
 ),
 walk AS (
@@ -80,7 +91,8 @@ walk AS (
         UNION ALL
         SELECT u.trace_id, u.call_id, s.parent_span_id, u.depth + 1
         FROM up AS u
-        JOIN span_facts AS s ON s.trace_id = u.trace_id AND s.span_id = u.span_id
+        JOIN (SELECT DISTINCT trace_id, span_id, parent_span_id FROM raw_spans) AS s
+            ON s.trace_id = u.trace_id AND s.span_id = u.span_id
         WHERE u.depth < 8 AND s.parent_span_id IS NOT NULL AND s.span_id <> s.parent_span_id
           AND NOT EXISTS (SELECT 1 FROM agent_spans AS a WHERE a.trace_id = u.trace_id AND a.span_id = u.span_id)
     )
@@ -113,19 +125,20 @@ agents AS (
 ),
 tools AS (
     SELECT
-        trace_id,
+        s.trace_id,
         list(
             struct_pack(
-                name := name, args := args, result := result, is_error := is_error, error_type := error_type,
-                is_gap := is_gap, tool_call_id := tool_call_id, span_id := span_id
+                name := s.name, args := s.args, result := coalesce(s.result, w.tool_response), is_error := s.is_error,
+                error_type := s.error_type, is_gap := s.is_gap, tool_call_id := s.tool_call_id, span_id := s.span_id
             )
-            ORDER BY step_index
+            ORDER BY s.step_index
         ) AS tool_calls,
-        count(*) FILTER (WHERE NOT is_gap) AS tool_call_count,
-        count(*) FILTER (WHERE is_gap) AS gap_count
-    FROM steps
-    WHERE step_kind = 'tool'
-    GROUP BY trace_id
+        count(*) FILTER (WHERE NOT s.is_gap) AS tool_call_count,
+        count(*) FILTER (WHERE s.is_gap) AS gap_count
+    FROM steps AS s
+    LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
+    WHERE s.step_kind = 'tool'
+    GROUP BY s.trace_id
 )
 SELECT
     a.session_id,
@@ -159,8 +172,5 @@ WHERE NOT a.is_end_marker  -- a trace of session-end markers only is not a turn
   AND (
       coalesce(p.model_call_count, 0) > 0 OR coalesce(t.tool_call_count, 0) > 0 OR coalesce(t.gap_count, 0) > 0
       OR a.run_id IS NOT NULL
-      OR EXISTS (
-          SELECT 1 FROM span_facts AS f
-          WHERE f.trace_id = a.trace_id AND f.kind = 'agent' AND coalesce(f.operation, '') <> 'create_agent'
-      )
+      OR EXISTS (SELECT 1 FROM agent_spans AS f WHERE f.trace_id = a.trace_id)
   );
