@@ -20,7 +20,8 @@
 --
 -- `message` is one message as JSON in its own shape (GenAI parts, OpenAI chat, Gemini contents);
 -- `role_hint` is the role its container implies when the message does not name one. A value recorded
--- as a JSON string is parsed; a message whose content is the placeholder `<elided>` is no content.
+-- as a JSON string is parsed; a message whose content is a placeholder (`<elided>`, or a redaction's
+-- `__REDACTED__` / `[REDACTED]`) is no content.
 CREATE OR REPLACE VIEW message_sources AS
 WITH llm AS (
     -- the model spans that may hold content (span_facts.has_content), once each. Read from the files
@@ -265,4 +266,4 @@ FROM decoded AS d,
              WHEN 'OBJECT' THEN [d.doc]
          END
      ) WITH ORDINALITY AS m(message, ordinal)
-WHERE coalesce(json_extract_string(m.message, '$.content'), '') <> '<elided>';
+WHERE coalesce(json_extract_string(m.message, '$.content'), '') NOT IN ('<elided>', '__REDACTED__', '[REDACTED]');

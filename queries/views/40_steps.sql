@@ -32,7 +32,15 @@ FROM (
                 ELSE raw_result END,
            tool_effect, tool_args_hash, error_type, is_error, FALSE, http_status_code, retry_after_ms,
            idempotency_key, start_time, end_time, duration_ms, NULL, NULL, NULL, NULL, 0
-    FROM (SELECT *, tool_result AS raw_result FROM tool_calls) AS called
+    FROM (
+        -- an instrumentation's redaction placeholder (OpenInference's `__REDACTED__`, Strands' `[REDACTED]`)
+        -- is no content, as `<elided>` is none in messages
+        SELECT * REPLACE (CASE WHEN tool_args IN ('__REDACTED__', '[REDACTED]', '<elided>') THEN NULL
+                               ELSE tool_args END AS tool_args),
+               CASE WHEN tool_result IN ('__REDACTED__', '[REDACTED]', '<elided>') THEN NULL
+                    ELSE tool_result END AS raw_result
+        FROM tool_calls
+    ) AS called
     UNION ALL
     SELECT trace_id, NULL, session_id, run_id, task_id, attempt, variant,
            'tool', tool_name, NULL, tool_call_id, tool_args, NULL, NULL, NULL,
