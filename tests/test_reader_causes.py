@@ -290,3 +290,27 @@ def turn_of(lake: Path) -> dict[str, Any]:
     relation = open_lake(lake).sql("SELECT * FROM turns")
     [row] = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
     return row
+
+
+def test_semantic_conventions_genai_v0_1_0_shapes(tmp_path: Path) -> None:
+    """semantic-conventions-genai v0.1.0: `invoke_workflow` merged into `invoke_agent` (INTERNAL), so a
+    workflow is an outer invoke_agent around the agent that ran; `run_guardrail` spans; `top_k` an int. The
+    turn names the agent its calls ran under (the outer workflow's name used to join it), and a guardrail
+    is neither a model nor a tool call."""
+    workflow = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_workflow"}
+    guard = {"gen_ai.operation.name": "run_guardrail", "gen_ai.guardrail.name": "pii",
+             "gen_ai.guardrail.verdict.type": "allow", "gen_ai.guardrail.action.type": "none"}  # fmt: skip
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.arguments": '{"a": 1}',
+            "gen_ai.tool.call.result": '{"ok": true}'}  # fmt: skip
+    spans = [
+        span("1" * 16, None, "invoke_agent support_workflow", workflow, 1000),
+        span("6" * 16, "1" * 16, "invoke_agent a", AGENT, 1100),
+        span("5" * 16, "6" * 16, "run_guardrail pii", guard, 1500),
+        span("2" * 16, "6" * 16, "chat m", {**CHAT, "gen_ai.request.top_k": 40}, 2000),
+        span("4" * 16, "6" * 16, "execute_tool t", tool, 3000),
+    ]
+    row = turn(tmp_path, doc(spans))
+    assert said(row) == ("Hi?", "Hello!", 10, 5, 1) and row["agents"] == ["a"]
+    assert [(c["name"], json.loads(c["args"]), json.loads(c["result"])) for c in row["tool_calls"]] == [
+        ("t", {"a": 1}, {"ok": True})
+    ]
