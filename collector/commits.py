@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tracevals.collector.wal import Ref
+from tracevals.lake.writer import fsync_path
 
 _log = logging.getLogger(__name__)
 _PREFIX = "commit-"
@@ -60,7 +61,7 @@ class CommitJournal:
             for tmp, final in files:
                 if tmp.exists():
                     os.replace(tmp, final)
-                    _fsync(final.parent)
+                    fsync_path(final.parent)
             done.update(refs)
             self._entries[path] = {ref.seq for ref in refs}
         return done
@@ -80,7 +81,7 @@ class CommitJournal:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
-            _fsync(self.directory)
+            fsync_path(self.directory)
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -102,11 +103,3 @@ def _number(path: Path) -> int:
         return int(path.stem[len(_PREFIX) :])
     except ValueError:
         return 0
-
-
-def _fsync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

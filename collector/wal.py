@@ -45,6 +45,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from tracevals.lake.writer import fsync_path
+
 _log = logging.getLogger(__name__)
 
 TRACES = 1
@@ -79,14 +81,6 @@ class LogInUse(OSError):
 
 class DiskReserve(OSError):
     """The append would leave less free space than the log's reserve."""
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _crc(kind: int, length: int, count: int, payload: bytes) -> int:
@@ -235,7 +229,7 @@ class WriteAheadLog:
         try:
             _write_all(fd, _MAGIC)
             os.fsync(fd)
-            _fsync_dir(self.directory)  # the new file's name must survive a crash too
+            fsync_path(self.directory)  # the new file's name must survive a crash too
         except OSError:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -368,7 +362,7 @@ class WriteAheadLog:
             self._committed.pop(seq, None)
             deleted = True
         if deleted:
-            _fsync_dir(self.directory)
+            fsync_path(self.directory)
 
     def close(self, delete_current: bool = False) -> None:
         """Close the open segment; `delete_current` deletes every segment whose records are all committed

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
-import queue
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -19,6 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from fixtures.faults import CollectorProcess
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -49,46 +47,6 @@ def _spans(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
 
 def _ids(spans: list[ReadableSpan]) -> set[str]:
     return {f"{s.context.span_id:016x}" for s in spans if s.context is not None}
-
-
-class CollectorProcess:
-    """`tracevals collect` in a subprocess, on free ports; `http_port` once it is listening."""
-
-    def __init__(self, config: Path) -> None:
-        self.proc = subprocess.Popen([*CLI, str(config)], stderr=subprocess.PIPE, text=True)
-        self.log: list[str] = []
-        # A reader thread, not select() on the pipe: readline() buffers, so a second line already
-        # read would never wake select() again.
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                line = self._lines.get(timeout=0.5)
-            except queue.Empty:
-                assert self.proc.poll() is None, "collector exited: " + "".join(self.log)
-                continue
-            match = re.search(r"otlp/http=127\.0\.0\.1:(\d+)", line)
-            if match:
-                self.http_port = int(match.group(1))
-                return
-        raise AssertionError("collector did not start: " + "".join(self.log))
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
-            self._lines.put(line)
-
-    def stop(self, sig: int) -> int:
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=60)
-        assert self.proc.stderr is not None
-        for _ in range(100):  # bounded: the reader thread drains what the process wrote last
-            if self.log and "stopped" in self.log[-1]:
-                break
-            time.sleep(0.05)
-        return code
 
 
 def _write_config(tmp_path: Path, rotation: dict[str, object]) -> Path:
