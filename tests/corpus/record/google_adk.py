@@ -1,0 +1,199 @@
+"""Recorder for Google ADK (`google-adk`) with its native OpenTelemetry spans (and log records).
+
+    python google_adk.py --modes        # {mode: {ENV: value}}
+    python google_adk.py --scenarios    # the scenarios it runs
+    python google_adk.py <scenario>     # run one (see run.py)
+
+Instrumentation: ADK's own tracer (`gcp.vertex.agent`) and GenAI log events (`opentelemetry._logs`), with plain
+OpenTelemetry SDK providers (a TracerProvider with a BatchSpanProcessor + OTLPSpanExporter, a LoggerProvider
+with a BatchLogRecordProcessor + OTLPLogExporter) installed globally before ADK is imported. No
+`google.adk.telemetry.setup` helpers and no Cloud exporters. The mode sets ADK's telemetry env vars
+(`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN`, `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`,
+`ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS`).
+
+Model: ADK's `LiteLlm(model="openai/<CORPUS_MODEL>", api_base=OPENAI_BASE_URL, api_key=...)` (litellm speaks the
+OpenAI Chat Completions API to the simulated model; not streamed).
+
+Tool errors: `get_weather` raises `ValueError` as `_tools` says; a raising ADK tool aborts the run, so the agent
+has an `on_tool_error_callback` (ADK's own hook) that answers the call with `{"error": str(error)}`, the
+function response the model then sees.
+
+Handoff: ADK's sub-agent mechanism: `triage_agent` has `sub_agents=[billing_agent]`, ADK offers it the
+`transfer_to_agent` tool, and billing_agent (tool issue_refund) continues the same invocation. The scenario's
+scripted hand-off call carries no arguments while `transfer_to_agent` requires `agent_name`, so triage's
+`before_tool_callback` fills in `agent_name="billing_agent"` (in place, the call then runs ADK's own tool).
+ADK then shows billing_agent triage's call and its result as user-role "For context: [triage_agent] called tool
+..." messages; the scripted model counts assistant messages since the last user message and would hand off
+again, so billing_agent's `before_model_callback` puts triage's own events (the transfer function call, role
+model, and its function response) back in place of those relayed messages before each of its model calls.
+
+Every user turn of a scenario runs in one ADK session (InMemoryRunner, same user and session id).
+"""
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+MODES = {
+    # ADK's defaults: schema v2 (OTel GenAI semconv aligned, experimental GenAI semconv), content env unset
+    "default": {},
+    # schema v2 with GenAI content on spans and in log events
+    "span_and_event": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"},
+    # the legacy ADK telemetry format (schema v1: call_llm spans, gcp.vertex.agent.* content), content on by default
+    "legacy": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
+    # the legacy format with ADK's span-content knob off
+    "legacy_no_content": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1", "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"},
+}
+SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"]
+HERE = Path(__file__).resolve().parent
+# this file is named like the package it records: keep its own folder off the import path
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+WEATHER = {
+    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
+    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
+    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
+}
+
+
+def get_weather(city: str) -> dict:
+    """Get the current weather for a city."""
+    if city not in WEATHER:
+        raise ValueError(f"unknown city: {city}")
+    return dict(WEATHER[city])
+
+
+def get_time(city: str) -> dict:
+    """Get the local time in a city."""
+    return {"city": city, "time": "14:00"}
+
+
+def issue_refund(order_id: int) -> dict:
+    """Refund an order."""
+    return {"order_id": order_id, "status": "refunded"}
+
+
+def main() -> int:
+    if sys.argv[1:] == ["--modes"]:
+        print(json.dumps(MODES))
+        return 0
+    if sys.argv[1:] == ["--scenarios"]:
+        print(json.dumps(SCENARIOS))
+        return 0
+    scenario_name = sys.argv[1]
+    scenario = json.loads((HERE / "scenarios.json").read_text())[scenario_name]
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: no fetch of litellm's price list
+    from opentelemetry import _logs, trace
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_ENDPOINT
+    trace.set_tracer_provider(provider)
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    _logs.set_logger_provider(logger_provider)
+
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    model = LiteLlm(
+        model="openai/" + os.environ["CORPUS_MODEL"],
+        api_base=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY", "sim"),
+    )
+
+    def on_tool_error(tool, args, tool_context, error):
+        return {"error": str(error)}
+
+    def name_the_sub_agent(tool, args, tool_context):
+        # the scripted hand-off call has no arguments; ADK's transfer_to_agent requires agent_name
+        if tool.name == "transfer_to_agent" and not args.get("agent_name"):
+            args["agent_name"] = "billing_agent"
+        return None
+
+    def unquote_the_transfer(callback_context, llm_request):
+        # ADK relays triage's transfer call and its result to billing_agent as user-role "For context: ..."
+        # messages; the scripted model counts assistant messages since the last user message, so it would
+        # answer the hand-off again. Put triage's own events back in their place instead: the transfer call
+        # (role model) and its function response, as one agent's conversation would have them.
+        triage = [
+            event.content
+            for event in callback_context.session.events
+            if event.author == "triage_agent"
+            and event.invocation_id == callback_context.invocation_id
+            and event.content
+            and any(part.function_call or part.function_response for part in event.content.parts or [])
+        ]
+        contents, replaced = [], False
+        for content in llm_request.contents:
+            first = (content.parts or [None])[0]
+            if content.role == "user" and first is not None and (first.text or "").startswith("For context:"):
+                if not replaced:
+                    contents.extend(triage)
+                    replaced = True
+                continue
+            contents.append(content)
+        llm_request.contents = contents
+        return None
+
+    if scenario_name == "handoff":
+        billing_agent = LlmAgent(
+            name="billing_agent",
+            model=model,
+            description="Handles billing questions and refunds.",
+            instruction="You are the billing agent. Refund orders with issue_refund.",
+            tools=[issue_refund],
+            before_model_callback=unquote_the_transfer,
+        )
+        agent = LlmAgent(
+            name="triage_agent",
+            model=model,
+            description="Routes the user to the right agent.",
+            instruction="You are the triage agent. Send billing questions to the billing agent.",
+            sub_agents=[billing_agent],
+            before_tool_callback=name_the_sub_agent,
+        )
+    else:
+        agent = LlmAgent(
+            name="weather_agent",
+            model=model,
+            description="Answers questions about the weather.",
+            instruction="You are a weather assistant. Use the tools to answer.",
+            tools=[get_weather, get_time],
+            on_tool_error_callback=on_tool_error,
+        )
+
+    async def run() -> None:
+        runner = InMemoryRunner(agent=agent, app_name="corpus")
+        session = await runner.session_service.create_session(app_name="corpus", user_id="user")
+        for turn in scenario["turns"]:
+            message = types.Content(role="user", parts=[types.Part(text=turn["user"])])
+            final = None
+            async for event in runner.run_async(user_id="user", session_id=session.id, new_message=message):
+                if event.is_final_response() and event.content and event.content.parts:
+                    final = "".join(p.text or "" for p in event.content.parts)
+            print(f"[{scenario_name}] {turn['user']!r} -> {final!r}", file=sys.stderr)
+        await runner.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        provider.shutdown()  # flushes the batch processors
+        logger_provider.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
