@@ -130,7 +130,6 @@ class WriteAheadLog:
         self._first_seq = 0
         self._size = 0
         self.bytes_appended = 0
-        self.failed_appends = 0
         self._lock_fd: int | None = None
 
     def lock(self) -> None:
@@ -171,17 +170,20 @@ class WriteAheadLog:
     def segments(self) -> list[Path]:
         return sorted(self.directory.glob("wal-*.log"))
 
+    def _seqs(self) -> list[int]:
+        """The numbers of the segments on disk, oldest first."""
+        return [int(p.stem.split("-")[1]) for p in self.segments()]
+
     def _path(self, seq: int) -> Path:
         return self.directory / f"wal-{seq:012d}.log"
 
     def old_segments(self) -> list[int]:
         """The segments that were on disk before `open` (a previous run's), oldest first."""
-        return [s for s in (int(p.stem.split("-")[1]) for p in self.segments()) if s < self._first_seq]
+        return [s for s in self._seqs() if s < self._first_seq]
 
     def replay(self, seq: int | None = None) -> Iterator[Record]:
         """Every intact record of segment `seq` (default: of every segment on disk), oldest first."""
-        seqs = [seq] if seq is not None else [int(p.stem.split("-")[1]) for p in self.segments()]
-        for s in seqs:
+        for s in [seq] if seq is not None else self._seqs():
             yield from _read_segment(self._path(s), s)
 
     def read(self, ref: Ref) -> Record:
@@ -204,8 +206,8 @@ class WriteAheadLog:
     def open(self) -> None:
         """Number new segments after any existing ones; the first append creates the first of them."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        existing = self.segments()
-        self._seq = int(existing[-1].stem.split("-")[1]) + 1 if existing else 1
+        existing = self._seqs()
+        self._seq = existing[-1] + 1 if existing else 1
         self._first_seq = self._seq
         if self._reserve_setting is None:
             self.reserve_bytes = default_reserve(self.directory)
@@ -249,7 +251,6 @@ class WriteAheadLog:
             if not self._open:
                 raise RuntimeError("write-ahead log is closed")
             if self.reserve_bytes and free_bytes(self.directory) - len(record) < self.reserve_bytes:
-                self.failed_appends += 1
                 raise DiskReserve(
                     errno.ENOSPC,
                     f"less than the write-ahead log's reserve of {self.reserve_bytes // 1024**2} MiB free "
@@ -263,7 +264,6 @@ class WriteAheadLog:
             try:
                 _write_all(fd, record)
             except OSError:
-                self.failed_appends += 1
                 self._cut_locked(fd, start)
                 raise
             seq = self._seq
