@@ -20,6 +20,7 @@ from rich.progress import Progress, TaskID
 from tracevals.cli.output import format_option, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
+from tracevals.harness.environment import file_digest
 from tracevals.instrumentation import instrument
 from tracevals.lake.paths import PRICES_FILE
 from tracevals.lake.run_cases import write_run_cases
@@ -95,6 +96,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
                         concurrency=concurrency,
                         settings={"base_url": server.base_url, "model": models[variant]},
                         on_done=functools.partial(_advance, progress, bar),
+                        environment={"tasks_sha256": file_digest(bundled_tasks())},
                     )
         finally:
             telemetry.shutdown()

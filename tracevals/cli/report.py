@@ -154,6 +154,7 @@ def report_from_lake(
     candidate: str | None = None,
     meta: Mapping[str, Any] | None = None,
     tasks_sha256: str | None = None,
+    vary: tuple[str, ...] = (),
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
     `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
@@ -174,6 +175,8 @@ def report_from_lake(
         baseline=baseline,
         candidate=candidate,
         prices=data.prices,
+        environments=data.environments,
+        vary=vary,
     )
 
 

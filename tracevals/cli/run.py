@@ -15,11 +15,11 @@ from tracevals.cli.report import report_from_lake
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
-from tracevals.harness.environment import harness_capture
+from tracevals.harness.environment import file_digest, folder_digest, harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
-from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, digest, write_run_cases
+from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
 from tracevals.report.terminal import summary_table
@@ -148,8 +148,8 @@ def run(
         "-k": k,
         "--seed": seed,
         "--setting": extra,
-        "--faults": _digest_of(faults_file),
-        "--injections": _digest_of(injections_file),
+        "--faults": file_digest(faults_file),
+        "--injections": file_digest(injections_file),
         "--cassettes": None if cassette_dir is None else [str(cassette_dir), cassette_mode],
         "--capture-content": capture,
     }
@@ -170,6 +170,12 @@ def run(
             highlight=False,
             soft_wrap=True,
         )
+    environment = {  # recorded on every attempt's root (tracevals.env.*), see the `environments` view
+        "tasks_sha256": file_digest(tasks_file),
+        "faults": file_digest(faults_file),
+        "injections": file_digest(injections_file),
+        "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
+    }
     Path(lake).mkdir(parents=True, exist_ok=True)
     telemetry = instrument(lake=lake, capture_content=capture)
     try:
@@ -193,6 +199,7 @@ def run(
                 skip=done,
                 flush=telemetry.force_flush,  # each attempt in the lake as it finishes
                 plan=plan,
+                environment={k: v for k, v in environment.items() if v},
             )
     finally:
         telemetry.shutdown()
@@ -216,11 +223,6 @@ def run(
     if fmt == "table":
         click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
     _fail_on_misses(plan, console)
-
-
-def _digest_of(path: Path | None) -> str | None:
-    """A profile by its content (sha256): the same file edited between a run and its resume is a change."""
-    return None if path is None else f"sha256:{digest(path.read_bytes())[:16]}"
 
 
 def _fail_on_misses(plan: Any, console: Console) -> None:

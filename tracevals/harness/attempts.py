@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tracevals.harness.environment import commit_hash, lock_hash
+from tracevals.harness.environment import attempt_environment, commit_hash, lock_hash
 from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.clock import attempt_clock
 from tracevals.instrumentation.context import end_session, session
@@ -42,7 +42,13 @@ class AttemptResult:
 
 
 def run_attempt(
-    agent: AgentFn, case: Case, ctx: AttemptContext, commit: str, lock: str, plan: RunPlan | None = None
+    agent: AgentFn,
+    case: Case,
+    ctx: AttemptContext,
+    commit: str,
+    lock: str,
+    plan: RunPlan | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> AttemptResult:
     """Run one attempt of `case` under its root span; never raises for the agent's exceptions.
 
@@ -62,6 +68,8 @@ def run_attempt(
         root.set_attribute(tv.COMMIT, commit)
         root.set_attribute(tv.LOCK_HASH, lock)
         root.set_attribute(tv.IDEMPOTENCY_KEY, ctx.idempotency_key)
+        for key, value in attempt_environment(case.raw, ctx.now, ctx.locale, ctx.settings, environment).items():
+            root.set_attribute(key, value)
         interceptor = (
             plan.interceptor(case, ctx.seed, ctx.attempt) if plan is not None and plan.is_active(case) else None
         )
@@ -94,8 +102,9 @@ def _attempt_then_flush(
     lock: str,
     plan: RunPlan | None,
     flush: Callable[[], object] | None,
+    environment: Mapping[str, str] | None = None,
 ) -> AttemptResult:
-    result = run_attempt(agent, case, ctx, commit, lock, plan)
+    result = run_attempt(agent, case, ctx, commit, lock, plan, environment)
     if plan is not None:
         plan.save()  # cassettes too are on disk once the attempt is
     if flush is not None:
@@ -146,6 +155,7 @@ def run_cases(
     skip: Collection[AttemptKey] = (),
     flush: Callable[[], object] | None = None,
     plan: RunPlan | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> list[AttemptResult]:
     """Run every case k times (attempts 1..k) for one variant; results in case and attempt order.
 
@@ -153,6 +163,8 @@ def run_cases(
     that an attempt's spans are in the lake before anything else can crash the process: a crash then
     loses at most the attempts in flight. `on_done` is called from the calling thread (progress bars).
     `plan` (default: only the cases' own faults and injections) acts inside the tool calls.
+    `environment` is what the run records on every attempt's root besides its own (`tracevals.env.*`
+    keys without the prefix: `tasks_sha256`, `faults`, `injections`, `cassettes`).
     """
     plan = plan if plan is not None else RunPlan()
     commit, lock = commit_hash(), lock_hash()
@@ -169,7 +181,7 @@ def run_cases(
     results: dict[int, AttemptResult] = {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="tracevals-attempt") as pool:
         futures = {
-            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush): i
+            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush, environment): i
             for i, (case, ctx) in enumerate(jobs)
         }
         for future in as_completed(futures):

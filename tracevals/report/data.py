@@ -28,6 +28,7 @@ from tracevals.stats import (
     fault_outcomes,
     summarize,
 )
+from tracevals.report.reliability import Reliability, reliability
 from tracevals.stats.outcomes import outcomes
 
 __all__ = ["CallView", "FailedAttempt", "FailureRow", "ReportData", "build_report", "pick_pair"]
@@ -98,6 +99,7 @@ class ReportData:
     by_evaluator: list[FailureRow] = field(default_factory=list)  # failed verdicts / verdicts
     by_tool: list[FailureRow] = field(default_factory=list)  # failed calls / calls
     by_group: list[FailureRow] = field(default_factory=list)  # failed attempts per gallery group / attempts
+    reliability: Reliability | None = None  # the three properties, per-step rates, the environments
 
 
 def pick_pair(variants: Sequence[str], baseline: str | None, candidate: str | None) -> tuple[str, str] | None:
@@ -126,8 +128,12 @@ def build_report(
     models: Mapping[str, str] | None = None,
     prices: Prices | None = None,
     rules: CategoryRules | None = None,
+    environments: Mapping[str, Mapping[str, str | None]] | None = None,
+    vary: Sequence[str] = (),
 ) -> ReportData:
-    """Compute every figure of a report; raises ValueError when there is no harness attempt."""
+    """Compute every figure of a report; raises ValueError when there is no harness attempt.
+    `environments` (by trace id, as the `environments` view has them) are summarised per variant and
+    compared between the pair; `vary` names what is under test (expected to differ)."""
     outs = outcomes(trajectories, scores, models=models, prices=prices, cases=cases, trace_models=trace_models)
     if not outs:
         raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
@@ -150,6 +156,7 @@ def build_report(
         by_evaluator=_by_evaluator(scores, outs),
         by_tool=_by_tool(trajectories, outs),
         by_group=_by_group(failures, outs),
+        reliability=reliability(trajectories, outs, cases, environments, pair, vary, z),
     )
 
 

@@ -80,6 +80,7 @@ class LakeData:
     provenance: dict[str, Any] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)  # the lake's over the defaults
     cases: Mapping[str, Case] = field(default_factory=dict)  # what the attempts were scored against
+    environments: dict[str, dict[str, str | None]] = field(default_factory=dict)  # trace id -> `environments` row
 
 
 def load_lake_data(
@@ -153,7 +154,19 @@ def load_lake_data(
         cases=len(cases),
         notes=notes,
     )
-    return LakeData(trajectories, stored + computed, provenance, {**default_prices(), **own_prices}, cases)
+    return LakeData(
+        trajectories, stored + computed, provenance, {**default_prices(), **own_prices}, cases, _environments(con)
+    )
+
+
+def _environments(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str | None]]:
+    """The `environments` row of every selected attempt, by trace id (the identity columns aside)."""
+    cursor = con.execute(
+        "SELECT e.* EXCLUDE (run_id, task_id, attempt, variant, model_calls, settings) FROM environments AS e "
+        "JOIN _report_traces AS t ON t.trace_id = e.trace_id"
+    )
+    names = [d[0] for d in cursor.description]
+    return {row[0]: {n: None if v is None else str(v) for n, v in zip(names[1:], row[1:])} for row in cursor.fetchall()}
 
 
 def _session(t: Trajectory) -> str:

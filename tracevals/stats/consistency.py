@@ -1,0 +1,302 @@
+"""The three properties of "again", reported apart: availability, correctness, consistency.
+
+- **availability**: the attempt finished without an unhandled exception (``available``).
+- **correctness**: a checker passed it (``passed``, the verdict of every evaluator that applied).
+- **consistency**: the attempts of one task gave equivalent results. Per task over its n attempts:
+
+  - ``trajectories``: distinct logical tool-call sequences (a retry chain is one call, see
+    :func:`tracevals.model.retries.logical_calls`; arguments canonicalised, the idempotency key left
+    out), ``modal_share`` the share of attempts on the most common one;
+  - ``similarity``: mean over the n(n-1)/2 pairs of ``1 - lev(a, b) / max(|a|, |b|)`` (Levenshtein
+    distance over calls; two empty sequences are equal);
+  - ``output_classes``: attempts grouped by equivalent results (an attempt that raised is in the class
+    of its exception type; answers are equivalent after normalisation, see :func:`output_key`, or as a
+    case's ``equivalence`` checker says), ``agreement`` the share of pairs in one class,
+    ``sum C(m_j, 2) / C(n, 2)``;
+  - ``consistent``: one output class (n >= 2);
+  - ``verdict``: ``stable_pass`` (every attempt passed), ``flaky`` (some did), ``consistently_wrong``
+    (none did, all with the same result), ``stable_fail`` (none did, in different ways).
+
+Per variant: available attempts / attempts, passes / attempts and consistent tasks / tasks (of tasks with
+at least two attempts), each with its Wilson interval; the mean agreement, modal share and similarity;
+tasks per verdict. ``flakiness`` is the probability that two attempts of a task disagree on the verdict,
+``c (n - c) / C(n, 2)``, averaged over tasks (the figure variance attribution splits by level).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tracevals.stats.estimators import Z95, wilson
+
+__all__ = [
+    "CONSISTENTLY_WRONG",
+    "FLAKY",
+    "STABLE_FAIL",
+    "STABLE_PASS",
+    "VERDICTS",
+    "AttemptRecord",
+    "Equivalence",
+    "Properties",
+    "TaskConsistency",
+    "flakiness",
+    "levenshtein",
+    "output_key",
+    "pairwise_similarity",
+    "properties",
+    "task_consistency",
+]
+
+STABLE_PASS = "stable_pass"
+FLAKY = "flaky"
+STABLE_FAIL = "stable_fail"
+CONSISTENTLY_WRONG = "consistently_wrong"
+VERDICTS = (STABLE_PASS, FLAKY, CONSISTENTLY_WRONG, STABLE_FAIL)
+VERDICT_LABELS = {
+    STABLE_PASS: "stable pass",
+    FLAKY: "flaky",
+    CONSISTENTLY_WRONG: "consistently wrong",
+    STABLE_FAIL: "stable fail",
+}
+
+Equivalence = Callable[[str, str], bool]
+"""A case's own test of two answers: ``(a, b) -> bool``, True when they are the same result."""
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt as the consistency figures see it. ``trajectory`` is its logical calls, each
+    ``name(canonical args)``; ``error`` the exception type when it raised (then it is not available)."""
+
+    variant: str
+    task_id: str
+    attempt: int
+    passed: bool
+    error: str | None = None
+    output: str | None = None
+    trajectory: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class TaskConsistency:
+    task_id: str
+    n: int
+    passes: int
+    available: int
+    trajectories: int
+    modal_share: float
+    similarity: float
+    output_classes: int
+    agreement: float
+    verdict: str
+    modal_trajectory: tuple[str, ...] = ()
+
+    @property
+    def consistent(self) -> bool:
+        return self.n >= 2 and self.output_classes == 1
+
+    @property
+    def flakiness(self) -> float:
+        """The probability that two attempts disagree on the verdict: c (n - c) / C(n, 2)."""
+        return flakiness(self.passes, self.n)
+
+
+@dataclass(frozen=True)
+class Properties:
+    """Availability, correctness and consistency of one variant, each with its counts and interval."""
+
+    variant: str
+    attempts: int
+    available: int
+    availability: float
+    availability_wilson: tuple[float, float]
+    passes: int
+    correctness: float
+    correctness_wilson: tuple[float, float]
+    tasks: list[TaskConsistency]
+    measured_tasks: int  # tasks with >= 2 attempts: consistency needs a pair
+    consistent_tasks: int
+    consistency: float
+    consistency_wilson: tuple[float, float]
+    agreement: float
+    modal_share: float
+    similarity: float
+    flakiness: float
+    verdicts: dict[str, int] = field(default_factory=dict)
+    z: float = Z95
+
+    def task(self, task_id: str) -> TaskConsistency | None:
+        return next((t for t in self.tasks if t.task_id == task_id), None)
+
+
+def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
+    """Edit distance (insert, delete, substitute one call) between two call sequences."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def _similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    longest = max(len(a), len(b))
+    return 1.0 if longest == 0 else 1.0 - levenshtein(a, b) / longest
+
+
+def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
+    """Mean normalised similarity over every pair; NaN with fewer than two sequences."""
+    pairs = [(i, j) for i in range(len(sequences)) for j in range(i + 1, len(sequences))]
+    if not pairs:
+        return math.nan
+    return math.fsum(_similarity(sequences[i], sequences[j]) for i, j in pairs) / len(pairs)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def output_key(output: str | None) -> str:
+    """An answer as compared: canonical JSON when it is JSON (keys sorted), else its text with runs of
+    white space made one space, trimmed and case-folded; no answer is the empty text."""
+    text = (output or "").strip()
+    if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or _is_number(text):
+        try:
+            return "json:" + json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (ValueError, RecursionError):
+            pass
+    return "text:" + _SPACE.sub(" ", text).casefold()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _classes(records: Sequence[AttemptRecord], equivalent: Equivalence | None) -> list[int]:
+    """The output class of each record (its index among the classes, in order of first appearance)."""
+    keys: list[tuple[str, str]] = []  # (kind, representative)
+    out: list[int] = []
+    for r in records:
+        if r.error is not None:
+            key = ("error", r.error)
+            found = next((i for i, k in enumerate(keys) if k == key), None)
+        elif equivalent is not None:
+            text = r.output or ""
+            found = next((i for i, (kind, rep) in enumerate(keys) if kind == "answer" and equivalent(rep, text)), None)
+            key = ("answer", text)
+        else:
+            key = ("answer", output_key(r.output))
+            found = next((i for i, k in enumerate(keys) if k == key), None)
+        if found is None:
+            keys.append(key)
+            found = len(keys) - 1
+        out.append(found)
+    return out
+
+
+def flakiness(c: int, n: int) -> float:
+    """c (n - c) / C(n, 2): the chance that two of the n attempts disagree on the verdict (NaN for n < 2)."""
+    if n < 2:
+        return math.nan
+    return c * (n - c) / math.comb(n, 2)
+
+
+def task_consistency(
+    task_id: str, records: Sequence[AttemptRecord], equivalent: Equivalence | None = None
+) -> TaskConsistency:
+    """The consistency figures of one task's attempts (see the module docstring)."""
+    ordered = sorted(records, key=lambda r: r.attempt)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError(f"task {task_id!r}: no attempts")
+    passes = sum(r.passed for r in ordered)
+    paths = Counter(r.trajectory for r in ordered)
+    # the modal path: the most common, ties to the one seen first
+    modal = max(paths, key=lambda p: (paths[p], -[r.trajectory for r in ordered].index(p)))
+    classes = Counter(_classes(ordered, equivalent))
+    pairs = math.comb(n, 2)
+    agreement = math.fsum(math.comb(m, 2) for m in classes.values()) / pairs if pairs else math.nan
+    if passes == n:
+        verdict = STABLE_PASS
+    elif passes > 0:
+        verdict = FLAKY
+    elif len(classes) == 1:
+        verdict = CONSISTENTLY_WRONG
+    else:
+        verdict = STABLE_FAIL
+    return TaskConsistency(
+        task_id=task_id,
+        n=n,
+        passes=passes,
+        available=sum(r.available for r in ordered),
+        trajectories=len(paths),
+        modal_share=paths[modal] / n,
+        similarity=pairwise_similarity([r.trajectory for r in ordered]),
+        output_classes=len(classes),
+        agreement=agreement,
+        verdict=verdict,
+        modal_trajectory=modal,
+    )
+
+
+def _mean(values: Iterable[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return math.fsum(kept) / len(kept) if kept else math.nan
+
+
+def properties(
+    records: Iterable[AttemptRecord],
+    z: float = Z95,
+    equivalence: Mapping[str, Equivalence] | None = None,
+) -> dict[str, Properties]:
+    """Availability, correctness and consistency per variant (sorted by variant). ``equivalence`` maps a
+    task id to its own answer test; the others compare answers by :func:`output_key`."""
+    by_variant: dict[str, dict[str, list[AttemptRecord]]] = {}
+    for r in records:
+        by_variant.setdefault(r.variant, {}).setdefault(r.task_id, []).append(r)
+    out: dict[str, Properties] = {}
+    for variant in sorted(by_variant):
+        tasks = [
+            task_consistency(tid, rs, (equivalence or {}).get(tid)) for tid, rs in sorted(by_variant[variant].items())
+        ]
+        attempts = sum(t.n for t in tasks)
+        available = sum(t.available for t in tasks)
+        passes = sum(t.passes for t in tasks)
+        measured = [t for t in tasks if t.n >= 2]
+        consistent = sum(t.consistent for t in measured)
+        verdicts = Counter(t.verdict for t in tasks)
+        out[variant] = Properties(
+            variant=variant,
+            attempts=attempts,
+            available=available,
+            availability=available / attempts,
+            availability_wilson=wilson(available, attempts, z),
+            passes=passes,
+            correctness=passes / attempts,
+            correctness_wilson=wilson(passes, attempts, z),
+            tasks=tasks,
+            measured_tasks=len(measured),
+            consistent_tasks=consistent,
+            consistency=consistent / len(measured) if measured else math.nan,
+            consistency_wilson=wilson(consistent, len(measured), z),
+            agreement=_mean(t.agreement for t in measured),
+            modal_share=_mean(t.modal_share for t in tasks),
+            similarity=_mean(t.similarity for t in measured),
+            flakiness=_mean(t.flakiness for t in measured),
+            verdicts={v: verdicts[v] for v in VERDICTS if verdicts[v]},
+            z=z,
+        )
+    return out

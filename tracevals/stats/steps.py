@@ -1,0 +1,246 @@
+"""Per-step reliability: for each step of a task's expected trajectory, how often attempts got there,
+called it with the right arguments, and it succeeded; where they first left the path.
+
+An attempt's steps are matched in order against its calls: step i is the first call of step i's tool
+after the call that matched step i-1 (other calls in between are skipped, as the ``in_order`` match
+mode allows). An attempt may offer several readings of its calls (as executed, and with each retry
+chain folded into one call, as ``trajectory_match`` reads them): the one that gets further along the
+steps is used. A call counts as succeeded when it, or a later call of the same operation, succeeded
+(a step a fault was injected into is done once the agent made it good). Per step:
+
+- ``reached``: attempts that did every earlier step right (step 1: every attempt);
+- ``called``: of those, attempts that made a call of the step's tool;
+- ``right_args``: of those, the call had the expected arguments (the case's argument rule decides);
+- ``succeeded``: of those, the call succeeded. ``rate = succeeded / reached``.
+
+Because ``reached`` of step i+1 is ``succeeded`` of step i, the product of the step rates is exactly the
+share of attempts that did every step right (the chain rule: ten steps at 0.98 each give 0.98^10 =
+0.817), shown beside the end-to-end pass rate, which may differ both ways (a case can pass with a step
+done differently, or fail on its answer after every step went right).
+
+``first divergence``: the first position where an attempt's logical calls differ from the reference
+path (the expected steps, else the task's modal trajectory) in tool or arguments, counted per position;
+an attempt that does everything and then more diverges at the position after the last step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ExpectedStep",
+    "StepCall",
+    "StepRow",
+    "TaskSteps",
+    "ToolRow",
+    "best_path",
+    "first_divergence",
+    "task_steps",
+    "tool_rows",
+]
+
+ArgsMatch = Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], bool]
+"""``(expected_args, actual_args) -> bool``; expected None accepts anything."""
+
+
+def _any_args(expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
+    return expected is None or (actual is not None and dict(actual) == dict(expected))
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """One logical call of an attempt: the tool, its arguments (None: not captured), whether it succeeded."""
+
+    name: str
+    args: Mapping[str, Any] | None
+    ok: bool
+
+
+@dataclass(frozen=True)
+class ExpectedStep:
+    tool: str
+    args: Mapping[str, Any] | None = None
+    matches: ArgsMatch = field(default=_any_args, compare=False)
+
+
+@dataclass(frozen=True)
+class StepRow:
+    index: int  # 1-based position in the expected trajectory
+    tool: str
+    reached: int
+    called: int
+    right_args: int
+    succeeded: int
+
+    @property
+    def rate(self) -> float:
+        return self.succeeded / self.reached if self.reached else math.nan
+
+    @property
+    def lost(self) -> int:
+        """Attempts that reached the step and did not get it right."""
+        return self.reached - self.succeeded
+
+
+@dataclass(frozen=True)
+class TaskSteps:
+    variant: str
+    task_id: str
+    attempts: int
+    passes: int
+    steps: list[StepRow]
+    divergence: dict[int, int]  # 1-based position -> attempts that first left the path there
+    reference: str  # "expected" | "modal"
+    divergence_examples: dict[int, str] = field(default_factory=dict)  # position -> "expected X, did Y"
+
+    @property
+    def product(self) -> float:
+        """The product of the step rates (1.0 for a task with no steps)."""
+        return math.prod(s.rate for s in self.steps) if all(s.reached for s in self.steps) else 0.0
+
+    @property
+    def end_to_end(self) -> float:
+        return self.passes / self.attempts if self.attempts else math.nan
+
+    @property
+    def all_steps(self) -> int:
+        """Attempts that did every step right."""
+        return self.steps[-1].succeeded if self.steps else self.attempts
+
+
+def _walk(calls: Sequence[StepCall], expected: Sequence[ExpectedStep]) -> list[tuple[bool, bool, bool]]:
+    """(called, right_args, succeeded) per expected step until the first step not done right."""
+    out: list[tuple[bool, bool, bool]] = []
+    position = 0
+    for step in expected:
+        index = next((i for i in range(position, len(calls)) if calls[i].name == step.tool), None)
+        if index is None:
+            out.append((False, False, False))
+            break
+        call = calls[index]
+        right = step.matches(step.args, call.args)
+        out.append((True, right, right and call.ok))
+        if not (right and call.ok):
+            break
+        position = index + 1
+    return out
+
+
+def first_divergence(
+    calls: Sequence[StepCall], reference: Sequence[ExpectedStep]
+) -> tuple[int, str] | None:
+    """(1-based position, what happened there) of the first call that leaves the reference path; None
+    when the attempt's calls are the path exactly."""
+    for i, step in enumerate(reference):
+        if i >= len(calls):
+            return i + 1, f"expected {step.tool}, stopped"
+        call = calls[i]
+        if call.name != step.tool:
+            return i + 1, f"expected {step.tool}, called {call.name}"
+        if not step.matches(step.args, call.args):
+            return i + 1, f"{step.tool} with other arguments"
+    if len(calls) > len(reference):
+        return len(reference) + 1, f"called {calls[len(reference)].name} after the last step"
+    return None
+
+
+Path = Sequence[StepCall]
+
+
+def best_path(paths: Sequence[Path], expected: Sequence[ExpectedStep]) -> Path:
+    """Of an attempt's readings, the one that does the most steps right (the last of a tie: the folded one)."""
+    if not paths:
+        return ()
+    scores = [sum(done[2] for done in _walk(p, expected)) for p in paths]
+    best = max(scores)
+    return [p for p, score in zip(paths, scores) if score == best][-1]
+
+
+def task_steps(
+    variant: str,
+    task_id: str,
+    attempts: Sequence[tuple[Sequence[Path], bool]],
+    expected: Sequence[ExpectedStep] | None,
+) -> TaskSteps:
+    """The per-step figures of one task's attempts, each ``(readings of its calls, passed)``. ``expected``
+    None: the task has no expected trajectory, and the modal one (exact tools and arguments) is the
+    reference for divergence; its steps are then not rated (nothing says what is right)."""
+    chosen = [(best_path(paths, expected or ()), passed) for paths, passed in attempts]
+    walks = [_walk(calls, expected or ()) for calls, _ in chosen]
+    rows = []
+    for i, step in enumerate(expected or ()):
+        done = [w[i] for w in walks if len(w) > i]
+        rows.append(
+            StepRow(
+                index=i + 1,
+                tool=step.tool,
+                reached=len(done),
+                called=sum(d[0] for d in done),
+                right_args=sum(d[1] for d in done),
+                succeeded=sum(d[2] for d in done),
+            )
+        )
+    reference = list(expected) if expected is not None else _modal([calls for calls, _ in chosen])
+    divergence: Counter[int] = Counter()
+    examples: dict[int, str] = {}
+    for calls, _ in chosen:
+        found = first_divergence(calls, reference)
+        if found is not None:
+            divergence[found[0]] += 1
+            examples.setdefault(found[0], found[1])
+    return TaskSteps(
+        variant=variant,
+        task_id=task_id,
+        attempts=len(attempts),
+        passes=sum(passed for _, passed in attempts),
+        steps=rows,
+        divergence=dict(sorted(divergence.items())),
+        reference="expected" if expected is not None else "modal",
+        divergence_examples=dict(sorted(examples.items())),
+    )
+
+
+def _modal(paths: Sequence[Sequence[StepCall]]) -> list[ExpectedStep]:
+    def key(calls: Sequence[StepCall]) -> tuple[tuple[str, str], ...]:
+        return tuple((c.name, repr(sorted((c.args or {}).items()))) for c in calls)
+
+    if not paths:
+        return []
+    counts = Counter(key(p) for p in paths)
+    keys = [key(p) for p in paths]
+    best = max(counts, key=lambda k: (counts[k], -keys.index(k)))
+    chosen = paths[keys.index(best)]
+    return [ExpectedStep(c.name, None if c.args is None else dict(c.args)) for c in chosen]
+
+
+@dataclass(frozen=True)
+class ToolRow:
+    """One tool over every expected step that names it, across tasks."""
+
+    variant: str
+    tool: str
+    steps: int
+    reached: int
+    called: int
+    right_args: int
+    succeeded: int
+
+    @property
+    def rate(self) -> float:
+        return self.succeeded / self.reached if self.reached else math.nan
+
+
+def tool_rows(tasks: Iterable[TaskSteps]) -> list[ToolRow]:
+    """Per (variant, tool): the step counts summed over every task step of that tool, worst rate first."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    for t in tasks:
+        for s in t.steps:
+            acc = sums.setdefault((t.variant, s.tool), [0, 0, 0, 0, 0])
+            for j, value in enumerate((1, s.reached, s.called, s.right_args, s.succeeded)):
+                acc[j] += value
+    rows = [ToolRow(v, tool, *acc) for (v, tool), acc in sums.items()]
+    return sorted(rows, key=lambda r: (r.variant, r.rate if not math.isnan(r.rate) else 2.0, r.tool))
