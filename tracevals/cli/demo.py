@@ -62,7 +62,8 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     from tracevals.cli.report import report_from_lake
     from tracevals.demo.agent import order_support_agent
     from tracevals.report import summary_rows, write_report
-    from tracevals.report.terminal import regression_table, summary_table
+    from tracevals.report.reliability_view import reliability_json
+    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
     from tracevals.scoring.lake_data import Selection
     from tracevals.simulator import SimulatedModelServer
 
@@ -107,7 +108,14 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
     meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
     data = report_from_lake(
-        lake, Selection(runs=(run_id,)), None, k=k, baseline="baseline", candidate="candidate", meta=meta
+        lake,
+        Selection(runs=(run_id,)),
+        None,
+        k=k,
+        baseline="baseline",
+        candidate="candidate",
+        meta=meta,
+        vary=("model",),  # the two variants are two models: the variable under test
     )
     summaries, comparison = data.summaries, data.comparison
     assert comparison is not None  # both variants ran
@@ -135,6 +143,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
                         for d in comparison.regressions
                     ],
                     "significance": comparison.statement,
+                    "reliability": reliability_json(data.reliability),
                     "lake": str(lake),
                     "reports": {name: str(p) for name, p in paths.items()},
                 },
@@ -147,10 +156,14 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
         return
     columns, table = summary_table(summaries)
     print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts per variant")
+    for title, head, body in reliability_tables(data.reliability):
+        print_rows(head, body, "table", title=title)
     head, regress = regression_table(comparison)
     if regress:
         print_rows(head, regress, "table", title="Regressions (worst first)")
     click.echo(comparison.statement)
+    for line in environment_lines(data.reliability):
+        click.echo(line)
     click.echo(f"\n{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.")
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
     for name, path in paths.items():

@@ -17,7 +17,7 @@ import click
 from tracevals import env
 from tracevals.cli.output import format_option, print_rows
 from tracevals.cli.production import gate_production, load_production, production_mode
-from tracevals.cli.report import load_report, selection_options
+from tracevals.cli.report import env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 
 
@@ -83,6 +83,12 @@ def _read_config(path: str) -> dict[str, Any]:
 @click.option(
     "--evaluator", "gate_evaluators", multiple=True, help="Production: gate only these evaluators (repeatable)."
 )
+@click.option(
+    "--min-consistency",
+    type=click.FloatRange(0, 1),
+    help="Minimum candidate consistency: the share of tasks whose attempts all gave one result.",
+)
+@env_options
 @format_option()
 def gate(
     lake: str,
@@ -109,6 +115,9 @@ def gate(
     max_drop: float | None,
     min_rate: float | None,
     gate_evaluators: tuple[str, ...],
+    min_consistency: float | None,
+    vary: tuple[str, ...],
+    strict_env: bool,
     fmt: str,
 ) -> None:
     """Pass (exit 0) or fail (exit 1) CANDIDATE against BASELINE on release thresholds.
@@ -127,6 +136,7 @@ def gate(
       tracevals gate --lake lake --run ci-123 --baseline main --candidate pr-42 --config gate.yaml
       tracevals gate --lake lake --baseline main --candidate pr-42 --min-pass-hat-k 0.8 --at-k 3 --format json
       tracevals gate --lake prod-lake --since 8d --until today --max-drop 0.05   # production: last night
+      tracevals gate --lake lake --baseline main --candidate pr-42 --min-consistency 0.9 --vary commit --strict-env
     \b
     gate.yaml:
       min_pass_hat_k: 0.8
@@ -134,6 +144,9 @@ def gate(
       max_task_regression: 0.34
       max_regression: 0.05
       forbid: [do_not_ship]
+      min_consistency: 0.9
+      strict_env: true
+      vary: [commit, lock]
     """
     overrides = {
         "min_pass_hat_k": min_pass_hat_k,
@@ -143,6 +156,9 @@ def gate(
         "max_regression": max_regression,
         "forbid": forbid or None,
         "fail_on_significant_regression": fail_on_significant_regression,
+        "min_consistency": min_consistency,
+        "strict_env": strict_env or None,
+        "vary": vary or None,
     }
     if production_mode(lake, runs, production):
         if baseline or candidate:
@@ -156,10 +172,13 @@ def gate(
     if not baseline or not candidate:
         raise click.ClickException("give --baseline and --candidate: the variants of the runs to compare")
     thresholds = load_thresholds(config_file, overrides)
-    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
+    data = load_report(
+        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, thresholds.vary
+    )
     base, cand = data.summaries[baseline], data.summaries[candidate]
     assert data.comparison is not None  # both variants were asked for, so there is a comparison
-    result = run_gate(base, cand, data.comparison, thresholds)
+    props = data.reliability.properties.get(candidate) if data.reliability is not None else None
+    result = run_gate(base, cand, data.comparison, thresholds, props, env_problems(data))
     runs_seen = data.meta.get("runs") or []
     hint = _hint(lake, runs_seen, baseline, candidate, tasks_file)
     if fmt == "json":

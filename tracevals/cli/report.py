@@ -86,6 +86,24 @@ def selection_options(func: F) -> F:
     return func
 
 
+def env_options(func: F) -> F:
+    """--vary, --strict-env: what is under test, and whether anything else differing is an error."""
+    func = click.option(
+        "--strict-env",
+        is_flag=True,
+        help="Fail (exit 1) when baseline and candidate differ in anything --vary does not name, or a "
+        "variant's attempts ran in more than one environment (model, system prompt, tools, commit, ...).",
+    )(func)
+    func = click.option(
+        "--vary",
+        multiple=True,
+        metavar="KEY",
+        help="What is under test, expected to differ between baseline and candidate: an environment key or "
+        "its start (model, system, tools, temperature, commit, lock, faults ...). Repeatable.",
+    )(func)
+    return func
+
+
 def load_report(
     lake: str,
     runs: tuple[str, ...],
@@ -98,6 +116,7 @@ def load_report(
     z: float,
     baseline: str | None = None,
     candidate: str | None = None,
+    vary: tuple[str, ...] = (),
 ) -> Any:
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
     import duckdb
@@ -126,7 +145,16 @@ def load_report(
         )
         meta = {"tasks_file": tasks_file} if tasks_file else {}
         return report_from_lake(
-            lake, selection, cases, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, tasks_sha256=sha
+            lake,
+            selection,
+            cases,
+            k=k,
+            z=z,
+            baseline=baseline,
+            candidate=candidate,
+            meta=meta,
+            tasks_sha256=sha,
+            vary=vary,
         )
     except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -191,6 +219,7 @@ def report_from_lake(
     required=True,
     help="Report file; the suffix picks the format: .html .md .csv .json",
 )
+@env_options
 @format_option()
 def report(
     lake: str,
@@ -207,6 +236,8 @@ def report(
     baseline: str | None,
     candidate: str | None,
     out_file: str,
+    vary: tuple[str, ...],
+    strict_env: bool,
     fmt: str,
 ) -> None:
     """Write the reliability report of a lake selection to --out (.html .md .csv .json).
@@ -223,9 +254,11 @@ def report(
       tracevals report --lake lake --since yesterday --until today --sample 0.1 --seed 7 --out nightly.json
       tracevals report --lake lake --baseline main --candidate pr-42 --out pr.csv --format json
       tracevals report --lake prod-lake --since 7d --out week.html        # production, no harness run
+      tracevals report --lake lake --baseline main --candidate pr-42 --vary model --strict-env --out pr.html
     """
     from tracevals.report import report_format, summary_rows, write_report
-    from tracevals.report.terminal import regression_table, summary_table
+    from tracevals.report.reliability_view import reliability_json
+    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
 
     try:
         kind = report_format(out_file)
@@ -236,7 +269,7 @@ def report(
             raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
         report_production(load_production(lake, since, until, sample, sample_seed, z, alpha), out_file, kind, fmt)
         return
-    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate)
+    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary)
     try:
         path = write_report(out_file, data)
     except OSError as exc:
@@ -251,17 +284,46 @@ def report(
             "variants": rows,
             "comparison": cmp.statement if cmp else None,
             "regressions": [d.task_id for d in cmp.regressions] if cmp else [],
+            "reliability": reliability_json(data.reliability),
         }
         click.echo(json.dumps(doc, default=str))
+        _strict(data, strict_env)
         return
     if fmt == "csv":
         print_rows(list(rows[0]), [list(r.values()) for r in rows], "csv")
+        _strict(data, strict_env)
         return
     columns, table = summary_table(data.summaries)
     print_rows(columns, table, "table", title=f"runs {', '.join(data.meta.get('runs') or [])}")
     if cmp is not None and cmp.regressions:
         head, regress = regression_table(cmp)
         print_rows(head, regress, "table", title="Regressions (worst first)")
+    for title, head, body in reliability_tables(data.reliability):
+        print_rows(head, body, "table", title=title)
     if cmp is not None:
         click.echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
+    for line in environment_lines(data.reliability):
+        click.echo(line)
     click.echo(f"{kind} report: {Path(path)}")
+    _strict(data, strict_env)
+
+
+def env_problems(data: Any) -> list[str] | None:
+    """What --strict-env refuses in a report's data; None when no two variants were compared."""
+    rel = data.reliability
+    if rel is None or rel.env_comparison is None:
+        if rel is not None and len(rel.environments) == 1:  # one variant: it must still be one environment
+            only = next(iter(rel.environments.values()))
+            return [f"{only.variant}'s attempts ran with more than one {k}" for k in only.mixed]
+        return None
+    return rel.env_comparison.problems()
+
+
+def _strict(data: Any, strict_env: bool) -> None:
+    if not strict_env:
+        return
+    problems = env_problems(data)
+    if problems:
+        for problem in problems:
+            click.echo(f"error: --strict-env: {problem}", err=True)
+        raise SystemExit(1)

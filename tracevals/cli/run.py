@@ -22,7 +22,8 @@ from tracevals.instrumentation import instrument
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
-from tracevals.report.terminal import summary_table
+from tracevals.report.reliability_view import reliability_json
+from tracevals.report.terminal import reliability_tables, summary_table
 from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import completed_attempts, score_run
 
@@ -207,12 +208,18 @@ def run(
         console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
     score_run(lake, run_id, cases)
     # the figures of `tracevals report --run RUN_ID`, from the same code: what run prints, a report repeats
-    summaries = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k).summaries
+    data = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k)
+    summaries = data.summaries
     rows = summary_rows(summaries)
     if fmt == "json":
-        click.echo(
-            json.dumps({"run_id": run_id, "lake": lake, "variants": rows, "replay_misses": plan.misses}, default=str)
-        )
+        doc = {
+            "run_id": run_id,
+            "lake": lake,
+            "variants": rows,
+            "reliability": reliability_json(data.reliability),
+            "replay_misses": plan.misses,
+        }
+        click.echo(json.dumps(doc, default=str))
         _fail_on_misses(plan, console)
         return
     if fmt == "csv":
@@ -220,6 +227,8 @@ def run(
     else:
         columns, table = summary_table(summaries)
         print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts")
+        for title, head, body in reliability_tables(data.reliability):
+            print_rows(head, body, "table", title=title)
     if fmt == "table":
         click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
     _fail_on_misses(plan, console)

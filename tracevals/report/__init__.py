@@ -20,6 +20,7 @@ from tracevals.report.formatting import PathArg
 from tracevals.report.html import render_html, write_html
 from tracevals.report.json_report import JSON_SCHEMA, to_json_dict, write_json
 from tracevals.report.markdown import render_markdown, write_markdown
+from tracevals.report.reliability_view import reliability_json
 
 __all__ = [
     "CSV_COLUMNS",
@@ -62,5 +63,7 @@ def write_report(path: PathArg, data: ReportData) -> Path:
     if fmt == "csv":
         return write_csv(path, data.summaries)
     if fmt == "json":
-        return write_json(path, data.summaries, data.comparison, data.meta, data.faults)
-    return write_markdown(path, data.summaries, data.comparison, data.meta, data.faults)
+        return write_json(
+            path, data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability)
+        )
+    return write_markdown(path, data.summaries, data.comparison, data.meta, data.faults, data.reliability)

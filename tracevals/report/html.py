@@ -18,6 +18,7 @@ from tracevals.report.data import ReportData
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
 from tracevals.report.html_failures import failure_gallery, failure_tables
 from tracevals.report.html_parts import STYLE, details, nav, table
+from tracevals.report.reliability_view import reliability_html
 from tracevals.report.svg import IntervalPoint, interval_chart, line_chart, stacked_bars, strip_chart
 from tracevals.stats import CATEGORIES, CATEGORY_LABELS, VariantSummary, confidence_level
 
@@ -38,6 +39,7 @@ def render_html(data: ReportData) -> str:
     body = [
         _header(data),
         _summary(data),
+        reliability_html(data.reliability, lambda name, content, size: _figure(data, name, content, size)),
         _pass_hat_k(data),
         _regressions(data),
         _worst(data),

@@ -21,15 +21,17 @@ def to_json_dict(
     comparison: Comparison | None = None,
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
+    reliability: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON report as plain data: ``schema``, ``meta``, ``variants`` (by name), ``comparison``,
-    ``fault_outcomes``."""
+    ``fault_outcomes``, ``reliability`` (the three properties, per-step rates, environments)."""
     doc = {
         "schema": JSON_SCHEMA,
         "meta": dict(meta or {}),
         "variants": {name: _variant_json(s) for name, s in summaries.items()},
         "comparison": _comparison_json(comparison) if comparison is not None else None,
         "fault_outcomes": [_fault_json(f) for f in faults],
+        "reliability": reliability,
     }
     cleaned: dict[str, Any] = clean(doc)
     return cleaned
@@ -41,9 +43,11 @@ def write_json(
     comparison: Comparison | None = None,
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
+    reliability: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
-    text = json.dumps(to_json_dict(summaries, comparison, meta, faults), indent=2, allow_nan=False, default=str)
+    doc = to_json_dict(summaries, comparison, meta, faults, reliability)
+    text = json.dumps(doc, indent=2, allow_nan=False, default=str)
     return atomic_write(path, text + "\n")
 
 

@@ -7,6 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.reliability import Reliability
+from tracevals.report.reliability_view import (
+    PROPERTY_COLUMNS,
+    STEP_COLUMNS,
+    environment_rows,
+    properties_rows,
+    step_rows,
+)
 from tracevals.stats import CATEGORY_LABELS, Comparison, FaultTally, TaskDelta, VariantSummary, confidence_level
 
 __all__ = ["render_markdown", "write_markdown"]
@@ -20,9 +28,10 @@ def write_markdown(
     comparison: Comparison | None = None,
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
+    reliability: Reliability | None = None,
 ) -> Path:
     """Write :func:`render_markdown`; returns the path."""
-    return atomic_write(path, render_markdown(summaries, comparison, meta, faults))
+    return atomic_write(path, render_markdown(summaries, comparison, meta, faults, reliability))
 
 
 def render_markdown(
@@ -30,6 +39,7 @@ def render_markdown(
     comparison: Comparison | None = None,
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
+    reliability: Reliability | None = None,
 ) -> str:
     """A human report: run metadata, summary per variant, regressions first, release categories, fault
     outcomes, then per-task results.
@@ -41,6 +51,8 @@ def render_markdown(
     if meta:
         out += _provenance_section(meta, summaries)
     out += _summary_section(summaries)
+    if reliability is not None:
+        out += _reliability_section(reliability)
     if comparison is not None:
         out += _comparison_section(comparison)
     out += _categories_section(summaries)
@@ -49,6 +61,31 @@ def render_markdown(
     for s in summaries.values():
         out += _tasks_section(s)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(_esc(c) for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _reliability_section(rel: Reliability) -> list[str]:
+    out = ["## Availability, correctness, consistency", ""]
+    out += _table(PROPERTY_COLUMNS, properties_rows(rel))
+    steps = step_rows(rel)
+    if steps:
+        out += ["## Steps that fail most", ""] + _table(STEP_COLUMNS, steps)
+    if rel.environments:
+        columns, rows = environment_rows(rel)
+        out += ["## Environment", ""] + _table(columns, rows)
+        cmp = rel.env_comparison
+        if cmp is not None:
+            out += [f"{cmp.baseline} -> {cmp.candidate} differ in:", ""]
+            out += [f"- {_esc(d.describe())}{' (under test)' if d.declared else ''}" for d in cmp.differences] or [
+                "- nothing: the same environment"
+            ]
+            out.append("")
+    return out
 
 
 def _summary_section(summaries: Summaries) -> list[str]:

@@ -6,9 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tracevals.report.formatting import interval, num
+from tracevals.report.reliability import Reliability
+from tracevals.report.reliability_view import (
+    PROPERTY_COLUMNS,
+    STEP_COLUMNS,
+    environment_rows,
+    properties_rows,
+    step_rows,
+)
 from tracevals.stats import Comparison, VariantSummary
 
-__all__ = ["SUMMARY_COLUMNS", "regression_table", "summary_table"]
+__all__ = ["SUMMARY_COLUMNS", "environment_lines", "regression_table", "reliability_tables", "summary_table"]
 
 #: Seven short columns: with variant and task names of ~12 characters the table is ~110 wide. The rest
 #: (first-pass success, hand-offs, latency, cost ...) is in the report files.
@@ -50,3 +58,32 @@ def regression_table(comparison: Comparison) -> tuple[list[str], list[list[str]]
         for d in comparison.regressions
     ]
     return ["task", comparison.baseline, comparison.candidate, "delta"], rows
+
+
+def reliability_tables(rel: Reliability | None) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, columns, rows) of the three properties, the steps that fail most and the environment."""
+    if rel is None or not rel.properties:
+        return []
+    out = [("Availability, correctness, consistency", list(PROPERTY_COLUMNS), properties_rows(rel))]
+    steps = step_rows(rel, 5)
+    if steps:
+        out.append(("Steps that fail most", list(STEP_COLUMNS), steps))
+    if rel.environments:
+        columns, rows = environment_rows(rel)
+        out.append(("Environment", columns, rows))
+    return out
+
+
+def environment_lines(rel: Reliability | None) -> list[str]:
+    """What differs between the compared variants, one line each, and what --strict-env would refuse."""
+    cmp = None if rel is None else rel.env_comparison
+    if cmp is None:
+        return []
+    if not cmp.differences:
+        return [f"environment: {cmp.baseline} and {cmp.candidate} ran in the same environment"]
+    lines = [
+        f"environment: {cmp.baseline} -> {cmp.candidate} differ in {d.describe()}"
+        + (" (under test)" if d.declared else "")
+        for d in cmp.differences
+    ]
+    return lines

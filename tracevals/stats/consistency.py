@@ -9,10 +9,11 @@
     out), ``modal_share`` the share of attempts on the most common one;
   - ``similarity``: mean over the n(n-1)/2 pairs of ``1 - lev(a, b) / max(|a|, |b|)`` (Levenshtein
     distance over calls; two empty sequences are equal);
-  - ``output_classes``: attempts grouped by equivalent results (an attempt that raised is in the class
-    of its exception type; answers are equivalent after normalisation, see :func:`output_key`, or as a
-    case's ``equivalence`` checker says), ``agreement`` the share of pairs in one class,
-    ``sum C(m_j, 2) / C(n, 2)``;
+  - ``output_classes``: attempts grouped by equivalent results: the same verdict and an equivalent
+    answer (an attempt that raised is in the class of its exception type; answers are equivalent after
+    normalisation, see :func:`output_key`, or as a case's ``equivalence`` checker says); a pass and a
+    fail are never one result, even with the same words. ``agreement`` is the share of pairs in one
+    class, ``sum C(m_j, 2) / C(n, 2)``;
   - ``consistent``: one output class (n >= 2);
   - ``verdict``: ``stable_pass`` (every attempt passed), ``flaky`` (some did), ``consistently_wrong``
     (none did, all with the same result), ``stable_fail`` (none did, in different ways).
@@ -187,18 +188,21 @@ def _is_number(text: str) -> bool:
 
 def _classes(records: Sequence[AttemptRecord], equivalent: Equivalence | None) -> list[int]:
     """The output class of each record (its index among the classes, in order of first appearance)."""
-    keys: list[tuple[str, str]] = []  # (kind, representative)
+    keys: list[tuple[str, str]] = []  # (error | pass | fail, representative)
     out: list[int] = []
     for r in records:
+        verdict = "pass" if r.passed else "fail"
         if r.error is not None:
             key = ("error", r.error)
             found = next((i for i, k in enumerate(keys) if k == key), None)
         elif equivalent is not None:
             text = r.output or ""
-            found = next((i for i, (kind, rep) in enumerate(keys) if kind == "answer" and equivalent(rep, text)), None)
-            key = ("answer", text)
+            found = next(
+                (i for i, (kind, rep) in enumerate(keys) if kind == verdict and equivalent(rep, text)), None
+            )
+            key = (verdict, text)
         else:
-            key = ("answer", output_key(r.output))
+            key = (verdict, output_key(r.output))
             found = next((i for i, k in enumerate(keys) if k == key), None)
         if found is None:
             keys.append(key)

@@ -9,17 +9,22 @@ Checks (each one optional; the defaults forbid ``do_not_ship`` tasks and a signi
 - ``forbid``: release categories (``do_not_ship`` …) or hazard kinds (``silent_failure`` …) that must not
   occur in any candidate task.
 - ``fail_on_significant_regression``: the sign test says the candidate is significantly worse.
+- ``min_consistency``: the candidate's share of tasks whose attempts all gave an equivalent result
+  (see :mod:`tracevals.stats.consistency`).
+- ``strict_env``: baseline and candidate differ in nothing but what ``vary`` names, and each variant
+  ran in one environment (see :mod:`tracevals.stats.environment`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tracevals.stats.categories import CATEGORIES, CATEGORY_LABELS, HAZARD_KINDS, HAZARD_LABELS
 from tracevals.stats.compare import Comparison
+from tracevals.stats.consistency import Properties
 from tracevals.stats.summary import VariantSummary
 
 __all__ = ["GateCheck", "GateResult", "GateThresholds", "run_gate"]
@@ -36,9 +41,12 @@ class GateThresholds:
     max_regression: float | None = None
     forbid: tuple[str, ...] = ("do_not_ship",)
     fail_on_significant_regression: bool = True
+    min_consistency: float | None = None
+    strict_env: bool = False
+    vary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("min_pass_hat_k", "min_pass_at_1", "max_task_regression", "max_regression"):
+        for name in ("min_pass_hat_k", "min_pass_at_1", "max_task_regression", "max_regression", "min_consistency"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
@@ -58,7 +66,7 @@ class GateThresholds:
             name = str(key).replace("-", "_")
             if name not in names:
                 raise ValueError(f"{source}: unknown key {key!r}; valid: {', '.join(sorted(names))}")
-            if name == "forbid":
+            if name in ("forbid", "vary"):
                 value = (value,) if isinstance(value, str) else tuple(value or ())
             elif value is not None and not _TYPE_OK[name](value):
                 raise ValueError(f"{source}: {key} must be {_TYPE_NAMES[name]}, got {value!r}")
@@ -75,12 +83,15 @@ _TYPE_OK = {
     "min_pass_at_1": _number,
     "max_task_regression": _number,
     "max_regression": _number,
+    "min_consistency": _number,
     "at_k": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "fail_on_significant_regression": lambda v: isinstance(v, bool),
+    "strict_env": lambda v: isinstance(v, bool),
 }
 _TYPE_NAMES = {name: "a number between 0 and 1" for name in _TYPE_OK} | {
     "at_k": "a whole number >= 1",
     "fail_on_significant_regression": "true or false",
+    "strict_env": "true or false",
 }
 
 
@@ -116,9 +127,16 @@ class GateResult:
 
 
 def run_gate(
-    base: VariantSummary, cand: VariantSummary, comparison: Comparison, thresholds: GateThresholds
+    base: VariantSummary,
+    cand: VariantSummary,
+    comparison: Comparison,
+    thresholds: GateThresholds,
+    consistency: Properties | None = None,
+    env_problems: Sequence[str] | None = None,
 ) -> GateResult:
-    """Apply every enabled threshold to the candidate (and its comparison with the baseline)."""
+    """Apply every enabled threshold to the candidate (and its comparison with the baseline).
+    ``consistency`` is the candidate's properties (for ``min_consistency``), ``env_problems`` what the
+    environment comparison found (for ``strict_env``); a check whose input is missing fails, saying so."""
     t = thresholds
     checks: list[GateCheck] = []
     if t.min_pass_hat_k is not None:
@@ -141,6 +159,10 @@ def run_gate(
         checks.append(
             GateCheck("significant_regression", not worse, comparison.statement, comparison.alpha, comparison.p_value)
         )
+    if t.min_consistency is not None:
+        checks.append(_consistency(consistency, t.min_consistency))
+    if t.strict_env:
+        checks.append(_strict_env(env_problems))
     return GateResult(comparison.baseline, comparison.candidate, checks)
 
 
@@ -200,6 +222,30 @@ def _forbidden(cand: VariantSummary, name: str) -> GateCheck:
     more = f"; and {len(hits) - 3} more" if len(hits) > 3 else ""
     msg = f"{len(hits)} {_tasks(len(hits))} {label}: {'; '.join(details[:3])}{more}"
     return GateCheck(f"forbid:{name}", False, msg, name, len(hits), [c.task_id for c in hits])
+
+
+def _consistency(props: Properties | None, minimum: float) -> GateCheck:
+    if props is None or props.measured_tasks == 0:
+        why = "no task of the candidate has two attempts" if props is not None else "no consistency figures"
+        return GateCheck("min_consistency", False, f"consistency cannot be measured: {why}; run -k 2 or more", minimum)
+    value = props.consistency
+    off = [t for t in props.tasks if t.n >= 2 and not t.consistent]
+    listed = "; ".join(f"{t.task_id} ({t.output_classes} results in {t.n} attempts)" for t in off[:5])
+    more = f" and {len(off) - 5} more" if len(off) > 5 else ""
+    msg = (
+        f"consistency {value:.3f} ({props.consistent_tasks}/{props.measured_tasks} tasks gave one result) "
+        f"vs minimum {minimum:g}" + (f"; inconsistent: {listed}{more}" if off else "")
+    )
+    return GateCheck("min_consistency", value >= minimum - 1e-12, msg, minimum, value, [t.task_id for t in off])
+
+
+def _strict_env(problems: Sequence[str] | None) -> GateCheck:
+    if problems is None:
+        return GateCheck("strict_env", False, "no environment recorded for the compared variants", True)
+    if not problems:
+        return GateCheck("strict_env", True, "baseline and candidate ran in one environment, but for --vary", True, 0)
+    more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+    return GateCheck("strict_env", False, "; ".join(problems[:3]) + more, True, len(problems))
 
 
 def _tasks(n: int) -> str:
