@@ -25,7 +25,7 @@ from tracevals.report import summary_rows
 from tracevals.report.reliability_view import reliability_json
 from tracevals.report.terminal import reliability_tables, summary_table
 from tracevals.scoring.lake_data import Selection
-from tracevals.scoring.runs import completed_attempts, score_run
+from tracevals.scoring.runs import compact_run, completed_attempts, score_run
 
 
 @click.command()
@@ -80,6 +80,13 @@ from tracevals.scoring.runs import completed_attempts, score_run
 @click.option("--record", "record", is_flag=True, help="Run tools live and record them.")
 @click.option("--replay", "replay", is_flag=True, help="Replay recorded tool calls; run none live.")
 @click.option("--record-new", "record_new", is_flag=True, help="Replay what is recorded, record the rest.")
+@click.option(
+    "--attribute-variance",
+    is_flag=True,
+    help="Run the tasks live, with the tools frozen and with tools and model frozen (cassettes of attempt 1 "
+    "in --cassettes DIR, default LAKE/variance/RUN_ID) and say whose the flakiness is: the world's, the "
+    "model's or the agent's own code.",
+)
 @format_option()
 def run(
     tasks_file: Path,
@@ -98,6 +105,7 @@ def run(
     record: bool,
     replay: bool,
     record_new: bool,
+    attribute_variance: bool,
     fmt: str,
 ) -> None:
     """Run every case of TASKS k times with AGENT, score the attempts, print the statistics.
@@ -115,18 +123,26 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run --faults faults.yaml
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --record
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
+      tracevals run --tasks cases.jsonl --agent my_agent:run -k 5 --attribute-variance
     """
     modes = [m for m, on in (("record", record), ("replay", replay), ("record-new", record_new)) if on]
     if len(modes) > 1:
         raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
     cassette_mode = modes[0] if modes else None
+    if attribute_variance and cassette_mode is not None:
+        raise click.ClickException(
+            "--attribute-variance records and replays by itself: give --cassettes DIR (where to keep them) "
+            f"without --{cassette_mode}"
+        )
+    if attribute_variance and k < 2:
+        raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
     try:
         cases = load_cases(tasks_file)
         agent = load_agent(agent_ref)
         plan = plan_from_options(
             faults=load_fault_profile(faults_file) if faults_file else (),
             injections=load_injections(injections_file) if injections_file else (),
-            cassette_dir=cassette_dir,
+            cassette_dir=None if attribute_variance else cassette_dir,
             cassette_mode=cassette_mode,
         )
         for case in cases:
@@ -134,7 +150,7 @@ def run(
                 plan.interceptor(case, 0)  # a bad fault or injection, or a missing cassette, fails now
     except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
         raise click.ClickException(str(exc)) from None
-    if (cassette_dir is None) != (cassette_mode is None):
+    if not attribute_variance and (cassette_dir is None) != (cassette_mode is None):
         raise click.ClickException("--cassettes DIR goes with one of --record, --replay, --record-new")
     extra: dict[str, str] = {}
     for item in settings:
@@ -153,6 +169,7 @@ def run(
         "--injections": file_digest(injections_file),
         "--cassettes": None if cassette_dir is None else [str(cassette_dir), cassette_mode],
         "--capture-content": capture,
+        "--attribute-variance": attribute_variance or None,
     }
     try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
         write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
@@ -179,6 +196,22 @@ def run(
     }
     Path(lake).mkdir(parents=True, exist_ok=True)
     telemetry = instrument(lake=lake, capture_content=capture)
+    started = time.time()
+    if attribute_variance:
+        from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
+
+        work = cassette_dir or Path(lake) / "variance" / run_id
+        try:
+            run_attribution(
+                agent, cases, k=k, run_id=run_id, variant=variant, lake=lake, work=work, base=plan, seed=seed,
+                concurrency=concurrency, settings=extra, done=sorted(done), flush=telemetry.force_flush,
+                environment={key: v for key, v in environment.items() if v}, console=console,
+            )  # fmt: skip
+        finally:
+            telemetry.shutdown()
+            _compact(lake, started, console)
+        print_attribution(score_attribution(lake, run_id, cases, variant, k), run_id, lake, variant, fmt)
+        return
     try:
         todo = len(cases) * k - sum(1 for key in done if key[0] == variant)
         with progress_bar(console) as progress:
@@ -204,6 +237,7 @@ def run(
             )
     finally:
         telemetry.shutdown()
+        _compact(lake, started, console)
     for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
         console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
     score_run(lake, run_id, cases)
@@ -232,6 +266,12 @@ def run(
     if fmt == "table":
         click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
     _fail_on_misses(plan, console)
+
+
+def _compact(lake: str, started: float, console: Console) -> None:
+    warning = compact_run(lake, started)
+    if warning:
+        console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
 
 
 def _fail_on_misses(plan: Any, console: Console) -> None:

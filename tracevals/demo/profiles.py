@@ -1,4 +1,6 @@
-"""The two named order-support profiles the demo compares, and `make_profile` for any other rates.
+"""The two named order-support profiles the demo compares, a disciplined one that makes no mistake (the
+demo's variance attribution runs it to show a world's flakiness alone), and `make_profile` for any other
+rates.
 
 Both profiles share one seed on purpose: with the same request seed, a mistake drawn at the lower rate
 is drawn at the higher one too, so baseline and candidate differ only where their rates differ and the
@@ -13,6 +15,7 @@ from tracevals.simulator import DEFAULT_REGISTRY, Profile, ProfileRegistry
 
 BASELINE = "order-support-baseline"
 CANDIDATE = "order-support-candidate"
+DISCIPLINED = "order-support-disciplined"  # no mistakes: every bundled case passes, whatever the seed
 PROFILE_SEED = 0
 # Longer than the 20 ms retry-after of an injected 429 (see tracevals/harness/faults.py): re-issuing a call in the
 # next response waits long enough, firing copies in the same response does not.
@@ -31,8 +34,10 @@ def make_profile(name: str, rates: FailureRates, seed: int = PROFILE_SEED, laten
 
 
 def register_order_support_profiles(registry: ProfileRegistry | None = None) -> tuple[Profile, Profile]:
-    """Register baseline and candidate (in the default registry unless one is given)."""
+    """Register baseline, candidate and the disciplined model (in the default registry unless one is
+    given); returns baseline and candidate."""
     target = registry if registry is not None else DEFAULT_REGISTRY
+    target.add(make_profile(DISCIPLINED, FailureRates.zero()))
     return (
         target.add(make_profile(BASELINE, BASELINE_RATES)),
         target.add(make_profile(CANDIDATE, CANDIDATE_RATES)),

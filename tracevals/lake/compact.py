@@ -109,9 +109,12 @@ def compact(
     now: float | None = None,
     dry_run: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    since: float | None = None,
 ) -> CompactResult:
     """Compact every hour partition of the lake's spans and logs that ended at least `min_age_s` ago
-    and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition."""
+    and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition.
+    `since` (a UNIX time): only the hours that end after it (a negative `min_age_s` takes in the hour
+    that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in)."""
     if "://" in os.fspath(lake):
         raise CompactError(f"{os.fspath(lake)}: compaction rewrites a local lake directory, not an object-store prefix")
     root = Path(lake)
@@ -123,7 +126,12 @@ def compact(
     with _locked(root, dry_run):
         if not dry_run:
             result.stale_removed = _remove_stale(root)
-        todo = [(table, d) for table in SORT_KEYS for d in _closed_partitions(root / table, now - min_age_s)]
+        todo = [
+            (table, d)
+            for table in SORT_KEYS
+            for d in _closed_partitions(root / table, now - min_age_s)
+            if since is None or _hour_end(d) > since
+        ]
         chosen = set(todo)
         result.too_young = [
             f"{table}/{d.relative_to(root / table)}"
@@ -158,16 +166,21 @@ def _locked(root: Path, dry_run: bool) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def _hour_end(directory: Path) -> float:
+    """The UNIX time a date=/hour= folder's hour ends; inf for a folder that is no partition."""
+    try:
+        start = dt.datetime.fromisoformat(f"{directory.parent.name[5:]}T{int(directory.name[5:]):02d}:00:00")
+    except ValueError:
+        return float("inf")
+    return start.replace(tzinfo=dt.timezone.utc).timestamp() + 3600
+
+
 def _closed_partitions(table_dir: Path, ended_before: float) -> list[Path]:
     """The table's date=/hour= folders whose hour ended before `ended_before` (a UNIX time), oldest first."""
     found = []
     for directory in sorted(table_dir.glob("date=*/hour=*")):
-        try:
-            start = dt.datetime.fromisoformat(f"{directory.parent.name[5:]}T{int(directory.name[5:]):02d}:00:00")
-        except ValueError:
-            continue  # not a partition folder
-        end = start.replace(tzinfo=dt.timezone.utc).timestamp() + 3600
-        if end <= ended_before:
+        end = _hour_end(directory)
+        if end != float("inf") and end <= ended_before:
             found.append(directory)
     return found
 

@@ -75,3 +75,22 @@ def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = Non
             cases.setdefault(case.case_id, (case, run_id))
     without = sorted(set(run_ids or ()) - set(kept))
     return KeptCases([c for c, _ in cases.values()], {r: k.sha256 for r, k in kept.items()}, without)
+
+
+def compact_run(lake: str | os.PathLike[str], started: float) -> str | None:
+    """Merge the files a finished run wrote (one per attempt, so that a crash loses at most the attempts
+    in flight) into one per hour: every later command reads a few files, not thousands. The hours since
+    `started` only, the running one included; files other writers add meanwhile are left for the next
+    compaction. Returns a warning when it could not (the run's files stay as they were: nothing is lost)."""
+    from tracevals.lake.compact import CompactError, compact
+
+    if "://" in os.fspath(lake):
+        return None
+    try:
+        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0)
+    except (CompactError, OSError) as exc:
+        return f"the run's files were not merged ({exc}); run `tracevals compact --lake {os.fspath(lake)}` later"
+    errors = [p.error for p in result.partitions if p.error]
+    if errors:
+        return f"the run's files were not all merged: {errors[0]}"
+    return None

@@ -16,7 +16,8 @@
     class, ``sum C(m_j, 2) / C(n, 2)``;
   - ``consistent``: one output class (n >= 2);
   - ``verdict``: ``stable_pass`` (every attempt passed), ``flaky`` (some did), ``consistently_wrong``
-    (none did, all with the same result), ``stable_fail`` (none did, in different ways).
+    (none did, all with the same result; it takes two attempts to say so), ``stable_fail`` (none did,
+    in different ways, or a single attempt).
 
 Per variant: available attempts / attempts, passes / attempts and consistent tasks / tasks (of tasks with
 at least two attempts), each with its Wilson interval; the mean agreement, modal share and similarity;
@@ -237,7 +238,7 @@ def task_consistency(
         verdict = STABLE_PASS
     elif passes > 0:
         verdict = FLAKY
-    elif len(classes) == 1:
+    elif len(classes) == 1 and n >= 2:  # one attempt says nothing about repeating itself
         verdict = CONSISTENTLY_WRONG
     else:
         verdict = STABLE_FAIL
