@@ -213,3 +213,37 @@ def test_gallery_grouped_collapsed_and_the_page_short(
     assert card.is_visible() and "select * from steps where trace_id = " in card.locator("code.cmd").inner_text()
     for table in ("evaluator", "tool", "group"):
         assert tab.locator(f"#failures-{table} tbody tr").count() >= 1
+
+
+def test_three_properties_steps_and_environment_match_the_json(
+    page: tuple[Any, list[str], list[str]], report: dict[str, Any]
+) -> None:
+    tab = page[0]
+    rel = report["reliability"]
+    rows = tab.locator("#properties-table tbody tr")
+    assert rows.count() == 2
+    for i, name in enumerate(["baseline", "candidate"]):
+        p = rel["properties"][name]
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        a, c, s = p["availability"], p["correctness"], p["consistency"]
+        assert cells[0] == name
+        assert cells[1].startswith(f"{a['rate']:.3f} ({a['available']}/{p['attempts']})")
+        assert cells[2].startswith(f"{c['rate']:.3f} ({c['passes']}/{p['attempts']})")
+        assert f"({s['consistent_tasks']}/{s['measured_tasks']})" in cells[3]
+        assert cells[5] == f"{p['verdicts']['flaky']}/20"
+    # the interval chart: one Wilson bar per property and variant
+    assert tab.locator('figure[data-figure="properties"] svg g line').count() == 6
+    # the steps that fail most: the first row loses the most attempts of all the steps in the JSON
+    steps = [(t["variant"], t["task_id"], s) for t in rel["steps"] for s in t["steps"]]
+    worst = max(s["reached"] - s["succeeded"] for _, _, s in steps)
+    first = tab.locator("#step-table tbody tr").first.locator("td").all_inner_texts()
+    assert int(first[4]) - int(first[6]) == worst
+    # the environment: both models named, the difference stated as the variable under test
+    env_text = tab.locator("#environment").inner_text()
+    assert "order-support-baseline → order-support-candidate" in env_text.replace("->", "→") or (
+        "order-support-baseline -> order-support-candidate" in env_text
+    )
+    assert "(under test)" in env_text
+    differences = rel["environment_comparison"]["differences"]
+    assert {d["key"] for d in differences} == {"models_requested", "models_served"}
+    assert all(d["declared"] for d in differences)

@@ -49,8 +49,14 @@ def _advance(progress: Progress, bar: TaskID, _result: object) -> None:
 @click.option(
     "--concurrency", type=click.IntRange(1, 64), default=8, show_default=True, help="Attempts in flight at once."
 )
+@click.option(
+    "--attribute-variance",
+    is_flag=True,
+    help="Instead: run the baseline model in a flaky world (tracevals/demo/flaky_world.yaml) live, with the "
+    "tools frozen and with tools and model frozen, and say whose the flakiness is.",
+)
 @format_option()
-def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
+def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: bool, fmt: str) -> None:
     """Run the bundled order-support cases k times for two variants and compare them.
 
     \b
@@ -58,6 +64,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
       tracevals demo                       # 20 cases x 5 attempts x 2 variants
       tracevals demo -k 10 --seed 7 --out /tmp/demo
       tracevals demo --format json         # the summary as JSON
+      tracevals demo --attribute-variance  # the world's flakiness apart from the model's
     """
     from tracevals.cli.report import report_from_lake
     from tracevals.demo.agent import order_support_agent
@@ -79,6 +86,9 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     prices = {model: {"input": 0.15, "output": 0.60} for model in models.values()}
     (lake / PRICES_FILE).write_text(json.dumps(prices, indent=1) + "\n", encoding="utf-8")
     write_run_cases(lake, run_id, bundled_tasks().read_bytes(), "bundled order-support cases")
+    if attribute_variance:
+        _attribute(out, run_id, cases, k, seed, concurrency, models["baseline"], console, fmt)
+        return
 
     started = time.perf_counter()
     with SimulatedModelServer() as server:
@@ -168,3 +178,38 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, fmt: str) -> None:
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
     for name, path in paths.items():
         click.echo(f"{name + ':':<8} {path}")
+
+
+def flaky_world_path() -> Path:
+    """The bundled fault profile of the demo's flaky world."""
+    return Path(__file__).resolve().parents[1] / "demo" / "flaky_world.yaml"
+
+
+def _attribute(
+    out: Path, run_id: str, cases: Any, k: int, seed: int, concurrency: int, model: str, console: Console, fmt: str
+) -> None:
+    """`demo --attribute-variance`: the baseline model in the flaky world, at the three levels."""
+    from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
+    from tracevals.demo.agent import order_support_agent
+    from tracevals.harness.faults import load_fault_profile
+    from tracevals.harness.interceptor import RunPlan
+    from tracevals.simulator import SimulatedModelServer
+
+    if k < 2:
+        raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
+    lake = out / "lake"
+    plan = RunPlan(faults=tuple(load_fault_profile(flaky_world_path())))
+    environment = {"tasks_sha256": file_digest(bundled_tasks()), "faults": file_digest(flaky_world_path())}
+    with SimulatedModelServer() as server:
+        telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
+        try:
+            run_attribution(
+                order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=str(lake),
+                work=out / "cassettes" / run_id, base=plan, seed=seed, concurrency=concurrency,
+                settings={"base_url": server.base_url, "model": model}, done=(), flush=None,
+                environment={key: v for key, v in environment.items() if v}, console=console,
+            )  # fmt: skip
+        finally:
+            telemetry.shutdown()
+    result = score_attribution(str(lake), run_id, cases, "baseline", k)
+    print_attribution(result, run_id, str(lake), "baseline", fmt)

@@ -6,7 +6,7 @@ from html import escape
 from typing import Any
 
 from tracevals.report.formatting import clean, interval, num
-from tracevals.report.html_parts import table
+from tracevals.report.html_parts import details, table
 from tracevals.report.reliability import Reliability
 from tracevals.report.svg import IntervalPoint, interval_chart
 from tracevals.stats.consistency import VERDICT_LABELS, VERDICTS, Properties
@@ -169,12 +169,17 @@ def _properties_html(rel: Reliability, caption: Any) -> str:
              num(t.agreement)]
             for t in sorted(p.tasks, key=lambda t: (VERDICTS.index(t.verdict) * -1, t.task_id))
         ]  # fmt: skip
+        counts = ", ".join(f"{VERDICT_LABELS[v]} {p.verdicts[v]}" for v in VERDICTS if p.verdicts.get(v))
         per_task.append(
-            f"<h3>{escape(p.variant)}</h3>"
-            + table(
-                ["task", "verdict", "passed", "available", "trajectories", "similarity", "answers", "agreement"],
-                rows,
-                table_id=f"consistency-{p.variant}",
+            details(
+                f'consistency per task: {escape(p.variant)} <span class="count">— {escape(counts)}</span>',
+                table(
+                    ["task", "verdict", "passed", "available", "trajectories", "similarity", "answers", "agreement"],
+                    rows,
+                    table_id=f"consistency-{p.variant}",
+                ),
+                cls="more",
+                data={"variant": p.variant},
             )
         )
     note = (
@@ -188,7 +193,7 @@ def _properties_html(rel: Reliability, caption: Any) -> str:
 
 
 def _steps_html(rel: Reliability, caption: Any) -> str:
-    worst = table(STEP_COLUMNS, step_rows(rel, 15), table_id="step-table")
+    worst = table(STEP_COLUMNS, step_rows(rel, 5), table_id="step-table")
     products = []
     for t in rel.steps:
         if not t.steps:
@@ -215,7 +220,10 @@ def _steps_html(rel: Reliability, caption: Any) -> str:
         "end-to-end pass rate. First divergence: where attempts first left the expected (or modal) path.</p>"
     )
     n = sum(t.attempts for t in rel.steps)
-    figure = caption("steps", "<h3>Steps that fail most</h3>" + worst + product_table + tools, f"n = {n} attempts")
+    more = details("every task: step rates, their product, first divergence", product_table, cls="more") + details(
+        "every tool, over the steps that name it", tools, cls="more"
+    )
+    figure = caption("steps", "<h3>Steps that fail most</h3>" + worst + more, f"n = {n} attempts")
     return f'<section id="steps"><h2>Per-step reliability</h2>{note}{figure}</section>'
 
 
@@ -223,7 +231,7 @@ def _environment_html(rel: Reliability, caption: Any) -> str:
     if not rel.environments:
         return ""
     columns, rows = environment_rows(rel)
-    parts = [table(columns, rows, table_id="environment-table")]
+    parts = [details("what every variant ran with", table(columns, rows, table_id="environment-table"), cls="more")]
     cmp = rel.env_comparison
     if cmp is not None:
         items = [

@@ -1,0 +1,129 @@
+"""Acceptance: the environment of every attempt is recorded, and a comparison names what differs between
+baseline and candidate besides the variable under test; --strict-env makes it an error.
+
+Real runs: `tracevals run` with an agent of this test's own (the real `openai` client against the
+simulated model server on 127.0.0.1), two variants that differ in their system prompt, one that differs
+in its model; then `tracevals report` and `tracevals gate` over the lake.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tracevals.cli import main
+from tracevals.simulator import SimulatedModelServer
+
+AGENT = textwrap.dedent(
+    '''
+    import openai
+
+    from tracevals.demo.tool_schemas import TOOL_SCHEMAS
+
+
+    def run(input, ctx):
+        client = openai.OpenAI(base_url=ctx.settings["base_url"], api_key="sim", max_retries=0)
+        response = client.chat.completions.create(
+            model=ctx.settings["model"],
+            messages=[{"role": "system", "content": ctx.settings["system"]}, {"role": "user", "content": input}],
+            tools=TOOL_SCHEMAS,
+            temperature=0.2,
+            seed=ctx.seed,
+        )
+        message = response.choices[0].message
+        return message.content or ", ".join(c.function.name for c in message.tool_calls or [])
+    '''
+)
+CASES = [
+    {"case_id": "one", "input": "Summarize Liu Yang's most recent order."},
+    {"case_id": "two", "input": "Where is order ord_1003 of Ana Costa?"},
+]
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    root = tmp_path_factory.mktemp("env-runs")
+    (root / "env_agent.py").write_text(AGENT, encoding="utf-8")
+    tasks = root / "cases.jsonl"
+    tasks.write_text("".join(json.dumps(c) + "\n" for c in CASES), encoding="utf-8")
+    mp = pytest.MonkeyPatch()
+    mp.syspath_prepend(str(root))
+    runs = {
+        "prompt-a": ("order-support-baseline", "You are an order-support agent."),
+        "prompt-b": ("order-support-baseline", "You are a careful order-support agent. Never guess."),
+        "model-b": ("order-support-candidate", "You are an order-support agent."),
+    }
+    try:
+        with SimulatedModelServer() as server:
+            for variant, (model, system) in runs.items():
+                args = ["run", "--tasks", str(tasks), "--agent", "env_agent:run", "-k", "2", "--variant", variant,
+                        "--run-id", f"run-{variant}", "--lake", str(root / "lake"), "--format", "json",
+                        "--setting", f"base_url={server.base_url}", "--setting", f"model={model}",
+                        "--setting", f"system={system}"]  # fmt: skip
+                result = CliRunner().invoke(main, args)
+                assert result.exit_code == 0, result.output
+        yield root / "lake", tasks
+    finally:
+        mp.undo()
+
+
+def _report(lake: Path, base: str, cand: str, *more: str) -> tuple[int, str, str]:
+    args = ["report", "--lake", str(lake), "--run", f"run-{base}", "--run", f"run-{cand}", "--baseline", base,
+            "--candidate", cand, "--out", str(lake.parent / f"{base}-{cand}.json"), "--format", "json", *more]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_every_attempt_records_its_environment(lake: tuple[Path, Path]) -> None:
+    args = ["sql", "--lake", str(lake[0]), "--format", "json",
+            "select variant, models_requested, models_served, temperature, system_sha256, tools_sha256, "
+            "tasks_sha256, case_sha256, clock, locale, python_hash_seed, replay, request_seeds "
+            "from environments order by variant, task_id, attempt"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert len(rows) == 12  # 3 variants x 2 cases x 2 attempts
+    for row in rows:
+        assert row["temperature"] == "0.2" and row["replay"] == "live" and row["locale"] == "en_US"
+        assert row["system_sha256"] and row["tools_sha256"] and row["tasks_sha256"].startswith("sha256:")
+        assert row["clock"].startswith("2026-11-02T09:00:00")
+    by_variant = {r["variant"]: r for r in rows}
+    assert by_variant["model-b"]["models_requested"] == "order-support-candidate"
+    assert by_variant["prompt-a"]["system_sha256"] != by_variant["prompt-b"]["system_sha256"]
+    assert by_variant["prompt-a"]["system_sha256"] == by_variant["model-b"]["system_sha256"]
+    assert by_variant["prompt-a"]["tools_sha256"] == by_variant["prompt-b"]["tools_sha256"]
+    # each attempt sends its own seed: recorded, and never a difference
+    assert len({r["request_seeds"] for r in rows if r["variant"] == "prompt-a"}) == 4
+
+
+def test_a_changed_system_prompt_is_named_and_strict_env_fails_it(lake: tuple[Path, Path]) -> None:
+    code, out, _ = _report(lake[0], "prompt-a", "prompt-b")
+    assert code == 0
+    cmp = json.loads(out)["reliability"]["environment_comparison"]
+    assert [d["key"] for d in cmp["differences"]] == ["system_sha256"]
+    assert not cmp["differences"][0]["declared"]
+    code, _, err = _report(lake[0], "prompt-a", "prompt-b", "--strict-env")
+    assert code == 1 and "--strict-env: prompt-a and prompt-b differ in system instructions (sha256)" in err
+    code, _, err = _report(lake[0], "prompt-a", "prompt-b", "--strict-env", "--vary", "system")
+    assert code == 0, err
+
+
+def test_a_changed_model_is_named_and_the_gate_fails_it_under_strict_env(lake: tuple[Path, Path]) -> None:
+    code, out, _ = _report(lake[0], "prompt-a", "model-b")
+    keys = [d["key"] for d in json.loads(out)["reliability"]["environment_comparison"]["differences"]]
+    assert keys == ["models_requested", "models_served"]
+    gate = ["gate", "--lake", str(lake[0]), "--run", "run-prompt-a", "--run", "run-model-b", "--baseline", "prompt-a",
+            "--candidate", "model-b", "--forbid", "silent_failure", "--ignore-significant-regression"]  # fmt: skip
+    plain = CliRunner().invoke(main, gate)
+    assert "strict_env" not in plain.stdout
+    strict = CliRunner().invoke(main, [*gate, "--strict-env"])
+    assert strict.exit_code == 1
+    assert "FAIL strict_env: prompt-a and model-b differ in model requested: order-support-baseline -> " in strict.stdout
+    declared = CliRunner().invoke(main, [*gate, "--strict-env", "--vary", "model"])
+    assert "ok   strict_env" in declared.stdout, declared.stdout
