@@ -27,7 +27,16 @@ from pathlib import Path
 import duckdb
 
 from tracevals.lake.paths import LakeError, check_lake_dir, is_remote, lake_prices
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SCORES_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import (
+    LOG_SCHEMA,
+    LOGS_DIR,
+    SCORE_SCHEMA,
+    SCORES_DIR,
+    SPAN_SCHEMA,
+    SPANS_DIR,
+    STEP_RELIABILITY_DIR,
+    STEP_RELIABILITY_SCHEMA,
+)
 from tracevals.model.prices import default_prices
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 from tracevals.queries.views import MATERIALIZE, VIEW_NAMES, defined_views, view_sql
@@ -100,6 +109,7 @@ def open_lake(
         else:
             register_empty(con, raw, schema, True)
     register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
+    register_source(con, "raw_step_reliability", lake_str, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
     register_prices(con, {**default_prices(), **lake_prices(lake_str)} if prices is None else prices)
     snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     unknown = snapshot - set(VIEW_NAMES)

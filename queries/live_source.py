@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
-from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA
 from tracevals.model.prices import default_prices
 from tracevals.queries.sources import register_prices
 from tracevals.queries.views import view_sql
@@ -200,7 +200,8 @@ def connection_for_spans(spans: pa.Table) -> duckdb.DuckDBPyConnection:
         .append_column("source_file", pa.array([], pa.string()))
     )
     scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-    for name, table in (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores)):
+    steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+    for name, table in (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores), ("raw_step_reliability", steps)):
         con.register(f"{name}_arrow", table)
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
     # The views price model calls from `model_prices`; `open_lake` fills it the same way.

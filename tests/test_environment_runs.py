@@ -127,3 +127,16 @@ def test_a_changed_model_is_named_and_the_gate_fails_it_under_strict_env(lake: t
     assert "FAIL strict_env: prompt-a and model-b differ in model requested: order-support-baseline -> " in strict.stdout
     declared = CliRunner().invoke(main, [*gate, "--strict-env", "--vary", "model"])
     assert "ok   strict_env" in declared.stdout, declared.stdout
+
+
+def test_a_finished_run_leaves_one_file_per_hour_not_one_per_attempt(lake: tuple[Path, Path]) -> None:
+    # each attempt is flushed as it finishes (a crash loses at most the attempts in flight); once the
+    # run is done its files are merged, so later commands read a few files
+    hours = {p.parent for p in (lake[0] / "spans").rglob("*.parquet")}
+    files = list((lake[0] / "spans").rglob("*.parquet"))
+    assert len(files) == len(hours) <= 2, [str(p) for p in files]
+    count = CliRunner().invoke(main, ["sql", "--lake", str(lake[0]), "--format", "json",
+                                      "select count(*) as n from runs"])  # fmt: skip
+    doc = json.loads(count.stdout)
+    rows = doc["rows"] if isinstance(doc, dict) else doc
+    assert rows[0]["n"] == 12  # every attempt of the three runs, once

@@ -105,6 +105,30 @@ SCORE_SCHEMA = pa.schema(
     metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
 )
 
+# One row per (run, variant, task, expected step): per-step reliability as `tracevals.stats.steps` computes
+# it, written to LAKE/step_reliability/ when a run is scored (the `step_reliability` view reads it).
+STEP_RELIABILITY_DIR = "step_reliability"
+STEP_RELIABILITY_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("variant", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("step", pa.int64()),  # 1-based position in the expected trajectory
+        pa.field("tool", pa.string()),
+        pa.field("attempts", pa.int64()),
+        pa.field("reached", pa.int64()),
+        pa.field("called", pa.int64()),
+        pa.field("right_args", pa.int64()),
+        pa.field("succeeded", pa.int64()),
+        pa.field("rate", pa.float64()),  # succeeded / reached
+        pa.field("diverged_here", pa.int64()),  # attempts whose calls first left the path at this step
+        pa.field("product_of_rates", pa.float64()),  # the task's: every step's rate multiplied
+        pa.field("end_to_end", pa.float64()),  # the task's pass rate
+        pa.field("computed_at", _TS),
+    ],
+    metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
+)
+
 # One row per OTLP log record: written to LAKE/logs/date=…/hour=…/. GenAI instrumentations in
 # `event_only` mode put message content here (`gen_ai.client.inference.operation.details`), joined
 # to its span by (trace_id, span_id).
