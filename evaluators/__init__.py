@@ -4,7 +4,6 @@
 >>> from tracevals.evaluators import score_batch   # the same verdicts for a whole batch, set-at-a-time
 """
 
-from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
 from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.evaluator import Evaluator, make_score
 from tracevals.evaluators.injection.evaluator import Injection
@@ -27,6 +26,7 @@ from tracevals.evaluators.task_success.evaluator import TaskSuccess
 from tracevals.evaluators.tool_policy.evaluator import ToolPolicy
 from tracevals.evaluators.trajectory_match.evaluator import MATCH_MODES, TrajectoryMatch
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
+from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
 from tracevals.model.batch import Batch
 from tracevals.model.calls import RISKY_EFFECTS, operation_key
 from tracevals.model.case import Case, ExpectedCall

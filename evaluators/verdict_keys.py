@@ -12,8 +12,8 @@ from collections.abc import Collection
 
 import polars as pl
 
-from tracevals.evaluators.args_match import args_rule
 from tracevals.evaluators.scope import Scope
+from tracevals.model.args_match import args_rule
 from tracevals.model.case import Case
 
 _SEP, _NULL = "\x1f", "\x00"

@@ -201,7 +201,8 @@ def connection_for_spans(spans: pa.Table) -> duckdb.DuckDBPyConnection:
     )
     scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
     steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-    for name, table in (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores), ("raw_step_reliability", steps)):
+    bases = (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores), ("raw_step_reliability", steps))
+    for name, table in bases:
         con.register(f"{name}_arrow", table)
         con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
     # The views price model calls from `model_prices`; `open_lake` fills it the same way.

@@ -20,7 +20,7 @@ from tracevals.cli import main
 from tracevals.simulator import SimulatedModelServer
 
 AGENT = textwrap.dedent(
-    '''
+    """
     import openai
 
     from tracevals.demo.tool_schemas import TOOL_SCHEMAS
@@ -37,7 +37,7 @@ AGENT = textwrap.dedent(
         )
         message = response.choices[0].message
         return message.content or ", ".join(c.function.name for c in message.tool_calls or [])
-    '''
+    """
 )
 CASES = [
     {"case_id": "one", "input": "Summarize Liu Yang's most recent order."},
@@ -73,8 +73,9 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]
 
 
 def _report(lake: Path, base: str, cand: str, *more: str) -> tuple[int, str, str]:
+    out = str(lake.parent / f"{base}-{cand}.json")
     args = ["report", "--lake", str(lake), "--run", f"run-{base}", "--run", f"run-{cand}", "--baseline", base,
-            "--candidate", cand, "--out", str(lake.parent / f"{base}-{cand}.json"), "--format", "json", *more]  # fmt: skip
+            "--candidate", cand, "--out", out, "--format", "json", *more]  # fmt: skip
     result = CliRunner().invoke(main, args)
     return result.exit_code, result.stdout, result.stderr
 
@@ -115,7 +116,7 @@ def test_a_changed_system_prompt_is_named_and_strict_env_fails_it(lake: tuple[Pa
 
 
 def test_a_changed_model_is_named_and_the_gate_fails_it_under_strict_env(lake: tuple[Path, Path]) -> None:
-    code, out, _ = _report(lake[0], "prompt-a", "model-b")
+    _, out, _ = _report(lake[0], "prompt-a", "model-b")
     keys = [d["key"] for d in json.loads(out)["reliability"]["environment_comparison"]["differences"]]
     assert keys == ["models_requested", "models_served"]
     gate = ["gate", "--lake", str(lake[0]), "--run", "run-prompt-a", "--run", "run-model-b", "--baseline", "prompt-a",
@@ -124,7 +125,9 @@ def test_a_changed_model_is_named_and_the_gate_fails_it_under_strict_env(lake: t
     assert "strict_env" not in plain.stdout
     strict = CliRunner().invoke(main, [*gate, "--strict-env"])
     assert strict.exit_code == 1
-    assert "FAIL strict_env: prompt-a and model-b differ in model requested: order-support-baseline -> " in strict.stdout
+    assert (
+        "FAIL strict_env: prompt-a and model-b differ in model requested: order-support-baseline -> " in strict.stdout
+    )
     declared = CliRunner().invoke(main, [*gate, "--strict-env", "--vary", "model"])
     assert "ok   strict_env" in declared.stdout, declared.stdout
 

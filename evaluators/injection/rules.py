@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracevals.evaluators.args_match import contains
+from tracevals.model.args_match import contains
 from tracevals.model.calls import identity_known, is_risky, operation_key
 from tracevals.model.case import Case
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory

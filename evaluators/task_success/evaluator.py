@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.callables import CallableError, load_callable
 from tracevals.evaluators.evaluator import make_score, share
 from tracevals.evaluators.scope import Scope
+from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory

@@ -30,16 +30,16 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from tracevals.evaluators.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
-from tracevals.evaluators.callables import CallableError, load_callable
-from tracevals.evaluators.evaluator import executed_calls, make_score
+from tracevals.evaluators.evaluator import make_score
 from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
+from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.retries import logical_calls
 from tracevals.model.score import Score
-from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
+from tracevals.model.trajectory import ToolCall, Trajectory, with_handoffs
 
 MATCH_MODES = ("strict", "unordered", "superset", "subset", "in_order")
 _ORDERED = ("strict", "in_order")
@@ -128,18 +128,6 @@ class TrajectoryMatch:
         if comparator is None or step.args is None:
             return rule.matches(step.args, call.args)
         return call.args is not None and comparator(step.args, call.args)
-
-
-def with_handoffs(trajectory: Trajectory) -> list[ToolCall]:
-    """The executed calls, and each structured hand-off (`tracevals.handoff()`) as the `handoff_to_human`
-    step it is, in time order, when no `handoff_to_human` tool ran: a hand-off is one, however recorded."""
-    calls = executed_calls(trajectory)
-    if not trajectory.handoffs or any(c.name == HANDOFF_TOOL for c in calls):
-        return calls
-    for handoff in trajectory.handoffs:
-        at = next((i for i, c in enumerate(calls) if c.start_ms > handoff.at_ms), len(calls))
-        calls.insert(at, ToolCall(name=HANDOFF_TOOL, start_ms=handoff.at_ms, end_ms=handoff.at_ms))
-    return calls
 
 
 def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> str | None:

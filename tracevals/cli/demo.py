@@ -69,9 +69,11 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
     from tracevals.cli.report import report_from_lake
     from tracevals.demo.agent import order_support_agent
     from tracevals.report import summary_rows, write_report
+    from tracevals.report.reliability import lake_rows
     from tracevals.report.reliability_view import reliability_json
     from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
     from tracevals.scoring.lake_data import Selection
+    from tracevals.scoring.store import write_step_reliability
     from tracevals.simulator import SimulatedModelServer
 
     console = Console(stderr=True)
@@ -107,7 +109,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
                         concurrency=concurrency,
                         settings={"base_url": server.base_url, "model": models[variant]},
                         on_done=functools.partial(_advance, progress, bar),
-                        environment={"tasks_sha256": file_digest(bundled_tasks())},
+                        environment={"tasks_sha256": file_digest(bundled_tasks()) or ""},
                     )
         finally:
             telemetry.shutdown()
@@ -127,6 +129,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
         meta=meta,
         vary=("model",),  # the two variants are two models: the variable under test
     )
+    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
     summaries, comparison = data.summaries, data.comparison
     assert comparison is not None  # both variants ran
     paths = {

@@ -22,10 +22,12 @@ from tracevals.instrumentation import instrument
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
+from tracevals.report.reliability import lake_rows
 from tracevals.report.reliability_view import reliability_json
 from tracevals.report.terminal import reliability_tables, summary_table
 from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import compact_run, completed_attempts, score_run
+from tracevals.scoring.store import write_step_reliability
 
 
 @click.command()
@@ -243,6 +245,7 @@ def run(
     score_run(lake, run_id, cases)
     # the figures of `tracevals report --run RUN_ID`, from the same code: what run prints, a report repeats
     data = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k)
+    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
     summaries = data.summaries
     rows = summary_rows(summaries)
     if fmt == "json":

@@ -17,13 +17,15 @@ from tracevals.cli.output import print_rows, progress_bar
 from tracevals.cli.report import report_from_lake
 from tracevals.harness.attempts import AgentFn
 from tracevals.harness.interceptor import RunPlan
-from tracevals.harness.variance import LIVE_CALLS_SQL, level_figures, level_variant, run_levels
+from tracevals.harness.variance import level_variant, run_levels
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
 from tracevals.report.formatting import num
+from tracevals.report.reliability import lake_rows
 from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import score_run
-from tracevals.stats.variance import LEVELS, SOURCE_LABELS, SOURCES, Attribution, attribute
+from tracevals.scoring.store import write_step_reliability
+from tracevals.stats.variance import LEVELS, SOURCE_LABELS, SOURCES, Attribution, LevelFigures, attribute
 
 __all__ = ["attribution_json", "attribution_of", "attribution_rows", "run_attribution", "score_attribution"]
 
@@ -83,6 +85,7 @@ def attribution_of(lake: str, run_id: str, variant: str, k: int | None = None) -
     from tracevals.queries import open_lake
 
     data = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k)
+    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
     con = open_lake(lake)
     try:
         live_calls = {v: int(n) for v, n in con.execute(LIVE_CALLS_SQL, [run_id]).fetchall()}
@@ -146,3 +149,36 @@ def print_attribution(result: Attribution, run_id: str, lake: str, variant: str,
         f"lake: {lake}   (tracevals report --lake {lake} --run {run_id} --baseline {frozen} --candidate {live} "
         "--out variance.html)"
     )
+
+
+def level_figures(data: Any, variant: str, live_calls: Mapping[str, int]) -> dict[str, LevelFigures]:
+    """Each level's figures from a report's data over the run (`report.ReportData`)."""
+    out = {}
+    for level in LEVELS:
+        name = level_variant(variant, level)
+        summary = data.summaries.get(name)
+        props = data.reliability.properties.get(name) if data.reliability is not None else None
+        if summary is None or props is None:
+            raise ValueError(f"level {level} has no attempts (variant {name!r} is not in the lake)")
+        out[level] = LevelFigures(
+            level=level,
+            attempts=summary.runs,
+            tasks=summary.n_tasks,
+            flaky_tasks=props.verdicts.get("flaky", 0),
+            flakiness=props.flakiness if props.measured_tasks else 0.0,
+            pass_at_1=summary.pass_at_1,
+            pass_hat_k=summary.pass_hat_k_headline,
+            k=summary.k,
+            consistency=props.consistency,
+            live_calls=live_calls.get(name, 0),
+        )
+    return out
+
+
+LIVE_CALLS_SQL = """
+SELECT a.variant, count(*) AS live_calls
+FROM spans AS s
+JOIN attempts AS a ON a.trace_id = s.trace_id
+WHERE a.run_id = ? AND s.replay = 'record' AND s.kind IN ('tool', 'llm')
+GROUP BY a.variant
+"""

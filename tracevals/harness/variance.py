@@ -17,6 +17,7 @@ answers another. Everything is one run id in the lake; the cassettes stay in `WO
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -28,11 +29,11 @@ from tracevals.harness.cassettes import ANY_ATTEMPT
 from tracevals.harness.interceptor import RunPlan
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
-from tracevals.stats.variance import LEVELS, LevelFigures
 
-__all__ = ["REFERENCE", "freeze_reference", "level_figures", "level_variant", "run_levels"]
+__all__ = ["LEVELS", "REFERENCE", "freeze_reference", "level_variant", "run_levels"]
 
 REFERENCE = "reference"
+LEVELS = ("live", REFERENCE, "tools-frozen", "frozen")  # in the order they run
 _MODES = {  # level -> (tool cassette mode, model mode); None: no cassettes
     "live": None,
     REFERENCE: ("record", "record"),
@@ -81,7 +82,7 @@ def run_levels(
     """Run the four passes of the module docstring; returns each level's plan (its misses, its faults)."""
     plans: dict[str, RunPlan] = {}
     reference = work / REFERENCE
-    for level in ("live", REFERENCE, "tools-frozen", "frozen"):
+    for level in LEVELS:
         modes = _MODES[level]
         folder = None
         if modes is not None:
@@ -115,7 +116,7 @@ def run_levels(
                 skip=skip,
                 flush=flush,
                 plan=plan,
-                on_done=None if on_done is None else (lambda r, level=level: on_done(level, r)),
+                on_done=None if on_done is None else functools.partial(on_done, level),
                 environment=environment,
             )
             plan.save()
@@ -125,36 +126,3 @@ def run_levels(
             (reference / ".frozen").write_text("attempt 1 serves every attempt\n", encoding="utf-8")
         plans[level] = plan
     return plans
-
-
-def level_figures(data: Any, variant: str, live_calls: Mapping[str, int]) -> dict[str, LevelFigures]:
-    """Each level's figures from a report's data over the run (`report.ReportData`)."""
-    out = {}
-    for level in LEVELS:
-        name = level_variant(variant, level)
-        summary = data.summaries.get(name)
-        props = data.reliability.properties.get(name) if data.reliability is not None else None
-        if summary is None or props is None:
-            raise ValueError(f"level {level} has no attempts (variant {name!r} is not in the lake)")
-        out[level] = LevelFigures(
-            level=level,
-            attempts=summary.runs,
-            tasks=summary.n_tasks,
-            flaky_tasks=props.verdicts.get("flaky", 0),
-            flakiness=props.flakiness if props.measured_tasks else 0.0,
-            pass_at_1=summary.pass_at_1,
-            pass_hat_k=summary.pass_hat_k_headline,
-            k=summary.k,
-            consistency=props.consistency,
-            live_calls=live_calls.get(name, 0),
-        )
-    return out
-
-
-LIVE_CALLS_SQL = """
-SELECT a.variant, count(*) AS live_calls
-FROM spans AS s
-JOIN attempts AS a ON a.trace_id = s.trace_id
-WHERE a.run_id = ? AND s.replay = 'record' AND s.kind IN ('tool', 'llm')
-GROUP BY a.variant
-"""

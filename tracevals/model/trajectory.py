@@ -118,3 +118,16 @@ class Trajectory:
     @property
     def duration_ms(self) -> float:
         return max(0.0, self.end_ms - self.start_ms)
+
+
+def with_handoffs(trajectory: Trajectory) -> list[ToolCall]:
+    """The executed calls (gaps left out), and each structured hand-off (`tracevals.handoff()`) as the
+    `handoff_to_human` step it is, in time order, when no `handoff_to_human` tool ran: a hand-off is
+    one, however recorded (`trajectory_match` and the per-step figures read a trajectory so)."""
+    calls = [call for call in trajectory.tool_calls if not call.gap]
+    if not trajectory.handoffs or any(c.name == HANDOFF_TOOL for c in calls):
+        return calls
+    for handoff in trajectory.handoffs:
+        at = next((i for i, c in enumerate(calls) if c.start_ms > handoff.at_ms), len(calls))
+        calls.insert(at, ToolCall(name=HANDOFF_TOOL, start_ms=handoff.at_ms, end_ms=handoff.at_ms))
+    return calls

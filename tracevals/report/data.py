@@ -17,6 +17,7 @@ from tracevals.model.findings import failure_kinds
 from tracevals.model.prices import Prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
+from tracevals.report.reliability import Reliability, reliability
 from tracevals.stats import (
     Z95,
     CategoryRules,
@@ -28,7 +29,6 @@ from tracevals.stats import (
     fault_outcomes,
     summarize,
 )
-from tracevals.report.reliability import Reliability, reliability
 from tracevals.stats.outcomes import outcomes
 
 __all__ = ["CallView", "FailedAttempt", "FailureRow", "ReportData", "build_report", "pick_pair"]

@@ -74,10 +74,10 @@ def _reliability_section(rel: Reliability) -> list[str]:
     out += _table(PROPERTY_COLUMNS, properties_rows(rel))
     steps = step_rows(rel)
     if steps:
-        out += ["## Steps that fail most", ""] + _table(STEP_COLUMNS, steps)
+        out += ["## Steps that fail most", "", *_table(STEP_COLUMNS, steps)]
     if rel.environments:
         columns, rows = environment_rows(rel)
-        out += ["## Environment", ""] + _table(columns, rows)
+        out += ["## Environment", "", *_table(columns, rows)]
         cmp = rel.env_comparison
         if cmp is not None:
             out += [f"{cmp.baseline} -> {cmp.candidate} differ in:", ""]

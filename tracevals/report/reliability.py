@@ -5,23 +5,23 @@ module only reads trajectories, cases and outcomes into them).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracevals.evaluators.args_match import args_rule
-from tracevals.evaluators.callables import load_callable
-from tracevals.evaluators.trajectory_match.evaluator import with_handoffs
+from tracevals.model.args_match import args_rule
+from tracevals.model.callables import load_callable
 from tracevals.model.calls import canonical_args, operation_key
 from tracevals.model.case import Case
 from tracevals.model.retries import logical_calls
-from tracevals.model.trajectory import ToolCall, Trajectory
+from tracevals.model.trajectory import ToolCall, Trajectory, with_handoffs
 from tracevals.stats import Outcome
 from tracevals.stats.consistency import AttemptRecord, Equivalence, Properties, properties
 from tracevals.stats.environment import EnvComparison, EnvSummary, compare_environments, summarize_environments
 from tracevals.stats.steps import ExpectedStep, StepCall, TaskSteps, ToolRow, task_steps, tool_rows
 
-__all__ = ["Reliability", "reliability"]
+__all__ = ["Reliability", "lake_rows", "reliability"]
 
 
 @dataclass
@@ -52,7 +52,7 @@ def _step_calls(calls: Sequence[ToolCall]) -> list[StepCall]:
         if not calls[i].failed:
             good.add(keys[i])
         ok[i] = keys[i] in good
-    return [StepCall(c.name, c.args, done) for c, done in zip(calls, ok)]
+    return [StepCall(c.name, c.args, done) for c, done in zip(calls, ok, strict=True)]
 
 
 def _call_text(c: ToolCall) -> str:
@@ -91,7 +91,9 @@ def _guarded(fn: Any, case_id: str, reference: str, notes: list[str]) -> Equival
         try:
             return bool(fn(a, b))
         except Exception as exc:
-            message = f"case {case_id}: equivalence {reference} raised {type(exc).__name__}: {exc}; counted as different"
+            message = (
+                f"case {case_id}: equivalence {reference} raised {type(exc).__name__}: {exc}; counted as different"
+            )
             if message not in notes:
                 notes.append(message)
             return False
@@ -142,3 +144,20 @@ def reliability(
         if pair is not None and pair[0] in envs and pair[1] in envs:
             comparison = compare_environments(envs[pair[0]], envs[pair[1]], vary)
     return Reliability(props, steps, tool_rows(steps), envs, comparison, notes)
+
+
+def lake_rows(rel: Reliability | None, run_id: str) -> list[dict[str, Any]]:
+    """The per-step rows of one run as `LAKE/step_reliability/` keeps them (`scoring.store`)."""
+    if rel is None:
+        return []
+    return [
+        {
+            "run_id": run_id, "variant": t.variant, "task_id": t.task_id, "step": s.index, "tool": s.tool,
+            "attempts": t.attempts, "reached": s.reached, "called": s.called, "right_args": s.right_args,
+            "succeeded": s.succeeded, "rate": None if math.isnan(s.rate) else s.rate,
+            "diverged_here": t.divergence.get(s.index, 0), "product_of_rates": t.product,
+            "end_to_end": t.end_to_end,
+        }
+        for t in rel.steps
+        for s in t.steps
+    ]  # fmt: skip

@@ -108,10 +108,18 @@ def reliability_json(rel: Reliability | None) -> dict[str, Any] | None:
         "properties": {v: _props_json(p) for v, p in rel.properties.items()},
         "steps": [_steps_json(t) for t in rel.steps],
         "tools": [
-            {"variant": r.variant, "tool": r.tool, "steps": r.steps, "reached": r.reached, "called": r.called,
-             "right_args": r.right_args, "succeeded": r.succeeded, "rate": r.rate}
+            {
+                "variant": r.variant,
+                "tool": r.tool,
+                "steps": r.steps,
+                "reached": r.reached,
+                "called": r.called,
+                "right_args": r.right_args,
+                "succeeded": r.succeeded,
+                "rate": r.rate,
+            }
             for r in rel.tools
-        ],  # fmt: skip
+        ],
         "environments": {v: {"attempts": e.attempts, "values": e.values} for v, e in rel.environments.items()},
         "environment_comparison": None
         if cmp is None
@@ -119,10 +127,15 @@ def reliability_json(rel: Reliability | None) -> dict[str, Any] | None:
             "baseline": cmp.baseline,
             "candidate": cmp.candidate,
             "differences": [
-                {"key": d.key, "label": d.label, "baseline": list(d.baseline), "candidate": list(d.candidate),
-                 "declared": d.declared}
+                {
+                    "key": d.key,
+                    "label": d.label,
+                    "baseline": list(d.baseline),
+                    "candidate": list(d.candidate),
+                    "declared": d.declared,
+                }
                 for d in cmp.differences
-            ],  # fmt: skip
+            ],
             "problems": cmp.problems(),
         },
         "notes": rel.notes,
@@ -199,9 +212,18 @@ def _steps_html(rel: Reliability, caption: Any) -> str:
         if not t.steps:
             continue
         rates = " × ".join(num(s.rate, 2) for s in t.steps if s.reached)
-        first = ", ".join(f"step {i}: {n} ({escape(t.divergence_examples.get(i, ''))})" for i, n in t.divergence.items())
+        first = ", ".join(
+            f"step {i}: {n} ({escape(t.divergence_examples.get(i, ''))})" for i, n in t.divergence.items()
+        )
         products.append(
-            [t.variant, t.task_id, rates, num(t.product), f"{t.passes}/{t.attempts} = {num(t.end_to_end)}", first or "-"]
+            [
+                t.variant,
+                t.task_id,
+                rates,
+                num(t.product),
+                f"{t.passes}/{t.attempts} = {num(t.end_to_end)}",
+                first or "-",
+            ]
         )
     product_table = table(
         ["variant", "task", "step rates", "product", "end to end", "first divergence"],

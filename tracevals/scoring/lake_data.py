@@ -166,7 +166,10 @@ def _environments(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str | N
         "JOIN _report_traces AS t ON t.trace_id = e.trace_id"
     )
     names = [d[0] for d in cursor.description]
-    return {row[0]: {n: None if v is None else str(v) for n, v in zip(names[1:], row[1:])} for row in cursor.fetchall()}
+    return {
+        row[0]: {n: None if v is None else str(v) for n, v in zip(names[1:], row[1:], strict=True)}
+        for row in cursor.fetchall()
+    }
 
 
 def _session(t: Trajectory) -> str:

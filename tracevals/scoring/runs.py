@@ -3,19 +3,11 @@ scoring a finished run."""
 
 from __future__ import annotations
 
-import math
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import pyarrow as pa
-
-from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, read_run_cases
-from tracevals.lake.schema import STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA
-from tracevals.lake.writer import write_table_atomically
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
 from tracevals.model.score import Score
@@ -33,41 +25,9 @@ class RunScores:
 
 
 def score_run(lake: str | os.PathLike[str], run_id: str, cases: Sequence[Case], *, write: bool = True) -> RunScores:
-    """Score every attempt of `run_id` against `cases` and append the scores to the lake, with the run's
-    per-step reliability (`LAKE/step_reliability/`, the `step_reliability` view)."""
+    """Score every attempt of `run_id` against `cases` and append the scores to the lake."""
     run = score_lake(lake, tasks=cases, selection=Selection(runs=(run_id,)), write=write, keep_batch=True)
-    scored = RunScores(trajectories=run.trajectories(), scores=run.score_objects())
-    if write and not is_remote(os.fspath(lake)):
-        write_step_reliability(lake, run_id, scored, cases)
-    return scored
-
-
-def write_step_reliability(
-    lake: str | os.PathLike[str], run_id: str, scored: RunScores, cases: Sequence[Case]
-) -> Path | None:
-    """The run's per-step rows (one rule with the report's: `report.reliability`), one file."""
-    from tracevals.report.reliability import reliability
-    from tracevals.stats.outcomes import outcomes
-
-    by_id = {c.case_id: c for c in cases}
-    outs = outcomes(scored.trajectories, scored.scores, cases=by_id)
-    steps = reliability(scored.trajectories, outs, by_id).steps
-    now = time.time_ns()
-    rows = [
-        {
-            "run_id": run_id, "variant": t.variant, "task_id": t.task_id, "step": s.index, "tool": s.tool,
-            "attempts": t.attempts, "reached": s.reached, "called": s.called, "right_args": s.right_args,
-            "succeeded": s.succeeded, "rate": None if math.isnan(s.rate) else s.rate,
-            "diverged_here": t.divergence.get(s.index, 0), "product_of_rates": t.product,
-            "end_to_end": t.end_to_end, "computed_at": now,
-        }
-        for t in steps
-        for s in t.steps
-    ]  # fmt: skip
-    if not rows:
-        return None
-    table = pa.Table.from_pylist(rows, schema=STEP_RELIABILITY_SCHEMA)
-    return write_table_atomically(table, Path(lake) / STEP_RELIABILITY_DIR)
+    return RunScores(trajectories=run.trajectories(), scores=run.score_objects())
 
 
 def completed_attempts(lake: str | os.PathLike[str], run_id: str) -> set[AttemptKey]:

@@ -1,4 +1,5 @@
-"""Score rows into the lake: `LAKE/scores/`, one atomically committed Parquet file per write.
+"""Score rows into the lake: `LAKE/scores/` (and a run's per-step rows, `LAKE/step_reliability/`), one
+atomically committed Parquet file per write.
 
 Re-scoring appends; the `scores` view keeps the newest row per (trace, evaluator), so new rows
 supersede old ones without rewriting a file.
@@ -9,14 +10,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR
+from tracevals.lake.paths import is_remote
+from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA
 from tracevals.lake.writer import write_table_atomically
 from tracevals.model.score import Score
 
@@ -61,3 +63,13 @@ def write_score_frame(
     table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
     table = table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
     return write_table_atomically(table, Path(lake) / SCORES_DIR)
+
+
+def write_step_reliability(lake: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> Path | None:
+    """Append a scored run's per-step rows (`report.reliability.lake_rows`) to `LAKE/step_reliability/`,
+    one file; the `step_reliability` view keeps the newest set per run. A remote lake is left alone."""
+    if not rows or is_remote(os.fspath(lake)):
+        return None
+    now = time.time_ns()
+    table = pa.Table.from_pylist([{**r, "computed_at": now} for r in rows], schema=STEP_RELIABILITY_SCHEMA)
+    return write_table_atomically(table, Path(lake) / STEP_RELIABILITY_DIR)

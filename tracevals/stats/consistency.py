@@ -198,9 +198,7 @@ def _classes(records: Sequence[AttemptRecord], equivalent: Equivalence | None) -
             found = next((i for i, k in enumerate(keys) if k == key), None)
         elif equivalent is not None:
             text = r.output or ""
-            found = next(
-                (i for i, (kind, rep) in enumerate(keys) if kind == verdict and equivalent(rep, text)), None
-            )
+            found = next((i for i, (kind, rep) in enumerate(keys) if kind == verdict and equivalent(rep, text)), None)
             key = (verdict, text)
         else:
             key = (verdict, output_key(r.output))

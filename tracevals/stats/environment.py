@@ -156,9 +156,7 @@ def summarize_environments(
     return out
 
 
-def compare_environments(
-    baseline: EnvSummary, candidate: EnvSummary, vary: Sequence[str] = ()
-) -> EnvComparison:
+def compare_environments(baseline: EnvSummary, candidate: EnvSummary, vary: Sequence[str] = ()) -> EnvComparison:
     """Every key (per-attempt keys aside) whose values differ between the variants; those named in
     ``vary`` (a key, a prefix of one or a label: ``model`` names both model keys, ``system`` the system
     instructions) are marked declared: the variable under test."""
@@ -192,4 +190,4 @@ def _changed_tasks(baseline: Mapping[str, Mapping[str, int]], candidate: Mapping
 
 def _declared(key: str, wanted: set[str]) -> bool:
     label = ENV_KEYS.get(key, key).lower()
-    return any(w == key or key.startswith(w) or w == label for w in wanted)
+    return any(w in (key, label) or key.startswith(w) for w in wanted)

@@ -130,9 +130,7 @@ def _walk(calls: Sequence[StepCall], expected: Sequence[ExpectedStep]) -> list[t
     return out
 
 
-def first_divergence(
-    calls: Sequence[StepCall], reference: Sequence[ExpectedStep]
-) -> tuple[int, str] | None:
+def first_divergence(calls: Sequence[StepCall], reference: Sequence[ExpectedStep]) -> tuple[int, str] | None:
     """(1-based position, what happened there) of the first call that leaves the reference path; None
     when the attempt's calls are the path exactly."""
     for i, step in enumerate(reference):
@@ -157,7 +155,7 @@ def best_path(paths: Sequence[Path], expected: Sequence[ExpectedStep]) -> Path:
         return ()
     scores = [sum(done[2] for done in _walk(p, expected)) for p in paths]
     best = max(scores)
-    return [p for p, score in zip(paths, scores) if score == best][-1]
+    return [p for p, score in zip(paths, scores, strict=True) if score == best][-1]
 
 
 def task_steps(

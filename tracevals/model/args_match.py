@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracevals.evaluators.callables import load_callable
+from tracevals.model.callables import load_callable
 from tracevals.model.case import Case
 
 ARGS_MODES = ("exact", "ignore", "superset", "subset")
