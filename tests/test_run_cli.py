@@ -78,6 +78,8 @@ def test_a_killed_run_resumes_without_repeating_finished_attempts(project: Path)
     assert killed.returncode == -9  # SIGKILL while the 4th attempt ran
     calls = (project / "calls.log").read_text().split()
     assert calls == ["t1:1", "t1:2", "t1:3", "t2:1"]
+    # killed: each finished attempt is in a file of its own, flushed as it finished
+    assert len(list((project / "lake" / "spans").rglob("*.parquet"))) >= 3
 
     resumed = _run(project, "-k", "3", "--run-id", "r2")
     assert resumed.returncode == 0, resumed.stderr
@@ -91,6 +93,10 @@ def test_a_killed_run_resumes_without_repeating_finished_attempts(project: Path)
         "group by all order by 1, 2"
     ).fetchall()
     assert done == [("t1", 1, 1), ("t1", 2, 1), ("t1", 3, 1), ("t2", 1, 1), ("t2", 2, 1), ("t2", 3, 1)]
+    # finished: the run's files merged into one per hour, every span once
+    files = list((project / "lake" / "spans").rglob("*.parquet"))
+    assert len(files) == len({f.parent for f in files}) <= 2
+    assert con.execute("select count(*) - count(distinct (trace_id, span_id)) from raw_spans").fetchone() == (0,)
 
 
 def test_bad_agent_reference_is_one_line(project: Path) -> None:
