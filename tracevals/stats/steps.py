@@ -34,6 +34,7 @@ from typing import Any
 __all__ = [
     "ExpectedStep",
     "StepCall",
+    "StepCounts",
     "StepRow",
     "TaskSteps",
     "ToolRow",
@@ -68,9 +69,9 @@ class ExpectedStep:
 
 
 @dataclass(frozen=True)
-class StepRow:
-    index: int  # 1-based position in the expected trajectory
-    tool: str
+class StepCounts:
+    """Attempts that reached a step, called its tool, with the right arguments, and succeeded."""
+
     reached: int
     called: int
     right_args: int
@@ -79,6 +80,12 @@ class StepRow:
     @property
     def rate(self) -> float:
         return self.succeeded / self.reached if self.reached else math.nan
+
+
+@dataclass(frozen=True)
+class StepRow(StepCounts):
+    index: int  # 1-based position in the expected trajectory
+    tool: str
 
     @property
     def lost(self) -> int:
@@ -216,20 +223,12 @@ def _modal(paths: Sequence[Sequence[StepCall]]) -> list[ExpectedStep]:
 
 
 @dataclass(frozen=True)
-class ToolRow:
+class ToolRow(StepCounts):
     """One tool over every expected step that names it, across tasks."""
 
     variant: str
     tool: str
     steps: int
-    reached: int
-    called: int
-    right_args: int
-    succeeded: int
-
-    @property
-    def rate(self) -> float:
-        return self.succeeded / self.reached if self.reached else math.nan
 
 
 def tool_rows(tasks: Iterable[TaskSteps]) -> list[ToolRow]:
@@ -240,5 +239,8 @@ def tool_rows(tasks: Iterable[TaskSteps]) -> list[ToolRow]:
             acc = sums.setdefault((t.variant, s.tool), [0, 0, 0, 0, 0])
             for j, value in enumerate((1, s.reached, s.called, s.right_args, s.succeeded)):
                 acc[j] += value
-    rows = [ToolRow(v, tool, *acc) for (v, tool), acc in sums.items()]
+    rows = [
+        ToolRow(variant=v, tool=tool, steps=acc[0], reached=acc[1], called=acc[2], right_args=acc[3], succeeded=acc[4])
+        for (v, tool), acc in sums.items()
+    ]
     return sorted(rows, key=lambda r: (r.variant, r.rate if not math.isnan(r.rate) else 2.0, r.tool))
