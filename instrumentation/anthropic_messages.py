@@ -17,6 +17,7 @@ call goes through a copy of the client made with the SDK's public `open_telemetr
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import weakref
 from collections.abc import Callable, Collection, Mapping
@@ -30,6 +31,7 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
 from tracevals.instrumentation.genai_messages import anthropic_inputs, anthropic_outputs, get, instructions
+from tracevals.instrumentation.interception import ModelInvocation, current_model_interceptor
 from tracevals.instrumentation.model_span import ModelCall, ModelResult
 from tracevals.instrumentation.model_wrappers import call_model, call_model_async
 from tracevals.instrumentation.streams import TracedAsyncStream, TracedStream
@@ -161,13 +163,15 @@ def _send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
 
 def _create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     send = _send(wrapped, instance, args, kwargs)
-    return call_model(PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send)
+    return call_model(
+        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send, "messages.create"
+    )
 
 
 async def _acreate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     send = _send(wrapped, instance, args, kwargs)
     return await call_model_async(
-        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send
+        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send, "messages.create"
     )
 
 
@@ -182,8 +186,13 @@ def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str
 
         def traced() -> Any:
             call = ModelCall(PROVIDER, traced_kwargs, message_inputs)
+            interceptor = current_model_interceptor()
             try:
-                raw = request()
+                if interceptor is None:
+                    raw = request()
+                else:  # the model-interception seam, as call_model has it
+                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span)
+                    raw = interceptor.intercept(invocation, request)
             except BaseException as exc:
                 call.fail(exc)
                 raise
@@ -194,15 +203,30 @@ def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str
 
         async def traced_async() -> Any:
             call = ModelCall(PROVIDER, traced_kwargs, message_inputs)
+            interceptor = current_model_interceptor()
             try:
-                raw = await request
+                if interceptor is None:
+                    raw = await request
+                else:
+                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span)
+                    raw = await interceptor.intercept_async(invocation, _awaiting(request))
             except BaseException as exc:
                 call.fail(exc)
                 raise
+            finally:
+                if inspect.iscoroutine(request) and inspect.getcoroutinestate(request) == inspect.CORO_CREATED:
+                    request.close()  # answered by the interceptor: the request was never sent
             return TracedAsyncStream(raw, call, MessageEvents())
 
         setattr(manager, attr, traced_async())
     return manager
+
+
+def _awaiting(request: Any) -> Callable[[], Any]:
+    async def proceed() -> Any:
+        return await request
+
+    return proceed
 
 
 _PATCHES = (

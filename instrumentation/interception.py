@@ -1,4 +1,4 @@
-"""The tool-interception seam: code that acts inside every traced tool call, when one is installed.
+"""The interception seam: code that acts inside every traced tool call (and model call), when one is installed.
 
 Fault injection, prompt injection and record/replay all need to stand between an agent and its
 tools without the agent's code knowing. A `ToolInterceptor` installed with `intercept_tools()` (a
@@ -23,12 +23,15 @@ inside the call's `execute_tool` span, and decides: return a result of its own, 
 Outside `intercept_tools()` nothing is installed and a tool wrapper only traces. Whatever the
 interceptor returns or raises is recorded on the span as the tool's own result or error would be.
 For an MCP call, `proceed()` returns the `CallToolResult` and an interceptor returns one too.
+
+Model calls have the same seam (`intercept_models()`, `ModelInvocation`, `ModelInterceptor`, below): the
+harness records and replays them through it. Outside `intercept_models()` a model call only traces.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -75,3 +78,130 @@ def intercept_tools(interceptor: ToolInterceptor) -> Iterator[ToolInterceptor]:
         yield interceptor
     finally:
         _interceptor.reset(token)
+
+
+# --- model calls ----------------------------------------------------------------------------------
+#
+# The same seam for model calls: every instrumented call of the openai (chat completions, Responses)
+# and anthropic (messages) clients goes through `model_wrappers.call_model` / `call_model_async`, which
+# hand the SDK's own request (`proceed()`) to the interceptor installed with `intercept_models()`, inside
+# the call's `chat {model}` span. Whatever the interceptor returns is read for that span exactly as the
+# SDK's answer would be: a response object, an SDK stream, or a `ReplayedStream` / `AsyncReplayedStream`
+# of recorded events (an interceptor's own answer to a `stream=True` call).
+
+
+@dataclass(frozen=True)
+class ModelInvocation:
+    """One model call, as an interceptor sees it."""
+
+    provider: str  # openai | anthropic
+    operation: str  # the SDK method: chat.completions.create, responses.parse, messages.create, messages.stream ...
+    kwargs: Mapping[str, Any]  # the request as the agent passed it (do not change it)
+    span: Span  # the call's model span: mark replays here
+
+    @property
+    def stream(self) -> bool:
+        return self.kwargs.get("stream") is True or self.operation.endswith(".stream")
+
+
+@runtime_checkable
+class ModelInterceptor(Protocol):
+    def intercept(self, call: ModelInvocation, proceed: Callable[[], Any]) -> Any:
+        """Handle a call of a sync client: return a response (or stream), raise, or `return proceed()`."""
+        ...
+
+    async def intercept_async(self, call: ModelInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        """Handle a call of an async client: return a response (or stream), raise, or `return await proceed()`."""
+        ...
+
+
+_model_interceptor: contextvars.ContextVar[ModelInterceptor | None] = contextvars.ContextVar(
+    "tracevals_model_interceptor", default=None
+)
+
+
+def current_model_interceptor() -> ModelInterceptor | None:
+    return _model_interceptor.get()
+
+
+@contextmanager
+def intercept_models(interceptor: ModelInterceptor) -> Iterator[ModelInterceptor]:
+    """Route every instrumented model call inside the block through `interceptor`."""
+    token = _model_interceptor.set(interceptor)
+    try:
+        yield interceptor
+    finally:
+        _model_interceptor.reset(token)
+
+
+class ReplayedResponse:
+    """What a replayed stream has for the SDK's `stream.response` (the SDK's stream helpers read its
+    headers and close it); there was no HTTP response."""
+
+    def __init__(self) -> None:
+        self.status_code = 200
+        self.headers: dict[str, str] = {}
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ReplayedStream:
+    """A stream of recorded events for a sync client: iterable, a context manager, closable; `error`, if
+    any, is raised after the last event (the stream failed there)."""
+
+    def __init__(self, events: Iterable[Any], error: BaseException | None = None) -> None:
+        self._events = iter(list(events))
+        self._error = error
+        self.response = ReplayedResponse()
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._events)
+        except StopIteration:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error from None
+            raise
+
+    def close(self) -> None:
+        self._events = iter(())
+        self._error = None
+
+    def __enter__(self) -> ReplayedStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncReplayedStream:
+    """`ReplayedStream` for an async client."""
+
+    def __init__(self, events: Iterable[Any], error: BaseException | None = None) -> None:
+        self._sync = ReplayedStream(events, error)
+        self.response = self._sync.response
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._sync)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def close(self) -> None:
+        self._sync.close()
+
+    async def __aenter__(self) -> AsyncReplayedStream:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

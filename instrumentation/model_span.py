@@ -9,6 +9,8 @@ span ends later. Every annotation is guarded: a failure here is logged, never ra
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
@@ -71,7 +73,65 @@ def request_attributes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         attrs[gen_ai.GEN_AI_REQUEST_STOP_SEQUENCES] = list(stop)
     if kwargs.get("stream") is True:
         attrs[gen_ai.GEN_AI_REQUEST_STREAM] = True
+    system = system_instructions(kwargs)
+    if system is not None:
+        attrs[tv.REQUEST_SYSTEM_SHA256] = canonical_sha256(system)
+    tools = kwargs.get("tools")
+    if tools is not None and not _sentinel(tools):
+        attrs[tv.REQUEST_TOOLS_SHA256] = canonical_sha256(tools)
     return attrs
+
+
+def _sentinel(value: Any) -> bool:
+    """The SDKs' "not given" markers (`openai.NOT_GIVEN` / `omit`, anthropic's too): as if absent."""
+    return type(value).__name__ in ("NotGiven", "Omit")
+
+
+def canonical(value: Any) -> Any:
+    """`value` as plain JSON data: SDK (pydantic) objects dumped, the SDKs' "not given" markers dropped,
+    tuples as lists; what is left that JSON has no type for is its `str()`."""
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in value.items() if not _sentinel(v)}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value if not _sentinel(v)]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, type):  # a response_format / text_format class
+        return f"{value.__module__}.{value.__qualname__}"
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return canonical(dump(mode="json"))
+        except Exception:  # not a pydantic model after all
+            pass
+    return str(value)
+
+
+def canonical_json(value: Any) -> str:
+    """Keys sorted, no spaces: the same request is the same text, whichever order it was built in."""
+    return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def canonical_sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
+
+
+def system_instructions(kwargs: Mapping[str, Any]) -> Any:
+    """The request's system instructions (None when it has none): anthropic's `system`, the Responses
+    API's `instructions`, else chat completions' messages with role `system` or `developer`."""
+    for key in ("system", "instructions"):
+        value = kwargs.get(key)
+        if value is not None and not _sentinel(value):
+            return value
+    messages = kwargs.get("messages")
+    if not isinstance(messages, (list, tuple)):
+        return None
+    system = [m for m in messages if _role(m) in ("system", "developer")]
+    return system or None
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
 
 
 def error_type(exc: BaseException) -> str:

@@ -2,7 +2,9 @@
 
 Each provider module says how to read its request (`inputs`), its response (`extract`) and its
 stream events (`accumulator`); these two functions do the rest, identically for every SDK method,
-so that a fix to error handling or context propagation lands everywhere at once.
+so that a fix to error handling or context propagation lands everywhere at once. They are also the
+model-interception seam: with an interceptor installed (`interception.intercept_models`), `send()` (the
+SDK's own method) goes through it inside the span, so a replayed call gets the span a live one gets.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from tracevals.instrumentation.interception import (
+    AsyncReplayedStream,
+    ModelInvocation,
+    ReplayedStream,
+    current_model_interceptor,
+)
 from tracevals.instrumentation.model_span import ModelCall, ModelResult
 from tracevals.instrumentation.streams import Accumulator, TracedAsyncStream, TracedStream
 
@@ -39,19 +47,26 @@ def call_model(
     accumulator: Callable[[], Accumulator],
     stream_types: tuple[type, ...],
     send: Callable[[], Any],
+    operation: str = "",
 ) -> Any:
-    """Run `send()` (the SDK's own method) inside a model-call span; a stream keeps the span open."""
+    """Run `send()` (the SDK's own method) inside a model-call span; a stream keeps the span open.
+
+    `operation` names the SDK method (`chat.completions.create`) for an installed model interceptor."""
     call = ModelCall(provider, kwargs, inputs)
     # Current while the request is sent, so HTTP-client spans (if instrumented) nest under it.
     token = otel_context.attach(trace.set_span_in_context(call.span))
     try:
-        response = send()
+        interceptor = current_model_interceptor()
+        if interceptor is None:
+            response = send()
+        else:
+            response = interceptor.intercept(ModelInvocation(provider, operation, kwargs, call.span), send)
     except BaseException as exc:
         otel_context.detach(token)
         call.fail(exc)
         raise
     otel_context.detach(token)
-    if isinstance(response, stream_types):
+    if isinstance(response, (*stream_types, ReplayedStream)):
         return TracedStream(response, call, accumulator())
     call.finish(_result(extract, response))
     return response
@@ -65,18 +80,24 @@ async def call_model_async(
     accumulator: Callable[[], Accumulator],
     stream_types: tuple[type, ...],
     send: Callable[[], Awaitable[Any]],
+    operation: str = "",
 ) -> Any:
     """`call_model` for the async clients."""
     call = ModelCall(provider, kwargs, inputs)
     token = otel_context.attach(trace.set_span_in_context(call.span))
     try:
-        response = await send()
+        interceptor = current_model_interceptor()
+        if interceptor is None:
+            response = await send()
+        else:
+            invocation = ModelInvocation(provider, operation, kwargs, call.span)
+            response = await interceptor.intercept_async(invocation, send)
     except BaseException as exc:
         otel_context.detach(token)
         call.fail(exc)
         raise
     otel_context.detach(token)
-    if isinstance(response, stream_types):
+    if isinstance(response, (*stream_types, AsyncReplayedStream)):
         return TracedAsyncStream(response, call, accumulator())
     call.finish(_result(extract, response))
     return response

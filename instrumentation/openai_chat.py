@@ -136,15 +136,33 @@ def _stream_types() -> tuple[type, ...]:
     return (openai.Stream, openai.AsyncStream)
 
 
+def _operation(prefix: str, wrapped: Any) -> str:
+    return f"{prefix}.{getattr(wrapped, '__name__', 'create')}"
+
+
 def _sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return call_model(
-        PROVIDER, kwargs, chat_inputs, chat_result, ChatChunks, _stream_types(), lambda: wrapped(*args, **kwargs)
+        PROVIDER,
+        kwargs,
+        chat_inputs,
+        chat_result,
+        ChatChunks,
+        _stream_types(),
+        lambda: wrapped(*args, **kwargs),
+        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
     )
 
 
 async def _async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return await call_model_async(
-        PROVIDER, kwargs, chat_inputs, chat_result, ChatChunks, _stream_types(), lambda: wrapped(*args, **kwargs)
+        PROVIDER,
+        kwargs,
+        chat_inputs,
+        chat_result,
+        ChatChunks,
+        _stream_types(),
+        lambda: wrapped(*args, **kwargs),
+        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
     )
 
 

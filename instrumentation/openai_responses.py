@@ -107,6 +107,7 @@ def sync_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
         ResponseEvents,
         _stream_types(),
         lambda: wrapped(*args, **kwargs),
+        f"responses.{getattr(wrapped, '__name__', 'create')}",
     )
 
 
@@ -119,4 +120,5 @@ async def async_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwar
         ResponseEvents,
         _stream_types(),
         lambda: wrapped(*args, **kwargs),
+        f"responses.{getattr(wrapped, '__name__', 'create')}",
     )

@@ -23,7 +23,7 @@ from tracevals.harness.environment import attempt_environment, commit_hash, lock
 from tracevals.harness.interceptor import RunPlan
 from tracevals.instrumentation.clock import attempt_clock
 from tracevals.instrumentation.context import end_session, session
-from tracevals.instrumentation.interception import intercept_tools
+from tracevals.instrumentation.interception import intercept_models, intercept_tools
 from tracevals.model import attributes as tv
 from tracevals.model.attempt import AttemptContext, AttemptKey
 from tracevals.model.case import Case
@@ -73,11 +73,16 @@ def run_attempt(
         interceptor = (
             plan.interceptor(case, ctx.seed, ctx.attempt) if plan is not None and plan.is_active(case) else None
         )
+        models = plan.model_interceptor(case, ctx.attempt) if plan is not None else None  # model cassettes
         if plan is not None:
             root.set_attribute(tv.REPLAY, plan.replay_mode)
         try:
             # the attempt's logical clock: backoff and throttling measured as the agent waited, not by load
-            with attempt_clock(), intercept_tools(interceptor) if interceptor is not None else nullcontext():
+            with (
+                attempt_clock(),
+                intercept_tools(interceptor) if interceptor is not None else nullcontext(),
+                intercept_models(models) if models is not None else nullcontext(),
+            ):
                 result = agent(case.input, ctx)
                 if inspect.isawaitable(result):
                     result = asyncio.run(_await(result))

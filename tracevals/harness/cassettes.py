@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tracevals.instrumentation.tools import ToolError
 from tracevals.lake.redaction import Redactor
@@ -79,7 +79,14 @@ def scrub(value: Any) -> Any:
 
 @dataclass
 class Cassette:
-    """The recordings of one task, shared by its attempts (thread-safe)."""
+    """The recordings of one task, shared by its attempts (thread-safe).
+
+    The file logic is shared with the model cassettes (`model_cassettes.ModelCassette`), whose
+    interactions name a model method and its request where these name a tool and its arguments."""
+
+    NAME: ClassVar[str] = "tool"  # the field of an interaction that names the call
+    ARGS: ClassVar[str] = "args"  # the field that holds its (scrubbed) input
+    KIND: ClassVar[str] = "cassette"
 
     path: Path
     mode: str
@@ -88,7 +95,9 @@ class Cassette:
     _dirty: bool = False
 
     @classmethod
-    def open(cls, folder: str | Path, task_id: str, mode: str) -> Cassette:
+    def open(cls, folder: str | Path, task_id: str, mode: str, required: bool = True) -> Cassette:
+        """The task's cassette; in `replay` mode a missing file is an error unless not `required` (then
+        it is empty, and each call misses)."""
         if mode not in MODES:
             raise ValueError(f"cassette mode {mode!r} is not one of {', '.join(MODES)}")
         cassette = cls(path=Path(folder) / cassette_name(task_id), mode=mode)
@@ -96,8 +105,8 @@ class Cassette:
             doc = json.loads(cassette.path.read_text(encoding="utf-8"))
             for item in doc.get("interactions", []):
                 cassette.interactions[(int(item["attempt"]), item["key"], int(item["occurrence"]))] = item
-        elif mode == "replay":
-            raise CassetteMiss(f"no cassette for task {task_id!r} at {cassette.path}; record it first (--record)")
+        elif mode == "replay" and required:
+            raise CassetteMiss(f"no {cls.KIND} for task {task_id!r} at {cassette.path}; record it first (--record)")
         return cassette
 
     def lookup(self, attempt: int, key: str, occurrence: int) -> dict[str, Any] | None:
@@ -108,6 +117,10 @@ class Cassette:
     def record(
         self, attempt: int, key: str, occurrence: int, tool: str, arguments: Mapping[str, Any], outcome: dict[str, Any]
     ) -> None:
+        self.put(attempt, key, occurrence, {"tool": tool, "args": dict(arguments), **outcome})
+
+    def put(self, attempt: int, key: str, occurrence: int, fields: Mapping[str, Any]) -> None:
+        """Keep one interaction (scrubbed of secrets); the first recording of a slot wins."""
         with self._lock:
             if (attempt, key, occurrence) in self.interactions:
                 return
@@ -115,9 +128,7 @@ class Cassette:
                 "attempt": attempt,
                 "key": key,
                 "occurrence": occurrence,
-                "tool": tool,
-                "args": scrub(dict(arguments)),
-                **scrub(outcome),
+                **scrub(dict(fields)),
             }
             self._dirty = True
 
@@ -127,10 +138,10 @@ class Cassette:
         for item in self.interactions.values():
             if item["attempt"] not in (attempt, ANY_ATTEMPT):
                 continue
-            similarity = difflib.SequenceMatcher(None, wanted, json.dumps(item["args"], sort_keys=True)).ratio()
-            scored.append(
-                (item["tool"] == tool, similarity, f"{item['key']} {item['tool']}({json.dumps(item['args'])})")
-            )
+            recorded = json.dumps(item[self.ARGS], sort_keys=True, default=str)
+            similarity = difflib.SequenceMatcher(None, wanted, recorded).ratio()
+            name = item[self.NAME]
+            scored.append((name == tool, similarity, f"{item['key']} {name}({_abridged(recorded)})"))
         scored.sort(key=lambda s: (not s[0], -s[1]))
         return [s[2] for s in scored[:n]]
 
@@ -139,14 +150,30 @@ class Cassette:
             if not self._dirty:
                 return
             items = sorted(
-                self.interactions.values(), key=lambda i: (i["attempt"], i["tool"], i["key"], i["occurrence"])
+                self.interactions.values(), key=lambda i: (i["attempt"], i[self.NAME], i["key"], i["occurrence"])
             )
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".json.tmp")
-            doc = {"version": FORMAT_VERSION, "interactions": items}
-            tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n")
+            # An interaction's own fields sorted; what it holds in the order it came: a replayed result must
+            # be the very object the tool returned (an agent that serialises it sends the model the same text).
+            doc = {"interactions": [{k: i[k] for k in sorted(i)} for i in items], "version": FORMAT_VERSION}
+            tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
             os.replace(tmp, self.path)
             self._dirty = False
+
+
+def _abridged(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def miss_message(call: str, n: int, attempt: int, near: list[str]) -> str:
+    """The one wording of a replay miss, for tools and model calls alike."""
+    hint = (
+        "; nearest recorded: " + " | ".join(near)
+        if near
+        else f"; attempt {attempt} was not recorded (record with at least as many attempts)"
+    )
+    return f"no recording of {call} #{n} in attempt {attempt}{hint}"
 
 
 @dataclass
@@ -168,13 +195,8 @@ class CassettePlayer:
             return key, n, recorded
         if self.cassette.mode == "replay":
             near = self.cassette.nearest(self.attempt, tool, arguments)
-            hint = (
-                "; nearest recorded: " + " | ".join(near)
-                if near
-                else f"; attempt {self.attempt} was not recorded (record with at least as many attempts)"
-            )
             call = f"{tool}({json.dumps(dict(arguments), default=str)})"
-            message = f"no recording of {call} #{n} in attempt {self.attempt}{hint}"
+            message = miss_message(call, n, self.attempt, near)
             if self.on_miss is not None:
                 self.on_miss(message)
             raise CassetteMiss(message)

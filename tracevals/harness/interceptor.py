@@ -18,8 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.harness.attacks import Injection, carry, mark, parse_injection
-from tracevals.harness.cassettes import Cassette, CassettePlayer, replay
+from tracevals.harness.cassettes import MODES, Cassette, CassettePlayer, cassette_name, replay
 from tracevals.harness.faults import FaultInjector, FaultRule, delay_s, parse_rule, raise_if_failing, shape
+from tracevals.harness.model_cassettes import (
+    MODELS_FOLDER,
+    ModelCassette,
+    ModelCassetteInterceptor,
+    model_cassette_path,
+)
 from tracevals.instrumentation.interception import ToolInvocation
 from tracevals.model import attributes as tv
 from tracevals.model.case import Case
@@ -27,13 +33,20 @@ from tracevals.model.case import Case
 
 @dataclass
 class RunPlan:
-    """What a run does to tool calls: faults, injections, cassettes (all optional)."""
+    """What a run does to tool calls: faults, injections, cassettes (all optional); and to model calls:
+    cassettes (`<cassette_dir>/models/`, see `model_cassettes`).
+
+    `model_mode` None means "as `cassette_mode`", except that a `replay` of a cassette folder with no
+    `models/` folder (tool cassettes only: from `tracevals cases extract`, or recorded before model calls
+    were) runs the models live; `"off"`: models run live and unrecorded; else record | replay | record-new."""
 
     faults: tuple[FaultRule, ...] = ()
     injections: tuple[Injection, ...] = ()
     cassette_dir: Path | None = None
     cassette_mode: str | None = None  # record | replay | record-new
+    model_mode: str | None = None  # None: as cassette_mode; "off"; record | replay | record-new
     _cassettes: dict[str, Cassette] = field(default_factory=dict)
+    _model_cassettes: dict[str, ModelCassette] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _injectors: list[FaultInjector] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)  # replay misses: the run is incomplete, not the agent
@@ -81,13 +94,47 @@ class RunPlan:
             return None
         with self._lock:
             if task_id not in self._cassettes:
-                self._cassettes[task_id] = Cassette.open(self.cassette_dir, task_id, self.cassette_mode)
+                # a task whose model calls alone were recorded (it called no tool) is recorded too
+                required = self.models is None or not model_cassette_path(self.cassette_dir, task_id).exists()
+                self._cassettes[task_id] = Cassette.open(self.cassette_dir, task_id, self.cassette_mode, required)
             return self._cassettes[task_id]
+
+    @property
+    def models(self) -> str | None:
+        """The model calls' cassette mode (None: models run live, unrecorded)."""
+        if self.cassette_dir is None or self.model_mode == "off":
+            return None
+        if self.model_mode is not None:
+            if self.model_mode not in MODES:
+                raise ValueError(f"model mode {self.model_mode!r} is not one of off, {', '.join(MODES)}")
+            return self.model_mode
+        if self.cassette_mode == "replay" and not (Path(self.cassette_dir) / MODELS_FOLDER).is_dir():
+            return None  # a tool-only cassette set: its models were never recorded
+        return self.cassette_mode
+
+    def model_cassette(self, task_id: str) -> ModelCassette | None:
+        mode = self.models
+        if self.cassette_dir is None or mode is None:
+            return None
+        with self._lock:
+            if task_id not in self._model_cassettes:
+                # ... and one that called no model, if its tool calls were recorded
+                tools = self.cassette_mode is not None and (Path(self.cassette_dir) / cassette_name(task_id)).exists()
+                self._model_cassettes[task_id] = ModelCassette.open_in(self.cassette_dir, task_id, mode, not tools)
+            return self._model_cassettes[task_id]
+
+    def model_interceptor(self, case: Case, attempt: int = 1) -> ModelCassetteInterceptor | None:
+        """The attempt's model interceptor (for `intercept_models`); None when models run live."""
+        cassette = self.model_cassette(case.case_id)
+        if cassette is None:
+            return None
+        return ModelCassetteInterceptor(cassette, attempt=attempt, on_miss=self.note_miss)
 
     def interceptor(self, case: Case, seed: int, attempt: int = 1) -> AttemptInterceptor:
         rules = (*self.faults, *_case_faults(case))
         injections = (*self.injections, *_case_injections(case))
         cassette = self.cassette(case.case_id)
+        self.model_cassette(case.case_id)  # a missing model cassette fails here too, before a run starts
         injector = FaultInjector(rules=rules, seed=seed) if rules else None
         if injector is not None:
             with self._lock:
@@ -101,7 +148,7 @@ class RunPlan:
 
     def save(self) -> None:
         with self._lock:
-            cassettes = list(self._cassettes.values())
+            cassettes = [*self._cassettes.values(), *self._model_cassettes.values()]
         for cassette in cassettes:
             cassette.save()
 
@@ -200,6 +247,7 @@ def plan_from_options(
     injections: Iterable[Injection | Mapping[str, Any]] = (),
     cassette_dir: str | Path | None = None,
     cassette_mode: str | None = None,
+    model_mode: str | None = None,
 ) -> RunPlan:
     parsed = tuple(i if isinstance(i, Injection) else parse_injection(i) for i in injections)
     return RunPlan(
@@ -207,4 +255,5 @@ def plan_from_options(
         injections=parsed,
         cassette_dir=Path(cassette_dir) if cassette_dir is not None else None,
         cassette_mode=cassette_mode,
+        model_mode=model_mode,
     )

@@ -39,6 +39,11 @@ CLOCK_END_MS = "tracevals.clock.end_ms"
 # names only), so always recorded; they link each execute_tool span to the request that caused it.
 REQUESTED_TOOL_CALL_IDS = "tracevals.tool_calls.ids"
 REQUESTED_TOOL_CALL_NAMES = "tracevals.tool_calls.names"
+# First 16 hex digits of sha256 over the canonical JSON of the request's system instructions (anthropic
+# `system`, Responses `instructions`, chat messages with role system/developer) and of its `tools`:
+# which prompt and which tool set a call ran with, without their content, so always recorded.
+REQUEST_SYSTEM_SHA256 = "tracevals.request.system_sha256"
+REQUEST_TOOLS_SHA256 = "tracevals.request.tools_sha256"
 
 # --- sessions and hand-overs --------------------------------------------------------------------
 SESSION_END = "tracevals.session.end"  # true on the span that closes a session explicitly
