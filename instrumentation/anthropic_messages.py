@@ -191,7 +191,7 @@ def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str
                 if interceptor is None:
                     raw = request()
                 else:  # the model-interception seam, as call_model has it
-                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span)
+                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span, call.waited)
                     raw = interceptor.intercept(invocation, request)
             except BaseException as exc:
                 call.fail(exc)
@@ -208,7 +208,7 @@ def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str
                 if interceptor is None:
                     raw = await request
                 else:
-                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span)
+                    invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span, call.waited)
                     raw = await interceptor.intercept_async(invocation, _awaiting(request))
             except BaseException as exc:
                 call.fail(exc)

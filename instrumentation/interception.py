@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from opentelemetry.trace import Span
@@ -98,6 +98,10 @@ class ModelInvocation:
     operation: str  # the SDK method: chat.completions.create, responses.parse, messages.create, messages.stream ...
     kwargs: Mapping[str, Any]  # the request as the agent passed it (do not change it)
     span: Span  # the call's model span: mark replays here
+    # A replayed call says how long the recorded one waited on the model, in ms: the attempt's logical
+    # clock advances by that instead of the replay's own (near zero) duration, so an agent whose wait
+    # between a 429 and its retry is the model round trip keeps its verdict when the model is replayed.
+    waited: Callable[[float], None] | None = field(default=None, compare=False)
 
     @property
     def stream(self) -> bool:

@@ -173,6 +173,7 @@ class ModelCall:
         tracer = trace.get_tracer(_TRACER)
         self.span: Span = tracer.start_span(f"{operation} {model}", kind=SpanKind.CLIENT, attributes=attrs)
         self._started = time.monotonic()  # the call's duration advances the attempt's logical clock
+        self._waited_ms: float | None = None  # a replayed call: the recorded call's duration
 
     def _claim(self) -> bool:
         with self._lock:
@@ -181,8 +182,14 @@ class ModelCall:
             self._ended = True
         clock = attempt_clock()
         if clock is not None:  # waiting on the model is waiting (see instrumentation/clock.py)
-            clock.advance((time.monotonic() - self._started) * 1000)
+            elapsed = (time.monotonic() - self._started) * 1000
+            clock.advance(elapsed if self._waited_ms is None else self._waited_ms)
         return True
+
+    def waited(self, ms: float) -> None:
+        """The call was answered from a recording that waited `ms` on the model: the logical clock
+        advances by that when the call ends (see `interception.ModelInvocation.waited`)."""
+        self._waited_ms = max(0.0, float(ms))
 
     def finish(self, result: ModelResult) -> None:
         """Record the response and end the span (only the first call counts)."""

@@ -60,7 +60,7 @@ def call_model(
         if interceptor is None:
             response = send()
         else:
-            response = interceptor.intercept(ModelInvocation(provider, operation, kwargs, call.span), send)
+            response = interceptor.intercept(ModelInvocation(provider, operation, kwargs, call.span, call.waited), send)
     except BaseException as exc:
         otel_context.detach(token)
         call.fail(exc)
@@ -90,7 +90,7 @@ async def call_model_async(
         if interceptor is None:
             response = await send()
         else:
-            invocation = ModelInvocation(provider, operation, kwargs, call.span)
+            invocation = ModelInvocation(provider, operation, kwargs, call.span, call.waited)
             response = await interceptor.intercept_async(invocation, send)
     except BaseException as exc:
         otel_context.detach(token)

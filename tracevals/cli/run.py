@@ -282,7 +282,7 @@ def _fail_on_misses(plan: Any, console: Console) -> None:
     say what was missing and exit 2, after the figures, so CI never counts an incomplete replay as a run."""
     if plan.misses:
         console.print(
-            f"error: {len(plan.misses)} tool calls had no recording (first: {plan.misses[0]}); the replay is "
+            f"error: {len(plan.misses)} tool or model calls had no recording (first: {plan.misses[0]}); the replay is "
             "incomplete: record them with --record-new, or fix the cassettes",
             highlight=False,
             soft_wrap=True,

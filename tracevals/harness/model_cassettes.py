@@ -18,7 +18,9 @@ by design or is transport:
     seed, extra_headers, extra_query, timeout, user, metadata, store  (and `seed` inside `extra_body`)
 
 so a frozen replay finds the reference attempt's answer although each attempt sends its own seed. Each
-interaction holds `provider`, `method`, `request` (as keyed) and one outcome:
+interaction holds `provider`, `method`, `request` (as keyed), `duration_ms` (how long the call waited on
+the model, a stream until it ended: a replay advances the attempt's logical clock by it, as the live
+call did, see `instrumentation/clock.py`) and one outcome:
 
 - `response`: `{"class": "openai.types.chat.chat_completion.ChatCompletion", "data": model_dump(mode="json")}`,
   rebuilt with that class's `model_validate`, so `response.choices[0].message.tool_calls` works;
@@ -47,6 +49,7 @@ import difflib
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,12 +201,13 @@ class ModelCassetteInterceptor:
             call.span.set_attribute(tv.REPLAY, "replay")
             return self._replayed(recorded, call, ReplayedStream)
         call.span.set_attribute(tv.REPLAY, "record")
+        started = time.monotonic()
         try:
             response = proceed()
         except Exception as exc:
-            self._keep(key, n, call, request, {"error": dump_error(exc)})
+            self._keep(key, n, call, request, {"error": dump_error(exc)}, started)
             raise
-        return self._recorded(key, n, call, request, response, RecordingStream, "__next__")
+        return self._recorded(key, n, call, request, response, RecordingStream, "__next__", started)
 
     # --- async clients -----------------------------------------------------------------------------
 
@@ -213,16 +217,20 @@ class ModelCassetteInterceptor:
             call.span.set_attribute(tv.REPLAY, "replay")
             return self._replayed(recorded, call, AsyncReplayedStream)
         call.span.set_attribute(tv.REPLAY, "record")
+        started = time.monotonic()
         try:
             response = await proceed()
         except Exception as exc:
-            self._keep(key, n, call, request, {"error": dump_error(exc)})
+            self._keep(key, n, call, request, {"error": dump_error(exc)}, started)
             raise
-        return self._recorded(key, n, call, request, response, AsyncRecordingStream, "__anext__")
+        return self._recorded(key, n, call, request, response, AsyncRecordingStream, "__anext__", started)
 
     # --- both -------------------------------------------------------------------------------------
 
     def _replayed(self, recorded: Mapping[str, Any], call: ModelInvocation, stream_type: type) -> Any:
+        waited = recorded.get("duration_ms")
+        if call.waited is not None and isinstance(waited, (int, float)):
+            call.waited(float(waited))  # the logical clock advances as the recorded call waited
         error = recorded.get("error")
         if "stream" in recorded:
             events = [load_object(e, call.kwargs) for e in recorded["stream"]]
@@ -240,20 +248,29 @@ class ModelCassetteInterceptor:
         response: Any,
         recording: type[RecordingStream],
         step: str,
+        started: float,
     ) -> Any:
         dumped = dump_object(response)
         if dumped is not None:
-            self._keep(key, n, call, request, {"response": dumped})
+            self._keep(key, n, call, request, {"response": dumped}, started)
             return response
         if hasattr(response, step):
-            return recording(response, lambda outcome: self._keep(key, n, call, request, outcome))
+            return recording(response, lambda outcome: self._keep(key, n, call, request, outcome, started))
         # e.g. `with_raw_response`: no SDK object to store; the call stays live and unrecorded
         _log.warning("tracevals: %s returned a %s, which a cassette cannot hold", call.operation, type(response))
         call.span.set_attribute(tv.REPLAY, "live")
         return response
 
     def _keep(
-        self, key: str, n: int, call: ModelInvocation, request: dict[str, Any], outcome: Mapping[str, Any]
+        self,
+        key: str,
+        n: int,
+        call: ModelInvocation,
+        request: dict[str, Any],
+        outcome: Mapping[str, Any],
+        started: float,
     ) -> None:
-        fields = {"provider": call.provider, "method": call.operation, "request": request}
+        """Keep one interaction, with how long the call waited on the model (a stream: until it ended)."""
+        waited = round((time.monotonic() - started) * 1000, 1)
+        fields = {"provider": call.provider, "method": call.operation, "request": request, "duration_ms": waited}
         self.cassette.put(self.attempt, key, n, {**fields, **outcome})
