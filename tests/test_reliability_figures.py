@@ -244,3 +244,38 @@ def test_attribution_by_hand() -> None:
     assert quiet.main_source is None and "no flakiness" in quiet.statement
     with pytest.raises(ValueError, match="missing frozen"):
         attribute({"live": level("live", 0.1), "tools-frozen": level("tools-frozen", 0.1)})
+
+
+# --- from trajectories (the report's reading) -----------------------------------------------------
+
+
+def _same_first_word(a: str, b: str) -> bool:
+    return a.split()[0] == b.split()[0]
+
+
+def _broken(a: str, b: str) -> bool:
+    raise RuntimeError("checker bug")
+
+
+def test_reliability_reads_trajectories_and_says_what_a_broken_checker_did() -> None:
+    from tracevals.model.case import Case
+    from tracevals.model.trajectory import ToolCall, Trajectory
+    from tracevals.report.reliability import reliability
+    from tracevals.stats import Outcome
+
+    trajectories = [
+        Trajectory(f"t{i}", (ToolCall("get", {"id": 1}),), task_id=task, attempt=i, variant="v", output=out)
+        for i, (task, out) in enumerate([("a", "yes it is"), ("a", "yes indeed"), ("b", "x"), ("b", "y")])
+    ]
+    outs = [Outcome("v", t.task_id or "", t.attempt or 0, True, True, trace_id=t.trace_id) for t in trajectories]
+    cases = {
+        "a": Case("a", "?", raw={"equivalence": f"{__name__}:_same_first_word"}),
+        "b": Case("b", "?", raw={"equivalence": f"{__name__}:_broken"}),
+    }
+    rel = reliability(trajectories, outs, cases)
+    tasks = {t.task_id: t for t in rel.properties["v"].tasks}
+    assert tasks["a"].output_classes == 1  # "yes ..." twice: the case's checker says the same
+    assert tasks["b"].output_classes == 2  # the checker raised: counted as different, and said
+    assert any("_broken raised RuntimeError: checker bug" in n for n in rel.notes)
+    missing = reliability(trajectories, outs, {"a": Case("a", "?", raw={"equivalence": "no_such_module:f"})})
+    assert any("not loaded" in n for n in missing.notes)

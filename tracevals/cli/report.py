@@ -193,7 +193,7 @@ def report_from_lake(
     data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
     for note in data.provenance.get("notes", []):
         click.echo(f"tracevals: {note}", err=True)
-    return build_report(
+    built = build_report(
         data.trajectories,
         data.scores,
         data.cases,
@@ -206,6 +206,9 @@ def report_from_lake(
         environments=data.environments,
         vary=vary,
     )
+    for note in built.reliability.notes if built.reliability is not None else []:
+        click.echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
+    return built
 
 
 @click.command()
