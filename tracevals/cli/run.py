@@ -281,8 +281,10 @@ def _fail_on_misses(plan: Any, console: Console) -> None:
     """A replay miss is an infrastructure error (the cassettes are incomplete), not the agent's failure:
     say what was missing and exit 2, after the figures, so CI never counts an incomplete replay as a run."""
     if plan.misses:
+        models = sum(m.startswith("no recording of model call") for m in plan.misses)
+        kinds = {0: "tool calls", len(plan.misses): "model calls"}.get(models, "tool and model calls")
         console.print(
-            f"error: {len(plan.misses)} tool or model calls had no recording (first: {plan.misses[0]}); the replay is "
+            f"error: {len(plan.misses)} {kinds} had no recording (first: {plan.misses[0]}); the replay is "
             "incomplete: record them with --record-new, or fix the cassettes",
             highlight=False,
             soft_wrap=True,
