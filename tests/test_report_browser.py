@@ -247,3 +247,32 @@ def test_three_properties_steps_and_environment_match_the_json(
     differences = rel["environment_comparison"]["differences"]
     assert {d["key"] for d in differences} == {"models_requested", "models_served"}
     assert all(d["declared"] for d in differences)
+
+
+def test_the_step_reliability_view_is_the_reports_per_step_table(demo_dir: Path) -> None:
+    # the `step_reliability` view holds the per-step rows written when the run was scored: one rule
+    # (tracevals.stats.steps) with the report
+    tmp_path = demo_dir
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["reliability"]
+    expected = sorted(
+        (t["variant"], t["task_id"], s["step"], s["tool"], s["reached"], s["right_args"], s["succeeded"])
+        for t in report["steps"]
+        for s in t["steps"]
+    )
+    sql = (
+        "select variant, task_id, step, tool, reached, right_args, succeeded, lost, rate, product_of_rates "
+        "from step_reliability order by variant, task_id, step"
+    )
+    out = CliRunner().invoke(main, ["sql", "--lake", str(tmp_path / "lake"), "--format", "json", sql])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    rows = doc["rows"] if isinstance(doc, dict) else doc
+    got = sorted((r["variant"], r["task_id"], r["step"], r["tool"], r["reached"], r["right_args"], r["succeeded"])
+                 for r in rows)  # fmt: skip
+    assert got == expected and len(got) > 40
+    for r in rows:
+        assert r["lost"] == r["reached"] - r["succeeded"]
+        assert r["rate"] is None or r["rate"] == r["succeeded"] / r["reached"]
+    # the worst step by the view is the worst in the report's table too
+    worst = max(rows, key=lambda r: r["lost"])
+    assert worst["lost"] == max(s["reached"] - s["succeeded"] for t in report["steps"] for s in t["steps"])
