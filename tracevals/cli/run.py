@@ -235,7 +235,7 @@ def run(
                 skip=done,
                 flush=telemetry.force_flush,  # each attempt in the lake as it finishes
                 plan=plan,
-                environment={k: v for k, v in environment.items() if v},
+                environment={key: v for key, v in environment.items() if v},
             )
     finally:
         telemetry.shutdown()
