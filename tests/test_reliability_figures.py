@@ -279,3 +279,14 @@ def test_reliability_reads_trajectories_and_says_what_a_broken_checker_did() -> 
     assert any("_broken raised RuntimeError: checker bug" in n for n in rel.notes)
     missing = reliability(trajectories, outs, {"a": Case("a", "?", raw={"equivalence": "no_such_module:f"})})
     assert any("not loaded" in n for n in missing.notes)
+
+
+def test_a_tie_for_the_modal_path_goes_to_the_path_seen_first() -> None:
+    # two paths, two attempts each: the one attempt 1 took is the modal one
+    records = [rec("t", 1, True, "a", ("x",)), rec("t", 2, True, "a", ("y",)), rec("t", 3, True, "a", ("y",)),
+               rec("t", 4, True, "a", ("x",))]  # fmt: skip
+    assert task_consistency("t", records).modal_trajectory == ("x",)
+    m = task_steps(
+        "v", "t", [(([ok("b")],), True), (([ok("a")],), True), (([ok("a")],), True), (([ok("b")],), True)], None
+    )
+    assert m.divergence == {1: 2}  # the modal path is [b]: the two [a] attempts leave it at 1

@@ -227,8 +227,8 @@ def task_consistency(
         raise ValueError(f"task {task_id!r}: no attempts")
     passes = sum(r.passed for r in ordered)
     paths = Counter(r.trajectory for r in ordered)
-    # the modal path: the most common, ties to the one seen first
-    modal = max(paths, key=lambda p: (paths[p], -[r.trajectory for r in ordered].index(p)))
+    # the modal path: the most common, ties to the one seen first (most_common keeps first-seen order)
+    modal = paths.most_common(1)[0][0]
     classes = Counter(_classes(ordered, equivalent))
     pairs = math.comb(n, 2)
     agreement = math.fsum(math.comb(m, 2) for m in classes.values()) / pairs if pairs else math.nan

@@ -215,9 +215,8 @@ def _modal(paths: Sequence[Sequence[StepCall]]) -> list[ExpectedStep]:
 
     if not paths:
         return []
-    counts = Counter(key(p) for p in paths)
     keys = [key(p) for p in paths]
-    best = max(counts, key=lambda k: (counts[k], -keys.index(k)))
+    best = Counter(keys).most_common(1)[0][0]  # ties to the path seen first
     chosen = paths[keys.index(best)]
     return [ExpectedStep(c.name, None if c.args is None else dict(c.args)) for c in chosen]
 
