@@ -21,12 +21,16 @@ DuckDB never opens the other files (see `tracevals.lake.paths.partition_globs`).
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import os
+import re
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 
-from tracevals.lake.paths import LakeError, check_lake_dir, is_remote, lake_prices
+from tracevals import env
+from tracevals.lake.paths import LakeError, check_lake_dir, is_remote, lake_prices, partition_globs
 from tracevals.lake.schema import (
     LOG_SCHEMA,
     LOGS_DIR,
@@ -39,7 +43,7 @@ from tracevals.lake.schema import (
 )
 from tracevals.model.prices import default_prices
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
-from tracevals.queries.views import MATERIALIZE, VIEW_NAMES, defined_views, view_sql
+from tracevals.queries.views import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 
 
 def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
@@ -59,6 +63,65 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     con.execute("SET lock_configuration = true")
 
 
+# Views a snapshot leaves as views: the price table (registered from Python), and views that only filter
+# or project one other relation (a copy would be every row and column once more).
+LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
+
+SNAPSHOT_MB = 64  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted whole
+
+
+def is_small(
+    lake: str, since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
+) -> bool:
+    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 64; 0 turns
+    snapshots off). A lake on object storage is never "small": listing it costs more than it saves."""
+    if is_remote(lake):
+        return False
+    try:
+        limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
+    except ValueError:
+        raise LakeError(
+            f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or pass e.g. 64"
+        ) from None
+    total = 0.0
+    for sub in (SPANS_DIR, LOGS_DIR):
+        ranged = since is not None or until is not None
+        paths = (p for g in partition_globs(lake, sub, since, until) for p in glob.glob(g)) if ranged else None
+        for path in paths if paths is not None else (str(p) for p in (Path(lake) / sub).rglob("*.parquet")):
+            try:
+                total += os.stat(path).st_size
+            except OSError:
+                continue  # compacted away meanwhile
+            if total > limit:
+                return False
+    return True
+
+
+def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:
+    """`views`, every view they read, and the price table; a `LakeError` names an unknown view."""
+    from tracevals.queries.materialize import closure
+
+    unknown_views = set(views) - set(VIEW_NAMES)
+    if unknown_views:
+        raise LakeError(f"unknown views {sorted(unknown_views)} (choose from {', '.join(VIEW_NAMES)})")
+    return [*closure(views), PRICES_VIEW]
+
+
+# What makes a query read the catalog rather than views (`information_schema.columns`, `duckdb_views()`,
+# `show tables`, a bare `describe`): such a query needs every view defined.
+_CATALOG = re.compile(r"\b(information_schema|pg_catalog|sqlite_master|duckdb_\w+|pragma_\w+)\b", re.I)
+_LIST_TABLES = re.compile(r"\s*(show|describe)(\s+(all\s+)?(tables|databases))?\s*;?\s*", re.I)
+
+
+def views_read_by(query: str) -> tuple[str, ...] | None:
+    """The views a query names (every word of it that is a view's name: a column or an alias of the same
+    name only adds a view), or None when it reads the catalog and needs all of them defined."""
+    if _CATALOG.search(query) or _LIST_TABLES.fullmatch(query):
+        return None
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)}
+    return tuple(n for n in VIEW_NAMES if n in words)
+
+
 def open_lake(
     lake: str | os.PathLike[str],
     con: duckdb.DuckDBPyConnection | None = None,
@@ -69,7 +132,7 @@ def open_lake(
     memory_limit: str | None = None,
     threads: int | None = None,
     read_only: bool = False,
-    materialize: bool | tuple[str, ...] = False,
+    materialize: bool | tuple[str, ...] | Literal["auto"] = "auto",
     snapshot_path: str | os.PathLike[str] | None = None,
     read_spans: bool = True,
     views: tuple[str, ...] | None = None,
@@ -81,10 +144,15 @@ def open_lake(
     (input, output) by model name, for the `cost_usd` columns (default: the lake's own `prices.json` over the
     default table, `tracevals.model.prices`). memory_limit (e.g. "4GB") and threads
     bound DuckDB. read_only: sandbox the connection to the lake (see `sandbox`), as `tracevals sql` does.
-    materialize: snapshot the base views (MATERIALIZE, or the names given) into temporary tables once, so
-    that a job running many queries over a big lake deduplicates and un-nests its spans once; the
-    connection then no longer sees files that arrive later. snapshot_path: keep those tables in a DuckDB
-    file there (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
+    materialize: snapshot views into temporary tables once (True: the base views MATERIALIZE; a tuple:
+    those names), so that a job running many queries over a big lake deduplicates and un-nests its spans
+    once; the connection then no longer sees files that arrive later. "auto" (the default): a small lake
+    (`is_small`: at most TRACEVALS_SNAPSHOT_MB, default 64, of span and log files in range) is snapshotted
+    whole, every view defined computed once at open, bottom-up: planning the tree of views beneath a
+    `sessions` query costs seconds, computing them over a small lake milliseconds; a larger lake is read
+    live through the views. Either way, reopen to see files written since. snapshot_path: keep those
+    tables in a DuckDB file there (compressed, paged out under memory_limit) instead of in memory; the
+    caller removes it.
     read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
     quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
     views: define only these views and those they read (defining all of them binds every view's whole
@@ -111,7 +179,11 @@ def open_lake(
     register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
     register_source(con, "raw_step_reliability", lake_str, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
     register_prices(con, {**default_prices(), **lake_prices(lake_str)} if prices is None else prices)
-    snapshot = set(MATERIALIZE if materialize is True else materialize or ())
+    if materialize == "auto":
+        small = read_spans and is_small(lake_str, since, until)
+        snapshot = (set(VIEW_NAMES) if views is None else set(closure_of(views))) - LEFT_AS_VIEWS if small else set()
+    else:
+        snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:
         raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
@@ -119,14 +191,7 @@ def open_lake(
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
         create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
-    wanted = None
-    if views is not None:
-        from tracevals.queries.materialize import closure
-
-        unknown_views = set(views) - set(VIEW_NAMES)
-        if unknown_views:
-            raise LakeError(f"unknown views {sorted(unknown_views)} (choose from {', '.join(VIEW_NAMES)})")
-        wanted = set(closure(views)) | {"model_prices"}
+    wanted = None if views is None else set(closure_of(views))
     for file_name, sql in view_sql():
         if wanted is not None and not defined_views(sql) & wanted:
             continue

@@ -59,7 +59,11 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
         "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots'), current_database(), "
         "current_setting('disabled_optimizers')"
     ).fetchall()
-    bases = ["raw_spans", "raw_logs", "raw_scores", *(snapshots or [])]
+    if view in (snapshots or ()):  # computed at open (a small lake): its rows are there already
+        return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+    # a snapshot without trace ids (per run, per task) is read whole: the final filter keeps the session
+    kept = [n for n in snapshots or () if "trace_id" in {d[0] for d in con.execute(f"FROM {n} LIMIT 0").description}]
+    bases = ["raw_spans", "raw_logs", "raw_scores", *kept]
     try:
         for name in bases:
             # a small table per base relation, read once: the views reference the bases many times

@@ -36,6 +36,7 @@ IDLE = "TRACEVALS_IDLE"
 EMIT_OTLP = "TRACEVALS_EMIT_OTLP"
 FORMAT = "TRACEVALS_FORMAT"
 STRICT = "TRACEVALS_STRICT"  # 1: an unreadable lake file fails the command instead of being skipped
+SNAPSHOT_MB = "TRACEVALS_SNAPSHOT_MB"  # a lake with at most this many MB of span + log files is snapshotted at open
 
 # --- redaction (instrumentation) ------------------------------------------------------------------------
 REDACT_PII = "TRACEVALS_REDACT_PII"

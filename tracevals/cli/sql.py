@@ -16,6 +16,8 @@ from tracevals import env
 from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
 from tracevals.cli.times import time_range_options
 from tracevals.queries import LakeError, is_remote, open_lake
+from tracevals.queries.lake import views_read_by
+from tracevals.queries.views import VIEW_NAMES
 
 # What may run: a SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE, SHOW parse as one), or an
 # EXPLAIN [ANALYZE] of a SELECT. EXPLAIN ANALYZE runs its statement: of a COPY it would write.
@@ -112,13 +114,19 @@ def sql(lake: str, fmt: str, out: Path | None, since: datetime | None, until: da
     try:
         # open_lake's bounds are inclusive hours: the last hour read is the one just before `until`
         last = None if until is None else until - timedelta(microseconds=1)
-        con = open_lake(lake, since=since, until=last, read_only=True)
+        # only the views the query names (and those they read) are defined: binding every view of the
+        # lake costs seconds, and `select 1` needs none
+        con = open_lake(lake, since=since, until=last, read_only=True, views=views_read_by(query))
     except LakeError as exc:
         raise click.ClickException(str(exc)) from exc
     check_read_only(con, query)
     try:
         result = con.sql(query)
         table = result.to_arrow_table() if result is not None else None
+    except duckdb.CatalogException as exc:
+        first = str(exc).splitlines()[0]
+        hint = f"; the views are {', '.join(VIEW_NAMES)} (docs/queries.md)" if "does not exist" in first else ""
+        raise click.ClickException(f"query failed: {first}{hint}") from exc
     except duckdb.Error as exc:
         raise click.ClickException(f"query failed: {str(exc).splitlines()[0]}") from exc
     if table is None:  # EXPLAIN of nothing, or a statement with no result

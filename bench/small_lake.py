@@ -1,0 +1,226 @@
+"""What users wait for on a small lake: `sql`, `score`, `report`, `gate` on a lake as `tracevals run` leaves it.
+
+    .venv/bin/python bench/small_lake.py [--runs 50] [--attempts 25] [--repeat 5] [--baseline REV] [--keep DIR]
+
+The lake is real: `--runs` runs of `tracevals run` (the demo's order-support agent against the simulated
+model server, the first five demo tasks x 5 attempts = 25 attempts a run, alternately two variants),
+each as the command leaves it (its files merged into one per hour, its scores written, its cases kept).
+Then each command runs as a whole process, `--repeat` times, for this tree and for REV (a `git
+worktree`, default: the commit before issue 24's work; `--baseline none` skips it), pair by pair, so
+both see the same machine:
+
+  startup    `python -c "import tracevals.cli"` (what every command pays before it reads anything)
+  sql        `tracevals sql "select count(*) from sessions"` and `sql "select 1"`
+  score      `tracevals score --lake L --summary --no-write` (every attempt of the lake scored again)
+  report     `tracevals report --lake L --run A --run B --out r.json` (the latest two runs)
+  gate       `tracevals gate --lake L --run A --run B --baseline baseline --candidate candidate`
+  duckdb     plain DuckDB in a process of its own reading the same files (`count(*)` of the spans and
+             the scores): the floor the targets compare with
+
+Targets (issue 24): each command <= 1 s wall beyond a start-up of <= 0.3 s, and within 3x of plain
+DuckDB reading the same files. A verdict line per target is printed beside its figure. The scores
+written by `tracevals score --lake L` (once per tree, each on its own copy of the lake) are compared
+with the baseline tree's, row for row (`scores identical`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PROJECT_PYTHON, ROOT, Figure, Section
+
+ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
+
+
+def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
+    """`runs` real `tracevals run`s into `lake`, two at a time; returns the run ids in order."""
+    sys.path.insert(0, str(ROOT))
+    from tracevals.simulator import SimulatedModelServer
+
+    tasks = (ROOT / "tracevals" / "demo" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    k = 5
+    chosen = tasks[: max(1, attempts // k)]
+    (work / "tasks.jsonl").write_text("\n".join(chosen) + "\n", encoding="utf-8")
+    ids = [f"run-{i:03d}" for i in range(runs)]
+    with SimulatedModelServer() as server:
+
+        def one(i: int) -> None:
+            variant, model = ("baseline", "sloppy") if i % 2 == 0 else ("candidate", "careful")
+            command = [
+                str(PROJECT_PYTHON), "-m", "tracevals", "run", "--tasks", str(work / "tasks.jsonl"),
+                "--agent", "tracevals.demo.agent:order_support_agent", "-k", str(k), "--variant", variant,
+                "--seed", str(i), "--setting", f"base_url={server.base_url}", "--setting", f"model={model}",
+                "--lake", str(lake), "--run-id", ids[i], "--format", "json",
+            ]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, cwd=work, timeout=600)
+            if done.returncode not in (0, 1):  # 1: a gate-less run whose tasks failed is still a run
+                raise SystemExit(f"tracevals run {ids[i]} failed ({done.returncode}): {done.stderr[-800:]}")
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(one, range(runs)))
+    return ids
+
+
+def timed(tree: Path, args: list[str], cwd: Path) -> tuple[float, int, str]:
+    """(wall seconds, exit code, stderr tail) of one run of the project's Python with `tree` first on PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    started = time.perf_counter()
+    done = subprocess.run([str(PROJECT_PYTHON), *args], env=env, capture_output=True, text=True, cwd=cwd)
+    return time.perf_counter() - started, done.returncode, done.stderr[-400:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--attempts", type=int, default=25)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baseline", default=ISSUE_24_BASE, help="git revision to compare with ('none': skip)")
+    parser.add_argument("--keep", type=Path, default=None, help="build the lake here (reused if present)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tracevals-small-lake-") as tmp:
+        work = Path(tmp)
+        lake = args.keep or work / "lake"
+        started = time.perf_counter()
+        if args.keep is not None and (lake / "spans").is_dir():
+            ids = sorted({p.name for p in (lake / "runs").iterdir()}) if (lake / "runs").is_dir() else []
+            print(f"lake: reusing {lake}")
+        else:
+            ids = build_lake(lake, work, args.runs, args.attempts)
+            print(f"lake: {args.runs} runs x {args.attempts} attempts built in {time.perf_counter() - started:.0f} s")
+        files = sorted(lake.rglob("*.parquet"))
+        size = sum(p.stat().st_size for p in files)
+        print(f"lake: {len(files)} Parquet files, {size / 1e6:.1f} MB")
+        out = work / "out"
+        out.mkdir()
+        cli = ["-c", "from tracevals.cli import main; main()"]
+        last, before_last = (ids[-1], ids[-2]) if len(ids) >= 2 else (ids[-1], ids[-1])
+        plain = (
+            "import duckdb; con = duckdb.connect(); "
+            f"con.execute(\"select count(*) from read_parquet('{lake}/spans/**/*.parquet')\").fetchall(); "
+            f"con.execute(\"select count(*) from read_parquet('{lake}/scores/**/*.parquet')\").fetchall()"
+        )
+        commands: dict[str, list[str]] = {
+            "startup": ["-c", "import tracevals.cli"],
+            "duckdb": ["-c", plain],
+            "sql select 1": [*cli, "sql", "--lake", str(lake), "select 1"],
+            "sql sessions": [*cli, "sql", "--lake", str(lake), "select count(*) from sessions"],
+            "score": [*cli, "score", "--lake", str(lake), "--summary", "--no-write"],
+            "report": [
+                *cli,
+                "report",
+                "--lake",
+                str(lake),
+                "--run",
+                before_last,
+                "--run",
+                last,
+                "--out",
+                str(out / "r.json"),
+            ],
+            "gate": [
+                *cli,
+                "gate",
+                "--lake",
+                str(lake),
+                "--run",
+                before_last,
+                "--run",
+                last,
+                "--baseline",
+                "baseline",
+                "--candidate",
+                "candidate",
+            ],
+        }
+        trees = [("now", ROOT)]
+        old = work / "baseline"
+        if args.baseline != "none":
+            subprocess.run(["git", "worktree", "add", "--detach", str(old), args.baseline], cwd=ROOT, check=True,
+                           capture_output=True)  # fmt: skip
+            trees.append(("before", old))
+        try:
+            walls: dict[str, dict[str, list[float]]] = {name: {label: [] for label, _ in trees} for name in commands}
+            for name, argv in commands.items():
+                for label, tree in trees:  # once each before timing (bytecode, page cache)
+                    _, code, err = timed(tree, argv, work)
+                    if code not in (0, 1):
+                        raise SystemExit(f"{name} ({label}) exited {code}: {err}")
+                for _ in range(args.repeat):
+                    for label, tree in trees:
+                        wall, _, _ = timed(tree, argv, work)
+                        walls[name][label].append(wall)
+            section = Section(
+                "small-lake", "Commands on a small lake", " ".join(["bench/small_lake.py", *sys.argv[1:]])
+            )
+            med = {name: {label: statistics.median(v) for label, v in runs.items()} for name, runs in walls.items()}
+            for name in commands:
+                now = walls[name]["now"]
+                before = walls[name].get("before")
+                section.figures.append(
+                    Figure(f"{name} wall", "s", now, higher_is_better=False,
+                           peer=f"before ({args.baseline})" if before else "", peer_runs=before or [])
+                )  # fmt: skip
+                ratio = f"   now/before {med[name]['now'] / med[name]['before']:.2f}" if before else ""
+                was = f"   before median {med[name]['before']:.3f} s" if before else ""
+                spread = f"(min {min(now):.3f}, max {max(now):.3f})"
+                print(f"{name:<14} now median {med[name]['now']:.3f} s {spread}{was}{ratio}")
+            startup = med["startup"]["now"]
+            floor = med["duckdb"]["now"]
+            verdict = "met" if startup <= 0.3 else "NOT MET"
+            print(f"target start-up <= 0.3 s: {startup:.3f} s -- {verdict}")
+            for name in ("sql select 1", "sql sessions", "score", "report", "gate"):
+                beyond = med[name]["now"] - startup
+                ok = beyond <= 1.0 and med[name]["now"] <= 3 * floor
+                print(
+                    f"target {name} <= 1 s beyond start-up and <= 3x plain DuckDB ({floor:.3f} s): "
+                    f"{beyond:.3f} s beyond, {med[name]['now'] / floor:.2f}x DuckDB -- {'met' if ok else 'NOT MET'}"
+                )
+            if len(trees) == 2:
+                lakes = {}
+                for label, tree in trees:  # `score` writes: each tree scores its own copy of the lake
+                    lakes[label] = work / f"lake-{label}"
+                    shutil.copytree(lake, lakes[label])
+                    timed(tree, [*cli, "score", "--lake", str(lakes[label]), "--summary"], work)
+                same = _scores_equal(lakes["now"], lakes["before"])
+                print(f"scores identical (tracevals score, this tree vs {args.baseline}): {same}")
+            section.write(args.json)
+        finally:
+            if len(trees) == 2:
+                subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False,
+                               capture_output=True)  # fmt: skip
+
+
+def _scores_equal(a: Path, b: Path) -> str:
+    """'yes', or how the score rows of the two lakes differ (scoring times and file names aside)."""
+    import duckdb
+
+    def rows(lake: Path) -> list[tuple[object, ...]]:
+        con = duckdb.connect()
+        source = f"read_parquet('{lake}/scores/**/*.parquet', union_by_name=true)"
+        cols = [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
+        keep = [c for c in cols if c not in ("scored_at", "source_file", "filename") and not c.endswith("_at")]
+        listed = ", ".join(f'"{c}"' for c in keep)
+        return con.execute(f"select {listed} from {source} order by all").fetchall()
+
+    ra, rb = rows(a), rows(b)
+    if ra == rb:
+        return f"yes ({len(ra)} rows)"
+    only_a, only_b = ({json.dumps([str(v) for v in r]) for r in rows} for rows in (ra, rb))
+    return f"NO: {len(only_a - only_b)} rows only in this tree's, {len(only_b - only_a)} only in the baseline's"
+
+
+if __name__ == "__main__":
+    main()
