@@ -144,6 +144,7 @@ class Pipeline:
         self._backlog: deque[_Item] = deque()  # to write again after a failed write: read back from the log
         self._replay: Iterator[Record | int] | None = None  # a previous run's log, read as the exporter needs it
         self._replay_queued: Counter[int] = Counter()
+        self._replay_read = False  # the previous run's log is all read: commit it now, not at the next rotation
         self._done_refs: set[Ref] = set()  # records a journalled commit of a previous run holds
         self._in_open: list[_Item] = []  # written to the open Parquet files, not committed yet
         self._quarantined: list[Ref] = []
@@ -356,11 +357,12 @@ class Pipeline:
                 items = []
                 more = self._more_to_read()
                 if (
-                    ((stopping or flush_to > self._flushed_generation) and not more)
+                    ((stopping or flush_to > self._flushed_generation or self._replay_read) and not more)
                     or self.sink.due()
                     or self._degraded
                 ):
                     self._commit()
+                    self._replay_read = self._replay_read and more
             except Exception as exc:  # disk full, permissions: discard the open files, write it all again
                 self._failed(exc, items)
                 continue
@@ -413,6 +415,7 @@ class Pipeline:
             record = next(self._replay, None)
             if record is None:
                 self._replay = None
+                self._replay_read = True
                 _log.info("tracevals collector: the previous run's write-ahead log is read (%d records written, "
                           "%d already committed)", self.stats.replayed_records, self.stats.replay_skipped)  # fmt: skip
                 break
