@@ -58,6 +58,7 @@ _HEADER_V1 = struct.Struct("<BII")
 _MARKER = b"\xd5\x1fW\x02"
 _HEADER = struct.Struct("<4sBIII")  # marker, kind, length, count, crc
 _CRC_FROM = 4  # the CRC covers the header from the kind on (without the CRC itself), then the payload
+_READ_BUFFER = 1024**2  # replay: headers come from this buffer; a payload past it is read straight into its bytes
 _NO_COUNT = 1 << 62  # an old segment's records while it is still being read: not deletable yet
 
 
@@ -391,18 +392,47 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_segment(path: Path, seq: int) -> Iterator[Record]:
+    """The intact records of a segment, front to back. Each record is two reads (its header, then its payload
+    straight into the bytes it is yielded as: one copy, no whole-segment buffer); its CRC is the only check.
+    At the first record that does not check out, the rest of the segment is scanned in memory (`_scan`)."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        fh = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 (closed by the `with` below)
+    except FileNotFoundError:  # deleted meanwhile: its records were all committed
         return
-    if data.startswith(_MAGIC_V1):
-        yield from _read_v1(path, seq, data)
-        return
-    if not data.startswith(_MAGIC):
-        if data:
-            _log.warning("tracevals collector: %s is not a write-ahead log segment; skipped", path)
-        return
-    pos = len(_MAGIC)
+    with fh:
+        size = os.fstat(fh.fileno()).st_size  # an old segment: nothing appends to it any more
+        magic = fh.read(len(_MAGIC))
+        if magic == _MAGIC_V1:
+            yield from _read_v1(path, seq, magic + fh.read())
+            return
+        if magic != _MAGIC:
+            if magic:
+                _log.warning("tracevals collector: %s is not a write-ahead log segment; skipped", path)
+            return
+        pos = len(_MAGIC)
+        while pos + _HEADER.size <= size:
+            header = fh.read(_HEADER.size)
+            marker, kind, length, count, crc = _HEADER.unpack(header)
+            start = pos + _HEADER.size
+            if marker == _MARKER and kind in _KINDS and start + length <= size:
+                payload = fh.read(length)
+                if (
+                    len(payload) == length
+                    and zlib.crc32(payload, zlib.crc32(header[_CRC_FROM : _HEADER.size - 4])) == crc
+                ):
+                    yield Record(Ref(seq, pos), kind, count, payload)
+                    pos = start + length
+                    continue
+            fh.seek(pos)
+            yield from _scan(path, seq, fh.read(), pos)
+            return
+
+
+def _scan(path: Path, seq: int, data: bytes, base: int) -> Iterator[Record]:
+    """The intact records in `data`, the part of a segment from byte `base` on, which starts with damage: a
+    torn last record (a crash mid-append: never acknowledged), or a bad record between good ones. Goes on at
+    each next marker that starts an intact record, if there is one."""
+    pos = 0
     end = len(data)
     while pos + _HEADER.size <= end:
         marker, kind, length, count, crc = _HEADER.unpack_from(data, pos)
@@ -413,16 +443,14 @@ def _read_segment(path: Path, seq: int) -> Iterator[Record]:
             and start + length <= end
             and _crc(kind, length, count, data[start : start + length]) == crc
         ):
-            yield Record(Ref(seq, pos), kind, count, data[start : start + length])
+            yield Record(Ref(seq, base + pos), kind, count, data[start : start + length])
             pos = start + length
             continue
-        # Damage: a torn last record (a crash mid-append: never acknowledged), or a bad record between
-        # good ones. Go on at the next marker that starts an intact record, if there is one.
         nxt = pos
         while True:
             nxt = data.find(_MARKER, nxt + 1)
             if nxt < 0 or nxt + _HEADER.size > end:
-                _log.warning("tracevals collector: %s ends in a torn record at byte %d; ignored", path, pos)
+                _log.warning("tracevals collector: %s ends in a torn record at byte %d; ignored", path, base + pos)
                 return
             _, k, n, c, r = _HEADER.unpack_from(data, nxt)
             body = nxt + _HEADER.size
@@ -432,7 +460,7 @@ def _read_segment(path: Path, seq: int) -> Iterator[Record]:
             "tracevals collector: %s has %d damaged bytes at byte %d; skipped to the next intact record",
             path,
             nxt - pos,
-            pos,
+            base + pos,
         )
         pos = nxt
 
