@@ -95,7 +95,10 @@ def main() -> None:
         lake = args.keep or work / "lake"
         started = time.perf_counter()
         if args.keep is not None and (lake / "spans").is_dir():
-            ids = sorted({p.name for p in (lake / "runs").iterdir()}) if (lake / "runs").is_dir() else []
+            import duckdb
+
+            ids = [r[0] for r in duckdb.sql(f"select distinct run_id from read_parquet('{lake}/spans/**/*.parquet') "
+                                            "where run_id is not null order by 1").fetchall()]  # fmt: skip
             print(f"lake: reusing {lake}")
         else:
             ids = build_lake(lake, work, args.runs, args.attempts)

@@ -67,13 +67,13 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
 # or project one other relation (a copy would be every row and column once more).
 LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
 
-SNAPSHOT_MB = 64  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted whole
+SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 
 
 def is_small(
     lake: str, since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
 ) -> bool:
-    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 64; 0 turns
+    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
     snapshots off). A lake on object storage is never "small": listing it costs more than it saves."""
     if is_remote(lake):
         return False
@@ -95,6 +95,17 @@ def is_small(
             if total > limit:
                 return False
     return True
+
+
+def shared_views(names: tuple[str, ...] | list[str]) -> set[str]:
+    """The views of `names` that two or more others of `names` read: what a snapshot computes once. The
+    rest stay views over those tables, computed when a query names them (binding one over tables costs
+    milliseconds; a view no query names costs nothing)."""
+    from tracevals.queries.materialize import view_graph
+
+    deps = dict(view_graph())
+    wanted = [n for n in names if n in deps]
+    return {n for n in wanted if n not in LEFT_AS_VIEWS and sum(n in deps[o] for o in wanted) >= 2}
 
 
 def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:
@@ -147,12 +158,13 @@ def open_lake(
     materialize: snapshot views into temporary tables once (True: the base views MATERIALIZE; a tuple:
     those names), so that a job running many queries over a big lake deduplicates and un-nests its spans
     once; the connection then no longer sees files that arrive later. "auto" (the default): a small lake
-    (`is_small`: at most TRACEVALS_SNAPSHOT_MB, default 64, of span and log files in range) is snapshotted
-    whole, every view defined computed once at open, bottom-up: planning the tree of views beneath a
-    `sessions` query costs seconds, computing them over a small lake milliseconds; a larger lake is read
-    live through the views. Either way, reopen to see files written since. snapshot_path: keep those
-    tables in a DuckDB file there (compressed, paged out under memory_limit) instead of in memory; the
-    caller removes it.
+    (`is_small`: at most TRACEVALS_SNAPSHOT_MB, default 16, of span and log files in range) is snapshotted:
+    every view that two or more views read (`shared_views`: spans, span_facts, attempts, message_parts,
+    model_calls, tool_calls, steps ...) is computed once at open, bottom-up, and the others read those
+    tables. Planning the whole tree of views beneath a `sessions` query costs seconds; over tables,
+    milliseconds. A larger lake is read live through the views. A snapshot does not see files written
+    after it: reopen the lake. snapshot_path: keep those tables in a DuckDB file there (compressed, paged
+    out under memory_limit) instead of in memory; the caller removes it.
     read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
     quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
     views: define only these views and those they read (defining all of them binds every view's whole
@@ -181,7 +193,7 @@ def open_lake(
     register_prices(con, {**default_prices(), **lake_prices(lake_str)} if prices is None else prices)
     if materialize == "auto":
         small = read_spans and is_small(lake_str, since, until)
-        snapshot = (set(VIEW_NAMES) if views is None else set(closure_of(views))) - LEFT_AS_VIEWS if small else set()
+        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     unknown = snapshot - set(VIEW_NAMES)

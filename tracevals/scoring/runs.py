@@ -64,8 +64,11 @@ def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = Non
         if found is not None:
             kept[run_id] = found
     cases: dict[str, tuple[Case, str]] = {}
+    parsed: dict[str, list[Case]] = {}  # by text: runs of one task file read (and validated) once
     for run_id, run in sorted(kept.items()):
-        for case in cases_from_bytes(run.text.encode(), f"{run.source} (kept with run {run_id})"):
+        if run.text not in parsed:
+            parsed[run.text] = cases_from_bytes(run.text.encode(), f"{run.source} (kept with run {run_id})")
+        for case in parsed[run.text]:
             seen = cases.get(case.case_id)
             if seen is not None and seen[0].raw != case.raw:
                 raise RunCasesConflict(

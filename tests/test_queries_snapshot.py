@@ -1,0 +1,95 @@
+"""A small lake opens as a snapshot (every view computed once at open); its rows are the live views' rows.
+
+The snapshot is an optimisation only: for every view, on lakes of every span dialect, of the ADK corpus,
+and scrambled across files and hours, the rows read through a snapshot equal the rows the live views
+give (TRACEVALS_SNAPSHOT_MB=0). `tracevals sql` defines only the views its query names.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest_fixture, ingest_scrambled, moved
+
+from tracevals import env
+from tracevals.queries import VIEW_NAMES, open_lake
+from tracevals.queries.lake import LakeError, is_small, views_read_by
+
+
+def _rows(con: duckdb.DuckDBPyConnection, view: str) -> list[tuple[object, ...]]:
+    # str() of each value: lists / structs / maps compare as text, and NaN compares equal to itself
+    return sorted(tuple(str(v) for v in row) for row in con.execute(f"SELECT * FROM {view}").fetchall())
+
+
+def _is_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    [(sql,)] = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ? AND NOT internal", [name]).fetchall()
+    return "_snapshot" in sql
+
+
+@pytest.fixture(scope="module")
+def lakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    made: dict[str, Path] = {}
+    for dialect in DIALECTS:
+        made[dialect] = tmp_path_factory.mktemp(dialect)
+        ingest_fixture(made[dialect], dialect)
+    # one lake of every dialect and of the ADK corpus (when present), each conversation a trace of its own,
+    # dealt into files in random order across hours, a piece sent twice, a trace whose first span is late
+    mixed = tmp_path_factory.mktemp("mixed")
+    docs = [moved(fixture_doc(d), i + 1, i, late="span" if i == 1 else None) for i, d in enumerate(DIALECTS)]
+    docs += [json.loads(p.read_text()) for p in corpus_recordings()[:6]]
+    ingest_scrambled(mixed, docs, seed=3)
+    made["mixed"] = mixed
+    return made
+
+
+def test_every_view_of_a_snapshot_equals_the_live_view(lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    lake = lakes["mixed"]
+    assert is_small(str(lake))
+    snap = open_lake(lake)
+    monkeypatch.setenv(env.SNAPSHOT_MB, "0")
+    assert not is_small(str(lake))
+    live = open_lake(lake)
+    views = [v for v in VIEW_NAMES if v not in ("model_prices", "call_spans")]
+    assert all(_is_table(snap, v) for v in views) and not any(_is_table(live, v) for v in views)
+    for view in VIEW_NAMES:
+        assert _rows(snap, view) == _rows(live, view), view
+    [(traces,)] = snap.execute("SELECT count(DISTINCT trace_id) FROM trajectories").fetchall()
+    assert traces >= len(DIALECTS), "every dialect's conversation is a trajectory"  # compared something
+
+
+def test_only_the_named_views_and_those_they_read_are_defined(lakes: dict[str, Path]) -> None:
+    con = open_lake(lakes["genai_current"], views=("tool_calls",))
+    defined = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert {"tool_calls", "span_facts", "spans"} <= defined and not defined & {"sessions", "trajectories", "turns"}
+    with pytest.raises(LakeError, match="unknown views"):
+        open_lake(lakes["genai_current"], views=("sesions",))
+
+
+def test_the_views_a_query_names() -> None:
+    assert views_read_by("select 1") == ()
+    assert views_read_by("SELECT s.* FROM Sessions s JOIN steps USING (trace_id)") == ("steps", "sessions")
+    assert views_read_by("describe turns") == ("turns",)
+    for catalog in ("show tables", "SHOW ALL TABLES", "describe", "select * from information_schema.columns",
+                    "select view_name from duckdb_views()"):  # fmt: skip
+        assert views_read_by(catalog) is None, catalog
+
+
+def test_sql_answers_over_a_snapshot_and_lists_every_view(lakes: dict[str, Path]) -> None:
+    lake = str(lakes["openinference"])
+
+    def sql(query: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tracevals", "sql", "--lake", lake, "--format", "csv", query]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    count = sql("select count(*) as n from sessions")
+    assert count.returncode == 0, count.stderr
+    assert count.stdout.splitlines()[1] == str(len(_rows(open_lake(lake), "sessions")))
+    tables = sql("show tables")
+    assert tables.returncode == 0 and {"sessions", "steps", "turns"} <= set(tables.stdout.split()), tables.stderr
+    typo = sql("select * from sesions")
+    assert typo.returncode == 1 and "the views are spans" in typo.stderr and "sessions" in typo.stderr
