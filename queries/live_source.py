@@ -1,12 +1,18 @@
-"""Span files as they arrive, and the views over spans held in memory (for live scoring).
+"""Span and log files as they arrive, and the views over rows held in memory (for live scoring).
 
-`NewFiles` lists the span files of recent partitions that it has not returned before, with bounded
-memory: a partition directory is listed again only when its mtime changed, and a file is remembered
-only while its mtime is within `slack_s` of the newest one seen (files are renamed into place, so a
-slow writer's file can arrive with an mtime a little older than files already seen).
+`NewFiles` lists the files of one lake table (`spans/`, `logs/`) in recent partitions that it has not
+returned before, with bounded memory: a partition directory is listed again only when its mtime changed,
+and a file is remembered only while its mtime is within `slack_s` of the newest one seen (files are renamed
+into place, so a slow writer's file can arrive with an mtime a little older than files already seen).
 
-`connection_for_spans(table)` defines the lake's views over an Arrow table of span rows, so live
-scoring reads exactly what offline scoring reads (the same SQL files, applied in order).
+`read_span_files` / `read_log_files` read such files as the rows the views expect, skipping (with one
+warning each) the files that are no such rows; `trace_ids=` keeps only some traces' rows, file by file, so
+that reading a day of files back for a few late sessions holds one file at a time, never the day.
+
+`LiveConnection` defines the lake's views once over rows held in memory, then scores batch after batch of
+them (`load(spans, logs)` swaps the rows under the views), so live scoring reads exactly what offline
+scoring reads (the same SQL files, applied in order) without binding the tree of views again every round;
+`connection_for_spans(table)` is the one-off form.
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
@@ -32,10 +39,13 @@ _log = logging.getLogger(__name__)
 
 
 class NewFiles:
-    """The span files of `lake` not returned before, in partitions at most `late_window_s` old."""
+    """The files of `lake/<sub>` (span files by default) not returned before, in partitions at most
+    `late_window_s` old."""
 
-    def __init__(self, lake: str | os.PathLike[str], late_window_s: float = 86400.0, slack_s: float = 120.0) -> None:
-        self.root = Path(lake) / SPANS_DIR
+    def __init__(
+        self, lake: str | os.PathLike[str], late_window_s: float = 86400.0, slack_s: float = 120.0, sub: str = SPANS_DIR
+    ) -> None:
+        self.root = Path(lake) / sub
         self.late_window_s = late_window_s
         self.slack_s = slack_s
         self._dir_mtimes: dict[Path, float] = {}
@@ -46,7 +56,10 @@ class NewFiles:
         now = time.time() if now is None else now
         found: list[tuple[float, Path]] = []
         for directory in self._recent_partitions(now):
-            mtime = directory.stat().st_mtime
+            try:
+                mtime = directory.stat().st_mtime
+            except FileNotFoundError:  # removed since it was listed
+                continue
             if self._dir_mtimes.get(directory) == mtime:
                 continue
             self._dir_mtimes[directory] = mtime
@@ -54,7 +67,10 @@ class NewFiles:
                 for entry in entries:
                     if not entry.name.endswith(".parquet") or entry.name.startswith("."):
                         continue
-                    file_mtime = entry.stat().st_mtime
+                    try:
+                        file_mtime = entry.stat().st_mtime
+                    except FileNotFoundError:  # compacted away since the listing
+                        continue
                     if entry.path in self._seen or file_mtime < self._newest - self.slack_s:
                         continue
                     if self._replaces_seen(Path(entry.path)):
@@ -99,6 +115,7 @@ class NewFiles:
 
 # A span file without these is no span file at all; every other column may be missing (read as null).
 _REQUIRED = ("trace_id", "span_id", "start_time")
+_LOG_REQUIRED = ("trace_id", "time")
 _warned: set[str] = set()
 # A span file with more rows than this is skipped by live scoring: reading it would hold them all at once (a
 # small file of 30 million dictionary-encoded rows took 2.2 GB). The collector's files have 500,000 at most
@@ -110,27 +127,52 @@ class Unreadable(ValueError):
     """A file in the spans folder that live scoring cannot read as span rows (why, in the message)."""
 
 
-def read_span_files(paths: Sequence[Path], max_rows: int = MAX_FILE_ROWS) -> pa.Table:
-    """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`).
+def read_span_files(
+    paths: Sequence[Path], max_rows: int = MAX_FILE_ROWS, trace_ids: pa.Array | None = None
+) -> pa.Table:
+    """Span rows of these files with the columns the views expect (`date`, `hour`, `source_file`); with
+    `trace_ids`, only those traces' rows (filtered file by file).
 
     A file that cannot be read as span rows (corrupt, not under a `date=YYYY-MM-DD/hour=HH` folder, no
     span columns, a column of another type) is left where it is and skipped with one warning: the
     other files' sessions are scored all the same (a file removed by a compaction since it was listed
     is skipped silently: its rows are in another file), and so is one of more than `max_rows` rows."""
+    return _read(paths, SPAN_SCHEMA, _REQUIRED, "span", max_rows, trace_ids)
+
+
+def read_log_files(paths: Sequence[Path], max_rows: int = MAX_FILE_ROWS, trace_ids: pa.Array | None = None) -> pa.Table:
+    """OTLP log records of these files as `raw_logs` holds them, by the rules of `read_span_files`; a
+    record without a trace id belongs to no session and is left out."""
+    table = _read(paths, LOG_SCHEMA, _LOG_REQUIRED, "log", max_rows, trace_ids)
+    return table.filter(pc.is_valid(table.column("trace_id"))) if table.column("trace_id").null_count else table
+
+
+def _read(
+    paths: Sequence[Path],
+    schema: pa.Schema,
+    required: tuple[str, ...],
+    what: str,
+    max_rows: int,
+    trace_ids: pa.Array | None,
+) -> pa.Table:
     tables = []
     for path in paths:
         try:
-            tables.append(_span_rows(path, max_rows))
+            table = _rows(path, schema, required, what, max_rows)
         except FileNotFoundError:
             continue
         except Unreadable as exc:
             _quarantine(path, str(exc))
+            continue
+        if trace_ids is not None:
+            table = table.filter(pc.is_in(table.column("trace_id"), value_set=trace_ids))
+        tables.append(table)
     if not tables:
-        return empty_spans()
+        return _empty(schema)
     return pa.concat_tables(tables, promote_options="default")
 
 
-def _span_rows(path: Path, max_rows: int = MAX_FILE_ROWS) -> pa.Table:
+def _rows(path: Path, schema: pa.Schema, required: tuple[str, ...], what: str, max_rows: int) -> pa.Table:
     parts = dict(p.split("=", 1) for p in (path.parent.parent.name, path.parent.name) if "=" in p)
     try:
         day = datetime.strptime(parts.get("date", "1970-01-01"), "%Y-%m-%d").date()
@@ -155,11 +197,11 @@ def _span_rows(path: Path, max_rows: int = MAX_FILE_ROWS) -> pa.Table:
         if not path.exists():
             raise FileNotFoundError(path) from exc
         raise Unreadable(f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    missing = [name for name in _REQUIRED if name not in table.column_names]
+    missing = [name for name in required if name not in table.column_names]
     if missing:
-        raise Unreadable(f"no span columns (no {', '.join(missing)}): not a span file")
+        raise Unreadable(f"no {what} columns (no {', '.join(missing)}): not a {what} file")
     columns = []
-    for f in SPAN_SCHEMA:
+    for f in schema:
         if f.name not in table.column_names:
             columns.append(pa.nulls(table.num_rows, f.type))
             continue
@@ -168,11 +210,13 @@ def _span_rows(path: Path, max_rows: int = MAX_FILE_ROWS) -> pa.Table:
             columns.append(column if column.type == f.type else column.cast(f.type))
         except (pa.ArrowException, ValueError):
             raise Unreadable(f"column {f.name} is {column.type}, not {f.type}") from None
-    table = pa.Table.from_arrays(columns, schema=SPAN_SCHEMA)
     n = table.num_rows
-    table = table.append_column("date", pa.array([day] * n, pa.date32()))
-    table = table.append_column("hour", pa.array([hour] * n, pa.int64()))
-    return table.append_column("source_file", pa.array([str(path)] * n, pa.string()))
+    columns += [
+        pa.repeat(pa.scalar(day, pa.date32()), n),
+        pa.repeat(pa.scalar(hour, pa.int64()), n),
+        pa.repeat(pa.scalar(str(path), pa.string()), n),
+    ]
+    return pa.Table.from_arrays(columns, schema=_with_file_columns(schema))
 
 
 def _quarantine(path: Path, why: str) -> None:
@@ -181,32 +225,65 @@ def _quarantine(path: Path, why: str) -> None:
         _log.warning("tracevals: skipping %s: %s (left in the lake; fix or move it)", path, why)
 
 
+def _with_file_columns(schema: pa.Schema) -> pa.Schema:
+    """`schema` with the columns `raw_spans` / `raw_logs` add to a file's: its partition and its path."""
+    return pa.schema(
+        [*schema, pa.field("date", pa.date32()), pa.field("hour", pa.int64()), pa.field("source_file", pa.string())],
+        metadata=schema.metadata,
+    )
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    return _with_file_columns(schema).empty_table()
+
+
 def empty_spans() -> pa.Table:
-    return (
-        SPAN_SCHEMA.empty_table()
-        .append_column("date", pa.array([], pa.date32()))
-        .append_column("hour", pa.array([], pa.int64()))
-        .append_column("source_file", pa.array([], pa.string()))
-    )
+    return _empty(SPAN_SCHEMA)
 
 
-def connection_for_spans(spans: pa.Table) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view of `queries/views/` over these span rows."""
-    con = duckdb.connect(":memory:")
-    logs = (
-        LOG_SCHEMA.empty_table()
-        .append_column("date", pa.array([], pa.date32()))
-        .append_column("hour", pa.array([], pa.int64()))
-        .append_column("source_file", pa.array([], pa.string()))
-    )
-    scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-    steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-    bases = (("raw_spans", spans), ("raw_logs", logs), ("raw_scores", scores), ("raw_step_reliability", steps))
-    for name, table in bases:
-        con.register(f"{name}_arrow", table)
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
-    # The views price model calls from `model_prices`; `open_lake` fills it the same way.
-    register_prices(con, default_prices())
-    for _, sql in view_sql():
-        con.execute(sql)
-    return con
+def empty_logs() -> pa.Table:
+    return _empty(LOG_SCHEMA)
+
+
+class LiveConnection:
+    """An in-memory DuckDB connection with every view of `queries/views/` over span and log rows that the
+    caller holds: the views are defined once, and `load` puts other rows under them (a round of live
+    scoring: binding the whole tree of views costs about two CPU seconds, every time)."""
+
+    def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
+        self.con = duckdb.connect(":memory:")
+        scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+        steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+        bases = (("raw_spans", empty_spans()), ("raw_logs", empty_logs()), ("raw_scores", scores),
+                 ("raw_step_reliability", steps))  # fmt: skip
+        for name, table in bases:
+            self.con.register(f"{name}_arrow", table)
+            self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
+        self.prices(prices)
+        for _, sql in view_sql():
+            self.con.execute(sql)
+
+    def prices(self, prices: Mapping[str, tuple[float, float]] | None) -> None:
+        """Price model calls from these prices over the default table (`open_lake` does the same with the
+        lake's `prices.json`)."""
+        register_prices(self.con, {**default_prices(), **(prices or {})})
+
+    def load(self, spans: pa.Table, logs: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
+        """The connection, its views over these rows (the `empty_spans()` / `empty_logs()` columns)."""
+        self.con.register("raw_spans_arrow", spans)
+        self.con.register("raw_logs_arrow", logs if logs is not None else empty_logs())
+        return self.con
+
+    def release(self) -> None:
+        """Let go of the rows of the last `load` (the connection holds them until then)."""
+        self.load(empty_spans(), empty_logs())
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def connection_for_spans(
+    spans: pa.Table, logs: pa.Table | None = None, prices: Mapping[str, tuple[float, float]] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view of `queries/views/` over these span (and log) rows."""
+    return LiveConnection(prices).load(spans, logs)

@@ -1,6 +1,9 @@
 """Live scoring: follow a lake, score each session once it is finished, re-score it when late spans come.
 
-A session (the traces sharing a session id; a trace without one is its own session) is finished when:
+A session is the traces sharing a session id; a trace belongs to the session its root span names, else to
+that of its earliest span that names one (the `attempts` view's rule, which offline scoring goes by), and a
+trace naming none is its own session. A trace whose root arrives later naming another session moves there.
+A session is finished when:
 
 1. its explicit end marker (a `session_end` span) has arrived and every trace of it has its root; or
 2. every trace has its root (roots end last, so all spans have ended) and no span of it arrived for
@@ -8,47 +11,122 @@ A session (the traces sharing a session id; a trace without one is its own sessi
 3. nothing of it arrived for `abandon_s` seconds (default 10 x idle): a crashed agent never sends its
    root, and the scores then say so (`session_completeness`).
 
-Spans that arrive for a session already scored make it due again: it is re-scored by the same rules
-and the new rows supersede the old ones (the `scores` view keeps the newest per trace and evaluator).
-Memory is bounded: a scored session's spans are kept for `retain_s` (default 2 x abandon), then only
-its id (for `late_window_s`); a span arriving later for such a session reloads the session's spans
-from the lake files of the late window before it is re-scored. Time is the scorer's clock at arrival,
+Spans (or OTLP log records) that arrive for a session already scored make it due again: it is re-scored by
+the same rules and the new rows supersede the old ones (the `scores` view keeps the newest per trace and
+evaluator). Memory is bounded: a scored session's rows are kept for `retain_s` (default 2 x abandon), then
+only its trace ids (for `late_window_s`); a span arriving later for such a session reloads the session's
+rows from the lake files of the late window before it is re-scored. Time is the scorer's clock at arrival,
 never the agent's span times, so clock skew between machines does not matter.
+
+The cost of a round is linear in the rows that arrived and the sessions that finished, never in their
+product: the new rows are grouped by trace once (one sort of their ids) and kept as they are, each trace
+holding (table, first, rows) slices of that order; the finished sessions' slices are gathered with one
+`take` into one table and scored set-at-a-time by `scoring.offline.score_connection` over the lake's own
+views (a `LiveConnection`, its views bound once), the same code and SQL as `tracevals score`, so the scores
+are the same. The gathered table then holds those sessions' rows, so the tables of older rounds are
+dropped as soon as no trace points into them.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
+from tracevals.lake.paths import lake_prices
 from tracevals.lake.sampling import session_sampled
-from tracevals.lake.schema import SPANS_DIR
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.model.case import Case
-from tracevals.queries.live_source import MAX_FILE_ROWS, NewFiles, connection_for_spans, read_span_files
+from tracevals.queries.live_source import (
+    MAX_FILE_ROWS,
+    LiveConnection,
+    NewFiles,
+    empty_logs,
+    empty_spans,
+    read_log_files,
+    read_span_files,
+)
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_connection, with_sample
 from tracevals.scoring.store import write_score_frame
 
 ScoreSink = Callable[[pl.DataFrame, dict[str, str]], None]  # (score rows, trace id -> root span id)
+Part = tuple[int, int, int]  # (table, first row, rows): a trace's rows in one of the tables held
+_NO_START = 2**63  # a span without a start time sorts last
+
+
+@dataclass(slots=True)
+class LiveTrace:
+    session: str
+    rank: tuple[bool, int, str] | None = None  # (not the root, start, span id) of the span naming `session`
+    rooted: bool = False
+    end_marker: bool = False
+    spans: list[Part] = field(default_factory=list)
+    logs: list[Part] = field(default_factory=list)
+    partial: bool = False  # rows dropped while its session was out of the sample
 
 
 @dataclass
 class LiveSession:
-    tables: list[pa.Table] = field(default_factory=list)
     traces: set[str] = field(default_factory=set)
-    roots: set[str] = field(default_factory=set)
-    end_marker: bool = False
     last_arrival: float = 0.0
-    due: bool = True  # spans arrived since it was last scored
+    due: bool = True  # rows arrived since it was last scored
     scorings: int = 0
+    sampled: bool = True
+
+
+class _Tables:
+    """The tables of rows held, each with the order that sorts it by trace (None: it is sorted), and how
+    many trace slices (positions in that order) point into each: a table is dropped when none does."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, tuple[pa.Table, pa.Array | None]] = {}
+        self.refs: dict[int, int] = {}
+        self._next = 0
+
+    def add(self, table: pa.Table, order: pa.Array | None = None) -> int:
+        key = self._next
+        self._next += 1
+        self.tables[key], self.refs[key] = (table, order), 0
+        return key
+
+    def unref(self, parts: Iterable[Part]) -> None:
+        for key, _, _ in parts:
+            self.refs[key] -= 1
+            if self.refs[key] == 0:
+                del self.tables[key], self.refs[key]
+
+    def drop_unused(self, key: int) -> None:
+        if self.refs.get(key) == 0:
+            del self.tables[key], self.refs[key]
+
+    def gather(self, parts: list[Part], empty: pa.Table) -> pa.Table:
+        """The rows of `parts`, in their order, as one table (one `take`)."""
+        if not parts:
+            return empty
+        used = sorted({key for key, _, _ in parts})
+        if len(parts) == 1 and self.tables[used[0]][1] is None and parts[0][1:] == (0, len(self.tables[used[0]][0])):
+            return self.tables[used[0]][0]
+        base, orders, total = {}, [], 0
+        for key in used:  # positions of every table's sorted order, one after the other, mapped to rows
+            table, order = self.tables[key]
+            base[key] = total
+            rows = pl.int_range(table.num_rows, dtype=pl.Int64, eager=True)
+            orders.append((rows if order is None else pl.Series(order).cast(pl.Int64)) + total)
+            total += table.num_rows
+        starts = pl.Series([base[key] + first for key, first, _ in parts], dtype=pl.Int64)
+        ends = starts + pl.Series([rows for _, _, rows in parts], dtype=pl.Int64)
+        positions = pl.select(pl.int_ranges(starts, ends).explode()).to_series()
+        index = pl.concat(orders).gather(positions)
+        held = [self.tables[key][0] for key in used]
+        return (held[0] if len(held) == 1 else pa.concat_tables(held)).take(index.to_arrow())
 
 
 class Follower:
@@ -79,89 +157,215 @@ class Follower:
         self.late_window_s = late_window_s
         self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
         self.files = NewFiles(lake, late_window_s=late_window_s)
+        self.log_files = NewFiles(lake, late_window_s=late_window_s, sub=LOGS_DIR)
         self.max_file_rows = max_file_rows
-        self.sessions: dict[str, LiveSession] = {}
-        self.evicted: dict[str, float] = {}  # session id -> when its spans were dropped
+        self.sessions: dict[str, LiveSession] = {}  # in order of last arrival
+        self.traces: dict[str, LiveTrace] = {}
+        self.evicted: dict[str, float] = {}  # session id -> when its rows were dropped (in that order)
+        self._evicted_traces: dict[str, tuple[str, ...]] = {}  # session id -> its traces then
+        self._evicted_of: dict[str, str] = {}  # trace id -> its evicted session
+        self._tables = _Tables()
+        self._ready: dict[str, None] = {}  # finished at arrival (end marker and roots)
+        self._idle: dict[str, None] = {}  # due, waiting for quiet, in order of last arrival
+        self._abandon: dict[str, None] = {}  # due, quiet but a root missing, in order of last arrival
+        self._connection: LiveConnection | None = None
 
     def poll(self) -> pl.DataFrame:
-        """One round: read new span files, score the sessions that are due and finished, forget old ones."""
+        """One round: read new span and log files, score the sessions that are due and finished, forget old ones."""
         now = self.clock()
-        paths = self.files.poll(now)
-        if paths:
-            self._ingest(read_span_files(paths, self.max_file_rows), now)
-        ready = [sid for sid, s in self.sessions.items() if s.due and self._finished(s, now)]
+        span_paths, log_paths = self.files.poll(now), self.log_files.poll(now)
+        if span_paths or log_paths:
+            spans = read_span_files(span_paths, self.max_file_rows) if span_paths else empty_spans()
+            logs = read_log_files(log_paths, self.max_file_rows) if log_paths else empty_logs()
+            self._ingest(spans, logs, now, {str(p) for p in (*span_paths, *log_paths)})
+        ready = self._finished(now)
         scores = self._score(ready) if ready else pl.DataFrame()
         self._forget(now)
         return scores
 
     def run(self, interval_s: float = 1.0, stop: Callable[[], bool] = lambda: False) -> None:
         """Poll until `stop()` is true, sleeping `interval_s` between rounds."""
-        while not stop():
-            self.poll()
-            deadline = time.monotonic() + interval_s
-            while not stop() and time.monotonic() < deadline:
-                time.sleep(min(0.05, interval_s))
+        try:
+            while not stop():
+                self.poll()
+                deadline = time.monotonic() + interval_s
+                while not stop() and time.monotonic() < deadline:
+                    time.sleep(min(0.05, interval_s))
+        finally:
+            self.close()
 
-    def _finished(self, session: LiveSession, now: float) -> bool:
-        quiet = now - session.last_arrival
-        rooted = session.traces <= session.roots
-        return (session.end_marker and rooted) or (rooted and quiet >= self.idle_s) or quiet >= self.abandon_s
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
-    def _ingest(self, table: pa.Table, now: float) -> None:
-        if table.num_rows == 0:
+    # --- arrival ------------------------------------------------------------------------------------------
+
+    def _ingest(self, spans: pa.Table, logs: pa.Table, now: float, files: set[str]) -> None:
+        span_groups, log_groups = _span_groups(spans), _log_groups(logs)
+        revived = self._revived(span_groups, log_groups)
+        if revived:  # late rows of sessions whose rows were dropped: theirs come back from the lake first
+            members = pa.array(sorted({t for sid in revived for t in self._evicted_traces[sid]}), pa.string())
+            old_spans, old_logs = self._reload(members, files)
+            for sid in revived:
+                self._unevict(sid)
+            spans = pa.concat_tables([old_spans, spans], promote_options="default")
+            logs = pa.concat_tables([old_logs, logs], promote_options="default")
+            span_groups, log_groups = _span_groups(spans), _log_groups(logs)
+        touched: dict[str, None] = {}
+        wanting: list[str] = []  # traces moved into the sample: their earlier rows are read back
+        self._add_spans(spans, span_groups, touched, wanting)
+        self._add_logs(logs, log_groups, touched, wanting)
+        if wanting:
+            ids = pa.array(sorted(set(wanting)), pa.string())
+            for tid in wanting:
+                self.traces[tid].partial = False
+            old_spans, old_logs = self._reload(ids, files)
+            self._add_spans(old_spans, _span_groups(old_spans), touched, [])
+            self._add_logs(old_logs, _log_groups(old_logs), touched, [])
+        for sid in touched:
+            self._arrived(sid, now)
+
+    def _add_spans(self, spans: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
+        if groups.frame.height == 0:
             return
-        keys = pc.coalesce(table.column("session_id"), table.column("trace_id"))
-        table = table.append_column("tv_session", keys)
-        for sid in pc.unique(keys).to_pylist():
-            if not session_sampled(sid, *(self.sample or (None, 0))):
-                continue
-            rows = table.filter(pc.equal(table.column("tv_session"), sid)).drop_columns(["tv_session"])
-            session = self.sessions.get(sid)
-            if session is None:
-                session = self.sessions[sid] = LiveSession()
-                if self.evicted.pop(sid, None) is not None:
-                    self._add(session, self._reload(sid))  # a late span for a forgotten session
-            self._add(session, rows)
-            session.last_arrival, session.due = now, True
+        key = self._tables.add(spans.combine_chunks(), groups.order)
+        refs, traces = self._tables.refs, self.traces
+        columns = ("trace_id", "first", "rows", "rooted", "end_marker", "child", "start", "span_id", "session_id")
+        for tid, first, rows, rooted, end, child, start, span, sid in zip(
+            *(groups.column(c) for c in columns), strict=True
+        ):
+            rank = None if sid is None else (child, _NO_START if start is None else start, span)
+            trace = traces.get(tid)
+            if trace is None:
+                trace = traces[tid] = LiveTrace(sid if sid is not None else tid, rank)
+                self._join(tid, trace, touched)
+            elif rank is not None and (trace.rank is None or rank < trace.rank):
+                trace.rank = rank
+                if sid != trace.session:
+                    self._move(tid, trace, sid, touched, wanting)
+            trace.rooted = trace.rooted or rooted
+            trace.end_marker = trace.end_marker or end
+            touched[trace.session] = None
+            if self.sessions[trace.session].sampled:
+                trace.spans.append((key, first, rows))
+                refs[key] += 1
+            else:
+                trace.partial = True
+        self._tables.drop_unused(key)
 
-    @staticmethod
-    def _add(session: LiveSession, rows: pa.Table) -> None:
-        if rows.num_rows == 0:
+    def _add_logs(self, logs: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
+        if groups.frame.height == 0:
             return
-        session.tables.append(rows)
-        session.traces.update(rows.column("trace_id").to_pylist())
-        roots = rows.filter(pc.is_null(rows.column("parent_span_id")))
-        session.roots.update(roots.column("trace_id").to_pylist())
-        session.end_marker = session.end_marker or "session_end" in rows.column("kind").to_pylist()
+        key = self._tables.add(logs.combine_chunks(), groups.order)
+        refs, traces = self._tables.refs, self.traces
+        for tid, first, rows in zip(*(groups.column(c) for c in ("trace_id", "first", "rows")), strict=True):
+            trace = traces.get(tid)
+            if trace is None:  # records before any span of the trace: its own session until a span says
+                trace = traces[tid] = LiveTrace(tid)
+                self._join(tid, trace, touched)
+            touched[trace.session] = None
+            if self.sessions[trace.session].sampled:
+                trace.logs.append((key, first, rows))
+                refs[key] += 1
+            else:
+                trace.partial = True
+        self._tables.drop_unused(key)
 
-    def _reload(self, sid: str) -> pa.Table:
-        # `tracevals compact` may replace files between the listing and the read (the new file holds their
-        # rows and keeps the newest one's time): then list again, so that no span of the session is missed
-        for _ in range(5):
-            recent, vanished = [], False
-            for path in sorted((self.lake / SPANS_DIR).glob("date=*/hour=*/*.parquet")):
-                try:
-                    if not path.name.startswith(".") and path.stat().st_mtime >= self.clock() - self.late_window_s:
-                        recent.append(path)
-                except FileNotFoundError:
-                    vanished = True
-            table = read_span_files(recent, self.max_file_rows)
-            if not (vanished or any(not path.exists() for path in recent)):
+    def _join(self, tid: str, trace: LiveTrace, touched: dict[str, None]) -> None:
+        session = self.sessions.get(trace.session)
+        if session is None:
+            session = self.sessions[trace.session] = LiveSession(sampled=self._sampled(trace.session))
+        session.traces.add(tid)
+        touched[trace.session] = None
+
+    def _move(self, tid: str, trace: LiveTrace, sid: str, touched: dict[str, None], wanting: list[str]) -> None:
+        """`trace` belongs to session `sid` now (a span ranked before the one that named its session named it)."""
+        old = self.sessions.get(trace.session)
+        if old is not None:
+            old.traces.discard(tid)
+            touched[trace.session] = None  # its other traces are scored again without this one (or it goes)
+        was_sampled = old is None or old.sampled
+        trace.session = sid
+        self._join(tid, trace, touched)
+        now_sampled = self.sessions[sid].sampled
+        if was_sampled and not now_sampled:
+            self._tables.unref(trace.spans + trace.logs)
+            trace.spans, trace.logs, trace.partial = [], [], True
+        elif now_sampled and trace.partial:
+            wanting.append(tid)
+
+    def _sampled(self, sid: str) -> bool:
+        return self.sample is None or session_sampled(sid, *self.sample)
+
+    def _arrived(self, sid: str, now: float) -> None:
+        session = self.sessions.get(sid)
+        self._ready.pop(sid, None)
+        self._idle.pop(sid, None)
+        self._abandon.pop(sid, None)
+        if session is None:
+            return
+        if not session.traces:  # its only trace moved to another session
+            del self.sessions[sid]
+            return
+        session.last_arrival = now
+        self.sessions[sid] = self.sessions.pop(sid)  # to the end: the dict is in order of last arrival
+        session.due = session.sampled
+        if not session.sampled:
+            return
+        if self._rooted(session) and any(self.traces[t].end_marker for t in session.traces):
+            self._ready[sid] = None
+        else:
+            self._idle[sid] = None
+
+    def _rooted(self, session: LiveSession) -> bool:
+        return all(self.traces[t].rooted for t in session.traces)
+
+    # --- finishing and scoring -----------------------------------------------------------------------------
+
+    def _finished(self, now: float) -> list[str]:
+        """The due sessions finished by now (see the module docstring), each once."""
+        ready = list(self._ready)
+        self._ready.clear()
+        first_wait = min(self.idle_s, self.abandon_s)
+        while self._idle:
+            sid = next(iter(self._idle))
+            quiet = now - self.sessions[sid].last_arrival
+            if quiet < first_wait:
                 break
-        keys = pc.coalesce(table.column("session_id"), table.column("trace_id"))
-        return table.filter(pc.equal(keys, sid))
+            del self._idle[sid]
+            if quiet >= self.abandon_s or (quiet >= self.idle_s and self._rooted(self.sessions[sid])):
+                ready.append(sid)
+            else:  # quiet, but a root is missing: it waits for the abandon time
+                self._abandon[sid] = None
+        while self._abandon:
+            sid = next(iter(self._abandon))
+            if now - self.sessions[sid].last_arrival < self.abandon_s:
+                break
+            del self._abandon[sid]
+            ready.append(sid)
+        return ready
 
     def _score(self, ready: list[str]) -> pl.DataFrame:
-        tables = [t for sid in ready for t in self.sessions[sid].tables]
-        con = connection_for_spans(pa.concat_tables(tables, promote_options="default"))
+        sessions = [self.sessions[sid] for sid in ready]
+        traces = [self.traces[tid] for session in sessions for tid in sorted(session.traces)]
+        spans = self._tables.gather([p for t in traces for p in t.spans], empty_spans())
+        logs = self._tables.gather([p for t in traces for p in t.logs], empty_logs())
+        prices = lake_prices(str(self.lake))  # the lake's own prices, as offline scoring takes them
+        config = (self.config or ScoringConfig()).with_prices_beneath(prices)
+        if self._connection is None:
+            self._connection = LiveConnection()
+        self._connection.prices(prices)
         try:
-            run = score_connection(con, tasks=self.tasks, config=self.config, evaluators=self.evaluators)
+            con = self._connection.load(spans, logs)
+            run = score_connection(con, tasks=self.tasks, config=config, evaluators=self.evaluators)
         finally:
-            con.close()
+            self._connection.release()
+        self._rebase(traces, spans, logs)
+        for session in sessions:
+            session.due = False
+            session.scorings += 1
         scores = run.scores
-        for sid in ready:
-            self.sessions[sid].due = False
-            self.sessions[sid].scorings += 1
         if self.sample is not None:
             scores = with_sample(scores, *self.sample)
         if self.write:
@@ -170,8 +374,139 @@ class Follower:
             sink(scores, run.root_spans)
         return scores
 
+    def _rebase(self, traces: list[LiveTrace], spans: pa.Table, logs: pa.Table) -> None:
+        """Point the scored traces at the tables just gathered (their rows, in their order), so that the
+        older tables go as soon as no trace left in them is."""
+        span_key, log_key = self._tables.add(spans), self._tables.add(logs)
+        refs = self._tables.refs
+        span_at = log_at = 0
+        for trace in traces:
+            span_rows, log_rows = sum(p[2] for p in trace.spans), sum(p[2] for p in trace.logs)
+            self._tables.unref(trace.spans + trace.logs)
+            trace.spans = [(span_key, span_at, span_rows)] if span_rows else []
+            trace.logs = [(log_key, log_at, log_rows)] if log_rows else []
+            refs[span_key] += bool(span_rows)
+            refs[log_key] += bool(log_rows)
+            span_at += span_rows
+            log_at += log_rows
+        self._tables.drop_unused(span_key)
+        self._tables.drop_unused(log_key)
+
+    # --- forgetting, and coming back -----------------------------------------------------------------------
+
     def _forget(self, now: float) -> None:
-        for sid in [sid for sid, s in self.sessions.items() if not s.due and now - s.last_arrival >= self.retain_s]:
-            del self.sessions[sid]
-            self.evicted[sid] = now
-        self.evicted = {sid: t for sid, t in self.evicted.items() if now - t < self.late_window_s}
+        gone = []
+        for sid, session in self.sessions.items():  # oldest arrival first
+            if now - session.last_arrival < self.retain_s:
+                break
+            if not session.due:
+                gone.append(sid)
+        for sid in gone:
+            session = self.sessions.pop(sid)
+            for tid in session.traces:
+                trace = self.traces.pop(tid)
+                self._tables.unref(trace.spans + trace.logs)
+                if session.sampled:
+                    self._evicted_of[tid] = sid
+            if session.sampled:
+                self.evicted[sid] = now
+                self._evicted_traces[sid] = tuple(session.traces)
+        while self.evicted:
+            sid, when = next(iter(self.evicted.items()))
+            if now - when < self.late_window_s:
+                break
+            self._unevict(sid)
+
+    def _unevict(self, sid: str) -> None:
+        self.evicted.pop(sid, None)
+        for tid in self._evicted_traces.pop(sid, ()):
+            if self._evicted_of.get(tid) == sid:
+                del self._evicted_of[tid]
+
+    def _revived(self, span_groups: Groups, log_groups: Groups) -> list[str]:
+        """The evicted sessions that rows of this round belong to (by trace, or by the session they name)."""
+        if not self.evicted:
+            return []
+        found: set[str] = set()
+        for tid in (*span_groups.column("trace_id"), *log_groups.column("trace_id")):
+            if tid not in self.traces and tid in self._evicted_of:
+                found.add(self._evicted_of[tid])
+        for sid in span_groups.frame.get_column("session_id").drop_nulls().to_list():
+            if sid in self.evicted and sid not in self.sessions:
+                found.add(sid)
+        return sorted(found)
+
+    def _reload(self, trace_ids: pa.Array, skip: set[str]) -> tuple[pa.Table, pa.Table]:
+        """These traces' rows in the lake files of the late window (but those of `skip`, read this round)."""
+        spans = self._recent(SPANS_DIR, skip, lambda paths: read_span_files(paths, self.max_file_rows, trace_ids))
+        logs = self._recent(LOGS_DIR, skip, lambda paths: read_log_files(paths, self.max_file_rows, trace_ids))
+        return spans, logs
+
+    def _recent(self, sub: str, skip: set[str], read: Callable[[list[Path]], pa.Table]) -> pa.Table:
+        # `tracevals compact` may replace files between the listing and the read (the new file holds their
+        # rows and keeps the newest one's time): then list again, so that no row of the session is missed
+        for _ in range(5):
+            recent, vanished = [], False
+            for path in sorted((self.lake / sub).glob("date=*/hour=*/*.parquet")):
+                try:
+                    if (
+                        not path.name.startswith(".")
+                        and str(path) not in skip
+                        and path.stat().st_mtime >= self.clock() - self.late_window_s
+                    ):
+                        recent.append(path)
+                except FileNotFoundError:
+                    vanished = True
+            table = read(recent)
+            if not (vanished or any(not path.exists() for path in recent)):
+                break
+        return table
+
+
+class Groups:
+    """Rows of one round by trace: `order` lists the rows in trace order, `frame` has a row per trace
+    (`trace_id`, and `first` and `rows`: where its rows are in `order`)."""
+
+    def __init__(self, order: pa.Array, frame: pl.DataFrame) -> None:
+        self.order, self.frame = order, frame
+
+    def column(self, name: str) -> list[Any]:
+        return self.frame.get_column(name).to_list()
+
+
+def _by_trace(table: pa.Table, columns: list[str]) -> tuple[pl.DataFrame, pa.Array]:
+    keys = pl.from_arrow(table.select(columns))
+    assert isinstance(keys, pl.DataFrame)
+    keys = keys.with_row_index("row").filter(pl.col("trace_id").is_not_null()).sort("trace_id", maintain_order=True)
+    return keys, keys.get_column("row").to_arrow()
+
+
+def _span_groups(spans: pa.Table) -> Groups:
+    """Per trace of these span rows: whether a root and an end marker are among them, and the span that
+    names its session first by the `attempts` view's rule (`child`, `start`, `span_id`, `session_id`)."""
+    keys, order = _by_trace(spans, ["trace_id", "parent_span_id", "session_id", "start_time", "span_id", "kind"])
+    groups = keys.group_by("trace_id", maintain_order=True).agg(
+        rows=pl.len(),
+        rooted=pl.col("parent_span_id").is_null().any(),
+        end_marker=(pl.col("kind") == "session_end").any(),
+    )
+    namers = (
+        keys.filter(pl.col("session_id").is_not_null())
+        .select(
+            "trace_id",
+            "session_id",
+            "span_id",
+            child=pl.col("parent_span_id").is_not_null(),
+            start=pl.col("start_time").dt.epoch("ns"),
+        )
+        .sort(["trace_id", "child", "start", "span_id"], nulls_last=True)
+        .unique("trace_id", keep="first", maintain_order=True)
+    )
+    groups = groups.join(namers, on="trace_id", how="left", maintain_order="left")
+    return Groups(order, groups.with_columns(first=pl.col("rows").cum_sum() - pl.col("rows")))
+
+
+def _log_groups(logs: pa.Table) -> Groups:
+    keys, order = _by_trace(logs, ["trace_id"])
+    groups = keys.group_by("trace_id", maintain_order=True).agg(rows=pl.len())
+    return Groups(order, groups.with_columns(first=pl.col("rows").cum_sum() - pl.col("rows")))
