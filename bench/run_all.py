@@ -89,6 +89,16 @@ OURS: list[dict[str, Any]] = [
             "ToolSet.call: µs added per tool span (CPU)": r"ToolSet\.call \(traced\):.*?overhead\s+([\d.]+) µs",
         },
     },
+    {
+        "key": "own-small-lake",
+        "script": "small_lake.py",
+        "args": ["--runs", "50", "--attempts", "25", "--repeat", "3"],
+        "runs": 1,
+        "figures": {
+            f"{name} on a lake of 50 runs x 25 attempts, wall (s)": rf"(?m)^{name}\s+now median ([\d.]+) s"
+            for name in ("startup", "duckdb", "sql select 1", "sql sessions", "score", "report", "gate")
+        },
+    },
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
         "key": "own-faults",
@@ -149,9 +159,10 @@ def run_comparison(key: str, script: str, args: list[str], deadline: float) -> d
             "seconds": seconds,
             "load": (load, os.getloadavg()[0]),
             "errors": [f"`bench/{script}` failed (exit {done.returncode}): {last_lines(done.stderr, 4)}"],
+            "targets": verdicts(done.stdout),
         }
     section: dict[str, Any] = json.loads(out.read_text())
-    section.update(seconds=seconds, load=(load, os.getloadavg()[0]))
+    section.update(seconds=seconds, load=(load, os.getloadavg()[0]), targets=verdicts(done.stdout))
     return section
 
 
@@ -181,7 +192,17 @@ def run_ours(spec: dict[str, Any]) -> dict[str, Any]:
                 values[name].append(float(match.group(1).replace(",", "")))
     result["seconds"] = time.perf_counter() - started
     result["figures"] = {name: v for name, v in values.items() if v}
+    result["targets"] = verdicts(result["output"])
     return result
+
+
+# A benchmark states each target it measures on one line: `target <what>: <figure> -- met` (or `NOT MET`)
+_VERDICT = re.compile(r"(?m)^target (.+?): (.+) -- (met|NOT MET)\s*$")
+
+
+def verdicts(output: str) -> list[dict[str, str]]:
+    """The target lines of a benchmark's output, as printed (the last run's, for one run several times)."""
+    return [{"target": m[0], "figure": m[1], "verdict": m[2]} for m in _VERDICT.findall(output)]
 
 
 # ---------------------------------------------------------------- RESULTS.md
@@ -246,6 +267,19 @@ def render(info: dict[str, Any], sections: list[dict[str, Any]], ours: list[dict
         for k, v in s.get("versions", {}).items():
             versions.setdefault(k if versions.get(k, v) == v else f"{k} ({s['key']})", v)
     lines += [f"| {k} | {v} |" for k, v in versions.items()]
+    lines += ["", "## Targets", ""]
+    targets = [(s["command"], t) for s in sections for t in s.get("targets", [])]
+    targets += [(o["command"], t) for o in ours for t in o.get("targets", [])]
+    if targets:
+        lines += ["| target | figure | verdict | command |", "|---|---|---|---|"]
+        lines += [
+            f"| {t['target']} | {t['figure']} | {'met' if t['verdict'] == 'met' else '**NOT MET**'} | `{cmd}` |"
+            for cmd, t in targets
+        ]
+        missed = sum(t["verdict"] != "met" for _, t in targets)
+        lines += ["", f"{len(targets) - missed} of {len(targets)} targets met in this run."]
+    else:
+        lines.append("- No benchmark printed a target line.")
     lines += ["", "## Where a peer wins", ""]
     wins = [
         (s, f)
