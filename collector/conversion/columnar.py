@@ -41,8 +41,11 @@ from tracevals.collector.conversion.rows import Keep, rows_table, scopes, span_r
 from tracevals.collector.conversion.scopes import scope_columns_of
 from tracevals.collector.conversion.values import (
     EMPTY,
+    FALSE,
+    NONE,
     NULL_TEXT,
     OTHER,
+    STRING,
     TAGS,
     ZERO,
     Values,
@@ -57,17 +60,29 @@ from tracevals.collector.conversion.values import (
     map_distinct,
     nonempty,
 )
+from tracevals.lake import frameworks
 from tracevals.lake import normalize as norm
+from tracevals.lake.frameworks import ADK_MERGED_TOOL_NAME, ADK_PLACEHOLDERS, adk_tool_response
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.model import attributes as tv
 
-__all__ = ["decode", "spans_table", "spans_table_columnar"]
+__all__ = ["decode", "spans_table", "spans_table_columnar", "table_of"]
 
 _KIND_LABELS = pa.array(["unspecified", "internal", "server", "client", "producer", "consumer"])
 _STATUS_LABELS = pa.array(["unset", "ok", "error"])
 # the attribute keys whose values decide a span's kind (normalize._kind); the others only by presence
 _KIND_VALUE_KEYS = (tv.SESSION_END, "openinference.span.kind", "traceloop.span.kind", "gen_ai.operation.name")
-_FRAMEWORK_PREFIXES = ("gcp.vertex.agent.",)  # framework rules (frameworks.py): the Python path
+_FRAMEWORK_PREFIXES = ("gcp.vertex.agent.",)  # Google ADK's keys: its framework rule (`_adk_rule`)
+# Every key whose value the normalizer reads (not only its presence): an array, map or bytes value under one
+# of them takes the Python path, which reads it as such; under any other key it is only written.
+_READ_KEYS = frozenset(
+    {k for keys, _ in norm._SOURCES.values() for k in keys}
+    | {k for keys in norm._TOOL_EXTRA.values() for k in keys}
+    | {k for keys, _ in norm.FACTS.values() for k in keys}
+    | set(_KIND_VALUE_KEYS)
+    | {tv.HANDOFF_REASON, "llm.request.type", "traceloop.entity.name", python_path.TRUNCATED}
+    | {"gcp.vertex.agent.session_id", "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.tool_response"}
+)
 _TYPES = {f.name: f.type for f in SPAN_SCHEMA}
 
 
@@ -83,6 +98,7 @@ class _Spans:
     scope_of: pa.Array
     payloads: Sequence[bytes]
     _listed: list[tuple[str, Any, str | None, str | None, Any]] = field(default_factory=list)
+    _first_of_scope: list[int] = field(default_factory=list)
 
     @classmethod
     def of(cls, batches: Sequence[pa.RecordBatch], payloads: Sequence[bytes]) -> _Spans:
@@ -103,6 +119,13 @@ class _Spans:
             if len(self._listed) != len(self.per_scope):
                 raise ValueError("the native decoder and protobuf disagree on the requests' scopes")
         return self._listed
+
+    def span_at(self, i: int, scope: int) -> Any:
+        """Span `i` (of scope `scope`) as protobuf, for the Python path."""
+        if not self._first_of_scope:
+            counts = pc.coalesce(pc.list_value_length(self.span_lists), c(0, pa.int32()))
+            self._first_of_scope = pc.subtract(pc.cumulative_sum(counts), counts).to_pylist()
+        return self.scope_list()[scope][4].spans[i - self._first_of_scope[scope]]
 
 
 def _raw_columns(spans: pa.Array) -> tuple[dict[str, pa.Array], pa.Array]:
@@ -185,17 +208,24 @@ class _Attributes:
 def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) -> pa.Array:
     """The spans this path does not do (see the module docstring): `rows.span_row` builds them."""
     values, offsets = attrs.values, attrs.offsets
-    per_span_other = any_per_span(offsets, pc.equal(values.tag, TAGS[OTHER]))
+    is_other = pc.equal(values.tag, TAGS[OTHER])
+    # an array, map or bytes value is only written into the attributes JSON here: where the normalizer reads
+    # it (a key it reads), or where its JSON text is not known, the span takes the Python path
+    read = [k in _READ_KEYS for k in values.key_codes.dictionary.to_pylist()]
+    key_read = pc.take(pa.array(read, pa.bool_()), values.key_codes.indices)
+    python_value = pc.and_kleene(is_other, pc.or_kleene(key_read, pc.is_null(values.other_json)))
     fallback = pc.or_kleene(
-        pc.or_kleene(nonempty(spans.field("events")), nonempty(spans.field("links"))), per_span_other
+        pc.or_kleene(nonempty(spans.field("events")), nonempty(spans.field("links"))),
+        any_per_span(offsets, python_value),
     )
     if max_value_bytes is not None:
-        sizes = pc.coalesce(pc.cast(pc.binary_length(values.string), pa.int64()), ZERO)
-        long = pc.greater(sizes, c(max_value_bytes, pa.int64()))
+        other_text = pc.if_else(is_other, values.other_json, NULL_TEXT)
+        sizes = pc.coalesce(pc.binary_length(values.string), pc.binary_length(other_text))
+        long = pc.greater(pc.coalesce(pc.cast(sizes, pa.int64()), ZERO), c(max_value_bytes, pa.int64()))
         fallback = pc.or_kleene(fallback, any_per_span(offsets, long))
-    python_signature = [
-        len(set(keys)) != len(keys) or any(k.startswith(_FRAMEWORK_PREFIXES) for k in keys) for keys in attrs.signatures
-    ]
+    # the framework rules this path knows are Google ADK's (`_adk_rule`); any other list: the Python path
+    known_rules = [frameworks.google_adk] == frameworks.RULES
+    python_signature = [len(set(keys)) != len(keys) or not known_rules for keys in attrs.signatures]
     return pc.or_kleene(fallback, pc.take(pa.array(python_signature), attrs.signature_id))
 
 
@@ -255,6 +285,7 @@ def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict
         c(norm.UNKNOWN_ERROR_TYPE),
         columns["error_type"],
     )
+    columns["kind"] = _adk_rule(attrs, columns, span_kind)
     # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text
     missing = pc.and_kleene(pc.is_null(columns["tool_args_hash"]), pc.is_valid(columns["tool_args"]))
     if pc.any(missing).as_py():
@@ -277,6 +308,55 @@ def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict
     return columns, unknown_tool
 
 
+def _adk_rule(attrs: _Attributes, columns: dict[str, pa.Array], kind: pa.Array) -> pa.Array:
+    """`frameworks.google_adk` on the spans with a `gcp.vertex.agent.*` key: fills `columns` in place (the
+    session, a tool call's arguments and result, placeholders dropped), returns the kinds (a merged tools
+    span is no call: "other")."""
+    signatures = attrs.signatures
+    adk_signature = [any(k.startswith(_FRAMEWORK_PREFIXES) for k in keys) for keys in signatures]
+    if not any(adk_signature):
+        return kind
+    adk = pc.take(pa.array(adk_signature, pa.bool_()), attrs.signature_id)
+
+    def at(key: str) -> tuple[pa.Array, pa.Array, pa.Array]:
+        position = pc.take(pa.array([keys.index(key) if key in keys else None for keys in signatures], pa.int64()),
+                           attrs.signature_id)  # fmt: skip
+        return attrs.values.take(pc.add(attrs.starts, position))
+
+    def given(tag: pa.Array, string: pa.Array) -> pa.Array:  # frameworks._fill's test: not None, not ""
+        empty = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.equal(string, EMPTY))
+        return pc.and_kleene(pc.not_equal(tag, TAGS[NONE]), pc.invert(pc.coalesce(empty, FALSE)))
+
+    tag, text, string = at("gcp.vertex.agent.session_id")
+    fill = pc.and_kleene(pc.and_kleene(adk, pc.is_null(columns["session_id"])), given(tag, string))
+    columns["session_id"] = pc.if_else(fill, as_text(tag, text, string), columns["session_id"])
+    is_tool = pc.and_kleene(adk, pc.equal(kind, c("tool")))
+    merged = pc.and_kleene(is_tool, pc.coalesce(pc.equal(columns["tool_name"], c(ADK_MERGED_TOOL_NAME)), FALSE))
+    call = pc.and_kleene(is_tool, pc.invert(merged))
+    if not pc.any(call).as_py():
+        return pc.if_else(merged, c("other"), kind)
+    placeholders = pa.array(sorted(ADK_PLACEHOLDERS), pa.string())
+    placeholder_id = pc.and_kleene(call, pc.coalesce(pc.is_in(columns["tool_call_id"], placeholders), FALSE))
+    columns["tool_call_id"] = pc.if_else(placeholder_id, NULL_TEXT, columns["tool_call_id"])
+    tag, text, string = at("gcp.vertex.agent.tool_call_args")
+    placeholder_args = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.coalesce(pc.is_in(string, placeholders), FALSE))
+    fill = pc.and_kleene(pc.and_kleene(call, pc.invert(placeholder_args)), given(tag, string))
+    fill = pc.and_kleene(fill, pc.is_null(columns["tool_args"]))
+    columns["tool_args"] = pc.if_else(fill, as_text(tag, text, string), columns["tool_args"])
+    tag, text, string = at("gcp.vertex.agent.tool_response")
+    present = pc.not_equal(tag, TAGS[NONE])  # the key with no value: adk_tool_response(None) is None
+    fill = pc.and_kleene(pc.and_kleene(call, present), pc.is_null(columns["tool_result"]))
+    if pc.any(fill).as_py():
+        results = map_distinct(pc.if_else(fill, json_of(tag, text, string), NULL_TEXT), _adk_result, pa.string())
+        columns["tool_result"] = pc.if_else(fill, results, columns["tool_result"])
+    return pc.if_else(merged, c("other"), kind)
+
+
+def _adk_result(text: str) -> str | None:
+    """The tool_result column of an ADK tool response (the value's JSON text): frameworks then normalize."""
+    return norm._text(adk_tool_response(json.loads(text)))
+
+
 def _python_rows(flat: _Spans, fallback: pa.Array, max_value_bytes: int | None) -> dict[int, tuple[Any, ...] | None]:
     """The spans this path leaves to the Python one, built by it (unsampled: sampling comes next, in order)."""
     slow: dict[int, tuple[Any, ...] | None] = {}
@@ -284,11 +364,9 @@ def _python_rows(flat: _Spans, fallback: pa.Array, max_value_bytes: int | None) 
     if slow_index:
         listed = flat.scope_list()
         scope_index = flat.scope_of.to_pylist()
-        counts = pc.coalesce(pc.list_value_length(flat.span_lists), c(0, pa.int32()))
-        first_of_scope = pc.subtract(pc.cumulative_sum(counts), counts).to_pylist()
         for i in slow_index:
-            resource_json, service, scope_name, scope_version, scope_spans = listed[scope_index[i]]
-            span = scope_spans.spans[i - first_of_scope[scope_index[i]]]
+            resource_json, service, scope_name, scope_version, _ = listed[scope_index[i]]
+            span = flat.span_at(i, scope_index[i])
             slow[i] = span_row(span, resource_json, service, scope_name, scope_version, max_value_bytes)
     return slow
 
@@ -336,7 +414,11 @@ def spans_table_columnar(
     """The spans of some requests as a table of `SPAN_SCHEMA`, equal to concatenating `rows.spans_table`
     of each: `batches` are the requests decoded by `decode` (a row each), `payloads` their protobuf encodings
     (decoded with protobuf only where the Python path is needed: spans it builds, or resources it writes)."""
-    flat = _Spans.of(batches, payloads)
+    return table_of(_Spans.of(batches, payloads), max_value_bytes, keep)
+
+
+def table_of(flat: _Spans, max_value_bytes: int | None = None, keep: Keep | None = None) -> pa.Table:
+    """The spans of `flat` as a table of `SPAN_SCHEMA` (the stages of the module docstring)."""
     n = len(flat.spans)
     if n == 0:
         return SPAN_SCHEMA.empty_table()

@@ -18,7 +18,8 @@ def scope_columns_of(
 ) -> list[pa.Array] | None:
     """Per scope: resource JSON, service.name, scope name, scope version, as the Python path writes them (None
     for a scope none of whose spans this path writes); None where that takes the Python path: a resource
-    with an array, map or bytes value, a key given twice, or a service.name that is not a string."""
+    with an array, map or bytes value whose JSON text is not known, a key given twice, or a service.name
+    that is not a string."""
     resource = resources.field("resource")
     attr_lists = dict(zip([f.name for f in resource.type], resource.flatten(), strict=True))["attributes"]
     kv = pc.list_flatten(attr_lists)
@@ -26,11 +27,12 @@ def scope_columns_of(
         keys, tags, strings, fragments = small_values(kv)
     else:
         values = Values(kv)
+        unknown = pc.and_kleene(pc.equal(values.tag, c(OTHER, pa.int8())), pc.is_null(values.other_json))
         keys, tags, strings, fragments = (
             kv.field("key").to_pylist(),
             values.tag.to_pylist(),
             values.string.to_pylist(),
-            values.fragment.to_pylist(),
+            pc.if_else(unknown, c(None, pa.string()), values.fragment).to_pylist(),
         )
     lengths = pc.coalesce(pc.list_value_length(attr_lists), c(0, pa.int32())).to_pylist()
     resource_json: list[str] = []
@@ -38,12 +40,12 @@ def scope_columns_of(
     start = 0
     for length in lengths:
         own = keys[start : start + length]
-        if len(set(own)) != len(own) or OTHER in tags[start : start + length]:
+        if len(set(own)) != len(own) or None in fragments[start : start + length]:
             return None
         at = own.index("service.name") + start if "service.name" in own else None
         if at is not None and tags[at] not in (STRING, NONE):
             return None
-        resource_json.append("{" + ",".join(fragments[start : start + length]) + "}")
+        resource_json.append("{" + ",".join(f for f in fragments[start : start + length] if f is not None) + "}")
         service.append(strings[at] if at is not None else None)
         start += length
     scope = per_scope.field("scope")

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValueList
 
-from tracevals.collector.conversion.rows import _dumps
+from tracevals.collector.conversion.rows import _dumps, any_value
 from tracevals.lake import normalize as norm
 
 _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
@@ -56,6 +57,46 @@ def doubles_json(doubles: pa.Array) -> pa.Array:
     return pc.if_else(valid, pc.take(texts, bits.indices), NULL_TEXT)
 
 
+def string_json(strings: pa.Array) -> pa.Array:
+    """Each string's JSON text as `_dumps` writes it: quoted, and escaped (once per distinct string) where
+    it holds something JSON escapes."""
+    frame = pl.from_arrow(pa.table({"s": strings}))
+    assert isinstance(frame, pl.DataFrame)
+    special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
+    escaped = map_distinct(pc.if_else(special, strings, NULL_TEXT), _dumps, pa.string())
+    return pc.coalesce(escaped, pc.binary_join_element_wise(QUOTE, strings, QUOTE, EMPTY))
+
+
+# The values the native decoder keeps opaque (`native._READ`): their protobuf encoding, and what the Python
+# path makes of them (`rows.any_value`, written by `_dumps`).
+_OPAQUE: dict[str, Callable[[bytes], str]] = {
+    "array_value": lambda raw: _dumps(any_value(AnyValue(array_value=ArrayValue.FromString(raw)))),
+    "kvlist_value": lambda raw: _dumps(any_value(AnyValue(kvlist_value=KeyValueList.FromString(raw)))),
+    "bytes_value": lambda raw: _dumps(raw.hex()),
+}
+
+
+def _opaque_json(name: str, raw: bytes) -> str | None:
+    try:
+        return _OPAQUE[name](raw)
+    except Exception:  # not a valid encoding (protobuf's DecodeError): such a value takes the Python path
+        return None
+
+
+def other_json(fields: dict[str, pa.Array], n: int) -> pa.Array:
+    """The JSON text of each array, map or bytes value (null for the others): given by the JSON reader
+    (`other_json`, see `json_columnar.py`), or from the opaque encodings, once per distinct encoding."""
+    if "other_json" in fields:
+        given: pa.Array = fields["other_json"]
+        return given
+    out = pa.nulls(n, pa.string())
+    for name in _OPAQUE:
+        raw = fields.get(name)
+        if raw is not None and raw.null_count < len(raw):
+            out = pc.coalesce(out, map_distinct(raw, partial(_opaque_json, name), pa.string()))
+    return out
+
+
 def loads_then(func: Callable[[Any], Any]) -> Callable[[str], Any]:
     """A converter of the Python value that a value's JSON text (as `_dumps` wrote it) stands for."""
     return lambda text: func(json.loads(text))
@@ -69,10 +110,12 @@ class Values:
         fields = dict(zip([f.name for f in value.type], value.flatten(), strict=True))  # parent nulls applied
         self.string: pa.Array = fields["string_value"]
         ints, doubles, bools = fields["int_value"], fields["double_value"], fields["bool_value"]
-        other = pc.or_kleene(
-            pc.or_kleene(pc.is_valid(fields["array_value"]), pc.is_valid(fields["kvlist_value"])),
-            pc.is_valid(fields["bytes_value"]),
-        )
+        other = pa.repeat(FALSE, len(kv))
+        for name in (*_OPAQUE, "other_json"):
+            if name in fields:
+                other = pc.or_kleene(other, pc.is_valid(fields[name]))
+        # an array, map or bytes value's JSON text (null where it has none: its span takes the Python path)
+        self.other_json: pa.Array = other_json(fields, len(kv))
         tag = full(len(kv), NONE)
         for code, array in ((STRING, self.string), (INT, ints), (DOUBLE, doubles), (BOOL, bools)):
             tag = pc.if_else(pc.is_valid(array), TAGS[code], tag)
@@ -101,7 +144,7 @@ class Values:
         )
         self.fragment: pa.Array = pc.binary_join_element_wise(
             pc.take(pa.array(prefixes, pa.string()), prefix_at),
-            pc.if_else(plain, self.string, self.json),
+            pc.if_else(plain, self.string, pc.coalesce(self.other_json, self.json)),
             pc.if_else(plain, QUOTE, EMPTY),
             EMPTY,
         )
@@ -179,24 +222,29 @@ def converter(func: Callable[[Any], Any], out_type: pa.DataType) -> Callable[[An
 VALUE_FIELDS = (("string_value", STRING), ("int_value", INT), ("double_value", DOUBLE), ("bool_value", BOOL))
 
 
-def small_values(kv: pa.StructArray) -> tuple[list[str], list[int], list[str | None], list[str]]:
-    """(key, tag, string value, JSON fragment) of each key-value, as `Values` has them, in Python."""
+def small_values(kv: pa.StructArray) -> tuple[list[str], list[int], list[str | None], list[str | None]]:
+    """(key, tag, string value, JSON fragment) of each key-value, as `Values` has them, in Python (the
+    fragment None for an array, map or bytes value whose JSON text is not known)."""
     keys: list[str] = []
     tags: list[int] = []
     strings: list[str | None] = []
-    fragments: list[str] = []
+    fragments: list[str | None] = []
     for item in kv.to_pylist():
         value = item["value"] or {}
         tag, python = NONE, None
         for name, code in VALUE_FIELDS:
             if value.get(name) is not None:
                 tag, python = code, value[name]
-        if any(value.get(name) is not None for name in ("array_value", "kvlist_value", "bytes_value")):
-            tag, python = OTHER, None
+        text: str | None = _dumps(python)
+        if value.get("other_json") is not None:
+            tag, text = OTHER, value["other_json"]
+        for name in _OPAQUE:
+            if value.get(name) is not None:
+                tag, text = OTHER, _opaque_json(name, value[name])
         keys.append(item["key"])
         tags.append(tag)
         strings.append(python if tag == STRING else None)
-        fragments.append(f"{_dumps(item['key'])}:{_dumps(python)}")
+        fragments.append(None if text is None else f"{_dumps(item['key'])}:{text}")
     return keys, tags, strings, fragments
 
 

@@ -1,7 +1,14 @@
-"""`tracevals ingest`: write OTLP files (JSON as curl or a JS SDK sends it, or protobuf) into a lake."""
+"""`tracevals ingest`: write OTLP files (JSON as curl or a JS SDK sends it, or protobuf) into a lake.
+
+OTLP/JSON files take the fast path first (`conversion.json_columnar`: Arrow's JSON reader and the columnar
+conversion, many files at a time); a file it does not take is read by the validating decoder
+(`otlp_json.parse_json_traces`), which also gives every error message (`_read`). Both make the same rows.
+`TRACEVALS_INGEST_FAST=0` reads every file the validating way (for comparison, or to rule the fast path out).
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +16,7 @@ import click
 import pyarrow as pa
 
 from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
 from tracevals.collector.jaeger import JaegerError, is_jaeger, jaeger_to_otlp
@@ -28,6 +36,7 @@ _TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "reso
 
 
 FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
+_PROTOBUF_SUFFIXES = (".pb", ".bin", ".protobuf")
 
 
 def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
@@ -35,7 +44,7 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
     `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
     Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON)."""
     data = path.read_bytes()
-    if given == "otlp-proto" or (given == "auto" and path.suffix in (".pb", ".bin", ".protobuf")):
+    if given == "otlp-proto" or (given == "auto" and path.suffix in _PROTOBUF_SUFFIXES):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         request = ExportTraceServiceRequest()
@@ -69,6 +78,35 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
             f"note: {path}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True
         )
     return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs), found
+
+
+def _fast(files: tuple[Path, ...], given: str) -> dict[int, tuple[pa.Table, pa.Table, str]]:
+    """The files the fast path takes (by position): their span and log tables, read as OTLP/JSON. Files are
+    read and converted `json_columnar.GROUP_BYTES` at a time (memory stays bounded by the tables)."""
+    if os.environ.get("TRACEVALS_INGEST_FAST", "1") == "0" or given in ("otlp-proto", "jaeger"):
+        return {}
+    json_files = [i for i, path in enumerate(files) if given != "auto" or path.suffix not in _PROTOBUF_SUFFIXES]
+    out: dict[int, tuple[pa.Table, pa.Table, str]] = {}
+    batch: list[int] = []
+    size = 0
+
+    def convert() -> None:
+        bodies = [files[i].read_bytes() for i in batch]
+        for i, tables in zip(batch, json_columnar.tables(bodies), strict=True):
+            if tables is not None:
+                out[i] = (*tables, "otlp-json")
+        batch.clear()
+
+    for i in json_files:
+        length = files[i].stat().st_size
+        if batch and size + length > json_columnar.GROUP_BYTES:
+            convert()
+            size = 0
+        batch.append(i)
+        size += length
+    if batch:
+        convert()
+    return out
 
 
 def _checked(table: pa.Table, request: Any) -> pa.Table:
@@ -114,8 +152,12 @@ def ingest(lake: str, fmt: str, input_format: str, files: tuple[Path, ...]) -> N
       tracevals ingest --lake lake --format json export.pb
       tracevals ingest --lake lake jaeger-trace.json      # detected as Jaeger
     """
+    fast = _fast(files, input_format)
     decoded = []
-    for path in files:
+    for i, path in enumerate(files):
+        if i in fast:
+            decoded.append((path, fast[i]))
+            continue
         try:
             decoded.append((path, _read(path, input_format)))
         except OTLPDecodeError as exc:
