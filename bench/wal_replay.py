@@ -292,6 +292,8 @@ def main() -> int:
     size = sum(map(len, bodies)) / args.spans
     say(f"payload: {args.spans:,} GenAI spans in {len(bodies):,} requests of {args.spans_per_request}, ",
         f"10 attributes/span, {size:.0f} bytes/span")  # fmt: skip
+    say(f"machine: {len(os.sched_getaffinity(0))} CPUs, load average {os.getloadavg()[0]:.1f} at the start ",
+        "(the wall figures count the share of the CPUs the collector got; the CPU-second ones less so)")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="tracevals-replay-") as tmp:
         base = Path(tmp)
         live: dict[str, float] = {}
@@ -311,7 +313,8 @@ def main() -> int:
         say(f"replay: receivers listening {r['listening']:.2f} s after the start ({r['listening_cpu']:.2f} CPU s), ",
             f"a request acknowledged after {r['accepting']:.2f} s")  # fmt: skip
         say(f"replay: every span committed {r['wall']:.2f} s after the start ({r['cpu']:.2f} CPU s of the ",
-            f"collector, imports included); peak RSS {r['rss']:.0f} MiB")  # fmt: skip
+            f"collector, imports included: {r['cpu'] / r['wall']:.2f} cores busy); ",
+            f"peak RSS {r['rss']:.0f} MiB")  # fmt: skip
         say(f"WAL replay, start to every span committed: {r['rate']:,.0f} spans/s wall, ",
             f"{r['per_cpu']:,.0f} spans/s per collector CPU-second")  # fmt: skip
         after, after_cpu = r["wall"] - r["listening"], r["cpu"] - r["listening_cpu"]
