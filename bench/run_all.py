@@ -99,6 +99,7 @@ OURS: list[dict[str, Any]] = [
             for name in ("startup", "duckdb", "sql select 1", "sql sessions", "score", "report", "gate")
         },
     },
+    {"key": "own-scores-identical", "script": "scores_identical.py", "args": [], "runs": 1, "figures": {}},
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
         "key": "own-faults",

@@ -1,0 +1,98 @@
+"""Scores before and after: the same lakes scored by this tree and by an earlier one, row for row.
+
+    .venv/bin/python bench/scores_identical.py [--baseline REV] [--sessions 20000]
+
+Two lakes: the demo's (`tracevals demo`, written once by this tree: real spans of the order-support agent
+with message content, two variants, its task cases kept) and bench/scoring.py's synthetic lake of
+`--sessions` sessions in nine shapes (429s, hand-offs, crashes, loops, duplicate sends) with its task
+cases. Each lake is copied once per tree and scored there with `tracevals score` (every evaluator, scores
+written); the two trees' `scores/` tables must then hold the same rows, every column but `scored_at`.
+REV (default: the commit before issue 24's performance work) runs from a `git worktree`, first on
+PYTHONPATH. Prints one line per lake, `scores identical (<lake>): yes (N rows)` or what differs, and a
+target line; exits 1 when they differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PROJECT_PYTHON, ROOT
+
+ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
+
+
+def score(tree: Path, lake: Path, tasks: Path | None) -> None:
+    command = [str(PROJECT_PYTHON), "-m", "tracevals", "score", "--lake", str(lake), "--summary"]
+    command += ["--tasks", str(tasks)] if tasks else []
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+    if done.returncode != 0:
+        raise SystemExit(f"tracevals score ({tree.name}) on {lake.name} failed: {done.stderr[-600:]}")
+
+
+def score_rows(lake: Path) -> list[tuple[str, ...]]:
+    import duckdb
+
+    source = f"read_parquet('{lake}/scores/**/*.parquet', union_by_name = true)"
+    con = duckdb.connect()
+    columns = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall() if r[0] != "scored_at"]
+    listed = ", ".join(f'"{c}"' for c in columns)
+    return sorted(tuple(str(v) for v in row) for row in con.execute(f"SELECT {listed} FROM {source}").fetchall())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default=ISSUE_24_BASE)
+    parser.add_argument("--sessions", type=int, default=20_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tracevals-scores-") as tmp:
+        work = Path(tmp)
+        demo = work / "demo"
+        done = subprocess.run([str(PROJECT_PYTHON), "-m", "tracevals", "demo", "--out", str(demo)], cwd=work,
+                              capture_output=True, text=True)  # fmt: skip
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"tracevals demo failed: {done.stderr[-600:]}")
+        sys.path.insert(0, str(ROOT))
+        import scoring as synthetic
+
+        synth = work / "synthetic"
+        spans = synthetic.write_lake(synth, args.sessions, seed=7)
+        tasks = work / "cases.jsonl"
+        tasks.write_text("".join(json.dumps(c.raw) + "\n" for c in synthetic.cases()), encoding="utf-8")
+        old = work / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", str(old), args.baseline], cwd=ROOT, check=True,
+                       capture_output=True)  # fmt: skip
+        differ = 0
+        try:
+            for name, lake, cases in (("demo", demo / "lake", None), (f"synthetic, {spans:,} spans", synth, tasks)):
+                rows = {}
+                for label, tree in (("now", ROOT), ("before", old)):
+                    copy = work / f"{lake.name}-{label}"
+                    shutil.copytree(lake, copy)
+                    score(tree, copy, cases)
+                    rows[label] = score_rows(copy)
+                if rows["now"] == rows["before"]:
+                    print(f"scores identical ({name}): yes ({len(rows['now']):,} rows)")
+                else:
+                    differ += 1
+                    now, before = set(rows["now"]), set(rows["before"])
+                    print(f"scores identical ({name}): NO: {len(now - before)} rows only now, "
+                          f"{len(before - now)} only before; e.g. {sorted(now ^ before)[:2]}")  # fmt: skip
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, check=False,
+                           capture_output=True)  # fmt: skip
+        verdict = "met" if not differ else "NOT MET"
+        print(f"target scores identical before ({args.baseline}) and after: {2 - differ} of 2 lakes -- {verdict}")
+        return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
