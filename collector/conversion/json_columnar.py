@@ -23,7 +23,7 @@ row (tests/test_ingest_json_fast.py).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ __all__ = ["MAX_NESTING", "Refused", "tables"]
 
 MAX_NESTING = 16  # arrays and maps inside each other, at most (the validating decoder allows more: it reads those)
 GROUP_BYTES = 64 << 20  # newline-free documents parsed in one call up to this many bytes (memory stays bounded)
+BLOCK_BYTES = 16 << 20  # the reader's blocks (of whole lines): parsed in parallel, then converted one by one
 
 
 class Refused(Exception):
@@ -73,10 +74,8 @@ _INT_TYPES = {
     _F.TYPE_INT64: pa.int64(), _F.TYPE_SINT64: pa.int64(), _F.TYPE_SFIXED64: pa.int64(),
     _F.TYPE_UINT64: pa.uint64(), _F.TYPE_FIXED64: pa.uint64(),
 }  # fmt: skip
-_DECIMAL = r"^-?[0-9]+$"  # what both int() and Arrow's cast read alike (int() also takes " 1", "+1", "1_0": refused)
 _NESTED = ("opentelemetry.proto.common.v1.ArrayValue", "opentelemetry.proto.common.v1.KeyValueList")
 _ANY_VALUE = "opentelemetry.proto.common.v1.AnyValue"
-_HEX = r"^[0-9a-fA-F]*$"
 
 
 # ---------------------------------------------------------------- parsing
@@ -128,13 +127,15 @@ def _plausible(body: bytes) -> bool:
     return True
 
 
-def _parse(text: bytes, rows: int, lines: bool) -> pa.Table:
-    """`text` read by Arrow's JSON reader: `rows` objects (one per line when `lines`), else Refused."""
+def _parse(text: bytes, rows: int, longest: int | None) -> pa.Table:
+    """`text` read by Arrow's JSON reader: `rows` objects, one a line of at most `longest` bytes (None: one
+    object across lines), else Refused. Lines go in blocks of `BLOCK_BYTES` or more, parsed on every core."""
+    lines = longest is not None
+    block = max(longest + 1, min(len(text) + 1, BLOCK_BYTES)) if longest is not None else len(text) + 1
     try:
-        block = max(len(text) + 1, 1 << 20) if not lines else max(1 << 20, min(len(text) + 1, 16 << 20))
         table = pj.read_json(
             io.BytesIO(text),
-            read_options=pj.ReadOptions(block_size=block, use_threads=lines),
+            read_options=pj.ReadOptions(block_size=max(block, 1 << 16), use_threads=lines),
             parse_options=pj.ParseOptions(
                 explicit_schema=_SCHEMA, newlines_in_values=not lines, unexpected_field_behavior="infer"
             ),
@@ -193,7 +194,9 @@ def _scalar(fd: FieldDescriptor, array: pa.Array, where: str) -> pa.Array:
         elif kind in _INT_TYPES:
             if pa.types.is_int64(t):
                 return pc.cast(array, _INT_TYPES[kind])  # safe: out of the field's range is refused
-            if pa.types.is_string(t) and _all(pc.match_substring_regex(array, _DECIMAL)):
+            # Arrow's cast reads decimal digits after an optional "-", as int() does, and hexadecimal after "0x",
+            # which int() refuses (int() also reads " 1", "+1", "1_0", which the cast refuses: Refused)
+            if pa.types.is_string(t) and not pc.any(pc.match_substring(array, "x", ignore_case=True)).as_py():
                 return pc.cast(array, _INT_TYPES[kind])
     except pa.ArrowInvalid:
         pass
@@ -409,16 +412,13 @@ def _list_of(lengths: pa.Array, items: pa.Array) -> pa.Array:
 def _ids(strings: pa.Array, sizes: tuple[int, ...], where: str) -> pa.Array:
     """Hex ids as bytes; Refused unless every one is hex of one of `sizes` bytes (0: absent), which the
     decoder reads alike (anything else it reads as base64, or refuses, and says so)."""
-    lengths = pc.fill_null(pc.utf8_length(strings), 0)
-    ok = pc.and_kleene(
-        pc.fill_null(pc.match_substring_regex(strings, _HEX), True),
-        pc.is_in(lengths, pa.array([2 * s for s in sizes], pa.int32())),
-    )
-    if not _all(ok):
-        raise Refused(f"{where}: an id that is not hex of its size")
     frame = pl.from_arrow(pa.table({"s": pc.fill_null(strings, "")}))
     assert isinstance(frame, pl.DataFrame)
-    return frame.select(pl.col("s").str.decode("hex")).to_series().to_arrow().cast(pa.binary())
+    # not hex (an odd length, another character, spaces, which bytes.fromhex reads): null
+    raw = frame.select(pl.col("s").str.decode("hex", strict=False)).to_series().to_arrow().cast(pa.binary())
+    if not _all(pc.fill_null(pc.is_in(pc.binary_length(raw), pa.array(sizes, pa.int32())), False)):
+        raise Refused(f"{where}: an id that is not hex of its size")
+    return raw
 
 
 # ---------------------------------------------------------------- spans
@@ -660,7 +660,8 @@ def _top(table: pa.Table, name: str) -> tuple[_Conformed | None, pa.Array | None
     each document has, and the flattened structs as parsed."""
     if name not in table.column_names:
         return None, None, None
-    lists = table.column(name).combine_chunks()
+    column = table.column(name)
+    lists = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if _is_null(lists):
         return None, pa.repeat(c(0, pa.int32()), table.num_rows), None
     descriptor = _TOP[name]
@@ -702,7 +703,15 @@ def _sum_by(values: pa.Array, lengths: pa.Array) -> pa.Array:
 
 
 def _convert(table: pa.Table) -> list[tuple[pa.Table, pa.Table]]:
-    """Each document's (spans, log records) tables: the group converted in one go, then cut per document."""
+    """Each document's (spans, log records) tables: each block the reader made (whole documents) converted in
+    one go, then cut per document."""
+    out = []
+    for batch in table.to_batches():
+        out += _convert_block(pa.Table.from_batches([batch]))
+    return out
+
+
+def _convert_block(table: pa.Table) -> list[tuple[pa.Table, pa.Table]]:
     group = _conformed(table)
     spans, logs = _spans_table(group), _logs_table(group)
     span_counts = _per_document(group, group.trace_lengths, "spans")
@@ -719,46 +728,79 @@ def _convert(table: pa.Table) -> list[tuple[pa.Table, pa.Table]]:
 
 
 Converted = tuple[pa.Table, pa.Table]
+# Keys whose values a writer gives one way (int64s as strings or numbers, enums as numbers or names): Arrow's
+# reader infers one type a key, so documents parsed together must agree (`_style`).
+_STYLED = (b"intValue", b"startTimeUnixNano", b"endTimeUnixNano", b"timeUnixNano", b"observedTimeUnixNano",
+           b"kind", b"code", b"severityNumber")  # fmt: skip
+_BLANKS = b" \t\r\n"
+_STYLE_BYTES = 1 << 16
 
 
-def tables(bodies: Sequence[bytes], on_group: Callable[[int], None] | None = None) -> list[Converted | None]:
+def _style(body: bytes) -> tuple[bool | None, ...]:
+    """Per `_STYLED` key, whether its first value in the document is a string (None: not there); a guess
+    from the text, for grouping only (documents that do not agree after all are parsed alone)."""
+    out: list[bool | None] = []
+    head = body[:_STYLE_BYTES]  # the first span or record tells
+    for key in _STYLED:
+        at = head.find(b'"' + key + b'"')
+        if at < 0:
+            out.append(None)
+            continue
+        rest = head[at + len(key) + 2 : at + len(key) + 34].lstrip(_BLANKS)
+        out.append(rest[1:].lstrip(_BLANKS).startswith(b'"') if rest.startswith(b":") else None)
+    return tuple(out)
+
+
+def _agrees(a: tuple[bool | None, ...], b: tuple[bool | None, ...]) -> bool:
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
+def _merged(a: tuple[bool | None, ...], b: tuple[bool | None, ...]) -> tuple[bool | None, ...]:
+    return tuple(x if x is not None else y for x, y in zip(a, b, strict=True))
+
+
+def _one_line(body: bytes) -> bool:
+    return b"\n" not in body.rstrip(_BLANKS) and b"\r" not in body
+
+
+def tables(bodies: Sequence[bytes]) -> list[Converted | None]:
     """Each OTLP/JSON document's (spans, log records) tables, of `SPAN_SCHEMA` and `LOG_SCHEMA`, equal to what
     the validating decoder and the conversion make of it; None for a document this path does not take (read
     it with `otlp_json.parse_json_traces` / `parse_json_logs`, which say what is wrong with it, if anything).
-    Newline-free documents are parsed and converted together, up to `GROUP_BYTES` at a time."""
+    Newline-free documents written alike (`_style`) are parsed and converted together, `GROUP_BYTES` at most
+    at a time; a pretty-printed one alone."""
     out: list[Converted | None] = [None] * len(bodies)
-    lines: list[int] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal lines, size
-        if lines:
-            _group(bodies, lines, out)
-            if on_group is not None:
-                on_group(len(lines))
-        lines, size = [], 0
-
+    groups: list[tuple[tuple[bool | None, ...], list[int], int]] = []  # (style, members, bytes)
     for i, body in enumerate(bodies):
         if not _plausible(body):
             continue
-        if b"\n" in body.rstrip(b" \t\r\n") or b"\r" in body:
-            _single(body, i, out)  # pretty-printed: parsed alone (objects across lines)
+        if not _one_line(body):
+            _single(body, i, out)  # objects across lines: parsed alone
             continue
-        if size + len(body) > GROUP_BYTES:
-            flush()
-        lines.append(i)
-        size += len(body)
-    flush()
+        style = _style(body)
+        at = next((g for g, (known, _, _) in enumerate(groups) if _agrees(known, style)), None)
+        if at is not None and groups[at][2] + len(body) > GROUP_BYTES:
+            _group(bodies, groups.pop(at)[1], out)
+            at = None
+        if at is None:
+            groups.append((style, [], 0))
+            at = len(groups) - 1
+        known, members, size = groups[at]
+        members.append(i)
+        groups[at] = (_merged(known, style), members, size + len(body))
+    for _, members, _ in groups:
+        _group(bodies, members, out)
     return out
 
 
 def _group(bodies: Sequence[bytes], members: list[int], out: list[Converted | None]) -> None:
-    text = b"\n".join(bodies[i].rstrip(b" \t\r\n") for i in members)
+    if len(members) == 1:
+        _single(bodies[members[0]], members[0], out)
+        return
+    texts = [bodies[i].rstrip(_BLANKS) for i in members]
     try:
-        converted = _convert(_parse(text, len(members), lines=True))
+        converted = _convert(_parse(b"\n".join(texts), len(members), max(map(len, texts))))
     except Refused:
-        if len(members) == 1:
-            return
         for i in members:  # one document the path does not take: the others alone
             _single(bodies[i], i, out)
         return
@@ -767,20 +809,25 @@ def _group(bodies: Sequence[bytes], members: list[int], out: list[Converted | No
 
 
 def _single(body: bytes, i: int, out: list[Converted | None]) -> None:
-    lines = b"\n" not in body.rstrip(b" \t\r\n") and b"\r" not in body
     try:
-        out[i] = _convert(_parse(body.rstrip(b" \t\r\n") if lines else body, 1, lines=lines))[0]
+        out[i] = _convert(_parse_one(body))[0]
     except Refused:
         out[i] = None
+
+
+def _parse_one(body: bytes) -> pa.Table:
+    if _one_line(body):
+        text = body.rstrip(_BLANKS)
+        return _parse(text, 1, len(text))
+    return _parse(body, 1, None)
 
 
 def refusal(body: bytes) -> str | None:
     """Why this path does not take the document (None: it does): for tests and for a look at a file."""
     if not _plausible(body):
         return "not UTF-8, or not a JSON object"
-    lines = b"\n" not in body.rstrip(b" \t\r\n") and b"\r" not in body
     try:
-        _convert(_parse(body.rstrip(b" \t\r\n") if lines else body, 1, lines=lines))
+        _convert(_parse_one(body))
     except Refused as exc:
         return str(exc)
     return None

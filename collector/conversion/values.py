@@ -21,6 +21,7 @@ from tracevals.collector.conversion.rows import _dumps, any_value
 from tracevals.lake import normalize as norm
 
 _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
+_ESCAPES = [json.dumps(ch, ensure_ascii=False)[1:-1] for ch in _ESCAPED]  # and how: \n, \u001b, \", \\ ...
 # value type tags
 NONE, STRING, INT, DOUBLE, BOOL, OTHER = range(6)
 TAGS = [pa.scalar(code, pa.int8()) for code in range(6)]
@@ -57,14 +58,18 @@ def doubles_json(doubles: pa.Array) -> pa.Array:
     return pc.if_else(valid, pc.take(texts, bits.indices), NULL_TEXT)
 
 
-def string_json(strings: pa.Array) -> pa.Array:
-    """Each string's JSON text as `_dumps` writes it: quoted, and escaped (once per distinct string) where
-    it holds something JSON escapes."""
+def escaped(strings: pa.Array) -> pa.Array:
+    """Each string with what JSON escapes in it escaped as `_dumps` does (ensure_ascii=False: quotes,
+    backslashes and control characters; nothing else), without the quotes: in Polars, not per string."""
     frame = pl.from_arrow(pa.table({"s": strings}))
     assert isinstance(frame, pl.DataFrame)
-    special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
-    escaped = map_distinct(pc.if_else(special, strings, NULL_TEXT), _dumps, pa.string())
-    return pc.coalesce(escaped, pc.binary_join_element_wise(QUOTE, strings, QUOTE, EMPTY))
+    out = frame.select(pl.col("s").str.replace_many(_ESCAPED, _ESCAPES)).to_series().to_arrow()
+    return out.cast(pa.string())
+
+
+def string_json(strings: pa.Array) -> pa.Array:
+    """Each string's JSON text as `_dumps` writes it: quoted, escaped."""
+    return pc.binary_join_element_wise(QUOTE, escaped(strings), QUOTE, EMPTY)
 
 
 # The values the native decoder keeps opaque (`native._READ`): their protobuf encoding, and what the Python
@@ -127,9 +132,11 @@ class Values:
         # A plain string (nothing JSON escapes in it) has no JSON text here: it is its quoted self, and
         # quoting every string of the batch cost more than the few readers that need it (`json_of`).
         plain = pc.and_kleene(pc.is_valid(self.string), pc.invert(special))
-        escaped = map_distinct(pc.if_else(special, self.string, NULL_TEXT), _dumps, pa.string())
+        quoted = NULL_TEXT
+        if pc.any(special).as_py():
+            quoted = string_json(pc.if_else(special, self.string, NULL_TEXT))
         text = pc.coalesce(
-            escaped,
+            quoted,
             pc.cast(ints, pa.string()),
             doubles_json(doubles),
             pc.if_else(bools, c("true"), c("false")),
