@@ -3,8 +3,6 @@ and version, as the Python path (`rows.scopes`) writes them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,17 +21,31 @@ def scope_columns_of(
     resource = resources.field("resource")
     attr_lists = dict(zip([f.name for f in resource.type], resource.flatten(), strict=True))["attributes"]
     kv = pc.list_flatten(attr_lists)
-    if len(kv) <= SMALL_VALUES:  # a batch holds a few resources: the kernels' fixed cost would dominate
-        keys, tags, strings, fragments = small_values(kv)
-    else:
-        values = Values(kv)
-        unknown = pc.and_kleene(pc.equal(values.tag, c(OTHER, pa.int8())), pc.is_null(values.other_json))
-        keys, tags, strings, fragments = (
-            kv.field("key").to_pylist(),
-            values.tag.to_pylist(),
-            values.string.to_pylist(),
-            pc.if_else(unknown, c(None, pa.string()), values.fragment).to_pylist(),
-        )
+    # a batch holds a few resources: the kernels' fixed cost would dominate
+    per_resource = _small(attr_lists, kv) if len(kv) <= SMALL_VALUES else _kernels(attr_lists, kv)
+    if per_resource is None:
+        return None
+    resource_json, service = per_resource
+    scope = per_scope.field("scope")
+    scope_fields = dict(zip([f.name for f in scope.type], scope.flatten(), strict=True))
+    owner = pc.list_parent_indices(scope_lists)
+    written = pc.is_in(pa.array(range(len(per_scope)), pa.int64()), pa.array(sorted(used), pa.int64()))
+    columns = [
+        pc.take(resource_json, owner),
+        pc.take(service, owner),
+        _none_if_empty(scope_fields["name"]),
+        _none_if_empty(scope_fields["version"]),
+    ]
+    return [pc.if_else(written, column, c(None, pa.string())) for column in columns]
+
+
+def _none_if_empty(strings: pa.Array) -> pa.Array:
+    return pc.if_else(pc.fill_null(pc.equal(strings, c("")), True), c(None, pa.string()), strings)
+
+
+def _small(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """Per resource (attributes JSON, service.name), in Python (`values.small_values`)."""
+    keys, tags, strings, fragments = small_values(kv)
     lengths = pc.coalesce(pc.list_value_length(attr_lists), c(0, pa.int32())).to_pylist()
     resource_json: list[str] = []
     service: list[str | None] = []
@@ -48,13 +60,27 @@ def scope_columns_of(
         resource_json.append("{" + ",".join(f for f in fragments[start : start + length] if f is not None) + "}")
         service.append(strings[at] if at is not None else None)
         start += length
-    scope = per_scope.field("scope")
-    scope_fields = dict(zip([f.name for f in scope.type], scope.flatten(), strict=True))
-    names, versions = scope_fields["name"].to_pylist(), scope_fields["version"].to_pylist()
-    owner = pc.list_parent_indices(scope_lists).to_pylist()
-    out: list[list[Any]] = [[], [], [], []]
-    for i, r in enumerate(owner):
-        row = (resource_json[r], service[r], names[i] or None, versions[i] or None) if i in used else (None,) * 4
-        for column, value in zip(out, row, strict=True):
-            column.append(value)
-    return [pa.array(column, pa.string()) for column in out]
+    return pa.array(resource_json, pa.string()), pa.array(service, pa.string())
+
+
+def _kernels(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """Per resource (attributes JSON, service.name), column by column (`Values`): as `_small`."""
+    values = Values(kv)
+    lengths = pc.coalesce(pc.list_value_length(attr_lists), c(0, pa.int32()))
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(lengths)])
+    owner = pc.list_parent_indices(pa.ListArray.from_arrays(offsets, pa.nulls(len(kv))))
+    keys = pc.fill_null(values.key, c(""))
+    if len(pc.unique(pc.binary_join_element_wise(pc.cast(owner, pa.string()), keys, c("\x00")))) != len(kv):
+        return None  # a key given twice in a resource
+    other = pc.equal(values.tag, c(OTHER, pa.int8()))
+    if pc.any(pc.and_kleene(other, pc.is_null(values.other_json))).as_py():
+        return None
+    is_service = pc.equal(keys, c("service.name"))
+    typed = pc.is_in(values.tag, pa.array([STRING, NONE], pa.int8()))
+    if pc.any(pc.and_kleene(is_service, pc.invert(typed))).as_py():
+        return None
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values.fragment), c(","))
+    resource_json = pc.binary_join_element_wise(c("{"), joined, c("}"), c(""))
+    hits = pc.indices_nonzero(is_service)
+    at = pc.index_in(pa.array(range(len(attr_lists)), pa.int64()), pc.cast(pc.take(owner, hits), pa.int64()))
+    return resource_json, pc.take(pc.take(values.string, hits), at)

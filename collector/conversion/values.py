@@ -126,38 +126,28 @@ class Values:
             tag = pc.if_else(pc.is_valid(array), TAGS[code], tag)
         self.tag: pa.Array = pc.if_else(other, TAGS[OTHER], tag)
         self.key: pa.Array = kv.field("key")
-        frame = pl.from_arrow(pa.table({"s": self.string}))
-        assert isinstance(frame, pl.DataFrame)
-        special = frame.select(pl.col("s").str.contains_any(_ESCAPED).fill_null(False)).to_series().to_arrow()
-        # A plain string (nothing JSON escapes in it) has no JSON text here: it is its quoted self, and
-        # quoting every string of the batch cost more than the few readers that need it (`json_of`).
-        plain = pc.and_kleene(pc.is_valid(self.string), pc.invert(special))
-        quoted = NULL_TEXT
-        if pc.any(special).as_py():
-            quoted = string_json(pc.if_else(special, self.string, NULL_TEXT))
-        text = pc.coalesce(
-            quoted,
-            pc.cast(ints, pa.string()),
-            doubles_json(doubles),
-            pc.if_else(bools, c("true"), c("false")),
-        )
+        # A string has no JSON text here (`json_of` writes it, for the few readers that need one): most are only
+        # written into the attributes JSON, escaped there in one pass.
+        is_string = pc.is_valid(self.string)
+        text = pc.coalesce(pc.cast(ints, pa.string()), doubles_json(doubles), pc.if_else(bools, c("true"), c("false")))
         text = pc.coalesce(pc.if_else(pc.equal(self.tag, TAGS[OTHER]), NULL_TEXT, text), c("null"))
-        self.json: pa.Array = pc.if_else(plain, NULL_TEXT, text)
-        # each key-value's JSON fragment, '"key":' + JSON text: a plain string's as '"key":"' + string + '"'
+        self.json: pa.Array = pc.if_else(is_string, NULL_TEXT, text)
+        # each key-value's JSON fragment, '"key":' + JSON text: a string's as '"key":"' + escaped string + '"'
         self.key_codes = pc.dictionary_encode(self.key)  # keys repeat: each distinct one's JSON text once
         prefixes = [f"{_dumps(k)}:{q}" for k in self.key_codes.dictionary.to_pylist() for q in ("", '"')]
         prefix_at = pc.add(
-            pc.multiply(pc.cast(self.key_codes.indices, pa.int64()), c(2, pa.int64())), pc.cast(plain, pa.int64())
+            pc.multiply(pc.cast(self.key_codes.indices, pa.int64()), c(2, pa.int64())), pc.cast(is_string, pa.int64())
         )
+        strings = escaped(self.string) if self.string.null_count < len(self.string) else self.string
         self.fragment: pa.Array = pc.binary_join_element_wise(
             pc.take(pa.array(prefixes, pa.string()), prefix_at),
-            pc.if_else(plain, self.string, pc.coalesce(self.other_json, self.json)),
-            pc.if_else(plain, QUOTE, EMPTY),
+            pc.coalesce(strings, self.other_json, self.json),
+            pc.if_else(is_string, QUOTE, EMPTY),
             EMPTY,
         )
 
     def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
-        """(tag, JSON text, string value) at `index` (null index: tag none; a plain string: no JSON text, see
+        """(tag, JSON text, string value) at `index` (null index: tag none; a string: no JSON text, see
         `json_of`)."""
         tag = pc.coalesce(pc.take(self.tag, index), TAGS[NONE])
         return tag, pc.take(self.json, index), pc.take(self.string, index)
@@ -191,13 +181,14 @@ def first(
 
 
 def json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:
-    """Every value's JSON text (where `wanted`): `text`, with the plain strings `Values` keeps none for quoted."""
+    """Every value's JSON text (where `wanted`): `text`, with the strings (`Values` keeps no text for them)
+    quoted and escaped."""
     missing = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.is_null(text))
     if wanted is not None:
         missing = pc.and_kleene(missing, wanted)
     if not pc.any(missing).as_py():
         return text
-    return pc.if_else(missing, pc.binary_join_element_wise(QUOTE, string, QUOTE, EMPTY), text)
+    return pc.if_else(missing, string_json(pc.if_else(missing, string, NULL_TEXT)), text)
 
 
 def as_text(tag: pa.Array, text: pa.Array, string: pa.Array) -> pa.Array:
