@@ -324,3 +324,155 @@ def test_a_file_of_too_many_rows_is_skipped_before_it_is_read(lake: Path, caplog
     assert scored_sessions(scores) == {"s9"}  # the other file's session is scored
     [warning] = [r.getMessage() for r in caplog.records if "part-many" in r.getMessage()]
     assert "5,000 rows, over the 1,000" in warning and "tracevals score" in warning
+
+
+# --- live scores = offline scores -----------------------------------------------------------------------
+
+
+def _at(hours: float = 0, seconds: float = 0) -> datetime:
+    from datetime import timedelta
+
+    return T0 + timedelta(hours=hours, seconds=seconds)
+
+
+SCORE_COLUMNS = ["trace_id", "session_id", "run_id", "task_id", "attempt", "variant", "evaluator",
+                 "evaluator_version", "passed", "score", "reason", "details"]  # fmt: skip
+
+
+def _rows(frame: Any) -> list[tuple[Any, ...]]:
+    return sorted(frame.select(SCORE_COLUMNS).iter_rows(), key=lambda r: (r[0], r[6]))
+
+
+def _varied_lake(lake: Path, follow: Follower, clock: Clock, kept: Callable[[str], bool]) -> None:
+    """Write a varied lake a few files at a time, polling `follow` between them as time passes:
+
+    - two harness attempts of the demo agent (content as OTLP log records: `event_only`);
+    - a session of two turns over two hours, the second turn's children (no session id on them) in a
+      file of the first hour before its root (which names the session) in a file of the second hour;
+    - a session scored, then a late write without an idempotency key (re-scored); another scored, its
+      rows dropped after `retain_s`, then a late span (its rows read back from the lake, re-scored);
+    - a crashed session (no root: abandoned), a trace without a session id, a corrupt file.
+
+    `kept(session)`: whether the follower's sample keeps it (the sessions scored at each step are checked).
+    """
+
+    def expect(*names: str) -> set[str]:
+        return {n for n in names if kept(n)}
+
+    registry = ProfileRegistry()
+    registry.add(make_profile("follow-equal", FailureRates(duplicate_send=0.5, blind_retry=0.5)))
+    cases = [c for c in load_cases(tasks_path()) if c.case_id in ("clear_01", "clear_02")]
+    telemetry = tracevals.instrument(lake=lake, batch=True, capture_content="event_only")
+    try:
+        with SimulatedModelServer(registry=registry) as server:
+            settings = {"base_url": server.base_url, "model": "follow-equal"}
+            run_cases(order_support_agent, cases, k=1, run_id="equal", variant="live", settings=settings, seed=3)
+    finally:
+        telemetry.shutdown()
+    assert any((lake / "logs").rglob("*.parquet"))
+    follow.poll()
+    writer = LakeWriter(lake)
+    a, b, c = "a1" * 16, "b2" * 16, "c3" * 16
+    writer.write_rows([  # hour 0: turn 1 whole, turn 2's children (no session id), a session that ends
+        span(a, "1" * 16, None, "agent", "split", start_time=_at(0), end_time=_at(0, 5)),
+        span(a, "2" * 16, "1" * 16, "tool", "split", tool_name="lookup", start_time=_at(0, 1), end_time=_at(0, 2)),
+        span(b, "3" * 16, "4" * 16, "tool", None, tool_name="send_message", tool_effect="write",
+             start_time=_at(1, 1), end_time=_at(1, 2)),
+        span(c, "5" * 16, None, "agent", "late", start_time=_at(0, 10), end_time=_at(0, 20)),
+        span(c, "6" * 16, "5" * 16, "session_end", "late", start_time=_at(0, 20), end_time=_at(0, 20)),
+    ])  # fmt: skip
+    assert scored_sessions(follow.poll()) == expect("late")
+    clock.now += 5
+    d, e, f = "d4" * 16, "e5" * 16, "f6" * 16
+    writer.write_rows([  # hour 1: turn 2's root and its end marker, a crash, a trace of no session
+        span(b, "4" * 16, None, "agent", "split", start_time=_at(1), end_time=_at(1, 9)),
+        span(b, "7" * 16, "4" * 16, "session_end", "split", start_time=_at(1, 9), end_time=_at(1, 9)),
+        span(d, "8" * 16, "9" * 16, "tool", "crash", tool_name="refund_order", tool_effect="irreversible",
+             start_time=_at(1, 3), end_time=_at(1, 4)),
+        span(e, "a" * 16, None, "agent", None, start_time=_at(1, 5), end_time=_at(1, 6)),
+        span(f, "b" * 16, None, "agent", "evicted", start_time=_at(1, 7), end_time=_at(1, 8)),
+        span(f, "c" * 16, "b" * 16, "session_end", "evicted", start_time=_at(1, 8), end_time=_at(1, 8)),
+    ])  # fmt: skip
+    [hour_1] = {p.parent for p in (lake / "spans").rglob("*.parquet") if "hour=10" in str(p)}
+    (hour_1 / "part-corrupt.parquet").write_bytes(b"PAR1 not really")
+    assert scored_sessions(follow.poll()) == expect("split", "evicted")
+    writer.write_rows([  # the late write of "late"
+        span(c, "d" * 16, "5" * 16, "tool", "late", tool_name="send_message", tool_effect="write",
+             start_time=_at(0, 12), end_time=_at(0, 13)),
+    ])  # fmt: skip
+    assert expect("late") <= scored_sessions(follow.poll())
+    clock.now += 31  # past retain_s: "evicted" (and the others scored) are dropped, their ids kept
+    follow.poll()
+    assert ("evicted" in follow.evicted) == kept("evicted")
+    writer.write_rows(
+        [span(f, "e" * 16, "b" * 16, "tool", None, tool_name="lookup", start_time=_at(1, 7), end_time=_at(1, 7))]
+    )
+    assert expect("evicted") <= scored_sessions(follow.poll())  # read back from the lake, re-scored
+    clock.now += 101  # the abandon time (10 x idle): the crash and the rest are scored
+    follow.poll()
+    assert not any(s.due for s in follow.sessions.values())
+
+
+@pytest.mark.parametrize("sample", [None, (0.5, 2)], ids=["all", "sampled"])
+def test_live_scores_equal_offline_scores_row_for_row(
+    lake: Path, sample: tuple[float, int] | None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `score --follow` leaves in the lake (the `scores` view: the newest row per trace and evaluator)
+    is what `tracevals score` computes from the same lake, row for row, on a lake of what live scoring
+    must get right: late spans, sessions over two files and two hours, content in log records, a reload
+    after eviction, a crash, an unreadable file; and with a sample, the same sessions."""
+    from tracevals import env
+    from tracevals.lake.sampling import session_sampled
+    from tracevals.queries import open_lake
+    from tracevals.queries.selection import Selection
+    from tracevals.scoring.offline import score_lake
+
+    tasks = load_cases(tasks_path())
+    clock = Clock()
+    follow = Follower(lake, tasks=tasks, idle_s=10, retain_s=30, clock=clock, sample=sample)
+    with caplog.at_level("WARNING", logger="tracevals.queries.live_source"):
+        _varied_lake(lake, follow, clock, kept=lambda s: sample is None or session_sampled(s, *sample))
+    assert any("part-corrupt" in r.getMessage() for r in caplog.records)
+    con = open_lake(lake)
+    try:
+        live = con.sql("SELECT * FROM scores").pl()
+    finally:
+        con.close()
+    selection = Selection(fraction=sample[0], seed=sample[1]) if sample else Selection()
+    if sample is not None:
+        # A small lake snapshotted whole at open (open_lake's materialize="auto") scores every session, the
+        # sample only noted in the details: offline's sample is read here the way a large lake reads it.
+        monkeypatch.setenv(env.SNAPSHOT_MB, "0")
+    offline = score_lake(lake, tasks=tasks, selection=selection, write=False).scores
+    assert offline.height > (20 if sample is None else 5)
+    assert _rows(live) == _rows(offline)
+    clock.now += 31  # everything scored, past retain_s: no row is held any more, only ids
+    follow.poll()
+    assert not follow.sessions and not follow.traces and not follow._tables.tables
+    ids = set(live.get_column("session_id").to_list()) | set(live.get_column("trace_id").to_list())
+    assert {s for s in ("split", "late", "crash", "evicted", "e5" * 16) if follow._sampled(s)} <= ids
+
+
+def test_follow_prints_json_lines_as_json_dumps_does() -> None:
+    """`--follow --format json` writes a round's rows a column at a time: the same text as json.dumps."""
+    import polars as pl
+
+    from tracevals.cli.score import COLUMNS, _rows, json_lines, plain_table
+
+    frame = pl.DataFrame(
+        {
+            "session_id": ['s"1\\', None, "é\n\t\x01\u2028"],
+            "trace_id": ["a", "b", "c"],
+            "task_id": [None, "t", "x"],
+            "attempt": [1, None, 3],
+            "variant": ["v", "w", None],
+            "evaluator": ["e", "e", "e"],
+            "passed": [True, False, None],
+            "score": [0.8333333333333334, float("nan"), 1e-05],
+            "reason": ["r", "日本", "\x7f"],
+        }
+    )
+    expected = [json.dumps(dict(zip(COLUMNS, r, strict=True)), ensure_ascii=False, default=str) for r in _rows(frame)]
+    assert json_lines(frame) == expected
+    lines = plain_table(frame.slice(0, 1)).splitlines()
+    assert lines[0].split() == COLUMNS and lines[1].split()[-1] == "r"

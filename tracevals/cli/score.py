@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 from datetime import datetime
@@ -181,14 +182,17 @@ def _follow(
     header = [fmt == "csv"]
 
     def show(scores: pl.DataFrame, _roots: dict[str, str]) -> None:
+        if scores.height == 0:
+            return
         if fmt == "json":  # one object per line: a stream has no end to close an array at
-            for row in _rows(scores):
-                click.echo(json.dumps(dict(zip(COLUMNS, row, strict=True)), ensure_ascii=False, default=str))
+            click.echo("\n".join(json_lines(scores)))
         elif fmt == "csv":
             _print_csv(scores, header[0])
             header[0] = False
-        else:
+        elif scores.height <= RICH_ROWS:
             _print(scores, "table", summary=False)
+        else:
+            click.echo(plain_table(scores))
         sys.stdout.flush()
 
     sinks: list[Any] = [show] + ([emitter] if emitter is not None else [])
@@ -210,6 +214,47 @@ def _follow(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+# --follow, table format: a round of more scores than this prints as plain aligned columns, not as a rich
+# table (which takes about a millisecond a row: 100,000 sessions' scores would take minutes to print).
+RICH_ROWS = 500
+
+
+def json_lines(scores: pl.DataFrame) -> list[str]:
+    """Each row as `json.dumps(dict(zip(COLUMNS, row)), ensure_ascii=False, default=str)` writes it, a column
+    at a time (the same text, several times faster: a round can hold hundreds of thousands of rows)."""
+    if scores.height == 0:
+        return []
+    from json.encoder import encode_basestring
+
+    columns = []
+    for name in COLUMNS:
+        series = scores.get_column(name)
+        values = series.to_list()
+        if series.dtype == pl.String:
+            text = ["null" if v is None else encode_basestring(v) for v in values]
+        elif series.dtype == pl.Boolean:
+            text = ["null" if v is None else "true" if v else "false" for v in values]
+        elif series.dtype.is_integer():
+            text = ["null" if v is None else int.__repr__(v) for v in values]
+        else:  # floats (json writes finite ones as repr does) and anything else
+            encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+            text = [float.__repr__(v) if type(v) is float and math.isfinite(v) else encode(v) for v in values]
+        columns.append([f'"{name}": {t}' for t in text])
+    return ["{" + ", ".join(fields) + "}" for fields in zip(*columns, strict=True)]
+
+
+def plain_table(scores: pl.DataFrame) -> str:
+    """The rows as columns aligned with spaces, a header above, the reason (the last column) unpadded."""
+    columns = []
+    for name in COLUMNS:
+        text = [name, *("" if v is None else str(v) for v in scores.get_column(name).to_list())]
+        if name != COLUMNS[-1]:
+            width = max(map(len, text))
+            text = [t.ljust(width) for t in text]
+        columns.append(text)
+    return "\n".join("  ".join(fields) for fields in zip(*columns, strict=True))
 
 
 def _rows(scores: pl.DataFrame) -> list[list[Any]]:
