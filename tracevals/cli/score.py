@@ -208,6 +208,7 @@ def _follow(
     )
     if max_file_rows:
         follower.max_file_rows = max_file_rows
+    follower.prepare()
     Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:
         follower.run(interval_s=interval, stop=lambda: bool(stopping))

@@ -135,6 +135,9 @@ class _Tables:
             ends = starts + pl.Series([rows for _, _, rows in some], dtype=pl.Int64)
             positions = pl.select(pl.int_ranges(starts, ends).explode()).to_series()
             index = positions if order is None else pl.Series(order).cast(pl.Int64).gather(positions)
+            if table.column(0).num_chunks > 1:  # a take from one chunk is twice as fast: copy once
+                table = table.combine_chunks()
+                self.tables[key] = (table, order)
             taken.append(table.take(index.to_arrow()))
             for part in some:
                 moved[part] = (new_key, at, part[2])
@@ -230,6 +233,11 @@ class Follower:
         finally:
             self.close()
 
+    def prepare(self) -> None:
+        """Bind the views now (about two CPU seconds), not in the first round that has sessions to score."""
+        if self._connection is None:
+            self._connection = LiveConnection()
+
     def close(self) -> None:
         if self._connection is not None:
             self._connection.close()
@@ -265,7 +273,7 @@ class Follower:
     def _add_spans(self, spans: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
         if groups.frame.height == 0:
             return
-        key = self._tables.add(spans.combine_chunks(), groups.order)
+        key = self._tables.add(spans, groups.order)
         refs, traces, sessions = self._tables.refs, self.traces, self.sessions
         columns = ("trace_id", "first", "rows", "rooted", "end_marker", "child", "start", "span_id", "session_id")
         for tid, first, rows, rooted, end, child, start, span, sid in zip(
@@ -302,7 +310,7 @@ class Follower:
     def _add_logs(self, logs: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
         if groups.frame.height == 0:
             return
-        key = self._tables.add(logs.combine_chunks(), groups.order)
+        key = self._tables.add(logs, groups.order)
         refs, traces = self._tables.refs, self.traces
         for tid, first, rows in zip(*(groups.column(c) for c in ("trace_id", "first", "rows")), strict=True):
             trace = traces.get(tid)
@@ -401,8 +409,8 @@ class Follower:
             trace.logs = self._tables.move(trace.logs, moved_logs)
         prices = lake_prices(str(self.lake))  # the lake's own prices, as offline scoring takes them
         config = (self.config or ScoringConfig()).with_prices_beneath(prices)
-        if self._connection is None:
-            self._connection = LiveConnection()
+        self.prepare()
+        assert self._connection is not None
         self._connection.prices(prices)
         try:
             con = self._connection.load(spans, logs)
