@@ -133,6 +133,24 @@ def views_read_by(query: str) -> tuple[str, ...] | None:
     return tuple(n for n in VIEW_NAMES if n in words)
 
 
+def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> None:
+    """Make this connection's snapshots (see `open_lake`'s materialize) read only the traces of table
+    `traces` (column `trace_id`), or all of their rows again (`traces` None). A restriction to some
+    sessions (`queries.selection`) calls it beside shadowing the raw files: a snapshot was computed from
+    the whole lake, and its rows of other sessions must not reach the views that read it. Every view is
+    computed per trace or per session, and a restriction holds whole sessions, so a snapshot narrowed to
+    them gives the rows the views would compute from the narrowed files. A snapshot without trace ids
+    is left whole."""
+    [(names, schema)] = con.execute(
+        "SELECT getvariable('tracevals_snapshots'), getvariable('tracevals_snapshot_schema')"
+    ).fetchall()
+    for name in names or ():
+        table = f"{schema}.{name}_snapshot"
+        keyed = traces is not None and "trace_id" in {d[0] for d in con.execute(f"FROM {table} LIMIT 0").description}
+        where = f" WHERE trace_id IN (SELECT trace_id FROM {traces})" if keyed else ""
+        con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {table}{where}")
+
+
 def open_lake(
     lake: str | os.PathLike[str],
     con: duckdb.DuckDBPyConnection | None = None,
@@ -211,14 +229,18 @@ def open_lake(
             con.execute(sql)
             for name in defined_views(sql) & snapshot:
                 # The snapshot takes the view's name, so every view defined after it reads the snapshot
-                # (and binds against a table, not the whole tree of views beneath).
+                # (and binds against a table, not the whole tree of views beneath). It reads the table
+                # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
+                # (`restrict_snapshots`) as it narrows the raw files.
                 con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {schema}.{name}_snapshot")
+                con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {schema}.{name}_snapshot")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM tv_read_{name}")
         except duckdb.Error as exc:
             raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
     # for session_lookup: where the span files are, and which views are snapshots on this connection
     con.execute("SET VARIABLE tracevals_lake = ?", [lake_str if read_spans else None])
     con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])
+    con.execute("SET VARIABLE tracevals_snapshot_schema = ?", [schema])
     if read_only:
         sandbox(con, lake_str)
     return con

@@ -22,6 +22,7 @@ from datetime import datetime
 import duckdb
 
 from tracevals.lake.sampling import bucket_sql, sampled_sql
+from tracevals.queries.lake import restrict_snapshots
 from tracevals.queries.views import query_sql
 
 
@@ -75,6 +76,7 @@ class Restriction:
         for raw in ("raw_spans", "raw_logs"):
             self.con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
             self.con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")
+        restrict_snapshots(self.con, None)
 
 
 def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Restriction:
@@ -156,6 +158,7 @@ def _shadow_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
             f"SELECT * FROM {catalog}.main.{raw} WHERE trace_id IN (SELECT trace_id FROM {traces})"
         )
         con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
+    restrict_snapshots(con, traces)  # a small lake's views computed at open: narrowed alike
 
 
 def is_restricted(con: duckdb.DuckDBPyConnection) -> bool:

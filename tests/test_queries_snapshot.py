@@ -18,7 +18,8 @@ from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest
 
 from tracevals import env
 from tracevals.queries import VIEW_NAMES, open_lake
-from tracevals.queries.lake import LakeError, is_small, views_read_by
+from tracevals.queries.lake import LakeError, is_small, shared_views, views_read_by
+from tracevals.queries.selection import Selection, select_sessions
 
 
 def _rows(con: duckdb.DuckDBPyConnection, view: str) -> list[tuple[object, ...]]:
@@ -28,7 +29,7 @@ def _rows(con: duckdb.DuckDBPyConnection, view: str) -> list[tuple[object, ...]]
 
 def _is_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     [(sql,)] = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ? AND NOT internal", [name]).fetchall()
-    return "_snapshot" in sql
+    return "tv_read_" in sql  # a snapshot's view reads its table through tv_read_<name>
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +55,34 @@ def test_every_view_of_a_snapshot_equals_the_live_view(lakes: dict[str, Path], m
     monkeypatch.setenv(env.SNAPSHOT_MB, "0")
     assert not is_small(str(lake))
     live = open_lake(lake)
-    views = [v for v in VIEW_NAMES if v not in ("model_prices", "call_spans")]
-    assert all(_is_table(snap, v) for v in views) and not any(_is_table(live, v) for v in views)
+    shared = shared_views(VIEW_NAMES)  # computed once at open; the others read them
+    assert {"span_facts", "attempts", "message_parts", "steps"} <= shared and "sessions" not in shared
+    assert all(_is_table(snap, v) == (v in shared) for v in VIEW_NAMES if v != "model_prices")
+    assert not any(_is_table(live, v) for v in VIEW_NAMES if v != "model_prices")
     for view in VIEW_NAMES:
         assert _rows(snap, view) == _rows(live, view), view
     [(traces,)] = snap.execute("SELECT count(DISTINCT trace_id) FROM trajectories").fetchall()
     assert traces >= len(DIALECTS), "every dialect's conversation is a trajectory"  # compared something
+
+
+def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(
+    lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`score --sample/--since` restrict a connection by shadowing its raw files; a snapshot computed from
+    the whole lake is narrowed alike, and undoing the restriction gives every row back."""
+    lake = lakes["mixed"]
+    snap = open_lake(lake)
+    monkeypatch.setenv(env.SNAPSHOT_MB, "0")
+    live = open_lake(lake)
+    everything = _rows(snap, "trajectories")
+    for seed in (1, 2):
+        restricted = [select_sessions(con, Selection(fraction=0.5, seed=seed)) for con in (snap, live)]
+        narrowed = _rows(snap, "trajectories")
+        assert narrowed == _rows(live, "trajectories") and 0 < len(narrowed) < len(everything), seed
+        assert _rows(snap, "steps") == _rows(live, "steps")
+        for r in restricted:
+            r.undo()
+        assert _rows(snap, "trajectories") == everything == _rows(live, "trajectories")
 
 
 def test_only_the_named_views_and_those_they_read_are_defined(lakes: dict[str, Path]) -> None:
