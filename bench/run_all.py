@@ -99,6 +99,22 @@ OURS: list[dict[str, Any]] = [
             for name in ("startup", "duckdb", "sql select 1", "sql sessions", "score", "report", "gate")
         },
     },
+    {
+        "key": "own-wal-replay",
+        "script": "wal_replay.py",
+        "args": ["--spans", "500000"],
+        "runs": 1,
+        "figures": {
+            "WAL replay, start to every span committed (spans/s wall)": (
+                r"start to every span committed:\s*([\d,]+) spans/s wall"
+            ),
+            "WAL replay, start to every span committed (spans/s per collector CPU-second)": (
+                r"start to every span committed:.*?wall, ([\d,]+) spans/s per"
+            ),
+            "live ingest of the same spans, same run (spans/s wall)": r"baseline ingest .*?: ([\d,]+) spans/s wall",
+            "receivers accepting after the start (s)": r"a request acknowledged after ([\d.]+) s",
+        },
+    },
     {"key": "own-scores-identical", "script": "scores_identical.py", "args": [], "runs": 1, "figures": {}},
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
