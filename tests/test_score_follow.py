@@ -415,13 +415,12 @@ def _varied_lake(lake: Path, follow: Follower, clock: Clock, kept: Callable[[str
 
 @pytest.mark.parametrize("sample", [None, (0.5, 2)], ids=["all", "sampled"])
 def test_live_scores_equal_offline_scores_row_for_row(
-    lake: Path, sample: tuple[float, int] | None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    lake: Path, sample: tuple[float, int] | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     """What `score --follow` leaves in the lake (the `scores` view: the newest row per trace and evaluator)
     is what `tracevals score` computes from the same lake, row for row, on a lake of what live scoring
     must get right: late spans, sessions over two files and two hours, content in log records, a reload
     after eviction, a crash, an unreadable file; and with a sample, the same sessions."""
-    from tracevals import env
     from tracevals.lake.sampling import session_sampled
     from tracevals.queries import open_lake
     from tracevals.queries.selection import Selection
@@ -439,10 +438,6 @@ def test_live_scores_equal_offline_scores_row_for_row(
     finally:
         con.close()
     selection = Selection(fraction=sample[0], seed=sample[1]) if sample else Selection()
-    if sample is not None:
-        # A small lake snapshotted whole at open (open_lake's materialize="auto") scores every session, the
-        # sample only noted in the details: offline's sample is read here the way a large lake reads it.
-        monkeypatch.setenv(env.SNAPSHOT_MB, "0")
     offline = score_lake(lake, tasks=tasks, selection=selection, write=False).scores
     assert offline.height > (20 if sample is None else 5)
     assert _rows(live) == _rows(offline)
