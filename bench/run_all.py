@@ -115,6 +115,15 @@ OURS: list[dict[str, Any]] = [
             "receivers accepting after the start (s)": r"a request acknowledged after ([\d.]+) s",
         },
     },
+    {
+        "key": "own-live-scoring",
+        "script": "live_scoring.py",
+        "args": ["--sizes", "20000,100000"],
+        "runs": 1,
+        "figures": {
+            "live scoring, 100,000 sessions (sessions/s)": r"target live scoring >= 10000 sessions/s: (\d+) sessions/s"
+        },
+    },
     {"key": "own-scores-identical", "script": "scores_identical.py", "args": [], "runs": 1, "figures": {}},
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
