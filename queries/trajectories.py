@@ -1,7 +1,7 @@
 """Trajectories for the evaluators, rebuilt from the views: as Polars frames (`load_batch`) for
 set-at-a-time scoring, or as `Trajectory` objects (`load_trajectories`).
 
-Reads `trajectories`, `steps` (tool calls and gaps), `model_calls` and `span_facts` (what the harness
+Reads `trajectories` (a few columns), `steps` (tool calls and gaps), `model_calls` and `span_facts` (what the harness
 recorded, `tracevals.retryable`), the span-level facts of `completeness.py`, and, from the raw rows, the
 two things no view extracts: the `tracevals.injection.*` marks and the hand-off fields (the queries are
 `queries/sql/batch_*.sql`). What is read: the sessions a `selection.Restriction` holds (a time range, a
@@ -29,16 +29,22 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     return result
 
 
-# The views the loader reads; `materialized` computes them (and what they read) once per load.
+# The views the loader reads; `materialized` computes them (and what they read) once per load. Of
+# `trajectories` it reads a few columns (`TRAJECTORY_COLUMNS`, into `tv_trajectories`): computed whole,
+# its lists of steps would cost more than all of them.
 READS = (
     "attempts",
     "model_calls",
     "tool_calls",
     "requested_tool_calls",
     "message_parts",
-    "trajectories",
 )
-_BATCH_SQL = "SELECT trace_id, session_id FROM trajectories"
+TRAJECTORY_COLUMNS = (
+    "trace_id, session_id, run_id, task_id, attempt, variant, model_call_count, input_tokens, output_tokens, "
+    "start_time, end_time"
+)
+_TRAJECTORIES_SQL = f"CREATE OR REPLACE TEMP TABLE tv_trajectories AS SELECT {TRAJECTORY_COLUMNS} FROM trajectories"
+_BATCH_SQL = "SELECT trace_id, session_id FROM tv_trajectories"
 # The traces of the batch's sessions: completeness counts a session's turns, so it needs them all.
 _SCOPE_SQL = (
     "CREATE OR REPLACE TEMP TABLE tv_scope AS SELECT trace_id FROM attempts "
@@ -64,11 +70,15 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
         own = restrict_to(con, "tv_scope")
     try:
         with materialized(con, READS):
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE tv_trajectories AS SELECT {TRAJECTORY_COLUMNS} FROM trajectories"
+            )
             if not where:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE tv_batch AS {_BATCH_SQL}")
             con.execute(_SCOPE_SQL)
             return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
     finally:
+        con.execute("DROP TABLE IF EXISTS temp.main.tv_trajectories")
         if own is not None:
             own.undo()
 

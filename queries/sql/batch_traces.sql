@@ -1,14 +1,15 @@
 -- batch_traces: one row per trace of the batch (`tv_batch`), as `model.batch.TRACE_SCHEMA` has it (the
 -- span facts joined in Python): ids, what the harness recorded on the attempt's root (the `runs` view's
 -- columns, read from span_facts: `runs` also joins the scores, which a loader has no need to compute),
--- tokens, times in ms since the epoch, and each model's token counts.
+-- tokens, times in ms since the epoch, and each model's token counts. `tv_trajectories`: the columns of
+-- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`).
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
        r.output, coalesce(r.error_type, r.error) AS error_type,
        CAST(t.model_call_count AS BIGINT) AS model_calls, CAST(t.input_tokens AS BIGINT) AS input_tokens,
        CAST(t.output_tokens AS BIGINT) AS output_tokens,
        epoch_ns(t.start_time) / 1000000.0 AS start_ms, epoch_ns(t.end_time) / 1000000.0 AS end_ms,
        u.model_usage
-FROM trajectories AS t
+FROM tv_trajectories AS t
 JOIN tv_batch USING (trace_id)
 LEFT JOIN (
     SELECT trace_id, attempt_output AS output, attempt_error AS error, error_type
