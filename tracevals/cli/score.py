@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import sys
 from datetime import datetime
@@ -50,7 +51,16 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
     "`score` reads any.",
 )
 @click.option("--no-write", is_flag=True, help="Print the scores without storing them.")
-@click.option("--summary", is_flag=True, help="Print a pass rate per evaluator instead of every score.")
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Print a pass rate per evaluator instead of every score (then only counts are kept in memory).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Groups of whole sessions scored at once, each in a process of its own [default: the number of cores].",
+)
 @format_option()
 def score(
     lake: str,
@@ -68,6 +78,7 @@ def score(
     emit_otlp: bool,
     no_write: bool,
     summary: bool,
+    workers: int | None,
     fmt: str,
 ) -> None:
     """Score the sessions of a lake with the evaluators; store the scores in LAKE/scores/ and print them.
@@ -120,7 +131,15 @@ def score(
         )
         try:
             run = score_lake(
-                lake, tasks=tasks, config=config, evaluators=evaluators, selection=selection, write=not no_write
+                lake,
+                tasks=tasks,
+                config=config,
+                evaluators=evaluators,
+                selection=selection,
+                write=not no_write,
+                sinks=[emitter] if emitter is not None else [],  # a group of sessions at a time
+                keep_scores=not summary,
+                workers=workers or _cores(),
             )
         except LakeError as exc:
             raise click.ClickException(str(exc)) from None
@@ -129,19 +148,25 @@ def score(
                 f"the lake {lake} holds no spans: nothing to score (is the agent or collector writing to another "
                 "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
             )
-        if emitter is not None:
-            emitter.emit(run.scores, run.root_spans)
-        _print(run.scores, fmt, summary)
+        if summary:
+            table = run.summary()
+            print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
+        else:
+            _print(run.scores, fmt, summary)
         where = f"; written to {run.written}" if run.written else ""
+        if len(run.files) > 1:
+            where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
         console = Console(stderr=True)
         if run.traces == 0:
             console.print(f"warning: no trace of {lake} is in the selection ({_range(since, until)})", highlight=False)
-        console.print(
-            f"{run.sessions} sessions, {run.traces} traces, {run.scores.height} scores{where}", highlight=False
-        )
+        console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
     finally:
         if emitter is not None:
             emitter.shutdown()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:

@@ -77,9 +77,8 @@ class ScoringRun:
     def summary(self) -> pl.DataFrame:
         """Per evaluator (sorted): scores, passed, pass_rate (the share of the rated that passed, to 4 places)."""
         tallies = self.tallies if self.tallies is not None else _tally(self.scores)
-        return tallies.select(
-            "evaluator", "scores", "passed", pass_rate=(pl.col("passed") / pl.col("rated")).round(4)
-        ).sort("evaluator")
+        rate = pl.when(pl.col("rated") > 0).then((pl.col("passed") / pl.col("rated")).round(4))
+        return tallies.select("evaluator", "scores", "passed", pass_rate=rate).sort("evaluator")
 
     def trajectories(self) -> list[Trajectory]:
         """The scored traces as `Trajectory` objects, in (variant, task, attempt, trace) order."""
