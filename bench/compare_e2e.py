@@ -1,6 +1,7 @@
 """End to end against agentevals-cli: the same ADK sessions, OTLP/JSON files to in-order trajectory verdicts.
 
     .venv/bin/python bench/compare_e2e.py [--sizes 1000,10000,100000] [--runs 3] [--peer-max 10000] [--json FILE]
+                                          [--ingest-baseline]
 
 Sessions are real Google ADK recordings from `shared/otlp-corpus` (`v2_span_only/S2`: get_weather then
 get_time; `S5`: two parallel get_weather calls), half and half, each copy given fresh trace, span and
@@ -15,13 +16,17 @@ same expectation (the tool calls, names and arguments, in order):
 Each side is timed as child processes from start to exit (interpreter start-up and imports included,
 the way a user runs it); sessions/s = sessions / wall seconds, peak memory = the largest child's peak
 RSS. The verdicts are checked to agree (every session passes in both). agentevals-cli runs only up to
-`--peer-max` sessions (its rate makes 10^5 sessions take longer than the whole `make bench` budget).
+`--peer-max` sessions (its rate makes 10^5 sessions take longer than the whole `make bench` budget). With
+`--ingest-baseline`, tracevals' ingest is also run with its validating OTLP/JSON path
+(`TRACEVALS_INGEST_FAST=0`, what `tracevals ingest` did before its fast path) on the same files, and the
+notes give both ingest times.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -134,20 +139,19 @@ def write_expectations(folder: Path) -> tuple[Path, Path]:
     return tasks, evalset
 
 
+def run_ingest(files: list[Path], lake: Path, fast: bool = True) -> list[Measured]:
+    """`tracevals ingest` of the files into `lake`, `INGEST_CHUNK` sessions' files a process."""
+    shutil.rmtree(lake, ignore_errors=True)
+    env = None if fast else {**os.environ, "TRACEVALS_INGEST_FAST": "0"}
+    tracevals = [str(PROJECT_PYTHON), "-m", "tracevals", "ingest", "--lake", str(lake), "--format", "csv"]
+    per = INGEST_CHUNK // SESSIONS_PER_FILE
+    return [_ok(run_measured([*tracevals, *map(str, files[i : i + per])], env=env)) for i in range(0, len(files), per)]
+
+
 def run_tracevals(files: list[Path], tasks: Path, lake: Path) -> tuple[float, float, int]:
     """(wall s, peak RSS MiB, sessions passed)."""
-    shutil.rmtree(lake, ignore_errors=True)
     tracevals = [str(PROJECT_PYTHON), "-m", "tracevals"]
-    steps: list[Measured] = []
-    per = INGEST_CHUNK // SESSIONS_PER_FILE
-    for i in range(0, len(files), per):
-        steps.append(
-            _ok(
-                run_measured(
-                    [*tracevals, "ingest", "--lake", str(lake), "--format", "csv", *map(str, files[i : i + per])]
-                )
-            )
-        )
+    steps = run_ingest(files, lake)
     score = [
         "score",
         "--lake",
@@ -227,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-max", type=int, default=100_000, help="largest size agentevals-cli runs at")
     parser.add_argument("--peer-runs", type=int, default=1, help="agentevals-cli runs per size")
     parser.add_argument("--deadline", type=float, help="epoch seconds: skip a size whose projected time ends later")
+    parser.add_argument("--ingest-baseline", action="store_true", help="also ingest with the validating path")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -253,13 +258,24 @@ def main(argv: list[str] | None = None) -> int:
             files = write_sessions(work / f"s{n}", n)
             ours = [run_tracevals(files, tasks, work / "lake") for _ in range(runs)]
             last["tracevals"] = (n, ours[-1][0])
-            peer: list[tuple[float, float, int]] = []
-            if n > args.peer_max and "agentevals-cli" in last:
-                done_n, seconds = last["agentevals-cli"]
+            if args.ingest_baseline:
+                slow = run_ingest(files, work / "lake-validating", fast=False)
+                shutil.rmtree(work / "lake-validating", ignore_errors=True)
+                fast_s, slow_s = SPLIT[n]["ingest_s"], sum(s.wall_s for s in slow)
                 section.notes.append(
-                    f"agentevals-cli at {n:,} sessions: not run (--peer-max {args.peer_max:,}); "
-                    f"projected {seconds * n / done_n / 60:.1f} min from its {done_n:,}-session run."
+                    f"tracevals ingest at {n:,} sessions, same files, same run: {fast_s:.1f} s (peak "
+                    f"{SPLIT[n]['ingest_mb']:,.0f} MiB) against {slow_s:.1f} s (peak "
+                    f"{max(s.peak_rss_mb for s in slow):,.0f} MiB) by the validating OTLP/JSON path "
+                    f"(TRACEVALS_INGEST_FAST=0): {slow_s / fast_s:.1f}x."
                 )
+            peer: list[tuple[float, float, int]] = []
+            if n > args.peer_max:
+                projected = ""
+                if "agentevals-cli" in last:
+                    done_n, seconds = last["agentevals-cli"]
+                    projected = f"; projected {seconds * n / done_n / 60:.1f} min from its {done_n:,}-session run"
+                note = f"agentevals-cli at {n:,} sessions: not run (--peer-max {args.peer_max:,}){projected}."
+                section.notes.append(note)
             elif python is not None and _fits(section, "agentevals-cli", n, args.peer_runs, last, args.deadline):
                 try:
                     peer = [run_agentevals(python, files, evalset) for _ in range(args.peer_runs)]
