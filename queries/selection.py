@@ -67,13 +67,27 @@ class Restriction:
     con: duckdb.DuckDBPyConnection
     traces: str
     count: int = 0
+    copied: bool = True  # its rows are in tv_raw_spans / tv_raw_logs (else the views filter the lake's)
+    _narrowed_by_view: bool = False
 
-    def narrow(self, traces: str) -> None:
-        """The views read only the traces of table `traces` (a subset of this restriction's)."""
-        _shadow_raw(self.con, traces)
+    def narrow(self, traces: str, copy: bool = True) -> None:
+        """The views read only the traces of table `traces` (a subset of this restriction's): their rows
+        copied from the lake's, or (copy=False) read through a filter on this restriction's copy, or on
+        the lake's relation: less memory, for a connection whose rows are in memory already."""
+        if copy:
+            _shadow_raw(self.con, traces)
+        else:
+            _shadow_raw(self.con, traces, copy=False, source="temp.main.tv_{raw}" if self.copied else None)
+            self._narrowed_by_view = True
 
     def reapply(self) -> None:
-        _shadow_raw(self.con, self.traces)
+        if self._narrowed_by_view and self.copied:  # the copy is intact: read it whole again
+            for raw in ("raw_spans", "raw_logs"):
+                self.con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
+            restrict_snapshots(self.con, self.traces)
+        else:
+            _shadow_raw(self.con, self.traces)
+        self._narrowed_by_view = False
 
     def undo(self) -> None:
         for raw in ("raw_spans", "raw_logs"):
@@ -103,12 +117,14 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Res
 
 
 def session_chunks(
-    con: duckdb.DuckDBPyConnection, max_sessions: int, within: Restriction | None = None
+    con: duckdb.DuckDBPyConnection, max_sessions: int, within: Restriction | None = None, copy: bool = True
 ) -> Iterator[int]:
     """Read the connection's sessions (all, or those of the restriction `within`) a chunk at a time: yields
     once per chunk of at most about `max_sessions` whole sessions, the views restricted to it, so that a
     loader holds one chunk in memory, never the lake. Yields once, restricting nothing more, when
-    everything fits in one chunk; afterwards the views read what they read before.
+    everything fits in one chunk; afterwards the views read what they read before. copy=False: a chunk's
+    rows are read through a filter (`Restriction.narrow`), not copied, for a connection whose rows are in
+    memory already (a group of `read_group(copy=True)`, or the copy of `within`).
 
     Chunks are buckets of the same md5 hash as the sample (salted differently), so the same session
     always lands in the same chunk of a given count.
@@ -126,14 +142,14 @@ def session_chunks(
             yield 0
             return
         bucket = bucket_sql("chunk:", "sid")
-        chunked = within if within is not None else Restriction(con, source)
+        chunked = within if within is not None else Restriction(con, source, copied=False)
         try:
             for chunk in range(count):
                 con.execute(
                     "CREATE OR REPLACE TEMP TABLE tv_chunk AS "
                     f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}"
                 )
-                chunked.narrow("tv_chunk")
+                chunked.narrow("tv_chunk", copy=copy)
                 yield chunk
         finally:
             if within is not None:
@@ -151,16 +167,18 @@ def restrict_to(con: duckdb.DuckDBPyConnection, traces: str) -> Restriction:
     return Restriction(con, traces)
 
 
-def _shadow_raw(con: duckdb.DuckDBPyConnection, traces: str) -> None:
+def _shadow_raw(con: duckdb.DuckDBPyConnection, traces: str, copy: bool = True, source: str | None = None) -> None:
     # the lake's own relation, named with its database: a bare `main.raw_spans` would find the temporary
-    # view of an earlier restriction first, and narrow that instead of the lake
+    # view of an earlier restriction first, and narrow that instead of the lake. source: another relation
+    # to filter (`{raw}` in it stands for raw_spans / raw_logs), with copy=False only.
     [(catalog,)] = con.execute("SELECT current_database()").fetchall()
     for raw in ("raw_spans", "raw_logs"):
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE tv_{raw} AS "
-            f"SELECT * FROM {catalog}.main.{raw} WHERE trace_id IN (SELECT trace_id FROM {traces})"
-        )
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
+        rows = f"SELECT * FROM {(source or '{catalog}.main.{raw}').format(catalog=catalog, raw=raw)} "
+        rows += f"WHERE trace_id IN (SELECT trace_id FROM {traces})"
+        if copy:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE tv_{raw} AS {rows}")
+            rows = f"SELECT * FROM tv_{raw}"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS {rows}")
     restrict_snapshots(con, traces)  # a small lake's views computed at open: narrowed alike
 
 

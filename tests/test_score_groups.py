@@ -91,10 +91,10 @@ def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _turn(tracer, T0 - dt.timedelta(hours=1), "early", 204)  # starts before the range, a turn inside it
     _turn(tracer, T0 + dt.timedelta(minutes=20), "early", 205)
     # a span with two session ids: the child carries another one than its trace's root
-    at, until = _ns(T0 + dt.timedelta(minutes=8)), _ns(T0 + dt.timedelta(minutes=9))
-    root = tracer.start_span("invoke_agent support", start_time=at, attributes={"gen_ai.conversation.id": "two-ids"})
+    began, until = _ns(T0 + dt.timedelta(minutes=8)), _ns(T0 + dt.timedelta(minutes=9))
+    root = tracer.start_span("invoke_agent support", start_time=began, attributes={"gen_ai.conversation.id": "two-ids"})
     other = {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "two-ids-b"}
-    child = tracer.start_span("chat m", trace.set_span_in_context(root), start_time=at, attributes=other)
+    child = tracer.start_span("chat m", trace.set_span_in_context(root), start_time=began, attributes=other)
     child.end(end_time=until)
     root.end(end_time=until)
     provider.shutdown()
@@ -209,3 +209,11 @@ def test_each_group_writes_its_own_scores_file(varied: Path, tmp_path: Path) -> 
     run = score_lake(lake, tasks=CASES, max_rows=40, keep_scores=False, sinks=[lambda s, _r: seen.append(s.height)])
     assert len(run.files) > 1 and all(f.parent == lake / "scores" for f in run.files)
     assert sum(seen) == run.score_count == pl.read_parquet(str(lake / "scores" / "**" / "*.parquet")).height
+
+
+def test_a_kept_batch_holds_every_scored_trajectory(varied: Path) -> None:
+    selection = Selection(runs=("r1",))
+    whole = _whole(varied, selection)
+    kept = score_lake(varied, tasks=CASES, selection=selection, write=False, max_rows=40, keep_batch=True)
+    assert kept.groups > 6 and len(kept.trajectories()) == whole.traces == kept.traces > 0
+    assert sorted(t.trace_id for t in kept.trajectories()) == sorted(whole.scores.get_column("trace_id").unique())

@@ -105,9 +105,11 @@ def score_connection(
     selection: Selection | None = None,
     chunk_sessions: int = CHUNK_SESSIONS,
     keep_batch: bool = False,
+    copy_chunks: bool = True,
 ) -> ScoringRun:
     """Score rows for the selected sessions of an open lake (nothing written), `chunk_sessions` whole
-    sessions at a time."""
+    sessions at a time (copy_chunks=False: a chunk read through a filter on rows already in memory, see
+    `selection.session_chunks`)."""
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
     restriction = select_sessions(con, selection) if selection is not None else None
@@ -116,7 +118,7 @@ def score_connection(
     kept: list[Batch] = []
     traces = sessions = 0
     roots: dict[str, str] = {}
-    for _ in session_chunks(con, chunk_sessions, within=restriction):
+    for _ in session_chunks(con, chunk_sessions, within=restriction, copy=copy_chunks):
         batch = load_batch(con, where, within=restriction)
         frames.append(score_batch(attach_cases(batch, tasks, config), chosen))
         traces += len(batch)
@@ -196,6 +198,11 @@ def _tally(scores: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
+# evaluators' frames and objects follow this, DuckDB's tables the group.
+GROUP_CHUNK_SESSIONS = 20_000
+
+
 @dataclass(frozen=True)
 class _Job:
     """What every group is scored with (sent once to each worker process)."""
@@ -209,6 +216,7 @@ class _Job:
     keep: bool  # return each group's score rows (and root spans) to the caller
     memory_limit: str | None = None
     keep_batch: bool = False  # return each group's batch (on this process only)
+    chunk_sessions: int = GROUP_CHUNK_SESSIONS
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,9 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
             config=job.config,
             evaluators=job.evaluators,
             selection=None if whole else job.selection,
+            keep_batch=job.keep_batch,
+            chunk_sessions=job.chunk_sessions,
+            copy_chunks=False,
         )
     finally:
         release_group(con)
