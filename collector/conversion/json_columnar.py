@@ -59,8 +59,8 @@ from tracevals.lake.schema import LOG_SCHEMA, SPAN_SCHEMA
 __all__ = ["MAX_NESTING", "Refused", "tables"]
 
 MAX_NESTING = 16  # arrays and maps inside each other, at most (the validating decoder allows more: it reads those)
-GROUP_BYTES = 64 << 20  # newline-free documents parsed in one call up to this many bytes (memory stays bounded)
-BLOCK_BYTES = 16 << 20  # the reader's blocks (of whole lines): parsed in parallel, then converted one by one
+GROUP_BYTES = 32 << 20  # newline-free documents parsed in one call up to this many bytes (memory stays bounded)
+BLOCK_BYTES = 8 << 20  # the reader's blocks (of whole lines): parsed in parallel, then converted one by one
 
 
 class Refused(Exception):
