@@ -345,6 +345,10 @@ def test_adk_tool_spans_and_their_placeholders(tmp_path: Path) -> None:
         ("pre-1.0 keys", json.dumps({"resourceSpans": [{"instrumentationLibrarySpans": [{"spans": []}]}]})),
         ("an unknown key", json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": T1, "x": 1}]}]}]})),
         ("base64 ids", json.dumps(_doc([_span("W47/95gDgQPSabYzgT/GDA==", "7uGbfsPBsXQ=", "b64", [])]))),
+        (
+            "a link's id in base64",
+            json.dumps(_doc([_span(T1, S1, "l", [], links=[{"traceId": "W47/95gDgQPSabYzgT/GDA==", "spanId": S2}])])),
+        ),
         ("NaN", json.dumps(_doc([_span(T1, S1, "n", [_kv("d", {"doubleValue": float("nan")})])]))),
         (
             "an AnyValue with two values",

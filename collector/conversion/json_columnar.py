@@ -504,11 +504,16 @@ class _JsonSpans(columnar._Spans):
 
 
 def _decoded(kind: Any, raw: dict[str, Any]) -> Any:
-    """A message from its parsed JSON values, by the validating decoder's own code."""
+    """A message from its parsed JSON values, by the validating decoder's own code (an id it reads as base64,
+    a link's: Refused, so that the validating path reads the document and says so)."""
+    otlp_json._ids.base64 = 0
     try:
-        return kind(**otlp_json._message(kind.DESCRIPTOR, raw))
+        message = kind(**otlp_json._message(kind.DESCRIPTOR, raw))
     except (otlp_json._Where, TypeError, ValueError) as exc:
         raise Refused(f"{kind.DESCRIPTOR.name}: {exc}") from None
+    if otlp_json.base64_ids_read():
+        raise Refused(f"{kind.DESCRIPTOR.name}: an id in base64")
+    return message
 
 
 def _spans_table(group: _Group) -> pa.Table:
