@@ -236,10 +236,17 @@ class _Scored:
 GROUP_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
 
 
+# DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
+# group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
+# one file of half a million rows) stays within bounds. A group that still runs out is scored again
+# without the limit.
+GROUP_MEMORY = "256MB"
+
+
 def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.DuckDBPyConnection:
-    con = open_lake(
-        job.lake, read_spans=False, views=GROUP_VIEWS, materialize=False, memory_limit=job.memory_limit, threads=threads
-    )
+    limit = job.memory_limit or GROUP_MEMORY
+    views = GROUP_VIEWS
+    con = open_lake(job.lake, read_spans=False, views=views, materialize=False, memory_limit=limit, threads=threads)
     con.execute("SET temp_directory = ?", [workdir])  # where a memory_limit spills (not `.tmp` in the cwd)
     con.execute("SET enable_progress_bar = false")  # a group's queries are short, and a bar per worker is noise
     return con
@@ -247,6 +254,19 @@ def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.Du
 
 def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     """Select, rebuild, score and write one group's sessions on `con` (a `_group_connection`)."""
+    try:
+        return _score_group_once(con, plan, group, job)
+    except duckdb.OutOfMemoryException:
+        if job.memory_limit is not None:
+            raise  # the caller's own limit
+    con.execute("RESET memory_limit")  # DuckDB's default: most of the machine's memory
+    try:
+        return _score_group_once(con, plan, group, job)
+    finally:
+        con.execute("SET memory_limit = ?", [GROUP_MEMORY])
+
+
+def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     whole = job.selection is None or job.selection == Selection()  # every session: nothing to select
     read_group(con, plan, group, copy=whole)
     try:
@@ -313,7 +333,7 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
     if workers > 1 and not _picklable(job):
         workers = 1  # a custom evaluator or checker that cannot travel to another process: score here
     if workers <= 1 or len(plan.groups) == 1:
-        find_crossing(plan, work, job.memory_limit)
+        find_crossing(plan, work, job.memory_limit or GROUP_MEMORY)
         con = _group_connection(job, None, work)
         try:
             for group in plan.groups:
@@ -322,8 +342,8 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
             con.close()
         return
     with _pool(workers, job, work) as pool:
-        # the workers start (import, define the views) while this process finds the crossing sessions
-        find_crossing(plan, work, job.memory_limit)
+        # the crossing sessions are found by a worker (this process stays small: it only collects counts)
+        plan = pool.submit(_find_in_worker, plan, work, job.memory_limit or GROUP_MEMORY).result()
         light = replace(plan, groups=[])  # what a worker needs besides its group: the lake, the crossing list
         futures: list[Future[_Scored]] = [pool.submit(_run_in_worker, light, group) for group in plan.groups]
         try:
@@ -376,6 +396,11 @@ def _start_worker(job: _Job, work: str) -> None:
 
 def _ready() -> None:
     """A task that only makes the pool start a worker."""
+
+
+def _find_in_worker(plan: GroupPlan, work: str, memory_limit: str) -> GroupPlan:
+    find_crossing(plan, work, memory_limit, threads=2)  # the other workers wait for it
+    return plan
 
 
 def _run_in_worker(plan: GroupPlan, group: Group) -> _Scored:
