@@ -11,6 +11,10 @@ The lake is written first (real span schema, Parquet, hive partitions over one d
   write  score rows -> LAKE/scores (`evaluators.store.write_score_frame`)
   loop   the same evaluators as `evaluate(trajectory, case)`, one session at a time, over the first
          --loop-sessions sessions of the same frames (building the Trajectory objects included)
+  nightly the same lake scored as `tracevals score --summary --workers N` scores it (`score_lake`: a group
+         of whole sessions at a time, each rebuilt, scored and written, N groups at once; only counts
+         per evaluator kept), start-up of the worker processes included; its CPU seconds are this
+         process's and its workers'
 
 Sessions follow nine shapes an order-support agent takes (clean lookups, sends, a 429 retried after
 its retry-after and one retried at once, an ambiguous delete, a hand-off, a crash, a loop, a duplicate
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -42,6 +47,7 @@ from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_batch
 from tracevals.scoring.cases import attach_cases
 from tracevals.scoring.config import config_from_dict
+from tracevals.scoring.offline import score_lake
 from tracevals.scoring.store import write_score_frame
 
 T0_MS = 1_795_910_400_000  # 2026-11-29T00:00Z: sessions start spread over this day
@@ -251,7 +257,7 @@ def _span_block(base: pl.DataFrame, name: str, i: int, span: Span, answer: str) 
 
 def _span_name(span: Span) -> str:
     names = {"tool": f"execute_tool {span.get('name')}", "llm": f"chat {MODEL}"}
-    return names.get(span["kind"], span.get("name") or span["kind"])
+    return str(names.get(span["kind"], span.get("name") or span["kind"]))
 
 
 def write_lake(lake: Path, n: int, seed: int) -> int:
@@ -269,7 +275,7 @@ def write_lake(lake: Path, n: int, seed: int) -> int:
                 if f.name not in table.column_names:
                     table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
             table = table.select(SPAN_SCHEMA.names).cast(SPAN_SCHEMA)
-            directory = lake / "spans" / "date=2026-11-29" / f"hour={int(hour):02d}"  # type: ignore[call-overload]
+            directory = lake / "spans" / "date=2026-11-29" / f"hour={int(hour):02d}"
             directory.mkdir(parents=True, exist_ok=True)
             pq.write_table(table, directory / f"part-{name}.parquet", compression="zstd")
             written += table.num_rows
@@ -315,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="with --keep: score the lake already there")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (the target is 2 cores)")
     parser.add_argument("--memory-limit", default="8GB", help="DuckDB memory limit")
+    parser.add_argument("--workers", type=int, default=2, help="the nightly phase's worker processes")
     args = parser.parse_args(argv)
     lake = args.keep or Path(tempfile.mkdtemp(prefix="tracevals-bench-")) / "lake"
     reuse = args.reuse and (lake / "spans").is_dir()
@@ -343,15 +350,30 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("write (scores -> lake)", len(batch), *clock.lap()))
         looped, loop_scores = loop_baseline(scope, evaluators, min(args.loop_sessions, len(batch)))
         rows.append((f"score, per-session Python loop ({loop_scores:,} scores)", looped, *clock.lap()))
+        del scope
+        shutil.rmtree(lake / "scores", ignore_errors=True)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        nightly = score_lake(
+            lake, tasks=cases(), config=config_from_dict(CONFIG), keep_scores=False, workers=args.workers
+        )
+        wall, cpu = clock.lap()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu += (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+        name = f"nightly: score_lake, {nightly.groups} groups, {args.workers} workers ({nightly.score_count:,} scores)"
+        rows.append((name, nightly.sessions, wall, cpu))
     finally:
         if args.keep is None:
             shutil.rmtree(lake.parent, ignore_errors=True)
-    print(f"{'phase':<52} {'sessions':>10} {'seconds':>9} {'sessions/s':>12} {'CPU s':>8}")
+    width = max(52, *(len(r[0]) for r in rows))
+    print(f"{'phase':<{width}} {'sessions':>10} {'seconds':>9} {'sessions/s':>12} {'CPU s':>8}")
     for phase, n, seconds, cpu in rows:
-        print(f"{phase:<52} {n:>10,} {seconds:>9.2f} {n / seconds:>12,.0f} {cpu:>8.2f}")
+        print(f"{phase:<{width}} {n:>10,} {seconds:>9.2f} {n / seconds:>12,.0f} {cpu:>8.2f}")
     total, total_cpu = sum(r[2] for r in rows[:3]), sum(r[3] for r in rows[:3])
-    line = f"{'end to end (load + score + write)':<52} {len(batch):>10,} {total:>9.2f} {len(batch) / total:>12,.0f}"
+    nightly_row = rows[4]
+    label = "end to end (load + score + write)"
+    line = f"{label:<{width}} {len(batch):>10,} {total:>9.2f} {len(batch) / total:>12,.0f}"
     print(f"{line} {total_cpu:>8.2f}")
+    print(f"nightly scoring: {nightly_row[1] / nightly_row[2]:,.0f} sessions/s ({nightly_row[1]:,} sessions)")
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at the end (other work slows wall, not CPU, time)")
     passed = (

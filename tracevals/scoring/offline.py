@@ -200,7 +200,7 @@ def _tally(scores: pl.DataFrame) -> pl.DataFrame:
 
 # Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
 # evaluators' frames and objects follow this, DuckDB's tables the group.
-GROUP_CHUNK_SESSIONS = 20_000
+GROUP_CHUNK_SESSIONS = 15_000
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ GROUP_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
 # group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
 # one file of half a million rows) stays within bounds. A group that still runs out is scored again
 # without the limit.
-GROUP_MEMORY = "256MB"
+GROUP_MEMORY = "160MB"
 
 
 def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.DuckDBPyConnection:
