@@ -17,6 +17,7 @@ import polars as pl
 from tracevals.model.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch, with_op_keys
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries.completeness import span_facts
+from tracevals.queries.lookup import _without_content
 from tracevals.queries.materialize import materialized
 from tracevals.queries.selection import Restriction, restrict_to
 from tracevals.queries.views import query_sql
@@ -69,7 +70,9 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
         con.execute(_SCOPE_SQL)
         own = restrict_to(con, "tv_scope")
     try:
-        with materialized(con, READS):
+        # a chunk without message content (capture is off by default) and without log records has no
+        # message parts: read as empty tables (`lookup._without_content`), they cost nothing to bind or run
+        with materialized(con, READS, known_empty=_without_content):
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE tv_trajectories AS SELECT {TRAJECTORY_COLUMNS} FROM trajectories"
             )
