@@ -124,6 +124,18 @@ OURS: list[dict[str, Any]] = [
             "live scoring, 100,000 sessions (sessions/s)": r"target live scoring >= 10000 sessions/s: (\d+) sessions/s"
         },
     },
+    {
+        "key": "own-ingest-json",
+        "script": "ingest_json.py",
+        "args": [],
+        "runs": 1,
+        "figures": {
+            "ingest OTLP/JSON (spans/s per core)": (
+                r"target ingest OTLP/JSON >= 100000 spans/s per core:\s*([\d,]+) spans/s per core"
+            ),
+            "OTLP/JSON / protobuf files, same spans": r"protobuf files' rate:\s*([\d.]+)x",
+        },
+    },
     {"key": "own-scores-identical", "script": "scores_identical.py", "args": [], "runs": 1, "figures": {}},
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
