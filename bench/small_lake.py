@@ -115,33 +115,20 @@ def main() -> None:
             f"con.execute(\"select count(*) from read_parquet('{lake}/spans/**/*.parquet')\").fetchall(); "
             f"con.execute(\"select count(*) from read_parquet('{lake}/scores/**/*.parquet')\").fetchall()"
         )
+        two_runs = ["--run", before_last, "--run", last]
         commands: dict[str, list[str]] = {
             "startup": ["-c", "import tracevals.cli"],
             "duckdb": ["-c", plain],
             "sql select 1": [*cli, "sql", "--lake", str(lake), "select 1"],
             "sql sessions": [*cli, "sql", "--lake", str(lake), "select count(*) from sessions"],
             "score": [*cli, "score", "--lake", str(lake), "--summary", "--no-write"],
-            "report": [
-                *cli,
-                "report",
-                "--lake",
-                str(lake),
-                "--run",
-                before_last,
-                "--run",
-                last,
-                "--out",
-                str(out / "r.json"),
-            ],
+            "report": [*cli, "report", "--lake", str(lake), *two_runs, "--out", str(out / "r.json")],
             "gate": [
                 *cli,
                 "gate",
                 "--lake",
                 str(lake),
-                "--run",
-                before_last,
-                "--run",
-                last,
+                *two_runs,
                 "--baseline",
                 "baseline",
                 "--candidate",
