@@ -81,7 +81,7 @@ def is_small(
         limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
     except ValueError:
         raise LakeError(
-            f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or pass e.g. 64"
+            f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or set e.g. 16"
         ) from None
     total = 0.0
     for sub in (SPANS_DIR, LOGS_DIR):
