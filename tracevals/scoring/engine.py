@@ -1,0 +1,318 @@
+"""The seam a distributed engine scores through: whole sessions' rows in, score rows out, no I/O.
+
+A nightly job on Ray or Spark (`tracevals score --engine ray|spark`, docs/scale.md) does three things:
+
+1. gives every span and log row its **session key** (`session_keys`, `session_key`): the key
+   `select_sessions` and `find_crossing` go by, so that a session is never split. A trace's key is its
+   largest session id, else its own id (`coalesce(max(session_id), trace_id)`: a span without a session
+   id goes with its trace); keys that de-duplication could make one session are joined first, as
+   `queries.selection.find_crossing` joins them (a trace with several session ids, a trace whose own id
+   is another trace's session id), into the smallest key of their component. A log record goes with its
+   trace.
+2. shuffles the rows by `session_bucket(key, n)` (the md5 bucket of `tracevals.lake.sampling`, salted
+   `engine:`), so each partition holds whole sessions;
+3. calls `score_sessions(spans, logs, ...)` per partition: the views of `queries/views/` over those
+   rows (`queries.live_source.connection_for_spans`), the selection of `select_sessions` (a session is
+   in `[since, until)` by its first span; the sample by session), the evaluators
+   (`scoring.offline.score_connection`), and the rows `tracevals score` writes to `scores/`.
+
+Since every evaluator reads one session at most and every selection rule is a rule on whole sessions,
+the union of the partitions' rows is the rows of one process over the same files (tests/test_engine_seam.py,
+tests/test_engine_ray.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import importlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+
+from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.registry import instances
+from tracevals.lake.paths import is_remote, partition_globs
+from tracevals.lake.sampling import bucket
+from tracevals.lake.schema import SCORE_SCHEMA
+from tracevals.model.case import Case
+from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
+from tracevals.queries.selection import Selection, _components
+from tracevals.scoring.config import ScoringConfig
+from tracevals.scoring.offline import score_connection
+
+PricesT = Mapping[str, tuple[float, float]]
+
+#: The columns `score_sessions` reads: the lake's span / log schema plus the file columns `raw_spans` has
+#: (`date`, `hour`, `source_file`: the `spans` view's tie-break between two copies of a span prefers the
+#: later file, so pass each row's file path when there are OTLP-retry copies).
+SPAN_COLUMNS: pa.Schema = empty_spans().schema
+LOG_COLUMNS: pa.Schema = empty_logs().schema
+
+#: The salt of `session_bucket` (the sample's is `"{seed}:"`, the chunks' `"chunk:"`).
+BUCKET_SALT = "engine:"
+
+
+# ---------------------------------------------------------------- the partitioning rule
+
+
+def session_keys(rows: pa.Table) -> pa.Table:
+    """One row per trace of `rows` (span rows: `trace_id`, `session_id`; other columns are ignored):
+    `trace_id`, `session_key`. The key is what `select_sessions` keys a trace by (its largest session id,
+    else its own id), with the keys that could be one session joined as `find_crossing` joins them.
+
+    Any rows of the lake will do, repeated or not, as long as every span row of the traces is among them
+    (the engines hand it the distinct (trace_id, session_id) pairs of every file)."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        pairs = rows.select(["trace_id", "session_id"])
+        con.register("tv_pairs", _strings(pairs))
+        con.execute(
+            "CREATE TEMP TABLE tv_keys AS SELECT trace_id, coalesce(max(session_id), trace_id) AS key, "
+            "min(session_id) AS low FROM tv_pairs WHERE trace_id IS NOT NULL GROUP BY trace_id"
+        )
+        # a trace with several session ids: each of them joined to its key
+        edges: list[tuple[str, str]] = con.execute(
+            "SELECT DISTINCT k.key, p.session_id FROM tv_pairs AS p JOIN tv_keys AS k USING (trace_id) "
+            "WHERE k.low <> k.key AND p.session_id IS NOT NULL"
+        ).fetchall()
+        # a trace whose own id is some trace's key (or a joined id): joined to its own key
+        con.execute("CREATE TEMP TABLE tv_edges (a VARCHAR, b VARCHAR)")
+        if edges:
+            con.executemany("INSERT INTO tv_edges VALUES (?, ?)", edges)
+        edges += con.execute(
+            "SELECT trace_id, key FROM tv_keys WHERE trace_id <> key AND trace_id IN "
+            "(SELECT key FROM tv_keys UNION SELECT b FROM tv_edges)"
+        ).fetchall()
+        keys = con.sql("SELECT trace_id, key FROM tv_keys ORDER BY trace_id").to_arrow_table()
+    finally:
+        con.close()
+    key = keys.column("key")
+    if edges:
+        joined = _components(edges)
+        key = pa.chunked_array([pa.array([joined.get(k, k) for k in key.to_pylist()], pa.string())])
+    return pa.table({"trace_id": keys.column("trace_id").cast(pa.string()), "session_key": key.cast(pa.string())})
+
+
+def session_bucket(key: str, n: int) -> int:
+    """The partition (0 .. n-1) of the session `key`: the md5 bucket of `tracevals.lake.sampling`."""
+    return bucket(BUCKET_SALT, key) % max(1, int(n))
+
+
+def session_buckets(keys: pa.Table, n: int) -> pa.Table:
+    """`session_keys`' table with each trace's `bucket` (int32) among `n` partitions."""
+    values = [session_bucket(k, n) for k in keys.column("session_key").to_pylist()]
+    return keys.append_column("bucket", pa.array(values, pa.int32()))
+
+
+def session_key(rows: pa.Table, keys: pa.Table) -> pa.ChunkedArray:
+    """Each row's session key (span or log rows: by `trace_id`), from a `session_keys` table; a row whose
+    trace is not in it (a log record of a trace without spans) is keyed by its own trace id."""
+    return _lookup(rows, keys, "session_key", fallback=rows.column("trace_id").cast(pa.string()))
+
+
+def row_buckets(rows: pa.Table, keys: pa.Table, n: int) -> pa.ChunkedArray:
+    """Each row's partition among `n`, from a `session_buckets` table (a trace not in it: by its own id)."""
+    trace_ids = rows.column("trace_id").cast(pa.string())
+    found = _lookup(rows, keys, "bucket", fallback=None)
+    if found.null_count:
+        own = pa.array(
+            [session_bucket(t or "", n) for t in trace_ids.to_pylist()], pa.int32()
+        )  # rare: logs without spans
+        found = pc.coalesce(found, own)
+    return found
+
+
+def _lookup(rows: pa.Table, keys: pa.Table, column: str, fallback: pa.ChunkedArray | None) -> pa.ChunkedArray:
+    trace_ids = rows.column("trace_id").cast(pa.string())
+    index = pc.index_in(trace_ids, value_set=keys.column("trace_id").combine_chunks())
+    found = pc.take(keys.column(column), index)
+    return pc.coalesce(found, fallback) if fallback is not None else found
+
+
+# ---------------------------------------------------------------- rows in, score rows out
+
+
+def normalise(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with exactly the columns of `schema` (`SPAN_COLUMNS` / `LOG_COLUMNS`), in order and of its
+    types: large strings and lists, dictionary columns, timestamps of another unit (or int64 nanoseconds,
+    as Spark's `nanosAsLong` reads them) and partition columns read as text are cast; a missing column
+    (an older file, no `source_file`) is null; extra columns are dropped."""
+    columns = []
+    for f in schema:
+        if f.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = table.column(f.name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if column.type != f.type:
+            if pa.types.is_large_string(column.type):
+                column = column.cast(pa.string())
+            if f.name == "date" and pa.types.is_string(column.type):
+                column = pc.strptime(column, format="%Y-%m-%d", unit="s").cast(pa.date32())
+            column = column.cast(f.type)
+        columns.append(column)
+    fields = [pa.field(f.name, f.type) for f in schema]  # nullable: a missing column is null
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
+
+
+def _strings(table: pa.Table) -> pa.Table:
+    return table.cast(pa.schema([pa.field(f.name, pa.string()) for f in table.schema]))
+
+
+@dataclass
+class SessionScorer:
+    """`score_sessions` that keeps its connection (its views bound once: about 1.5 s of CPU) for the
+    next partition: an engine's worker process holds one and scores partition after partition with it."""
+
+    prices: PricesT | None = None
+    _connection: LiveConnection | None = field(default=None, repr=False)
+
+    def score(
+        self,
+        spans: pa.Table,
+        logs: pa.Table | None = None,
+        *,
+        tasks: Sequence[Case] | None = None,
+        config: ScoringConfig | None = None,
+        evaluators: Sequence[Evaluator] | None = None,
+        selection: Selection | None = None,
+        prices: PricesT | None = None,
+    ) -> pa.Table:
+        prices = self.prices if prices is None else prices
+        config = (config or ScoringConfig()).with_prices_beneath(dict(prices or {}))
+        chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
+        if self._connection is None:
+            self._connection = LiveConnection(prices)
+        else:
+            self._connection.prices(prices)
+        live = self._connection
+        whole = selection is None or selection == Selection()
+        try:
+            con = live.load(normalise(spans, SPAN_COLUMNS), normalise(logs, LOG_COLUMNS) if logs is not None else None)
+            run = score_connection(
+                con, tasks=tasks, config=config, evaluators=chosen, selection=None if whole else selection
+            )
+        finally:
+            _unrestrict(live.con)
+            live.release()
+        return score_table(run.scores)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def score_sessions(
+    spans: pa.Table,
+    logs: pa.Table | None = None,
+    *,
+    tasks: Sequence[Case] | None = None,
+    config: ScoringConfig | None = None,
+    evaluators: Sequence[Evaluator] | None = None,
+    selection: Selection | None = None,
+    prices: PricesT | None = None,
+) -> pa.Table:
+    """Score rows (the lake's `SCORE_SCHEMA`, as `tracevals score` writes them to `scores/`) of the
+    sessions whose span rows (and OTLP log records) are `spans` (and `logs`): whole sessions, as a
+    partition of `session_bucket` holds them. No I/O.
+
+    `spans`: the lake's span columns (`SPAN_SCHEMA`; `date`, `hour`, `source_file` when known); types are
+    normalised (`normalise`) and extra columns dropped. `selection`: a range and a sample, applied to
+    these sessions as `select_sessions` applies them to a lake (the sample is recorded in `details`).
+    `prices`: the lake's own model prices (`LAKE/prices.json`), beneath the config's, as `score_lake`
+    takes them. `scored_at` is the time of the call."""
+    scorer = SessionScorer(prices)
+    try:
+        return scorer.score(spans, logs, tasks=tasks, config=config, evaluators=evaluators, selection=selection)
+    finally:
+        scorer.close()
+
+
+def score_table(scores: pl.DataFrame, scored_at_ns: int | None = None) -> pa.Table:
+    """A frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) as the rows of `scores/`: `SCORE_SCHEMA`
+    exactly (plain strings), `scored_at` now unless given."""
+    now = time.time_ns() if scored_at_ns is None else scored_at_ns
+    table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
+    return table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
+
+
+def _unrestrict(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what `select_sessions` left on a connection (the temporary tables that shadow `raw_spans` /
+    `raw_logs`), so its views read the next `load`'s rows."""
+    statements = []
+    for raw in ("raw_spans", "raw_logs"):
+        statements += [f"DROP VIEW IF EXISTS temp.main.{raw}", f"DROP TABLE IF EXISTS temp.main.tv_{raw}"]
+    for table in ("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked"):
+        statements.append(f"DROP TABLE IF EXISTS temp.main.{table}")
+    con.execute(";".join(statements))
+
+
+# ---------------------------------------------------------------- which files a job reads (the engines' I/O)
+
+
+def lake_filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and the lake's root path on it: `tracevals.lake.storage.lake_filesystem` when
+    this version has it (object storage), else the local filesystem (or pyarrow's for a URL)."""
+    try:
+        storage = importlib.import_module("tracevals.lake.storage")
+    except ImportError:
+        storage = None
+    if storage is not None and hasattr(storage, "lake_filesystem"):
+        fs, root = storage.lake_filesystem(lake)
+        return fs, str(root)
+    if is_remote(lake):
+        fs, root = pafs.FileSystem.from_uri(lake)
+        return fs, root
+    return pafs.LocalFileSystem(), os.path.abspath(lake)
+
+
+def partition_files(lake: str, sub: str, since: dt.datetime | None = None) -> tuple[pafs.FileSystem, list[str]]:
+    """The span or log files (`sub`) a scoring run of `lake` reads, as paths on the lake's filesystem:
+    the `date=/hour=` partitions from `since`'s hour on (`since`: the selection's, minus
+    `offline.SESSION_MARGIN`), or every file; as `score_lake` reads them (a local lake's unreadable files
+    skipped with one warning, or failed with --strict)."""
+    from tracevals.queries.sources import _readable_globs
+
+    fs, root = lake_filesystem(lake)
+    if not is_remote(lake):
+        ranged = since is not None
+        globs = partition_globs(lake, sub, since, None) if ranged else None
+        if not os.path.isdir(os.path.join(lake, sub)):
+            return fs, []
+        readable = _readable_globs(lake, sub, globs)
+        patterns = readable if readable is not None else [f"{lake.rstrip('/')}/{sub}/**/*.parquet"]
+        found = sorted({os.path.abspath(p) for g in patterns for p in glob.glob(g, recursive=True)})
+        return fs, [p for p in found if not os.path.basename(p).startswith(".")]
+    low = None
+    if since is not None:
+        utc = since.astimezone(dt.timezone.utc) if since.tzinfo else since
+        low = (utc.date().isoformat(), utc.hour)
+    base = f"{root.rstrip('/')}/{sub}"
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    except (OSError, FileNotFoundError):
+        return fs, []
+    files = []
+    for info in infos:
+        name = info.path.rsplit("/", 1)[-1]
+        if info.type != pafs.FileType.File or not name.endswith(".parquet") or name.startswith("."):
+            continue
+        parts = info.path[len(base) :].strip("/").split("/")
+        if low is not None:
+            if len(parts) != 3 or not parts[0].startswith("date=") or not parts[1].startswith("hour="):
+                continue
+            if (parts[0][5:], int(parts[1][5:])) < low:
+                continue
+        files.append(info.path)
+    return fs, sorted(files)
