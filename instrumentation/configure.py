@@ -157,7 +157,8 @@ def instrument(
     if otlp is not None:
         span_exporter, log_exporter, destination = otlp
     else:
-        path = Path(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))
+        where = os.fspath(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))
+        path: str | Path = where if "://" in where else Path(where)  # s3://bucket/prefix: an object-store lake
         span_exporter, log_exporter = ParquetSpanExporter(path), ParquetLogExporter(path)
         destination = f"lake {path}"
     provider, switch, log_switch = _providers(service_name)

@@ -12,8 +12,9 @@ with `fetchall()`.
 
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
 
-A lake is a directory or an object-store prefix (`s3://bucket/lake`, read through DuckDB's httpfs
-extension, see docs/queries.md). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
+A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through
+`tracevals.lake.storage.lake_filesystem` and read as pyarrow datasets, no DuckDB extension; see
+docs/lake.md, "Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
 DuckDB never opens the other files (see `tracevals.lake.paths.partition_globs`). The pieces: `views`
 (the view files and their names), `sources` (the base relations over the files), `lookup` (one session).
 """
@@ -196,11 +197,6 @@ def open_lake(
         con.execute("SET memory_limit = ?", [memory_limit])
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    if is_remote(lake_str):
-        try:
-            con.execute("LOAD httpfs")
-        except duckdb.Error as exc:
-            raise LakeError(f"reading {lake_str} needs DuckDB's httpfs extension: {str(exc).splitlines()[0]}") from exc
     for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
         if read_spans:
             register_source(con, raw, lake_str, sub, schema, True, since, until)

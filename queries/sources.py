@@ -13,12 +13,24 @@ import glob
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 
-from tracevals.lake.paths import LakeError, has_parquet, is_remote, partition_filter, partition_globs, strict
+from tracevals.lake.paths import (
+    LakeError,
+    _bounds,
+    has_parquet,
+    is_remote,
+    partition_filter,
+    partition_globs,
+    strict,
+)
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+
+if TYPE_CHECKING:
+    import pyarrow.dataset
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
 # (docs/queries.md says so) rather than failing a query.
@@ -30,7 +42,7 @@ def source_sql(
 ) -> str:
     """The SELECT that reads one table of the lake (`spans`, `logs`, `scores`) with DuckDB's read_parquet.
 
-    The same text serves a directory and an `s3://` prefix: DuckDB resolves the globs through httpfs.
+    A local lake only: an object-store lake is read through pyarrow datasets (`register_remote`).
     union_by_name: files written by an older lake format, without a newer column, still read (as NULL).
     Without it, columns still match by name, and a file without one of them is an error, never a
     misread; a wide read is about twice as fast.
@@ -91,15 +103,9 @@ def unreadable(path: Path) -> str | None:
 _warned: set[str] = set()  # files already named in a warning by this process (a command opens a lake often)
 
 
-def _readable_globs(lake: str, sub: str, globs: list[str] | None) -> list[str] | None:
-    """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet
-    files, the explicit list of the others: those are skipped with one warning naming them (a query
-    over the rest of the lake still answers), or, with `--strict` (TRACEVALS_STRICT), a `LakeError`."""
-    root = Path(lake) / sub
-    files = sorted(root.rglob("*.parquet")) if globs is None else sorted(Path(p) for g in globs for p in glob.glob(g))
-    bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
-    if not bad:
-        return globs
+def _skip_unreadable(bad: dict[str, str]) -> None:
+    """The rule for unreadable files, local and remote alike: a `LakeError` with --strict (TRACEVALS_STRICT),
+    else one warning line naming them (once per process)."""
     named = "; ".join(f"{path} ({why})" for path, why in sorted(bad.items())[:5])
     more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
     if strict():
@@ -112,6 +118,18 @@ def _readable_globs(lake: str, sub: str, globs: list[str] | None) -> list[str] |
             f"tracevals: warning: skipped {len(bad)} unreadable lake files: {named}{more} (--strict fails instead)",
             file=sys.stderr,
         )
+
+
+def _readable_globs(lake: str, sub: str, globs: list[str] | None) -> list[str] | None:
+    """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet
+    files, the explicit list of the others: those are skipped with one warning naming them (a query
+    over the rest of the lake still answers), or, with `--strict` (TRACEVALS_STRICT), a `LakeError`."""
+    root = Path(lake) / sub
+    files = sorted(root.rglob("*.parquet")) if globs is None else sorted(Path(p) for g in globs for p in glob.glob(g))
+    bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
+    if not bad:
+        return globs
+    _skip_unreadable(bad)
     return [str(p) for p in files if str(p) not in bad]
 
 
@@ -125,12 +143,15 @@ def register_source(
     since: dt.date | dt.datetime | str | None = None,
     until: dt.date | dt.datetime | str | None = None,
 ) -> None:
+    if is_remote(lake):
+        register_remote(con, name, lake, sub, schema, hive, remote_files(lake, sub, since, until, hive))
+        return
     ranged = hive and (since is not None or until is not None)
     globs = partition_globs(lake, sub, since, until) if ranged else None
-    if not is_remote(lake) and (globs or has_parquet(Path(lake) / sub)):
+    if globs or has_parquet(Path(lake) / sub):
         globs = _readable_globs(lake, sub, globs)
         ranged = ranged or globs is not None
-    if is_remote(lake) or (bool(globs) if ranged else has_parquet(Path(lake) / sub)):
+    if bool(globs) if ranged else has_parquet(Path(lake) / sub):
         where = partition_filter(since, until) if hive else ""
         select = source_sql(lake, sub, hive, where, globs)
         missing = missing_columns(con, select, schema)
@@ -140,6 +161,90 @@ def register_source(
         con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT *{missing} FROM ({strict})")
         return
     register_empty(con, name, schema, hive)
+
+
+def _partition_key(path: str) -> tuple[dt.date, int] | None:
+    """(date, hour) of a file in a `date=YYYY-MM-DD/hour=HH/` folder; None for a file outside one."""
+    parts = path.rsplit("/", 3)
+    if len(parts) < 4 or not parts[1].startswith("date=") or not parts[2].startswith("hour="):
+        return None
+    try:
+        return dt.date.fromisoformat(parts[1][5:]), int(parts[2][5:])
+    except ValueError:
+        return None
+
+
+def remote_files(
+    lake: str,
+    sub: str,
+    since: dt.date | dt.datetime | str | None = None,
+    until: dt.date | dt.datetime | str | None = None,
+    hive: bool = True,
+) -> list[str]:
+    """The readable Parquet files of `LAKE/sub` on object storage (paths on its filesystem), listed through
+    `lake_filesystem`, only the `date=/hour=` partitions in range when `since`/`until` are given (as
+    `partition_globs` keeps them locally: no other file is opened); an unreadable file (no `PAR1` at
+    either end, cut short) is skipped with one warning, or fails with --strict, as on a local lake."""
+    from tracevals.lake.storage import lake_filesystem, list_parquet, map_threads, unreadable_remote, url
+
+    infos = list_parquet(lake, sub)
+    if hive and (since is not None or until is not None):
+        low, high = _bounds(since, until)
+        kept = []
+        for info in infos:
+            key = _partition_key(info.path)
+            if key is not None and (low is None or key >= low) and (high is None or key <= high):
+                kept.append(info)
+        infos = kept
+    fs, _ = lake_filesystem(lake)
+    reasons = map_threads(lambda info: unreadable_remote(fs, info), infos)
+    bad = {url(lake, i.path): why for i, why in zip(infos, reasons, strict=True) if why is not None}
+    if bad:
+        _skip_unreadable(bad)
+    return [i.path for i, why in zip(infos, reasons, strict=True) if why is None]
+
+
+def remote_dataset(lake: str, paths: list[str], schema: pa.Schema, hive: bool) -> pyarrow.dataset.Dataset:
+    """The files `paths` of a remote lake as one pyarrow dataset with the columns a local read gives: the
+    table's schema (a column a file lacks reads as NULL), then `date` (DATE) and `hour` (BIGINT) from each
+    file's partition folder (hive tables), then `source_file` (the file's URL). The three are the dataset's
+    partition expressions, so DuckDB's filters on them skip files without opening them."""
+    import pyarrow.dataset as ds
+
+    from tracevals.lake.storage import lake_filesystem, url
+
+    fs, _ = lake_filesystem(lake)
+    fields = list(schema)
+    if hive:
+        fields += [pa.field("date", pa.date32()), pa.field("hour", pa.int64())]
+    fields.append(pa.field("source_file", pa.string()))
+    expressions = []
+    for path in paths:
+        expression = ds.field("source_file") == pa.scalar(url(lake, path))
+        key = _partition_key(path) if hive else None
+        if key is not None:
+            expression = (
+                (ds.field("date") == pa.scalar(key[0], pa.date32()))
+                & (ds.field("hour") == pa.scalar(key[1], pa.int64()))
+                & expression
+            )
+        expressions.append(expression)
+    return ds.FileSystemDataset.from_paths(
+        paths, schema=pa.schema(fields), format=ds.ParquetFileFormat(), filesystem=fs, partitions=expressions
+    )
+
+
+def register_remote(
+    con: duckdb.DuckDBPyConnection, name: str, lake: str, sub: str, schema: pa.Schema, hive: bool, paths: list[str]
+) -> None:
+    """`name` (and its strict twin) over the files `paths` of a remote lake (`remote_dataset`), or a typed empty
+    table when there are none: DuckDB reads them through pyarrow's filesystem (no httpfs extension)."""
+    if not paths:
+        register_empty(con, name, schema, hive)
+        return
+    con.register(f"{name}_dataset", remote_dataset(lake, paths, schema, hive))
+    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_dataset")
+    con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT * FROM {name}_dataset")
 
 
 def register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, hive: bool) -> None:
@@ -199,7 +304,34 @@ def files_sql(
 
     union_by_name=False reads the columns of the first file only (and fails on a later file that lacks
     one): the columns that some later file has and the first lacks are then missing from the result, not
-    NULL, so that a caller can tell (`_copied_strictly`) and read through union_by_name instead."""
+    NULL, so that a caller can tell (`_copied_strictly`) and read through union_by_name instead.
+
+    A remote lake's files (`globs`: their URLs, as `source_file` names them, or globs of them) are registered
+    on `con` as a pyarrow dataset (`remote_dataset`, the table's columns exactly) and the SELECT reads it."""
+    if is_remote(lake):
+        return _remote_files_sql(con, lake, sub, globs)
     select = source_sql(lake, sub, hive=True, globs=globs, union_by_name=union_by_name)
     every = select if union_by_name else source_sql(lake, sub, hive=True, globs=globs, union_by_name=True)
     return f"SELECT *{missing_columns(con, every, _DIR_SCHEMAS[sub])} FROM ({select})"
+
+
+def _remote_files_sql(con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None) -> str:
+    import fnmatch
+    import hashlib
+
+    from tracevals.lake.storage import url
+
+    every = remote_files(lake, sub)
+    if globs is None:
+        paths = every
+    else:
+        wanted = set(globs)
+        patterns = [g for g in globs if any(c in g for c in "*?[")]
+        paths = [p for p in every if url(lake, p) in wanted or any(fnmatch.fnmatch(url(lake, p), g) for g in patterns)]
+    if not paths:
+        empty = f"tv_files_empty_{sub}"
+        register_empty(con, empty, _DIR_SCHEMAS[sub], True)
+        return f"SELECT * FROM {empty}"
+    name = "tv_files_" + hashlib.sha1("\n".join([lake, sub, *paths]).encode()).hexdigest()[:16]
+    con.register(name, remote_dataset(lake, paths, _DIR_SCHEMAS[sub], True))
+    return f"SELECT * FROM {name}"

@@ -19,6 +19,8 @@ class LakeError(Exception):
 
 
 def is_remote(lake: str) -> bool:
+    """Whether `lake` is a URL (`s3://bucket/prefix`, ...) rather than a directory: its files are then read
+    and written through `tracevals.lake.storage.lake_filesystem`."""
     return "://" in lake
 
 
@@ -44,6 +46,9 @@ def check_lake_dir(lake: str) -> None:
     if not lake.strip():
         raise LakeError("the lake path is empty; pass --lake DIR (or set TRACEVALS_LAKE)")
     if is_remote(lake):
+        from tracevals.lake.storage import check_lake
+
+        check_lake(lake)  # the scheme, the bucket and the credentials, said in one line
         return
     root = Path(lake)
     if not root.is_dir():
@@ -58,8 +63,12 @@ def check_lake_dir(lake: str) -> None:
 
 
 def has_spans(lake: str) -> bool:
-    """A local lake holds at least one span file (remote lakes: assumed)."""
-    return is_remote(lake) or has_parquet(Path(lake) / "spans")
+    """The lake holds at least one span file."""
+    if is_remote(lake):
+        from tracevals.lake.storage import list_parquet
+
+        return bool(list_parquet(lake, "spans"))
+    return has_parquet(Path(lake) / "spans")
 
 
 def has_parquet(directory: Path) -> bool:
@@ -150,5 +159,17 @@ def lake_prices(lake: str) -> dict[str, tuple[float, float]]:
     reads it), or none: the prices a team pays for its models, or the demo's for its simulated ones."""
     from tracevals.model.prices import load_prices
 
+    if is_remote(lake):
+        import tempfile
+
+        from tracevals.lake.storage import read_text
+
+        text = read_text(lake, PRICES_FILE)
+        if text is None:
+            return {}
+        with tempfile.TemporaryDirectory() as folder:  # load_prices reads a file (and names it in errors)
+            copy = Path(folder) / PRICES_FILE
+            copy.write_text(text, encoding="utf-8")
+            return load_prices(copy)
     path = Path(lake) / PRICES_FILE
-    return load_prices(path) if not is_remote(lake) and path.is_file() else {}
+    return load_prices(path) if path.is_file() else {}

@@ -3,7 +3,10 @@
 Rows are grouped by the UTC date and hour of their start time and written to
 `LAKE/spans/date=YYYY-MM-DD/hour=HH/part-<time>-<uuid>.parquet`. Each file is written under a
 hidden temporary name, fsynced, then renamed into place, so a reader never sees a partial file and a
-crash leaves at worst a `.tmp` file that no reader's glob matches.
+crash leaves at worst a `.tmp` file that no reader's glob matches. On object storage (`s3://…`, see
+`tracevals.lake.storage`), which has no rename, each file is encoded in memory and uploaded whole to its
+final key in one PUT: an object is visible only once its upload completed, so a reader never sees a
+partial one either, and the write returns (the export succeeds) only after the upload did.
 """
 
 from __future__ import annotations
@@ -20,7 +23,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tracevals.lake.paths import is_remote
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+
+
+class ObjectURL(str):
+    """The URL of an object in a remote lake (`s3://bucket/lake/scores/part-….parquet`), with the two parts of
+    a path that callers name (`parent`, `name`)."""
+
+    @property
+    def parent(self) -> ObjectURL:
+        return ObjectURL(self.rsplit("/", 1)[0])
+
+    @property
+    def name(self) -> str:
+        return self.rsplit("/", 1)[-1]
+
+
+#: A file written into a lake: a local path, or the URL of an object.
+LakeFile = Path | ObjectURL
 
 # table name -> (schema, the column whose time picks the date/hour partition)
 TABLES: dict[str, tuple[pa.Schema, str]] = {
@@ -64,12 +85,17 @@ def bloom_filter_options(schema: pa.Schema) -> dict[str, dict[str, Any]]:
     return {name: {"ndv": ROW_GROUP_ROWS, "fpp": BLOOM_FPP} for name in BLOOM_COLUMNS if name in schema.names}
 
 
+def new_file_name() -> str:
+    """A new part file's name: sorts by the time it was written, unique across writers."""
+    return f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+
+
 def write_table_atomically(table: pa.Table, directory: Path, compression: str = "zstd") -> Path:
     """Write `table` as a new Parquet file in `directory`: temp file, fsync, rename, fsync dir."""
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
-    tmp = directory / f".{stem}.parquet.tmp"
-    final = directory / f"{stem}.parquet"
+    name = new_file_name()
+    tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
+    final = directory / name
     pq.write_table(
         table,
         tmp,
@@ -79,6 +105,32 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
     )
     commit(tmp, final)
     return final
+
+
+def write_lake_file(lake: str | os.PathLike[str], folder: str, table: pa.Table, compression: str = "zstd") -> LakeFile:
+    """Write `table` as a new Parquet file in `LAKE/folder` (`spans/date=…/hour=…`, `scores`): on a local lake
+    `write_table_atomically`; on object storage one PUT of the whole file to its final key (no temporary
+    object: S3 has no rename, and an object is visible only once its upload completed). Returns the local
+    path, or the object's URL. Upload errors are `LakeError`s naming the lake and what to fix."""
+    text = os.fspath(lake)
+    if not is_remote(text):
+        return write_table_atomically(table, Path(text) / folder, compression)
+    from tracevals.lake.storage import join, lake_filesystem, put_table, storage_error, url
+
+    fs, root = lake_filesystem(text)
+    path = join(root, folder, new_file_name())
+    try:
+        put_table(
+            fs,
+            path,
+            table,
+            compression=compression,
+            row_group_size=ROW_GROUP_ROWS,
+            bloom_filter_options=bloom_filter_options(table.schema),
+        )
+    except OSError as exc:
+        raise storage_error(text, exc, f"writing {folder}/ to") from None
+    return ObjectURL(url(text, path))
 
 
 def fsync_path(path: Path) -> None:
@@ -107,30 +159,32 @@ def write_bytes_atomically(data: bytes, path: Path) -> Path:
 
 
 class LakeWriter:
-    """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake directory."""
+    """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake: a directory, or an
+    object-store URL (`s3://bucket/prefix`, `write_lake_file`)."""
 
     def __init__(self, lake: str | os.PathLike[str], compression: str = "zstd") -> None:
-        self.lake = Path(lake)
+        text = os.fspath(lake)
+        self.lake: Path | str = text if is_remote(text) else Path(text)
         self.compression = compression
         self._lock = threading.Lock()
         self.files_written = 0
         self.rows_written = 0
 
-    def write_rows(self, rows: Iterable[Mapping[str, Any]], table_name: str = SPANS_DIR) -> list[Path]:
+    def write_rows(self, rows: Iterable[Mapping[str, Any]], table_name: str = SPANS_DIR) -> list[LakeFile]:
         """Write rows (dicts with the table's columns), a file per hour."""
         schema, _ = TABLES[table_name]
         return self.write_table(pa.Table.from_pylist(list(rows), schema=schema), table_name)
 
-    def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[Path]:
+    def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[LakeFile]:
         """Write a table of the lake's schema (e.g. from `collector.conversion.rows.spans_table`), a file per hour."""
         if table.num_rows == 0:
             return []
         table = table.cast(TABLES[table_name][0])
-        written: list[Path] = []
+        written: list[LakeFile] = []
         with self._lock:
             for (date, hour), part in hour_parts(table, table_name):
-                directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
-                written.append(write_table_atomically(part, directory, self.compression))
+                folder = f"{table_name}/date={date}/hour={hour}"
+                written.append(write_lake_file(self.lake, folder, part, self.compression))
                 self.files_written += 1
                 self.rows_written += part.num_rows
         return written

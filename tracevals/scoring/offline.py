@@ -23,7 +23,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -32,6 +31,7 @@ from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
 from tracevals.lake.paths import LakeError, lake_prices
+from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, scores_of
@@ -63,11 +63,11 @@ class ScoringRun:
     scores: pl.DataFrame  # one row per (trace, evaluator), `model.score.SCORE_FRAME_SCHEMA` (none: keep_scores=False)
     traces: int
     sessions: int
-    written: Path | None = None  # the scores file (the last one, when a lake was scored a group at a time)
+    written: LakeFile | None = None  # the scores file (the last one, when a lake was scored a group at a time)
     root_spans: dict[str, str] = field(default_factory=dict)  # trace id -> root span id, for events
     batch: Batch | None = None  # the scored traces as frames, when asked for (`keep_batch=True`)
     tallies: pl.DataFrame | None = None  # per evaluator: scores, passed, rated (`passed` not null); None: from `scores`
-    files: tuple[Path, ...] = ()  # every scores file written
+    files: tuple[LakeFile, ...] = ()  # every scores file written
     groups: int = 1  # groups of whole sessions read one at a time (`selection.plan_groups`)
 
     @property
@@ -228,7 +228,7 @@ class _Scored:
     tallies: pl.DataFrame
     scores: pl.DataFrame | None
     root_spans: dict[str, str]
-    written: Path | None
+    written: LakeFile | None
     batch: Batch | None = None
 
 
@@ -295,7 +295,7 @@ def _score_groups(
     batches: list[Batch] = []
     tallies: list[pl.DataFrame] = []
     roots: dict[str, str] = {}
-    files: list[Path] = []
+    files: list[LakeFile] = []
     traces = sessions = 0
     with tempfile.TemporaryDirectory(prefix="tracevals-score-") as work:
         for scored in _groups_scored(plan, job, workers, work):

@@ -11,15 +11,13 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from tracevals.lake.paths import is_remote
 from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA
-from tracevals.lake.writer import write_table_atomically
+from tracevals.lake.writer import LakeFile, write_lake_file
 from tracevals.model.score import Score
 
 
@@ -45,31 +43,31 @@ def score_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:
     ]
 
 
-def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> Path | None:
+def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> LakeFile | None:
     """Append score rows to `LAKE/scores/` as one atomically committed Parquet file."""
     if not scores:
         return None
     table = pa.Table.from_pylist(score_rows(scores), schema=SCORE_SCHEMA)
-    return write_table_atomically(table, Path(lake) / SCORES_DIR)
+    return write_lake_file(lake, SCORES_DIR, table)
 
 
 def write_score_frame(
     lake: str | os.PathLike[str], scores: pl.DataFrame, scored_at_ns: int | None = None
-) -> Path | None:
+) -> LakeFile | None:
     """Append a frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
     if scores.height == 0:
         return None
     now = time.time_ns() if scored_at_ns is None else scored_at_ns
     table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
     table = table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
-    return write_table_atomically(table, Path(lake) / SCORES_DIR)
+    return write_lake_file(lake, SCORES_DIR, table)
 
 
-def write_step_reliability(lake: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> Path | None:
+def write_step_reliability(lake: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> LakeFile | None:
     """Append a scored run's per-step rows (`report.reliability.lake_rows`) to `LAKE/step_reliability/`,
-    one file; the `step_reliability` view keeps the newest set per run. A remote lake is left alone."""
-    if not rows or is_remote(os.fspath(lake)):
+    one file; the `step_reliability` view keeps the newest set per run."""
+    if not rows:
         return None
     now = time.time_ns()
     table = pa.Table.from_pylist([{**r, "computed_at": now} for r in rows], schema=STEP_RELIABILITY_SCHEMA)
-    return write_table_atomically(table, Path(lake) / STEP_RELIABILITY_DIR)
+    return write_lake_file(lake, STEP_RELIABILITY_DIR, table)

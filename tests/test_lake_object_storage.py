@@ -1,0 +1,161 @@
+"""The lake on object storage: the same spans written to an `s3://` lake (moto's server on 127.0.0.1) and to a
+local directory read the same through every command; writers, the collector and compaction commit whole
+objects; bad URLs and credentials are one line. See docs/lake.md, "Object storage"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures.otlp_lakes import DIALECTS, OTLP_DIR
+from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
+
+import tracevals
+from tracevals.cli import main
+from tracevals.instrumentation.content import set_capture
+from tracevals.lake.paths import LakeError
+from tracevals.lake.storage import lake_filesystem
+from tracevals.queries.lake import open_lake
+
+QUERIES = (
+    "select trace_id, span_id, name, kind, tool_name, date, hour from spans order by trace_id, span_id",
+    "select * exclude (source_file) from raw_spans order by trace_id, span_id",
+    "select trace_id, span_id, event_name, body from logs order by trace_id, span_id, time",
+    "select session_id, task_id, tools from trajectories order by session_id, trace_id",
+    "select * from tool_calls order by trace_id, span_id",
+    "select count(*) as n, count(distinct source_file) as files from raw_spans",
+)
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _rows(lake: str, query: str, *extra: str) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = json.loads(_cli("sql", "--lake", lake, "--format", "json", *extra, query))
+    return rows
+
+
+def _ingest_both(s3: S3, tmp_path: Path) -> tuple[str, str]:  # noqa: F811
+    files = [str(OTLP_DIR / f"{d}.json") for d in DIALECTS]
+    local, remote = str(tmp_path / "lake"), s3.lake("ingested")
+    _cli("ingest", "--lake", local, *files)
+    _cli("ingest", "--lake", remote, *files)
+    return local, remote
+
+
+def test_ingest_then_sql_score_report_give_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    local, remote = _ingest_both(s3, tmp_path)
+    assert any(k.startswith("ingested/spans/date=") for k in s3.keys(""))
+    for query in QUERIES:
+        assert _rows(remote, query) == _rows(local, query), query
+    # the partition range as the local lake keeps it, and the hive columns typed alike
+    [first] = _rows(local, "select min(date) as d, min(hour) as h from spans")
+    since, until = f"{first['d']}T{first['h']:02d}:00:00Z", f"{first['d']}T{first['h']:02d}:30:00Z"
+    ranged = "select count(*) as n, typeof(any_value(date)) as t, typeof(any_value(hour)) as h from raw_spans"
+    window = ("--since", since, "--until", until)
+    assert _rows(remote, ranged, *window) == _rows(local, ranged, *window)
+    assert _rows(remote, ranged, *window)[0]["t"] == "DATE"
+    # score writes LAKE/scores/ on both; the stored scores read the same
+    _cli("score", "--lake", local, "--format", "json")
+    _cli("score", "--lake", remote, "--format", "json")
+    assert any(k.startswith("ingested/scores/part-") for k in s3.keys(""))
+    scores = "select trace_id, evaluator, passed, score, reason from scores order by trace_id, evaluator"
+    assert _rows(remote, scores) == _rows(local, scores) != []
+    # the report over each: the same summary
+    outputs = []
+    for lake, name in ((local, "local"), (remote, "remote")):
+        out = tmp_path / f"{name}.json"
+        _cli("report", "--lake", lake, "--since", str(first["d"]), "--out", str(out), "--format", "json")
+        outputs.append(_strip_lake(json.loads(out.read_text()), lake))
+    assert outputs[0] == outputs[1]
+
+
+def _strip_lake(value: object, lake: str) -> object:
+    if isinstance(value, dict):
+        return {k: _strip_lake(v, lake) for k, v in value.items() if k not in ("generated_at", "lake")}
+    if isinstance(value, list):
+        return [_strip_lake(v, lake) for v in value]
+    return "LAKE" if value == lake else value
+
+
+def test_embedded_writer_writes_an_s3_lake(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    @tracevals.tool(effect="read")
+    def get_orders(customer_id: str) -> list[str]:
+        return [f"order-of-{customer_id}"]
+
+    results = []
+    for lake in (str(tmp_path / "lake"), s3.lake("embedded")):
+        set_capture(False)
+        telemetry = tracevals.instrument(lake=lake, batch=False, capture_content=False)
+        try:
+            with tracevals.session("conversation-1"), tracevals.agent("support"):
+                get_orders("c-1")
+                get_orders("c-2")
+            tracevals.end_session("conversation-1")
+        finally:
+            telemetry.shutdown()
+            set_capture(None)
+        results.append(_rows(lake, "select session_id, tools, tool_call_count, status from trajectories"))
+    assert results[0] == results[1] != []
+    assert [k for k in s3.keys("embedded/") if not k.startswith("embedded/spans/date=")] == []
+
+
+def test_a_lake_with_spans_but_no_logs_or_scores(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    remote = s3.lake("spans-only")
+    _cli("ingest", "--lake", remote, str(OTLP_DIR / "genai_legacy.json"))
+    assert s3.keys("") and not any("/logs/" in k or "/scores/" in k for k in s3.keys(""))
+    con = open_lake(remote)
+    assert con.execute("select count(*) from logs").fetchall() == [(0,)]
+    assert con.execute("select count(*) from scores").fetchall() == [(0,)]
+    assert con.execute("select count(*) from spans").fetchall()[0][0] > 0
+    # a prefix nothing was written to yet: every view, no rows
+    empty = open_lake(s3.lake("nothing-yet"))
+    assert empty.execute("select count(*) from trajectories").fetchall() == [(0,)]
+
+
+def test_an_unreadable_object_is_skipped_with_one_warning(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    remote = s3.lake("damaged")
+    _cli("ingest", "--lake", remote, str(OTLP_DIR / "genai_current.json"))
+    fs, root = lake_filesystem(remote)
+    with fs.open_output_stream(f"{root}/spans/date=2026-01-01/hour=00/part-cut.parquet") as out:
+        out.write(b"PAR1 cut short")
+    result = CliRunner().invoke(main, ["sql", "--lake", remote, "--format", "json", "select count(*) as n from spans"])
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 unreadable lake files" in result.stderr and "part-cut.parquet" in result.stderr
+    strict = CliRunner().invoke(main, ["sql", "--lake", remote, "--strict", "select count(*) from spans"])
+    assert strict.exit_code != 0 and "part-cut.parquet" in strict.output
+
+
+@pytest.mark.parametrize(
+    ("lake", "env", "expected"),
+    [
+        ("nosuch://bucket/lake", {}, "cannot open a nosuch:// URL"),
+        ("s3:///lake", {}, "names no bucket"),
+        ("s3://no-such-bucket/lake", {}, "bucket 'no-such-bucket' does not exist"),
+        ("s3://tracevals-lake/lake", {"AWS_SECRET_ACCESS_KEY": None}, "AWS_SECRET_ACCESS_KEY is not set"),
+        ("s3://tracevals-lake/lake", {"AWS_ENDPOINT_URL_S3": "ftp://x"}, "is not an http(s) URL"),
+    ],
+)
+def test_bad_lake_urls_are_one_line(
+    s3: S3,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    lake: str,
+    env: dict[str, str | None],
+    expected: str,
+) -> None:
+    for name, value in env.items():
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(LakeError, match=r"^[^\n]*$") as raised:
+        open_lake(lake)
+    assert expected in str(raised.value)
+    assert "testing" not in str(raised.value)  # no secret in a message
+    result = CliRunner().invoke(main, ["sql", "--lake", lake, "select 1"])
+    assert result.exit_code != 0 and expected in result.output and len(result.output.strip().splitlines()) == 1
