@@ -129,3 +129,22 @@ def test_large_strings_dictionaries_and_extra_columns_are_normalised(lake: Path)
     assert normalise(odd, spans.schema).equals(normalise(spans, spans.schema))
     assert rows(score_sessions(odd, logs, tasks=CASES)).equals(rows(plain))
     assert all(f.type != pa.large_string() for f in plain.schema)
+
+
+def test_an_engine_not_installed_is_one_line(lake: Path) -> None:
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--engine", "spark", "--no-write"])
+        assert result.exit_code == 1
+        assert result.output.strip().splitlines() == [
+            "Error: the spark engine needs pyspark (and Java 17): pip install 'tracevals[spark]'"
+        ]
+    else:
+        pytest.skip("pyspark is installed here")
+    refused = CliRunner().invoke(main, ["score", "--lake", str(lake), "--engine", "ray", "--follow"])
+    assert refused.exit_code == 1 and "--follow" in refused.output

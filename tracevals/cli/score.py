@@ -59,7 +59,16 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
-    help="Groups of whole sessions scored at once, each in a process of its own [default: the number of cores].",
+    help="Groups of whole sessions scored at once, each in a process of its own [default: the number of cores]; "
+    "--engine ray|spark: the CPUs of a local Ray / Spark and the partitions of the shuffle.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray", "spark"]),
+    default="local",
+    show_default=True,
+    help="Where the offline job runs: this machine's processes, or Ray Data / Spark over the same Parquet "
+    "(RAY_ADDRESS: a Ray cluster); the same rows (docs/scale.md).",
 )
 @format_option()
 def score(
@@ -79,6 +88,7 @@ def score(
     no_write: bool,
     summary: bool,
     workers: int | None,
+    engine: str,
     fmt: str,
 ) -> None:
     """Score the sessions of a lake with the evaluators; store the scores in LAKE/scores/ and print them.
@@ -114,6 +124,10 @@ def score(
         evaluators = instances(names)
     except (TaskFileError, ConfigError, UnknownEvaluatorError, RunCasesConflict) as exc:
         raise click.ClickException(str(exc)) from None
+    if engine != "local" and (follow or emit_otlp):
+        raise click.ClickException(
+            f"--engine {engine} scores offline and writes scores/; --follow and --emit-otlp run locally"
+        )
     emitter = _emitter() if emit_otlp else None
     try:
         if follow:
@@ -130,17 +144,21 @@ def score(
             seed=seed,
         )
         try:
-            run = score_lake(
-                lake,
-                tasks=tasks,
-                config=config,
-                evaluators=evaluators,
-                selection=selection,
-                write=not no_write,
-                sinks=[emitter] if emitter is not None else [],  # a group of sessions at a time
-                keep_scores=not summary,
-                workers=workers or _cores(),
-            )
+            if engine != "local":
+                run = _score_on_engine(engine, lake, tasks, config, evaluators, selection, not no_write, not summary,
+                                       workers or _cores())  # fmt: skip
+            else:
+                run = score_lake(
+                    lake,
+                    tasks=tasks,
+                    config=config,
+                    evaluators=evaluators,
+                    selection=selection,
+                    write=not no_write,
+                    sinks=[emitter] if emitter is not None else [],  # a group of sessions at a time
+                    keep_scores=not summary,
+                    workers=workers or _cores(),
+                )
         except LakeError as exc:
             raise click.ClickException(str(exc)) from None
         if run.traces == 0 and not has_spans(lake):
@@ -163,6 +181,31 @@ def score(
     finally:
         if emitter is not None:
             emitter.shutdown()
+
+
+def _score_on_engine(
+    engine: str,
+    lake: str,
+    tasks: Any,
+    config: Any,
+    evaluators: Any,
+    selection: Any,
+    write: bool,
+    keep_scores: bool,
+    workers: int,
+) -> Any:
+    """`score_lake` on Ray or Spark (imported only when chosen; a missing package is one line)."""
+    from tracevals.scoring.engine import EngineMissing
+
+    if engine == "ray":
+        from tracevals.scoring.engine_ray import score_lake_ray as run_on
+    else:
+        from tracevals.scoring.engine_spark import score_lake_spark as run_on
+    try:
+        return run_on(lake, tasks=tasks, config=config, evaluators=evaluators, selection=selection, write=write,
+                      keep_scores=keep_scores, workers=workers)  # fmt: skip
+    except EngineMissing as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _cores() -> int:

@@ -60,6 +60,10 @@ LOG_COLUMNS: pa.Schema = empty_logs().schema
 BUCKET_SALT = "engine:"
 
 
+class EngineMissing(RuntimeError):
+    """A distributed engine's package is not installed (the message says how to install it)."""
+
+
 # ---------------------------------------------------------------- the partitioning rule
 
 
@@ -175,6 +179,7 @@ class SessionScorer:
     next partition: an engine's worker process holds one and scores partition after partition with it."""
 
     prices: PricesT | None = None
+    threads: int | None = None  # DuckDB threads (an engine's worker: 1, the CPU it was given)
     _connection: LiveConnection | None = field(default=None, repr=False)
 
     def score(
@@ -193,6 +198,8 @@ class SessionScorer:
         chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
         if self._connection is None:
             self._connection = LiveConnection(prices)
+            if self.threads:
+                self._connection.con.execute(f"SET threads = {int(self.threads)}")
         else:
             self._connection.prices(prices)
         live = self._connection

@@ -1,0 +1,265 @@
+"""The nightly job on Ray Data: `tracevals score --engine ray` (docs/scale.md).
+
+The same sessions, the same rows as `tracevals score --engine local`, computed on a Ray cluster over the
+lake's Parquet:
+
+1. the files: the `date=/hour=` partitions from `since` minus `offline.SESSION_MARGIN` on (the local
+   path's pruning; a session is in range by its first span, so earlier hours must still show where it
+   began), listed on the lake's pyarrow filesystem (`engine.lake_filesystem`);
+2. the session keys: `ray.data.read_parquet` of `trace_id, session_id` only, each block cut to its
+   distinct pairs on the workers; the driver joins them into one key per trace (`engine.session_keys`:
+   one row per trace, the rule of `select_sessions` / `find_crossing`) and a bucket per key
+   (`engine.session_bucket`);
+3. the rows: `ray.data.read_parquet` of every span and log column (with each row's file, which the
+   `spans` view's de-duplication prefers the later of), tagged with their trace's bucket, as one dataset;
+   `groupby(bucket, num_partitions=workers).map_groups(..., batch_format="pyarrow")`: each group is whole
+   sessions, scored by `engine.score_sessions` (the views, the selection, the evaluators of one process);
+4. the score rows come back to the driver, which writes them to `LAKE/scores/` with the store's writer
+   (`store.write_score_frame`).
+
+`ray` is imported only here, when this engine is chosen (`pip install 'tracevals[ray]'`). Locally
+`ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)`; with `RAY_ADDRESS` set, the
+job connects to that cluster instead: `ray job submit -- python -m tracevals score --engine ray --lake ...`
+runs the command itself as the job's entry point (the workers need tracevals installed: a runtime_env or
+the cluster's image). An already initialised Ray (a test's session) is used as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.registry import instances
+from tracevals.lake.paths import lake_prices
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR
+from tracevals.model.case import Case
+from tracevals.model.score import SCORE_FRAME_SCHEMA
+from tracevals.queries.selection import Selection
+from tracevals.scoring.config import ScoringConfig
+from tracevals.scoring.engine import (
+    LOG_COLUMNS,
+    SPAN_COLUMNS,
+    EngineMissing,
+    PricesT,
+    SessionScorer,
+    normalise,
+    partition_files,
+    row_buckets,
+    session_buckets,
+    session_keys,
+)
+from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, _tally
+from tracevals.scoring.store import write_score_frame
+
+INSTALL = "the ray engine needs Ray Data: pip install 'tracevals[ray]'"
+
+# Traces of one group (a `map_groups` call): a group holds whole sessions, about 7 spans a trace; its
+# rows and the evaluators' frames follow this. More groups than workers when the lake is big.
+GROUP_TRACES = 20_000
+
+_TABLE = "_tracevals_table"  # which table a row of the shuffled dataset is from: spans or logs
+_BUCKET = "_tracevals_bucket"
+
+
+def _ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise EngineMissing(INSTALL) from None
+    return ray
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+# The rows of the shuffle: every span column, the log records' own, and the table and bucket of each row.
+_LOG_ONLY = [pa.field(f.name, f.type) for f in LOG_COLUMNS if f.name not in SPAN_COLUMNS.names]
+SHUFFLED = pa.schema(
+    [*_nullable(SPAN_COLUMNS), *_LOG_ONLY, pa.field(_TABLE, pa.string()), pa.field(_BUCKET, pa.int32())]
+)
+_PARTITION = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/[^/]*$")
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every group is scored with (sent to the workers with the function)."""
+
+    tasks: Sequence[Case] | None
+    config: ScoringConfig
+    evaluators: Sequence[Evaluator]
+    selection: Selection | None
+    prices: PricesT
+
+
+# ---------------------------------------------------------------- on the workers
+
+
+def _distinct_pairs(batch: pa.Table) -> pa.Table:
+    """A block's distinct (trace_id, session_id): what the driver keys sessions by."""
+    pairs = batch.select(["trace_id", "session_id"])
+    pairs = pairs.cast(pa.schema([pa.field("trace_id", pa.string()), pa.field("session_id", pa.string())]))
+    return pairs.group_by(["trace_id", "session_id"], use_threads=False).aggregate([])
+
+
+def _tagged(batch: pa.Table, keys: pa.Table, buckets: int, table: str) -> pa.Table:
+    """A block of span or log rows as rows of the shuffle: the file columns `raw_spans` has (`date`, `hour`
+    from the file's partition, `source_file` its path), the table, the trace's bucket."""
+    paths = batch.column("path").cast(pa.string())
+    found = pc.extract_regex(paths, _PARTITION.pattern)
+    date = pc.struct_field(found, [0])
+    hour = pc.struct_field(found, [1])
+    extra = {
+        "date": pc.strptime(date, format="%Y-%m-%d", unit="s").cast(pa.date32()),
+        "hour": hour.cast(pa.int64()),
+        "source_file": paths,
+    }
+    for name, column in extra.items():
+        if name in batch.column_names:
+            batch = batch.drop_columns([name])
+        batch = batch.append_column(name, column)
+    batch = batch.append_column(_TABLE, pa.repeat(pa.scalar(table), batch.num_rows))
+    batch = batch.append_column(_BUCKET, row_buckets(batch, keys, buckets))
+    return normalise(batch, SHUFFLED)
+
+
+_SCORER: list[SessionScorer] = []  # a worker process's scorer: its views are bound once, for every group
+
+
+def _score_group(group: pa.Table, job: _Job) -> pa.Table:
+    """One group of whole sessions (rows of the shuffle) -> its score rows."""
+    if not _SCORER:
+        _SCORER.append(SessionScorer(job.prices, threads=1))
+    table = group.column(_TABLE)
+    spans = group.filter(pc.equal(table, "spans"))
+    logs = group.filter(pc.equal(table, "logs"))
+    return _SCORER[0].score(
+        spans,
+        logs if logs.num_rows else None,
+        tasks=job.tasks,
+        config=job.config,
+        evaluators=job.evaluators,
+        selection=job.selection,
+    )
+
+
+# ---------------------------------------------------------------- on the driver
+
+
+def score_lake_ray(
+    lake: str | os.PathLike[str],
+    *,
+    tasks: Sequence[Case] | None = None,
+    config: ScoringConfig | None = None,
+    evaluators: Sequence[Evaluator] | None = None,
+    selection: Selection | None = None,
+    write: bool = True,
+    keep_scores: bool = True,
+    workers: int = 2,
+    groups: int | None = None,
+) -> ScoringRun:
+    """`offline.score_lake` on Ray (the module docstring): the same rows; written to `lake/scores/` from the
+    driver unless `write=False`. `workers`: CPUs of a local Ray, and the shuffle's partitions; `groups`:
+    buckets of sessions (default: one per `GROUP_TRACES` traces, at least `workers`)."""
+    ray = _ray()
+    lake = os.fspath(lake)
+    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
+    fs, span_files = partition_files(lake, SPANS_DIR, lower)
+    _, log_files = partition_files(lake, LOGS_DIR, lower)
+    prices = lake_prices(lake)
+    config = config or ScoringConfig()
+    chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
+    job = _Job(tasks, config, chosen, selection, prices)
+    empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+    if not span_files:
+        return ScoringRun(empty, 0, 0)
+    started = _start(ray, workers)
+    try:
+        scored = _run(ray, fs, span_files, log_files, job, workers, groups)
+    finally:
+        if started:
+            ray.shutdown()
+    scores = pl.from_arrow(scored.drop_columns(["scored_at"]))
+    assert isinstance(scores, pl.DataFrame)
+    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
+    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
+    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
+    written = write_score_frame(lake, scores) if write else None
+    run = ScoringRun(scores, traces, sessions, written=written, files=(written,) if written else ())
+    if not keep_scores:
+        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=run.files)
+    return run
+
+
+def _start(ray: Any, workers: int) -> bool:
+    """Start a local Ray of `workers` CPUs (or connect to RAY_ADDRESS); False when one is running already."""
+    if ray.is_initialized():
+        return False
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(log_to_driver=False)
+    else:
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    return True
+
+
+def _run(
+    ray: Any, fs: Any, span_files: list[str], log_files: list[str], job: _Job, workers: int, groups: int | None
+) -> pa.Table:
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    key_schema = pa.schema([pa.field("trace_id", pa.string()), pa.field("session_id", pa.string())])
+    pairs_ds = ray.data.read_parquet(
+        span_files, filesystem=fs, columns=["trace_id", "session_id"], schema=key_schema, partitioning=None
+    ).map_batches(_distinct_pairs, batch_format="pyarrow", batch_size=None)
+    pairs = _collect(ray, pairs_ds, key_schema)
+    keys = session_keys(pairs)
+    buckets = groups or max(workers, math.ceil(keys.num_rows / GROUP_TRACES))
+    keyed = session_buckets(keys, buckets).select(["trace_id", "bucket"])
+    keys_ref = ray.put(keyed)
+    rows = _rows(ray, fs, span_files, SPAN_COLUMNS, "spans", keys_ref, buckets)
+    if log_files:
+        rows = rows.union(_rows(ray, fs, log_files, _nullable(LOG_SCHEMA), "logs", keys_ref, buckets))
+    scored = rows.groupby(_BUCKET, num_partitions=max(1, min(workers, buckets))).map_groups(
+        _score_group, batch_format="pyarrow", fn_kwargs={"job": job}
+    )
+    from tracevals.lake.schema import SCORE_SCHEMA
+
+    return _collect(ray, scored, SCORE_SCHEMA)
+
+
+def _rows(ray: Any, fs: Any, files: list[str], schema: pa.Schema, table: str, keys_ref: Any, buckets: int) -> Any:
+    read = _nullable(pa.schema([f for f in schema if f.name not in ("date", "hour", "source_file")]))
+    return ray.data.read_parquet(files, filesystem=fs, schema=read, include_paths=True, partitioning=None).map_batches(
+        _tag_remote,
+        batch_format="pyarrow",
+        batch_size=None,
+        fn_kwargs={"keys": keys_ref, "buckets": buckets, "table": table},
+    )
+
+
+def _tag_remote(batch: pa.Table, keys: Any, buckets: int, table: str) -> pa.Table:
+    import ray
+
+    if isinstance(keys, ray.ObjectRef):
+        keys = ray.get(keys)
+    return _tagged(batch, keys, buckets, table)
+
+
+def _collect(ray: Any, dataset: Any, schema: pa.Schema) -> pa.Table:
+    tables = [t for t in ray.get(dataset.to_arrow_refs()) if t.num_rows]
+    if not tables:
+        return _nullable(schema).empty_table()
+    return pa.concat_tables([normalise(t, _nullable(schema)) for t in tables])

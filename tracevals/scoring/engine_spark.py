@@ -1,0 +1,183 @@
+"""The nightly job on Spark: `tracevals score --engine spark` (docs/scale.md). An adapter, not tested in
+the default suite: pyspark is the `spark` extra (`pip install 'tracevals[spark]'`, about 650 MB and Java
+17), not in the lock; tests/test_engine_spark.py runs where it is importable.
+
+The same steps as `engine_ray`, in Spark's terms:
+
+1. the files of `engine.partition_files` (the local path's pruning from `since` minus the margin), read with
+   `spark.read.parquet` (`mergeSchema`; `spark.sql.legacy.parquet.nanosAsLong=true`, since Spark reads
+   no nanosecond timestamps otherwise: they arrive as int64 nanoseconds and `engine.normalise` casts them
+   back), each row's file from `input_file_name()` and its `date` / `hour` from the path;
+2. the distinct (trace_id, session_id) pairs to the driver, `engine.session_keys` and a bucket per key,
+   broadcast back and joined on `trace_id`;
+3. `repartition(workers, bucket).groupBy(bucket).applyInArrow(fn, schema)`: `fn` gets a group's rows
+   as one Arrow table (strings as large_string: normalised) and returns `engine.score_sessions`' rows;
+4. `toArrow()` on the driver, written to `LAKE/scores/` by the store's writer.
+
+`spark.master` is `local[workers]` unless a session exists already or SPARK_REMOTE names a Spark
+Connect server. Spark here cannot read `s3a://` without the hadoop-aws jar: give it what your
+platform reads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.registry import instances
+from tracevals.lake.paths import lake_prices
+from tracevals.lake.schema import LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
+from tracevals.model.case import Case
+from tracevals.model.score import SCORE_FRAME_SCHEMA
+from tracevals.queries.selection import Selection
+from tracevals.scoring.config import ScoringConfig
+from tracevals.scoring.engine import (
+    EngineMissing,
+    SessionScorer,
+    normalise,
+    partition_files,
+    session_buckets,
+    session_keys,
+)
+from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, _tally
+from tracevals.scoring.store import write_score_frame
+
+INSTALL = "the spark engine needs pyspark (and Java 17): pip install 'tracevals[spark]'"
+_TABLE = "_tracevals_table"
+_BUCKET = "_tracevals_bucket"
+GROUP_TRACES = 20_000
+
+# The score rows as Spark returns them from a group (`scored_at` as int64 nanoseconds: Spark's timestamps
+# are microseconds), cast to SCORE_SCHEMA on the driver.
+SCORE_DDL = (
+    "trace_id string, session_id string, run_id string, task_id string, attempt long, variant string, "
+    "evaluator string, evaluator_version int, passed boolean, score double, reason string, details string, "
+    "scored_at long"
+)
+_PARTITION = r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/[^/]*$"
+
+
+def _spark(workers: int) -> Any:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise EngineMissing(INSTALL) from None
+    builder = SparkSession.builder.appName("tracevals-score")
+    if not os.environ.get("SPARK_REMOTE"):
+        builder = builder.master(f"local[{workers}]")
+    return (
+        builder.config("spark.sql.legacy.parquet.nanosAsLong", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.shuffle.partitions", str(workers))
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+
+
+_SCORER: list[SessionScorer] = []
+
+
+def _group_scorer(job: dict[str, Any]) -> Any:
+    """The function `applyInArrow` calls with one group's rows (one Arrow table)."""
+
+    def score(group: pa.Table) -> pa.Table:
+        if not _SCORER:
+            _SCORER.append(SessionScorer(job["prices"], threads=1))
+        table = group.column(_TABLE).cast(pa.string())
+        spans = group.filter(pc.equal(table, "spans"))
+        logs = group.filter(pc.equal(table, "logs"))
+        rows = _SCORER[0].score(
+            spans,
+            logs if logs.num_rows else None,
+            tasks=job["tasks"],
+            config=job["config"],
+            evaluators=job["evaluators"],
+            selection=job["selection"],
+        )
+        scored_at = rows.column("scored_at").cast(pa.int64())
+        return rows.set_column(rows.schema.get_field_index("scored_at"), "scored_at", scored_at)
+
+    return score
+
+
+def score_lake_spark(
+    lake: str | os.PathLike[str],
+    *,
+    tasks: Sequence[Case] | None = None,
+    config: ScoringConfig | None = None,
+    evaluators: Sequence[Evaluator] | None = None,
+    selection: Selection | None = None,
+    write: bool = True,
+    keep_scores: bool = True,
+    workers: int = 2,
+    groups: int | None = None,
+) -> ScoringRun:
+    """`offline.score_lake` on Spark (the module docstring): the same rows, written from the driver."""
+    spark = _spark(workers)
+    from pyspark.sql import functions as F
+
+    lake = os.fspath(lake)
+    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
+    _, span_files = partition_files(lake, SPANS_DIR, lower)
+    _, log_files = partition_files(lake, LOGS_DIR, lower)
+    config = config or ScoringConfig()
+    chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
+    job = {"tasks": tasks, "config": config, "evaluators": chosen, "selection": selection, "prices": lake_prices(lake)}
+    empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+    if not span_files:
+        return ScoringRun(empty, 0, 0)
+
+    def read(files: list[str], table: str) -> Any:
+        frame = spark.read.option("mergeSchema", "true").parquet(*files)
+        path = F.input_file_name()
+        return (
+            frame.withColumn("source_file", path)
+            .withColumn("date", F.to_date(F.regexp_extract(path, _PARTITION, 1), "yyyy-MM-dd"))
+            .withColumn("hour", F.regexp_extract(path, _PARTITION, 2).cast("long"))
+            .withColumn(_TABLE, F.lit(table))
+        )
+
+    spans = read(span_files, "spans")
+    rows = spans
+    pairs = _arrow(spans.select("trace_id", "session_id").distinct())
+    if log_files:
+        logs = read(log_files, "logs")
+        rows = spans.unionByName(logs, allowMissingColumns=True)
+        log_traces = _arrow(logs.select("trace_id").where(F.col("trace_id").isNotNull()).distinct())
+        nulls = pa.nulls(log_traces.num_rows, pa.string())
+        pairs = pa.concat_tables([pairs, pa.table({"trace_id": log_traces.column("trace_id"), "session_id": nulls})])
+    keys = session_keys(pairs)
+    buckets = groups or max(workers, -(-keys.num_rows // GROUP_TRACES))
+    keyed = session_buckets(keys, buckets).select(["trace_id", "bucket"]).rename_columns(["trace_id", _BUCKET])
+    key_frame = spark.createDataFrame(keyed.to_pandas())
+    rows = rows.join(F.broadcast(key_frame), on="trace_id", how="inner")
+    scored = rows.repartition(workers, _BUCKET).groupBy(_BUCKET).applyInArrow(_group_scorer(job), schema=SCORE_DDL)
+    table = _arrow(scored)
+    table = table.set_column(
+        table.schema.get_field_index("scored_at"), "scored_at", table.column("scored_at").cast(pa.int64())
+    )
+    table = normalise(table, pa.schema([pa.field(f.name, f.type) for f in SCORE_SCHEMA]))
+    scores = pl.from_arrow(table.drop_columns(["scored_at"]))
+    assert isinstance(scores, pl.DataFrame)
+    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
+    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
+    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
+    written = write_score_frame(lake, scores) if write else None
+    files = (written,) if written else ()
+    if not keep_scores:
+        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=files)
+    return ScoringRun(scores, traces, sessions, written=written, files=files)
+
+
+def _arrow(frame: Any) -> pa.Table:
+    """A Spark frame's rows as one Arrow table (`toArrow`, Spark 4), strings as plain strings."""
+    table = frame.toArrow()
+    fields = [pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) else f.type) for f in table.schema]
+    return table.cast(pa.schema(fields))
