@@ -136,6 +136,22 @@ OURS: list[dict[str, Any]] = [
             "OTLP/JSON / protobuf files, same spans": r"protobuf files' rate:\s*([\d.]+)x",
         },
     },
+    {
+        # the nightly job on Ray Data beside one process (docs/scale.md): minutes of Ray start-ups and shuffles
+        # over a 10^6-span lake, so only when asked: TRACEVALS_BENCH_ENGINES=1 make bench
+        "key": "own-engines",
+        "script": "engines.py",
+        "args": [],
+        "runs": 1,
+        "optional": "TRACEVALS_BENCH_ENGINES",
+        "figures": {
+            f"nightly job, {engine}, {w} workers, 10^6 spans (CPU s, process tree)": (
+                rf"(?m)^{engine}\s+{w}\s+[\d.]+\s+([\d.]+)\s"
+            )
+            for engine in ("local", "ray")
+            for w in (1, 2)
+        },
+    },
     {"key": "own-scores-identical", "script": "scores_identical.py", "args": [], "runs": 1, "figures": {}},
     {"key": "own-queries", "script": "queries_scale.py", "args": ["--spans", "1000000"], "runs": 1, "figures": {}},
     {
@@ -409,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     ours: list[dict[str, Any]] = []
     if chosen is None or "ours" in chosen:
         for spec in OURS:
+            if spec.get("optional") and not os.environ.get(spec["optional"]):
+                print(f"skipping bench/{spec['script']} (optional: set {spec['optional']}=1 to run it)", flush=True)
+                continue
             print(f"running bench/{spec['script']} ...", flush=True)
             ours.append(run_ours(spec))
     sections = []
