@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +87,7 @@ _LOG_ONLY = [pa.field(f.name, f.type) for f in LOG_COLUMNS if f.name not in SPAN
 SHUFFLED = pa.schema(
     [*_nullable(SPAN_COLUMNS), *_LOG_ONLY, pa.field(_TABLE, pa.string()), pa.field(_BUCKET, pa.int32())]
 )
-_PARTITION = re.compile(r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/[^/]*$")
+_PARTITION = r"/date=(?P<date>\d{4}-\d{2}-\d{2})/hour=(?P<hour>\d{1,2})/[^/]*$"
 
 
 @dataclass(frozen=True)
@@ -116,9 +115,9 @@ def _tagged(batch: pa.Table, keys: pa.Table, buckets: int, table: str) -> pa.Tab
     """A block of span or log rows as rows of the shuffle: the file columns `raw_spans` has (`date`, `hour`
     from the file's partition, `source_file` its path), the table, the trace's bucket."""
     paths = batch.column("path").cast(pa.string())
-    found = pc.extract_regex(paths, _PARTITION.pattern)
-    date = pc.struct_field(found, [0])
-    hour = pc.struct_field(found, [1])
+    found = pc.extract_regex(paths, _PARTITION)
+    date = pc.struct_field(found, "date")
+    hour = pc.struct_field(found, "hour")
     extra = {
         "date": pc.strptime(date, format="%Y-%m-%d", unit="s").cast(pa.date32()),
         "hour": hour.cast(pa.int64()),
