@@ -12,6 +12,10 @@ log segment it emptied (or during the replay of a long log) wrote the same rows 
 
 An entry is deleted once every segment it names is gone (`prune`): by then no restart can read those
 records again.
+
+On a lake on object storage the finished files wait in the log's `staging/` folder and publishing one is
+an upload of it (`RotatingParquetSink.publish_one`): the journal is the same, and `recover` uploads what a
+crash left staged. The log is marked committed only after every upload of a commit succeeded.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tracevals.collector.wal import Ref
@@ -33,8 +37,9 @@ _PREFIX = "commit-"
 class CommitJournal:
     """`commit-<n>.json` entries in the write-ahead log's directory (which the log's lock makes ours)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, publish: Callable[[Path, Path], None] | None = None) -> None:
         self.directory = directory
+        self._publish = publish or _rename
         self._next = 1
         self._entries: dict[Path, set[int]] = {}  # entry -> the log segments it names
 
@@ -59,9 +64,7 @@ class CommitJournal:
                     path.unlink()
                 continue
             for tmp, final in files:
-                if tmp.exists():
-                    os.replace(tmp, final)
-                    fsync_path(final.parent)
+                self._publish(tmp, final)
             done.update(refs)
             self._entries[path] = {ref.seq for ref in refs}
         return done
@@ -96,6 +99,13 @@ class CommitJournal:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 del self._entries[path]
+
+
+def _rename(tmp: Path, final: Path) -> None:
+    """Publish a finished file of a local lake (idempotent: a file renamed already is left alone)."""
+    if tmp.exists():
+        os.replace(tmp, final)
+        fsync_path(final.parent)
 
 
 def _number(path: Path) -> int:

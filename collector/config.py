@@ -103,21 +103,48 @@ class Redaction:
 
 @dataclass(frozen=True)
 class ParquetExporter:
-    path: Path = Path("lake")
+    path: Path | str = Path("lake")  # a directory, or an object-store URL (s3://bucket/prefix) kept as text
     compression: str = "zstd"
     compression_level: int | None = None
     max_rows: int = 500_000
     max_bytes: int = 128 * 1024**2
     max_age: float = 30.0
     queue_bytes: int = 64 * 1024**2  # request bytes received but not yet in a Parquet row group
-    wal_dir: Path | None = None  # default: <path>/_wal
+    wal_dir: Path | None = None  # default: <path>/_wal (a local directory; required for an s3:// path)
     wal_reserve_bytes: int | None = None  # free space the log leaves (None: 5 % of the file system, <= 256 MiB)
     max_attribute_value_bytes: int = 64 * 1024
     shutdown_timeout: float = 20.0  # a stop waits this long for Parquet; the rest stays in the log
 
     @property
     def wal_path(self) -> Path:
-        return self.wal_dir if self.wal_dir is not None else self.path / "_wal"
+        return self.wal_dir if self.wal_dir is not None else Path(self.path) / "_wal"
+
+    @property
+    def remote(self) -> bool:
+        """The lake is on object storage: Parquet files are finished on the log's disk, then uploaded."""
+        return isinstance(self.path, str)
+
+
+def _lake_path(path: str, base: Path, wal_dir: str | None) -> Path | str:
+    """`exporters.parquet.path`: a directory (relative to the config file), or an object-store URL, which
+    needs a local `wal.dir` (the write-ahead log and the files being finished stay on local disk)."""
+    if "://" not in path:
+        return base / path
+    from tracevals.lake.paths import LakeError
+    from tracevals.lake.storage import lake_filesystem
+
+    try:
+        lake_filesystem(path)
+    except LakeError as exc:
+        raise ConfigError(f"exporters.parquet.path: {exc}") from None
+    if not wal_dir:
+        raise ConfigError(
+            f"exporters.parquet.wal.dir: required when path is an object-store URL ({path}): a local directory "
+            "for the write-ahead log (on a disk that survives a restart)"
+        )
+    if "://" in wal_dir:
+        raise ConfigError(f"exporters.parquet.wal.dir: {wal_dir!r} must be a local directory, not a URL")
+    return path
 
 
 @dataclass(frozen=True)
@@ -333,7 +360,7 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     rot = pq["rotation"] or _ROTATION({}, "")
     queue, wal = pq["sending_queue"] or {}, pq["wal"] or {}
     exporter = ParquetExporter(
-        path=base / pq["path"],
+        path=_lake_path(pq["path"], base, wal.get("dir")),
         compression=pq["compression"],
         compression_level=pq["compression_level"],
         max_rows=rot["max_rows"],

@@ -16,6 +16,7 @@ from tracevals import env
 from tracevals.cli.output import format_option, print_rows
 from tracevals.collector.config import CollectorConfig, ConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
+from tracevals.lake.paths import LakeError
 
 DEFAULT_CONFIG = "otel-config.yaml"
 _DEFAULTS = {
@@ -98,7 +99,7 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
         click.echo(f"tracevals collect: warning: {warning}", err=True)
     try:
         collector.start()
-    except OSError as exc:
+    except (OSError, LakeError) as exc:
         raise click.ClickException(f"cannot start the collector: {exc}") from None
     stop = threading.Event()
 

@@ -21,6 +21,14 @@ deduplicates), and the next run deletes the leftovers before anything else. File
 partition is being compacted are left for the next run. An exclusive lock on `LAKE/.compact.lock` keeps
 two compactions apart; writers and readers do not take it (a reader that listed a file just before it
 was deleted fails once and succeeds when run again).
+
+A lake on object storage (`s3://…`) is compacted the same way, through `lake_filesystem`: the merged file is
+encoded in memory and uploaded whole to its final key (one PUT: an object is visible only once its upload
+completed), and only after that upload succeeded are the files it replaced deleted. A reader that lists the
+partition between the two sees the rows twice, which the views count once, exactly as locally; a crash
+between them leaves leftovers that the next run deletes first (the footer marker). An object store has no
+lock: run one compaction of a lake at a time (one cron job); modification times cannot be set, so live
+scoring, which reads local lakes only, is not concerned.
 """
 
 from __future__ import annotations
@@ -36,9 +44,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
@@ -116,7 +126,7 @@ def compact(
     `since` (a UNIX time): only the hours that end after it (a negative `min_age_s` takes in the hour
     that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in)."""
     if "://" in os.fspath(lake):
-        raise CompactError(f"{os.fspath(lake)}: compaction rewrites a local lake directory, not an object-store prefix")
+        return _compact_remote(os.fspath(lake), min_age_s, group_bytes, now, dry_run, progress, since)
     root = Path(lake)
     if not root.is_dir():
         raise CompactError(f"lake {os.fspath(lake)!r} is not a directory; pass the folder that holds spans/")
@@ -267,10 +277,11 @@ def _groups(files: list[Path], metas: dict[Path, pq.FileMetaData], group_bytes: 
     return groups
 
 
-def _read(table_name: str, files: list[Path]) -> pa.Table:
+def _read(table_name: str, files: list[Path], filesystem: pafs.FileSystem | None = None) -> pa.Table:
     """The rows of `files` in one table: the lake schema's columns first (null where a file lacks one),
     then any other column a file has."""
-    tables = [pq.ParquetFile(p).read() for p in files]  # no partition columns inferred from the path
+    # no partition columns inferred from the path
+    tables = [pq.ParquetFile(p if filesystem is None else p.as_posix(), filesystem=filesystem).read() for p in files]
     combined = pa.concat_tables([t.replace_schema_metadata(None) for t in tables], promote_options="permissive")
     schema = TABLES[table_name][0]
     columns, names = [], []
@@ -287,8 +298,9 @@ def _read(table_name: str, files: list[Path]) -> pa.Table:
     return pa.table(columns, names=names)
 
 
-def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
-    rows = _read(table_name, group)
+def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | None = None) -> tuple[str, Any]:
+    """The stem of the file that replaces `group` and a function writing it (sorted, marked) to a sink."""
+    rows = _read(table_name, group, filesystem)
     keys = [(k, "ascending", "at_end") for k in SORT_KEYS[table_name] if k in rows.column_names]
     order = pc.sort_indices(rows, sort_keys=keys)
     schema = rows.schema.with_metadata(
@@ -298,17 +310,26 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
     # arrives later (the views' tie-break between two copies of a span prefers the later file)
     newest_name = COMPACTED_NAME.sub("", group[-1].name).removesuffix(".parquet")
     stem = f"{newest_name}-c{uuid.uuid4().hex[:8]}"
-    tmp = directory / f"{_TMP_PREFIX}{stem}.parquet.tmp"
-    final = directory / f"{stem}.parquet"
     bloom = {name: {"ndv": ROW_GROUP_ROWS, "fpp": BLOOM_FPP} for name in BLOOM_COLUMNS if name in rows.column_names}
     dictionary = [c for c in DICTIONARY_COLUMNS.get(table_name, []) if c in rows.column_names]
-    try:
+
+    def write(sink: Any) -> None:
         with pq.ParquetWriter(
-            tmp, schema, compression="zstd", use_dictionary=dictionary, bloom_filter_options=bloom
+            sink, schema, compression="zstd", use_dictionary=dictionary, bloom_filter_options=bloom
         ) as writer:
             for start in range(0, rows.num_rows, ROW_GROUP_ROWS):
                 part = rows.take(order[start : start + ROW_GROUP_ROWS])
                 writer.write_table(part.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_ROWS)
+
+    return stem, write
+
+
+def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
+    stem, write = _merged(table_name, group)
+    tmp = directory / f"{_TMP_PREFIX}{stem}.parquet.tmp"
+    final = directory / f"{stem}.parquet"
+    try:
+        write(tmp)
         # the newest source's modification time, not now's: to live scoring (queries.live_source.NewFiles)
         # the file is then no newer than the files it holds
         newest = max(p.stat().st_mtime for p in group)
@@ -323,3 +344,119 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
         path.unlink(missing_ok=True)
     fsync_path(directory)
     return final
+
+
+# -- a lake on object storage ------------------------------------------------------------------
+
+
+def _compact_remote(
+    lake: str,
+    min_age_s: float,
+    group_bytes: int,
+    now: float | None,
+    dry_run: bool,
+    progress: Callable[[int, int], None] | None,
+    since: float | None,
+) -> CompactResult:
+    """`compact` on object storage: the same partitions, groups, sort and marker; each merged file one PUT,
+    the files it replaced deleted after that upload succeeded (see the module's docstring)."""
+    from tracevals.lake.paths import LakeError
+    from tracevals.lake.storage import check_lake, lake_filesystem, list_parquet
+
+    started = time.monotonic()
+    now = time.time() if now is None else now
+    try:
+        check_lake(lake)
+        fs, _ = lake_filesystem(lake)
+        listed = {table: list_parquet(lake, table) for table in SORT_KEYS}
+    except LakeError as exc:
+        raise CompactError(str(exc)) from None
+    result = CompactResult()
+    todo: list[tuple[str, Path, list[pafs.FileInfo]]] = []
+    for table, infos in listed.items():
+        partitions: dict[Path, list[pafs.FileInfo]] = {}
+        for info in infos:
+            partitions.setdefault(Path(info.path).parent, []).append(info)
+        for directory, files in sorted(partitions.items()):
+            end = _hour_end(directory)
+            if end == float("inf"):
+                continue
+            if end > now - min_age_s or (since is not None and end <= since):
+                if end > now - min_age_s:
+                    result.too_young.append(f"{table}/{directory.parent.name}/{directory.name}")
+                continue
+            todo.append((table, directory, files))
+    for done, (table, directory, files) in enumerate(todo, 1):
+        partition = _compact_remote_partition(lake, fs, table, directory, files, group_bytes, dry_run)
+        if partition is not None:
+            partition.partition = f"{directory.parent.name}/{directory.name}"
+            result.partitions.append(partition)
+        if progress is not None:
+            progress(done, len(todo))
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _compact_remote_partition(
+    lake: str,
+    fs: pafs.FileSystem,
+    table: str,
+    directory: Path,
+    infos: list[pafs.FileInfo],
+    group_bytes: int,
+    dry_run: bool,
+) -> PartitionResult | None:
+    from tracevals.lake.storage import put_bytes, storage_error
+
+    files = [Path(i.path) for i in infos]
+    sizes = {Path(i.path): i.size or 0 for i in infos}
+    metas: dict[Path, pq.FileMetaData] = {}
+    for path in files:
+        try:
+            metas[path] = pq.read_metadata(path.as_posix(), filesystem=fs)
+        except (pa.ArrowInvalid, OSError) as exc:
+            error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
+            return PartitionResult(table, "", error=error)
+    marks = {p: _marked(m) for p, m in metas.items()}
+    replaced = {name for names in marks.values() if names for name in names}
+    leftovers = [p for p in files if p.name in replaced]
+    if not dry_run:
+        for path in leftovers:
+            try:
+                fs.delete_file(path.as_posix())
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return PartitionResult(table, "", error=str(storage_error(lake, exc, "deleting a leftover of")))
+    files = [p for p in files if p not in leftovers]
+    todo = [g for g in _groups(files, metas, group_bytes) if not (len(g) == 1 and marks[g[0]] is not None)]
+    if not todo:
+        return PartitionResult(table, "", leftovers_removed=len(leftovers)) if leftovers else None
+    result = PartitionResult(table, "", leftovers_removed=len(leftovers))
+    for group in todo:
+        result.files_in += len(group)
+        result.bytes_in += sum(sizes[p] for p in group)
+        result.rows += sum(metas[p].num_rows for p in group)
+        if dry_run:
+            continue
+        try:
+            stem, write = _merged(table, group, fs)
+            sink = pa.BufferOutputStream()
+            write(sink)
+            data = sink.getvalue()
+            put_bytes(fs, f"{directory.as_posix()}/{stem}.parquet", data)  # the whole file, one PUT
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
+            result.error = f"{group[0].name} and {len(group) - 1} more left as they were: {exc}"
+            continue
+        # only now that the merged object exists: the files it replaced go (a reader in between counts each
+        # row once through the views; a crash here leaves leftovers the next run deletes first)
+        for path in group:
+            try:
+                fs.delete_file(path.as_posix())
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                result.error = str(storage_error(lake, exc, "deleting a compacted file of"))
+        result.files_out += 1
+        result.bytes_out += data.size
+    return result

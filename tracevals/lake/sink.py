@@ -8,6 +8,13 @@ partial file. Until then the rows are safe in the write-ahead log; a crash leave
 `remove_stale` deletes on the next start, before the log is replayed: only this sink's own (`owner`, one
 per write-ahead log), since other writers may share the lake (another collector with its own log, an
 agent's embedded writer, `tracevals ingest`), and a temporary file of theirs is a write in progress.
+
+A lake on object storage (`lake` an `s3://…` URL, `staging` a local folder: the collector's write-ahead
+log's `staging/`): the open files are written and fsynced on local disk under `staging`, and publishing
+one uploads it whole to its final key (one PUT; a multipart upload for a large file, which S3 also makes
+visible only once it completes) and then deletes the local copy. Publishing is idempotent (a file whose
+local copy is gone was uploaded), so a journalled commit that a crash interrupted is finished by uploading
+again what is still staged.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracevals.lake.paths import is_remote
 from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, fsync_path, hour_parts
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
@@ -43,7 +51,7 @@ LEGACY_STALE_S = 3600.0  # an ownerless temporary file older than this is a cras
 class _OpenFile:
     writer: pq.ParquetWriter
     tmp: Path
-    final: Path
+    final: Path  # on a remote lake: the object's path on the lake's filesystem (bucket/prefix/spans/…)
     rows: int = 0
 
 
@@ -52,17 +60,28 @@ class RotatingParquetSink:
 
     def __init__(
         self,
-        lake: Path,
+        lake: Path | str,
         compression: str = "zstd",
         compression_level: int | None = None,
         max_rows: int = 500_000,
         max_bytes: int = 128 * 1024**2,
         max_age: float = 30.0,
         owner: str = "c",
+        staging: Path | None = None,
     ) -> None:
         if not owner.isalnum():
             raise ValueError(f"owner {owner!r} must be letters and digits (it is part of file names)")
-        self.lake = lake
+        self.url: str | None = None  # the lake's URL when it is on object storage
+        if isinstance(lake, str) and is_remote(lake):
+            if staging is None:
+                raise ValueError(f"a lake on object storage ({lake}) needs a local staging folder")
+            from tracevals.lake.storage import lake_filesystem
+
+            self.url = lake
+            self._fs, self._root = lake_filesystem(lake)
+            self.lake = staging  # the files being written; their final keys are under the lake's root
+        else:
+            self.lake = Path(lake)
         self.owner = owner
         self.compression = compression
         self.compression_level = compression_level
@@ -102,10 +121,12 @@ class RotatingParquetSink:
         key = (table_name, date, hour)
         open_file = self._open.get(key)
         if open_file is None:
-            directory = self.lake / table_name / f"date={date}" / f"hour={hour}"
+            folder = f"{table_name}/date={date}/hour={hour}"
+            directory = self.lake / folder
             directory.mkdir(parents=True, exist_ok=True)
             stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
             tmp = directory / f".{stem}.{self.owner}.parquet.tmp"
+            final = directory / f"{stem}.parquet" if self.url is None else Path(f"{self._root}/{folder}/{stem}.parquet")
             writer = pq.ParquetWriter(
                 tmp,
                 TABLES[table_name][0],
@@ -114,7 +135,7 @@ class RotatingParquetSink:
                 use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
                 bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
             )
-            open_file = self._open[key] = _OpenFile(writer, tmp, directory / f"{stem}.parquet")
+            open_file = self._open[key] = _OpenFile(writer, tmp, final)
             if self._opened_at is None:
                 self._opened_at = time.monotonic()
         # row groups of at most ROW_GROUP_ROWS, the size the Bloom filters are made for
@@ -163,6 +184,9 @@ class RotatingParquetSink:
         Idempotent: a pair already renamed is left as it is, so a failed publish can be run again."""
         directories: set[Path] = set()
         for tmp, final in pairs:
+            if self.url is not None:
+                self.publish_one(tmp, final)
+                continue
             if tmp.exists() or not final.exists():
                 os.replace(tmp, final)
             directories.add(final.parent)
@@ -172,6 +196,22 @@ class RotatingParquetSink:
         self.rows_committed += self._prepared_rows
         self._prepared_rows = 0
         return [final for _, final in pairs]
+
+    def publish_one(self, tmp: Path, final: Path) -> None:
+        """Make one prepared file visible under its final name (idempotent): rename it into place and fsync
+        its folder; on object storage upload it whole, then delete the local copy (a file whose local copy
+        is gone is uploaded already). `commits.CommitJournal.recover` finishes interrupted commits with it."""
+        if self.url is None:
+            if tmp.exists():
+                os.replace(tmp, final)
+                fsync_path(final.parent)
+            return
+        if not tmp.exists():
+            return
+        from tracevals.lake.storage import put_file
+
+        put_file(self._fs, tmp, final.as_posix())  # an OSError: the caller retries (the rows stay in the log)
+        tmp.unlink()
 
     def abort(self) -> None:
         """Discard every open file (after a failed write: a Parquet writer that failed cannot go on): close
