@@ -75,15 +75,18 @@ def is_small(
     lake: str, since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
 ) -> bool:
     """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
-    snapshots off). A lake on object storage is never "small": listing it costs more than it saves."""
-    if is_remote(lake):
-        return False
+    snapshots off). On object storage the sizes come from the listing (one LIST request per 1,000 files)."""
     try:
         limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
     except ValueError:
         raise LakeError(
             f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or set e.g. 16"
         ) from None
+    if is_remote(lake):
+        from tracevals.queries.sources import remote_files
+
+        size = sum(i.size or 0 for sub in (SPANS_DIR, LOGS_DIR) for i in remote_files(lake, sub, since, until))
+        return size <= limit
     total = 0.0
     for sub in (SPANS_DIR, LOGS_DIR):
         ranged = since is not None or until is not None

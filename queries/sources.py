@@ -11,12 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import sys
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from tracevals.lake.paths import (
     LakeError,
@@ -144,7 +146,7 @@ def register_source(
     until: dt.date | dt.datetime | str | None = None,
 ) -> None:
     if is_remote(lake):
-        register_remote(con, name, lake, sub, schema, hive, remote_files(lake, sub, since, until, hive))
+        register_remote(con, name, lake, schema, hive, remote_files(lake, sub, since, until, hive))
         return
     ranged = hive and (since is not None or until is not None)
     globs = partition_globs(lake, sub, since, until) if ranged else None
@@ -180,12 +182,11 @@ def remote_files(
     since: dt.date | dt.datetime | str | None = None,
     until: dt.date | dt.datetime | str | None = None,
     hive: bool = True,
-) -> list[str]:
-    """The readable Parquet files of `LAKE/sub` on object storage (paths on its filesystem), listed through
-    `lake_filesystem`, only the `date=/hour=` partitions in range when `since`/`until` are given (as
-    `partition_globs` keeps them locally: no other file is opened); an unreadable file (no `PAR1` at
-    either end, cut short) is skipped with one warning, or fails with --strict, as on a local lake."""
-    from tracevals.lake.storage import lake_filesystem, list_parquet, map_threads, unreadable_remote, url
+) -> list[pafs.FileInfo]:
+    """The Parquet files of `LAKE/sub` on object storage (one LIST request per 1,000 files, through
+    `lake_filesystem`), only the `date=/hour=` partitions in range when `since`/`until` are given (as
+    `partition_globs` keeps them locally: no other file is opened)."""
+    from tracevals.lake.storage import list_parquet
 
     infos = list_parquet(lake, sub)
     if hive and (since is not None or until is not None):
@@ -196,53 +197,92 @@ def remote_files(
             if key is not None and (low is None or key >= low) and (high is None or key <= high):
                 kept.append(info)
         infos = kept
-    fs, _ = lake_filesystem(lake)
-    reasons = map_threads(lambda info: unreadable_remote(fs, info), infos)
-    bad = {url(lake, i.path): why for i, why in zip(infos, reasons, strict=True) if why is not None}
-    if bad:
-        _skip_unreadable(bad)
-    return [i.path for i, why in zip(infos, reasons, strict=True) if why is None]
+    return infos
 
 
-def remote_dataset(lake: str, paths: list[str], schema: pa.Schema, hive: bool) -> pyarrow.dataset.Dataset:
-    """The files `paths` of a remote lake as one pyarrow dataset with the columns a local read gives: the
+# Fragments of remote files with their footers read, by (path, size, mtime, hive): a scan then costs one
+# ranged GET per column chunk, not a HEAD and a footer read per file and scan (the views read raw_spans many
+# times a query). Bounded; a file rewritten in place (never done by tracevals) has a new size or mtime.
+_FRAGMENTS: OrderedDict[tuple[str, int, int, bool], pyarrow.dataset.ParquetFileFragment] = OrderedDict()
+_FRAGMENTS_KEPT = 4096
+
+
+def remote_dataset(
+    lake: str, infos: list[pafs.FileInfo], schema: pa.Schema, hive: bool
+) -> pyarrow.dataset.Dataset | None:
+    """The files `infos` of a remote lake as one pyarrow dataset with the columns a local read gives: the
     table's schema (a column a file lacks reads as NULL), then `date` (DATE) and `hour` (BIGINT) from each
-    file's partition folder (hive tables), then `source_file` (the file's URL). The three are the dataset's
-    partition expressions, so DuckDB's filters on them skip files without opening them."""
+    file's partition folder (hive tables), then `source_file` (the file's URL). The three are the fragments'
+    partition expressions, so DuckDB's filters on them skip files without opening them. Each footer is read
+    once (a few at a time); a file whose footer does not parse (cut short, not Parquet) is skipped with one
+    warning, or fails with --strict, as on a local lake. None when no file is left."""
     import pyarrow.dataset as ds
 
-    from tracevals.lake.storage import lake_filesystem, url
+    from tracevals.lake.storage import lake_filesystem, map_threads, url
 
     fs, _ = lake_filesystem(lake)
+    fmt = ds.ParquetFileFormat()
+    fragments: list[ds.ParquetFileFragment | None] = [None] * len(infos)
+    todo = []
+    for n, info in enumerate(infos):
+        key = (info.path, info.size or 0, info.mtime_ns or 0, hive)
+        cached = _FRAGMENTS.get(key)
+        if cached is not None:
+            _FRAGMENTS.move_to_end(key)
+            fragments[n] = cached
+        else:
+            todo.append((n, key, info))
+
+    def load(item: tuple[int, tuple[str, int, int, bool], pafs.FileInfo]) -> str | None:
+        n, _key, info = item
+        expression = ds.field("source_file") == pa.scalar(url(lake, info.path))
+        part = _partition_key(info.path) if hive else None
+        if part is not None:
+            expression = (
+                (ds.field("date") == pa.scalar(part[0], pa.date32()))
+                & (ds.field("hour") == pa.scalar(part[1], pa.int64()))
+                & expression
+            )
+        if (info.size or 0) < 12:
+            return f"{info.size or 0} bytes, too small"
+        fragment = fmt.make_fragment(info.path, fs, partition_expression=expression, file_size=info.size)
+        try:
+            fragment.ensure_complete_metadata()  # the footer: one ranged GET for most files
+        except (OSError, pa.ArrowInvalid) as exc:
+            text = str(exc).strip().splitlines()
+            return f"not Parquet: {text[0] if text else type(exc).__name__}"
+        fragments[n] = fragment
+        return None
+
+    reasons = map_threads(load, todo)
+    bad = {url(lake, info.path): why for (_, _, info), why in zip(todo, reasons, strict=True) if why is not None}
+    if bad:
+        _skip_unreadable(bad)
+    for (n, key, _), why in zip(todo, reasons, strict=True):
+        if why is None:
+            _FRAGMENTS[key] = fragments[n]
+            if len(_FRAGMENTS) > _FRAGMENTS_KEPT:
+                _FRAGMENTS.popitem(last=False)
+    kept = [f for f in fragments if f is not None]
+    if not kept:
+        return None
     fields = list(schema)
     if hive:
         fields += [pa.field("date", pa.date32()), pa.field("hour", pa.int64())]
     fields.append(pa.field("source_file", pa.string()))
-    expressions = []
-    for path in paths:
-        expression = ds.field("source_file") == pa.scalar(url(lake, path))
-        key = _partition_key(path) if hive else None
-        if key is not None:
-            expression = (
-                (ds.field("date") == pa.scalar(key[0], pa.date32()))
-                & (ds.field("hour") == pa.scalar(key[1], pa.int64()))
-                & expression
-            )
-        expressions.append(expression)
-    return ds.FileSystemDataset.from_paths(
-        paths, schema=pa.schema(fields), format=ds.ParquetFileFormat(), filesystem=fs, partitions=expressions
-    )
+    return ds.FileSystemDataset(kept, pa.schema(fields), fmt, fs)
 
 
 def register_remote(
-    con: duckdb.DuckDBPyConnection, name: str, lake: str, sub: str, schema: pa.Schema, hive: bool, paths: list[str]
+    con: duckdb.DuckDBPyConnection, name: str, lake: str, schema: pa.Schema, hive: bool, infos: list[pafs.FileInfo]
 ) -> None:
-    """`name` (and its strict twin) over the files `paths` of a remote lake (`remote_dataset`), or a typed empty
+    """`name` (and its strict twin) over the files `infos` of a remote lake (`remote_dataset`), or a typed empty
     table when there are none: DuckDB reads them through pyarrow's filesystem (no httpfs extension)."""
-    if not paths:
+    dataset = remote_dataset(lake, infos, schema, hive) if infos else None
+    if dataset is None:
         register_empty(con, name, schema, hive)
         return
-    con.register(f"{name}_dataset", remote_dataset(lake, paths, schema, hive))
+    con.register(f"{name}_dataset", dataset)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_dataset")
     con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT * FROM {name}_dataset")
 
@@ -321,17 +361,17 @@ def _remote_files_sql(con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs
 
     from tracevals.lake.storage import url
 
-    every = remote_files(lake, sub)
-    if globs is None:
-        paths = every
-    else:
+    infos = remote_files(lake, sub)
+    if globs is not None:
         wanted = set(globs)
         patterns = [g for g in globs if any(c in g for c in "*?[")]
-        paths = [p for p in every if url(lake, p) in wanted or any(fnmatch.fnmatch(url(lake, p), g) for g in patterns)]
-    if not paths:
+        named = [(i, url(lake, i.path)) for i in infos]
+        infos = [i for i, u in named if u in wanted or any(fnmatch.fnmatch(u, g) for g in patterns)]
+    dataset = remote_dataset(lake, infos, _DIR_SCHEMAS[sub], True) if infos else None
+    if dataset is None:
         empty = f"tv_files_empty_{sub}"
         register_empty(con, empty, _DIR_SCHEMAS[sub], True)
         return f"SELECT * FROM {empty}"
-    name = "tv_files_" + hashlib.sha1("\n".join([lake, sub, *paths]).encode()).hexdigest()[:16]
-    con.register(name, remote_dataset(lake, paths, _DIR_SCHEMAS[sub], True))
+    name = "tv_files_" + hashlib.sha1("\n".join([lake, sub, *(i.path for i in infos)]).encode()).hexdigest()[:16]
+    con.register(name, dataset)
     return f"SELECT * FROM {name}"

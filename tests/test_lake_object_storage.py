@@ -49,11 +49,17 @@ def _ingest_both(s3: S3, tmp_path: Path) -> tuple[str, str]:  # noqa: F811
     return local, remote
 
 
+def _all(lake: str, queries: tuple[str, ...] | list[str], **kwargs: object) -> list[list[tuple[object, ...]]]:
+    """Every query's rows on one connection (open_lake, as the commands open it)."""
+    con = open_lake(lake, **kwargs)  # type: ignore[arg-type]
+    return [con.execute(q).fetchall() for q in queries]
+
+
 def test_ingest_then_sql_score_report_give_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811
     local, remote = _ingest_both(s3, tmp_path)
     assert any(k.startswith("ingested/spans/date=") for k in s3.keys(""))
-    for query in QUERIES:
-        assert _rows(remote, query) == _rows(local, query), query
+    assert _all(remote, QUERIES) == _all(local, QUERIES)
+    assert _rows(remote, QUERIES[3]) == _rows(local, QUERIES[3]) != []  # through the sandboxed `tracevals sql`
     # the partition range as the local lake keeps it, and the hive columns typed alike
     [first] = _rows(local, "select min(date) as d, min(hour) as h from spans")
     since, until = f"{first['d']}T{first['h']:02d}:00:00Z", f"{first['d']}T{first['h']:02d}:30:00Z"
@@ -61,19 +67,41 @@ def test_ingest_then_sql_score_report_give_the_local_rows(s3: S3, tmp_path: Path
     window = ("--since", since, "--until", until)
     assert _rows(remote, ranged, *window) == _rows(local, ranged, *window)
     assert _rows(remote, ranged, *window)[0]["t"] == "DATE"
+    # one session's lookup (the span files it names: objects' URLs) and an export of a per-trace view
+    from tracevals.queries import session_lookup
+
+    looked = []
+    for lake in (local, remote):
+        con = open_lake(lake)
+        session = con.execute("select min(session_id) from trajectories").fetchall()[0][0]
+        looked.append(sorted(map(repr, session_lookup(con, session, "tool_calls").to_pylist())))
+    assert looked[0] == looked[1] != []
+    exported = []
+    for lake, name in ((local, "local"), (remote, "remote")):
+        _cli("export", "trajectories", "--lake", lake, "--out", str(tmp_path / f"export-{name}"), "--workers", "1")
+        con = open_lake(local)  # any connection reads the files
+        query = f"select trace_id, tools from '{tmp_path}/export-{name}/*.parquet' order by trace_id"
+        exported.append(con.execute(query).fetchall())
+    assert exported[0] == exported[1] != []
     # score writes LAKE/scores/ on both; the stored scores read the same
     _cli("score", "--lake", local, "--format", "json")
     _cli("score", "--lake", remote, "--format", "json")
     assert any(k.startswith("ingested/scores/part-") for k in s3.keys(""))
     scores = "select trace_id, evaluator, passed, score, reason from scores order by trace_id, evaluator"
     assert _rows(remote, scores) == _rows(local, scores) != []
-    # the report over each: the same summary
+    # the report and the gate over each: the same summary, the same verdict
     outputs = []
     for lake, name in ((local, "local"), (remote, "remote")):
         out = tmp_path / f"{name}.json"
         _cli("report", "--lake", lake, "--since", str(first["d"]), "--out", str(out), "--format", "json")
         outputs.append(_strip_lake(json.loads(out.read_text()), lake))
     assert outputs[0] == outputs[1]
+    gates = [
+        CliRunner().invoke(main, ["gate", "--lake", lake, "--since", str(first["d"]), "--format", "json"])
+        for lake in (local, remote)
+    ]
+    assert gates[0].exit_code == gates[1].exit_code
+    assert _strip_lake(json.loads(gates[0].stdout), local) == _strip_lake(json.loads(gates[1].stdout), remote)
 
 
 def _strip_lake(value: object, lake: str) -> object:
@@ -107,8 +135,15 @@ def test_embedded_writer_writes_an_s3_lake(s3: S3, tmp_path: Path) -> None:  # n
 
 
 def test_a_lake_with_spans_but_no_logs_or_scores(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    from fixtures.otlp_lakes import fixture_doc
+
+    from tracevals.collector.conversion.rows import rows_from_request
+    from tracevals.collector.otlp_json import parse_json_traces
+    from tracevals.lake.writer import LakeWriter
+
     remote = s3.lake("spans-only")
-    _cli("ingest", "--lake", remote, str(OTLP_DIR / "genai_legacy.json"))
+    written = LakeWriter(remote).write_rows(rows_from_request(parse_json_traces(fixture_doc("genai_legacy"))))
+    assert written and all(str(w).startswith(f"{remote}/spans/date=") for w in written)
     assert s3.keys("") and not any("/logs/" in k or "/scores/" in k for k in s3.keys(""))
     con = open_lake(remote)
     assert con.execute("select count(*) from logs").fetchall() == [(0,)]
@@ -226,20 +261,21 @@ def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(s3: S
         _cli("ingest", "--lake", lake, path)
     counts = "select count(*) as spans, count(distinct trace_id) as traces from spans"
     every = "select * exclude (source_file) from raw_spans order by trace_id, span_id"
-    views = [_rows(lake, q) for q in (counts, QUERIES[3], QUERIES[4])]
-    before_rows, before_keys = _rows(lake, every), s3.keys("compacted/spans/")
+    checks = (counts, QUERIES[3], QUERIES[4])
+    views = _all(lake, checks)
+    [before_rows], before_keys = _all(lake, [every]), s3.keys("compacted/spans/")
     assert len(before_keys) > 2
     fs, _ = lake_filesystem(lake)
     originals = {k: fs.open_input_stream(f"{s3.bucket}/{k}").read() for k in before_keys}
     out = _cli("compact", "--lake", lake, "--min-age", "0", "--format", "json")
     after_keys = s3.keys("compacted/spans/")
     assert len(after_keys) < len(before_keys) and set(after_keys).isdisjoint(before_keys), out
-    assert _rows(lake, every) == before_rows  # every row kept, as it was
+    assert _all(lake, [every]) == [before_rows]  # every row kept, as it was
     # the gap between the merged file's PUT and the deletion of its inputs (a crash there): both are visible
     for key, data in originals.items():
         with fs.open_output_stream(f"{s3.bucket}/{key}") as sink:
             sink.write(data)
-    assert [_rows(lake, q) for q in (counts, QUERIES[3], QUERIES[4])] == views  # the views count each span once
+    assert _all(lake, checks) == views  # the views count each span once
     again = json.loads(_cli("compact", "--lake", lake, "--min-age", "0", "--format", "json"))
     assert sum(p["leftovers"] for p in again) == len(before_keys)  # the next run deletes the leftovers first
-    assert s3.keys("compacted/spans/") == after_keys and _rows(lake, every) == before_rows
+    assert s3.keys("compacted/spans/") == after_keys and _all(lake, [every]) == [before_rows]
