@@ -279,3 +279,31 @@ def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(s3: S
     again = json.loads(_cli("compact", "--lake", lake, "--min-age", "0", "--format", "json"))
     assert sum(p["leftovers"] for p in again) == len(before_keys)  # the next run deletes the leftovers first
     assert s3.keys("compacted/spans/") == after_keys and _all(lake, [every]) == [before_rows]
+
+
+def test_a_harness_run_on_s3_keeps_its_cases_and_scores(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "my_agent.py").write_text("def agent(text, ctx):\n    return f'the answer to {text} is 42'\n")
+    cases = [{"case_id": f"t{i}", "input": f"q{i}", "success_criteria": {"must_include": ["42"]}} for i in (1, 2)]
+    (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    lake = s3.lake("harness")
+    command = [sys.executable, "-m", "tracevals", "run", "--tasks", "cases.jsonl", "--agent", "my_agent:agent"]
+    result = subprocess.run(
+        [*command, "--lake", lake, "-k", "2", "--run-id", "r1", "--format", "json", "--concurrency", "1"],
+        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr, result.stderr  # the merge of the run's files (a compaction) too
+    assert json.loads(result.stdout)["variants"][0]["pass_at_1"] == 1.0
+    keys = s3.keys("harness/")
+    assert any(k.startswith("harness/run_cases/") for k in keys) and any("/scores/" in k for k in keys)
+    spans = [k for k in keys if k.startswith("harness/spans/") and k.endswith(".parquet")]
+    assert len(spans) == 1  # the 4 attempts' files merged into one
+    assert not (tmp_path / "s3:").exists()  # nothing written to a local folder named after the URL
+    # score and report read the run's kept cases back from the bucket (no --tasks)
+    report = tmp_path / "report.json"
+    _cli("report", "--lake", lake, "--run", "r1", "--out", str(report), "--format", "json")
+    assert json.loads(report.read_text())

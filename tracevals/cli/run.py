@@ -19,6 +19,7 @@ from tracevals.harness.environment import file_digest, folder_digest, harness_ca
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
+from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
@@ -196,7 +197,14 @@ def run(
         "injections": file_digest(injections_file),
         "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
     }
-    Path(lake).mkdir(parents=True, exist_ok=True)
+    if is_remote(lake):
+        if attribute_variance and cassette_dir is None:
+            raise click.ClickException(
+                f"--attribute-variance on an object-store lake ({lake}) needs --cassettes DIR: a local folder "
+                "for the cassettes of the frozen runs"
+            )
+    else:
+        Path(lake).mkdir(parents=True, exist_ok=True)
     telemetry = instrument(lake=lake, capture_content=capture)
     started = time.time()
     if attribute_variance:

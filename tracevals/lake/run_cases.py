@@ -18,6 +18,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tracevals.lake.paths import is_remote
 from tracevals.lake.writer import write_bytes_atomically
@@ -41,6 +42,37 @@ def _path(lake: str | os.PathLike[str], run_id: str) -> Path:
     return Path(lake) / RUN_CASES_DIR / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.json"
 
 
+def _name(run_id: str) -> str:
+    return f"{RUN_CASES_DIR}/{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.json"
+
+
+def _read_doc(lake: str | os.PathLike[str], run_id: str) -> dict[str, Any] | None:
+    """The run's kept document, local or on object storage (`lake_filesystem`); None when there is none."""
+    text: str | None
+    if is_remote(os.fspath(lake)):
+        from tracevals.lake.storage import read_text
+
+        text = read_text(os.fspath(lake), _name(run_id))
+    else:
+        try:
+            text = _path(lake, run_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = None
+    doc: dict[str, Any] | None = None if text is None else json.loads(text)
+    return doc
+
+
+def _write_doc(lake: str | os.PathLike[str], run_id: str, doc: dict[str, Any]) -> None:
+    """Write the run's document whole: atomically on disk, one PUT on object storage."""
+    data = json.dumps(doc, ensure_ascii=False).encode()
+    if is_remote(os.fspath(lake)):
+        from tracevals.lake.storage import write_object
+
+        write_object(os.fspath(lake), _name(run_id), data)
+    else:
+        write_bytes_atomically(data, _path(lake, run_id))
+
+
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -58,23 +90,22 @@ def write_run_cases(lake: str | os.PathLike[str], run_id: str, data: bytes, sour
             )
         return existing
     doc = {"run_id": run_id, "sha256": kept.sha256, "source": source, "cases": kept.text}
-    write_bytes_atomically(json.dumps(doc, ensure_ascii=False).encode(), _path(lake, run_id))
+    _write_doc(lake, run_id, doc)
     return kept
 
 
 def check_run_flags(lake: str | os.PathLike[str], run_id: str, variant: str, flags: dict[str, object]) -> None:
     """Keep `flags` (JSON values) as what variant `variant` of run `run_id` runs with; a resumed run with
     other flags raises `RunCasesConflict` naming the first that changed. Call after `write_run_cases`."""
-    if is_remote(os.fspath(lake)):
+    doc = _read_doc(lake, run_id)
+    if doc is None:
         return
-    path = _path(lake, run_id)
-    doc = json.loads(path.read_text(encoding="utf-8"))
     kept = doc.setdefault("flags", {})
     flags = json.loads(json.dumps(flags))  # the form it is kept in (tuples become lists)
     before = kept.get(variant)
     if before is None:
         kept[variant] = flags
-        write_bytes_atomically(json.dumps(doc, ensure_ascii=False).encode(), path)
+        _write_doc(lake, run_id, doc)
         return
     for name in sorted(set(before) | set(flags)):
         if before.get(name) != flags.get(name):
@@ -85,24 +116,25 @@ def check_run_flags(lake: str | os.PathLike[str], run_id: str, variant: str, fla
 
 
 def read_run_cases(lake: str | os.PathLike[str], run_id: str) -> RunCases | None:
-    """The cases run `run_id` kept, or None when it kept none (or the lake is remote)."""
-    if is_remote(os.fspath(lake)):
-        return None
-    path = _path(lake, run_id)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """The cases run `run_id` kept, or None when it kept none."""
+    doc = _read_doc(lake, run_id)
+    if doc is None:
         return None
     return RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"]))
 
 
 def all_run_cases(lake: str | os.PathLike[str]) -> list[RunCases]:
     """Every run's kept cases in the lake, by run id."""
-    folder = Path(lake) / RUN_CASES_DIR
-    if is_remote(os.fspath(lake)) or not folder.is_dir():
-        return []
+    if is_remote(os.fspath(lake)):
+        from tracevals.lake.storage import list_names, read_text
+
+        texts = [read_text(os.fspath(lake), f"{RUN_CASES_DIR}/{n}") for n in list_names(os.fspath(lake), RUN_CASES_DIR)]
+        docs = [json.loads(t) for t in texts if t is not None]
+    else:
+        folder = Path(lake) / RUN_CASES_DIR
+        paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        docs = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
     out = []
-    for path in sorted(folder.glob("*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    for doc in docs:
         out.append(RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"])))
     return sorted(out, key=lambda r: r.run_id)

@@ -235,3 +235,22 @@ def read_text(lake: str, name: str) -> str | None:
         if "NoSuchKey" in str(exc) or "not found" in str(exc).lower():
             return None
         raise storage_error(lake, exc, f"reading {name} of") from None
+
+
+def write_object(lake: str, name: str, data: bytes) -> None:
+    """Write `LAKE/name` (a small document: a run's cases) whole, in one PUT."""
+    fs, root = lake_filesystem(lake)
+    try:
+        put_bytes(fs, join(root, name), data)
+    except OSError as exc:
+        raise storage_error(lake, exc, f"writing {name} to") from None
+
+
+def list_names(lake: str, folder: str, suffix: str = ".json") -> list[str]:
+    """The names of the files directly in `LAKE/folder` that end in `suffix`, sorted."""
+    fs, root = lake_filesystem(lake)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(join(root, folder), allow_not_found=True))
+    except OSError as exc:
+        raise storage_error(lake, exc, f"listing {folder}/ of") from None
+    return sorted(i.base_name for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(suffix))

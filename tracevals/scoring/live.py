@@ -43,7 +43,7 @@ import polars as pl
 import pyarrow as pa
 
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.lake.paths import lake_prices
+from tracevals.lake.paths import LakeError, lake_prices
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.model.case import Case
@@ -184,6 +184,11 @@ class Follower:
         clock: Callable[[], float] = time.time,
         max_file_rows: int = MAX_FILE_ROWS,
     ) -> None:
+        if "://" in os.fspath(lake):  # it follows files by their folders and modification times, on disk
+            raise LakeError(
+                f"score --follow reads a local lake, not {os.fspath(lake)}; score an object-store lake by range "
+                "(tracevals score --since 1h), or follow the collector's local lake"
+            )
         self.lake = Path(lake)
         self.tasks, self.config, self.evaluators = tasks, config, evaluators
         self.idle_s = idle_s
