@@ -17,6 +17,15 @@ TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
 CAPTURE_MESSAGE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # span_only | event_only | ...
 DISABLED_INSTRUMENTATIONS = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
 
+# --- object storage (the AWS tools' names; read by tracevals.lake.storage for an s3:// lake) ------------
+AWS_ENDPOINT_URL_S3 = "AWS_ENDPOINT_URL_S3"
+AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
+AWS_REGION = "AWS_REGION"
+AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+
 # --- where things are --------------------------------------------------------------------------------
 LAKE = "TRACEVALS_LAKE"  # the lake folder: the embedded writer's default and every command's --lake
 TASKS = "TRACEVALS_TASKS"  # a task file (JSONL), for score / report / gate

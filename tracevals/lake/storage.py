@@ -33,11 +33,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from tracevals import env
 from tracevals.lake.paths import LakeError, is_remote
 
-ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-REGION_VARS = ("AWS_REGION", "AWS_DEFAULT_REGION")
-_CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+ENDPOINT_VARS = (env.AWS_ENDPOINT_URL_S3, env.AWS_ENDPOINT_URL)
+REGION_VARS = (env.AWS_REGION, env.AWS_DEFAULT_REGION)
+_CREDENTIAL_VARS = (env.AWS_ACCESS_KEY_ID, env.AWS_SECRET_ACCESS_KEY, env.AWS_SESSION_TOKEN)
 _ENV = (*ENDPOINT_VARS, *REGION_VARS, *_CREDENTIAL_VARS)
 
 
