@@ -307,3 +307,36 @@ def test_a_harness_run_on_s3_keeps_its_cases_and_scores(s3: S3, tmp_path: Path) 
     report = tmp_path / "report.json"
     _cli("report", "--lake", lake, "--run", "r1", "--out", str(report), "--format", "json")
     assert json.loads(report.read_text())
+
+
+def test_an_s3_outage_holds_commits_not_acknowledgements(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    import time
+
+    from fixtures.faults import span_batches, span_ids, until
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from tracevals.collector.testing import running_collector
+
+    lake, wal = s3.lake("outage"), tmp_path / "wal"
+    parquet = {"rotation": {"max_age": "200ms"}, "wal": {"dir": str(wal)}}
+    overrides = {"exporters": {"parquet": parquet}, "processors": {"batch": {"timeout": "50ms"}}}
+    batches = span_batches(30, 10)
+    acknowledged: set[str] = set()
+    with running_collector(lake, overrides) as collector:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=10)
+        for batch in batches[:10]:
+            assert exporter.export(batch) is SpanExportResult.SUCCESS
+            acknowledged |= span_ids(batch)
+        assert until(lambda: set(_object_rows(lake)) >= acknowledged, 20)
+        with s3.outage():
+            for batch in batches[10:]:  # acknowledged into the local log while the store is away
+                assert exporter.export(batch) is SpanExportResult.SUCCESS
+                acknowledged |= span_ids(batch)
+            time.sleep(1.0)  # rotations come and fail: the files wait in staging/, the log keeps their records
+            assert list((wal / "staging").rglob("*.tmp")) and list(wal.glob("wal-*.log"))
+        assert collector.pipeline.flush(60)  # the store is back: the held commit goes through
+        exporter.shutdown()
+    rows = _object_rows(lake)
+    assert acknowledged - set(rows) == set() and len(acknowledged) == 300
+    assert not list((wal / "staging").rglob("*.tmp"))
