@@ -175,6 +175,7 @@ def test_an_unreadable_object_is_skipped_with_one_warning(s3: S3, tmp_path: Path
         ("s3://no-such-bucket/lake", {}, "bucket 'no-such-bucket' does not exist"),
         ("s3://tracevals-lake/lake", {"AWS_SECRET_ACCESS_KEY": None}, "AWS_SECRET_ACCESS_KEY is not set"),
         ("s3://tracevals-lake/lake", {"AWS_ENDPOINT_URL_S3": "ftp://x"}, "is not an http(s) URL"),
+        ("s3://tracevals-lake/lake", {"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"}, "check AWS_ENDPOINT_URL_S3"),
     ],
 )
 def test_bad_lake_urls_are_one_line(
