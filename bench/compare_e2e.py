@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -224,6 +225,32 @@ def _ok(done: Measured) -> Measured:
     return done
 
 
+# Issue 24's targets, at these sizes: >= 10x agentevals-cli's sessions/s, and no more peak memory than it.
+TARGET_SIZES = (10_000, 100_000)
+TARGET_RATIO = 10.0
+
+
+def target_lines(measured: dict[int, tuple[float, float, float | None, float | None]]) -> list[str]:
+    """The `target ...` lines (run_all.py's Targets table): one per target size, NOT MET when not measured."""
+    lines = []
+    for n in TARGET_SIZES:
+        speed = f"target end to end >= {TARGET_RATIO:.0f}x agentevals-cli's sessions/s at {n:,} sessions"
+        memory = f"target end to end peak memory <= agentevals-cli's at {n:,} sessions"
+        got = measured.get(n)
+        if got is None or got[2] is None or got[3] is None:
+            why = "not measured in this run (see the notes)"
+            lines += [f"{speed}: {why} -- NOT MET", f"{memory}: {why} -- NOT MET"]
+            continue
+        ours, ours_mb, peer, peer_mb = got
+        ratio = ours / peer
+        lines.append(
+            f"{speed}: {ours:,.0f} vs {peer:,.0f} sessions/s, {ratio:.2f}x -- "
+            f"{'met' if ratio >= TARGET_RATIO else 'NOT MET'}"
+        )
+        lines.append(f"{memory}: {ours_mb:,.0f} vs {peer_mb:,.0f} MiB -- {'met' if ours_mb <= peer_mb else 'NOT MET'}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="session counts, comma-separated")
@@ -247,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         python = None
         section.errors.append(f"agentevals-cli could not be installed: {exc}")
     rows = []
+    measured: dict[int, tuple[float, float, float | None, float | None]] = {}  # n -> ours/s, MiB, peer/s, MiB
     work = Path(tempfile.mkdtemp(prefix="tracevals-e2e-"))
     try:
         tasks, evalset = write_expectations(work)
@@ -305,9 +333,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             rows.append((n, ours[0][2], peer[0][2] if peer else None))
+            measured[n] = (statistics.median(n / w for w, _, _ in ours), statistics.median(m for _, m, _ in ours),
+                           statistics.median(n / w for w, _, _ in peer) if peer else None,
+                           statistics.median(m for _, m, _ in peer) if peer else None)  # fmt: skip
             shutil.rmtree(work / f"s{n}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    for line in target_lines(measured):
+        print(line)
     table = ["| sessions | passed (tracevals) | passed (agentevals-cli) |", "|---:|---:|---:|"]
     table += [f"| {n:,} | {a:,} | {f'{b:,}' if b is not None else 'not run'} |" for n, a, b in rows]
     section.tables.append("\n".join(table))

@@ -445,9 +445,12 @@ def main(argv: list[str] | None = None) -> int:
             lake_s = prev["lake_wall"] * grow if prev else 0.0
             # the nightly job reads a group of sessions at a time: memory follows the group, not the lake
             peak = prev["nightly_pss_mb"] if prev else 0.0
-            if lake_s > left or peak > 0.8 * memory_available_mb():
+            if prev is None and left <= 0:
+                section.notes.append(f"{n:,} spans: not run — no time left of the budget.")
+                break
+            if prev is not None and (lake_s > left or peak > 0.8 * memory_available_mb()):
                 section.notes.append(
-                    f"{n:,} spans: not run — projected from {prev['spans']:,} spans (linear): the nightly job and "  # type: ignore[index]
+                    f"{n:,} spans: not run — projected from {prev['spans']:,} spans (linear): the nightly job and "
                     f"the breakdown {lake_s / 60:.1f} min and {peak / 1024:.1f} GiB peak, against "
                     f"{max(left, 0) / 60:.1f} min left of the budget and {memory_available_mb() / 1024:.1f} GiB "
                     "available."

@@ -48,6 +48,7 @@ from common import (
 )
 
 RESULTS = BENCH / "RESULTS.md"
+WHOLE_RUN_MIN = 30.0  # `make bench`, every benchmark, on a 2-core machine
 PY = ".venv/bin/python"
 # (key, script, arguments): the comparisons, cheapest first; e2e and scale get the deadline
 COMPARISONS = [
@@ -324,6 +325,15 @@ def render(info: dict[str, Any], sections: list[dict[str, Any]], ours: list[dict
     lines += ["", "## Targets", ""]
     targets = [(s["command"], t) for s in sections for t in s.get("targets", [])]
     targets += [(o["command"], t) for o in ours for t in o.get("targets", [])]
+    if info.get("whole"):  # a whole `make bench`: its own duration is a target (issue 24)
+        took = info["minutes"]
+        verdict = "met" if took <= WHOLE_RUN_MIN else "NOT MET"
+        targets.append(
+            (
+                "make bench",
+                {"target": f"make bench <= {WHOLE_RUN_MIN:.0f} min", "figure": f"{took:.1f} min", "verdict": verdict},
+            )
+        )
     if targets:
         lines += ["| target | figure | verdict | command |", "|---|---|---|---|"]
         lines += [
@@ -422,6 +432,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.setup_only:
         return 0 if all(not r["error"] for r in installed.values()) else 1
     chosen = set(args.only.split(",")) if args.only else None
+    # The comparisons first: the end-to-end and scale ones carry the targets users compare, and they take
+    # the deadline (a size projected past it is skipped and said); then tracevals' own benchmarks.
+    sections = []
+    for key, script, script_args in COMPARISONS:
+        if chosen is not None and key not in chosen:
+            continue
+        print(f"running bench/{script} ...", flush=True)
+        sections.append(run_comparison(key, script, script_args, deadline))
+        print(f"  done in {sections[-1]['seconds']:.0f} s", flush=True)
     ours: list[dict[str, Any]] = []
     if chosen is None or "ours" in chosen:
         for spec in OURS:
@@ -430,13 +449,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"running bench/{spec['script']} ...", flush=True)
             ours.append(run_ours(spec))
-    sections = []
-    for key, script, script_args in COMPARISONS:
-        if chosen is not None and key not in chosen:
-            continue
-        print(f"running bench/{script} ...", flush=True)
-        sections.append(run_comparison(key, script, script_args, deadline))
-        print(f"  done in {sections[-1]['seconds']:.0f} s", flush=True)
+            print(f"  done in {ours[-1].get('seconds', 0):.0f} s", flush=True)
     versions = {"python": platform.python_version(), "tracevals": f"{_version()} (commit {tracevals_commit()})"}
     versions.update(
         distribution_versions(
@@ -447,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "minutes": (time.time() - started) / 60,
         "budget": args.budget_min,
+        "whole": chosen is None,
         "machine": machine(),
         "versions": versions,
         "load": (load0, os.getloadavg()[0]),
