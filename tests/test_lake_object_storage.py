@@ -236,6 +236,7 @@ def test_a_collector_writing_to_s3_killed_mid_stream_loses_no_acknowledged_span(
     rows = _object_rows(lake)
     assert sender.acknowledged, "".join(log)
     assert sender.acknowledged - set(rows) == set(), "".join(log)  # nothing acknowledged is lost
+    assert max(rows.values()) == 1  # and nothing written twice (the commit journal, uploads to the same key)
     assert len(sender.acknowledged) > 2000 and kills == 3
     # the log and the staging folder are empty after the SIGTERM; the bucket holds committed Parquet only
     assert not list(wal.glob("wal-*.log")) and not list((wal / "staging").rglob("*.tmp"))

@@ -131,6 +131,11 @@ def storage_error(lake: str, exc: BaseException, doing: str) -> LakeError:
     return LakeError(f"{doing} {where} failed: {text}; {fix}")
 
 
+def _denied(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "access_denied" in text or "access denied" in text or "accessdenied" in text or "403" in text
+
+
 def join(root: str, *parts: str) -> str:
     """A path under `root` on its filesystem ('/'-separated, as pyarrow's filesystems take them)."""
     return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts if p)])
@@ -146,7 +151,14 @@ def check_lake(lake: str) -> None:
     try:
         info = fs.get_file_info(top)
     except OSError as exc:
-        raise storage_error(lake, exc, "reading") from None
+        if not _denied(exc):
+            raise storage_error(lake, exc, "reading") from None
+        # HeadBucket needs s3:ListBucket on the whole bucket; a policy may grant it for the lake's prefix only
+        try:
+            fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        except OSError as inner:
+            raise storage_error(lake, inner, "reading") from None
+        return
     if isinstance(fs, pafs.S3FileSystem) and info.type == pafs.FileType.NotFound:
         raise LakeError(f"lake {lake!r}: bucket {top!r} does not exist; create it or correct the lake URL")
 
