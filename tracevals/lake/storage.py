@@ -21,6 +21,7 @@ compaction deleting its inputs) waits for that upload to succeed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -96,6 +97,11 @@ def _s3(lake: str) -> tuple[pafs.FileSystem, str]:
         options["region"] = region
     elif endpoint:
         options["region"] = "us-east-1"  # a custom endpoint: no region lookup against AWS
+    else:
+        # AWS itself: the bucket's region (another region's endpoint refuses it); unknown: the SDK's default,
+        # and a request that fails says why (storage_error)
+        with contextlib.suppress(OSError, ValueError):
+            options["region"] = pafs.resolve_s3_region(bucket)
     try:
         # delayed open: an object written whole before close goes up in one PUT (no multipart upload)
         fs = pafs.S3FileSystem(allow_delayed_open=True, **options)
@@ -117,6 +123,8 @@ def storage_error(lake: str, exc: BaseException, doing: str) -> LakeError:
     """One line for a failed object-store request: what (`doing`), where (the lake, the endpoint) and how to
     fix it (the variables, never their values)."""
     endpoint = next((os.environ[v] for v in ENDPOINT_VARS if os.environ.get(v)), None)
+    if endpoint and "@" in endpoint:  # user:password@host: never printed
+        endpoint = endpoint.split("://", 1)[0] + "://…@" + endpoint.rsplit("@", 1)[1]
     where = f"{lake} (endpoint {endpoint})" if endpoint else lake
     text = _first_line(exc)
     lowered = text.lower()
