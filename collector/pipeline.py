@@ -92,12 +92,17 @@ def _parse(kind: int, payload: bytes) -> Any:
 
 def _retrying(action: Any, pause: float) -> Any:
     """`action()` until it succeeds: for a step after which going back is wrong (a journalled commit's
-    renames, which need no space)."""
+    renames, which need no space, or uploads to an object store that is away). One error line a minute."""
+    logged = -1e9
     while True:
         try:
             return action()
-        except OSError:
-            _log.exception("tracevals collector: could not publish committed files; retrying")
+        except OSError as exc:
+            if time.monotonic() - logged >= 60:
+                logged = time.monotonic()
+                _log.error("tracevals collector: could not publish committed files (%s); retrying every %.0f s "
+                           "(acknowledged data stays in the write-ahead log)", str(exc).splitlines()[0] if str(exc)
+                           else type(exc).__name__, pause)  # fmt: skip
             time.sleep(pause)
 
 
