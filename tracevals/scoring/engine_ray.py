@@ -26,8 +26,11 @@ the cluster's image). An already initialised Ray (a test's session) is used as i
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
+import sys
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -211,6 +214,27 @@ def _start(ray: Any, workers: int) -> bool:
     return True
 
 
+def _without_fsspec_http() -> None:
+    """Ray 2.60 resolves every path (in threads) through `path_util._is_http_filesystem`, which imports
+    fsspec's HTTP filesystem and catches only ModuleNotFoundError. With fsspec installed without aiohttp
+    (as the lock has it), two threads importing it at once can see the module half-initialised and fail
+    with ImportError ("cannot import name 'HTTPFileSystem'"). When it cannot be imported, a stand-in
+    module is registered, whose `HTTPFileSystem` no filesystem is an instance of: the answer Ray wants."""
+    name = "fsspec.implementations.http"
+    module = sys.modules.get(name)
+    if module is not None and hasattr(module, "HTTPFileSystem"):
+        return
+    sys.modules.pop(name, None)
+    try:
+        importlib.import_module(name)
+        return
+    except ImportError:
+        sys.modules.pop(name, None)
+    stand_in = types.ModuleType(name, "fsspec's HTTP filesystem is not available (aiohttp is not installed)")
+    stand_in.HTTPFileSystem = type("HTTPFileSystem", (), {})  # type: ignore[attr-defined]
+    sys.modules[name] = stand_in
+
+
 def _run(
     ray: Any, fs: Any, span_files: list[str], log_files: list[str], job: _Job, workers: int, groups: int | None
 ) -> pa.Table:
@@ -218,8 +242,12 @@ def _run(
 
     context = DataContext.get_current()
     context.enable_progress_bars = False
+    # the file listing on the driver (DataSourceV2 lists files in remote tasks, which import fsspec's HTTP
+    # filesystem: see `_without_fsspec_http`)
+    context.use_datasource_v2 = False
     context.print_on_execution_start = False
     key_schema = pa.schema([pa.field("trace_id", pa.string()), pa.field("session_id", pa.string())])
+    _without_fsspec_http()
     pairs_ds = ray.data.read_parquet(
         span_files, filesystem=fs, columns=["trace_id", "session_id"], schema=key_schema, partitioning=None
     ).map_batches(_distinct_pairs, batch_format="pyarrow", batch_size=None)
@@ -241,6 +269,7 @@ def _run(
 
 def _rows(ray: Any, fs: Any, files: list[str], schema: pa.Schema, table: str, keys_ref: Any, buckets: int) -> Any:
     read = _nullable(pa.schema([f for f in schema if f.name not in ("date", "hour", "source_file")]))
+    _without_fsspec_http()
     return ray.data.read_parquet(files, filesystem=fs, schema=read, include_paths=True, partitioning=None).map_batches(
         _tag_remote,
         batch_format="pyarrow",

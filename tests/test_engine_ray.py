@@ -1,0 +1,80 @@
+"""The nightly job on Ray Data (`tracevals score --engine ray`): the rows of `--engine local`, row for row.
+
+A local Ray of 2 CPUs (one for the whole module: it takes about 10 s to start) scores a lake whose sessions
+are spread over two writers' files and two hours (tests/fixtures/engine_lakes.py): the session keys
+computed over both writers' files, the rows shuffled by session bucket into two partitions, each scored by
+`engine.score_sessions`. Everything, a sample with its seed, and a `since` give the rows of one process
+over the same lake; the CLI writes them to `scores/` with the lake's score schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
+
+from tracevals.cli import main
+from tracevals.lake.schema import SCORE_SCHEMA
+from tracevals.queries.selection import Selection
+from tracevals.scoring.offline import score_lake
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'tracevals[ray]'")
+
+from tracevals.scoring.engine_ray import score_lake_ray  # noqa: E402 (after the skip)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_session() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_two_writer_lake(tmp_path_factory.mktemp("ray") / "lake")
+
+
+SELECTIONS = {
+    "all": None,
+    "sample": Selection(fraction=0.5, seed=3),
+    "since": Selection(since=T0 + dt.timedelta(minutes=10)),
+}
+
+
+@pytest.mark.parametrize("name", list(SELECTIONS))
+def test_ray_scores_equal_one_process(lake: Path, name: str) -> None:
+    selection = SELECTIONS[name]
+    local = score_lake(lake, tasks=CASES, selection=selection, write=False)
+    on_ray = score_lake_ray(lake, tasks=CASES, selection=selection, write=False, workers=2)
+    assert local.scores.height > 0
+    assert rows(on_ray.scores).equals(rows(local.scores))
+    assert on_ray.traces == local.traces
+    if name == "all":  # the session of two writers and two hours: both of its traces, one session
+        split = on_ray.scores.filter(session_id=SPLIT)
+        assert split.get_column("trace_id").n_unique() == 2
+
+
+def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    options = ["--sample", "0.7", "--seed", "5", "--since", (T0 - dt.timedelta(hours=1)).isoformat()]
+    result = CliRunner().invoke(
+        main, ["score", "--lake", str(copy), "--engine", "ray", "--workers", "2", "--summary", *options]
+    )
+    assert result.exit_code == 0, result.output
+    [written] = sorted((copy / "scores").glob("*.parquet"))
+    table = pq.read_table(written)
+    assert table.schema.equals(SCORE_SCHEMA, check_metadata=False)
+    selection = Selection(since=T0 - dt.timedelta(hours=1), fraction=0.7, seed=5)
+    local = score_lake(lake, selection=selection, write=False)
+    assert rows(table).equals(rows(local.scores))
+    assert '"sample": {"fraction": 0.7, "seed": 5}' in table.column("details")[0].as_py()
