@@ -15,23 +15,31 @@ from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
 
 
-def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition() -> None:
+def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition(tmp_path: Path) -> None:
     # the SQL of a local lake (an s3:// lake is read as pyarrow datasets: tests/test_lake_object_storage.py)
-    sql = source_sql("/data/agents/lake/", "spans", hive=True)
+    lake = str(tmp_path / "lake")
+    sql = source_sql(lake + "/", "spans", hive=True)
     assert sql == (
         "SELECT * EXCLUDE (filename), filename AS source_file FROM read_parquet("
-        "['/data/agents/lake/spans/**/*.parquet'], hive_partitioning = true, union_by_name = true, "
+        f"['{lake}/spans/**/*.parquet'], hive_partitioning = true, union_by_name = true, "
         "filename = true, hive_types = {'date': DATE, 'hour': BIGINT})"
     )
-    days = partition_globs("/data/lake", "spans", "2026-11-28T22", "2026-11-29T03")
-    assert days == ["/data/lake/spans/date=2026-11-28/*/*.parquet", "/data/lake/spans/date=2026-11-29/*/*.parquet"]
+    for day, hour in (("2026-11-28", 21), ("2026-11-28", 22), ("2026-11-29", 3), ("2026-11-29", 4)):
+        folder = tmp_path / "lake" / "spans" / f"date={day}" / f"hour={hour:02d}"
+        folder.mkdir(parents=True)
+        (folder / "part-0.parquet").write_bytes(b"")  # listed, never opened
+    hours = partition_globs(lake, "spans", "2026-11-28T22", "2026-11-29T03")
+    assert hours == [
+        f"{lake}/spans/date=2026-11-28/hour=22/*.parquet",
+        f"{lake}/spans/date=2026-11-29/hour=03/*.parquet",
+    ]
     where = partition_filter("2026-11-28T22", "2026-11-29T03")
-    ranged = source_sql("/data/lake", "spans", hive=True, where=where, globs=days)
+    ranged = source_sql(lake, "spans", hive=True, where=where, globs=hours)
     assert ranged.endswith(
         "WHERE (date > DATE '2026-11-28' OR (date = DATE '2026-11-28' AND hour >= 22)) "
         "AND (date < DATE '2026-11-29' OR (date = DATE '2026-11-29' AND hour <= 3))"
     )
-    assert "'/data/lake/spans/date=2026-11-28/*/*.parquet', '/data/lake/spans/date=2026-11-29" in ranged
+    assert f"['{lake}/spans/date=2026-11-28/hour=22/*.parquet', '{lake}/spans/date=2026-11-29/hour=03" in ranged
 
 
 def test_range_bounds_accept_days_hours_and_datetimes() -> None:
