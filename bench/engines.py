@@ -7,7 +7,7 @@ The lake is bench/scoring.py's (nine session shapes with their task cases, about
 hive partitions over one day). Each configuration runs as users run it, a process of its own:
 `tracevals score --lake L --tasks T --config C --summary --engine E --workers W`, and is measured from
 outside: wall time; CPU seconds of its whole process tree (the command, its worker processes, and for
-Ray its GCS, raylet and workers: /proc sampled every 0.2 s, each process's last utime + stime, or the
+Ray its GCS, raylet and workers: /proc sampled every 0.5 s, each process's last utime + stime, or the
 kernel's wait4 total of the reaped tree if larger); peak memory, the largest sum of the tree's PSS
 (shared pages, such as Ray's object store, counted once in proportion). The scores each run wrote to
 `scores/` are compared with the first run's, every column but `scored_at`.
@@ -114,7 +114,7 @@ def run_tree(cmd: list[str], env: dict[str, str]) -> Measured:
                 if pid in table:
                     cpu[pid] = max(cpu.get(pid, 0.0), table[pid][1])
             peak[0] = max(peak[0], sum(_pss_mib(pid) for pid in tree))
-            done.wait(0.2)
+            done.wait(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -180,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                     same = "yes" if got.equals(reference) else f"NO ({got.height:,} rows against {reference.height:,})"
                 shutil.rmtree(written)
                 results.append((engine, workers, measured, same))
+                print(f"  {engine} {workers}: {measured.wall:.1f} s wall, {measured.cpu:.1f} CPU s, "
+                      f"{measured.peak_mib:.0f} MiB, scores: {same}", file=sys.stderr, flush=True)  # fmt: skip
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
