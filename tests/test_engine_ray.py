@@ -14,10 +14,14 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
+from fixtures.fleet import SPLIT as FLEET_SPLIT
+from fixtures.fleet import write_fleet_lake
+from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 
 from tracevals.cli import main
 from tracevals.lake.schema import SCORE_SCHEMA
@@ -78,3 +82,22 @@ def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> 
     local = score_lake(lake, selection=selection, write=False)
     assert rows(table).equals(rows(local.scores))
     assert '"sample": {"fraction": 0.7, "seed": 5}' in table.column("details")[0].as_py()
+
+
+def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 25's whole path on one machine: two real collectors commit to one s3:// lake (moto on 127.0.0.1),
+    a session's two turns one to each and in two hours; the nightly job on Ray gives the rows of `--engine
+    local` over the same lake, the split session is one, and the CLI writes the rows into the bucket."""
+    remote = s3.lake("fleet")
+    split = write_fleet_lake(remote, tmp_path)
+    assert len({k.split("/")[3] for k in s3.keys("fleet/spans/") if k.endswith(".parquet")}) == 2  # two hours
+    local = score_lake(remote, write=False)
+    on_ray = score_lake_ray(remote, write=False, workers=2)
+    assert local.scores.height > 0
+    assert rows(on_ray.scores).equals(rows(local.scores))
+    mine = on_ray.scores.filter(pl.col("trace_id").is_in(split))
+    assert mine.height > 0 and mine.get_column("session_id").unique().to_list() == [FLEET_SPLIT]
+    # the CLI writes them into the bucket's scores/
+    result = CliRunner().invoke(main, ["score", "--lake", remote, "--engine", "ray", "--workers", "2", "--summary"])
+    assert result.exit_code == 0, result.output
+    assert s3.keys("fleet/scores/")

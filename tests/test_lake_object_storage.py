@@ -342,3 +342,10 @@ def test_an_s3_outage_holds_commits_not_acknowledgements(s3: S3, tmp_path: Path)
     rows = _object_rows(lake)
     assert acknowledged - set(rows) == set() and len(acknowledged) == 300
     assert not list((wal / "staging").rglob("*.tmp"))
+
+
+def test_score_follow_on_an_s3_lake_is_one_line(s3: S3) -> None:  # noqa: F811
+    result = CliRunner().invoke(main, ["score", "--lake", s3.lake("lake"), "--follow"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ") and result.output.count("\n") == 1, result.output
+    assert "Traceback" not in result.output

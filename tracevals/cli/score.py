@@ -239,6 +239,7 @@ def _follow(
     fmt: str,
     max_file_rows: int | None = None,
 ) -> None:
+    from tracevals.queries.lake import LakeError
     from tracevals.scoring.live import Follower
 
     stopping: list[int] = []
@@ -246,7 +247,6 @@ def _follow(
     def stop(signum: int, _frame: object) -> None:
         stopping.append(signum)
 
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     header = [fmt == "csv"]
 
     def show(scores: pl.DataFrame, _roots: dict[str, str]) -> None:
@@ -264,16 +264,20 @@ def _follow(
         sys.stdout.flush()
 
     sinks: list[Any] = [show] + ([emitter] if emitter is not None else [])
-    follower = Follower(
-        lake,
-        tasks=tasks,
-        config=config,
-        evaluators=evaluators,
-        idle_s=idle,
-        sample=(sample, seed) if sample is not None else None,
-        write=write,
-        sinks=sinks,
-    )
+    try:
+        follower = Follower(
+            lake,
+            tasks=tasks,
+            config=config,
+            evaluators=evaluators,
+            idle_s=idle,
+            sample=(sample, seed) if sample is not None else None,
+            write=write,
+            sinks=sinks,
+        )
+    except LakeError as exc:  # a lake --follow cannot follow (object storage): one line
+        raise click.ClickException(str(exc)) from None
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     if max_file_rows:
         follower.max_file_rows = max_file_rows
     follower.prepare()
