@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.lake_rows import span_row
+from fixtures.plain import plain_rows
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -83,7 +84,7 @@ def test_a_session_without_content_looks_up_as_the_views_compute_it(tmp_path_fac
     for view in ("trajectories", "steps", "tool_call_gaps"):
         expected = con.execute(f"SELECT * FROM {view} WHERE session_id = 's-0000'").fetchall()
         for connection in (con, snapshot):
-            looked_up = [tuple(row.values()) for row in session_lookup(connection, "s-0000", view).to_pylist()]
+            looked_up = plain_rows(session_lookup(connection, "s-0000", view).to_pylist())
             assert sorted(map(repr, looked_up)) == sorted(map(repr, expected))
         assert expected or view == "tool_call_gaps"
     # the lookup took the shortcut: it made the empty stand-in of the message views (kept for the next one)

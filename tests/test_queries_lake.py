@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
+from fixtures.plain import plain_rows
 
 from tracevals.lake.frameworks import adk_tool_response, google_adk
 from tracevals.lake.schema import SPAN_SCHEMA
@@ -132,19 +133,8 @@ def test_a_lookup_over_files_of_two_formats_reads_every_value(tmp_path: Path) ->
     [(session,)] = con.execute("SELECT DISTINCT session_id FROM sessions").fetchall()
     for view in ("steps", "trajectories"):
         expected = con.execute(f"SELECT * FROM {view} WHERE session_id = ?", [session]).fetchall()
-        looked_up = [tuple(map(_plain, row.values())) for row in session_lookup(con, session, view).to_pylist()]
+        looked_up = plain_rows(session_lookup(con, session, view).to_pylist())
         assert sorted(map(repr, looked_up)) == sorted(map(repr, expected)) and expected
-
-
-def _plain(value: object) -> object:
-    """A timestamp as a `datetime`: with pandas installed (Ray's extra brings it), pyarrow gives nanosecond
-    timestamps as `pandas.Timestamp`, which DuckDB's rows hold as `datetime`; the values are the same."""
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    to_datetime = getattr(value, "to_pydatetime", None)
-    return to_datetime() if callable(to_datetime) else value
 
 
 def test_snapshots(tmp_path: Path) -> None:
