@@ -3,7 +3,8 @@
 pyspark is not in the lock (the `spark` extra: about 650 MB, and Java 17), so this file is skipped unless it
 is importable. To run it (docs/scale.md):
 
-    python -m venv /tmp/spark-venv && /tmp/spark-venv/bin/pip install -r requirements.lock -e '.[spark]'
+    python -m venv /tmp/spark-venv && /tmp/spark-venv/bin/pip install -r requirements.lock
+    /tmp/spark-venv/bin/pip install -e '.[spark]'
     /tmp/spark-venv/bin/python -m pytest tests/test_engine_spark.py
 """
 
