@@ -22,6 +22,7 @@ platform reads.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,9 @@ def _spark(workers: int) -> Any:
     builder = SparkSession.builder.appName("tracevals-score")
     if not os.environ.get("SPARK_REMOTE"):
         builder = builder.master(f"local[{workers}]")
+        # local workers run this interpreter (the one tracevals is installed in), not the first python3 on
+        # PATH, which Spark starts otherwise and which cannot import tracevals or its dependencies
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return (
         builder.config("spark.sql.legacy.parquet.nanosAsLong", "true")
         .config("spark.sql.session.timeZone", "UTC")
