@@ -46,7 +46,7 @@ from tracevals.model.case import Case
 from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
 from tracevals.queries.selection import Selection, _components
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.offline import score_connection
+from tracevals.scoring.offline import ScoringRun, _tally, score_connection
 
 PricesT = Mapping[str, tuple[float, float]]
 
@@ -323,3 +323,23 @@ def partition_files(lake: str, sub: str, since: dt.datetime | None = None) -> tu
                 continue
         files.append(info.path)
     return fs, sorted(files)
+
+
+def engine_run(lake: str, scored: pa.Table, *, write: bool, keep_scores: bool) -> ScoringRun:
+    """An engine's score rows (`SCORE_SCHEMA`, collected on the driver) as `score_lake` returns them:
+    written to `lake/scores/` unless `write=False`, counted, and kept unless `keep_scores=False` (then only
+    the counts per evaluator)."""
+    from tracevals.model.score import SCORE_FRAME_SCHEMA
+    from tracevals.scoring.store import write_score_frame
+
+    scores = pl.from_arrow(scored.drop_columns(["scored_at"]))
+    assert isinstance(scores, pl.DataFrame)
+    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
+    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
+    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
+    written = write_score_frame(lake, scores) if write else None
+    files = (written,) if written else ()
+    if not keep_scores:
+        empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=files)
+    return ScoringRun(scores, traces, sessions, written=written, files=files)

@@ -53,14 +53,14 @@ from tracevals.scoring.engine import (
     EngineMissing,
     PricesT,
     SessionScorer,
+    engine_run,
     normalise,
     partition_files,
     row_buckets,
     session_buckets,
     session_keys,
 )
-from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, _tally
-from tracevals.scoring.store import write_score_frame
+from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
 INSTALL = "the ray engine needs Ray Data: pip install 'tracevals[ray]'"
 
@@ -191,16 +191,7 @@ def score_lake_ray(
     finally:
         if started:
             ray.shutdown()
-    scores = pl.from_arrow(scored.drop_columns(["scored_at"]))
-    assert isinstance(scores, pl.DataFrame)
-    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
-    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
-    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
-    written = write_score_frame(lake, scores) if write else None
-    run = ScoringRun(scores, traces, sessions, written=written, files=(written,) if written else ())
-    if not keep_scores:
-        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=run.files)
-    return run
+    return engine_run(lake, scored, write=write, keep_scores=keep_scores)
 
 
 def _start(ray: Any, workers: int) -> bool:

@@ -41,13 +41,13 @@ from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.engine import (
     EngineMissing,
     SessionScorer,
+    engine_run,
     normalise,
     partition_files,
     session_buckets,
     session_keys,
 )
-from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, _tally
-from tracevals.scoring.store import write_score_frame
+from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
 INSTALL = "the spark engine needs pyspark (and Java 17): pip install 'tracevals[spark]'"
 _TABLE = "_tracevals_table"
@@ -168,16 +168,7 @@ def score_lake_spark(
         table.schema.get_field_index("scored_at"), "scored_at", table.column("scored_at").cast(pa.int64())
     )
     table = normalise(table, pa.schema([pa.field(f.name, f.type) for f in SCORE_SCHEMA]))
-    scores = pl.from_arrow(table.drop_columns(["scored_at"]))
-    assert isinstance(scores, pl.DataFrame)
-    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
-    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
-    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
-    written = write_score_frame(lake, scores) if write else None
-    files = (written,) if written else ()
-    if not keep_scores:
-        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=files)
-    return ScoringRun(scores, traces, sessions, written=written, files=files)
+    return engine_run(lake, table, write=write, keep_scores=keep_scores)
 
 
 def _arrow(frame: Any) -> pa.Table:
