@@ -1,6 +1,6 @@
-"""Benchmark: the nightly job in one process and on Ray Data, over the same lake, with the same rows.
+"""Benchmark: the nightly job in one process, on Ray Data and on Spark, over the same lake, with the same rows.
 
-    .venv/bin/python bench/engines.py                          # ~10^6 spans; local and Ray, 1 and 2 workers
+    .venv/bin/python bench/engines.py                          # ~10^6 spans; local, Ray, Spark; 1 and 2 workers
     .venv/bin/python bench/engines.py --spans 200000 --engines local,ray --workers 2
 
 The lake is bench/scoring.py's (nine session shapes with their task cases, about 7.5 spans a session,
@@ -14,6 +14,10 @@ kernel's wait4 total of the reaped tree if larger); peak memory, the largest sum
 
 On 2 cores an engine costs more than one process (start-up, a shuffle through the object store, the
 views bound again in each worker): this measures that cost, and checks that the rows are the same.
+
+Ray is the project's `ray` extra (in the lock). Spark is not in the project's environment: its runs get
+pyspark from bench/.venvs/spark (bench/peers/spark.txt, installed on first use, ~650 MB) on PYTHONPATH
+and need `java` (17) on PATH; without them the Spark lines say why they were not measured.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import polars as pl
-from common import PROJECT_PYTHON, ROOT, Figure, Section
+from common import PROJECT_PYTHON, ROOT, Figure, PeerUnavailable, Section, peer_python
 from scoring import CONFIG, cases, write_lake
 
 COMPARED = [
@@ -130,6 +134,22 @@ def run_tree(cmd: list[str], env: dict[str, str]) -> Measured:
     return Measured(wall, total, peak[0], len(cpu), code, "".join(out), "".join(err))
 
 
+def _engine_env(engine: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment of an engine's runs: Spark's adds bench/.venvs/spark's site-packages (pyspark, py4j;
+    bench/peers/spark.txt) to PYTHONPATH, and needs `java` on PATH."""
+    if engine != "spark":
+        return env
+    if shutil.which("java") is None:
+        raise PeerUnavailable("spark: no `java` on PATH (Spark 4 needs Java 17)")
+    python = peer_python("spark")
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    paths = [purelib, *filter(None, [env.get("PYTHONPATH")])]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def _rows(directory: Path) -> pl.DataFrame:
     return pl.read_parquet(str(directory / "*.parquet")).select(COMPARED).sort(COMPARED, nulls_last=True)
 
@@ -137,7 +157,7 @@ def _rows(directory: Path) -> pl.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--spans", type=int, default=1_000_000, help="about this many spans in the lake")
-    parser.add_argument("--engines", default="local,ray", help="comma-separated: local, ray, spark")
+    parser.add_argument("--engines", default="local,ray,spark", help="comma-separated: local, ray, spark")
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="write the lake here and keep it")
@@ -149,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(lake)
     lake.mkdir(parents=True)
     results: list[tuple[str, int, Measured, str]] = []
+    unavailable: list[tuple[str, str]] = []
     try:
         started = time.perf_counter()
         sessions = round(args.spans / SPANS_PER_SESSION)
@@ -162,11 +183,17 @@ def main(argv: list[str] | None = None) -> int:
         env.pop("RAY_ADDRESS", None)
         reference: pl.DataFrame | None = None
         for engine in args.engines.split(","):
+            try:
+                engine_env = _engine_env(engine, env)
+            except PeerUnavailable as why:
+                print(f"{engine}: not measured: {why}", file=sys.stderr)
+                unavailable.append((engine, str(why)))
+                continue
             for workers in (int(w) for w in args.workers.split(",")):
                 cmd = [str(PROJECT_PYTHON), "-m", "tracevals", "score", "--lake", str(lake), "--tasks", str(tasks)]
                 cmd += ["--config", str(config), "--summary", "--engine", engine, "--workers", str(workers)]
                 print(f"running {engine} with {workers} workers ...", file=sys.stderr, flush=True)
-                measured = run_tree(cmd, env)
+                measured = run_tree(cmd, engine_env)
                 if measured.returncode != 0:
                     print(f"{engine} {workers}: exit {measured.returncode}: {measured.stderr[-800:]}", file=sys.stderr)
                     results.append((engine, workers, measured, "failed"))
@@ -205,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             Figure(f"nightly job, {label}, {spans:,} spans (sessions/s wall)", "sessions/s", [sessions / m.wall])
         )
         figures.append(Figure(f"nightly job, {label} (CPU s, process tree)", "s", [m.cpu], higher_is_better=False))
+    for engine, why in unavailable:
+        print(f"{engine}: not measured ({why})")
     identical = all(same != "failed" and not same.startswith("NO") for *_, same in results)
     print(f"scores identical across engines: {'yes' if identical else 'NO'}")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")

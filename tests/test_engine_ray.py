@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -25,12 +26,17 @@ from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 
 from tracevals.cli import main
 from tracevals.lake.schema import SCORE_SCHEMA
+from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection
 from tracevals.scoring.offline import score_lake
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'tracevals[ray]'")
 
-from tracevals.scoring.engine_ray import score_lake_ray  # noqa: E402 (after the skip)
+from tracevals.scoring.engine_ray import (  # noqa: E402 (after the skip)
+    SORT_SHUFFLE_BUCKETS,
+    score_lake_ray,
+    shuffle_strategy,
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -67,6 +73,16 @@ def test_ray_scores_equal_one_process(lake: Path, name: str) -> None:
         assert split.get_column("trace_id").n_unique() == 2
 
 
+def test_beyond_the_sort_shuffles_buckets_the_hash_shuffle_gives_the_same_rows(lake: Path) -> None:
+    """A lake of more buckets than `SORT_SHUFFLE_BUCKETS` is shuffled by Ray's hash shuffle (the sort
+    shuffle's pieces grow as buckets^2): the same rows."""
+    buckets = SORT_SHUFFLE_BUCKETS + 1
+    assert shuffle_strategy(buckets) == "hash_shuffle" and shuffle_strategy(buckets - 1).startswith("sort")
+    local = score_lake(lake, tasks=CASES, write=False)
+    on_ray = score_lake_ray(lake, tasks=CASES, write=False, workers=2, groups=buckets)
+    assert rows(on_ray.scores).equals(rows(local.scores))
+
+
 def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> None:
     copy = tmp_path / "lake"
     shutil.copytree(lake, copy)
@@ -75,13 +91,31 @@ def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> 
         main, ["score", "--lake", str(copy), "--engine", "ray", "--workers", "2", "--summary", *options]
     )
     assert result.exit_code == 0, result.output
-    [written] = sorted((copy / "scores").glob("*.parquet"))
-    table = pq.read_table(written)
-    assert table.schema.equals(SCORE_SCHEMA, check_metadata=False)
+    written = sorted((copy / "scores").glob("*.parquet"))  # --summary: each group wrote its own file
+    assert written
+    tables = [pq.read_table(f) for f in written]
+    assert all(t.schema.equals(SCORE_SCHEMA, check_metadata=False) for t in tables)
+    table = pa.concat_tables(tables)
     selection = Selection(since=T0 - dt.timedelta(hours=1), fraction=0.7, seed=5)
     local = score_lake(lake, selection=selection, write=False)
     assert rows(table).equals(rows(local.scores))
     assert '"sample": {"fraction": 0.7, "seed": 5}' in table.column("details")[0].as_py()
+
+
+def test_a_summary_run_writes_from_the_groups_and_counts_as_one_process(lake: Path, tmp_path: Path) -> None:
+    """`keep_scores=False` (the nightly `--summary`): every group writes its own scores file and sends back
+    counts only; the files hold one process's rows, and the run counts what one process counts."""
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    local = score_lake(lake, tasks=CASES, write=False, keep_scores=False)
+    everything = score_lake(lake, tasks=CASES, write=False)
+    on_ray = score_lake_ray(copy, tasks=CASES, keep_scores=False, workers=2, groups=3)
+    assert on_ray.scores.height == 0
+    assert (on_ray.traces, on_ray.sessions) == (local.traces, local.sessions)
+    assert on_ray.summary().equals(local.summary())
+    files = sorted((copy / "scores").glob("*.parquet"))
+    assert sorted(map(str, on_ray.files)) == list(map(str, files)) and 1 < len(files) <= 3
+    assert rows(pa.concat_tables([pq.read_table(f) for f in files])).equals(rows(everything.scores))
 
 
 def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811
@@ -101,3 +135,9 @@ def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, t
     result = CliRunner().invoke(main, ["score", "--lake", remote, "--engine", "ray", "--workers", "2", "--summary"])
     assert result.exit_code == 0, result.output
     assert s3.keys("fleet/scores/")
+    con = open_lake(remote)
+    try:
+        in_bucket = con.sql("SELECT * FROM scores").to_arrow_table()
+    finally:
+        con.close()
+    assert rows(in_bucket).equals(rows(local.scores))

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tracevals.lake.paths import is_remote
@@ -107,17 +108,25 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
     return final
 
 
-def write_lake_file(lake: str | os.PathLike[str], folder: str, table: pa.Table, compression: str = "zstd") -> LakeFile:
+def write_lake_file(
+    lake: str | os.PathLike[str],
+    folder: str,
+    table: pa.Table,
+    compression: str = "zstd",
+    filesystem: tuple[pafs.FileSystem, str] | None = None,
+) -> LakeFile:
     """Write `table` as a new Parquet file in `LAKE/folder` (`spans/date=…/hour=…`, `scores`): on a local lake
     `write_table_atomically`; on object storage one PUT of the whole file to its final key (no temporary
     object: S3 has no rename, and an object is visible only once its upload completed). Returns the local
-    path, or the object's URL. Upload errors are `LakeError`s naming the lake and what to fix."""
+    path, or the object's URL. Upload errors are `LakeError`s naming the lake and what to fix.
+    `filesystem`: the lake's (filesystem, root) as `storage.lake_filesystem` gave them elsewhere (an
+    engine's worker writes with its driver's, whose AWS_* settings it may not have)."""
     text = os.fspath(lake)
     if not is_remote(text):
         return write_table_atomically(table, Path(text) / folder, compression)
     from tracevals.lake.storage import join, lake_filesystem, put_table, storage_error, url
 
-    fs, root = lake_filesystem(text)
+    fs, root = filesystem or lake_filesystem(text)
     path = join(root, folder, new_file_name())
     try:
         put_table(

@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -325,6 +326,83 @@ def partition_files(lake: str, sub: str, since: dt.datetime | None = None) -> tu
     return fs, sorted(files)
 
 
+#: What a group that wrote its own score rows returns (`write_group`): one row per evaluator, with the
+#: group's traces, sessions and the file it wrote (a group of no rows: no row).
+GROUP_SUMMARY: pa.Schema = pa.schema(
+    [
+        pa.field("evaluator", pa.string()),
+        pa.field("scores", pa.int64()),
+        pa.field("passed", pa.int64()),
+        pa.field("rated", pa.int64()),
+        pa.field("traces", pa.int64()),
+        pa.field("sessions", pa.int64()),
+        pa.field("file", pa.string()),
+    ]
+)
+
+
+def writes_on_workers(write: bool, keep_scores: bool) -> bool:
+    """Whether an engine's groups write their own score rows (`write_group`, one file each, as `score_lake`
+    writes a group at a time) and send back only counts: a written run that keeps no rows (`--summary`, the
+    nightly job). Otherwise every row comes back to the driver, which would hold all of them."""
+    return write and not keep_scores
+
+
+def write_group(lake: str, scored: pa.Table, filesystem: tuple[pafs.FileSystem, str] | None = None) -> pa.Table:
+    """On a worker: a group's score rows (`SCORE_SCHEMA`) written to `lake/scores/` as one file with the
+    store's writer, and summarised as `GROUP_SUMMARY` (a session is in one group, so the counts add up).
+    `filesystem`: the driver's (filesystem, root) of an object-store lake (`lake_filesystem`): a worker
+    need not have the driver's AWS_* settings."""
+    from tracevals.scoring.store import write_score_frame
+
+    scores = _score_frame(scored)
+    if not scores.height:
+        return GROUP_SUMMARY.empty_table()
+    traces, sessions = _counts(scores)
+    written = write_score_frame(lake, scores, filesystem=filesystem if is_remote(lake) else None)
+    tally = _tally(scores).with_columns(traces=pl.lit(traces, pl.Int64), sessions=pl.lit(sessions, pl.Int64))
+    tally = tally.with_columns(file=pl.lit(str(written) if written else None, pl.String))
+    return tally.to_arrow().select(GROUP_SUMMARY.names).cast(GROUP_SUMMARY)
+
+
+def _score_frame(scored: pa.Table) -> pl.DataFrame:
+    from tracevals.model.score import SCORE_FRAME_SCHEMA
+
+    scores = pl.from_arrow(scored.drop_columns(["scored_at"]))
+    assert isinstance(scores, pl.DataFrame)
+    return scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
+
+
+def _counts(scores: pl.DataFrame) -> tuple[int, int]:
+    if not scores.height:
+        return 0, 0
+    traces = scores.get_column("trace_id").n_unique()
+    return traces, scores.select(pl.coalesce("session_id", "trace_id")).n_unique()
+
+
+def engine_summary(lake: str, summary: pa.Table) -> ScoringRun:
+    """The groups' `GROUP_SUMMARY` rows (collected on the driver) as `score_lake(keep_scores=False)` returns
+    its run: counts per evaluator, traces and sessions, the files written."""
+    from tracevals.lake.writer import ObjectURL
+    from tracevals.model.score import SCORE_FRAME_SCHEMA
+
+    frame = pl.from_arrow(summary)
+    assert isinstance(frame, pl.DataFrame)
+    per_file = frame.group_by("file").agg(pl.col("traces").first(), pl.col("sessions").first()).sort("file")
+    tallies = frame.group_by("evaluator").agg(pl.col("scores", "passed", "rated").sum()).sort("evaluator")
+    remote = is_remote(lake)
+    files = tuple(ObjectURL(f) if remote else Path(f) for f in per_file.get_column("file").drop_nulls())
+    return ScoringRun(
+        pl.DataFrame(schema=SCORE_FRAME_SCHEMA),
+        int(per_file.get_column("traces").sum()),
+        int(per_file.get_column("sessions").sum()),
+        written=files[-1] if files else None,
+        tallies=tallies,
+        files=files,
+        groups=per_file.height,
+    )
+
+
 def engine_run(lake: str, scored: pa.Table, *, write: bool, keep_scores: bool) -> ScoringRun:
     """An engine's score rows (`SCORE_SCHEMA`, collected on the driver) as `score_lake` returns them:
     written to `lake/scores/` unless `write=False`, counted, and kept unless `keep_scores=False` (then only
@@ -332,11 +410,8 @@ def engine_run(lake: str, scored: pa.Table, *, write: bool, keep_scores: bool) -
     from tracevals.model.score import SCORE_FRAME_SCHEMA
     from tracevals.scoring.store import write_score_frame
 
-    scores = pl.from_arrow(scored.drop_columns(["scored_at"]))
-    assert isinstance(scores, pl.DataFrame)
-    scores = scores.cast(dict(SCORE_FRAME_SCHEMA))  # type: ignore[arg-type]
-    traces = scores.get_column("trace_id").n_unique() if scores.height else 0
-    sessions = scores.select(pl.coalesce("session_id", "trace_id")).n_unique() if scores.height else 0
+    scores = _score_frame(scored)
+    traces, sessions = _counts(scores)
     written = write_score_frame(lake, scores) if write else None
     files = (written,) if written else ()
     if not keep_scores:

@@ -14,8 +14,9 @@ lake's Parquet:
    `spans` view's de-duplication prefers the later of), tagged with their trace's bucket, as one dataset;
    `groupby(bucket, num_partitions=workers).map_groups(..., batch_format="pyarrow")`: each group is whole
    sessions, scored by `engine.score_sessions` (the views, the selection, the evaluators of one process);
-4. the score rows come back to the driver, which writes them to `LAKE/scores/` with the store's writer
-   (`store.write_score_frame`).
+4. a run that writes and keeps no rows (`--summary`, the nightly job): each group writes its rows to
+   `LAKE/scores/` (one file, the store's writer: `engine.write_group`) and sends back counts per evaluator;
+   otherwise the rows come back to the driver, which writes them with the same writer.
 
 `ray` is imported only here, when this engine is chosen (`pip install 'tracevals[ray]'`). Locally
 `ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)`; with `RAY_ADDRESS` set, the
@@ -41,24 +42,29 @@ import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import lake_prices
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR
+from tracevals.lake.paths import is_remote, lake_prices
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.engine import (
+    GROUP_SUMMARY,
     LOG_COLUMNS,
     SPAN_COLUMNS,
     EngineMissing,
     PricesT,
     SessionScorer,
     engine_run,
+    engine_summary,
+    lake_filesystem,
     normalise,
     partition_files,
     row_buckets,
     session_buckets,
     session_keys,
+    write_group,
+    writes_on_workers,
 )
 from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
@@ -102,6 +108,8 @@ class _Job:
     evaluators: Sequence[Evaluator]
     selection: Selection | None
     prices: PricesT
+    lake: str | None = None  # each group writes its rows here and returns a summary (`engine.write_group`)
+    filesystem: tuple[Any, str] | None = None  # the driver's (filesystem, root) of the lake, for the writes
 
 
 # ---------------------------------------------------------------- on the workers
@@ -145,7 +153,7 @@ def _score_group(group: pa.Table, job: _Job) -> pa.Table:
     table = group.column(_TABLE)
     spans = group.filter(pc.equal(table, "spans"))
     logs = group.filter(pc.equal(table, "logs"))
-    return _SCORER[0].score(
+    scored = _SCORER[0].score(
         spans,
         logs if logs.num_rows else None,
         tasks=job.tasks,
@@ -153,6 +161,7 @@ def _score_group(group: pa.Table, job: _Job) -> pa.Table:
         evaluators=job.evaluators,
         selection=job.selection,
     )
+    return write_group(job.lake, scored, job.filesystem) if job.lake is not None else scored
 
 
 # ---------------------------------------------------------------- on the driver
@@ -170,9 +179,10 @@ def score_lake_ray(
     workers: int = 2,
     groups: int | None = None,
 ) -> ScoringRun:
-    """`offline.score_lake` on Ray (the module docstring): the same rows; written to `lake/scores/` from the
-    driver unless `write=False`. `workers`: CPUs of a local Ray, and the shuffle's partitions; `groups`:
-    buckets of sessions (default: one per `GROUP_TRACES` traces, at least `workers`)."""
+    """`offline.score_lake` on Ray (the module docstring): the same rows, written to `lake/scores/` unless
+    `write=False` (by the groups themselves when `keep_scores=False`, else by the driver). `workers`: CPUs
+    of a local Ray; `groups`: buckets of sessions (default: one per `GROUP_TRACES` traces, at least
+    `workers`)."""
     ray = _ray()
     lake = os.fspath(lake)
     lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
@@ -181,7 +191,9 @@ def score_lake_ray(
     prices = lake_prices(lake)
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    job = _Job(tasks, config, chosen, selection, prices)
+    on_workers = writes_on_workers(write, keep_scores)
+    target = lake if is_remote(lake) else os.path.abspath(lake)  # where the workers write (their cwd is Ray's)
+    job = _Job(tasks, config, chosen, selection, prices, target if on_workers else None, lake_filesystem(lake))
     empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     if not span_files:
         return ScoringRun(empty, 0, 0)
@@ -191,6 +203,8 @@ def score_lake_ray(
     finally:
         if started:
             ray.shutdown()
+    if on_workers:
+        return engine_summary(lake, scored)
     return engine_run(lake, scored, write=write, keep_scores=keep_scores)
 
 
@@ -226,6 +240,24 @@ def _without_fsspec_http() -> None:
     sys.modules[name] = stand_in
 
 
+SORT_SHUFFLE = "sort_shuffle_pull_based"
+HASH_SHUFFLE = "hash_shuffle"
+# Up to this many buckets the job shuffles with Ray's sort shuffle (tasks only: on 2 cores Ray's hash
+# shuffle took 24 s for a lake of 100 traces, starting its aggregator actors, the sort 4 s); its pieces grow
+# as buckets^2 (64 buckets: 4,096 pieces, ~40 CPU-s), so a bigger lake takes the hash shuffle, whose
+# pieces grow with the blocks.
+SORT_SHUFFLE_BUCKETS = 64
+
+
+def shuffle_strategy(buckets: int) -> str:
+    """Ray Data's shuffle for a job of `buckets` buckets: RAY_DATA_DEFAULT_SHUFFLE_STRATEGY when set, else
+    the sort shuffle up to `SORT_SHUFFLE_BUCKETS`, the hash shuffle beyond."""
+    chosen = os.environ.get("RAY_DATA_DEFAULT_SHUFFLE_STRATEGY")
+    if chosen:
+        return chosen
+    return SORT_SHUFFLE if buckets <= SORT_SHUFFLE_BUCKETS else HASH_SHUFFLE
+
+
 def _run(
     ray: Any, fs: Any, span_files: list[str], log_files: list[str], job: _Job, workers: int, groups: int | None
 ) -> pa.Table:
@@ -236,10 +268,6 @@ def _run(
     # the file listing on the driver (DataSourceV2 lists files in remote tasks, which import fsspec's HTTP
     # filesystem: see `_without_fsspec_http`)
     context.use_datasource_v2 = False
-    # a shuffle of tasks (no aggregator actors to start): on 2 cores the default (shuffle_v2) took 24 s for a
-    # lake of 100 traces, this one 4 s once the workers are warm; RAY_DATA_DEFAULT_SHUFFLE_STRATEGY overrides
-    if not os.environ.get("RAY_DATA_DEFAULT_SHUFFLE_STRATEGY"):
-        context.shuffle_strategy = "sort_shuffle_pull_based"
     context.print_on_execution_start = False
     key_schema = pa.schema([pa.field("trace_id", pa.string()), pa.field("session_id", pa.string())])
     _without_fsspec_http()
@@ -251,20 +279,22 @@ def _run(
     buckets = groups or max(workers, math.ceil(keys.num_rows / GROUP_TRACES))
     keyed = session_buckets(keys, buckets).select(["trace_id", "bucket"])
     keys_ref = ray.put(keyed)
+    strategy = shuffle_strategy(buckets)
+    context.shuffle_strategy = strategy  # before the datasets are made: each keeps a copy of the context
     rows = _rows(ray, fs, span_files, SPAN_COLUMNS, "spans", keys_ref, buckets)
     if log_files:
         rows = rows.union(_rows(ray, fs, log_files, _nullable(LOG_SCHEMA), "logs", keys_ref, buckets))
-    # The sort shuffle cuts every input block into one piece per output block (as many as there are input
-    # blocks), and each piece costs Ray ~10 ms to serialise whatever its size: 32 files read as 128 blocks
-    # were 16,384 pieces, 230 s of a 250 s run. The rows are first combined (no shuffle) into a block per
-    # bucket: buckets^2 pieces.
-    rows = rows.repartition(buckets, shuffle=False)
-    scored = rows.groupby(_BUCKET, num_partitions=max(1, min(workers, buckets))).map_groups(
+    if strategy.startswith("sort_shuffle"):
+        # The sort shuffle cuts every input block into one piece per output block (as many as there are
+        # input blocks), and each piece costs Ray ~10 ms to serialise whatever its size: 32 files read as
+        # 128 blocks were 16,384 pieces, 230 s of a 250 s run. The rows are first combined (no shuffle) into
+        # a block per bucket: buckets^2 pieces.
+        rows = rows.repartition(buckets, shuffle=False)
+    # (the sort shuffle ignores num_partitions; the hash shuffle makes a block of each partition: a bucket)
+    scored = rows.groupby(_BUCKET, num_partitions=buckets).map_groups(
         _score_group, batch_format="pyarrow", fn_kwargs={"job": job}
     )
-    from tracevals.lake.schema import SCORE_SCHEMA
-
-    return _collect(ray, scored, SCORE_SCHEMA)
+    return _collect(ray, scored, GROUP_SUMMARY if job.lake is not None else SCORE_SCHEMA)
 
 
 def _rows(ray: Any, fs: Any, files: list[str], schema: pa.Schema, table: str, keys_ref: Any, buckets: int) -> Any:

@@ -12,7 +12,9 @@ The same steps as `engine_ray`, in Spark's terms:
    broadcast back and joined on `trace_id`;
 3. `repartition(workers, bucket).groupBy(bucket).applyInArrow(fn, schema)`: `fn` gets a group's rows
    as one Arrow table (strings as large_string: normalised) and returns `engine.score_sessions`' rows;
-4. `toArrow()` on the driver, written to `LAKE/scores/` by the store's writer.
+4. `toArrow()` on the driver, written to `LAKE/scores/` by the store's writer; or, for a run that writes
+   and keeps no rows (`--summary`), each group writes its own rows (`engine.write_group`) and only counts
+   per evaluator come back.
 
 `spark.master` is `local[workers]` unless a session exists already or SPARK_REMOTE names a Spark
 Connect server. Spark here cannot read `s3a://` without the hadoop-aws jar: give it what your
@@ -32,20 +34,25 @@ import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import lake_prices
+from tracevals.lake.paths import is_remote, lake_prices
 from tracevals.lake.schema import LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.engine import (
+    GROUP_SUMMARY,
     EngineMissing,
     SessionScorer,
     engine_run,
+    engine_summary,
+    lake_filesystem,
     normalise,
     partition_files,
     session_buckets,
     session_keys,
+    write_group,
+    writes_on_workers,
 )
 from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
@@ -61,6 +68,7 @@ SCORE_DDL = (
     "evaluator string, evaluator_version int, passed boolean, score double, reason string, details string, "
     "scored_at long"
 )
+SUMMARY_DDL = "evaluator string, scores long, passed long, rated long, traces long, sessions long, file string"
 _PARTITION = r"/date=(\d{4}-\d{2}-\d{2})/hour=(\d{1,2})/[^/]*$"
 
 
@@ -105,6 +113,8 @@ def _group_scorer(job: dict[str, Any]) -> Any:
             evaluators=job["evaluators"],
             selection=job["selection"],
         )
+        if job["lake"] is not None:
+            return write_group(job["lake"], rows, job["filesystem"])
         scored_at = rows.column("scored_at").cast(pa.int64())
         return rows.set_column(rows.schema.get_field_index("scored_at"), "scored_at", scored_at)
 
@@ -133,7 +143,12 @@ def score_lake_spark(
     _, log_files = partition_files(lake, LOGS_DIR, lower)
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    job = {"tasks": tasks, "config": config, "evaluators": chosen, "selection": selection, "prices": lake_prices(lake)}
+    on_workers = writes_on_workers(write, keep_scores)
+    target = lake if is_remote(lake) else os.path.abspath(lake)  # where the workers write
+    job = {
+        "tasks": tasks, "config": config, "evaluators": chosen, "selection": selection,
+        "prices": lake_prices(lake), "lake": target if on_workers else None, "filesystem": lake_filesystem(lake),
+    }  # fmt: skip
     empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     if not span_files:
         return ScoringRun(empty, 0, 0)
@@ -162,8 +177,11 @@ def score_lake_spark(
     keyed = session_buckets(keys, buckets).select(["trace_id", "bucket"]).rename_columns(["trace_id", _BUCKET])
     key_frame = spark.createDataFrame(keyed.to_pandas())
     rows = rows.join(F.broadcast(key_frame), on="trace_id", how="inner")
-    scored = rows.repartition(workers, _BUCKET).groupBy(_BUCKET).applyInArrow(_group_scorer(job), schema=SCORE_DDL)
-    table = _arrow(scored)
+    grouped = rows.repartition(workers, _BUCKET).groupBy(_BUCKET)
+    if on_workers:
+        summary = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SUMMARY_DDL))
+        return engine_summary(lake, normalise(summary, GROUP_SUMMARY))
+    table = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SCORE_DDL))
     table = table.set_column(
         table.schema.get_field_index("scored_at"), "scored_at", table.column("scored_at").cast(pa.int64())
     )
