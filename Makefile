@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint unit lock clean browser bench
+.PHONY: demo test lint unit lock clean browser bench test-spark
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -39,6 +39,11 @@ test: lint unit
 # Every benchmark, peers included (each in its own venv under bench/.venvs), into bench/RESULTS.md.
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# The Spark adapter's test, outside CI (pyspark ~650 MB and Java 17): pyspark from bench/.venvs/spark
+# (bench/peers/spark.txt, made on first use), on PYTHONPATH beside the project's environment.
+test-spark: $(STAMP)
+	PYTHONPATH="$$($(BIN)/python bench/spark_path.py)" $(BIN)/python -m pytest tests/test_engine_spark.py
 
 # Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
 lock:

@@ -37,8 +37,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import polars as pl
-from common import PROJECT_PYTHON, ROOT, Figure, PeerUnavailable, Section, peer_python
+from common import PROJECT_PYTHON, ROOT, Figure, PeerUnavailable, Section
 from scoring import CONFIG, cases, write_lake
+from spark_path import spark_site_packages
 
 COMPARED = [
     "trace_id", "session_id", "run_id", "task_id", "attempt", "variant", "evaluator", "evaluator_version", "passed",
@@ -141,12 +142,7 @@ def _engine_env(engine: str, env: dict[str, str]) -> dict[str, str]:
         return env
     if shutil.which("java") is None:
         raise PeerUnavailable("spark: no `java` on PATH (Spark 4 needs Java 17)")
-    python = peer_python("spark")
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    paths = [purelib, *filter(None, [env.get("PYTHONPATH")])]
+    paths = [spark_site_packages(), *filter(None, [env.get("PYTHONPATH")])]
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 

@@ -138,18 +138,18 @@ OURS: list[dict[str, Any]] = [
         },
     },
     {
-        # the nightly job on Ray Data beside one process (docs/scale.md): about 9 minutes on 2 cores for 2x10^5
-        # spans (Ray's runs take 4 minutes each), so only when asked: TRACEVALS_BENCH_ENGINES=1 make bench
+        # the nightly job on Ray Data and Spark beside one process (docs/scale.md): about 12 minutes on 2 cores
+        # for 10^6 spans, so only when asked: TRACEVALS_BENCH_ENGINES=1 make bench
         "key": "own-engines",
         "script": "engines.py",
-        "args": ["--spans", "200000"],
+        "args": ["--spans", "1000000"],
         "runs": 1,
         "optional": "TRACEVALS_BENCH_ENGINES",
         "figures": {
-            f"nightly job, {engine}, {w} workers, 2x10^5 spans (CPU s, process tree)": (
+            f"nightly job, {engine}, {w} workers, 10^6 spans (CPU s, process tree)": (
                 rf"(?m)^{engine}\s+{w}\s+[\d.]+\s+([\d.]+)\s"
             )
-            for engine in ("local", "ray")
+            for engine in ("local", "ray", "spark")
             for w in (1, 2)
         },
     },

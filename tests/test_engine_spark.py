@@ -1,7 +1,7 @@
 """The Spark adapter (`tracevals score --engine spark`): the rows of `--engine local`, row for row.
 
 pyspark is not in the lock (the `spark` extra: about 650 MB, and Java 17), so this file is skipped unless it
-is importable. To run it (docs/scale.md):
+is importable. To run it (docs/scale.md): `make test-spark` (pyspark from bench/.venvs/spark on PYTHONPATH), or
 
     python -m venv /tmp/spark-venv && /tmp/spark-venv/bin/pip install -r requirements.lock
     /tmp/spark-venv/bin/pip install -e '.[spark]'
