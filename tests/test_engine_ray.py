@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, rows
 from fixtures.fleet import SPLIT as FLEET_SPLIT
 from fixtures.fleet import write_fleet_lake
 from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
@@ -103,19 +103,8 @@ def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> 
 
 
 def test_a_summary_run_writes_from_the_groups_and_counts_as_one_process(lake: Path, tmp_path: Path) -> None:
-    """`keep_scores=False` (the nightly `--summary`): every group writes its own scores file and sends back
-    counts only; the files hold one process's rows, and the run counts what one process counts."""
-    copy = tmp_path / "lake"
-    shutil.copytree(lake, copy)
-    local = score_lake(lake, tasks=CASES, write=False, keep_scores=False)
-    everything = score_lake(lake, tasks=CASES, write=False)
-    on_ray = score_lake_ray(copy, tasks=CASES, keep_scores=False, workers=2, groups=3)
-    assert on_ray.scores.height == 0
-    assert (on_ray.traces, on_ray.sessions) == (local.traces, local.sessions)
-    assert on_ray.summary().equals(local.summary())
-    files = sorted((copy / "scores").glob("*.parquet"))
-    assert sorted(map(str, on_ray.files)) == list(map(str, files)) and 1 < len(files) <= 3
-    assert rows(pa.concat_tables([pq.read_table(f) for f in files])).equals(rows(everything.scores))
+    """`--summary` (keep_scores=False): each group writes its own scores file (fixtures/engine_lakes.py)."""
+    check_summary_run(score_lake_ray, lake, tmp_path)
 
 
 def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811

@@ -15,10 +15,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, rows
 
 from tracevals.queries.selection import Selection
 from tracevals.scoring.offline import score_lake
@@ -59,16 +57,5 @@ def test_spark_scores_equal_one_process(lake: Path, selection: Selection | None)
 
 
 def test_a_summary_run_writes_from_the_groups_and_counts_as_one_process(lake: Path, tmp_path: Path) -> None:
-    """`keep_scores=False` (`--summary`): each group writes its own scores file from its Python worker and
-    sends back counts; the files hold one process's rows and the run counts what one process counts."""
-    copy = tmp_path / "lake"
-    shutil.copytree(lake, copy)
-    local = score_lake(lake, tasks=CASES, write=False, keep_scores=False)
-    everything = score_lake(lake, tasks=CASES, write=False)
-    on_spark = score_lake_spark(copy, tasks=CASES, keep_scores=False, workers=2, groups=3)
-    assert on_spark.scores.height == 0
-    assert (on_spark.traces, on_spark.sessions) == (local.traces, local.sessions)
-    assert on_spark.summary().equals(local.summary())
-    files = sorted((copy / "scores").glob("*.parquet"))
-    assert sorted(map(str, on_spark.files)) == list(map(str, files)) and files
-    assert rows(pa.concat_tables([pq.read_table(f) for f in files])).equals(rows(everything.scores))
+    """`--summary` (keep_scores=False): each group writes its own scores file (fixtures/engine_lakes.py)."""
+    check_summary_run(score_lake_spark, lake, tmp_path)
