@@ -341,11 +341,14 @@ GROUP_SUMMARY: pa.Schema = pa.schema(
 )
 
 
-def writes_on_workers(write: bool, keep_scores: bool) -> bool:
-    """Whether an engine's groups write their own score rows (`write_group`, one file each, as `score_lake`
-    writes a group at a time) and send back only counts: a written run that keeps no rows (`--summary`, the
-    nightly job). Otherwise every row comes back to the driver, which would hold all of them."""
-    return write and not keep_scores
+def group_writes(lake: str, *, write: bool, keep_scores: bool) -> str | None:
+    """Where an engine's groups write their own score rows (`write_group`, one file each, as `score_lake`
+    writes a group at a time) and send back only counts: the lake's URL or absolute path (a worker's cwd is
+    the engine's) for a written run that keeps no rows (`--summary`, the nightly job); else None, and every
+    row comes back to the driver, which would hold all of them."""
+    if not write or keep_scores:
+        return None
+    return lake if is_remote(lake) else os.path.abspath(lake)
 
 
 def write_group(lake: str, scored: pa.Table, filesystem: tuple[pafs.FileSystem, str] | None = None) -> pa.Table:
@@ -353,15 +356,16 @@ def write_group(lake: str, scored: pa.Table, filesystem: tuple[pafs.FileSystem, 
     store's writer, and summarised as `GROUP_SUMMARY` (a session is in one group, so the counts add up).
     `filesystem`: the driver's (filesystem, root) of an object-store lake (`lake_filesystem`): a worker
     need not have the driver's AWS_* settings."""
-    from tracevals.scoring.store import write_score_frame
+    from tracevals.lake.schema import SCORES_DIR
+    from tracevals.lake.writer import write_lake_file
 
-    scores = _score_frame(scored)
-    if not scores.height:
+    if not scored.num_rows:
         return GROUP_SUMMARY.empty_table()
+    scores = _score_frame(scored)
     traces, sessions = _counts(scores)
-    written = write_score_frame(lake, scores, filesystem=filesystem if is_remote(lake) else None)
+    written = write_lake_file(lake, SCORES_DIR, scored, filesystem=filesystem)  # the rows of `scores/` already
     tally = _tally(scores).with_columns(traces=pl.lit(traces, pl.Int64), sessions=pl.lit(sessions, pl.Int64))
-    tally = tally.with_columns(file=pl.lit(str(written) if written else None, pl.String))
+    tally = tally.with_columns(file=pl.lit(str(written), pl.String))
     return tally.to_arrow().select(GROUP_SUMMARY.names).cast(GROUP_SUMMARY)
 
 

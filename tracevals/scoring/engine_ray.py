@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import is_remote, lake_prices
+from tracevals.lake.paths import lake_prices
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
@@ -57,6 +57,7 @@ from tracevals.scoring.engine import (
     SessionScorer,
     engine_run,
     engine_summary,
+    group_writes,
     lake_filesystem,
     normalise,
     partition_files,
@@ -64,7 +65,6 @@ from tracevals.scoring.engine import (
     session_buckets,
     session_keys,
     write_group,
-    writes_on_workers,
 )
 from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
@@ -191,9 +191,8 @@ def score_lake_ray(
     prices = lake_prices(lake)
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    on_workers = writes_on_workers(write, keep_scores)
-    target = lake if is_remote(lake) else os.path.abspath(lake)  # where the workers write (their cwd is Ray's)
-    job = _Job(tasks, config, chosen, selection, prices, target if on_workers else None, lake_filesystem(lake))
+    job = _Job(tasks, config, chosen, selection, prices, group_writes(lake, write=write, keep_scores=keep_scores),
+               lake_filesystem(lake))  # fmt: skip
     empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     if not span_files:
         return ScoringRun(empty, 0, 0)
@@ -203,7 +202,7 @@ def score_lake_ray(
     finally:
         if started:
             ray.shutdown()
-    if on_workers:
+    if job.lake is not None:
         return engine_summary(lake, scored)
     return engine_run(lake, scored, write=write, keep_scores=keep_scores)
 

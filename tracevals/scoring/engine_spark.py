@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import is_remote, lake_prices
+from tracevals.lake.paths import lake_prices
 from tracevals.lake.schema import LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
@@ -46,13 +46,13 @@ from tracevals.scoring.engine import (
     SessionScorer,
     engine_run,
     engine_summary,
+    group_writes,
     lake_filesystem,
     normalise,
     partition_files,
     session_buckets,
     session_keys,
     write_group,
-    writes_on_workers,
 )
 from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
 
@@ -143,11 +143,9 @@ def score_lake_spark(
     _, log_files = partition_files(lake, LOGS_DIR, lower)
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    on_workers = writes_on_workers(write, keep_scores)
-    target = lake if is_remote(lake) else os.path.abspath(lake)  # where the workers write
     job = {
-        "tasks": tasks, "config": config, "evaluators": chosen, "selection": selection,
-        "prices": lake_prices(lake), "lake": target if on_workers else None, "filesystem": lake_filesystem(lake),
+        "tasks": tasks, "config": config, "evaluators": chosen, "selection": selection, "prices": lake_prices(lake),
+        "lake": group_writes(lake, write=write, keep_scores=keep_scores), "filesystem": lake_filesystem(lake),
     }  # fmt: skip
     empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     if not span_files:
@@ -178,7 +176,7 @@ def score_lake_spark(
     key_frame = spark.createDataFrame(keyed.to_pandas())
     rows = rows.join(F.broadcast(key_frame), on="trace_id", how="inner")
     grouped = rows.repartition(workers, _BUCKET).groupBy(_BUCKET)
-    if on_workers:
+    if job["lake"] is not None:
         summary = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SUMMARY_DDL))
         return engine_summary(lake, normalise(summary, GROUP_SUMMARY))
     table = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SCORE_DDL))

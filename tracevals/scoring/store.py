@@ -15,7 +15,6 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA
 from tracevals.lake.writer import LakeFile, write_lake_file
@@ -53,19 +52,15 @@ def write_scores(lake: str | os.PathLike[str], scores: Sequence[Score]) -> LakeF
 
 
 def write_score_frame(
-    lake: str | os.PathLike[str],
-    scores: pl.DataFrame,
-    scored_at_ns: int | None = None,
-    filesystem: tuple[pafs.FileSystem, str] | None = None,
+    lake: str | os.PathLike[str], scores: pl.DataFrame, scored_at_ns: int | None = None
 ) -> LakeFile | None:
-    """Append a frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file
-    (`filesystem`: as `writer.write_lake_file` takes it)."""
+    """Append a frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
     if scores.height == 0:
         return None
     now = time.time_ns() if scored_at_ns is None else scored_at_ns
     table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
     table = table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
-    return write_lake_file(lake, SCORES_DIR, table, filesystem=filesystem)
+    return write_lake_file(lake, SCORES_DIR, table)
 
 
 def write_step_reliability(lake: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]]) -> LakeFile | None:
