@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from tracevals.evaluators import default_evaluators
 from tracevals.evaluators.batch_scoring import score_batch
 from tracevals.evaluators.scoring import evaluate_safely
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         scope = attach_cases(batch, cases(), config_from_dict(CONFIG))
         scores = score_batch(scope, evaluators)
         rows.append((f"score, set-at-a-time ({scores.height:,} scores)", len(batch), *clock.lap()))
-        write_score_frame(lake, scores)
+        write_score_frame(Lake.open(lake), scores)
         rows.append(("write (scores -> lake)", len(batch), *clock.lap()))
         looped, loop_scores = loop_baseline(scope, evaluators, min(args.loop_sessions, len(batch)))
         rows.append((f"score, per-session Python loop ({loop_scores:,} scores)", looped, *clock.lap()))

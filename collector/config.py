@@ -4,7 +4,7 @@ Keys are the OTel Collector's where one exists (`receivers.otlp.protocols.grpc.e
 `processors.memory_limiter.limit_mib`, `processors.batch.send_batch_size`, `extensions.bearertokenauth`,
 `service.pipelines`), so a config can move to a Collector fleet later with few edits. tracevals' own
 pieces are the `session_sampler` processor and the `parquet` exporter. An unknown key or a bad value is
-one `ConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown key; did you mean
+one `CollectorConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown key; did you mean
 'compression'?`. See docs/collector.md for every key.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from tracevals.collector.config_schema import (
-    ConfigError,
+    CollectorConfigError,
     Key,
     boolean,
     choice,
@@ -33,11 +33,12 @@ from tracevals.collector.config_schema import (
     size,
     string,
 )
+from tracevals.lake.lake import Lake
 
 __all__ = [
     "Batch",
     "CollectorConfig",
-    "ConfigError",
+    "CollectorConfigError",
     "MemoryLimiter",
     "ParquetExporter",
     "ReceiverSettings",
@@ -103,7 +104,7 @@ class Redaction:
 
 @dataclass(frozen=True)
 class ParquetExporter:
-    path: Path | str = Path("lake")  # a directory, or an object-store URL (s3://bucket/prefix) kept as text
+    lake: Lake = field(default_factory=lambda: Lake.open("lake"))  # `path`: a directory or an s3:// URL
     compression: str = "zstd"
     compression_level: int | None = None
     max_rows: int = 500_000
@@ -117,34 +118,31 @@ class ParquetExporter:
 
     @property
     def wal_path(self) -> Path:
-        return self.wal_dir if self.wal_dir is not None else Path(self.path) / "_wal"
-
-    @property
-    def remote(self) -> bool:
-        """The lake is on object storage: Parquet files are finished on the log's disk, then uploaded."""
-        return isinstance(self.path, str)
+        if self.wal_dir is not None:
+            return self.wal_dir
+        assert self.lake.local_folder is not None, "a lake on object storage needs wal.dir (checked on load)"
+        return self.lake.local_folder / "_wal"
 
 
-def _lake_path(path: str, base: Path, wal_dir: str | None) -> Path | str:
+def _lake_path(path: str, base: Path, wal_dir: str | None) -> Lake:
     """`exporters.parquet.path`: a directory (relative to the config file), or an object-store URL, which
     needs a local `wal.dir` (the write-ahead log and the files being finished stay on local disk)."""
-    if "://" not in path:
-        return base / path
     from tracevals.lake.paths import LakeError
-    from tracevals.lake.storage import lake_filesystem
 
     try:
-        lake_filesystem(path)
+        lake = Lake.open(path if "://" in path else base / path)  # a relative directory: from the config file
     except LakeError as exc:
-        raise ConfigError(f"exporters.parquet.path: {exc}") from None
+        raise CollectorConfigError(f"exporters.parquet.path: {exc}") from None
+    if lake.local_folder is not None:
+        return lake
     if not wal_dir:
-        raise ConfigError(
+        raise CollectorConfigError(
             f"exporters.parquet.wal.dir: required when path is an object-store URL ({path}): a local directory "
             "for the write-ahead log (on a disk that survives a restart)"
         )
     if "://" in wal_dir:
-        raise ConfigError(f"exporters.parquet.wal.dir: {wal_dir!r} must be a local directory, not a URL")
-    return path
+        raise CollectorConfigError(f"exporters.parquet.wal.dir: {wal_dir!r} must be a local directory, not a URL")
+    return lake
 
 
 @dataclass(frozen=True)
@@ -206,18 +204,18 @@ _SAMPLER = section({"sampling_percentage": Key(number(0, 100), 100.0), "hash_see
 
 def _regexes(value: Any, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
+        raise CollectorConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
     for v in value:
         try:
             re.compile(v)
         except re.error as exc:
-            raise ConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
+            raise CollectorConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
     return tuple(value)
 
 
 def _strings(value: Any, path: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of strings, got {value!r}")
+        raise CollectorConfigError(f"{path}: expected a list of strings, got {value!r}")
     return tuple(value)
 
 
@@ -285,18 +283,20 @@ def _token(raw: dict[str, Any], extensions: dict[str, Any], enabled: list[str], 
         return None
     name = auth["authenticator"]
     if name != "bearertokenauth" or extensions.get(name) is None:
-        raise ConfigError(f"{path}.auth.authenticator: {name!r} is not a defined extension (define bearertokenauth)")
+        raise CollectorConfigError(
+            f"{path}.auth.authenticator: {name!r} is not a defined extension (define bearertokenauth)"
+        )
     if name not in enabled:
-        raise ConfigError(f"service.extensions: add {name!r} to use it in {path}.auth")
+        raise CollectorConfigError(f"service.extensions: add {name!r} to use it in {path}.auth")
     ext = extensions[name]
     token = ext["token"]
     if ext["filename"]:
         try:
             token = (base / ext["filename"]).read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise ConfigError(f"extensions.bearertokenauth.filename: cannot read it: {exc.strerror}") from None
+            raise CollectorConfigError(f"extensions.bearertokenauth.filename: cannot read it: {exc.strerror}") from None
     if not token:
-        raise ConfigError("extensions.bearertokenauth: set token (e.g. ${env:TRACEVALS_TOKEN}) or filename")
+        raise CollectorConfigError("extensions.bearertokenauth: set token (e.g. ${env:TRACEVALS_TOKEN}) or filename")
     return str(token)
 
 
@@ -304,7 +304,7 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     """Validate a parsed YAML document and build the `CollectorConfig` it describes."""
     base = base or Path.cwd()
     if not isinstance(doc, dict):
-        raise ConfigError("the config must be a mapping with receivers, processors, exporters and service")
+        raise CollectorConfigError("the config must be a mapping with receivers, processors, exporters and service")
     doc = expand_env(doc)
     top = section(
         {
@@ -317,10 +317,10 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     )(doc, "")
     pipelines = {s: p for s, p in top["service"]["pipelines"].items() if p is not None}
     if not pipelines:
-        raise ConfigError("service.pipelines: define a traces and/or logs pipeline")
+        raise CollectorConfigError("service.pipelines: define a traces and/or logs pipeline")
     used_processors = {p for pl in pipelines.values() for p in pl["processors"]}
     if top["receivers"]["otlp"] is None:
-        raise ConfigError("receivers.otlp: required (protocols: grpc and/or http)")
+        raise CollectorConfigError("receivers.otlp: required (protocols: grpc and/or http)")
     protocols = top["receivers"]["otlp"]["protocols"]
     ext, enabled = top["extensions"], top["service"]["extensions"]
     receivers: dict[str, ReceiverSettings | None] = {}
@@ -339,14 +339,14 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         timeout = raw["read_timeout"] if proto == "http" else 30.0
         receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token, timeout)
     if not any(receivers.values()):
-        raise ConfigError("receivers.otlp.protocols: enable grpc and/or http")
+        raise CollectorConfigError("receivers.otlp.protocols: enable grpc and/or http")
     procs = top["processors"] or {}
     ml = (procs.get("memory_limiter") or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
     memory = None
     if ml is not None:
         spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
         if spike >= ml["limit_mib"]:
-            raise ConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
+            raise CollectorConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
         memory = MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
     # Without the batch processor every request becomes its own row group at once.
     batch = Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
@@ -356,11 +356,11 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     redaction_raw = procs.get("redaction") or _REDACTION({}, "")
     pq = top["exporters"]["parquet"]
     if pq is None:
-        raise ConfigError("exporters.parquet: required (path: the lake directory)")
+        raise CollectorConfigError("exporters.parquet: required (path: the lake directory)")
     rot = pq["rotation"] or _ROTATION({}, "")
     queue, wal = pq["sending_queue"] or {}, pq["wal"] or {}
     exporter = ParquetExporter(
-        path=_lake_path(pq["path"], base, wal.get("dir")),
+        lake=_lake_path(pq["path"], base, wal.get("dir")),
         compression=pq["compression"],
         compression_level=pq["compression_level"],
         max_rows=rot["max_rows"],
@@ -393,10 +393,10 @@ def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
     try:
         doc = yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{file}: no such config file") from None
+        raise CollectorConfigError(f"{file}: no such config file") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise CollectorConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
     try:
         return parse_config(doc, str(file), file.resolve().parent)
-    except ConfigError as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+    except CollectorConfigError as exc:
+        raise CollectorConfigError(f"{file}: {exc}") from None

@@ -135,16 +135,15 @@ class Pipeline:
         self.config = config
         ex = config.exporter
         # a lake on object storage: files are finished in the log's staging/ folder, then uploaded (sink.py)
-        staging = ex.wal_path / "staging" if ex.remote else None
         self.sink = sink or RotatingParquetSink(
-            ex.path,
+            ex.lake,
             ex.compression,
             ex.compression_level,
             ex.max_rows,
             ex.max_bytes,
             ex.max_age,
             _owner(ex.wal_path),
-            staging=staging,
+            staging=ex.wal_path / "staging",
         )
         self.wal = WriteAheadLog(ex.wal_path, reserve_bytes=ex.wal_reserve_bytes)
         self.journal = CommitJournal(ex.wal_path, self.sink.publish_one)
@@ -208,11 +207,8 @@ class Pipeline:
         on the same log stops here (`wal.LogInUse`), before touching it. A previous run's log is not written
         out here: the exporter thread reads it beside new data, so the receivers open at once (and a start
         on a full disk succeeds; the log waits for space like any other data)."""
-        ex = self.config.exporter
-        if ex.remote:  # the bucket and the credentials, before anything is acknowledged (one line: LakeError)
-            from tracevals.lake.storage import check_lake
-
-            check_lake(str(ex.path))
+        # the lake's folder, or the bucket and the credentials, before anything is acknowledged (one line)
+        self.config.exporter.lake.prepare()
         self.wal.lock()
         try:
             self._done_refs = self.journal.recover()  # before the stale files go: it renames finished ones

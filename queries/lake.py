@@ -13,25 +13,23 @@ with `fetchall()`.
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
 
 A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through
-`tracevals.lake.storage.lake_filesystem` and read as pyarrow datasets, no DuckDB extension; see
+`tracevals.lake.objects.ObjectLake` and read as pyarrow datasets, no DuckDB extension; see
 docs/lake.md, "Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
-DuckDB never opens the other files (see `tracevals.lake.paths.partition_globs`). The pieces: `views`
+DuckDB never opens the other files (see `Lake.partition_globs`). The pieces: `views`
 (the view files and their names), `sources` (the base relations over the files), `lookup` (one session).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import glob
 import os
 import re
-from pathlib import Path
 from typing import Literal
 
 import duckdb
 
 from tracevals import env
-from tracevals.lake.paths import LakeError, check_lake_dir, is_remote, lake_prices, partition_globs
+from tracevals.lake.lake import Lake, LakeLike, When
+from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import (
     LOG_SCHEMA,
     LOGS_DIR,
@@ -47,7 +45,7 @@ from tracevals.queries.sources import PricesT, register_empty, register_prices, 
 from tracevals.queries.views import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 
 
-def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
+def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     """Let the connection read the lake and nothing else, for good.
 
     After this, even a SELECT cannot read or write a file outside the lake (`read_csv('/etc/passwd')`,
@@ -56,8 +54,7 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     ATTACH, or any of them under EXPLAIN ANALYZE) could still write inside the lake, so `tracevals sql`
     runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
     """
-    root = lake.rstrip("/") + "/" if is_remote(lake) else str(Path(lake).resolve()) + os.sep
-    con.execute("SET allowed_directories = ?", [[root]])
+    con.execute("SET allowed_directories = ?", [[lake.sandbox_root()]])
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
@@ -71,31 +68,20 @@ LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 
 
-def is_small(
-    lake: str, since: dt.date | dt.datetime | str | None = None, until: dt.date | dt.datetime | str | None = None
-) -> bool:
+def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
     """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
-    snapshots off). On object storage the sizes come from the listing (one LIST request per 1,000 files)."""
+    snapshots off). The sizes come from the lake's listing (on object storage one LIST request per 1,000
+    files)."""
     try:
         limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
     except ValueError:
         raise LakeError(
             f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or set e.g. 16"
         ) from None
-    if is_remote(lake):
-        from tracevals.queries.sources import remote_files
-
-        size = sum(i.size or 0 for sub in (SPANS_DIR, LOGS_DIR) for i in remote_files(lake, sub, since, until))
-        return size <= limit
-    total = 0.0
+    total = 0
     for sub in (SPANS_DIR, LOGS_DIR):
-        ranged = since is not None or until is not None
-        paths = (p for g in partition_globs(lake, sub, since, until) for p in glob.glob(g)) if ranged else None
-        for path in paths if paths is not None else (str(p) for p in (Path(lake) / sub).rglob("*.parquet")):
-            try:
-                total += os.stat(path).st_size
-            except OSError:
-                continue  # compacted away meanwhile
+        for info in lake.partition_files(sub, since, until):
+            total += info.size or 0
             if total > limit:
                 return False
     return True
@@ -156,11 +142,11 @@ def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> No
 
 
 def open_lake(
-    lake: str | os.PathLike[str],
+    lake: LakeLike,
     con: duckdb.DuckDBPyConnection | None = None,
     *,
-    since: dt.date | dt.datetime | str | None = None,
-    until: dt.date | dt.datetime | str | None = None,
+    since: When = None,
+    until: When = None,
     prices: PricesT | None = None,
     memory_limit: str | None = None,
     threads: int | None = None,
@@ -170,7 +156,8 @@ def open_lake(
     read_spans: bool = True,
     views: tuple[str, ...] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection whose views read the lake at `lake` (a directory, or an `s3://` URL).
+    """A DuckDB connection whose views read the lake `lake` (a `Lake`, or a directory or `s3://` URL that
+    `Lake.open` takes: this is one of the public entry points where a lake may be named by text).
 
     since / until: keep only the spans and log records whose start hour is in range (inclusive, UTC;
     a date, a datetime, or text `YYYY-MM-DD` / `YYYY-MM-DDTHH`). prices: USD per million tokens
@@ -192,8 +179,8 @@ def open_lake(
     views: define only these views and those they read (defining all of them binds every view's whole
     tree of views: most of the time it takes to open a small lake).
     """
-    lake_str = os.fspath(lake)
-    check_lake_dir(lake_str)
+    lake = Lake.open(lake)
+    lake.check()
     con = con or duckdb.connect(":memory:")
     con.execute("SET parquet_metadata_cache = true")
     if memory_limit:
@@ -202,14 +189,14 @@ def open_lake(
         con.execute(f"SET threads = {int(threads)}")
     for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
         if read_spans:
-            register_source(con, raw, lake_str, sub, schema, True, since, until)
+            register_source(con, raw, lake, sub, schema, True, since, until)
         else:
             register_empty(con, raw, schema, True)
-    register_source(con, "raw_scores", lake_str, SCORES_DIR, SCORE_SCHEMA, False)
-    register_source(con, "raw_step_reliability", lake_str, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
-    register_prices(con, {**default_prices(), **lake_prices(lake_str)} if prices is None else prices)
+    register_source(con, "raw_scores", lake, SCORES_DIR, SCORE_SCHEMA, False)
+    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
+    register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
     if materialize == "auto":
-        small = read_spans and is_small(lake_str, since, until)
+        small = read_spans and is_small(lake, since, until)
         snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
@@ -237,9 +224,9 @@ def open_lake(
         except duckdb.Error as exc:
             raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
     # for session_lookup: where the span files are, and which views are snapshots on this connection
-    con.execute("SET VARIABLE tracevals_lake = ?", [lake_str if read_spans else None])
+    con.execute("SET VARIABLE tracevals_lake = ?", [lake.location if read_spans else None])
     con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])
     con.execute("SET VARIABLE tracevals_snapshot_schema = ?", [schema])
     if read_only:
-        sandbox(con, lake_str)
+        sandbox(con, lake)
     return con

@@ -43,7 +43,7 @@ class NewFiles:
     `late_window_s` old."""
 
     def __init__(
-        self, lake: str | os.PathLike[str], late_window_s: float = 86400.0, slack_s: float = 120.0, sub: str = SPANS_DIR
+        self, lake: Path, late_window_s: float = 86400.0, slack_s: float = 120.0, sub: str = SPANS_DIR
     ) -> None:
         self.root = Path(lake) / sub
         self.late_window_s = late_window_s

@@ -7,6 +7,7 @@ import re
 import duckdb
 import pyarrow as pa
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries.sources import STRICT, files_sql
@@ -70,7 +71,7 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
             copy = f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {{}} WHERE trace_id IN ({listed})"
             strict = f"{STRICT}{name}"
             if name == "raw_spans" and lake and files:
-                strict = f"({files_sql(con, lake, SPANS_DIR, files, union_by_name=False)})"
+                strict = f"({files_sql(con, Lake.open(lake), SPANS_DIR, files, union_by_name=False)})"
             if not (name.startswith("raw_") and _copied_strictly(con, copy, name, strict)):
                 con.execute(copy.format(f"{catalog}.main.{name}"))
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")

@@ -15,7 +15,6 @@ caller hands to `session_chunks` and `trajectories.load_batch` (nothing guesses 
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import bucket_sql, sampled_sql
 from tracevals.queries.lake import restrict_snapshots
 from tracevals.queries.views import query_sql
@@ -217,7 +217,7 @@ class Group:
 class GroupPlan:
     """The groups a lake is read in (`plan_groups`), and where the crossing traces are listed."""
 
-    lake: str
+    lake: Lake
     groups: list[Group]
     crossing: str | None = None  # Parquet file of (trace_id, grp): the traces of the crossing groups
     crossing_traces: int = 0
@@ -232,39 +232,23 @@ class _File:
     rows: int
 
 
-def _partitions(lake: str, since: datetime | None) -> list[tuple[tuple[str, int], list[_File]]] | None:
+def _partitions(lake: Lake, since: datetime | None) -> list[tuple[tuple[str, int], list[_File]]] | None:
     """The lake's `date=/hour=` partitions from `since`'s hour on (as `open_lake(since=)` reads them), in
-    time order, with their readable span and log files and their row counts (from the Parquet footers);
-    None when a file lies outside any partition (the lake is then read whole)."""
-    import pyarrow.parquet as pq
-
-    from tracevals.lake.paths import partition_globs
+    time order, with their readable span and log files (named as `source_file` names them) and their row
+    counts (from the Parquet footers); None when a file lies outside any partition (the lake is then read
+    whole)."""
+    from tracevals.lake.lake import partition_key
     from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
-    from tracevals.queries.sources import _readable_globs
 
     found: dict[tuple[str, int], list[_File]] = {}
     for sub in (SPANS_DIR, LOGS_DIR):
-        root = Path(lake) / sub
-        if not root.is_dir():
-            continue
-        for path in root.rglob("*.parquet"):
-            date, hour = path.parent.parent.name, path.parent.name
-            if not (date.startswith("date=") and hour.startswith("hour=") and path.parent.parent.parent == root):
-                return None
-        globs = (
-            partition_globs(lake, sub, since, None)
-            if since is not None
-            else [f"{d}/*.parquet" for d in sorted(root.glob("date=*/hour=*")) if any(d.glob("*.parquet"))]
-        )
-        readable = _readable_globs(lake, sub, globs)  # unreadable files: skipped with a warning, as open_lake does
-        files = sorted(glob.glob(g) for g in readable) if readable is not None else []
-        for path_str in sorted(p for group in files for p in group):
-            path = Path(path_str)
-            try:
-                key = (path.parent.parent.name[5:], int(path.parent.name[5:]))
-            except ValueError:
-                return None
-            found.setdefault(key, []).append(_File(path_str, sub, pq.read_metadata(path).num_rows))
+        listed = lake.list_parquet(sub)
+        if any(partition_key(i.path) is None for i in listed):
+            return None
+        in_range = lake.partition_files(sub, since, None) if since is not None else listed
+        for info, rows in lake.row_counts(in_range):  # unreadable files: skipped with a warning, as open_lake does
+            date, hour = partition_key(info.path) or (None, 0)
+            found.setdefault((str(date), hour), []).append(_File(lake.name_of(info.path), sub, rows))
     return sorted(found.items())
 
 
@@ -287,7 +271,7 @@ def _blocks(partitions: list[tuple[tuple[str, int], list[_File]]], max_rows: int
     return [b for b in blocks if b]
 
 
-def plan_groups(lake: str, since: datetime | None = None, max_rows: int = GROUP_ROWS) -> GroupPlan | None:
+def plan_groups(lake: Lake, since: datetime | None = None, max_rows: int = GROUP_ROWS) -> GroupPlan | None:
     """Cut the lake's files into blocks of about `max_rows` span and log rows, one group each; then
     `find_crossing` adds the groups of the sessions that cross blocks.
 
@@ -296,13 +280,9 @@ def plan_groups(lake: str, since: datetime | None = None, max_rows: int = GROUP_
     reads them) are cut into blocks of consecutive files (an hour is cut between its files only when it
     alone holds more than `max_rows` rows). Nothing is read but the Parquet footers.
 
-    None when the lake is remote, holds no files in range, or a file lies outside any partition (open it
-    whole then: `open_lake`).
+    None when the lake holds no files in range, or a file lies outside any partition (open it whole then:
+    `open_lake`).
     """
-    from tracevals.lake.paths import is_remote
-
-    if is_remote(lake):
-        return None
     partitions = _partitions(lake, since)
     if partitions is None:
         return None
@@ -351,7 +331,7 @@ def find_crossing(
         con.close()
 
 
-def _rows_sql(con: duckdb.DuckDBPyConnection, lake: str, groups: list[Group], logs: bool = True) -> str:
+def _rows_sql(con: duckdb.DuckDBPyConnection, lake: Lake, groups: list[Group], logs: bool = True) -> str:
     """Every span (and, with `logs`, log) row of these groups' files as (trace_id, session_id, block)."""
     from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
     from tracevals.queries.sources import files_sql

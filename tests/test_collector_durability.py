@@ -27,6 +27,7 @@ from tracevals.collector.pipeline import Pipeline
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config
 from tracevals.collector.wal import TRACES, LogInUse, WriteAheadLog, encode
+from tracevals.lake.lake import Lake
 from tracevals.lake.sink import LEGACY_STALE_S, RotatingParquetSink
 
 CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
@@ -242,7 +243,7 @@ def test_a_collector_removes_only_its_own_leftovers(tmp_path: Path) -> None:
     when it is over an hour old."""
     directory = tmp_path / "lake" / "spans" / "date=2026-11-30" / "hour=01"
     directory.mkdir(parents=True)
-    sink = RotatingParquetSink(tmp_path / "lake", owner="cmine")
+    sink = RotatingParquetSink(Lake.open(tmp_path / "lake"), owner="cmine")
     names = {
         "own": ".part-1-a.cmine.parquet.tmp",
         "other collector": ".part-2-b.cother.parquet.tmp",

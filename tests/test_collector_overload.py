@@ -71,7 +71,7 @@ def test_overload_is_refused_then_retries_deliver_every_span(tmp_path: Path) -> 
     )
     collector = Collector(config)
     GatedSink.gate.clear()
-    collector.pipeline.sink = GatedSink(config.exporter.path)
+    collector.pipeline.sink = GatedSink(config.exporter.lake)
     collector.start()
     try:
         exporters = [
@@ -224,7 +224,7 @@ def test_grpc_garbage_gets_invalid_argument_and_keeps_serving(shared: Collector,
 
 def test_after_the_garbage_everything_accepted_is_written(shared: Collector, tmp_path: Path) -> None:
     assert shared.pipeline.flush()
-    lake = shared.config.exporter.path
+    lake = shared.config.exporter.lake.root
     ((rows,),) = duckdb.execute(f"select count(*) from read_parquet('{lake}/spans/**/*.parquet')").fetchall()
     assert rows >= 1
     assert shared.pipeline.stats.spans_accepted >= 1 and TRACES == 1

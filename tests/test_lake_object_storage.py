@@ -16,6 +16,7 @@ from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 import tracevals
 from tracevals.cli import main
 from tracevals.instrumentation.content import set_capture
+from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.storage import lake_filesystem
 from tracevals.queries.lake import open_lake
@@ -202,11 +203,10 @@ def _object_rows(lake: str, table: str = "spans") -> Counter[str]:
     """How many rows each span id has in the committed objects of the lake's `table` (every object opens)."""
     import pyarrow.parquet as pq
 
-    from tracevals.lake.storage import list_parquet
-
-    fs, _ = lake_filesystem(lake)
+    opened = Lake.open(lake)
+    fs = opened.filesystem
     rows: Counter[str] = Counter()
-    for info in list_parquet(lake, table):
+    for info in opened.list_parquet(table):
         rows.update(pq.read_table(info.path, columns=["span_id"], filesystem=fs)["span_id"].to_pylist())
     return rows
 
@@ -245,14 +245,16 @@ def test_a_collector_writing_to_s3_killed_mid_stream_loses_no_acknowledged_span(
 
 
 def test_collector_config_with_an_s3_path_needs_a_local_wal_dir(s3: S3, tmp_path: Path) -> None:  # noqa: F811
-    from tracevals.collector.config import ConfigError
+    from tracevals.collector.config import CollectorConfigError
     from tracevals.collector.testing import local_config
 
-    with pytest.raises(ConfigError, match=r"exporters\.parquet\.wal\.dir: required when path is an object-store URL"):
+    with pytest.raises(
+        CollectorConfigError, match=r"exporters\.parquet\.wal\.dir: required when path is an object-store URL"
+    ):
         local_config(s3.lake("c"))
     config = local_config(s3.lake("c"), {"exporters": {"parquet": {"wal": {"dir": str(tmp_path / "wal")}}}})
-    assert config.exporter.remote and config.exporter.wal_path == tmp_path / "wal"
-    with pytest.raises(ConfigError, match=r"cannot open a nosuch:// URL"):
+    assert config.exporter.lake.local_folder is None and config.exporter.wal_path == tmp_path / "wal"
+    with pytest.raises(CollectorConfigError, match=r"cannot open a nosuch:// URL"):
         local_config("nosuch://x/y", {"exporters": {"parquet": {"wal": {"dir": str(tmp_path / "wal")}}}})
 
 

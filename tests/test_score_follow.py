@@ -23,9 +23,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 import tracevals
 from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
 from tracevals.harness import run_cases
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import load_cases
+from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.live import Follower
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
 
@@ -51,8 +53,16 @@ class Clock:
         return self.now
 
 
-def follower(lake: Path, clock: Clock, **kw: Any) -> Follower:
-    return Follower(lake, idle_s=10, clock=clock, write=False, **kw)
+def follower(lake: Path, clock: Clock, sample: tuple[float, int] | None = None, **kw: Any) -> Follower:
+    return Follower(job(lake, sample, write=False), idle_s=10, clock=clock, **kw)
+
+
+def job(lake: Path, sample: tuple[float, int] | None = None, **fields: Any) -> ScoringJob:
+    """The job `score --follow` builds: its sample is the selection's fraction and seed."""
+    from tracevals.queries.selection import Selection
+
+    selection = Selection(fraction=sample[0], seed=sample[1]) if sample else None
+    return ScoringJob(Lake.open(lake), selection=selection, **fields)
 
 
 def scored_sessions(frame: Any) -> set[str]:
@@ -428,7 +438,7 @@ def test_live_scores_equal_offline_scores_row_for_row(
 
     tasks = load_cases(tasks_path())
     clock = Clock()
-    follow = Follower(lake, tasks=tasks, idle_s=10, retain_s=30, clock=clock, sample=sample)
+    follow = Follower(job(lake, sample, tasks=tasks), idle_s=10, retain_s=30, clock=clock)
     with caplog.at_level("WARNING", logger="tracevals.queries.live_source"):
         _varied_lake(lake, follow, clock, kept=lambda s: sample is None or session_sampled(s, *sample))
     assert any("part-corrupt" in r.getMessage() for r in caplog.records)

@@ -57,6 +57,16 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def invoke(self, ctx: click.Context) -> object:
+        """Every command's user errors (`tracevals.model.errors.UserError`: a bad file, option or lake)
+        end as one line and exit code 1, wherever they are raised; a command catches none of them itself."""
+        from tracevals.model.errors import UserError
+
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            raise click.ClickException(str(exc)) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short_help(name)) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import duckdb
@@ -12,6 +13,9 @@ import duckdb
 from tracevals.cases.groups import GROUPS
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.cli.times import time_range_options
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.group()
@@ -63,7 +67,7 @@ def cases() -> None:
 @click.option("--force", is_flag=True, help="Overwrite a folder that already holds a case set.")
 @format_option()
 def extract(
-    lake: str,
+    lake: Lake,
     since: datetime | None,
     until: datetime | None,
     out: Path,

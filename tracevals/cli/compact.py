@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.console import Console
 
@@ -9,6 +11,9 @@ from tracevals.cli.output import format_option, lake_option, print_rows, progres
 from tracevals.collector.config_schema import duration
 from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.lake.compact import compact as compact_lake
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 def _seconds(text: str) -> float:
@@ -39,7 +44,7 @@ def _seconds(text: str) -> float:
 )
 @click.option("--dry-run", is_flag=True, help="List the partitions that would be compacted; change nothing.")
 @format_option()
-def compact(lake: str, min_age: str, group_mib: int, dry_run: bool, fmt: str) -> None:
+def compact(lake: Lake, min_age: str, group_mib: int, dry_run: bool, fmt: str) -> None:
     """Rewrite each closed hour of a lake as one file sorted by session (or a few,
     --group-mib each), so that a session's lookup reads one row group of it.
 

@@ -22,7 +22,7 @@ from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
 from tracevals.instrumentation import instrument
-from tracevals.lake.paths import PRICES_FILE
+from tracevals.lake.lake import PRICES_FILE, Lake
 from tracevals.lake.run_cases import write_run_cases
 from tracevals.model.tasks import load_cases
 from tracevals.scoring.runs import score_run
@@ -78,15 +78,15 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
 
     console = Console(stderr=True)
     out = Path(out_dir)
-    lake = out / "lake"
-    lake.mkdir(parents=True, exist_ok=True)
+    lake = Lake.open(out / "lake")
+    lake.prepare()
     cases = load_cases(bundled_tasks())
     run_id = f"demo-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-s{seed}"
     models = {v: f"order-support-{v}" for v in VARIANTS}
     # The simulated models are priced like a small hosted model, so that the demo's cost figures mean
     # something: as the lake's own price table, which every command that reads this lake uses.
     prices = {model: {"input": 0.15, "output": 0.60} for model in models.values()}
-    (lake / PRICES_FILE).write_text(json.dumps(prices, indent=1) + "\n", encoding="utf-8")
+    lake.write_bytes(PRICES_FILE, (json.dumps(prices, indent=1) + "\n").encode())
     write_run_cases(lake, run_id, bundled_tasks().read_bytes(), "bundled order-support cases")
     if attribute_variance:
         _attribute(out, run_id, cases, k, seed, concurrency, models["baseline"], console, fmt)
@@ -200,19 +200,19 @@ def _attribute(
 
     if k < 2:
         raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
-    lake = out / "lake"
+    lake = Lake.open(out / "lake")
     plan = RunPlan(faults=tuple(load_fault_profile(flaky_world_path())))
     environment = {"tasks_sha256": file_digest(bundled_tasks()), "faults": file_digest(flaky_world_path())}
     with SimulatedModelServer() as server:
         telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
         try:
             run_attribution(
-                order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=str(lake),
+                order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=lake,
                 work=out / "cassettes" / run_id, base=plan, seed=seed, concurrency=concurrency,
                 settings={"base_url": server.base_url, "model": model}, done=(), flush=None,
                 environment={key: v for key, v in environment.items() if v}, console=console,
             )  # fmt: skip
         finally:
             telemetry.shutdown()
-    result = score_attribution(str(lake), run_id, cases, "baseline", k)
-    print_attribution(result, run_id, str(lake), "baseline", fmt)
+    result = score_attribution(lake, run_id, cases, "baseline", k)
+    print_attribution(result, run_id, lake, "baseline", fmt)

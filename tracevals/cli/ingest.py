@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pyarrow as pa
@@ -31,6 +31,9 @@ from tracevals.collector.otlp_json import (
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA
 from tracevals.lake.writer import LakeWriter
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 # resourceSpans / resourceLogs, their proto names, and Tempo's `batches`
 _TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "resource_logs")
@@ -149,7 +152,7 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
     help="What the files are; auto detects OTLP/JSON, OTLP protobuf (.pb), Jaeger JSON and Tempo JSON.",
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def ingest(lake: str, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
+def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b

@@ -52,13 +52,35 @@ def progress_bar(console: Console, transient: bool = False) -> Progress:
     )
 
 
+class LakeType(click.ParamType):
+    """`--lake` as a `Lake` (`Lake.open`): the one place the CLI turns the text into the value every
+    command passes on. A path that is a file is a usage error; a URL that cannot be opened, an error of one
+    line (exit 1)."""
+
+    name = "lake"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from tracevals.lake.lake import Lake
+        from tracevals.lake.paths import LakeError
+
+        if not isinstance(value, str) and hasattr(value, "location"):
+            return value  # a Lake already (a default, or a test's)
+        try:
+            lake = Lake.open(value)
+        except LakeError as exc:  # not a usage error: the lake cannot be reached (exit 1, as a command's own)
+            raise click.ClickException(str(exc)) from None
+        if lake.local_folder is not None and lake.local_folder.is_file():
+            self.fail(f"{value!r} is a file; pass the folder that holds spans/", param, ctx)
+        return lake
+
+
 def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:
     """`--lake` (env TRACEVALS_LAKE): required unless a default is given. `reads`: the command reads the
     lake's files, so it also takes `--strict` (env TRACEVALS_STRICT): an unreadable file fails the command
     instead of being skipped with a warning (`queries.sources`)."""
     lake = click.option(
         "--lake",
-        type=click.Path(file_okay=False),
+        type=LakeType(),
         envvar=env.LAKE,
         required=default is None,
         default=default,

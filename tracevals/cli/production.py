@@ -10,19 +10,21 @@ test at --alpha), fell by more than --max-drop, or lies under --min-rate.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals.cli.output import print_rows
 
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
+
 __all__ = ["gate_production", "load_production", "production_mode", "report_production"]
 
 
-def production_mode(lake: str, runs: tuple[str, ...], forced: bool) -> bool:
+def production_mode(lake: Lake, runs: tuple[str, ...], forced: bool) -> bool:
     """Whether to report production sessions: asked (--production), or the lake holds no harness run and
     none was named. Said on stderr when chosen for the user."""
     if forced:
@@ -45,7 +47,7 @@ def production_mode(lake: str, runs: tuple[str, ...], forced: bool) -> bool:
 
 
 def load_production(
-    lake: str, since: datetime | None, until: datetime | None, sample: float | None, seed: int, z: float, alpha: float
+    lake: Lake, since: datetime | None, until: datetime | None, sample: float | None, seed: int, z: float, alpha: float
 ) -> Any:
     """The `ProductionSummary` of a range; every user error one `click.ClickException` line."""
     import duckdb
@@ -61,7 +63,7 @@ def load_production(
         raise click.ClickException(str(exc)) from None
     except duckdb.Error as exc:
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
-    meta = {**data.provenance, "lake": os.fspath(lake)}
+    meta = {**data.provenance, "lake": str(lake)}
     return summarize_production(data.trajectories, data.scores, data.facets, z=z, alpha=alpha, meta=meta)
 
 
@@ -125,7 +127,7 @@ def report_production(summary: Any, out_file: str, kind: str, fmt: str) -> None:
 
 def gate_production(
     summary: Any,
-    lake: str,
+    lake: Lake,
     *,
     max_drop: float | None,
     min_rate: float | None,
@@ -149,7 +151,8 @@ def gate_production(
     night = summary.days[-1] if summary.days else None
     since = summary.days[0] if summary.days else None
     until = night + timedelta(days=1) if night else None  # [since, until): the night included
-    hint = f"tracevals report --lake {shlex.quote(lake)} --production --since {since} --until {until} --out night.html"
+    where = shlex.quote(str(lake))
+    hint = f"tracevals report --lake {where} --production --since {since} --until {until} --out night.html"
     checks = [
         {"check": c.name, "passed": c.passed, "threshold": c.threshold, "value": c.value, "message": c.message}
         for c in result.checks

@@ -7,11 +7,10 @@ the report a person opens to understand it always count the same attempts.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +19,9 @@ from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.cli.production import load_production, production_mode, report_production
 from tracevals.cli.times import time_range_options
 from tracevals.model.case import Case
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,7 +107,7 @@ def env_options(func: F) -> F:
 
 
 def load_report(
-    lake: str,
+    lake: Lake,
     runs: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
@@ -172,7 +174,7 @@ def _read_tasks(path: str) -> bytes:
 
 
 def report_from_lake(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     selection: Any,
     cases: Mapping[str, Case] | None,
     *,
@@ -197,7 +199,7 @@ def report_from_lake(
         data.trajectories,
         data.scores,
         data.cases,
-        {**data.provenance, "lake": os.fspath(lake), **dict(meta or {})},
+        {**data.provenance, "lake": str(lake), **dict(meta or {})},
         k=k,
         z=Z95 if z is None else z,
         baseline=baseline,
@@ -225,7 +227,7 @@ def report_from_lake(
 @env_options
 @format_option()
 def report(
-    lake: str,
+    lake: Lake,
     runs: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,

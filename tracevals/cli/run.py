@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -19,7 +19,6 @@ from tracevals.harness.environment import file_digest, folder_digest, harness_ca
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
-from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
@@ -29,6 +28,9 @@ from tracevals.report.terminal import reliability_tables, summary_table
 from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import compact_run, completed_attempts, score_run
 from tracevals.scoring.store import write_step_reliability
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.command()
@@ -98,7 +100,7 @@ def run(
     variant: str,
     concurrency: int,
     seed: int,
-    lake: str,
+    lake: Lake,
     run_id: str | None,
     settings: tuple[str, ...],
     capture_content: bool | None,
@@ -197,20 +199,18 @@ def run(
         "injections": file_digest(injections_file),
         "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
     }
-    if is_remote(lake):
-        if attribute_variance and cassette_dir is None:
-            raise click.ClickException(
-                f"--attribute-variance on an object-store lake ({lake}) needs --cassettes DIR: a local folder "
-                "for the cassettes of the frozen runs"
-            )
-    else:
-        Path(lake).mkdir(parents=True, exist_ok=True)
+    if attribute_variance and cassette_dir is None and lake.local_folder is None:
+        raise click.ClickException(
+            f"--attribute-variance on an object-store lake ({lake}) needs --cassettes DIR: a local folder "
+            "for the cassettes of the frozen runs"
+        )
+    lake.prepare()
     telemetry = instrument(lake=lake, capture_content=capture)
     started = time.time()
     if attribute_variance:
         from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
 
-        work = cassette_dir or Path(lake) / "variance" / run_id
+        work = cassette_dir or Path(lake.local_folder or ".") / "variance" / run_id
         try:
             run_attribution(
                 agent, cases, k=k, run_id=run_id, variant=variant, lake=lake, work=work, base=plan, seed=seed,
@@ -259,7 +259,7 @@ def run(
     if fmt == "json":
         doc = {
             "run_id": run_id,
-            "lake": lake,
+            "lake": str(lake),
             "variants": rows,
             "reliability": reliability_json(data.reliability),
             "replay_misses": plan.misses,
@@ -279,7 +279,7 @@ def run(
     _fail_on_misses(plan, console)
 
 
-def _compact(lake: str, started: float, console: Console) -> None:
+def _compact(lake: Lake, started: float, console: Console) -> None:
     warning = compact_run(lake, started)
     if warning:
         console.print(f"warning: {warning}", highlight=False, soft_wrap=True)

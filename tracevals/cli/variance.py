@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -27,6 +27,9 @@ from tracevals.scoring.runs import score_run
 from tracevals.scoring.store import write_step_reliability
 from tracevals.stats.variance import LEVELS, SOURCE_LABELS, SOURCES, Attribution, LevelFigures, attribute
 
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
+
 __all__ = ["attribution_json", "attribution_of", "attribution_rows", "run_attribution", "score_attribution"]
 
 
@@ -37,7 +40,7 @@ def run_attribution(
     k: int,
     run_id: str,
     variant: str,
-    lake: str,
+    lake: Lake,
     work: Path,
     base: RunPlan,
     seed: int,
@@ -74,13 +77,13 @@ def run_attribution(
         )
 
 
-def score_attribution(lake: str, run_id: str, cases: Sequence[Case], variant: str, k: int) -> Attribution:
+def score_attribution(lake: Lake, run_id: str, cases: Sequence[Case], variant: str, k: int) -> Attribution:
     """Score the run's attempts, then read the attribution back."""
     score_run(lake, run_id, cases)
     return attribution_of(lake, run_id, variant, k)
 
 
-def attribution_of(lake: str, run_id: str, variant: str, k: int | None = None) -> Attribution:
+def attribution_of(lake: Lake, run_id: str, variant: str, k: int | None = None) -> Attribution:
     """The attribution of a run the four passes wrote (read back from the lake)."""
     from tracevals.queries import open_lake
 
@@ -133,7 +136,7 @@ def attribution_json(result: Attribution) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def print_attribution(result: Attribution, run_id: str, lake: str, variant: str, fmt: str) -> None:
+def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({"run_id": run_id, "lake": lake, "attribution": attribution_json(result)}))
         return

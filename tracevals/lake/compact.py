@@ -51,9 +51,11 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.sink import DICTIONARY_COLUMNS
 from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
+from tracevals.model.errors import UserError
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the
@@ -78,7 +80,7 @@ SORT_KEYS: dict[str, list[str]] = {
 }
 
 
-class CompactError(Exception):
+class CompactError(UserError):
     """The lake cannot be compacted (not a lake, another compaction holds its lock)."""
 
 
@@ -112,7 +114,7 @@ class CompactResult:
 
 
 def compact(
-    lake: str | os.PathLike[str],
+    lake: LakeLike,
     *,
     min_age_s: float = MIN_AGE_S,
     group_bytes: int = GROUP_BYTES,
@@ -125,11 +127,12 @@ def compact(
     and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition.
     `since` (a UNIX time): only the hours that end after it (a negative `min_age_s` takes in the hour
     that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in)."""
-    if "://" in os.fspath(lake):
-        return _compact_remote(os.fspath(lake), min_age_s, group_bytes, now, dry_run, progress, since)
-    root = Path(lake)
+    lake = Lake.open(lake)
+    root = lake.local_folder
+    if root is None:  # object storage: no rename, no lock (see the module's docstring)
+        return _compact_remote(lake, min_age_s, group_bytes, now, dry_run, progress, since)
     if not root.is_dir():
-        raise CompactError(f"lake {os.fspath(lake)!r} is not a directory; pass the folder that holds spans/")
+        raise CompactError(f"lake {lake.location!r} is not a directory; pass the folder that holds spans/")
     started = time.monotonic()
     now = time.time() if now is None else now
     result = CompactResult()
@@ -350,7 +353,7 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
 
 
 def _compact_remote(
-    lake: str,
+    lake: Lake,
     min_age_s: float,
     group_bytes: int,
     now: float | None,
@@ -361,14 +364,13 @@ def _compact_remote(
     """`compact` on object storage: the same partitions, groups, sort and marker; each merged file one PUT,
     the files it replaced deleted after that upload succeeded (see the module's docstring)."""
     from tracevals.lake.paths import LakeError
-    from tracevals.lake.storage import check_lake, lake_filesystem, list_parquet
 
     started = time.monotonic()
     now = time.time() if now is None else now
+    fs = lake.filesystem
     try:
-        check_lake(lake)
-        fs, _ = lake_filesystem(lake)
-        listed = {table: list_parquet(lake, table) for table in SORT_KEYS}
+        lake.check()
+        listed = {table: lake.list_parquet(table) for table in SORT_KEYS}
     except LakeError as exc:
         raise CompactError(str(exc)) from None
     result = CompactResult()
@@ -398,7 +400,7 @@ def _compact_remote(
 
 
 def _compact_remote_partition(
-    lake: str,
+    lake: Lake,
     fs: pafs.FileSystem,
     table: str,
     directory: Path,
@@ -406,7 +408,7 @@ def _compact_remote_partition(
     group_bytes: int,
     dry_run: bool,
 ) -> PartitionResult | None:
-    from tracevals.lake.storage import put_bytes, storage_error
+    from tracevals.lake.storage import put_bytes
 
     files = [Path(i.path) for i in infos]
     sizes = {Path(i.path): i.size or 0 for i in infos}
@@ -427,7 +429,7 @@ def _compact_remote_partition(
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                return PartitionResult(table, "", error=str(storage_error(lake, exc, "deleting a leftover of")))
+                return PartitionResult(table, "", error=str(lake.error(exc, "deleting a leftover of")))
     files = [p for p in files if p not in leftovers]
     todo = [g for g in _groups(files, metas, group_bytes) if not (len(g) == 1 and marks[g[0]] is not None)]
     if not todo:
@@ -456,7 +458,7 @@ def _compact_remote_partition(
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                result.error = str(storage_error(lake, exc, "deleting a compacted file of"))
+                result.error = str(lake.error(exc, "deleting a compacted file of"))
         result.files_out += 1
         result.bytes_out += data.size
     return result

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
-from tracevals.lake.paths import lake_prices
+from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
+from tracevals.model.errors import UserError
 from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-class SelectionError(ValueError):
+class SelectionError(UserError, ValueError):
     """The selection matches nothing, or names something the lake does not hold; one line for the user."""
 
 
@@ -84,7 +84,7 @@ class LakeData:
 
 
 def load_lake_data(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     selection: Selection,
     cases: Mapping[str, Case] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
@@ -105,7 +105,7 @@ def load_lake_data(
     if not trajectories:
         raise SelectionError(
             f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
-            f'{os.fspath(lake)} "select run_id, variant, count(*) from runs group by all"'
+            f'{lake} "select run_id, variant, count(*) from runs group by all"'
         )
     _check_variants(trajectories, selection.variants)
     _check_runs(con, trajectories, selection.runs)
@@ -138,7 +138,7 @@ def load_lake_data(
     stored = [s for s in stored if s.trace_id in kept]
     con.register("_report_traces", _id_table(sorted(kept)))
     scored = {s.trace_id for s in stored}
-    own_prices = lake_prices(os.fspath(lake))
+    own_prices = lake.prices()
     config = ScoringConfig().with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
     provenance = _provenance(con, runs, selection)

@@ -31,9 +31,8 @@ into it, and a session with late rows does not keep a whole round's rows alive.
 from __future__ import annotations
 
 import gc
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +41,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tracevals.evaluators.evaluator import Evaluator
-from tracevals.lake.paths import LakeError, lake_prices
+from tracevals.lake.paths import LakeError
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
-from tracevals.model.case import Case
 from tracevals.queries.live_source import (
     MAX_FILE_ROWS,
     LiveConnection,
@@ -57,7 +54,9 @@ from tracevals.queries.live_source import (
     read_span_files,
 )
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.offline import score_connection, with_sample
+from tracevals.scoring.job import ScoringJob
+from tracevals.scoring.offline import score_connection
+from tracevals.scoring.results import with_sample
 from tracevals.scoring.store import write_score_frame
 
 ScoreSink = Callable[[pl.DataFrame, dict[str, str]], None]  # (score rows, trace id -> root span id)
@@ -169,35 +168,37 @@ class Follower:
 
     def __init__(
         self,
-        lake: str | os.PathLike[str],
+        job: ScoringJob,
         *,
-        tasks: Sequence[Case] | None = None,
-        config: ScoringConfig | None = None,
-        evaluators: Sequence[Evaluator] | None = None,
         idle_s: float = 30.0,
         abandon_s: float | None = None,
         retain_s: float | None = None,
         late_window_s: float = 86400.0,
-        sample: tuple[float, int] | None = None,
-        write: bool = True,
-        sinks: Sequence[ScoreSink] = (),
         clock: Callable[[], float] = time.time,
         max_file_rows: int = MAX_FILE_ROWS,
     ) -> None:
-        if "://" in os.fspath(lake):  # it follows files by their folders and modification times, on disk
+        """`job`: what every finished session is scored with (its cases, config, evaluators, `write`, `sinks`;
+        of its selection, the sample); the rest is when a session counts as finished."""
+        lake = job.lake
+        folder = lake.local_folder  # it follows files by their folders and modification times, on disk
+        if folder is None:
             raise LakeError(
-                f"score --follow reads a local lake, not {os.fspath(lake)}; score an object-store lake by range "
+                f"score --follow reads a local lake, not {lake}; score an object-store lake by range "
                 "(tracevals score --since 1h), or follow the collector's local lake"
             )
-        self.lake = Path(lake)
-        self.tasks, self.config, self.evaluators = tasks, config, evaluators
+        self.target = lake
+        self.lake = folder
+        self.tasks, self.config, self.evaluators = job.tasks, job.config, job.evaluators
+        chosen = job.selection
+        sample = (chosen.fraction, chosen.seed) if chosen is not None and chosen.fraction is not None else None
+        write, sinks = job.write, job.sinks
         self.idle_s = idle_s
         self.abandon_s = abandon_s if abandon_s is not None else 10 * idle_s
         self.retain_s = retain_s if retain_s is not None else 2 * self.abandon_s
         self.late_window_s = late_window_s
         self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
-        self.files = NewFiles(lake, late_window_s=late_window_s)
-        self.log_files = NewFiles(lake, late_window_s=late_window_s, sub=LOGS_DIR)
+        self.files = NewFiles(folder, late_window_s=late_window_s)
+        self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR)
         self.max_file_rows = max_file_rows
         self.sessions: dict[str, LiveSession] = {}  # in order of last arrival
         self.traces: dict[str, LiveTrace] = {}
@@ -412,7 +413,7 @@ class Follower:
         for trace in traces:
             trace.spans = self._tables.move(trace.spans, moved_spans)
             trace.logs = self._tables.move(trace.logs, moved_logs)
-        prices = lake_prices(str(self.lake))  # the lake's own prices, as offline scoring takes them
+        prices = self.target.prices()  # the lake's own prices, as offline scoring takes them
         config = (self.config or ScoringConfig()).with_prices_beneath(prices)
         self.prepare()
         assert self._connection is not None
@@ -429,7 +430,7 @@ class Follower:
         if self.sample is not None:
             scores = with_sample(scores, *self.sample)
         if self.write:
-            write_score_frame(self.lake, scores)
+            write_score_frame(self.target, scores)
         for sink in self.sinks:
             sink(scores, run.root_spans)
         return scores

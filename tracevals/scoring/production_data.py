@@ -12,13 +12,12 @@ and budgets / policy when a scoring config gives them). Like `load_lake_data`, i
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
-from tracevals.lake.paths import lake_prices
+from tracevals.lake.lake import Lake
 from tracevals.model.facets import TraceFacet
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -70,7 +69,7 @@ def has_harness_runs(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def load_production_data(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     since: dt.datetime | None,
     until: dt.datetime | None,
     sample: float | None = None,
@@ -93,7 +92,7 @@ def load_production_data(
         span = f"from {_iso(since) or 'the start'} until {_iso(until) or 'now'}"
         raise SelectionError(
             f"no production sessions start {span}{' in the sample' if sample else ''}; widen --since/--until "
-            f'(see the days with: tracevals sql --lake {os.fspath(lake)} "select cast(start_time as date) as day, '
+            f'(see the days with: tracevals sql --lake {lake} "select cast(start_time as date) as day, '
             'count(*) from sessions group by 1 order by 1")'
         )
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
@@ -110,7 +109,7 @@ def load_production_data(
         )
     stored = _current(_stored_scores(con))
     scored = {s.trace_id for s in stored}
-    own_prices = lake_prices(os.fspath(lake))
+    own_prices = lake.prices()
     chosen = (config or ScoringConfig()).with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], {}, chosen)
     days = sorted({f.day for f in facets.values()})
