@@ -82,7 +82,7 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
     os.environ["POLARS_MAX_THREADS"] = "1"  # before Polars starts its pool, as in a worker
     import scoring
 
-    from tracevals.evaluators.batch_scoring import score_batch
+    from tracevals.evaluators.apply import score_batch
     from tracevals.evaluators.registry import instances
     from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.lake.lake import Lake

@@ -2,9 +2,9 @@
 
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError, partition_filter
-from tracevals.queries.lake import open_lake
+from tracevals.queries.catalog import MATERIALIZE, VIEW_NAMES, view_sql
+from tracevals.queries.connection import open_lake
 from tracevals.queries.lookup import session_lookup
-from tracevals.queries.views import MATERIALIZE, VIEW_NAMES, view_sql
 
 __all__ = [
     "MATERIALIZE",

@@ -33,10 +33,10 @@ import pyarrow.parquet as pq
 from tracevals.lake.lake import Lake, LakeLike, partition_key
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
-from tracevals.queries.lake import open_lake
+from tracevals.queries.catalog import VIEW_NAMES
+from tracevals.queries.connection import open_lake
 from tracevals.queries.materialize import materialized
 from tracevals.queries.sources import files_sql, register_source
-from tracevals.queries.views import VIEW_NAMES
 
 # The views whose rows each belong to one trace and are computed from that trace's spans (and log
 # records) alone: exporting them a group of traces at a time gives the rows of the whole-lake query.

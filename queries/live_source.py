@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
 from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA
 from tracevals.model.prices import default_prices
+from tracevals.queries.catalog import view_sql
 from tracevals.queries.sources import register_prices
-from tracevals.queries.views import view_sql
 
 _log = logging.getLogger(__name__)
 

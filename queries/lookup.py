@@ -10,8 +10,8 @@ import pyarrow as pa
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.sources import STRICT, files_sql
-from tracevals.queries.views import VIEW_NAMES
 
 _HEX = re.compile(r"[0-9a-f]{1,64}")
 

@@ -25,18 +25,40 @@ import duckdb
 
 from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import bucket_sql, sampled_sql
-from tracevals.queries.lake import restrict_snapshots
-from tracevals.queries.views import query_sql
+from tracevals.model.errors import UserError
+from tracevals.queries.catalog import query_sql
+from tracevals.queries.connection import restrict_snapshots
+
+
+class SelectionError(UserError, ValueError):
+    """The selection is impossible, matches nothing, or names something the lake does not hold; one line."""
 
 
 @dataclass(frozen=True)
 class Selection:
+    """Which sessions a command reads, the one definition `score`, `report`, `gate`, the engines and `score
+    --follow` share. Empty: every session (a report: the latest run).
+
+    `since` is inclusive, `until` exclusive, on a session's first span; `fraction` keeps that share of
+    sessions, chosen by a hash of `seed` and the session id (`tracevals.lake.sampling`: a session is all in
+    or all out, and the choice never changes); `runs` / `variants` keep the attempts of those harness runs
+    and variants (and their sessions' other traces); `trace_ids` the sessions of these traces (live
+    scoring). A report's `fraction` None: the sample the stored scores record, if any.
+    """
+
     since: datetime | None = None
     until: datetime | None = None
     fraction: float | None = None  # None: every session
     seed: int = 0
     trace_ids: tuple[str, ...] | None = None  # only these traces' sessions (live scoring)
     runs: tuple[str, ...] = ()  # only the attempts of these harness runs (and their sessions' other traces)
+    variants: tuple[str, ...] = ()  # only these variants' attempts (a report's baseline and candidate)
+
+    def __post_init__(self) -> None:
+        if self.fraction is not None and not 0.0 < self.fraction <= 1.0:
+            raise SelectionError(f"sample must be in (0, 1], got {self.fraction}")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise SelectionError(f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}")
 
     def trace_condition(self) -> str:
         """The condition on `trajectories` a loader applies on top (the attempts of `runs`); '' for none."""

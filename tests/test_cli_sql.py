@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import tracevals
 from tracevals.cli import main
-from tracevals.cli.times import EXAMPLES
+from tracevals.cli.shared.times import EXAMPLES
 
 
 @tracevals.tool(effect="read")
@@ -229,7 +229,7 @@ def _commands() -> list[tuple[str, click.Command]]:
 
 
 def test_every_command_reads_one_time_grammar() -> None:
-    from tracevals.cli.times import TimeType
+    from tracevals.cli.shared.times import TimeType
 
     ranged = []
     for name, command in _commands():
@@ -313,7 +313,7 @@ def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(fil
 
 
 def test_every_command_has_one_format_option() -> None:
-    from tracevals.cli.output import FORMATS
+    from tracevals.cli.shared.output import FORMATS
 
     for name, command in _commands():
         (fmt,) = [p for p in command.params if p.name == "fmt"] or [None]
@@ -321,3 +321,17 @@ def test_every_command_has_one_format_option() -> None:
         assert fmt.opts == ["--format"] and fmt.envvar == "TRACEVALS_FORMAT", name
         choices = list(fmt.type.choices)  # type: ignore[attr-defined]
         assert choices[: len(FORMATS)] == list(FORMATS) and fmt.default == "table", (name, choices)
+
+
+def test_the_cli_folder_holds_commands_and_the_shared_helpers_only() -> None:
+    """One module per command (the `COMMANDS` table); what several commands share lives in `cli/shared/`,
+    so a module beside the commands is either a command or a mistake."""
+    from pathlib import Path
+
+    import tracevals.cli
+    from tracevals.cli import COMMANDS
+
+    folder = Path(tracevals.cli.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
+    assert modules == {target.split(":")[0].rsplit(".", 1)[1] for target in COMMANDS.values()}
+    assert (folder / "shared" / "__init__.py").is_file()

@@ -19,7 +19,7 @@ from tracevals.instrumentation.content import set_capture
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.storage import lake_filesystem
-from tracevals.queries.lake import open_lake
+from tracevals.queries.connection import open_lake
 
 QUERIES = (
     "select trace_id, span_id, name, kind, tool_name, date, hour from spans order by trace_id, span_id",

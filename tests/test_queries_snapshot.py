@@ -19,7 +19,7 @@ from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest
 from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.queries import VIEW_NAMES, open_lake
-from tracevals.queries.lake import LakeError, is_small, shared_views, views_read_by
+from tracevals.queries.connection import LakeError, is_small, shared_views, views_read_by
 from tracevals.queries.selection import Selection, select_sessions
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, print_rows
+from tracevals.cli.shared.output import format_option, print_rows
 from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError

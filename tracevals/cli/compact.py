@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.collector.config_schema import duration
 from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.lake.compact import compact as compact_lake

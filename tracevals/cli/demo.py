@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from tracevals.cli.output import format_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
@@ -66,13 +66,13 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
       tracevals demo --format json         # the summary as JSON
       tracevals demo --attribute-variance  # the world's flakiness apart from the model's
     """
-    from tracevals.cli.report import report_from_lake
+    from tracevals.cli.shared.reports import report_from_lake
     from tracevals.demo.agent import order_support_agent
+    from tracevals.queries.selection import Selection
     from tracevals.report import summary_rows, write_report
     from tracevals.report.reliability import lake_rows
     from tracevals.report.reliability_view import reliability_json
     from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
-    from tracevals.scoring.lake_data import Selection
     from tracevals.scoring.store import write_step_reliability
     from tracevals.simulator import SimulatedModelServer
 
@@ -192,7 +192,7 @@ def _attribute(
     out: Path, run_id: str, cases: Any, k: int, seed: int, concurrency: int, model: str, console: Console, fmt: str
 ) -> None:
     """`demo --attribute-variance`: the baseline model in the flaky world, at the three levels."""
-    from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
+    from tracevals.cli.shared.variance import print_attribution, run_attribution, score_attribution
     from tracevals.demo.agent import order_support_agent
     from tracevals.harness.faults import load_fault_profile
     from tracevals.harness.interceptor import RunPlan

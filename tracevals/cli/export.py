@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, print_rows
-from tracevals.cli.production import gate_production, load_production, production_mode
-from tracevals.cli.report import env_options, env_problems, load_report, selection_options
+from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.production import gate_production, load_production, production_mode
+from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import pyarrow as pa
 
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
-from tracevals.cli.report import report_from_lake
+from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.reports import report_from_lake
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
@@ -21,11 +21,11 @@ from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
+from tracevals.queries.selection import Selection
 from tracevals.report import summary_rows
 from tracevals.report.reliability import lake_rows
 from tracevals.report.reliability_view import reliability_json
 from tracevals.report.terminal import reliability_tables, summary_table
-from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import compact_run, completed_attempts, score_run
 from tracevals.scoring.store import write_step_reliability
 
@@ -208,7 +208,7 @@ def run(
     telemetry = instrument(lake=lake, capture_content=capture)
     started = time.time()
     if attribute_variance:
-        from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
+        from tracevals.cli.shared.variance import print_attribution, run_attribution, score_attribution
 
         work = cassette_dir or Path(lake.local_folder or ".") / "variance" / run_id
         try:

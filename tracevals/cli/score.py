@@ -15,8 +15,8 @@ import polars as pl
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.output import format_option, lake_option, print_rows
-from tracevals.cli.times import time_range_options
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.times import time_range_options
 from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
 
 if TYPE_CHECKING:

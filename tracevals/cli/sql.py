@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals import env
-from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
-from tracevals.cli.times import time_range_options
+from tracevals.cli.shared.output import FORMATS, lake_option, print_rows, table_rows
+from tracevals.cli.shared.times import time_range_options
 from tracevals.queries import LakeError, open_lake
-from tracevals.queries.lake import views_read_by
-from tracevals.queries.views import VIEW_NAMES
+from tracevals.queries.catalog import VIEW_NAMES
+from tracevals.queries.connection import views_read_by
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -32,7 +32,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Reject anything but a SELECT or an EXPLAIN [ANALYZE] of one (no COPY … TO, EXPORT, ATTACH, INSTALL,
     CREATE, INSERT, SET, PRAGMA, CALL, …, whether alone, after a SELECT, or under EXPLAIN ANALYZE).
 
-    The connection is also sandboxed to the lake (see `tracevals.queries.lake.sandbox`): it can read no
+    The connection is also sandboxed to the lake (see `tracevals.queries.connection.sandbox`): it can read no
     file outside the lake and change no setting; what can write inside the lake is refused here, before
     anything runs.
     """

@@ -4,7 +4,7 @@ Writers add files to an hour for as long as its spans arrive: the embedded write
 (a few hundred spans), the collector one per rotation (every 30 s by default), `tracevals ingest` one per
 call, and spans that arrive late add more to an hour long closed. Their rows are in arrival order, so
 every row group holds spans of hundreds of sessions. A reader looking for one session then opens every
-file of the lake and probes the Bloom filter of every row group (`queries.lake.session_lookup`), and a
+file of the lake and probes the Bloom filter of every row group (`queries.connection.session_lookup`), and a
 query over a range opens thousands of footers.
 
 `compact(lake)` rewrites each hour whose end lies `min_age_s` in the past into one file (or a few, each

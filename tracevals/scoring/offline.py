@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tracevals.evaluators.batch_scoring import score_batch
+from tracevals.evaluators.apply import score_batch
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
 from tracevals.lake.lake import Lake, LakeLike

@@ -22,11 +22,10 @@ from tracevals.model.facets import TraceFacet
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection as SessionSelection
-from tracevals.queries.selection import select_sessions
+from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.lake_data import SelectionError, _current, _id_table, _iso, _stored_scores
+from tracevals.scoring.lake_data import _current, _id_table, _iso, _stored_scores
 from tracevals.scoring.offline import score_trajectories
 
 __all__ = ["DEFAULT_DAYS", "ProductionData", "has_harness_runs", "load_production_data"]
@@ -86,7 +85,7 @@ def load_production_data(
         now = now or dt.datetime.now(dt.timezone.utc)
         midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.timezone.utc)
         since, chosen_by = midnight - dt.timedelta(days=DEFAULT_DAYS - 1), f"the last {DEFAULT_DAYS} days (default)"
-    restriction = select_sessions(con, SessionSelection(since=since, until=until, fraction=sample, seed=seed))
+    restriction = select_sessions(con, Selection(since=since, until=until, fraction=sample, seed=seed))
     trajectories = load_trajectories(con, where="(task_id IS NULL OR variant IS NULL)", within=restriction)
     if not trajectories:
         span = f"from {_iso(since) or 'the start'} until {_iso(until) or 'now'}"

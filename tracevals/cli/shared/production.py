@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.output import print_rows
+from tracevals.cli.shared.output import print_rows
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -53,7 +53,7 @@ def load_production(
     import duckdb
 
     from tracevals.queries import LakeError
-    from tracevals.scoring.lake_data import SelectionError
+    from tracevals.queries.selection import SelectionError
     from tracevals.scoring.production_data import load_production_data
     from tracevals.stats.production import summarize_production
 

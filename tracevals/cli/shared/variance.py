@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.output import print_rows, progress_bar
-from tracevals.cli.report import report_from_lake
+from tracevals.cli.shared.output import print_rows, progress_bar
+from tracevals.cli.shared.reports import report_from_lake
 from tracevals.harness.attempts import AgentFn
 from tracevals.harness.interceptor import RunPlan
 from tracevals.harness.variance import level_variant, run_levels
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.queries.selection import Selection
 from tracevals.report.formatting import num
 from tracevals.report.reliability import lake_rows
-from tracevals.scoring.lake_data import Selection
 from tracevals.scoring.runs import score_run
 from tracevals.scoring.store import write_step_reliability
 from tracevals.stats.variance import LEVELS, SOURCE_LABELS, SOURCES, Attribution, LevelFigures, attribute

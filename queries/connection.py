@@ -41,8 +41,8 @@ from tracevals.lake.schema import (
     STEP_RELIABILITY_SCHEMA,
 )
 from tracevals.model.prices import default_prices
+from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
-from tracevals.queries.views import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 
 
 def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:

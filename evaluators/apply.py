@@ -1,6 +1,8 @@
-"""Scoring a whole batch at once: `score_batch(scope, evaluators) -> score rows` (a Polars frame).
+"""Applying evaluators: to trajectories one at a time (`evaluate_all`, the reference), or to a whole
+batch at once (`score_batch`, the same verdicts set-at-a-time), and the per-attempt verdict.
 
-Per evaluator, the cheapest exact strategy it offers:
+`score_batch(scope, evaluators) -> score rows` (a Polars frame) takes, per evaluator, the cheapest exact
+strategy it offers:
 
 1. `screen(scope)`: set-at-a-time; clean traces are settled by the screen, the rest by `evaluate`;
 2. `verdict_key(scope)`: `evaluate` once per distinct key, the verdict copied to every trace with it
@@ -9,19 +11,67 @@ Per evaluator, the cheapest exact strategy it offers:
 
 `evaluate` is the reference everywhere, so a batch scores exactly as `evaluate_all` would. Pure: no
 I/O, no state kept between calls; the same function runs per partition under a distributed engine.
+
+Example::
+
+    cases = {c.case_id: c for c in load_cases("tasks.jsonl")}
+    scores = evaluate_all(trajectories, cases)
+    ok = attempt_passed([s for s in scores if s.trace_id == trajectory.trace_id])
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.evaluator import Evaluator, make_score
+from tracevals.evaluators.registry import default_evaluators
 from tracevals.evaluators.scope import NO_CASE, Scope
-from tracevals.evaluators.scoring import evaluate_safely
+from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, score_details, score_rows_frame
 from tracevals.model.trajectory import Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+def evaluate_all(
+    trajectories: Iterable[Trajectory],
+    cases_by_id: Mapping[str, Case],
+    evaluators: Sequence[Evaluator] | None = None,
+) -> list[Score]:
+    """Run each evaluator (default: the built-ins) on each trajectory, with the case named by its
+    `task_id` (None when it has none or the id is unknown); not-applicable results are left out.
+
+    An evaluator that raises does not stop the run: it yields a failed score whose reason names the error.
+    """
+    chosen = default_evaluators() if evaluators is None else list(evaluators)
+    scores: list[Score] = []
+    for trajectory in trajectories:
+        case = cases_by_id.get(trajectory.task_id) if trajectory.task_id is not None else None
+        for evaluator in chosen:
+            score = evaluate_safely(evaluator, trajectory, case)
+            if score is not None:
+                scores.append(score)
+    return scores
+
+
+def attempt_passed(scores: Iterable[Score]) -> bool:
+    """Whether an attempt passed: every applicable score of it passed (no scores: nothing failed)."""
+    return all(score.passed for score in scores)
+
+
+def evaluate_safely(evaluator: Evaluator, trajectory: Trajectory, case: Case | None) -> Score | None:
+    try:
+        return evaluator.evaluate(trajectory, case)
+    except Exception as exc:  # a bug in one evaluator must not lose the other scores of the run
+        logger.warning("tracevals: evaluator %s raised on trace %s: %r", evaluator.name, trajectory.trace_id, exc)
+        reason = f"evaluator raised {type(exc).__name__}: {exc}"
+        return make_score(evaluator, trajectory, passed=False, score=0.0, reason=reason, details={"error": reason})
+
+
+# ---------------------------------------------------------------- a whole batch at once
 
 _IDS = ["trace_id", "session_id", "run_id", "task_id", "attempt", "variant"]
 
