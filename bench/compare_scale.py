@@ -86,7 +86,8 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
     from tracevals.evaluators.registry import instances
     from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.lake.lake import Lake
-    from tracevals.queries.selection import find_crossing, plan_groups, read_group, release_group, session_chunks
+    from tracevals.queries.groups import find_crossing, plan_groups, read_group, release_group
+    from tracevals.queries.selection import session_chunks
     from tracevals.queries.trajectories import load_batch
     from tracevals.scoring.cases import attach_cases
     from tracevals.scoring.config import config_from_dict

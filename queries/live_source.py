@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -287,3 +287,22 @@ def connection_for_spans(
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view of `queries/views/` over these span (and log) rows."""
     return LiveConnection(prices).load(spans, logs)
+
+
+def read_recent(root: Path, since: float, skip: set[str], read: Callable[[list[Path]], pa.Table]) -> pa.Table:
+    """`read` of the Parquet files of the table folder `root` written since the time `since` (their
+    modification time), but those named in `skip`. `tracevals compact` may replace files between the
+    listing and the read (the new file holds their rows and keeps the newest one's time): then the folder
+    is listed again, so that no row is missed."""
+    for _ in range(5):
+        recent, vanished = [], False
+        for path in sorted(root.glob("date=*/hour=*/*.parquet")):
+            try:
+                if not path.name.startswith(".") and str(path) not in skip and path.stat().st_mtime >= since:
+                    recent.append(path)
+            except FileNotFoundError:
+                vanished = True
+        table = read(recent)
+        if not (vanished or any(not path.exists() for path in recent)):
+            break
+    return table

@@ -28,7 +28,8 @@ from tracevals.lake.lake import Lake
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection, find_crossing, plan_groups
+from tracevals.queries.groups import find_crossing, plan_groups
+from tracevals.queries.selection import Selection
 from tracevals.scoring.job import SESSION_MARGIN
 from tracevals.scoring.offline import score_connection, score_lake
 from tracevals.scoring.results import ScoringRun

@@ -40,8 +40,9 @@ from tracevals.lake.sampling import bucket
 from tracevals.lake.schema import SCORE_SCHEMA
 from tracevals.model.case import Case
 from tracevals.model.errors import UserError
+from tracevals.queries.groups import components
 from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
-from tracevals.queries.selection import Selection, _components
+from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_connection
 from tracevals.scoring.results import ScoringRun, tally
@@ -99,7 +100,7 @@ def session_keys(rows: pa.Table) -> pa.Table:
         con.close()
     key = keys.column("key")
     if edges:
-        joined = _components(edges)
+        joined = components(edges)
         key = pa.chunked_array([pa.array([joined.get(k, k) for k in key.to_pylist()], pa.string())])
     return pa.table({"trace_id": keys.column("trace_id").cast(pa.string()), "session_key": key.cast(pa.string())})
 

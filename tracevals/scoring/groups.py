@@ -24,7 +24,8 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Group, GroupPlan, Selection, find_crossing, read_group, release_group
+from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
+from tracevals.queries.selection import Selection
 from tracevals.queries.trajectories import READS
 from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.offline import score_connection

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tracevals.lake.lake import Lake
-from tracevals.queries.selection import GROUP_ROWS, Selection
+from tracevals.queries.groups import GROUP_ROWS
+from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, scores_of
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection, plan_groups, select_sessions, session_chunks
+from tracevals.queries.groups import plan_groups
+from tracevals.queries.selection import Selection, select_sessions, session_chunks
 from tracevals.queries.trajectories import load_batch
 from tracevals.scoring.cases import attach_cases
 from tracevals.scoring.config import ScoringConfig
