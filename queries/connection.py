@@ -68,6 +68,51 @@ LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 
 
+def _bind_sources(con: duckdb.DuckDBPyConnection, lake: Lake, read_spans: bool, since: When, until: When) -> None:
+    """The raw relations every view reads (`queries.sources`): spans and log records in range (none:
+    `read_spans=False`), scores, the per-step table."""
+    for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
+        if read_spans:
+            register_source(con, raw, lake, sub, schema, True, since, until)
+        else:
+            register_empty(con, raw, schema, True)
+    register_source(con, "raw_scores", lake, SCORES_DIR, SCORE_SCHEMA, False)
+    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
+
+
+def _define_views(
+    con: duckdb.DuckDBPyConnection,
+    wanted: set[str] | None,
+    snapshot: set[str],
+    snapshot_path: str | os.PathLike[str] | None,
+) -> str:
+    """Define the view files (only those defining `wanted`, None: all), computing each view of `snapshot`
+    once into a table that takes its name; the schema the snapshots are in (`temp`, or the attached file)."""
+    unknown = snapshot - set(VIEW_NAMES)
+    if unknown:
+        raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
+    create, schema = "CREATE OR REPLACE TEMP TABLE", "temp"
+    if snapshot and snapshot_path is not None:
+        con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
+        create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
+    for file_name, sql in view_sql():
+        if wanted is not None and not defined_views(sql) & wanted:
+            continue
+        try:
+            con.execute(sql)
+            for name in defined_views(sql) & snapshot:
+                # The snapshot takes the view's name, so every view defined after it reads the snapshot
+                # (and binds against a table, not the whole tree of views beneath). It reads the table
+                # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
+                # (`restrict_snapshots`) as it narrows the raw files.
+                con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
+                con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {schema}.{name}_snapshot")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM tv_read_{name}")
+        except duckdb.Error as exc:
+            raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+    return schema
+
+
 def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
     """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
     snapshots off). The sizes come from the lake's listing (on object storage one LIST request per 1,000
@@ -187,42 +232,14 @@ def open_lake(
         con.execute("SET memory_limit = ?", [memory_limit])
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
-        if read_spans:
-            register_source(con, raw, lake, sub, schema, True, since, until)
-        else:
-            register_empty(con, raw, schema, True)
-    register_source(con, "raw_scores", lake, SCORES_DIR, SCORE_SCHEMA, False)
-    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
+    _bind_sources(con, lake, read_spans, since, until)
     register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
     if materialize == "auto":
         small = read_spans and is_small(lake, since, until)
         snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
-    unknown = snapshot - set(VIEW_NAMES)
-    if unknown:
-        raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
-    create, schema = "CREATE OR REPLACE TEMP TABLE", "temp"
-    if snapshot and snapshot_path is not None:
-        con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
-        create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
-    wanted = None if views is None else set(closure_of(views))
-    for file_name, sql in view_sql():
-        if wanted is not None and not defined_views(sql) & wanted:
-            continue
-        try:
-            con.execute(sql)
-            for name in defined_views(sql) & snapshot:
-                # The snapshot takes the view's name, so every view defined after it reads the snapshot
-                # (and binds against a table, not the whole tree of views beneath). It reads the table
-                # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
-                # (`restrict_snapshots`) as it narrows the raw files.
-                con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
-                con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {schema}.{name}_snapshot")
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM tv_read_{name}")
-        except duckdb.Error as exc:
-            raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+    schema = _define_views(con, None if views is None else set(closure_of(views)), snapshot, snapshot_path)
     # for session_lookup: where the span files are, and which views are snapshots on this connection
     con.execute("SET VARIABLE tracevals_lake = ?", [lake.location if read_spans else None])
     con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])

@@ -168,7 +168,7 @@ def test_even_a_select_cannot_read_outside_the_lake(filled_lake: Path, tmp_path:
 
 def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
     # a corrupt file in a partition out of range: if the range opened it, it would be named in a warning
-    import tracevals.queries.sources as sources
+    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()
     (day,) = {p.parent.parent.name for p in (filled_lake / "spans").rglob("*.parquet")}
@@ -290,7 +290,7 @@ def test_select_star_from_every_view_prints_in_every_format(
 
 
 def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(filled_lake: Path) -> None:
-    import tracevals.queries.sources as sources
+    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()  # the warning is once per process and file; this test is a new "process"
     (hour,) = sorted(filled_lake.glob("spans/date=*/hour=*"))
