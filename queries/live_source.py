@@ -30,10 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
-from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA, empty_table
 from tracevals.model.prices import default_prices
 from tracevals.queries.catalog import view_sql
-from tracevals.queries.sources import register_prices
+from tracevals.queries.sources import register_arrow, register_prices
 
 _log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def _with_file_columns(schema: pa.Schema) -> pa.Schema:
 
 
 def _empty(schema: pa.Schema) -> pa.Table:
-    return _with_file_columns(schema).empty_table()
+    return empty_table(_with_file_columns(schema))
 
 
 def empty_spans() -> pa.Table:
@@ -252,12 +252,12 @@ class LiveConnection:
 
     def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.con = duckdb.connect(":memory:")
-        scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-        steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+        scores = empty_table(SCORE_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
+        steps = empty_table(STEP_RELIABILITY_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         bases = (("raw_spans", empty_spans()), ("raw_logs", empty_logs()), ("raw_scores", scores),
                  ("raw_step_reliability", steps))  # fmt: skip
         for name, table in bases:
-            self.con.register(f"{name}_arrow", table)
+            register_arrow(self.con, f"{name}_arrow", table)
             self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
         self.prices(prices)
         for _, sql in view_sql():
@@ -270,8 +270,8 @@ class LiveConnection:
 
     def load(self, spans: pa.Table, logs: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
         """The connection, its views over these rows (the `empty_spans()` / `empty_logs()` columns)."""
-        self.con.register("raw_spans_arrow", spans)
-        self.con.register("raw_logs_arrow", logs if logs is not None else empty_logs())
+        register_arrow(self.con, "raw_spans_arrow", spans)
+        register_arrow(self.con, "raw_logs_arrow", logs if logs is not None else empty_logs())
         return self.con
 
     def release(self) -> None:

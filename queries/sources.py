@@ -11,13 +11,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 
+if TYPE_CHECKING:
+    import pyarrow.dataset
+
 from tracevals.lake.lake import Lake, LocalScan, ObjectScan
 from tracevals.lake.paths import LakeError, partition_filter
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, empty_table
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
 # (docs/queries.md says so) rather than failing a query.
@@ -43,7 +47,7 @@ def bind_sql(
     if dataset is None:
         return None
     name = "tv_ds_" + hashlib.sha1("\n".join([scan.lake.root, *(i.path for i in scan.infos)]).encode()).hexdigest()[:16]
-    con.register(name, dataset)
+    register_arrow(con, name, dataset)
     return f"SELECT * FROM {name}" + (f" WHERE {where}" if where and hive else "")
 
 
@@ -98,13 +102,19 @@ def register_source(
     con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT *{missing} FROM ({strict})")
 
 
+def register_arrow(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table | pyarrow.dataset.Dataset) -> None:
+    """`name` on `con`: a view over Arrow data held in memory (a table, a dataset). `con.from_arrow`, not
+    `con.register`, which makes DuckDB look for pandas (an import of ~0.4 s no command should pay)."""
+    con.from_arrow(data).create_view(name, replace=True)
+
+
 def register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, hive: bool) -> None:
     """`name` (and its strict twin) as a typed empty table: a lake with no such files yet."""
-    empty = schema.empty_table()
+    empty = empty_table(schema)
     if hive:
-        empty = empty.append_column("date", pa.array([], pa.date32())).append_column("hour", pa.array([], pa.int64()))
-    empty = empty.append_column("source_file", pa.array([], pa.string()))
-    con.register(f"{name}_empty", empty)
+        empty = empty.append_column("date", pa.nulls(0, pa.date32())).append_column("hour", pa.nulls(0, pa.int64()))
+    empty = empty.append_column("source_file", pa.nulls(0, pa.string()))
+    register_arrow(con, f"{name}_empty", empty)
     con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
     con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT * FROM {name}_empty")
 
@@ -132,15 +142,17 @@ def _sql_type(arrow_type: pa.DataType) -> str:
 
 
 def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
-    models = sorted(prices)
-    table = pa.table(
-        {
-            "model": pa.array(models, pa.string()),
-            "input_usd_per_mtok": pa.array([float(prices[m][0]) for m in models], pa.float64()),
-            "output_usd_per_mtok": pa.array([float(prices[m][1]) for m in models], pa.float64()),
-        }
+    """`model_prices` (model, input_usd_per_mtok, output_usd_per_mtok): a table written by DuckDB itself (an
+    Arrow table built from Python values would make pyarrow import pandas, ~0.4 s of a small command)."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE model_prices_table "
+        "(model VARCHAR, input_usd_per_mtok DOUBLE, output_usd_per_mtok DOUBLE)"
     )
-    con.register("model_prices_table", table)
+    if prices:
+        con.executemany(
+            "INSERT INTO model_prices_table VALUES (?, ?, ?)",
+            [(m, float(prices[m][0]), float(prices[m][1])) for m in sorted(prices)],
+        )
     con.execute("CREATE OR REPLACE VIEW model_prices AS SELECT * FROM model_prices_table")
 
 

@@ -335,3 +335,30 @@ def test_the_cli_folder_holds_commands_and_the_shared_helpers_only() -> None:
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
     assert modules == {target.split(":")[0].rsplit(".", 1)[1] for target in COMMANDS.values()}
     assert (folder / "shared" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sql", "select count(*) from trajectories"],
+        ["score", "--no-write", "--workers", "1", "--format", "json"],
+    ],
+    ids=["sql", "score"],
+)
+def test_a_command_on_a_small_lake_imports_no_pandas(filled_lake: Path, args: list[str]) -> None:
+    """pandas is no dependency of tracevals (the Ray extra brings it); importing it cost 0.4 s of every
+    small-lake command (`pa.Schema.empty_table()` does: `lake.schema.empty_table` does not)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from tracevals.cli import main\n"
+        "try:\n"
+        f"    main([{args[0]!r}, '--lake', {str(filled_lake)!r}, *{args[1:]!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr

@@ -29,7 +29,7 @@ from tracevals.collector.otlp_json import (
     parse_json_traces,
 )
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
-from tracevals.lake.schema import LOG_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA, empty_table
 from tracevals.lake.writer import LakeWriter
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
-        return _checked(spans_table(request), request), LOG_SCHEMA.empty_table(), "otlp-proto"
+        return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     found = "otlp-json"
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and "resourceSpans" not in doc:

@@ -37,7 +37,7 @@ from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
 from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import bucket
-from tracevals.lake.schema import SCORE_SCHEMA
+from tracevals.lake.schema import SCORE_SCHEMA, empty_table
 from tracevals.model.case import Case
 from tracevals.model.errors import UserError
 from tracevals.queries.groups import components
@@ -307,7 +307,7 @@ def write_group(lake: Lake, scored: pa.Table) -> pa.Table:
     from tracevals.lake.schema import SCORES_DIR
 
     if not scored.num_rows:
-        return GROUP_SUMMARY.empty_table()
+        return empty_table(GROUP_SUMMARY)
     scores = _score_frame(scored)
     traces, sessions = _counts(scores)
     written = lake.write_table(SCORES_DIR, scored)  # the rows of `scores/` already

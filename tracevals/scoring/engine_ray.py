@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.lake.lake import Lake
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR, empty_table
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries.selection import Selection
@@ -304,5 +304,5 @@ def _tag_remote(batch: pa.Table, keys: Any, buckets: int, table: str) -> pa.Tabl
 def _collect(ray: Any, dataset: Any, schema: pa.Schema) -> pa.Table:
     tables = [t for t in ray.get(dataset.to_arrow_refs()) if t.num_rows]
     if not tables:
-        return _nullable(schema).empty_table()
+        return empty_table(_nullable(schema))
     return pa.concat_tables([normalise(t, _nullable(schema)) for t in tables])
