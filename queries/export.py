@@ -173,6 +173,26 @@ def _run_in_worker(task: _Task) -> tuple[Path, int]:
     return task.path, _write_part(_WORKER["con"], task)
 
 
+def _check_export(lake: Lake, view: str, target: Path, workers: int) -> None:
+    """A `LakeError` of one line unless `view` can be exported trace by trace from `lake` into `target`."""
+    if view not in VIEW_NAMES:
+        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
+    if view not in PER_TRACE_VIEWS:
+        per_trace = ", ".join(sorted(PER_TRACE_VIEWS))
+        raise LakeError(
+            f"{view} is not computed trace by trace (a session's traces span hours); export it with one query "
+            f'(tracevals sql "SELECT * FROM {view}" --format parquet) or choose from {per_trace}'
+        )
+    if lake.contains(target):
+        raise LakeError(f"{target} is inside the lake {lake}; write the export elsewhere")
+    if "'" in str(target):
+        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
+    if workers < 1:
+        raise LakeError(f"workers must be at least 1, not {workers}")
+
+
 def export_view(
     lake: LakeLike,
     view: str,
@@ -193,24 +213,8 @@ def export_view(
     The files hold the rows `SELECT * FROM view` returns over the whole lake, in no particular order
     (sort on read, as for any query without ORDER BY). `out` must be empty or not exist yet.
     """
-    if view not in VIEW_NAMES:
-        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
-    if view not in PER_TRACE_VIEWS:
-        per_trace = ", ".join(sorted(PER_TRACE_VIEWS))
-        raise LakeError(
-            f"{view} is not computed trace by trace (a session's traces span hours); export it with one query "
-            f'(tracevals sql "SELECT * FROM {view}" --format parquet) or choose from {per_trace}'
-        )
-    lake = Lake.open(lake)
-    target = Path(out)
-    if lake.contains(target):
-        raise LakeError(f"{target} is inside the lake {lake}; write the export elsewhere")
-    if "'" in str(target):
-        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
-    if workers < 1:
-        raise LakeError(f"workers must be at least 1, not {workers}")
+    lake, target = Lake.open(lake), Path(out)
+    _check_export(lake, view, target, workers)
     started = time.perf_counter()
     target.mkdir(parents=True, exist_ok=True)
     result = Export(view)

@@ -141,21 +141,26 @@ def score(
                 f"the lake {lake} holds no spans: nothing to score (is the agent or collector writing to another "
                 "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
             )
-        if summary:
-            table = run.summary()
-            print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
-        else:
-            _print(run.scores, fmt, summary)
-        where = f"; written to {run.written}" if run.written else ""
-        if len(run.files) > 1:
-            where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
-        console = Console(stderr=True)
-        if run.traces == 0:
-            console.print(f"warning: no trace of {lake} is in the selection ({_range(since, until)})", highlight=False)
-        console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
+        _print_run(run, lake, fmt, summary, _range(since, until))
     finally:
         if emitter is not None:
             emitter.shutdown()
+
+
+def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> None:
+    """The run's rows (or its counts per evaluator, with --summary) on stdout; what was written, on stderr."""
+    if summary:
+        table = run.summary()
+        print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
+    else:
+        _print(run.scores, fmt, summary)
+    where = f"; written to {run.written}" if run.written else ""
+    if len(run.files) > 1:
+        where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
+    console = Console(stderr=True)
+    if run.traces == 0:
+        console.print(f"warning: no trace of {lake} is in the selection ({selected})", highlight=False)
+    console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
 
 
 def _cores() -> int:
