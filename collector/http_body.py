@@ -131,15 +131,16 @@ def _line(rfile: io.BufferedIOBase, what: str) -> bytes:
     (`readline` would wait for a whole line with a fresh timeout per byte)."""
     got = b""
     while True:
-        buffered = rfile.peek(1)[:_LINE]  # type: ignore[attr-defined]  # at most one read when empty
+        buffered = rfile.peek(1)  # type: ignore[attr-defined]  # at most one network read, when empty
         if not buffered:
             raise ConnectionResetError("the client went away in the middle of its body")
+        buffered = buffered[: _LINE + 1 - len(got)]
         end = buffered.find(b"\n")
         got += rfile.read(len(buffered) if end < 0 else end + 1)
-        if end >= 0:
-            return got
         if len(got) > _LINE:
             raise BodyError(400, f"{what} line passes {_LINE} bytes")
+        if end >= 0:
+            return got
 
 
 class DeadlineReader(io.RawIOBase):

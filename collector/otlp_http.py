@@ -62,6 +62,8 @@ _WRITE_TIMEOUT = 30.0  # seconds an answer may take to be sent
 # While OTLP/JSON is parsed, bytes held per byte of JSON: the text, its Python objects, the message (measured:
 # 200 MiB over the base for 20.7 MiB of JSON).
 _JSON_OVERHEAD = 10
+# An answer: status, response message (or None), error text, extra headers.
+_Answer = tuple[int, Any, str, dict[str, str]]
 _BUSY = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -254,7 +256,8 @@ class OTLPHTTPReceiver:
                 h.close_connection = True  # the body is not read: the connection cannot be reused
                 status, message, headers = refusal
                 return reply(h, status, ctype, error=message, headers=headers)
-            return self._export(h, ctype, PATHS[urlsplit(h.path).path][1])
+            status, message, error, headers = self._export(h, ctype, PATHS[urlsplit(h.path).path][1])
+            return reply(h, status, ctype, body=message, error=error, headers=headers)
         except (TimeoutError, ConnectionError):
             raise  # the client is too slow or gone: the connection is closed without an answer
         except Exception:  # a fault of ours: never a status the exporter would not retry
@@ -286,8 +289,9 @@ class OTLPHTTPReceiver:
     def _retry_after(self) -> dict[str, str]:
         return {"Retry-After": str(max(1, math.ceil(self.pipeline.retry_after)))}
 
-    def _export(self, h: _Handler, ctype: str, kind: int) -> None:
-        """Read, decode and durably submit the body, charged to the queue as it is held."""
+    def _export(self, h: _Handler, ctype: str, kind: int) -> _Answer:
+        """Read, decode and durably submit the body, charged to the queue as it is held; the answer to send
+        (once nothing is held any more)."""
         reserved = 0
 
         def charge(nbytes: int) -> None:
@@ -305,7 +309,7 @@ class OTLPHTTPReceiver:
                 body = read_body(h.rfile, frame, limit, charge)
             except BodyError as exc:
                 h.close_connection = True  # the rest of the body is not read
-                return reply(h, exc.status, ctype, error=str(exc))
+                return exc.status, None, str(exc), {}
             try:
                 data = body
                 for coding in (*reversed(frame.codings), h.headers.get("Content-Encoding") or ""):
@@ -323,27 +327,27 @@ class OTLPHTTPReceiver:
                         charge(cost)
                     decoded = decode(kind, data, ctype == JSON)
             except TooLarge as exc:
-                return reply(h, 413, ctype, error=str(exc))
+                return 413, None, str(exc), {}
             except UnsupportedEncoding as exc:
-                return reply(h, 415, ctype, error=str(exc))
+                return 415, None, str(exc), {}
             except OTLPDecodeError as exc:
-                return reply(h, 400, ctype, error=str(exc))
+                return 400, None, str(exc), {}
             del data
             # From here on the decoded size is what is held.
             reserved = self.pipeline.resize(reserved, len(decoded.payload))
             try:
                 self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
             except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
-                return reply(h, 503, ctype, error="cannot store data now; retry later", headers=self._retry_after())
+                return 503, None, "cannot store data now; retry later", self._retry_after()
             reserved = 0  # the pipeline releases it once the rows are written
         except Throttled as exc:
             h.close_connection = True  # the rest of the body may not be read: the connection cannot be reused
             wait = str(max(1, math.ceil(exc.retry_after)))
-            return reply(h, 503, ctype, error=f"{exc}; retry later", headers={"Retry-After": wait})
+            return 503, None, f"{exc}; retry later", {"Retry-After": wait}
         finally:
             if reserved:
                 self.pipeline.release(reserved)
-        return reply(h, 200, ctype, body=_response(decoded))
+        return 200, _response(decoded), "", {}
 
 
 def _response(decoded: Any) -> Any:
