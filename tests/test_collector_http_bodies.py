@@ -293,3 +293,34 @@ def test_a_fault_of_the_collectors_own_is_a_503_the_exporter_retries(
         assert (status, reply_headers["retry-after"]) == (503, "1")
         assert "retry later" in error_message(answer)
     assert collector.pipeline._reserved == 0
+
+
+def test_a_chunked_body_past_a_full_queue_is_a_503_with_retry_after(tmp_path: Path) -> None:
+    """The queue counts chunks as they arrive: while another body holds most of it, a chunked request is
+    refused with 503 + Retry-After (which exporters retry), read by a client still writing; later it fits."""
+    limits = {"exporters": {"parquet": {"sending_queue": {"queue_size": "4KiB"}}}}
+    with running_collector(tmp_path / "lake", limits) as collector:
+        port = collector.http_port or 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as holder:
+            holder.sendall((head(Transfer_Encoding="chunked") + "\n\n").replace("\n", "\r\n").encode())
+            holder.sendall(b"2000\r\n" + b"h" * 3000)  # 3,000 of a chunk of 8,192 bytes, then nothing
+            assert until(lambda: collector.pipeline._reserved == 3000)
+            body = request([f"queued {i:04d}" for i in range(100)])  # ~5 KiB
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            pieces = (body[i : i + 512] for i in range(0, len(body), 512))
+            conn.request("POST", "/v1/traces", pieces, {"Content-Type": PROTOBUF}, encode_chunked=True)
+            response = conn.getresponse()
+            assert (response.status, response.getheader("Retry-After")) == (503, "1")
+            assert "sending queue is full" in error_message(response.read())
+            conn.close()
+        assert until(lambda: collector.pipeline._reserved == 0)  # the holder went away: nothing held
+        assert raw(port, head(Transfer_Encoding="chunked"), chunked(body, 512))[0] == 200
+
+
+def until(condition: Any, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
