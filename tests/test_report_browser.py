@@ -8,8 +8,6 @@ browser is genuinely absent, and says so loudly; with TRACEVALS_REQUIRE_CHROMIUM
 from __future__ import annotations
 
 import json
-import os
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,10 +15,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.requirements import CHROMIUM, need
 
 from tracevals.cli import main
 
-CHROMIUM = Path(os.environ.get("TRACEVALS_CHROMIUM", "/usr/bin/chromium"))
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -30,19 +28,6 @@ FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def _require_chromium() -> None:
-    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
-        return
-    message = (
-        f"CHROMIUM NOT FOUND AT {CHROMIUM}: THE HTML REPORT ACCEPTANCE TEST DID NOT RUN. "
-        "Install it with scripts/install-chromium.sh (make test does) or set TRACEVALS_CHROMIUM."
-    )
-    if os.environ.get("TRACEVALS_REQUIRE_CHROMIUM") == "1":
-        pytest.fail(message)
-    warnings.warn(message, stacklevel=2)
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +42,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def opened(path: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
     """`path` in headless Chromium at 1,280 x 900: (the tab, the console errors, the URLs requested)."""
-    _require_chromium()
+    need("chromium")
     from playwright.sync_api import sync_playwright  # a dev dependency: missing means a broken set-up, not a skip
 
     problems: list[str] = []
