@@ -334,7 +334,7 @@ def test_after_failed_parquet_writes_every_record_is_committed_once(tmp_path: Pa
     config = local_config(tmp_path / "lake", overrides)
     ex = config.exporter
     FailingSink.failures = 0
-    sink = FailingSink(ex.path, max_rows=40, owner="ctest")
+    sink = FailingSink(ex.lake, max_rows=40, owner="ctest")
     pipeline = Pipeline(config, sink)
     pipeline.start()
     batches = _spans(batches=12, per_batch=10)
