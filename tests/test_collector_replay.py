@@ -119,13 +119,13 @@ def test_replay_converts_several_batches_a_call_and_writes_each_record_once(tmp_
     _previous_run(lake / "_wal", batches)
     pipeline = Pipeline(local_config(lake, overrides))
     calls: list[int] = []
-    real = pipeline._columnar
+    real = pipeline.converter._columnar
 
     def counted(items: list[Any]) -> Any:
         calls.append(sum(i.count for i in items))
         return real(items)
 
-    pipeline._columnar = counted  # type: ignore[method-assign]
+    pipeline.converter._columnar = counted  # type: ignore[method-assign]
     pipeline.start()
     try:
         assert until(lambda: _rows(lake) == _ids(batches))
