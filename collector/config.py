@@ -186,14 +186,6 @@ _MEMORY_LIMITER = section(
     }
 )
 _BATCH = section({"send_batch_size": Key(integer(1), 8192), "timeout": Key(duration, 1.0)})
-# memory_limiter and batch: the pipeline's own settings; the rest: the processors' table
-_PROCESSORS = section(
-    {
-        "memory_limiter": Key(_MEMORY_LIMITER),
-        "batch": Key(_BATCH),
-        **{name: Key(processor.settings) for name, processor in PROCESSORS.items()},
-    }
-)
 _ROTATION = section(
     {
         "max_rows": Key(integer(1), 500_000),
@@ -215,6 +207,18 @@ _PARQUET = section(
 )
 _EXPORTERS = section({"parquet": Key(_PARQUET)})
 _EXTENSIONS = section({"bearertokenauth": Key(section({"token": Key(string), "filename": Key(string)}))})
+
+
+def _processors() -> Any:
+    """`processors`: memory_limiter and batch, the pipeline's own settings, and each processor of the table
+    (read as a config is parsed, so a row added to it is a processor the next config may name)."""
+    return section(
+        {
+            "memory_limiter": Key(_MEMORY_LIMITER),
+            "batch": Key(_BATCH),
+            **{name: Key(processor.settings) for name, processor in PROCESSORS.items()},
+        }
+    )
 
 
 def _service(doc: dict[str, Any]) -> Any:
@@ -276,7 +280,7 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         {
             "extensions": Key(_EXTENSIONS),
             "receivers": Key(_RECEIVERS, required=True),
-            "processors": Key(_PROCESSORS),
+            "processors": Key(_processors()),
             "exporters": Key(_EXPORTERS, required=True),
             "service": Key(_service(doc), required=True),
         }
