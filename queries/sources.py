@@ -43,7 +43,7 @@ def bind_sql(
     does not apply)."""
     if isinstance(scan, LocalScan):
         return local_sql(scan, hive, where, union_by_name) if scan.paths else None
-    dataset = scan.lake.dataset(scan.infos, schema, hive) if scan.infos else None  # type: ignore[attr-defined]
+    dataset = scan.lake.dataset(scan.infos, schema, hive) if scan.infos else None
     if dataset is None:
         return None
     name = "tv_ds_" + hashlib.sha1("\n".join([scan.lake.root, *(i.path for i in scan.infos)]).encode()).hexdigest()[:16]

@@ -67,14 +67,10 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
       tracevals demo --attribute-variance  # the world's flakiness apart from the model's
     """
     from tracevals.cli.shared.reports import report_from_lake
-    from tracevals.demo.agent import order_support_agent
     from tracevals.queries.selection import Selection
-    from tracevals.report import summary_rows, write_report
+    from tracevals.report import write_report
     from tracevals.report.reliability import lake_rows
-    from tracevals.report.reliability_view import reliability_json
-    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
     from tracevals.scoring.store import write_step_reliability
-    from tracevals.simulator import SimulatedModelServer
 
     console = Console(stderr=True)
     out = Path(out_dir)
@@ -93,6 +89,57 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
         return
 
     started = time.perf_counter()
+    _run_variants(lake, run_id, cases, k, seed, concurrency, models, console)
+    run_seconds = time.perf_counter() - started
+
+    scored = score_run(lake, run_id, cases)
+    trajectories, scores = scored.trajectories, scored.scores
+    # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
+    meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
+    data = report_from_lake(
+        lake,
+        Selection(runs=(run_id,)),
+        None,
+        k=k,
+        baseline="baseline",
+        candidate="candidate",
+        meta=meta,
+        vary=("model",),  # the two variants are two models: the variable under test
+    )
+    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
+    paths = {
+        "csv": write_report(out / "report.csv", data),
+        "markdown": write_report(out / "report.md", data),
+        "json": write_report(out / "report.json", data),
+        "html": write_report(out / "report.html", data),
+    }
+
+    _print_demo(
+        data,
+        run_id,
+        len(cases),
+        k,
+        fmt,
+        lake,
+        paths,
+        f"{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.",
+    )
+
+
+def _run_variants(
+    lake: Lake,
+    run_id: str,
+    cases: list[Any],
+    k: int,
+    seed: int,
+    concurrency: int,
+    models: dict[str, str],
+    console: Console,
+) -> None:
+    """Every case k times for each variant, against the simulated model, into the lake."""
+    from tracevals.demo.agent import order_support_agent
+    from tracevals.simulator import SimulatedModelServer
+
     with SimulatedModelServer() as server:
         telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
         try:
@@ -113,32 +160,18 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
                     )
         finally:
             telemetry.shutdown()
-    run_seconds = time.perf_counter() - started
 
-    scored = score_run(lake, run_id, cases)
-    trajectories, scores = scored.trajectories, scored.scores
-    # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
-    meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
-    data = report_from_lake(
-        lake,
-        Selection(runs=(run_id,)),
-        None,
-        k=k,
-        baseline="baseline",
-        candidate="candidate",
-        meta=meta,
-        vary=("model",),  # the two variants are two models: the variable under test
-    )
-    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
+
+def _print_demo(
+    data: Any, run_id: str, cases: int, k: int, fmt: str, lake: Lake, paths: dict[str, Path], done: str
+) -> None:
+    """The demo's figures (the report's data) as JSON, CSV or tables, and where its reports are."""
+    from tracevals.report import summary_rows
+    from tracevals.report.reliability_view import reliability_json
+    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
+
     summaries, comparison = data.summaries, data.comparison
     assert comparison is not None  # both variants ran
-    paths = {
-        "csv": write_report(out / "report.csv", data),
-        "markdown": write_report(out / "report.md", data),
-        "json": write_report(out / "report.json", data),
-        "html": write_report(out / "report.html", data),
-    }
-
     rows = summary_rows(summaries)
     if fmt == "json":
         click.echo(
@@ -168,7 +201,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
         print_rows(list(rows[0]) if rows else [], [list(r.values()) for r in rows], "csv")
         return
     columns, table = summary_table(summaries)
-    print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts per variant")
+    print_rows(columns, table, "table", title=f"run {run_id}: {cases} cases x {k} attempts per variant")
     for title, head, body in reliability_tables(data.reliability):
         print_rows(head, body, "table", title=title)
     head, regress = regression_table(comparison)
@@ -177,7 +210,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
     click.echo(comparison.statement)
     for line in environment_lines(data.reliability):
         click.echo(line)
-    click.echo(f"\n{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.")
+    click.echo(f"\n{done}")
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
     for name, path in paths.items():
         click.echo(f"{name + ':':<8} {path}")

@@ -34,6 +34,7 @@ import pyarrow.fs as pafs
 from tracevals.lake.paths import Bound, LakeError, bounds
 
 if TYPE_CHECKING:
+    from tracevals.lake.objects import ObjectLake
     from tracevals.lake.writer import LakeFile
 
 When = dt.date | dt.datetime | str | None
@@ -55,7 +56,7 @@ class LocalScan:
 class ObjectScan:
     """What DuckDB reads of a table on object storage: the listed objects, read through pyarrow."""
 
-    lake: Lake
+    lake: ObjectLake
     infos: list[pafs.FileInfo]
 
 
