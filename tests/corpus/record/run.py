@@ -13,7 +13,8 @@ and calling the model at `OPENAI_BASE_URL` (model name in `CORPUS_MODEL`).
 
 A JavaScript stack has `<framework>.mjs` instead (the same command line; the scenarios file is in
 `CORPUS_SCENARIOS`) and pins `<framework>.package.json` (and `<framework>.package-lock.json` when there is
-one), installed with npm under the same cache; `corpus.mjs` is what the JavaScript recorders share.
+one), installed with npm under the same cache; `corpus.mjs` is what the JavaScript recorders share, and
+a recorder may import another `.mjs` of this folder (the Vercel AI SDK's versions share `vercel_ai.mjs`).
 
 This script serves both: the simulated model (`tracevals.simulator`) answering with the scenario's
 scripted turns, and an OTLP/HTTP receiver that keeps every request as it arrived (sized or chunked, as
@@ -197,12 +198,9 @@ def venv_python(framework: str) -> Path:
     return python
 
 
-JS_SHARED = ("corpus.mjs",)  # what every JavaScript recorder imports beside itself
-
-
 def node_env(framework: str) -> list[str]:
     """`<framework>.mjs`'s own npm environment: `<framework>.package.json` (and its lock, when there is one)
-    installed under the same cache as the Python ones; the recorder is copied beside its `node_modules`,
+    installed under the same cache as the Python ones; the recorders are copied beside its `node_modules`,
     since ES modules resolve packages from where the script is. The `node` the package pins (npm's
     `node` package) runs it when there is one, else the machine's."""
     env = Path.home() / ".cache" / "tracevals-corpus" / framework
@@ -218,8 +216,8 @@ def node_env(framework: str) -> list[str]:
         install = ["npm", "ci" if lock.exists() else "install", "--no-audit", "--no-fund", "--loglevel=error"]
         subprocess.run(install, cwd=env, check=True)
         stamp.write_text(pins)
-    for name in (f"{framework}.mjs", *JS_SHARED):
-        (env / name).write_text((HERE / name).read_text())
+    for script in HERE.glob("*.mjs"):  # the recorder and the modules it shares with others
+        (env / script.name).write_text(script.read_text())
     node = env / "node_modules" / ".bin" / "node"
     return [str(node) if node.exists() else "node", str(env / f"{framework}.mjs")]
 
