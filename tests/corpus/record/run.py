@@ -52,10 +52,12 @@ MODEL = "corpus"
 class ScriptedPolicy:
     """The scenario's model turns, in order: turn = how many user messages so far, step = how many assistant
     messages since the last one. `<handoff>` becomes the one offered tool that is none of the scenario's
-    own (the framework's hand-off tool, whatever it is called)."""
+    own (the framework's hand-off tool, whatever it is called), with the arguments a recorder's mode names in
+    `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`)."""
 
-    def __init__(self, scenario: dict[str, Any]) -> None:
+    def __init__(self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None) -> None:
         self.turns = scenario["turns"]
+        self.handoff_arguments = handoff_arguments
 
     def respond(self, conversation: Conversation, decisions: Decisions) -> ModelTurn:
         messages = list(conversation.messages)
@@ -67,11 +69,12 @@ class ScriptedPolicy:
         reply = script[min(step, len(script) - 1)]
         calls = []
         for call in reply.get("tool_calls", []):
-            name = call["name"]
+            name, arguments = call["name"], call.get("arguments", {})
             if name == "<handoff>":
                 offered = [n for n in conversation.tool_names() if n not in KNOWN_TOOLS]
                 name = offered[0] if offered else name
-            calls.append(PlannedCall(name, call.get("arguments", {})))
+                arguments = self.handoff_arguments or arguments
+            calls.append(PlannedCall(name, arguments))
         return ModelTurn(content=reply.get("text"), tool_calls=tuple(calls))
 
 
@@ -176,7 +179,8 @@ def venv_python(framework: str) -> Path:
 
 def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, python: Path) -> Path:
     registry = ProfileRegistry()
-    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario]))
+    handoff_arguments = json.loads(env_mode.get("CORPUS_HANDOFF_ARGUMENTS", "null"))
+    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario], handoff_arguments))
     model = RecordingModel(registry)
     capture = Capture()
     threading.Thread(target=capture.serve_forever, daemon=True).start()
