@@ -53,7 +53,8 @@ class ScriptedPolicy:
     """The scenario's model turns, in order: turn = how many user messages so far, step = how many assistant
     messages since the last one. `<handoff>` becomes the one offered tool that is none of the scenario's
     own (the framework's hand-off tool, whatever it is called), with the arguments a recorder's mode names in
-    `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`)."""
+    `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`). A
+    scenario tool the stack offers only under a qualified name (`Weather-get_weather`) is called by that name."""
 
     def __init__(self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None) -> None:
         self.turns = scenario["turns"]
@@ -74,6 +75,10 @@ class ScriptedPolicy:
                 offered = [n for n in conversation.tool_names() if n not in KNOWN_TOOLS]
                 name = offered[0] if offered else name
                 arguments = self.handoff_arguments or arguments
+            elif name not in conversation.tool_names():
+                # a stack that offers its tools under qualified names (Semantic Kernel's `Plugin-function`)
+                qualified = [n for n in conversation.tool_names() if n.endswith(f"-{name}")]
+                name = qualified[0] if len(qualified) == 1 else name
             calls.append(PlannedCall(name, arguments))
         return ModelTurn(content=reply.get("text"), tool_calls=tuple(calls))
 
