@@ -12,10 +12,10 @@ as its `OpenTelemetryConnector` does). Content (component inputs and outputs) on
 Agents: `haystack.components.agents.Agent` with `OpenAIChatGenerator` (Chat Completions at OPENAI_BASE_URL, model
 CORPUS_MODEL) and function `Tool`s; a tool that raises is handed to the model as an error message (the Agent's
 default `raise_on_tool_invocation_failure=False`). Each turn is one `agent.run(messages=...)`; multi_turn passes
-the first run's messages into the second. handoff: Haystack has no hand-off primitive; its idiom is an agent used through a tool. The triage
-agent's tool `transfer_to_billing_agent` (no arguments; it reads the conversation from the agent's State) runs
-billing_agent on that conversation plus its own result, and `exit_conditions=["transfer_to_billing_agent"]` ends the
-triage run with it.
+the first run's messages into the second. handoff: Haystack has no hand-off primitive; its idiom is an agent used
+through a tool. The triage agent's tool `transfer_to_billing_agent` (no arguments; it reads the conversation from
+the agent's State) runs billing_agent on that conversation plus its own result, and
+`exit_conditions=["transfer_to_billing_agent"]` ends the triage run with it.
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ SCHEMAS = {
 
 
 def main(argv: list[str]) -> int:
+    # One function on purpose: the tools and agents close over the configured client and the scenario.
     if argv[:1] == ["--modes"]:
         print(json.dumps(MODES))
         return 0
@@ -131,7 +132,8 @@ def main(argv: list[str]) -> int:
 
     @observe(as_type="agent", name="billing_agent")
     def billing_agent(messages: list[dict[str, Any]]) -> str:
-        return loop("You are the billing agent. Refund orders with issue_refund.", {"issue_refund": issue_refund}, messages)
+        instructions = "You are the billing agent. Refund orders with issue_refund."
+        return loop(instructions, {"issue_refund": issue_refund}, messages)
 
     @observe(as_type="tool", name="transfer_to_billing_agent")
     def transfer_to_billing_agent(call_id: str, messages: list[dict[str, Any]]) -> str:

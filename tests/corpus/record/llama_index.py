@@ -10,7 +10,8 @@ hide it. The model is `OpenAILike` (Chat Completions at OPENAI_BASE_URL, model C
 
 Agents: `FunctionAgent` (the agent-workflow API), streamed as LlamaIndex does by default. Each turn is one
 `agent.run(user_msg, memory=memory)`; all turns of a scenario share one `ChatMemoryBuffer` (a reused workflow
-`Context` loses its memory between runs in llama-index-workflows 2.26) and one `using_session("corpus-<scenario>")` (OpenInference's `session.id`). A tool that raises is caught by the workflow
+`Context` loses its memory between runs in llama-index-workflows 2.26) and one
+`using_session("corpus-<scenario>")` (OpenInference's `session.id`). A tool that raises is caught by the workflow
 and handed to the model as an error tool output. handoff: `AgentWorkflow` of triage_agent
 (`can_handoff_to=["billing_agent"]`) and billing_agent: LlamaIndex's own hand-off tool `handoff(to_agent, reason)`,
 whose arguments the scripted model gets from `CORPUS_HANDOFF_ARGUMENTS`.

@@ -62,7 +62,8 @@ SCHEMAS = {
 }
 
 
-def main(argv: list[str]) -> int:  # noqa: C901 - one recorder, its tools and agents side by side
+def main(argv: list[str]) -> int:
+    # One function on purpose: the tools and agents close over the configured client and the scenario.
     if argv[:1] == ["--modes"]:
         print(json.dumps(MODES))
         return 0

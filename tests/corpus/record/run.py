@@ -56,18 +56,29 @@ class ScriptedPolicy:
     `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`). A
     scenario tool the stack offers only under a qualified name (`Weather-get_weather`) is called by that name."""
 
-    def __init__(self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None, by_call_order: bool = False
+    ) -> None:
         self.turns = scenario["turns"]
         self.handoff_arguments = handoff_arguments
+        self.by_call_order = by_call_order
+        self.answered = 0
+        self._lock = threading.Lock()
 
     def respond(self, conversation: Conversation, decisions: Decisions) -> ModelTurn:
-        messages = list(conversation.messages)
-        users = [i for i, m in enumerate(messages) if m.role == "user"]
-        turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
-        after = messages[users[-1] + 1 :] if users else messages
-        step = sum(1 for m in after if m.role == "assistant")
-        script = self.turns[turn]["model"]
-        reply = script[min(step, len(script) - 1)]
+        if self.by_call_order:
+            with self._lock:
+                replies = [reply for turn in self.turns for reply in turn["model"]]
+                reply = replies[min(self.answered, len(replies) - 1)]
+                self.answered += 1
+        else:
+            messages = list(conversation.messages)
+            users = [i for i, m in enumerate(messages) if m.role == "user"]
+            turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
+            after = messages[users[-1] + 1 :] if users else messages
+            step = sum(1 for m in after if m.role == "assistant")
+            script = self.turns[turn]["model"]
+            reply = script[min(step, len(script) - 1)]
         calls = []
         for call in reply.get("tool_calls", []):
             name, arguments = call["name"], call.get("arguments", {})
@@ -185,7 +196,8 @@ def venv_python(framework: str) -> Path:
 def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, python: Path) -> Path:
     registry = ProfileRegistry()
     handoff_arguments = json.loads(env_mode.get("CORPUS_HANDOFF_ARGUMENTS", "null"))
-    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario], handoff_arguments))
+    by_call_order = env_mode.get("CORPUS_SCRIPT_ORDER") == "calls"
+    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario], handoff_arguments, by_call_order))
     model = RecordingModel(registry)
     capture = Capture()
     threading.Thread(target=capture.serve_forever, daemon=True).start()
