@@ -138,7 +138,7 @@ def attribution_json(result: Attribution) -> dict[str, Any]:
 
 def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"run_id": run_id, "lake": lake, "attribution": attribution_json(result)}))
+        click.echo(json.dumps({"run_id": run_id, "lake": str(lake), "attribution": attribution_json(result)}))
         return
     columns, rows = attribution_rows(result)
     if fmt == "csv":
