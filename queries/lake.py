@@ -21,10 +21,14 @@ DuckDB never opens the other files (see `tracevals.lake.paths.partition_globs`).
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
+import functools
 import glob
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -57,11 +61,22 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: str) -> None:
     runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
     """
     root = lake.rstrip("/") + "/" if is_remote(lake) else str(Path(lake).resolve()) + os.sep
+    # DuckDB adds its temporary directory to the allowed ones, and by default that is `.tmp` of the current
+    # directory: a query could read whatever is there. A private, empty one of this process instead.
+    con.execute("SET temp_directory = ?", [_private_temp_directory()])
     con.execute("SET allowed_directories = ?", [[root]])
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     con.execute("SET lock_configuration = true")
+
+
+@functools.cache
+def _private_temp_directory() -> str:
+    """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
+    path = tempfile.mkdtemp(prefix="tracevals-spill-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 # Views a snapshot leaves as views: the price table (registered from Python), and views that only filter
