@@ -19,6 +19,7 @@ from tracevals.harness.environment import file_digest, folder_digest, harness_ca
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
+from tracevals.lake.names import BadName, check_name, under
 from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
@@ -128,6 +129,12 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
       tracevals run --tasks cases.jsonl --agent my_agent:run -k 5 --attribute-variance
     """
+    try:  # names that become paths and lines of output: refused in one line before anything runs
+        check_name("--variant", variant)
+        if run_id is not None:
+            check_name("--run-id", run_id)
+    except BadName as exc:
+        raise click.ClickException(str(exc)) from None
     modes = [m for m, on in (("record", record), ("replay", replay), ("record-new", record_new)) if on]
     if len(modes) > 1:
         raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
@@ -210,7 +217,7 @@ def run(
     if attribute_variance:
         from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
 
-        work = cassette_dir or Path(lake) / "variance" / run_id
+        work = cassette_dir or under(Path(lake) / "variance", run_id)  # one folder in the lake, whatever the id
         try:
             run_attribution(
                 agent, cases, k=k, run_id=run_id, variant=variant, lake=lake, work=work, base=plan, seed=seed,
