@@ -27,8 +27,9 @@ def _flat_lake(lake: Path, harness: bool) -> None:
     rows = []
     for t, size in enumerate(SIZES, 1):
         for s in range(size):
+            at = start + s * 1000
             row = {"trace_id": f"{t:032x}", "span_id": f"{s + 1:016x}", "name": f"call {s}", "kind": "llm",
-                   "operation": "chat", "model": "m", "start_time": start + s * 1000, "end_time": start + s * 1000 + 500}  # fmt: skip
+                   "operation": "chat", "model": "m", "start_time": at, "end_time": at + 500}  # fmt: skip
             if harness:
                 row |= {"run_id": "flat", "task_id": "t1", "attempt": t, "variant": "v", "attempt_output": "42"}
             rows.append(row)
