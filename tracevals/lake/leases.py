@@ -158,6 +158,7 @@ class Lease:
         self.folder = join(root, LEASES_DIR, kind, path_segment(name))
         self.lost = threading.Event()
         self.lost_reason = ""
+        self.on_lost: Callable[[str], object] | None = None  # called (from the heartbeat) when it is lost
         self._mine: str | None = None
         self._since = 0.0
         self._stop = threading.Event()
@@ -294,6 +295,8 @@ class Lease:
     def _lose(self, why: str) -> None:
         self.lost_reason = f"lost the lease on {self.name}: {why}"
         self.lost.set()
+        if self.on_lost is not None:
+            self.on_lost(self.lost_reason)
 
     def release(self) -> None:
         """Give the lease back (idempotent): stop the heartbeat, delete the claim."""

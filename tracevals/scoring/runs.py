@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, read_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
@@ -36,9 +37,9 @@ def completed_attempts(lake: str | os.PathLike[str], run_id: str) -> set[Attempt
     An attempt killed mid-way has no ended root span (its children may be there): it is not done,
     and the resumed run repeats it.
     """
-    if not os.path.isdir(lake):
+    if not is_remote(os.fspath(lake)) and not os.path.isdir(lake):
         return set()
-    con = open_lake(lake)
+    con = open_lake(lake, views=("runs",))  # a lake on object storage too: a resumed run there skips as much
     rows = con.execute(
         "SELECT DISTINCT variant, task_id, attempt FROM runs WHERE run_id = ? AND end_time IS NOT NULL",
         [run_id],
@@ -80,6 +81,9 @@ def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = Non
     return KeptCases([c for c, _ in cases.values()], {r: k.sha256 for r, k in kept.items()}, without)
 
 
+COMPACT_WAIT_S = 600.0  # how long the end-of-run merge waits for another compaction of the lake
+
+
 def compact_run(lake: str | os.PathLike[str], started: float) -> str | None:
     """Merge the files a finished run wrote (one per attempt, so that a crash loses at most the attempts
     in flight) into one per hour: every later command reads a few files, not thousands. The hours since
@@ -88,7 +92,8 @@ def compact_run(lake: str | os.PathLike[str], started: float) -> str | None:
     from tracevals.lake.compact import CompactError, compact
 
     try:  # a lake on object storage too: the merged object is one PUT, the attempts' files deleted after it
-        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0)
+        # another run ending at the same time compacts the same hours: wait for it rather than leave them
+        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0, wait_s=COMPACT_WAIT_S)
     except (CompactError, OSError) as exc:
         return f"the run's files were not merged ({exc}); run `tracevals compact --lake {os.fspath(lake)}` later"
     errors = [p.error for p in result.partitions if p.error]
