@@ -7,7 +7,7 @@ import math
 import os
 import signal
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import click
@@ -17,6 +17,7 @@ from rich.console import Console
 from tracevals import env
 from tracevals.cli.output import format_option, lake_option, print_rows
 from tracevals.cli.times import time_range_options
+from tracevals.lake import clock
 
 COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
 
@@ -137,11 +138,18 @@ def score(
         from tracevals.queries.selection import Selection
         from tracevals.scoring.offline import score_lake
 
+        try:
+            now = clock.now()
+            horizon = clock.horizon(now)
+            late = timedelta(seconds=clock.late_seconds()) if since is not None and engine == "local" else None
+        except LakeError as exc:
+            raise click.ClickException(str(exc)) from None
         selection = Selection(
             since=since,
-            until=until,
+            until=clock.capped(until, now),  # the reader's clock: nothing a skewed client stamped ahead
             fraction=sample,
             seed=seed,
+            late=late,  # sessions of the day before `since` that arrived after the run that covered it
         )
         try:
             if engine != "local":
@@ -178,6 +186,7 @@ def score(
         if run.traces == 0:
             console.print(f"warning: no trace of {lake} is in the selection ({_range(since, until)})", highlight=False)
         console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
+        _say_odd_times(lake, horizon, since, console)
     finally:
         if emitter is not None:
             emitter.shutdown()
@@ -210,6 +219,15 @@ def _score_on_engine(
 
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _say_odd_times(lake: str, horizon: datetime, since: datetime | None, console: Console) -> None:
+    """The data-quality finding of `lake.clock`: odd span times, counted, one warning line each."""
+    from tracevals.queries import open_lake
+    from tracevals.queries.time_quality import time_quality
+
+    for finding in time_quality(open_lake(lake, views=()), horizon, since).findings:
+        console.print(f"warning: data quality: {finding}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:

@@ -185,7 +185,7 @@ def score_lake_ray(
     `workers`)."""
     ray = _ray()
     lake = os.fspath(lake)
-    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
+    lower = selection.read_from(SESSION_MARGIN) if selection is not None else None
     fs, span_files = partition_files(lake, SPANS_DIR, lower)
     _, log_files = partition_files(lake, LOGS_DIR, lower)
     prices = lake_prices(lake)

@@ -138,7 +138,7 @@ def score_lake_spark(
     from pyspark.sql import functions as F
 
     lake = os.fspath(lake)
-    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
+    lower = selection.read_from(SESSION_MARGIN) if selection is not None else None
     _, span_files = partition_files(lake, SPANS_DIR, lower)
     _, log_files = partition_files(lake, LOGS_DIR, lower)
     config = config or ScoringConfig()

@@ -162,7 +162,7 @@ def score_lake(
     """
     # Partition pruning for the lower bound only, with a margin: a session is in range by its first span,
     # so the partitions before `since` must still show where an earlier-started session began.
-    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
+    lower = selection.read_from(SESSION_MARGIN) if selection is not None else None
     config = (config or ScoringConfig()).with_prices_beneath(lake_prices(os.fspath(lake)))
     plan = plan_groups(os.fspath(lake), lower, max_rows)
     if plan is not None:
