@@ -104,3 +104,21 @@ def test_a_late_session_of_yesterday_is_scored_by_the_next_nightly_run(tmp_path:
     assert json.loads(again.stdout) == []  # once scored, no longer late
     con = open_lake(lake)
     assert con.execute("SELECT count(DISTINCT session_id) FROM scores").fetchone() == (2,)
+
+
+def test_follow_scores_no_future_dated_session_and_says_so(tmp_path: Path) -> None:
+    from tracevals.scoring.live import Follower
+
+    lake = tmp_path / "lake"
+    _session(lake, "now", NOW - dt.timedelta(minutes=5))
+    _session(lake, "tomorrow", NOW + dt.timedelta(days=1))  # a client one day ahead
+    follower = Follower(lake, idle_s=0.0, write=False)
+    said: list[list[Path]] = []
+    follower.on_future = said.append
+    scored = set()
+    for _ in range(3):
+        rows = follower.poll()
+        scored |= set(rows.get_column("session_id").to_list()) if rows.height else set()
+    assert scored == {"now"}
+    [[partition]] = said  # said once
+    assert partition.parent.name == f"date={(NOW + dt.timedelta(days=1)).date()}"

@@ -298,6 +298,16 @@ def _follow(
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     if max_file_rows:
         follower.max_file_rows = max_file_rows
+
+    def future(partitions: list[Any]) -> None:
+        where = ", ".join(f"{p.parent.name}/{p.name}" for p in partitions[-3:])
+        Console(stderr=True).print(
+            f"warning: data quality: {len(partitions)} more partitions hold spans that start after the reader's "
+            f"clock plus the skew allowance ({where}): future-dated, not scored",
+            highlight=False, soft_wrap=True, markup=False,
+        )  # fmt: skip
+
+    follower.on_future = future
     follower.prepare()
     Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:
