@@ -109,7 +109,8 @@ class NewFiles:
             return []
         oldest = datetime.fromtimestamp(now - self.late_window_s, tz=timezone.utc) - timedelta(hours=1)
         floor = (oldest.strftime("%Y-%m-%d"), oldest.strftime("%H"))
-        ahead = datetime.fromtimestamp(now + self.skew_s, tz=timezone.utc)
+        # the reader's clock: the wall clock (or `now`, when a caller's clock is ahead of it)
+        ahead = datetime.fromtimestamp(max(now, time.time()) + self.skew_s, tz=timezone.utc)
         ceiling = (ahead.strftime("%Y-%m-%d"), ahead.strftime("%H"))
         partitions = []
         for date_dir in sorted(self.root.glob("date=*")):
