@@ -34,6 +34,8 @@ SKEW_S = 300.0
 LATE_S = 86400.0
 # A start before this is a clock that was never set (0, or a default date), not a session of that time.
 EPOCH_FLOOR = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+# The latest time a span can hold (nanoseconds since 1970 in 64 bits): no horizon lies beyond it.
+LATEST = dt.datetime(2262, 4, 11, tzinfo=dt.timezone.utc)
 
 
 def _seconds(name: str, default: float) -> float:
@@ -63,7 +65,7 @@ def now() -> dt.datetime:
 
 def horizon(at: dt.datetime | None = None) -> dt.datetime:
     """The latest start time that counts: the reader's now (or `at`) plus the skew allowance."""
-    return (at or now()) + dt.timedelta(seconds=skew_seconds())
+    return min((at or now()) + dt.timedelta(seconds=skew_seconds()), LATEST)
 
 
 def capped(until: dt.datetime | None, at: dt.datetime | None = None) -> dt.datetime:
