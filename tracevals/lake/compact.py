@@ -21,10 +21,8 @@ then a later compaction deletes them: every row is twice on disk meanwhile, whic
 (`spans` and `logs` deduplicate), and a file some footer names is never merged again. A crash between
 the commit and the deletions leaves the same state, finished by the next run. Files that arrive while a
 partition is being compacted are left for the next run. An exclusive lock on `LAKE/.compact.lock` keeps
-two compactions apart (`wait_s`: how long to wait for it); writers and readers do not take it.
-
-A lake on object storage (`s3://…`) is compacted the same way (`tracevals.lake.compact_remote`), its lock a
-lease in the lake (`tracevals.lake.leases`).
+two compactions apart (`wait_s`: how long to wait for it); writers and readers do not take it. A lake on
+object storage is compacted the same way (`lake.compact_remote`), its lock a lease (`lake.leases`).
 """
 
 from __future__ import annotations
