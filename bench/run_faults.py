@@ -76,10 +76,13 @@ def _starts(work: Path) -> list[tuple[str, str, float]]:
 @contextmanager
 def moto_lake(name: str) -> Iterator[str]:
     """An S3 lake on a local moto server (the tests' fixture, as a context)."""
+    import logging
     import socket
 
     import boto3
     from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
