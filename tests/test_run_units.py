@@ -155,3 +155,24 @@ def test_a_second_sigint_aborts_the_attempts_in_flight_and_sigterm_is_143(projec
     assert term.returncode == 143, stderr
     assert "stopped by SIGTERM: 2 of 4 attempts are in the lake" in stderr
     assert Counter(_starts(project))[("r2", "t1:1")] == 2  # the aborted attempt ran again on resume
+
+
+def test_resume_waits_for_the_run_in_progress_then_continues_it(project: Path) -> None:
+    from tracevals.lake.leases import Lease
+
+    lake = str(project / "lake")
+    holder = Lease(lake, "runs", "r3", "tracevals run").acquire()  # the first job, still running
+    env = {**os.environ, "AGENT_LOG": str(project / "calls.log"), "AGENT_SLEEP": "0"}
+    command = [sys.executable, "-m", "tracevals", "run", "--tasks", "cases.jsonl", "--agent", "my_agent:agent"]
+    with (project / "err.txt").open("w") as err:
+        args = [*command, "--lake", lake, "--run-id", "r3", "-k", "1", "--resume", "--format", "json"]
+        waiting = subprocess.Popen(args, cwd=project, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        _wait_for(lambda: "waiting for it to end (--resume)" in (project / "err.txt").read_text())
+        time.sleep(1)
+        assert waiting.poll() is None and _starts(project) == []  # it waits, running nothing
+        holder.release()  # the first job ends
+        stdout, _ = waiting.communicate(timeout=300)
+    stderr = (project / "err.txt").read_text()
+    assert waiting.returncode == 0, stderr
+    assert stderr.startswith("run 'r3' is in progress on host ")
+    assert json.loads(stdout)["variants"][0]["runs"] == 2 and len(_starts(project)) == 2
