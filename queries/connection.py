@@ -21,8 +21,12 @@ DuckDB never opens the other files (see `Lake.partition_globs`). The pieces: `vi
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
+import shutil
+import tempfile
 from typing import Literal
 
 import duckdb
@@ -54,11 +58,22 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     ATTACH, or any of them under EXPLAIN ANALYZE) could still write inside the lake, so `tracevals sql`
     runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
     """
+    # DuckDB adds its temporary directory to the allowed ones, and by default that is `.tmp` of the current
+    # directory: a query could read whatever is there. A private, empty one of this process instead.
+    con.execute("SET temp_directory = ?", [_private_temp_directory()])
     con.execute("SET allowed_directories = ?", [[lake.sandbox_root()]])
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     con.execute("SET lock_configuration = true")
+
+
+@functools.cache
+def _private_temp_directory() -> str:
+    """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
+    path = tempfile.mkdtemp(prefix="tracevals-spill-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 # Views a snapshot leaves as views: the price table (registered from Python), and views that only filter

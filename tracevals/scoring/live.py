@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 
+from tracevals.lake import clock as lake_clock
 from tracevals.lake.paths import LakeError
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
@@ -76,7 +78,7 @@ class Follower:
         idle_s: float = 30.0,
         abandon_s: float | None = None,
         retain_s: float | None = None,
-        late_window_s: float = 86400.0,
+        late_window_s: float | None = None,
         clock: Callable[[], float] = time.time,
         max_file_rows: int = MAX_FILE_ROWS,
     ) -> None:
@@ -98,10 +100,14 @@ class Follower:
         self.idle_s = idle_s
         self.abandon_s = abandon_s if abandon_s is not None else 10 * idle_s
         self.retain_s = retain_s if retain_s is not None else 2 * self.abandon_s
+        # how late a session may arrive and still be scored, and how far ahead a client's clock may be: the
+        # reader's clock (tracevals.lake.clock), as in every window
+        late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
         self.late_window_s = late_window_s
         self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
-        self.files = NewFiles(folder, late_window_s=late_window_s)
-        self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR)
+        skew = lake_clock.skew_seconds()
+        self.files = NewFiles(folder, late_window_s=late_window_s, skew_s=skew)
+        self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR, skew_s=skew)
         self.max_file_rows = max_file_rows
         self.sessions: dict[str, LiveSession] = {}  # in order of last arrival
         self.traces: dict[str, LiveTrace] = {}
@@ -113,6 +119,9 @@ class Follower:
         self._idle: dict[str, None] = {}  # due, waiting for quiet, in order of last arrival
         self._abandon: dict[str, None] = {}  # due, quiet but a root missing, in order of last arrival
         self._connection: LiveConnection | None = None
+        # called with the partitions beyond the reader's clock that hold files, as they appear
+        self.on_future: Callable[[list[Path]], None] | None = None
+        self._future_said: set[Path] = set()
 
     def poll(self) -> pl.DataFrame:
         """One round: read new span and log files, score the sessions that are due and finished, forget old ones."""
@@ -122,6 +131,10 @@ class Follower:
     def _round(self) -> pl.DataFrame:
         now = self.clock()
         span_paths, log_paths = self.files.poll(now), self.log_files.poll(now)
+        new_future = sorted(self.files.future - self._future_said)
+        if new_future and self.on_future is not None:  # future-dated spans: said once a partition, never scored
+            self._future_said.update(new_future)
+            self.on_future(new_future)
         if span_paths or log_paths:
             spans = read_span_files(span_paths, self.max_file_rows) if span_paths else empty_spans()
             logs = read_log_files(log_paths, self.max_file_rows) if log_paths else empty_logs()
