@@ -1,0 +1,236 @@
+"""One trace as a page shows it: the span tree with a waterfall, each model and tool call with what was
+captured of it, faults and injections, retry chains, and the findings each evaluator attached.
+
+Everything comes from one lookup of the trace (`queries.lookup.trace_lookups`: the trace's files found
+by their Bloom filters, the views computed over its rows only), never from a scan of the lake.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from tracevals.model.findings import failure_kinds, findings_of
+from tracevals.queries.lookup import trace_lookups
+
+__all__ = ["SpanRow", "TraceView", "load_trace"]
+
+TRACE_VIEWS = ("spans", "steps", "retries", "injections", "message_parts", "scores")
+_EXCLUDED_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.output.messages")  # shown as messages instead
+
+
+@dataclass
+class SpanRow:
+    span_id: str
+    parent_span_id: str | None
+    depth: int
+    name: str
+    kind: str | None
+    start_ms: float  # from the trace's start
+    duration_ms: float | None
+    status: str | None
+    status_message: str | None
+    error_type: str | None
+    row: dict[str, Any]  # every column of the `spans` view
+    attributes: list[tuple[str, Any]]
+    events: list[dict[str, Any]]
+    step: dict[str, Any] | None = None  # its row of `steps` (a model or tool call)
+    position: int | None = None  # 1-based among the executed tool calls (what `name#position` names)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    injection: dict[str, Any] | None = None
+    chain: str | None = None  # "retry 2 of the chain started by <span>" where it is one
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TraceView:
+    trace_id: str
+    session_id: str | None
+    spans: list[SpanRow]
+    total_ms: float
+    chains: list[list[str]]  # span ids of each retry chain, first call first
+    verdicts: list[dict[str, Any]]  # one per evaluator: passed, score, reason, kinds, findings
+    unplaced: list[dict[str, Any]]  # findings that name no step of this trace
+    run_id: str | None = None
+    task_id: str | None = None
+    variant: str | None = None
+    attempt: int | None = None
+
+    @property
+    def names(self) -> dict[str, str]:
+        return {s.span_id: s.name for s in self.spans}
+
+
+def _ms(value: Any) -> float:
+    return value.timestamp() * 1000.0 if value is not None else 0.0
+
+
+def _attributes(text: str | None) -> list[tuple[str, Any]]:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return [("(attributes, not JSON)", text)]
+    if not isinstance(data, dict):
+        return [("(attributes)", text)]
+    return [(k, v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in sorted(data.items())]
+
+
+def _events(text: str | None) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text or "[]")
+    except ValueError:
+        return [{"name": "(events, not JSON)", "attributes": [("text", text)]}]
+    out = []
+    for e in data if isinstance(data, list) else []:
+        if isinstance(e, dict):
+            attrs = e.get("attributes") if isinstance(e.get("attributes"), dict) else {}
+            out.append({"name": str(e.get("name")), "attributes": _attributes(json.dumps(attrs))})
+    return out
+
+
+def _tree(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """Depth-first, children by start time; a span whose parent is absent (or a cycle) is a root."""
+    ids = {r["span_id"] for r in rows}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for r in rows:
+        parent = r["parent_span_id"] if r["parent_span_id"] in ids and r["parent_span_id"] != r["span_id"] else None
+        children.setdefault(parent, []).append(r)
+    for kids in children.values():
+        kids.sort(key=lambda r: (_ms(r["start_time"]), r["span_id"]))
+    out: list[tuple[dict[str, Any], int]] = []
+    seen: set[str] = set()
+
+    def walk(parent: str | None, depth: int) -> None:
+        for r in children.get(parent, []):
+            if r["span_id"] in seen:
+                continue
+            seen.add(r["span_id"])
+            out.append((r, depth))
+            walk(r["span_id"], depth + 1)
+
+    walk(None, 0)
+    for r in rows:  # spans only reachable through a cycle
+        if r["span_id"] not in seen:
+            seen.add(r["span_id"])
+            out.append((r, 0))
+    return out
+
+
+def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> TraceView | None:
+    """The trace's page, or None when the lake holds no span of it."""
+    tables = trace_lookups(con, trace_id, TRACE_VIEWS)
+    rows = [r for r in tables["spans"].to_pylist() if r["trace_id"] == trace_id]
+    if not rows:
+        return None
+    start = min(_ms(r["start_time"]) for r in rows)
+    end = max(_ms(r["end_time"]) or _ms(r["start_time"]) for r in rows)
+    spans = []
+    for r, depth in _tree(rows):
+        spans.append(
+            SpanRow(
+                span_id=r["span_id"], parent_span_id=r["parent_span_id"], depth=depth, name=r["name"], kind=r["kind"],
+                start_ms=_ms(r["start_time"]) - start, duration_ms=r["duration_ms"], status=r["status_code"],
+                status_message=r["status_message"], error_type=r["error_type"], row=r,
+                attributes=[(k, v) for k, v in _attributes(r["attributes"]) if k not in _EXCLUDED_ATTRIBUTES],
+                events=_events(r["events"]),
+            )
+        )  # fmt: skip
+    by_id = {s.span_id: s for s in spans}
+    _place_steps(by_id, tables["steps"].to_pylist())
+    _place_messages(by_id, tables["message_parts"].to_pylist())
+    for inj in tables["injections"].to_pylist():
+        if inj["span_id"] in by_id:
+            by_id[inj["span_id"]].injection = inj
+    chains = _chains(by_id, tables["retries"].to_pylist())
+    verdicts, unplaced = _verdicts(by_id, [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id])
+    root = next((s.row for s in spans if s.depth == 0), rows[0])
+    facts = {k: next((r[k] for r in rows if r.get(k) is not None), None) for k in ("session_id", "run_id", "task_id",
+             "variant", "attempt")}  # fmt: skip
+    return TraceView(
+        trace_id=trace_id,
+        session_id=facts["session_id"] or root.get("session_id"),
+        spans=spans,
+        total_ms=max(end - start, 0.001),
+        chains=chains,
+        verdicts=verdicts,
+        unplaced=unplaced,
+        run_id=facts["run_id"],
+        task_id=facts["task_id"],
+        variant=facts["variant"],
+        attempt=facts["attempt"],
+    )
+
+
+def _place_steps(by_id: Mapping[str, SpanRow], steps: Sequence[dict[str, Any]]) -> None:
+    position = 0
+    for step in sorted(steps, key=lambda s: s["step_index"] or 0):
+        if step["step_kind"] == "tool" and not step["is_gap"]:
+            position += 1
+        span = by_id.get(step["span_id"] or "")
+        if span is not None:
+            span.step = step
+            if step["step_kind"] == "tool" and not step["is_gap"]:
+                span.position = position
+
+
+def _place_messages(by_id: Mapping[str, SpanRow], parts: Sequence[dict[str, Any]]) -> None:
+    for part in sorted(parts, key=lambda p: (p["direction"] or "", p["message_index"] or 0, p["part_index"] or 0)):
+        span = by_id.get(part["call_span_id"] or "") or by_id.get(part["span_id"] or "")
+        if span is not None:
+            span.messages.append(part)
+
+
+def _chains(by_id: Mapping[str, SpanRow], retries: Sequence[dict[str, Any]]) -> list[list[str]]:
+    chains: dict[str, list[tuple[int, str]]] = {}
+    for r in retries:
+        chains.setdefault(r["chain_span_id"], []).append((int(r["retry_number"] or 0), r["span_id"]))
+    out = []
+    for head, members in sorted(chains.items(), key=lambda kv: kv[0] or ""):
+        ids = [head, *[s for _, s in sorted(members) if s != head]]
+        out.append(ids)
+        for n, span_id in enumerate(ids, start=1):
+            if span_id in by_id:
+                by_id[span_id].chain = f"call {n} of a retry chain of {len(ids)}"
+    return out
+
+
+def _verdicts(
+    by_id: Mapping[str, SpanRow], scores: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each evaluator's verdict, and its findings placed on the step they blame (`name#position`, the
+    position among the executed tool calls, or a span id where a finding gives one)."""
+    by_position = {s.position: s for s in by_id.values() if s.position is not None}
+    verdicts, unplaced = [], []
+    for s in sorted(scores, key=lambda s: (bool(s["passed"]), s["evaluator"])):
+        try:
+            details = json.loads(s["details"] or "{}")
+        except ValueError:
+            details = {}
+        found = findings_of(details if isinstance(details, dict) else {})
+        for f in found:
+            target = by_id.get(str(f.get("span_id") or "")) or _at_call(by_position, f.get("call"))
+            item = {"evaluator": s["evaluator"], **f}
+            if target is not None:
+                target.findings.append(item)
+                item["span_id"] = target.span_id
+            else:
+                unplaced.append(item)
+        verdicts.append(
+            {
+                "evaluator": s["evaluator"], "passed": s["passed"], "score": s["score"], "reason": s["reason"],
+                "kinds": [] if s["passed"] else failure_kinds(s["evaluator"], details), "findings": found,
+            }
+        )  # fmt: skip
+    return verdicts, unplaced
+
+
+def _at_call(by_position: Mapping[int, SpanRow], call: Any) -> SpanRow | None:
+    if not isinstance(call, str) or "#" not in call:
+        return None
+    name, _, number = call.rpartition("#")
+    span = by_position.get(int(number)) if number.isdigit() else None
+    return span if span is not None and span.step is not None and span.step["name"] == name else None
