@@ -199,13 +199,14 @@ class Figures:
             return None
         return self.want(("run", run_id), row.signature, lambda: self._compute_run(run_id))
 
-    def compare(self, run_id: str, baseline: str, candidate: str) -> Entry | None:
-        """The run's report with this pair compared (as `tracevals report --run RUN --baseline B --candidate C`)."""
+    def compare(self, run_id: str, baseline: str, candidate: str, vary: tuple[str, ...] = ()) -> Entry | None:
+        """The run's report with this pair compared, `vary` under test (as `tracevals report --run RUN
+        --baseline B --candidate C --vary KEY`)."""
         row = self.run_row(run_id)
         if row is None:
             return None
         pair = (baseline, candidate)
-        return self.want(("run", run_id, *pair), row.signature, lambda: self._compute_run(run_id, pair))
+        return self.want(("run", run_id, *pair, vary), row.signature, lambda: self._compute_run(run_id, pair, vary))
 
     def production(self, since: dt.datetime | None = None, until: dt.datetime | None = None) -> Entry:
         """The production report and gate of `[since, until)` (default: the last 7 days, as the report's)."""
@@ -214,7 +215,7 @@ class Figures:
 
     # -- the computations (each with its own connection: the request connection stays free) -------------
 
-    def _compute_run(self, run_id: str, pair: tuple[str, str] | None = None) -> RunFigures:
+    def _compute_run(self, run_id: str, pair: tuple[str, str] | None = None, vary: tuple[str, ...] = ()) -> RunFigures:
         from tracevals.cli.report import report_from_data
         from tracevals.report import report_json
         from tracevals.scoring.lake_data import Selection, load_lake_data
@@ -225,7 +226,7 @@ class Figures:
             variants = pair or ()
             lake_data = load_lake_data(self.lake, Selection(runs=(run_id,), variants=variants), None, con=con)
             baseline, candidate = pair if pair is not None else (None, None)
-            data = report_from_data(self.lake, lake_data, baseline=baseline, candidate=candidate)
+            data = report_from_data(self.lake, lake_data, baseline=baseline, candidate=candidate, vary=vary)
             attribution = _attribution(self.lake, data, run_id, con)
         finally:
             con.close()

@@ -135,19 +135,21 @@ def compare_page(ui: UI, request: Request) -> Response:
         return ui.missing(request, f"run {run_id}")
     q = query_of(request)
     baseline, candidate = q.get("baseline", ""), q.get("candidate", "")
+    vary = tuple(v.strip() for v in q.get("vary", "").split(",") if v.strip())
     problem = None
     entry = ui.figures.run(run_id)
     if baseline and candidate:
         if baseline == candidate or {baseline, candidate} - set(row.variants):
             problem = f"pick two different variants of this run ({', '.join(row.variants)})"
         else:
-            entry = ui.figures.compare(run_id, baseline, candidate)
+            entry = ui.figures.compare(run_id, baseline, candidate, vary)
     tasks: dict[str, dict[str, Any]] = {}
-    cmp = entry.value.doc.get("comparison") if entry is not None and entry.value is not None else None
+    doc = entry.value.doc if entry is not None and entry.value is not None else {}
+    cmp = doc.get("comparison")
     if cmp:
-        tasks = {name: {t["task_id"]: t for t in entry.value.doc["variants"][name]["tasks"]}
+        tasks = {name: {t["task_id"]: t for t in doc["variants"][name]["tasks"]}
                  for name in (cmp["baseline"], cmp["candidate"])}  # fmt: skip
-    return ui.page(request, "compare.html", run_id=run_id, row=row, entry=entry, problem=problem,
+    return ui.page(request, "compare.html", run_id=run_id, row=row, entry=entry, problem=problem, vary=", ".join(vary),
                    baseline=baseline or (cmp or {}).get("baseline", ""),
                    candidate=candidate or (cmp or {}).get("candidate", ""),
                    base_tasks=tasks.get((cmp or {}).get("baseline", ""), {}),

@@ -144,7 +144,7 @@ def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
 def sql_page(ui: UI, request: Request) -> Response:
     query = query_of(request).get("q", "").strip()
     result, problem = _sql_result(ui, query) if query else (None, None)
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     if result is not None:
         from tracevals.cli.output import table_rows
 
