@@ -81,18 +81,28 @@ class UI:
     templates: Environment
     token: str
 
-    def page(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
-        # live: the page's main part polls itself (htmx) to show what lands; None: while figures are computed
+    def state(self) -> str:
+        """What an open page has seen of the lake and its figures: when it differs, the page redraws."""
+        return f"{self.reader.generation}.{self.figures.version}"
+
+    def page(self, request: Request, template: str, status: int = 200, **values: Any) -> Response:
+        """Render `template`. Its main part polls itself (htmx, every 2 s) when `watch` (the default: figures
+        pages) or `live` (a run writing; None: while figures are computed); a poll that finds the lake and
+        the figures as the page last saw them, and nothing live, gets 204 (htmx swaps nothing)."""
         live = values.pop("live", None)
         live = self.figures.busy if live is None else live
+        watch = values.pop("watch", True)
+        state = self.state()
+        if request.headers.get("hx-request") and not live and request.headers.get("x-tracevals-state") == state:
+            return Response(status_code=204)
         html = self.templates.get_template(template).render(
-            lake=self.lake, live=live, here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
-            generation=self.reader.generation, index_error=self.figures.index_error, **values,
+            lake=self.lake, live=live, watch=watch or live, state=state, index_error=self.figures.index_error,
+            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""), **values,
         )  # fmt: skip
         return HTMLResponse(html, status_code=status)
 
-    def missing(self, request: Request, what: str) -> HTMLResponse:
-        return self.page(request, "missing.html", status=404, what=what)
+    def missing(self, request: Request, what: str) -> Response:
+        return self.page(request, "missing.html", status=404, what=what, live=False, watch=False)
 
 
 def create_app(

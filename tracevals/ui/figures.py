@@ -119,6 +119,7 @@ class Figures:
         self.index_error: str | None = None
         self.index_ready = threading.Event()
         self._generation = 0
+        self.version = 0  # raised whenever a figure or the index changes: an open page knows to redraw
         self._thread = threading.Thread(target=self._work, name="tracevals-ui-figures", daemon=True)
 
     def start(self, generation: int = 1) -> None:
@@ -162,9 +163,10 @@ class Figures:
                 value, error = compute(), None
             except Exception as exc:  # one line on the page: what failed and why
                 value, error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if key == ("index",):
-                continue
             with self._lock:
+                self.version += 1
+                if key == ("index",):
+                    continue
                 entry = self._entries.setdefault(key, Entry())
                 if error is None:
                     entry.value = value

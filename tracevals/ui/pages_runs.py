@@ -81,10 +81,10 @@ def _run_entry(ui: UI, run_id: str) -> Entry | None:
 
 
 def _recent(row: RunRow | None) -> bool:
-    """A run whose last attempt ended in the last two minutes may still be writing: its page stays live."""
+    """A run whose last attempt ended in the last 30 seconds may still be writing: its pages poll for more."""
     if row is None or row.ended is None:
         return False
-    return (dt.datetime.now(dt.timezone.utc) - row.ended).total_seconds() < 120
+    return (dt.datetime.now(dt.timezone.utc) - row.ended).total_seconds() < 30
 
 
 def run_page(ui: UI, request: Request) -> Response:

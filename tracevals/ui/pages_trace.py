@@ -60,7 +60,7 @@ def trace_page(ui: UI, request: Request) -> Response:
     beside_id = query_of(request).get("beside", "")
     beside, beside_problem = _trace(ui, beside_id) if beside_id else (None, None)
     return ui.page(request, "trace.html", trace=view, problem=problem, beside=beside, beside_problem=beside_problem,
-                   beside_id=beside_id, live=False)  # fmt: skip
+                   beside_id=beside_id, live=False, watch=False)  # fmt: skip
 
 
 def _day(value: str | None, default: dt.date | None) -> dt.date | None:
@@ -120,7 +120,7 @@ def production_page(ui: UI, request: Request) -> Response:
     doc = entry.value.doc if entry.value is not None else {}
     trends = {t["evaluator"]: t for t in doc.get("trends", [])}
     return ui.page(request, "production.html", entry=entry, q=q, found=found, search_problem=search_problem,
-                   trends=trends,
+                   trends=trends, watch=found is None and search_problem is None,
                    production_traces=ui.figures.index.production_traces,
                    live=entry.value is None and entry.error is None)  # fmt: skip
 
@@ -150,7 +150,7 @@ def sql_page(ui: UI, request: Request) -> Response:
 
         _, rows = table_rows(result.table)
     return ui.page(request, "sql.html", query=query, result=result, rows=rows, problem=problem,
-                   cap=ui.reader.row_cap, seconds=ui.reader.query_seconds, live=False)  # fmt: skip
+                   cap=ui.reader.row_cap, seconds=ui.reader.query_seconds, live=False, watch=False)  # fmt: skip
 
 
 def _download(ui: UI, request: Request, kind: str) -> Response:
