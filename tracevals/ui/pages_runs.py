@@ -33,6 +33,7 @@ def routes(ui: UI) -> list[Route]:
         Route("/runs/{run_id}/report.json", page(run_json), name="run_json"),
         Route("/runs/{run_id}/compare", page(compare_page), name="compare"),
         Route("/runs/{run_id}/tasks/{task_id}", page(task_page), name="task"),
+        Route("/runs/{run_id}/tasks/{task_id}/funnel", page(funnel_page), name="funnel"),
         Route("/runs/{run_id}/failures", page(failures_page), name="failures"),
         Route("/runs/{run_id}/variance", page(variance_page), name="variance"),
     ]
@@ -156,7 +157,7 @@ def compare_page(ui: UI, request: Request) -> Response:
                    cand_tasks=tasks.get((cmp or {}).get("candidate", ""), {}))  # fmt: skip
 
 
-def task_page(ui: UI, request: Request) -> Response:
+def task_page(ui: UI, request: Request, template: str = "task.html") -> Response:
     run_id, task_id = request.path_params["run_id"], request.path_params["task_id"]
     entry = _run_entry(ui, run_id)
     if entry is None:
@@ -170,8 +171,13 @@ def task_page(ui: UI, request: Request) -> Response:
             return ui.missing(request, f"task {task_id} in run {run_id}")
         variant = variant if variant in variants else variants[0]
         view = task_view(entry.value, variant, task_id)
-    return ui.page(request, "task.html", run_id=run_id, task_id=task_id, variant=variant, entry=entry, view=view,
+    return ui.page(request, template, run_id=run_id, task_id=task_id, variant=variant, entry=entry, view=view,
                    live=_recent(ui.figures.run_row(run_id)) or None)  # fmt: skip
+
+
+def funnel_page(ui: UI, request: Request) -> Response:
+    """A task's per-step funnel alone (a deep link; what the task page shows under its attempts)."""
+    return task_page(ui, request, "funnel.html")
 
 
 def _failure_groups(figures: Any, evaluator: str, kind: str, variant: str) -> list[tuple[str, str, list[Any]]]:
