@@ -131,7 +131,9 @@ def test_the_sql_page_is_the_sql_commands_sandbox(served: Served, small_lake: Pa
 
 def test_every_query_has_a_time_limit_and_a_row_cap(small_lake: Path) -> None:
     reader = LakeReader(str(small_lake), query_seconds=0.5, row_cap=5, poll_seconds=3600)
+    reader.start()
     try:
+        assert reader.rows("select 1 as one", seconds=120).table.num_rows == 1  # opened (in the background)
         with pytest.raises(QueryLimit, match=r"time limit of 0\.5 s"):
             reader.rows("select count(*) from range(1000000000000) a, range(1000) b")
         rows = reader.rows("select * from range(1000000)")  # read batch by batch: not a million rows
@@ -146,6 +148,7 @@ def test_the_connection_reopens_when_files_land(tmp_path: Path) -> None:
     LakeWriter(lake).write_rows(_spans(TRACE))
     seen: list[int] = []
     reader = LakeReader(str(lake), poll_seconds=3600, on_reopen=seen.append)
+    reader.start()
     try:
         count = "select count(*) as n from spans"
         assert reader.rows(count).table.to_pylist() == [{"n": 2}]

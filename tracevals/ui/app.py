@@ -114,9 +114,11 @@ def create_app(
     row_cap: int | None = None,
     poll_seconds: float | None = None,
 ) -> tuple[Guard, UI]:
-    """The guarded app for `lake` (already opened: a bad lake fails here, before the server starts)."""
+    """The guarded app for `lake`; the lake is opened in the background once the server starts."""
+    from tracevals.lake.paths import check_lake_dir
     from tracevals.ui import pages_runs, pages_trace
 
+    check_lake_dir(lake)  # a bad lake fails here, in one line, before the server starts
     figures = Figures(lake)
     limits: dict[str, Any] = {}
     if query_seconds is not None:

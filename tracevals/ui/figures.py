@@ -191,6 +191,16 @@ class Figures:
         for row in runs:  # newest first: the run a person most likely opens
             self.run(row.run_id)
 
+    def trajectory(self, trace_id: str) -> Trajectory | None:
+        """The attempt `trace_id` as a computed run's report read it (None: in no run computed yet)."""
+        with self._lock:
+            entries = [e for key, e in self._entries.items() if key[0] == "run" and len(key) == 2]
+        for entry in entries:
+            found = entry.value.trajectories.get(trace_id) if entry.value is not None else None
+            if found is not None:
+                return found
+        return None
+
     def run_row(self, run_id: str) -> RunRow | None:
         return next((r for r in self.index.runs if r.run_id == run_id), None)
 
@@ -219,12 +229,17 @@ class Figures:
 
     def _compute_run(self, run_id: str, pair: tuple[str, str] | None = None, vary: tuple[str, ...] = ()) -> RunFigures:
         from tracevals.cli.report import report_from_data
+        from tracevals.queries.selection import Selection as Sessions
+        from tracevals.queries.selection import select_sessions
         from tracevals.report import report_json
         from tracevals.scoring.lake_data import Selection, load_lake_data
 
         started = time.perf_counter()
         con = open_lake(self.lake)
         try:
+            # the views narrowed to the run's sessions first (one scan of the lake's session keys): every view
+            # is computed per trace, so the run's rows are those the whole lake gives, for a run's cost
+            select_sessions(con, Sessions(runs=(run_id,)))
             variants = pair or ()
             lake_data = load_lake_data(self.lake, Selection(runs=(run_id,), variants=variants), None, con=con)
             baseline, candidate = pair if pair is not None else (None, None)

@@ -47,7 +47,8 @@ def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
     if not _HEX.fullmatch(trace_id):
         return None, f"{trace_id!r} is not a trace id (hex digits)"
     try:
-        return ui.reader.run(lambda con: load_trace(con, trace_id)), None
+        attempt = ui.figures.trajectory(trace_id)
+        return ui.reader.run(lambda con: load_trace(con, trace_id, attempt)), None
     except (QueryLimit, duckdb.Error) as exc:
         return None, str(exc).splitlines()[0]
 
@@ -131,8 +132,8 @@ def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
     from tracevals.cli.sql import check_read_only
 
     try:
-        ui.reader.run(lambda con: check_read_only(con, query))
-        return ui.reader.rows(query), None
+        ui.reader.run(lambda con: check_read_only(con, query), user_sql=True)
+        return ui.reader.rows(query, user_sql=True), None
     except click.ClickException as exc:
         return None, exc.format_message()
     except QueryLimit as exc:

@@ -1,10 +1,14 @@
-"""The UI's one long-lived, read-only connection to a lake, every query on it bounded in time and rows.
+"""The UI's long-lived, read-only connections to a lake, every query on them bounded in time and rows.
 
 A DuckDB connection's view snapshot (and its temporary tables) is connection-local, so the UI keeps one
-connection per lake, opened sandboxed (`open_lake(read_only=True)`: it reads the lake and nothing else)
-and used by one request at a time. A watcher thread lists the lake every few seconds; when files land
-(a run writing, a collector rotating, a score job storing) it opens a new connection beside the old one
-and swaps it in, so that no request waits for a reopen and none sees half of one.
+connection for its pages, opened once (in the background: the first page is served before it is
+ready), sandboxed to the lake (`queries.lake.sandbox`: it reads the lake and nothing else) and used by
+one request at a time. The SQL page runs what a person types on a second one, locked as `tracevals sql`
+locks its own (`open_lake(read_only=True)`: no setting can change); the page connection is not locked,
+because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
+watcher thread lists the lake every few seconds; when files land (a run writing, a collector rotating,
+a score job storing) it opens a new connection beside the old one and swaps it in, so that no request
+waits for a reopen and none sees half of one.
 
 Every query runs under a time limit (a timer calls `interrupt()` on the connection) and returns at most
 a row cap, read batch by batch: a query that would return a million rows reads the first cap + 1.
@@ -25,6 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from tracevals.queries import is_remote, open_lake
+from tracevals.queries.lake import sandbox
 
 __all__ = ["QUERY_SECONDS", "ROW_CAP", "LakeReader", "QueryLimit", "lake_fingerprint"]
 
@@ -76,9 +81,9 @@ _TABLES = ("spans", "logs", "scores", "step_reliability")
 
 
 class LakeReader:
-    """One sandboxed connection to `lake`, reopened in the background when its files change.
+    """The connections to `lake`, reopened in the background when its files change.
 
-    >>> reader = LakeReader("demo-out/lake")
+    >>> reader = LakeReader("demo-out/lake"); reader.start()
     >>> reader.rows("select count(*) as n from runs").table.to_pylist()
     """
 
@@ -98,22 +103,34 @@ class LakeReader:
         self.on_reopen = on_reopen
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._open_error: str | None = None
         self.fingerprint = lake_fingerprint(lake)
-        self._con = self._open()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._sql_con: duckdb.DuckDBPyConnection | None = None
         self.generation = 1  # raised at every reopen: caches keyed on it know the lake moved on
         self.opened_at = time.time()
         self._watcher: threading.Thread | None = None
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        return open_lake(self.lake, read_only=True)
+        con = open_lake(self.lake)
+        sandbox(con, self.lake, lock=False)
+        return con
 
     def start(self) -> None:
-        """Watch the lake for new files (a daemon thread; `close` stops it)."""
+        """Open the page connection, then watch the lake for new files (a daemon thread; `close` stops it)."""
         if self._watcher is None:
             self._watcher = threading.Thread(target=self._watch, name="tracevals-ui-watch", daemon=True)
             self._watcher.start()
 
     def _watch(self) -> None:
+        try:
+            con = self._open()
+            with self._lock:
+                self._con = con
+        except Exception as exc:  # said by every page that needs the connection
+            self._open_error = f"cannot open the lake {self.lake}: {str(exc).splitlines()[0]}"
+        self._ready.set()
         while not self._stop.wait(self.poll_seconds):
             try:
                 self.refresh()
@@ -128,11 +145,16 @@ class LakeReader:
         fresh = self._open()  # beside the old connection: requests go on meanwhile
         with self._lock:
             old, self._con = self._con, fresh
+            sql, self._sql_con = self._sql_con, None  # the SQL page's reopens at its next query
             self.fingerprint = now
             self.generation += 1
             self.opened_at = time.time()
+            self._open_error = None
             generation = self.generation
-        old.close()
+        self._ready.set()
+        for con in (old, sql):
+            if con is not None:
+                con.close()
         if self.on_reopen is not None:
             self.on_reopen(generation)
         return True
@@ -140,14 +162,30 @@ class LakeReader:
     def close(self) -> None:
         self._stop.set()
         with self._lock:
-            self._con.close()
+            for con in (self._con, self._sql_con):
+                if con is not None:
+                    con.close()
+
+    def _page_connection(self, limit: float) -> duckdb.DuckDBPyConnection:
+        if not self._ready.wait(limit):
+            raise QueryLimit(f"the lake is still opening (more than {limit:g} s so far); try again in a moment")
+        if self._con is None:
+            raise QueryLimit(self._open_error or f"cannot open the lake {self.lake}")
+        return self._con
 
     @contextmanager
-    def connection(self, seconds: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The connection, for one request at a time, interrupted after `seconds` (default: the time limit)."""
+    def connection(self, seconds: float | None = None, user_sql: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one request at a time, interrupted after `seconds` (default: the time limit): the
+        pages' own, or (user_sql) the locked sandbox of `tracevals sql` that runs what a person typed."""
         limit = self.query_seconds if seconds is None else seconds
+        self._page_connection(limit)  # waits for the first open
         with self._lock:
-            con = self._con
+            if user_sql:
+                if self._sql_con is None:
+                    self._sql_con = open_lake(self.lake, read_only=True)
+                con = self._sql_con
+            else:
+                con = self._page_connection(limit)
             timer = threading.Timer(limit, con.interrupt)
             timer.daemon = True
             timer.start()
@@ -158,16 +196,25 @@ class LakeReader:
             finally:
                 timer.cancel()
 
-    def run(self, work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float | None = None) -> T:
+    def run(
+        self, work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float | None = None, user_sql: bool = False
+    ) -> T:
         """`work(connection)` under the time limit."""
-        with self.connection(seconds) as con:
+        with self.connection(seconds, user_sql) as con:
             return work(con)
 
-    def rows(self, sql: str, params: Sequence[Any] = (), cap: int | None = None, seconds: float | None = None) -> Rows:
+    def rows(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        cap: int | None = None,
+        seconds: float | None = None,
+        user_sql: bool = False,
+    ) -> Rows:
         """At most `cap` rows of `sql` (default: the row cap), read batch by batch, under the time limit."""
         limit = self.row_cap if cap is None else cap
         started = time.perf_counter()
-        with self.connection(seconds) as con:
+        with self.connection(seconds, user_sql) as con:
             relation = con.sql(sql, params=list(params)) if params else con.sql(sql)
             if relation is None:  # a statement without a result
                 return Rows([], pa.table({}), False, time.perf_counter() - started)

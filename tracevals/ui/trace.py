@@ -14,12 +14,19 @@ from typing import Any
 
 import duckdb
 
+from tracevals.evaluators.evaluator import executed_calls
 from tracevals.model.findings import failure_kinds, findings_of
+from tracevals.model.retries import retry_chains
+from tracevals.model.trajectory import Trajectory
 from tracevals.queries.lookup import trace_lookups
 
 __all__ = ["SpanRow", "TraceView", "load_trace"]
 
+# A trace no computed run holds: its steps, retry chains and injections come from the views; an attempt
+# of a computed run: from the trajectory its report read (the evaluators' own calls: cheaper, and the
+# `name#position` of a finding is a position among exactly those calls).
 TRACE_VIEWS = ("spans", "steps", "retries", "injections", "message_parts", "scores")
+ATTEMPT_VIEWS = ("spans", "message_parts", "scores")
 _EXCLUDED_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.output.messages")  # shown as messages instead
 
 
@@ -120,9 +127,10 @@ def _tree(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
     return out
 
 
-def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> TraceView | None:
-    """The trace's page, or None when the lake holds no span of it."""
-    tables = trace_lookups(con, trace_id, TRACE_VIEWS)
+def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajectory | None = None) -> TraceView | None:
+    """The trace's page, or None when the lake holds no span of it; `trajectory`: the attempt as a run's
+    report read it, when one did (see `ATTEMPT_VIEWS`)."""
+    tables = trace_lookups(con, trace_id, ATTEMPT_VIEWS if trajectory is not None else TRACE_VIEWS)
     rows = [r for r in tables["spans"].to_pylist() if r["trace_id"] == trace_id]
     if not rows:
         return None
@@ -140,12 +148,15 @@ def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str) -> TraceView | Non
             )
         )  # fmt: skip
     by_id = {s.span_id: s for s in spans}
-    _place_steps(by_id, tables["steps"].to_pylist())
+    if trajectory is not None:
+        chains = _from_trajectory(by_id, trajectory)
+    else:
+        _place_steps(by_id, tables["steps"].to_pylist())
+        for inj in tables["injections"].to_pylist():
+            if inj["span_id"] in by_id:
+                by_id[inj["span_id"]].injection = inj
+        chains = _chains(by_id, tables["retries"].to_pylist())
     _place_messages(by_id, tables["message_parts"].to_pylist())
-    for inj in tables["injections"].to_pylist():
-        if inj["span_id"] in by_id:
-            by_id[inj["span_id"]].injection = inj
-    chains = _chains(by_id, tables["retries"].to_pylist())
     verdicts, unplaced = _verdicts(by_id, [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id])
     root = next((s.row for s in spans if s.depth == 0), rows[0])
     facts = {k: next((r[k] for r in rows if r.get(k) is not None), None) for k in ("session_id", "run_id", "task_id",
@@ -175,6 +186,24 @@ def _place_steps(by_id: Mapping[str, SpanRow], steps: Sequence[dict[str, Any]]) 
             span.step = step
             if step["step_kind"] == "tool" and not step["is_gap"]:
                 span.position = position
+
+
+def _from_trajectory(by_id: Mapping[str, SpanRow], trajectory: Trajectory) -> list[list[str]]:
+    """Call positions, injections and retry chains from the attempt's executed calls (the evaluators')."""
+    calls = executed_calls(trajectory)
+    for position, call in enumerate(calls, start=1):
+        span = by_id.get(call.span_id)
+        if span is None:
+            continue
+        span.position, span.step = position, {"name": call.name}
+        if call.injection_kind is not None:
+            span.injection = {"injection_kind": call.injection_kind, "injection_type": call.injection_type}
+    chains = [[calls[i].span_id for i in chain] for chain in retry_chains(calls) if len(chain) > 1]
+    for chain in chains:
+        for n, span_id in enumerate(chain, start=1):
+            if span_id in by_id:
+                by_id[span_id].chain = f"call {n} of a retry chain of {len(chain)}"
+    return chains
 
 
 def _place_messages(by_id: Mapping[str, SpanRow], parts: Sequence[dict[str, Any]]) -> None:
