@@ -43,7 +43,13 @@ from tracevals.lake.writer import write_table_atomically  # noqa: E402
 
 HARNESS = 512  # sessions 0..511: 64 tasks x 2 variants x attempts 1..4, each once (see scale_lake)
 LAYOUT = "ui-1"
-TARGETS = {"runs": (150, 300), "task": (300, 600), "trace": (200, 400), "funnel": (100, 100)}
+TARGETS = {
+    "runs": (150, 300),
+    "task": (300, 600),
+    "trace": (200, 400),
+    "trace_production": (200, 400),
+    "funnel": (100, 100),
+}
 URL = re.compile(r"tracevals ui: (http://127\.0\.0\.1:(\d+)/\?token=(\S+))")
 
 
@@ -126,6 +132,7 @@ def measure(lake: Path, requests: int) -> dict[str, Any]:
             status, body = client.get("/")
         figures = time.perf_counter() - started
         traces = [f"/traces/{t}" for t in trace_ids(lake, requests)]
+        attempts = [f"/traces/{t}" for t in trace_ids(lake, requests, harness=True)]
         tasks = [f"/runs/bench/tasks/task_{i % 64:02d}?variant={'baseline' if i % 2 == 0 else 'candidate'}"
                  for i in range(requests)]  # fmt: skip
         client.get(tasks[0])  # the first request of a page pays for its template's compilation
@@ -138,7 +145,8 @@ def measure(lake: Path, requests: int) -> dict[str, Any]:
             "run": timed(client, ["/runs/bench"] * requests),
             "task": timed(client, tasks),
             "funnel": timed(client, [t.replace("?", "/funnel?") for t in tasks]),
-            "trace": timed(client, traces),
+            "trace": timed(client, attempts),
+            "trace_production": timed(client, traces),
         }
         return out
     finally:
@@ -146,13 +154,16 @@ def measure(lake: Path, requests: int) -> dict[str, Any]:
         proc.wait(timeout=30)
 
 
-def trace_ids(lake: Path, n: int) -> list[str]:
-    """The trace ids of n sessions spread over the lake (harness attempts and production alike)."""
+def trace_ids(lake: Path, n: int, harness: bool = False) -> list[str]:
+    """The trace ids of n sessions: the harness run's attempts, or production sessions spread over the lake."""
     import duckdb
 
     spans = sorted((lake / SPANS_DIR).rglob("*.parquet"))
     sessions = len(spans) * SESSIONS_PER_HOUR
-    wanted = [session_name(i * (sessions // n) + 7) for i in range(n)]
+    numbers = (
+        [i * (HARNESS // n) for i in range(n)] if harness else [HARNESS + i * (sessions // n) + 7 for i in range(n)]
+    )
+    wanted = [session_name(i) for i in numbers]
     con = duckdb.connect()
     rows = con.execute(
         "SELECT session_id, any_value(trace_id) FROM read_parquet(?) WHERE session_id IN (SELECT unnest(?)) GROUP BY 1",
@@ -183,7 +194,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ui.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"{'screen':<12}" + "".join(f"{s:>26}" for s in results))
-    for screen in ("runs", "run", "task", "funnel", "trace"):
+    for screen in ("runs", "run", "task", "funnel", "trace", "trace_production"):
         cells = []
         for spans in results:
             r = results[spans][screen]

@@ -15,17 +15,17 @@ from typing import Any
 import duckdb
 
 from tracevals.evaluators.evaluator import executed_calls
+from tracevals.model.calls import operation_key_of
 from tracevals.model.findings import failure_kinds, findings_of
 from tracevals.model.retries import retry_chains
-from tracevals.model.trajectory import Trajectory
+from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.queries.lookup import trace_lookups
 
 __all__ = ["SpanRow", "TraceView", "load_trace"]
 
-# A trace no computed run holds: its steps, retry chains and injections come from the views; an attempt
-# of a computed run: from the trajectory its report read (the evaluators' own calls: cheaper, and the
-# `name#position` of a finding is a position among exactly those calls).
-TRACE_VIEWS = ("spans", "steps", "retries", "injections", "message_parts", "scores")
+# An attempt of a computed run: its calls are the trajectory its report read (the evaluators' own list,
+# cheaper than computing `steps` again); any other trace: its calls from `steps`.
+TRACE_VIEWS = ("spans", "steps", "message_parts", "scores")
 ATTEMPT_VIEWS = ("spans", "message_parts", "scores")
 _EXCLUDED_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.output.messages")  # shown as messages instead
 
@@ -148,14 +148,9 @@ def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajec
             )
         )  # fmt: skip
     by_id = {s.span_id: s for s in spans}
-    if trajectory is not None:
-        chains = _from_trajectory(by_id, trajectory)
-    else:
-        _place_steps(by_id, tables["steps"].to_pylist())
-        for inj in tables["injections"].to_pylist():
-            if inj["span_id"] in by_id:
-                by_id[inj["span_id"]].injection = inj
-        chains = _chains(by_id, tables["retries"].to_pylist())
+    if trajectory is None:  # the executed calls as the trajectory loader reads them from `steps`
+        trajectory = Trajectory(trace_id, tool_calls=_calls(tables["steps"].to_pylist()))
+    chains = _from_trajectory(by_id, trajectory, {s.span_id: dict(s.attributes) for s in spans})
     _place_messages(by_id, tables["message_parts"].to_pylist())
     verdicts, unplaced = _verdicts(by_id, [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id])
     root = next((s.row for s in spans if s.depth == 0), rows[0])
@@ -176,28 +171,33 @@ def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajec
     )
 
 
-def _place_steps(by_id: Mapping[str, SpanRow], steps: Sequence[dict[str, Any]]) -> None:
-    position = 0
+def _calls(steps: Sequence[dict[str, Any]]) -> tuple[ToolCall, ...]:
+    """A trace's tool calls from its `steps` rows, in step order, each with the operation identity the
+    writer recorded (`calls.operation_key_of`, as the trajectory loader and the `retries` view read it)."""
+    calls = []
     for step in sorted(steps, key=lambda s: s["step_index"] or 0):
-        if step["step_kind"] == "tool" and not step["is_gap"]:
-            position += 1
-        span = by_id.get(step["span_id"] or "")
-        if span is not None:
-            span.step = step
-            if step["step_kind"] == "tool" and not step["is_gap"]:
-                span.position = position
+        if step["step_kind"] != "tool":
+            continue
+        key = operation_key_of(step["name"], step["args"], step["args_hash"])
+        calls.append(ToolCall(name=step["name"] or "", error_type=step["error_type"], span_id=step["span_id"] or "",
+                              gap=bool(step["is_gap"]), op_key=key))  # fmt: skip
+    return tuple(calls)
 
 
-def _from_trajectory(by_id: Mapping[str, SpanRow], trajectory: Trajectory) -> list[list[str]]:
-    """Call positions, injections and retry chains from the attempt's executed calls (the evaluators')."""
+def _from_trajectory(
+    by_id: Mapping[str, SpanRow], trajectory: Trajectory, attributes: Mapping[str, Mapping[str, Any]]
+) -> list[list[str]]:
+    """Call positions and retry chains from the attempt's executed calls (the evaluators' own list: a
+    finding's `name#position` counts among them), and the faults and prompts the harness injected."""
     calls = executed_calls(trajectory)
     for position, call in enumerate(calls, start=1):
         span = by_id.get(call.span_id)
-        if span is None:
-            continue
-        span.position, span.step = position, {"name": call.name}
-        if call.injection_kind is not None:
-            span.injection = {"injection_kind": call.injection_kind, "injection_type": call.injection_type}
+        if span is not None:
+            span.position, span.step = position, {"name": call.name}
+    for span_id, attrs in attributes.items():
+        kind = attrs.get("tracevals.injection.kind")
+        if kind is not None and span_id in by_id:
+            by_id[span_id].injection = {"injection_kind": kind, "injection_type": attrs.get("tracevals.injection.type")}
     chains = [[calls[i].span_id for i in chain] for chain in retry_chains(calls) if len(chain) > 1]
     for chain in chains:
         for n, span_id in enumerate(chain, start=1):
@@ -211,20 +211,6 @@ def _place_messages(by_id: Mapping[str, SpanRow], parts: Sequence[dict[str, Any]
         span = by_id.get(part["call_span_id"] or "") or by_id.get(part["span_id"] or "")
         if span is not None:
             span.messages.append(part)
-
-
-def _chains(by_id: Mapping[str, SpanRow], retries: Sequence[dict[str, Any]]) -> list[list[str]]:
-    chains: dict[str, list[tuple[int, str]]] = {}
-    for r in retries:
-        chains.setdefault(r["chain_span_id"], []).append((int(r["retry_number"] or 0), r["span_id"]))
-    out = []
-    for head, members in sorted(chains.items(), key=lambda kv: kv[0] or ""):
-        ids = [head, *[s for _, s in sorted(members) if s != head]]
-        out.append(ids)
-        for n, span_id in enumerate(ids, start=1):
-            if span_id in by_id:
-                by_id[span_id].chain = f"call {n} of a retry chain of {len(ids)}"
-    return out
 
 
 def _verdicts(
