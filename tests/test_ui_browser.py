@@ -329,6 +329,13 @@ def test_production_screen_equals_the_production_report_and_gate(production: dic
     found.first.locator("a.mono").click()
     page.wait_for_selector("section.trace")
     assert page.locator("details.spanrow.span-error").count() >= 1
+    # the verdict the production report counted (computed then: no score job ran here), its finding on the
+    # call it blames: the retry of the 400, the second call of refund_order
+    assert page.locator('.verdicts li[data-evaluator="retry_discipline"] .fail').count() == 1
+    finding = page.locator('.finding[data-finding="non_retryable_retried"]')
+    assert finding.count() == 1
+    span = finding.locator("xpath=ancestor::details[contains(@class, 'spanrow')][1]")
+    assert "call #2" in span.locator(":scope > summary").inner_text()
     tab.clean()
 
 

@@ -86,6 +86,7 @@ class ProductionFigures:
     gate_error: str | None
     by_day_service: list[tuple[str, str, int]]  # (day, service, sessions)
     facets: dict[str, Any]
+    scores: dict[str, list[Score]] = field(default_factory=dict)  # by trace id: what the report counted
     seconds: float = 0.0
 
 
@@ -201,6 +202,17 @@ class Figures:
                 return found
         return None
 
+    def verdicts(self, trace_id: str) -> list[Score] | None:
+        """The verdicts a computed report counted for `trace_id` (stored, or computed by the report for an
+        attempt or a session no score job reached); None: in no computed report."""
+        with self._lock:
+            values = [e.value for e in self._entries.values() if e.value is not None]
+        for value in values:
+            found = value.scores.get(trace_id)
+            if found:
+                return list(found)
+        return None
+
     def run_row(self, run_id: str) -> RunRow | None:
         return next((r for r in self.index.runs if r.run_id == run_id), None)
 
@@ -284,7 +296,11 @@ class Figures:
         for f in data.facets.values():
             sessions.setdefault((f.day.isoformat(), f.service), set()).add(f.session_id)
         doc = json.loads(json.dumps(production_json(summary), allow_nan=False, default=str))
+        scores: dict[str, list[Score]] = {}
+        for s in data.scores:
+            scores.setdefault(s.trace_id or "", []).append(s)
         return ProductionFigures(
+            scores=scores,
             summary=summary,
             doc=doc,
             gate=gate,

@@ -47,8 +47,8 @@ def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
     if not _HEX.fullmatch(trace_id):
         return None, f"{trace_id!r} is not a trace id (hex digits)"
     try:
-        attempt = ui.figures.trajectory(trace_id)
-        return ui.reader.run(lambda con: load_trace(con, trace_id, attempt)), None
+        attempt, verdicts = ui.figures.trajectory(trace_id), ui.figures.verdicts(trace_id)
+        return ui.reader.run(lambda con: load_trace(con, trace_id, attempt, verdicts)), None
     except (QueryLimit, duckdb.Error) as exc:
         return None, str(exc).splitlines()[0]
 

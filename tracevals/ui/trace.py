@@ -18,6 +18,7 @@ from tracevals.evaluators.evaluator import executed_calls
 from tracevals.model.calls import operation_key_of
 from tracevals.model.findings import failure_kinds, findings_of
 from tracevals.model.retries import retry_chains
+from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.queries.lookup import trace_lookups
 
@@ -127,9 +128,15 @@ def _tree(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
     return out
 
 
-def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajectory | None = None) -> TraceView | None:
+def load_trace(
+    con: duckdb.DuckDBPyConnection,
+    trace_id: str,
+    trajectory: Trajectory | None = None,
+    verdicts: Sequence[Score] | None = None,
+) -> TraceView | None:
     """The trace's page, or None when the lake holds no span of it; `trajectory`: the attempt as a run's
-    report read it, when one did (see `ATTEMPT_VIEWS`)."""
+    report read it, when one did (see `ATTEMPT_VIEWS`); `verdicts`: what a computed report counted for
+    it (stored or computed then), else the scores stored in the lake."""
     tables = trace_lookups(con, trace_id, ATTEMPT_VIEWS if trajectory is not None else TRACE_VIEWS)
     rows = [r for r in tables["spans"].to_pylist() if r["trace_id"] == trace_id]
     if not rows:
@@ -152,7 +159,11 @@ def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajec
         trajectory = Trajectory(trace_id, tool_calls=_calls(tables["steps"].to_pylist()))
     chains = _from_trajectory(by_id, trajectory, {s.span_id: dict(s.attributes) for s in spans})
     _place_messages(by_id, tables["message_parts"].to_pylist())
-    verdicts, unplaced = _verdicts(by_id, [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id])
+    rows = [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id]
+    if verdicts is not None:
+        rows = [{"evaluator": v.evaluator, "passed": v.passed, "score": v.score, "reason": v.reason,
+                 "details": json.dumps(v.details, default=str)} for v in verdicts]  # fmt: skip
+    shown, unplaced = _verdicts(by_id, rows)
     root = next((s.row for s in spans if s.depth == 0), rows[0])
     facts = {k: next((r[k] for r in rows if r.get(k) is not None), None) for k in ("session_id", "run_id", "task_id",
              "variant", "attempt")}  # fmt: skip
@@ -162,7 +173,7 @@ def load_trace(con: duckdb.DuckDBPyConnection, trace_id: str, trajectory: Trajec
         spans=spans,
         total_ms=max(end - start, 0.001),
         chains=chains,
-        verdicts=verdicts,
+        verdicts=shown,
         unplaced=unplaced,
         run_id=facts["run_id"],
         task_id=facts["task_id"],
