@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from fixtures.lake_rows import span_row
+from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 from fixtures.ui_server import Served, serve
 
 from tracevals.cli import main
@@ -180,3 +182,19 @@ def test_a_bad_lake_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert json.dumps(result.output)  # one printable line
+
+
+def test_an_object_storage_lake(s3: S3) -> None:  # noqa: F811  (the fixture)
+    lake = s3.lake("ui-lake")
+    LakeWriter(lake).write_rows(_spans(TRACE, run="r1"))
+    with serve(lake) as served:
+        cookie = _cookie(served)
+        deadline = time.monotonic() + 180
+        response, body = _get(served, f"/traces/{TRACE}", cookie=cookie)
+        while b"still opening" in body and time.monotonic() < deadline:  # the lake opens in the background
+            response, body = _get(served, f"/traces/{TRACE}", cookie=cookie)
+        assert response.status == 200 and b"get_orders" in body and b"call #1" in body
+        response, body = _get(served, f"/sql?q={quote('select count(*) as n from spans')}", cookie=cookie)
+        assert response.status == 200 and "<td><bdi>2</bdi></td>" in body.decode()
+        response, body = _get(served, "/", cookie=cookie)
+        assert response.status == 200 and b'data-run="r1"' in body

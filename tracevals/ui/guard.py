@@ -51,12 +51,6 @@ class Guard:
         self.cookie = f"tracevals_ui_{port}"
         self.hosts = {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")}
 
-    def set_port(self, port: int) -> None:
-        """The port the server bound (known only once it did, when it chose a free one)."""
-        self.port = port
-        self.cookie = f"tracevals_ui_{port}"
-        self.hosts = {f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]")}
-
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":

@@ -159,11 +159,11 @@ def load_trace(
         trajectory = Trajectory(trace_id, tool_calls=_calls(tables["steps"].to_pylist()))
     chains = _from_trajectory(by_id, trajectory, {s.span_id: dict(s.attributes) for s in spans})
     _place_messages(by_id, tables["message_parts"].to_pylist())
-    rows = [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id]
+    stored = [s for s in tables["scores"].to_pylist() if s["trace_id"] == trace_id]
     if verdicts is not None:
-        rows = [{"evaluator": v.evaluator, "passed": v.passed, "score": v.score, "reason": v.reason,
-                 "details": json.dumps(v.details, default=str)} for v in verdicts]  # fmt: skip
-    shown, unplaced = _verdicts(by_id, rows)
+        stored = [{"evaluator": v.evaluator, "passed": v.passed, "score": v.score, "reason": v.reason,
+                   "details": json.dumps(v.details, default=str)} for v in verdicts]  # fmt: skip
+    shown, unplaced = _verdicts(by_id, stored)
     root = next((s.row for s in spans if s.depth == 0), rows[0])
     facts = {k: next((r[k] for r in rows if r.get(k) is not None), None) for k in ("session_id", "run_id", "task_id",
              "variant", "attempt")}  # fmt: skip
