@@ -98,8 +98,13 @@ class Client:
 
     def get(self, path: str) -> tuple[int, str]:
         headers = {"Host": f"127.0.0.1:{self.port}", "Cookie": self.cookie}
-        self.con.request("GET", path, headers=headers)
-        response = self.con.getresponse()
+        try:
+            self.con.request("GET", path, headers=headers)
+            response = self.con.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError):  # idle past the server's keep-alive
+            self.con = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+            self.con.request("GET", path, headers=headers)
+            response = self.con.getresponse()
         body = response.read().decode("utf-8", "replace")
         cookie = response.getheader("set-cookie")
         if cookie:
@@ -120,6 +125,8 @@ def timed(client: Client, paths: list[str]) -> dict[str, float]:
 
 
 def measure(lake: Path, requests: int) -> dict[str, Any]:
+    traces = [f"/traces/{t}" for t in trace_ids(lake, requests)]
+    attempts = [f"/traces/{t}" for t in trace_ids(lake, requests, harness=True)]
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "tracevals", "ui", "--lake", str(lake)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -139,8 +146,6 @@ def measure(lake: Path, requests: int) -> dict[str, Any]:
             time.sleep(0.5)
             status, body = client.get("/")
         figures = time.perf_counter() - started
-        traces = [f"/traces/{t}" for t in trace_ids(lake, requests)]
-        attempts = [f"/traces/{t}" for t in trace_ids(lake, requests, harness=True)]
         tasks = [f"/runs/bench/tasks/task_{i % 64:02d}?variant={'baseline' if i % 2 == 0 else 'candidate'}"
                  for i in range(requests)]  # fmt: skip
         client.get(tasks[0])  # the first request of a page pays for its template's compilation
