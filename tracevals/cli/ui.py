@@ -8,7 +8,7 @@ import sys
 import click
 
 from tracevals import env
-from tracevals.cli.output import lake_option
+from tracevals.cli.output import format_option, lake_option, print_rows
 
 
 @click.command()
@@ -37,13 +37,15 @@ from tracevals.cli.output import lake_option
     envvar=env.UI_ROW_CAP,
     help="Most rows a query returns to a page or a download.",
 )
-def ui(lake: str, port: int, query_seconds: float, row_cap: int) -> None:
+@format_option()
+def ui(lake: str, port: int, query_seconds: float, row_cap: int, fmt: str) -> None:
     """Serve a read-only web UI over a lake on 127.0.0.1 (runs, tasks, attempts, traces, production, SQL).
 
     \b
-    Prints the URL to open, with a random token: the UI answers nobody without it, only on 127.0.0.1,
-    only GET. Every figure is the report's (`tracevals report --run RUN`), computed in the background
-    when files land; pages update by themselves while a run writes. Ctrl-C stops it. See docs/ui.md.
+    Prints the URL to open, with a random token (--format json: url, port, lake): the UI answers
+    nobody without it, only on 127.0.0.1, only GET. Every figure is the report's (`tracevals report
+    --run RUN`), computed in the background when files land; pages update by themselves while a run
+    writes. Ctrl-C stops it. See docs/ui.md.
     Examples:
       tracevals ui --lake demo-out/lake
       tracevals ui --lake s3://bucket/lake --port 8765
@@ -76,7 +78,11 @@ def ui(lake: str, port: int, query_seconds: float, row_cap: int) -> None:
         raise click.ClickException(str(exc)) from None
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
-    click.echo(f"tracevals ui: http://127.0.0.1:{bound}/?token={token}", err=False)
+    url = f"http://127.0.0.1:{bound}/?token={token}"
+    if fmt == "table":
+        click.echo(f"tracevals ui: {url}")
+    else:
+        print_rows(["url", "port", "lake"], [[url, bound, lake]], fmt)
     click.echo(f"tracevals ui: serving {lake} read-only; Ctrl-C stops it", err=True)
     sys.stdout.flush()
     server.run(sockets=[sock])
