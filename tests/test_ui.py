@@ -20,6 +20,7 @@ from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 from fixtures.ui_server import Served, serve
 
 from tracevals.cli import main
+from tracevals.lake.lake import Lake
 from tracevals.lake.redaction import Redactor
 from tracevals.lake.writer import LakeWriter
 from tracevals.ui.reader import LakeReader, QueryLimit
@@ -132,7 +133,7 @@ def test_the_sql_page_is_the_sql_commands_sandbox(served: Served, small_lake: Pa
 
 
 def test_every_query_has_a_time_limit_and_a_row_cap(small_lake: Path) -> None:
-    reader = LakeReader(str(small_lake), query_seconds=0.5, row_cap=5, poll_seconds=3600)
+    reader = LakeReader(Lake.open(small_lake), query_seconds=0.5, row_cap=5, poll_seconds=3600)
     reader.start()
     try:
         assert reader.rows("select 1 as one", seconds=120).table.num_rows == 1  # opened (in the background)
@@ -149,7 +150,7 @@ def test_the_connection_reopens_when_files_land(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     LakeWriter(lake).write_rows(_spans(TRACE))
     seen: list[int] = []
-    reader = LakeReader(str(lake), poll_seconds=3600, on_reopen=seen.append)
+    reader = LakeReader(Lake.open(lake), poll_seconds=3600, on_reopen=seen.append)
     reader.start()
     try:
         count = "select count(*) as n from spans"

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import socket
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.command()
@@ -38,7 +42,7 @@ from tracevals.cli.output import format_option, lake_option, print_rows
     help="Most rows a query returns to a page or a download.",
 )
 @format_option()
-def ui(lake: str, port: int, query_seconds: float, row_cap: int, fmt: str) -> None:
+def ui(lake: Lake, port: int, query_seconds: float, row_cap: int, fmt: str) -> None:
     """Serve a read-only web UI over a lake on 127.0.0.1 (runs, tasks, attempts, traces, production, SQL).
 
     \b

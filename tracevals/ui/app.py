@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from tracevals.lake.lake import Lake
 from tracevals.report.formatting import interval, num
 from tracevals.ui.figures import Figures
 from tracevals.ui.guard import Guard
@@ -75,7 +76,7 @@ def environment() -> Environment:
 class UI:
     """What every page reads: the lake, its connection, its figures, the templates."""
 
-    lake: str
+    lake: Lake
     reader: LakeReader
     figures: Figures
     templates: Environment
@@ -106,7 +107,7 @@ class UI:
 
 
 def create_app(
-    lake: str,
+    lake: Lake,
     token: str,
     port: int,
     *,
@@ -115,10 +116,9 @@ def create_app(
     poll_seconds: float | None = None,
 ) -> tuple[Guard, UI]:
     """The guarded app for `lake`; the lake is opened in the background once the server starts."""
-    from tracevals.lake.paths import check_lake_dir
     from tracevals.ui import pages_runs, pages_trace
 
-    check_lake_dir(lake)  # a bad lake fails here, in one line, before the server starts
+    lake.check()  # a bad lake fails here, in one line, before the server starts
     figures = Figures(lake)
     limits: dict[str, Any] = {}
     if query_seconds is not None:

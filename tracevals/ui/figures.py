@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from tracevals.lake.lake import Lake
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -113,7 +114,7 @@ class _Index:
 class Figures:
     """The figures of one lake, recomputed in a background thread when the lake changes."""
 
-    def __init__(self, lake: str) -> None:
+    def __init__(self, lake: Lake) -> None:
         self.lake = lake
         self._lock = threading.Lock()
         self._entries: dict[tuple[Any, ...], Entry] = {}
@@ -243,11 +244,11 @@ class Figures:
     # -- the computations (each with its own connection: the request connection stays free) -------------
 
     def _compute_run(self, run_id: str, pair: tuple[str, str] | None = None, vary: tuple[str, ...] = ()) -> RunFigures:
-        from tracevals.cli.report import report_from_data
+        from tracevals.cli.shared.reports import report_from_data
+        from tracevals.queries.selection import Selection, select_sessions
         from tracevals.queries.selection import Selection as Sessions
-        from tracevals.queries.selection import select_sessions
         from tracevals.report import report_json
-        from tracevals.scoring.lake_data import Selection, load_lake_data
+        from tracevals.scoring.lake_data import load_lake_data
 
         started = time.perf_counter()
         con = open_lake(self.lake)
@@ -288,7 +289,7 @@ class Figures:
             data = load_production_data(self.lake, since, until, con=con)
         finally:
             con.close()
-        meta = {**data.provenance, "lake": self.lake}
+        meta = {**data.provenance, "lake": str(self.lake)}
         summary = summarize_production(data.trajectories, data.scores, data.facets, meta=meta)
         gate, gate_error = None, None
         try:
@@ -340,9 +341,9 @@ def _runs(rows: list[tuple[Any, ...]]) -> list[RunRow]:
     return sorted(out, key=lambda r: r.started or dt.datetime.min.replace(tzinfo=dt.timezone.utc), reverse=True)
 
 
-def _attribution(lake: str, data: Any, run_id: str, con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+def _attribution(lake: Lake, data: Any, run_id: str, con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """`tracevals run --attribute-variance`'s figures, for a run that holds its three levels of a variant."""
-    from tracevals.cli.variance import LIVE_CALLS_SQL, attribution_json, level_figures
+    from tracevals.cli.shared.variance import LIVE_CALLS_SQL, attribution_json, level_figures
     from tracevals.stats.variance import LEVELS, attribute
 
     bases = {v.rsplit("@", 1)[0] for v in data.summaries if "@" in v}

@@ -147,7 +147,7 @@ def sql_page(ui: UI, request: Request) -> Response:
     result, problem = _sql_result(ui, query) if query else (None, None)
     rows: list[tuple[Any, ...]] = []
     if result is not None:
-        from tracevals.cli.output import table_rows
+        from tracevals.cli.shared.output import table_rows
 
         _, rows = table_rows(result.table)
     return ui.page(request, "sql.html", query=query, result=result, rows=rows, problem=problem,
@@ -163,7 +163,7 @@ def _download(ui: UI, request: Request, kind: str) -> Response:
         return text(f"{problem}\n", 400)
     headers = {"content-disposition": f'attachment; filename="tracevals-query.{kind}"'}
     if kind == "csv":
-        from tracevals.cli.output import csv_text, table_rows
+        from tracevals.cli.shared.output import csv_text, table_rows
 
         columns, rows = table_rows(result.table)
         return Response(csv_text(columns, rows), media_type="text/csv; charset=utf-8", headers=headers)

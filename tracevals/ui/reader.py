@@ -2,7 +2,7 @@
 
 A DuckDB connection's view snapshot (and its temporary tables) is connection-local, so the UI keeps one
 connection for its pages, opened once (in the background: the first page is served before it is
-ready), sandboxed to the lake (`queries.lake.sandbox`: it reads the lake and nothing else) and used by
+ready), sandboxed to the lake (`queries.connection.sandbox`: it reads the lake and nothing else) and used by
 one request at a time. The SQL page runs what a person types on a second one, locked as `tracevals sql`
 locks its own (`open_lake(read_only=True)`: no setting can change); the page connection is not locked,
 because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
@@ -16,20 +16,20 @@ a row cap, read batch by batch: a query that would return a million rows reads t
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
+import pyarrow.fs as pafs
 
-from tracevals.queries import is_remote, open_lake
-from tracevals.queries.lake import sandbox
+from tracevals.lake.lake import Lake
+from tracevals.queries import open_lake
+from tracevals.queries.connection import sandbox
 
 __all__ = ["QUERY_SECONDS", "ROW_CAP", "LakeReader", "QueryLimit", "lake_fingerprint"]
 
@@ -53,27 +53,14 @@ class Rows:
     seconds: float
 
 
-def lake_fingerprint(lake: str) -> tuple[Any, ...]:
-    """What changes when files land in a lake: every Parquet file's path, size and mtime (a local lake),
-    or its listing (object storage: one LIST request per 1,000 files)."""
-    if is_remote(lake):
-        from tracevals.lake.storage import list_parquet
-
-        return tuple(sorted((i.path, i.size, i.mtime_ns) for sub in _TABLES for i in list_parquet(lake, sub)))
-    seen = []
-    for sub in _TABLES:
-        for root, _dirs, files in os.walk(Path(lake) / sub):
-            for name in files:
-                if name.endswith(".parquet"):
-                    try:
-                        st = os.stat(os.path.join(root, name))
-                    except OSError:
-                        continue  # compacted away meanwhile
-                    seen.append((root, name, st.st_size, st.st_mtime_ns))
-    for name in ("run_cases", "prices.json"):
-        path = Path(lake) / name
-        if path.exists():
-            seen.append((str(path), "", 0, path.stat().st_mtime_ns))
+def lake_fingerprint(lake: Lake) -> tuple[Any, ...]:
+    """What changes when files land in a lake: every Parquet file's path, size and modification time, and the
+    kept cases and prices (the lake's listing: on object storage one LIST request per 1,000 files)."""
+    seen = [(i.path, i.size, i.mtime_ns) for sub in _TABLES for i in lake.list_parquet(sub)]
+    seen += [(f"run_cases/{n}", 0, 0) for n in lake.list_names("run_cases")]
+    prices = lake.filesystem.get_file_info(lake.path("prices.json"))
+    if prices.type == pafs.FileType.File:
+        seen.append((prices.path, prices.size, prices.mtime_ns))
     return tuple(sorted(seen))
 
 
@@ -89,7 +76,7 @@ class LakeReader:
 
     def __init__(
         self,
-        lake: str,
+        lake: Lake,
         *,
         query_seconds: float = QUERY_SECONDS,
         row_cap: int = ROW_CAP,
@@ -99,7 +86,9 @@ class LakeReader:
         self.lake = lake
         self.query_seconds = query_seconds
         self.row_cap = row_cap
-        self.poll_seconds = poll_seconds if poll_seconds is not None else (30.0 if is_remote(lake) else 2.0)
+        self.poll_seconds = (
+            poll_seconds if poll_seconds is not None else (2.0 if lake.local_folder is not None else 30.0)
+        )
         self.on_reopen = on_reopen
         self._lock = threading.RLock()
         self._stop = threading.Event()
