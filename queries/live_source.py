@@ -40,8 +40,7 @@ _log = logging.getLogger(__name__)
 
 class NewFiles:
     """The files of `folder/<sub>` (a local lake's folder; span files by default) not returned before, in
-    partitions at most
-    `late_window_s` old."""
+    partitions at most `late_window_s` old."""
 
     def __init__(
         self,
