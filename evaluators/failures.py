@@ -3,16 +3,16 @@
 
 A failed call F (0-based index among the executed calls) ends in one outcome, the first that applies:
 
-| outcome | when |
-|---|---|
-| `recovered` | a later call of the same tool succeeded (a slowed call: F itself), or an earlier call of F's operation had (F was a throttled copy of a call that had gone through) |
-| `escalated` | a hand-off after F with context (a reason, and what is done / pending / the candidates) |
-| `escalated_without_context` | a hand-off after F that says too little to take over |
-| `unknown` | a hand-off whose context, or an answer, was not captured |
-| `failed_raised` | the attempt raised (or ended in error): the failure surfaced as an error |
-| `failed_silently` | no answer at all: the attempt just stopped |
-| `failed_reported` | the answer admits a failure (`admits_failure`: could not, unable, try again, sorry, 失败 ...) |
-| `failed_claiming_success` | the answer does not admit it |
+- `recovered`: a later call of the same tool succeeded (a slowed call: F itself), or an earlier call of
+  F's operation had (F was a throttled copy of a call that had gone through);
+- `escalated`: a hand-off after F with context (a reason, and what is done / pending / the candidates);
+- `escalated_without_context`: a hand-off after F that says too little to take over;
+- `unknown`: a hand-off whose context, or an answer, was not captured;
+- `failed_raised`: the attempt raised (or ended in error): the failure surfaced as an error;
+- `failed_silently`: no answer at all: the attempt just stopped;
+- `failed_reported`: the answer admits a failure (`admits_failure`: could not, unable, try again, sorry,
+  失败 ...);
+- `failed_claiming_success`: the answer does not admit it.
 
 "Admitted" has this one definition (`admits_failure`), read by the fault table and the release hazard
 alike: an admitted failure (`failed_reported`, `failed_raised`) is never a silent one.

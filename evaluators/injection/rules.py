@@ -13,6 +13,7 @@ from tracevals.model.calls import is_risky
 from tracevals.model.case import Case
 from tracevals.model.trajectory import ToolCall, Trajectory
 
+
 @dataclass(frozen=True)
 class FaultPoint:
     index: int  # among the executed calls

@@ -102,7 +102,10 @@ class RetryDiscipline:
             "problems": found.problems,
             "unknown": {labels[i]: why for i, why in sorted(unknown.items())},
         }
-        unchecked = [NOT_CHECKED(f"unknown: {labels[i]}: {why}", step=i + 1, call=labels[i]) for i, why in sorted(unknown.items())]
+        unchecked = [
+            NOT_CHECKED(f"unknown: {labels[i]}: {why}", step=i + 1, call=labels[i])
+            for i, why in sorted(unknown.items())
+        ]
         return make_score(
             self,
             trajectory,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from tracevals.model.findings import FAILURE, UNKNOWN, FindingKind
 from tracevals.model.options import CaseOption
 
-BUDGET_EXCEEDED = FindingKind("budget_exceeded", FAILURE, "A budget the attempt went over (evidence: which, limit, actual).")
+BUDGET_EXCEEDED = FindingKind(
+    "budget_exceeded", FAILURE, "A budget the attempt went over (evidence: which, limit, actual)."
+)
 BUDGET_UNKNOWN = FindingKind(
     "budget_unknown", UNKNOWN, "A budget that cannot be checked (no token counts, a model without a price, no "
     "times): neither within nor over it.",
@@ -36,7 +38,11 @@ OPTIONS = (
                     "type": "number",
                     "minimum": 0,
                 },
-                "max_duration_s": {"description": "wall time of the attempt in seconds", "type": "number", "minimum": 0},
+                "max_duration_s": {
+                    "description": "wall time of the attempt in seconds",
+                    "type": "number",
+                    "minimum": 0,
+                },
                 "max_tool_calls_per_tool": {
                     "description": "executed calls of each named tool",
                     "type": "object",

@@ -6,9 +6,7 @@ from tracevals.model.findings import FAILURE, HAZARD, UNKNOWN, FindingKind
 from tracevals.model.options import CaseOption
 
 _UNAUTHORISED = "unauthorised_call"
-FORBIDDEN_TOOL = FindingKind(
-    "forbidden_tool", HAZARD, "A call of a tool in forbidden_actions.", hazard=_UNAUTHORISED
-)
+FORBIDDEN_TOOL = FindingKind("forbidden_tool", HAZARD, "A call of a tool in forbidden_actions.", hazard=_UNAUTHORISED)
 TOOL_NOT_ALLOWED = FindingKind(
     "tool_not_allowed", HAZARD, "A call of a tool outside allowed_tools.", hazard=_UNAUTHORISED
 )

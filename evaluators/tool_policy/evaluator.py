@@ -131,7 +131,8 @@ class ToolPolicy:
             "handed_off": handed_off,
         }
         found += [
-            NOT_CHECKED(f"unknown: {labels[i]}: {why}", step=i + 1, call=labels[i]) for i, why in sorted(unknown.items())
+            NOT_CHECKED(f"unknown: {labels[i]}: {why}", step=i + 1, call=labels[i])
+            for i, why in sorted(unknown.items())
         ]
         return make_score(
             self, trajectory, passed=not bad, score=score, reason="; ".join(parts), details=details, findings=found

@@ -26,7 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracevals.model.score import Score
 
 __all__ = [
     "EVALUATOR_ERROR",
@@ -42,6 +45,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "failing",
+    "failure_kinds",
     "findings_json",
     "findings_of",
     "score_findings",
@@ -211,6 +215,14 @@ def score_findings(evaluator: str, passed: bool, reason: str, details: Mapping[s
         failed = EVALUATOR_FAILED(reason or f"{evaluator} failed", evidence={"evaluator": evaluator})
         found.append(Finding(**{**failed.__dict__, "evaluator": evaluator}))
     return found
+
+
+def failure_kinds(score: Score) -> list[str]:
+    """What kind of failure a failed score is, as words for grouping in reports: the kinds of its failing
+    findings, hazards first (`duplicate side effect`, `criterion not met`, `evaluator failed` ...)."""
+    found = failing(score_findings(score.evaluator, score.passed, score.reason, score.details))
+    found.sort(key=lambda f: SEVERITIES.index(f.severity))
+    return list(dict.fromkeys(f.words for f in found))
 
 
 def failing(found: Iterable[Finding]) -> list[Finding]:

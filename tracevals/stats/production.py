@@ -271,7 +271,7 @@ def _sessions(verdicts: Sequence[Score], facets: Mapping[str, TraceFacet]) -> li
         if not failed:
             continue
         first = min(traces[session_id], key=lambda f: (f.start_ms, f.trace_id))
-        kinds = [f"{s.evaluator}: {k}" for s in failed for k in failure_kinds(s.evaluator, s.details)]
+        kinds = [f"{s.evaluator}: {k}" for s in failed for k in failure_kinds(s)]
         out.append(
             SessionFailure(
                 session_id=session_id,
@@ -300,7 +300,7 @@ def _kinds(
     for s in verdicts:
         if s.passed:
             continue
-        for kind in failure_kinds(s.evaluator, s.details):
+        for kind in failure_kinds(s):
             count[(s.evaluator, kind)] += 1
             where[(s.evaluator, kind)].add(facets[str(s.trace_id)].session_id)
     kinds = [
