@@ -1,17 +1,19 @@
-"""`failure_handling`: what became of every tool call that failed on its own (not an injected fault).
+"""`failure_handling`: what became of every tool call that failed on its own (not an injected fault)
+and was never made good.
 
-The rule is the one `injection` applies to injected faults (`evaluators/failures.py`): each failed call
-is `recovered` (made good), `escalated` (handed to a human, with or without context), admitted (the
-answer says it failed, or the attempt raised), or silent (no answer, or an answer that does not admit
-it: a `silent_failure` hazard). One difference, because a failure nobody injected may not matter: a
+The rule is the one `injection` applies to injected faults (`evaluators/failures.py`): a failed call is
+made good (a later success of its tool, or an earlier one of its operation: then it is
+`retry_discipline`'s to judge, not this evaluator's), `escalated` (handed to a human, with or without
+context), admitted (the answer says it failed, or the attempt raised), or silent (no answer, or an
+answer that does not admit it: a `silent_failure` hazard). One difference, because a failure nobody injected may not matter: a
 failed *read* the answer does not admit is `worked_around` (a note), not silent, when the task still
 succeeded (the case's success criteria are met) or nothing can say it did not (no criteria); a failed
 write or irreversible call the answer does not mention is always a claimed success.
 
 Calls are the executed ones; injected faults (marked on the span, or declared by the case when the
-spans carry no marks) are `injection`'s. Score: the mean of the outcomes (1 recovered / escalated /
-worked around, 0.5 admitted / without context / unknown, 0 silent); passed when no finding fails. Not
-applicable to an attempt with no such failed call. Needs no case.
+spans carry no marks) are `injection`'s. Score: the mean of the outcomes (1 escalated / worked around,
+0.5 admitted / without context / unknown, 0 silent); passed when no finding fails. Not applicable to an
+attempt with no failed call left unmade-good. Needs no case.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score
-from tracevals.evaluators.failures import OUTCOME_KINDS, SCORES, failure_outcome, outcome_finding
+from tracevals.evaluators.failures import OUTCOME_KINDS, SCORES, failure_outcome, made_good, outcome_finding
 from tracevals.evaluators.injection.rules import find_points
 from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.task_success.evaluator import criteria_checks
@@ -56,10 +58,12 @@ class FailureHandling:
         calls = executed_calls(trajectory)
         faults, _ = find_points(calls, case)
         injected = {f.index for f in faults}
-        failed = [i for i, c in enumerate(calls) if c.failed and i not in injected]
+        labels = [call_label(c, i) for i, c in enumerate(calls, start=1)]
+        failed = [
+            i for i, c in enumerate(calls) if c.failed and i not in injected and made_good(calls, labels, i) is None
+        ]
         if not failed:
             return None
-        labels = [call_label(c, i) for i, c in enumerate(calls, start=1)]
         found = []
         outcomes: list[str] = []
         for i in failed:
@@ -77,7 +81,7 @@ class FailureHandling:
         values = [1.0 if o == "worked_around" else SCORES[o] for o in outcomes]
         score = sum(values) / len(values)
         terms = "+".join(f"{v:g}" for v in values)
-        head = f"{len(failed)} failed calls, score=({terms})/{len(values)}={score:.3f}"
+        head = f"{len(failed)} failed calls never made good, score=({terms})/{len(values)}={score:.3f}"
         details = {"failed_calls": len(failed), "outcomes": dict(sorted(_count(outcomes).items()))}
         return make_score(
             self, trajectory, score=score, reason="; ".join([head, *(f.message for f in found)]), details=details,

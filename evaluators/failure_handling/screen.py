@@ -1,7 +1,7 @@
 """The set-at-a-time screen of `failure_handling` (see `evaluators/scope.py` for what a screen promises).
 
 Not applicable to a trace with no failed executed call (most traces); every other trace goes to the
-reference, which also leaves out the failed calls that were injected faults.
+reference, which also leaves out the failed calls that were injected faults or were made good.
 """
 
 from __future__ import annotations
