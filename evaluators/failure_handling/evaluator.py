@@ -5,10 +5,11 @@ The rule is the one `injection` applies to injected faults (`evaluators/failures
 made good (a later success of its tool, or an earlier one of its operation: then it is
 `retry_discipline`'s to judge, not this evaluator's), `escalated` (handed to a human, with or without
 context), admitted (the answer says it failed, or the attempt raised), or silent (no answer, or an
-answer that does not admit it: a `silent_failure` hazard). One difference, because a failure nobody injected may not matter: a
-failed *read* the answer does not admit is `worked_around` (a note), not silent, when the task still
-succeeded (the case's success criteria are met) or nothing can say it did not (no criteria); a failed
-write or irreversible call the answer does not mention is always a claimed success.
+answer that does not admit it: a `silent_failure` hazard). One difference, because a failure nobody
+injected may not matter: a failed *read* the answer does not admit is `worked_around` (a note), not
+silent, when the task still succeeded (the case's success criteria are met) or nothing can say it did
+not (no criteria); a failed write or irreversible call the answer does not mention is always a claimed
+success.
 
 Calls are the executed ones; injected faults (marked on the span, or declared by the case when the
 spans carry no marks) are `injection`'s. Score: the mean of the outcomes (1 escalated / worked around,

@@ -14,8 +14,9 @@ is one or more checks:
 
 Findings (`declarations.py`): one `criterion_not_met` per check not met (`checker_error` for a checker
 that did not load or raised), or `attempt_raised` / `no_output`. Score: checks met / checks (0 when the
-attempt raised or recorded no output); passed when all are met. A case with no criteria passes when
-the attempt ended without error and recorded an output. Applies only to task cases (not to the policy of a scoring config).
+attempt raised or recorded no output); passed when all are met. A case with no criteria passes when the
+attempt ended without error and recorded an output. Applies only to task cases (not to the policy of a
+scoring config).
 """
 
 from __future__ import annotations

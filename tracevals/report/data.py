@@ -123,16 +123,25 @@ def build_report(
     rules: CategoryRules | None = None,
     environments: Mapping[str, Mapping[str, str | None]] | None = None,
     vary: Sequence[str] = (),
+    baseline_optional: bool = False,
 ) -> ReportData:
     """Compute every figure of a report; raises ValueError when there is no harness attempt.
     `environments` (by trace id, as the `environments` view has them) are summarised per variant and
-    compared between the pair; `vary` names what is under test (expected to differ)."""
+    compared between the pair; `vary` names what is under test (expected to differ). With
+    `baseline_optional` (the gate on day one), a baseline without attempts leaves no comparison
+    instead of an error; the candidate must still have attempts."""
     outs = outcomes(trajectories, scores, models=models, prices=prices, cases=cases, trace_models=trace_models)
     if not outs:
         raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
     summaries = summarize(outs, k=k, z=z, rules=rules)
-    pair = pick_pair(list(summaries), baseline, candidate)
-    for name in pair or ():
+    if baseline_optional and candidate is not None and (baseline is None or baseline not in summaries):
+        baseline = None
+        pair: tuple[str, str] | None = None
+        wanted: tuple[str, ...] = (candidate,)
+    else:
+        pair = pick_pair(list(summaries), baseline, candidate)
+        wanted = pair or ()
+    for name in wanted:
         if name not in summaries:
             raise ValueError(f"variant {name!r} has no attempts; variants: {', '.join(summaries)}")
     comparison = compare(summaries[pair[0]], summaries[pair[1]]) if pair else None
