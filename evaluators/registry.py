@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 EvaluatorClass = TypeVar("EvaluatorClass", bound=type[Any])
 
 _registry: dict[str, type[Evaluator]] = {}
+_installed: list[type[Evaluator]] = []  # the evaluators of installed packages (entry points), in load order
 _kinds: dict[str, tuple[str, FindingKind]] = {k.name: ("tracevals", k) for k in (EVALUATOR_FAILED, EVALUATOR_ERROR)}
 _plugin_errors: dict[str, str] = {}
 _plugins_loaded = False
@@ -140,8 +141,11 @@ def names() -> list[str]:
 
 
 def default_evaluators() -> list[Evaluator]:
-    """Fresh instances of the built-in evaluators a scoring run uses when none are named."""
-    return [cls() for cls in DEFAULT_EVALUATORS]
+    """Fresh instances of the evaluators a scoring run uses when none are named: the built-ins, then every
+    evaluator an installed package provides (installing one is opting in; `--evaluators` narrows the set).
+    A plugin returns None where it has nothing to check, like the built-ins."""
+    load_plugins()
+    return [cls() for cls in (*DEFAULT_EVALUATORS, *_installed)]
 
 
 def instances(names_: list[str] | tuple[str, ...] | None) -> list[Evaluator]:
@@ -161,6 +165,8 @@ def load_plugins() -> None:
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             cls = register(entry_point.load())
+            if cls not in DEFAULT_EVALUATORS and cls not in _installed:
+                _installed.append(cls)
         except Exception as exc:  # a broken plugin must not stop scoring with the others
             _plugin_errors[entry_point.name] = f"{type(exc).__name__}: {exc}"
             logger.warning("tracevals: evaluator plugin %r not loaded: %s", entry_point.name, exc)

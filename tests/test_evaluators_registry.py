@@ -43,9 +43,14 @@ BUILT_INS = [
 @pytest.fixture
 def clean_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry that has not looked at entry points yet (and forgets what a test registers)."""
+    from tracevals.model import options
+
     monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     monkeypatch.setattr(registry, "_plugin_errors", {})
     monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_installed", [])
+    monkeypatch.setattr(registry, "_kinds", dict(registry._kinds))
+    monkeypatch.setattr(options, "_extra", dict(options._extra))
 
 
 class ReplyLanguage:

@@ -134,6 +134,8 @@ def build_report(
     if not outs:
         raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
     summaries = summarize(outs, k=k, z=z, rules=rules)
+    if baseline_optional and candidate is not None and candidate not in summaries:  # as lake_data words it
+        raise ValueError(f"variant {candidate} not in the selection (variants there: {', '.join(summaries)})")
     if baseline_optional and candidate is not None and (baseline is None or baseline not in summaries):
         baseline = None
         pair: tuple[str, str] | None = None
