@@ -134,7 +134,9 @@ def test_a_plugin_runs_in_tracevals_score(installed_plugin: Path, tmp_path: Path
     lake.mkdir()
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length,nope"])
     assert result.exit_code == 1
-    assert "unknown evaluator 'nope'; valid: answer_length, failure_handling, injection" in result.output  # 'broken' is not valid
+    assert (
+        "unknown evaluator 'nope'; valid: answer_length, failure_handling, injection" in result.output
+    )  # 'broken' is not valid
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length"])
     assert result.exit_code == 1 and "holds no spans: nothing to score" in result.output  # an empty lake is said
     import tracevals

@@ -56,7 +56,7 @@ def test_a_broken_compare_function_is_a_finding_named_once(checks_module: str, r
                     "expected_steps": [broken],
                     "match": {"overrides": {"search": {"compare": reference}}},
                 }
-            ),  # fmt: skip
+            ),
             case_from_dict({"case_id": "fine", "input": "x", "expected_steps": [broken]}),
         )
     }
