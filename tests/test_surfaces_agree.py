@@ -40,10 +40,12 @@ from tracevals import ToolError
 
 SPEC = json.loads({spec!r})
 FAILS = {{}}
+NOW = {{}}  # the attempt in progress (attempts run one at a time): its context and task
 
 
-def _failing(name, ctx, task):
+def _failing(name):
     """Whether this call of `name` fails on its own (a natural failure, not an injected one)."""
+    ctx, task = NOW["ctx"], NOW["task"]
     for step in SPEC["tasks"][task]["steps"]:
         if step["tool"] == name and step["fail"] and (step["fail_on"] == "all" or ctx.attempt % 2 == 1):
             key = (ctx.session_id, name)
@@ -54,10 +56,10 @@ def _failing(name, ctx, task):
 
 def _make(name, effect):
     @tracevals.tool(effect=effect, name=name)
-    def call(target, idempotency_key=None, _ctx=None, _task=None):
+    def call(target, idempotency_key=None):
         if name == "fetch":  # a tool that calls another tool: two calls, each judged
-            lookup(target, _ctx=_ctx, _task=_task)
-        if _failing(name, _ctx, _task):
+            lookup(target)
+        if _failing(name):
             raise ToolError(f"{{name}}: service unavailable", error_type="server_error", status_code=503)
         return {{"ok": True, "target": target}}
     return call
@@ -77,6 +79,7 @@ def handoff_to_human(reason, pending):
 
 def run_task(task, ctx):
     spec = SPEC["tasks"][task]
+    NOW.update(ctx=ctx, task=task)
     failed = False
     for i, step in enumerate(spec["steps"]):
         if step["handoff_before"]:
@@ -86,7 +89,7 @@ def run_task(task, ctx):
         for _ in range(times):
             for attempt in range(step["retries"] + 1):
                 try:
-                    TOOLS[step["tool"]](f"d{{i}}", idempotency_key=key, _ctx=ctx, _task=task)
+                    TOOLS[step["tool"]](f"d{{i}}", idempotency_key=key)
                     break
                 except ToolError:
                     if attempt == step["retries"]:
