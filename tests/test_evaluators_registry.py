@@ -194,6 +194,7 @@ def test_evaluate_all_survives_an_evaluator_that_raises() -> None:
     scores = evaluate_all([trajectory(call("a"))], {}, evaluators=[Exploding(), RetryDiscipline()])
     assert [(s.evaluator, s.passed) for s in scores] == [("exploding", False), ("retry_discipline", True)]
     assert scores[0].reason == "evaluator raised RuntimeError: boom"
+    assert [f["kind"] for f in scores[0].details["findings"]] == ["evaluator_error"]
     assert scores[0].evaluator_version == 3
 
 
