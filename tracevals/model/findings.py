@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def score_findings(evaluator: str, passed: bool, reason: str, details: Mapping[s
     found = findings_of(details, evaluator)
     if not passed and not any(f.fails for f in found):
         failed = EVALUATOR_FAILED(reason or f"{evaluator} failed", evidence={"evaluator": evaluator})
-        found.append(Finding(**{**failed.__dict__, "evaluator": evaluator}))
+        found.append(replace(failed, evaluator=evaluator))
     return found
 
 
