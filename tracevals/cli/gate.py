@@ -228,9 +228,9 @@ def _emit(
         click.echo(json.dumps(_json(result, n_base, cand.runs, runs_seen, hint), default=str))
     elif fmt == "csv":  # one row per check, failures first
         checks = _json(result, n_base, cand.runs, runs_seen, hint)["checks"]
-        columns = ["check", "status", "passed", "threshold", "value", "tasks", "message"]
+        columns = ["check", "passed", "threshold", "value", "tasks", "message", "status"]
         rows = [[c[k] if k != "tasks" else ";".join(c[k] or []) for k in columns] for c in checks]
-        print_rows(columns, sorted(rows, key=lambda r: _ORDER[r[1]]), "csv")
+        print_rows(columns, sorted(rows, key=lambda r: _ORDER[r[-1]]), "csv")
     else:
         click.echo(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
     if not result.passed:

@@ -179,8 +179,8 @@ def gate_production(
                "next": None if result.passed else hint}  # fmt: skip
         click.echo(json.dumps(doc, default=str))
     elif fmt == "csv":
-        columns = ["check", "status", "passed", "threshold", "value", "message"]
-        rows = sorted(([c[k] for k in columns] for c in checks), key=lambda r: order[r[1]])
+        columns = ["check", "passed", "threshold", "value", "message", "status"]
+        rows = sorted(([c[k] for k in columns] for c in checks), key=lambda r: order[r[-1]])
         print_rows(columns, rows, "csv")
     else:
         verdict = {"fail": "FAIL", "not_judged": "NOT JUDGED", "pass": "PASS"}[result.verdict]
