@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import shlex
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, print_rows
-from tracevals.cli.production import gate_production, load_production, production_mode
-from tracevals.cli.report import env_options, env_problems, load_report, selection_options
+from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.production import gate_production, load_production, production_mode
+from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 from tracevals.stats.release_gate import NOT_JUDGED
 
@@ -29,6 +29,10 @@ def hazard_kinds() -> tuple[str, ...]:
 
     raised = {k.hazard or k.name for k in finding_kinds().values() if k.severity == "hazard"}
     return (*HAZARD_KINDS, *sorted(raised - set(HAZARD_KINDS)))
+
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 def load_thresholds(path: str | None, overrides: dict[str, Any]) -> GateThresholds:
@@ -113,7 +117,7 @@ def _read_config(path: str) -> dict[str, Any]:
 @env_options
 @format_option()
 def gate(
-    lake: str,
+    lake: Lake,
     runs: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
@@ -219,7 +223,7 @@ def gate(
 
 
 def _emit(
-    result: GateResult, lake: str, runs_seen: list[str], baseline: str | None, tasks_file: str | None, fmt: str,
+    result: GateResult, lake: Lake, runs_seen: list[str], baseline: str | None, tasks_file: str | None, fmt: str,
     n_base: int, cand: Any,
 ) -> None:  # fmt: skip
     """Print the verdict in `fmt`; exit 1 when a check failed."""
@@ -242,12 +246,12 @@ _MARK = {"fail": "FAIL", NOT_JUDGED: "n/a ", "pass": "ok  "}
 _VERDICT = {"fail": "FAIL", NOT_JUDGED: "NOT JUDGED", "pass": "PASS"}
 
 
-def _hint(lake: str, runs: list[str], baseline: str | None, candidate: str, tasks_file: str | None) -> str:
+def _hint(lake: Lake, runs: list[str], baseline: str | None, candidate: str, tasks_file: str | None) -> str:
     """The report command that shows what the gate judged: the same runs, all of them, and the same cases."""
     run = "".join(f" --run {shlex.quote(r)}" for r in runs)
     tasks = f" --tasks {shlex.quote(tasks_file)}" if tasks_file else ""
     pair = f" --baseline {shlex.quote(baseline)} --candidate {shlex.quote(candidate)}" if baseline else ""
-    return f"tracevals report --lake {shlex.quote(lake)}{run}{tasks}{pair} --out gate-report.html"
+    return f"tracevals report --lake {shlex.quote(str(lake))}{run}{tasks}{pair} --out gate-report.html"
 
 
 def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[str], hint: str) -> str:

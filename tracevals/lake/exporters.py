@@ -12,7 +12,6 @@ content travels as log records (`gen_ai.client.inference.operation.details`,
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
+from tracevals.lake.lake import LakeLike
 from tracevals.lake.normalize import normalize
 from tracevals.lake.rows import json_text, plain, service_name
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
@@ -102,7 +102,7 @@ class _LakeExporter:
     table = SPANS_DIR
     what = "spans"
 
-    def __init__(self, lake: str | os.PathLike[str]) -> None:
+    def __init__(self, lake: LakeLike) -> None:
         self.writer = LakeWriter(lake)
         self._shutdown = False
 

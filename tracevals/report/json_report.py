@@ -18,7 +18,7 @@ from tracevals.stats import (
     pass_hat_k,
 )
 
-__all__ = ["JSON_SCHEMA", "attempt_rows", "to_json_dict", "write_json"]
+__all__ = ["JSON_SCHEMA", "attempt_rows", "to_json_dict", "write_json", "write_json_doc"]
 
 JSON_SCHEMA = "tracevals.report/1"
 Summaries = Mapping[str, VariantSummary]
@@ -58,7 +58,11 @@ def write_json(
     outcomes: Sequence[Outcome] = (),
 ) -> Path:
     """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
-    doc = to_json_dict(summaries, comparison, meta, faults, reliability, outcomes)
+    return write_json_doc(path, to_json_dict(summaries, comparison, meta, faults, reliability, outcomes))
+
+
+def write_json_doc(path: PathArg, doc: Mapping[str, Any]) -> Path:
+    """Write a JSON report document (:func:`to_json_dict`) as indented, strict JSON; returns the path."""
     text = json.dumps(doc, indent=2, allow_nan=False, default=str)
     return atomic_write(path, text + "\n")
 

@@ -113,6 +113,12 @@ class TaskSteps:
     reference: str  # "expected" | "modal"
     divergence_examples: dict[int, str] = field(default_factory=dict)  # position -> "expected X, did Y"
     errors: tuple[str, ...] = ()  # comparisons that could not be made (a case's compare function), once each
+    # per attempt, in the order given to `task_steps`: the reading of its calls the figures used, and where
+    # it first left `reference_path` (None: it followed it exactly); what a page showing the attempts
+    # side by side aligns and highlights, so that it shows the figures' own divergence, not a recount
+    paths: tuple[tuple[StepCall, ...], ...] = ()
+    diverged: tuple[tuple[int, str] | None, ...] = ()
+    reference_path: tuple[ExpectedStep, ...] = ()
 
     @property
     def product(self) -> float:
@@ -231,8 +237,8 @@ def task_steps(
         )
     divergence: Counter[int] = Counter()
     examples: dict[int, str] = {}
-    for calls, _ in chosen:
-        found = first_divergence(calls, reference, skip)
+    diverged = [first_divergence(calls, reference, skip) for calls, _ in chosen]
+    for found in diverged:
         if found is not None:
             divergence[found[0]] += 1
             examples.setdefault(found[0], found[1])
@@ -247,6 +253,9 @@ def task_steps(
         reference="expected" if expected is not None else "modal",
         divergence_examples=dict(sorted(examples.items())),
         errors=errors,
+        paths=tuple(tuple(calls) for calls, _ in chosen),
+        diverged=tuple(diverged),
+        reference_path=tuple(reference),
     )
 
 
