@@ -309,3 +309,17 @@ def test_a_tie_for_the_modal_path_goes_to_the_path_seen_first() -> None:
         "v", "t", [(([ok("b")],), True), (([ok("a")],), True), (([ok("a")],), True), (([ok("b")],), True)], None
     )
     assert m.divergence == {1: 2}  # the modal path is [b]: the two [a] attempts leave it at 1
+
+
+def test_the_divergence_is_placed_on_the_call_where_the_walk_stopped() -> None:
+    # with skipping (every mode but strict) the divergence is counted at a step and shown at a call: here
+    # step 3 (send), which is the 4th call, after the extra one the mode allows
+    from tracevals.stats.steps import divergence_call
+
+    expected = [ExpectedStep("search"), ExpectedStep("get", {"id": 1}), ExpectedStep("send")]
+    calls = [ok("search"), ok("other"), ok("get", id=1), bad("send")]
+    assert first_divergence(calls, expected, skip=True) == (3, "send failed, never made good")
+    assert divergence_call(calls, expected, skip=True) == (4, "send failed, never made good")
+    assert divergence_call([ok("search")], expected, skip=True) == (2, "expected get, never called")
+    t = task_steps("v", "t", [((calls,), False)], expected)
+    assert t.divergence == {3: 1} and t.diverged == ((4, "send failed, never made good"),)

@@ -47,6 +47,7 @@ __all__ = [
     "TaskSteps",
     "ToolRow",
     "best_path",
+    "divergence_call",
     "first_divergence",
     "task_steps",
     "tool_rows",
@@ -114,8 +115,9 @@ class TaskSteps:
     divergence_examples: dict[int, str] = field(default_factory=dict)  # position -> "expected X, did Y"
     errors: tuple[str, ...] = ()  # comparisons that could not be made (a case's compare function), once each
     # per attempt, in the order given to `task_steps`: the reading of its calls the figures used, and where
-    # it first left `reference_path` (None: it followed it exactly); what a page showing the attempts
-    # side by side aligns and highlights, so that it shows the figures' own divergence, not a recount
+    # it first left `reference_path` as a call position (`divergence_call`: the same walk as the figures;
+    # None: it followed it exactly); what a page showing the attempts side by side aligns and highlights,
+    # so that it shows the figures' own divergence, not a recount
     paths: tuple[tuple[StepCall, ...], ...] = ()
     diverged: tuple[tuple[int, str] | None, ...] = ()
     reference_path: tuple[ExpectedStep, ...] = ()
@@ -144,6 +146,7 @@ class StepState:
     succeeded: bool
     what: str  # what happened, for the divergence row ("expected get_orders, called search")
     error: str | None = None  # a comparison that could not be made (its message)
+    at: int = 0  # 1-based position of the call the step was judged on (where a stopped attempt ended: len + 1)
 
 
 def walk(calls: Sequence[StepCall], expected: Sequence[ExpectedStep], skip: bool = True) -> list[StepState]:
@@ -154,14 +157,14 @@ def walk(calls: Sequence[StepCall], expected: Sequence[ExpectedStep], skip: bool
     for step in expected:
         if skip:
             index = next((i for i in range(position, len(calls)) if calls[i].name == step.tool), None)
-            if index is None:
-                out.append(StepState(False, False, False, f"expected {step.tool}, never called"))
+            if index is None:  # the call after the last step done right went elsewhere (or there is none)
+                out.append(StepState(False, False, False, f"expected {step.tool}, never called", at=position + 1))
                 break
         else:
             index = position if position < len(calls) else None
             if index is None or calls[index].name != step.tool:
                 did = f"called {calls[index].name}" if index is not None else "stopped"
-                out.append(StepState(False, False, False, f"expected {step.tool}, {did}"))
+                out.append(StepState(False, False, False, f"expected {step.tool}, {did}", at=position + 1))
                 break
         call = calls[index]
         error = None
@@ -170,12 +173,12 @@ def walk(calls: Sequence[StepCall], expected: Sequence[ExpectedStep], skip: bool
         except ComparisonError as exc:
             right, error = False, str(exc)
         if not right:
-            out.append(StepState(True, False, False, f"{step.tool} with other arguments", error))
+            out.append(StepState(True, False, False, f"{step.tool} with other arguments", error, at=index + 1))
             break
         if not call.ok:
-            out.append(StepState(True, True, False, f"{step.tool} failed, never made good"))
+            out.append(StepState(True, True, False, f"{step.tool} failed, never made good", at=index + 1))
             break
-        out.append(StepState(True, True, True, "right"))
+        out.append(StepState(True, True, True, "right", at=index + 1))
         position = index + 1
     return out
 
@@ -189,6 +192,21 @@ def first_divergence(
     for i, state in enumerate(states):
         if not state.succeeded:
             return i + 1, state.what
+    if not skip and len(calls) > len(reference):
+        return len(reference) + 1, f"called {calls[len(reference)].name} after the last step"
+    return None
+
+
+def divergence_call(
+    calls: Sequence[StepCall], reference: Sequence[ExpectedStep], skip: bool = False
+) -> tuple[int, str] | None:
+    """`first_divergence` by the same walk, placed on the calls: (1-based position of the call where the
+    attempt left the path, what happened), for a page that lines attempts up call by call (in strict mode
+    the call position is the step; with skipping, skipped calls come before it)."""
+    states = walk(calls, reference, skip)
+    for state in states:
+        if not state.succeeded:
+            return state.at, state.what
     if not skip and len(calls) > len(reference):
         return len(reference) + 1, f"called {calls[len(reference)].name} after the last step"
     return None
@@ -237,8 +255,8 @@ def task_steps(
         )
     divergence: Counter[int] = Counter()
     examples: dict[int, str] = {}
-    diverged = [first_divergence(calls, reference, skip) for calls, _ in chosen]
-    for found in diverged:
+    for calls, _ in chosen:
+        found = first_divergence(calls, reference, skip)
         if found is not None:
             divergence[found[0]] += 1
             examples.setdefault(found[0], found[1])
@@ -254,7 +272,7 @@ def task_steps(
         divergence_examples=dict(sorted(examples.items())),
         errors=errors,
         paths=tuple(tuple(calls) for calls, _ in chosen),
-        diverged=tuple(diverged),
+        diverged=tuple(divergence_call(calls, reference, skip) for calls, _ in chosen),
         reference_path=tuple(reference),
     )
 
