@@ -79,9 +79,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     os.makedirs(lake, exist_ok=True)
     config.stash[_LAKE_KEY] = lake
     from tracevals.instrumentation import instrument
+    from tracevals.lake.lake import Lake
     from tracevals.lake.run_cases import write_run_cases
 
-    write_run_cases(lake, config.stash[_RUN_KEY], _cases_text([item.nodeid for item in marked]), _SOURCE)
+    cases = _cases_text([item.nodeid for item in marked])
+    write_run_cases(Lake.open(lake), config.stash[_RUN_KEY], cases, _SOURCE)
     config.stash[_TELEMETRY_KEY] = instrument(lake=lake, capture_content=harness_capture(None))
 
 
