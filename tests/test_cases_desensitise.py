@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 from fixtures.scripted_agent import record_session, registry, write_plain_session
@@ -192,6 +193,21 @@ def test_a_tool_named_like_a_credential_is_a_name_and_its_arguments_stay_secret(
     # the tools' names are kept, their credentials are not: an argument, a result, redacted where they stand
     assert tape[3]["args"]["cookie"] == "[REDACTED:secret]" and tape[1]["result"]["api_key"] == "[REDACTED:secret]"
     assert left(out, ["Winter2026!x", "k-19df-88aa-77b0", "at-5521-fe", "af3e99d1"]) == []
+    # and the set replays: the agent calls the tools by their names, every call finds its recording
+    replay = CliRunner().invoke(main, [
+        "run", "--tasks", str(out / "cases.jsonl"), "--cassettes", str(out / "cassettes"), "--replay", "-k", "1",
+        "--agent", "fixtures.scripted_agent:scripted_agent", "--setting", f"base_url={server.base_url}",
+        "--lake", str(tmp_path / "replay"), "--run-id", "replay", "--format", "json",
+    ])  # fmt: skip
+    assert replay.exit_code == 0, replay.output[-3000:]
+    assert json.loads(replay.stdout)["replay_misses"] == []
+    replayed = duckdb.sql(
+        f"SELECT tool_name, tracevals_replay FROM (SELECT json_extract_string(attributes, '$.\"gen_ai.tool.name\"') "
+        "AS tool_name, json_extract_string(attributes, '$.\"tracevals.replay\"') AS tracevals_replay, start_time "
+        f"FROM read_parquet('{tmp_path / 'replay'}/spans/**/*.parquet') WHERE json_extract_string(attributes, "
+        "'$.\"gen_ai.operation.name\"') = 'execute_tool') ORDER BY start_time"
+    ).fetchall()
+    assert replayed == [(t, "replay") for t in tools]
 
 
 def test_an_email_in_a_session_id_is_one_pseudonym_in_every_file(hostile_set: Path) -> None:
