@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.scope import Scope, finish, json_object, json_str
+from tracevals.evaluators.scope import Scope, finish, json_int, json_object, json_str
 
 _SAFE = r"^[A-Za-z0-9_.:\-]+$"  # names written into reasons and details without escaping
 _SHAPING = ["empty", "malformed"]
@@ -61,12 +61,27 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
             "why": json_str(why),
         }
     )
+    finding = json_object(  # its entry of details["findings"] (failures.outcome_finding)
+        {
+            "call": json_str(pl.col("label")),
+            "evidence": json_object(
+                {"fault": json_str(pl.col("type")), "id": json_str(pl.col("id")), "outcome": pl.lit('"recovered"')}
+            ),
+            "hazard": pl.lit("null"),
+            "kind": pl.lit('"failure_recovered"'),
+            "message": json_str(pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")])),
+            "release": pl.lit("null"),
+            "severity": pl.lit('"note"'),
+            "step": json_int(pl.col("epos") + 1),
+        }
+    )
     per_trace = points.group_by("tix").agg(
         trace_id=pl.col("trace_id").first(),
         n=pl.len(),
         recovered=(pl.col("by").is_not_null() & safe.fill_null(False)).all(),
         parts=pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")]).str.join("; "),
         items=item.str.join(", "),
+        found=finding.str.join(", "),
     )
     frame = (
         scope.batch.traces.select("trace_id", "case_key")
@@ -87,8 +102,9 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
         [n, pl.lit(" injections, score=("), ones, pl.lit(")/"), n, pl.lit("=1.000; "), pl.col("parts")]
     )
     details = pl.concat_str(
-        [pl.lit('{"injections": ['), pl.col("items"), pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
-    )
+        [pl.lit('{"findings": ['), pl.col("found"), pl.lit('], "injections": ['), pl.col("items"),
+         pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
+    )  # fmt: skip
     status = (
         pl.when(undecided)
         .then(pl.lit("check"))

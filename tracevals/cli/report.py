@@ -59,6 +59,13 @@ def selection_options(func: F) -> F:
             envvar=env.TASKS,
             help="Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
         ),
+        click.option(
+            "--scoring-config",
+            type=click.Path(dir_okay=False),
+            envvar=env.SCORING_CONFIG,
+            help="The scoring config `tracevals score --config` takes (policy, evaluators, prices): attempts "
+            "scored now are scored with it, and its prices price every attempt. Env: TRACEVALS_SCORING_CONFIG.",
+        ),
         click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
         click.option(
             "--z",
@@ -117,8 +124,13 @@ def load_report(
     baseline: str | None = None,
     candidate: str | None = None,
     vary: tuple[str, ...] = (),
+    baseline_optional: bool = False,
+    config_file: str | None = None,
 ) -> Any:
-    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
+    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line.
+    `baseline_optional` (the gate): only a candidate is needed; a baseline with no attempts in the
+    selection leaves nothing to compare. `config_file`: the scoring config `tracevals score` takes, for
+    the attempts scored now and their prices."""
     import duckdb
 
     from tracevals.lake.run_cases import RunCasesConflict, digest
@@ -126,7 +138,7 @@ def load_report(
     from tracevals.queries import LakeError
     from tracevals.scoring.lake_data import Selection, SelectionError
 
-    if (baseline is None) != (candidate is None):
+    if (baseline is None) != (candidate is None) and not (baseline_optional and candidate is not None):
         raise click.ClickException("give both --baseline and --candidate, or neither")
     if baseline is not None and baseline == candidate:
         raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
@@ -135,9 +147,10 @@ def load_report(
         if tasks_file:  # else: the cases each run kept in the lake
             data = _read_tasks(tasks_file)
             cases, sha = {c.case_id: c for c in cases_from_bytes(data, tasks_file)}, digest(data)
+        config = _config(config_file)
         selection = Selection(
             runs=runs,
-            variants=(baseline, candidate) if baseline and candidate else (),
+            variants=(baseline, candidate) if baseline and candidate and not baseline_optional else (),
             since=since,
             until=until,
             sample=sample,
@@ -155,11 +168,22 @@ def load_report(
             meta=meta,
             tasks_sha256=sha,
             vary=vary,
+            baseline_optional=baseline_optional,
+            config=config,
         )
     except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+
+
+def _config(path: str | None) -> Any:
+    """The scoring config of `--config` (the one `tracevals score` reads), or None."""
+    if path is None:
+        return None
+    from tracevals.scoring.config import load_config
+
+    return load_config(path)  # a ConfigError is a ValueError: one line, from the caller's handler
 
 
 def _read_tasks(path: str) -> bytes:
@@ -183,14 +207,17 @@ def report_from_lake(
     meta: Mapping[str, Any] | None = None,
     tasks_sha256: str | None = None,
     vary: tuple[str, ...] = (),
+    baseline_optional: bool = False,
+    config: Any = None,
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
-    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
+    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each.
+    `config`: a scoring config, as `tracevals score --config` takes it (its policy and prices)."""
     from tracevals.report import build_report
     from tracevals.scoring.lake_data import load_lake_data
     from tracevals.stats import Z95
 
-    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
+    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256, config=config)
     for note in data.provenance.get("notes", []):
         click.echo(f"tracevals: {note}", err=True)
     built = build_report(
@@ -205,6 +232,7 @@ def report_from_lake(
         prices=data.prices,
         environments=data.environments,
         vary=vary,
+        baseline_optional=baseline_optional,
     )
     for note in built.reliability.notes if built.reliability is not None else []:
         click.echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
@@ -232,6 +260,7 @@ def report(
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,
+    scoring_config: str | None,
     k: int | None,
     z: float,
     production: bool,
@@ -270,9 +299,13 @@ def report(
     if production_mode(lake, runs, production):
         if baseline or candidate or tasks_file:
             raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
-        report_production(load_production(lake, since, until, sample, sample_seed, z, alpha), out_file, kind, fmt)
+        summary = load_production(lake, since, until, sample, sample_seed, z, alpha, scoring_config)
+        report_production(summary, out_file, kind, fmt)
         return
-    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary)
+    data = load_report(
+        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary,
+        config_file=scoring_config,
+    )  # fmt: skip
     try:
         path = write_report(out_file, data)
     except OSError as exc:

@@ -23,6 +23,7 @@ from tracevals.lake.paths import is_remote
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.report import summary_rows
+from tracevals.report.json_report import attempt_rows
 from tracevals.report.reliability import lake_rows
 from tracevals.report.reliability_view import reliability_json
 from tracevals.report.terminal import reliability_tables, summary_table
@@ -262,6 +263,7 @@ def run(
             "lake": lake,
             "variants": rows,
             "reliability": reliability_json(data.reliability),
+            "attempts": attempt_rows(data.outcomes, data.summaries),
             "replay_misses": plan.misses,
         }
         click.echo(json.dumps(doc, default=str))

@@ -64,6 +64,7 @@ def write_report(path: PathArg, data: ReportData) -> Path:
         return write_csv(path, data.summaries)
     if fmt == "json":
         return write_json(
-            path, data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability)
-        )
+            path, data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability),
+            data.outcomes,
+        )  # fmt: skip
     return write_markdown(path, data.summaries, data.comparison, data.meta, data.faults, data.reliability)

@@ -71,6 +71,11 @@ def _expected(case: Case | None) -> list[ExpectedStep] | None:
     return out
 
 
+def _skips(case: Case | None) -> bool:
+    """Whether other calls may come between two steps: every match mode but `strict` (trajectory_match's)."""
+    return case is None or case.match_mode != "strict"
+
+
 def _equivalence(cases: Mapping[str, Case], notes: list[str]) -> dict[str, Equivalence]:
     out: dict[str, Equivalence] = {}
     for case_id, case in cases.items():
@@ -135,7 +140,15 @@ def reliability(
         folded = [made_good[position[id(c)]] for c in calls]
         per_task.setdefault((o.variant, o.task_id), []).append(((made_good, folded), o.passed))
     props = properties(records, z=z, equivalence=_equivalence(cases, notes))
-    steps = [task_steps(v, tid, attempts, _expected(cases.get(tid))) for (v, tid), attempts in sorted(per_task.items())]
+    steps = [
+        task_steps(v, tid, attempts, _expected(cases.get(tid)), _skips(cases.get(tid)))
+        for (v, tid), attempts in sorted(per_task.items())
+    ]
+    for t in steps:  # a case's compare function that failed: named once, on the cases it touches
+        for error in t.errors:
+            note = f"case {t.task_id}: {error}; its steps' arguments count as not right"
+            if note not in notes:
+                notes.append(note)
     envs: dict[str, EnvSummary] = {}
     comparison = None
     if environments is not None:
