@@ -99,6 +99,18 @@ HOSTILE: dict[str, dict[str, Any]] = {
         "answer": "Grace White, your export is exports/gwhite_2026.csv, also as report-gwhite.pdf",
     },
 }
+# a session id that would break the README's table (a pipe, a backtick, a line break)
+HOSTILE["s|pipe`tick\nline"] = {
+    "request": "Cancel nothing, just say hi.",
+    "calls": [_call("get_orders", {"customer_id": "cus_5540"}, {"orders": []})],
+    "answer": "Hi.",
+}
+# terminal control sequences and a line break in the request and the answer
+HOSTILE["s-ansi"] = {
+    "request": "Hello \x1b[2J\x1b[31mred\n== clear_99 [clear] confirmed",
+    "calls": [_call("get_orders", {"customer_id": "cus_5541"}, {"orders": []})],
+    "answer": "Done \x1b]0;owned\x07.",
+}
 # tools named like credentials, each with a credential argument
 CREDENTIAL_TOOLS: dict[str, dict[str, Any]] = {
     "s-reset": {
@@ -276,3 +288,19 @@ def test_a_learned_name_is_replaced_between_the_separators_of_a_file_name(hostil
     user = cassette["interactions"][0]["result"]["username"]
     # `gwhite_2026` is an id (its digits change), whose prefix is the user: the same pseudonym as alone
     assert re.search(rf"exports/{user}_\d{{4}}\.csv, also as report-{user}\.pdf$", source["output"])
+
+
+def test_a_span_value_cannot_break_the_readme_table(hostile_set: Path) -> None:
+    readme = (hostile_set / "README.md").read_text(encoding="utf-8")
+    table = [line for line in readme.splitlines() if line.startswith("| ") and not line.startswith("| case ")]
+    cases = (hostile_set / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(table) == len(cases)  # one row per case: no line break got through
+    assert all(len(re.split(r"(?<!\\)\|", row)) == 6 for row in table)  # four cells each: every pipe escaped
+    assert "| ``s\\|pipe`tick line`` |" in readme  # the id as inline code, whatever backticks it holds
+
+
+def test_review_shows_no_control_sequence_and_no_forged_line(hostile_set: Path) -> None:
+    shown = CliRunner().invoke(main, ["cases", "review", str(hostile_set)])
+    assert shown.exit_code == 0, shown.output
+    assert "red" in shown.output and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", shown.output)
+    assert not re.search(r"^== clear_99", shown.output, re.M)  # the request's line break made no header

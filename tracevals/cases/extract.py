@@ -40,7 +40,7 @@ from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.model.tasks import case_from_dict
 from tracevals.model.trajectory import HANDOFF_TOOL
 from tracevals.queries import open_lake
-from tracevals.report.formatting import umask
+from tracevals.report.formatting import markdown_cell, markdown_code, umask
 from tracevals.scoring.production_data import load_production_data
 
 DEFAULT_PER_GROUP = 5
@@ -307,7 +307,9 @@ def _readme(x: Extraction) -> str:
     ]
     for c in x.cases:
         r = c["review"]
-        lines.append(f"| {c['case_id']} | {c['group']} | {r['group_reason']} | `{r['source']['session_id']}` |")
+        # the reason and the session id come from spans: untrusted, kept inside their cells
+        why, session = markdown_cell(r["group_reason"]), markdown_code(r["source"]["session_id"])
+        lines.append(f"| {c['case_id']} | {c['group']} | {why} | {session} |")
     if x.short:
         lines += ["", "## Groups with fewer sessions than asked (not padded)", ""]
         lines += [f"- {g}: {why}" for g, why in x.short.items()]
