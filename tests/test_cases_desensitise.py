@@ -39,6 +39,12 @@ def _call(tool: str, args: dict[str, Any], result: Any = None, **extra: Any) -> 
     return {"tool": tool, "args": args, "result": result, **extra}
 
 
+# a tool named by its span's name, with an email in it (another framework's)
+NAMED = {
+    "request": "Look Bob up.",
+    "calls": [{"tool": "lookup bob.green@example.org", "args": {"q": "Bob"}, "result": {"found": 1}}],
+    "answer": "Found him.",
+}
 # session id -> plan. Each session plants one thing (see the test that reads it).
 HOSTILE: dict[str, dict[str, Any]] = {
     # an email that is nowhere but in the session id
@@ -170,6 +176,7 @@ def hostile_set(server: SimulatedModelServer, tmp_path_factory: pytest.TempPathF
     root = tmp_path_factory.mktemp("hostile")
     lake = record_lake(root / "lake", server.base_url, HOSTILE)
     write_plain_session(lake, SERVICE, "s-plain", PLAIN, dt.datetime(2026, 11, 2, 9, tzinfo=dt.timezone.utc))
+    write_plain_session(lake, "crm", "s-named", NAMED, dt.datetime(2026, 11, 2, 9, 1, tzinfo=dt.timezone.utc))
     return extract(lake, root / "set")
 
 
@@ -304,3 +311,12 @@ def test_review_shows_no_control_sequence_and_no_forged_line(hostile_set: Path) 
     assert shown.exit_code == 0, shown.output
     assert "red" in shown.output and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", shown.output)
     assert not re.search(r"^== clear_99", shown.output, re.M)  # the request's line break made no header
+
+
+def test_an_email_in_a_tool_name_is_its_pseudonym_wherever_the_tool_is_named(hostile_set: Path) -> None:
+    assert left(hostile_set, ["bob.green"]) == []
+    case, source, cassette = _case_of(hostile_set, "Look Bob up.")
+    [tool] = [c["tool"] for c in cassette["interactions"]]
+    assert re.fullmatch(r"lookup user_\d{3}@example\.com", tool)
+    assert case["allowed_tools"] == [tool] and list(case["tool_effects"]) == [tool]
+    assert source["calls"][0]["tool"] == tool and [s["tool"] for s in case.get("expected_steps", [])] in ([], [tool])

@@ -220,19 +220,22 @@ def _write(
     d.protect({*effects, HANDOFF_TOOL})  # tool names are structure: never learned as personal values
     for _, s, _ in chosen:
         roles.learn(d, s)
+    for tool in {*effects, *(t for names in toolsets.values() for t in names)}:  # every tool name written
+        d.learn_name(tool)
+    named = {d.name(tool): effect for tool, effect in effects.items()}  # the effects, by the names written
     counts: Counter[str] = Counter()
     cases, sources, cassettes = [], [], {}
     for group, original, _ in chosen:
         counts[group] += 1
         case_id = f"{group}_{counts[group]:02d}"  # ours, never personal
-        tools = toolsets.get((original.service, original.agent), [])
+        tools = [d.name(t) for t in toolsets.get((original.service, original.agent), [])]
         # everything written is drafted from the desensitised session, never from the original
         s = roles.desensitised(d, original)
-        regroup, reason = group_of(s, effects)
+        regroup, reason = group_of(s, named)
         # the reason names the desensitised parts (an error type); the same rule holds on them (a
         # pseudonym keeps the shape a rule reads), and where it should not, the reason says less
         why = reason if regroup == group else f"chosen as {group}"
-        case = draft_case(s, case_id, group, why, tools, effects)
+        case = draft_case(s, case_id, group, why, tools, named)
         case_from_dict(case, f"{out / 'cases.jsonl'} (case {case_id})")
         cases.append(case)
         sources.append({"case_id": case_id, **source_summary(s)})

@@ -53,6 +53,7 @@ _HOME_USER = re.compile(r"(?i)(?:^|(?<=[\s\"'(=:,;]))(?:[a-z]:)?[\\/]+(?:home|us
 # In an identifier (a session id, a service or agent name, an error type), a run of digits of its own
 # (a phone or account number: `sess-+14155550123`, `cust_84930211`); a UUID's groups are not one.
 _DIGIT_RUN = re.compile(r"(?<![^\W_])\+?\d{7,19}(?![^\W_])")
+_NAME_PHONE = re.compile(r"\+\d{7,15}(?!\d)")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NUMBER = re.compile(r"\+?\d+")
 _ID_HEAD = re.compile(r"^([A-Za-z]+)[_-]")
@@ -60,53 +61,11 @@ MIN_SECRET = 4  # characters: a shorter credential value is redacted where it st
 REDACTED_SECRET = "[REDACTED:secret]"
 
 _POOL = (
-    "Avery",
-    "Blake",
-    "Casey",
-    "Devon",
-    "Emery",
-    "Finley",
-    "Harper",
-    "Jordan",
-    "Kai",
-    "Logan",
-    "Morgan",
-    "Noel",
-    "Oakley",
-    "Parker",
-    "Quinn",
-    "Reese",
-    "Riley",
-    "Rowan",
-    "Sage",
-    "Skyler",
-    "Tatum",
-    "Taylor",
-    "Val",
-    "Wren",
-    "Alder",
-    "Birch",
-    "Cedar",
-    "Dale",
-    "Ellis",
-    "Frost",
-    "Grove",
-    "Hale",
-    "Ives",
-    "Jarvis",
-    "Kerr",
-    "Lane",
-    "Marsh",
-    "North",
-    "Oakes",
-    "Pike",
-    "Reed",
-    "Shaw",
-    "Thorne",
-    "Vale",
-    "Wade",
-    "Yates",
-)
+    "Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kai", "Logan", "Morgan", "Noel",
+    "Oakley", "Parker", "Quinn", "Reese", "Riley", "Rowan", "Sage", "Skyler", "Tatum", "Taylor", "Val", "Wren",
+    "Alder", "Birch", "Cedar", "Dale", "Ellis", "Frost", "Grove", "Hale", "Ives", "Jarvis", "Kerr", "Lane", "Marsh",
+    "North", "Oakes", "Pike", "Reed", "Shaw", "Thorne", "Vale", "Wade", "Yates",
+)  # fmt: skip
 
 
 class Desensitiser:
@@ -147,6 +106,23 @@ class Desensitiser:
         self._scan(text)
         for m in _DIGIT_RUN.finditer(_UUID.sub(lambda u: "x" * len(u.group(0)), text)):
             self._note(m.group(0), "phone" if m.group(0).startswith("+") else "id")
+
+    def learn_name(self, name: str) -> None:
+        """Note the emails and `+` phone numbers in a structural name (a tool's, taken from a span name
+        by some frameworks): nothing else of a name is personal, and no tool name a model API accepts
+        holds either, so the names an agent's code gives its tools stay as they are."""
+        for kind, m in _in_name(name):
+            self._pattern = None
+            self._note(m.group(0), kind)
+
+    def name(self, name: str) -> str:
+        """A structural name with the emails and phone numbers `learn_name` noted replaced; never redacted."""
+        out = name
+        for kind, m in reversed(list(_in_name(name))):
+            if m.group(0) in self._values:
+                self.replaced[kind] += 1
+                out = out[: m.start()] + self._pseudonym(m.group(0), self._values[m.group(0)]) + out[m.end() :]
+        return out
 
     def _walk(self, value: Any, kind: str | None) -> None:
         if isinstance(value, Mapping):
@@ -318,6 +294,15 @@ class Desensitiser:
     def learned(self) -> Iterable[str]:
         """The originals (for a caller's own check that none is left; never write them)."""
         return iter(self._values)
+
+
+def _in_name(name: str) -> list[tuple[str, re.Match[str]]]:
+    found = [("email", m) for m in EMAIL.finditer(name)]
+    taken = [m.span() for _, m in found]
+    for m in _NAME_PHONE.finditer(name):
+        if not any(a <= m.start() < b for a, b in taken):
+            found.append(("phone", m))
+    return sorted(found, key=lambda f: f[1].start())
 
 
 def _json_container(text: str) -> Any:

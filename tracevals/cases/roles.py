@@ -12,7 +12,10 @@ says what each part of a `groups.Session` is:
   session id is still the one a person finds in the lake (`Desensitiser.identifier`);
 - **structural names** (tool names, argument keys, evaluator names, effects, status codes, trace and
   span ids): kept as they are; they are the agent's code and the lake's keys, never a secret (a tool
-  named `reset_password` is a name, not a password) and a replay calls the tools by them.
+  named `reset_password` is a name, not a password) and a replay calls the tools by them. Only an
+  email or a `+` phone number in a tool name (a framework that names a tool call by its span's name:
+  `lookup bob@example.com`) becomes its pseudonym (`Desensitiser.name`): no name a model API accepts
+  holds either.
 
 `learn(d, session)` and `desensitised(d, session)` walk the same map (`_mapped`), so a part that is
 written is a part that was learned. Every file `tracevals cases extract` writes is drafted from the
@@ -42,15 +45,21 @@ def learn(d: Desensitiser, session: Session) -> None:
         d.learn_identifier(value)
         return value
 
-    _mapped(session, content, identifier)
+    def name(value: str) -> str:
+        d.learn_name(value)
+        return value
+
+    _mapped(session, content, identifier, name)
 
 
 def desensitised(d: Desensitiser, session: Session) -> Session:
     """`session` with its content and identifiers desensitised (after `learn` saw every session)."""
-    return _mapped(session, d.apply, d.identifier)
+    return _mapped(session, d.apply, d.identifier, d.name)
 
 
-def _mapped(s: Session, content: Callable[[Any], Any], identifier: Callable[[str], str]) -> Session:
+def _mapped(
+    s: Session, content: Callable[[Any], Any], identifier: Callable[[str], str], name: Callable[[str], str]
+) -> Session:
     def c(value: Any) -> Any:
         return None if value is None else content(value)
 
@@ -61,6 +70,7 @@ def _mapped(s: Session, content: Callable[[Any], Any], identifier: Callable[[str
     calls = tuple(
         replace(
             call,
+            name=name(call.name),
             args=c(call.args),
             result=c(call.result),
             error_type=i(call.error_type),
