@@ -138,7 +138,7 @@ PRODUCTION = {
 
 
 @dataclass
-class Lake:
+class CookbookLake:
     path: Path
     con: duckdb.DuckDBPyConnection
     trajectories: list[Trajectory]
@@ -167,7 +167,7 @@ class Lake:
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CookbookLake]:
     out = tmp_path_factory.mktemp("cookbook")
     runner = CliRunner()
     demo = runner.invoke(main, ["demo", "--out", str(out), "-k", "2", "--seed", "1"])
@@ -194,7 +194,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
         findings[(trace_id, evaluator)] = findings_of(details[(trace_id, evaluator)], evaluator)
     inputs = {c["case_id"]: c["input"] for c in map(json.loads, DEMO_TASKS.read_text().splitlines()) if c}
     inputs.update({k: json.dumps(p) for k, p in SCRIPTED.items()})
-    yield Lake(path, con, load_trajectories(con), findings, details, inputs)
+    yield CookbookLake(path, con, load_trajectories(con), findings, details, inputs)
 
 
 # --- how DuckDB computes, for the expected rows -----------------------------------------------------
@@ -232,7 +232,7 @@ def _ms(value: dt.datetime) -> float:
 # --- one check per query --------------------------------------------------------------------------
 
 
-def check_delete_without_handoff(lake: Lake, sql: str) -> None:
+def check_delete_without_handoff(lake: CookbookLake, sql: str) -> None:
     handed: dict[str | None, list[float]] = defaultdict(list)
     for t in lake.trajectories:
         handed[t.session_id] += [h.at_ms for h in t.handoffs]
@@ -254,7 +254,7 @@ def check_delete_without_handoff(lake: Lake, sql: str) -> None:
     assert {"delete_alone", "delete_then_handoff"} <= {e["task_id"] for e in expected}
 
 
-def check_no_backoff_429(lake: Lake, sql: str) -> None:
+def check_no_backoff_429(lake: CookbookLake, sql: str) -> None:
     retries = lake.rows("SELECT * FROM retries")
     expected = [
         {"session_id": r["session_id"], "task_id": r["task_id"], "tool": r["name"], "retry_number": r["retry_number"],
@@ -279,7 +279,7 @@ def check_no_backoff_429(lake: Lake, sql: str) -> None:
     assert any(r["http_status_code"] == 503 for r in retries)
 
 
-def check_cost_per_task_variant(lake: Lake, sql: str) -> None:
+def check_cost_per_task_variant(lake: CookbookLake, sql: str) -> None:
     prices = {**default_prices(), **load_prices(lake.path / "prices.json")}  # the lake's own over the defaults
     groups: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
     for t in lake.trajectories:
@@ -301,7 +301,7 @@ def check_cost_per_task_variant(lake: Lake, sql: str) -> None:
     assert {"baseline", "candidate", "scripted"} == {r["variant"] for r in rows}
 
 
-def check_slowest_tool(lake: Lake, sql: str) -> None:
+def check_slowest_tool(lake: CookbookLake, sql: str) -> None:
     durations: dict[str, list[float]] = defaultdict(list)
     for r in lake.rows("SELECT tool_name, duration_ms FROM tool_calls"):
         durations[r["tool_name"]].append(r["duration_ms"])
@@ -320,13 +320,13 @@ def check_slowest_tool(lake: Lake, sql: str) -> None:
     assert sorted_by(rows, lambda r: -r["p95_ms"])
 
 
-def check_never_finished(lake: Lake, sql: str) -> None:
+def check_never_finished(lake: CookbookLake, sql: str) -> None:
     rows = lake.rows(sql)
     assert [(r["session_id"], r["turn_count"], r["terminal_state"]) for r in rows] == [(UNFINISHED, 1, "open")]
     assert all(r["end_time"] is None or r["end_time"] >= r["start_time"] for r in rows)
 
 
-def check_terminal_states(lake: Lake, sql: str) -> None:
+def check_terminal_states(lake: CookbookLake, sql: str) -> None:
     sessions = lake.rows("SELECT variant, terminal_state, finished_by FROM sessions")
     counts = Counter((s["variant"], s["terminal_state"], s["finished_by"]) for s in sessions)
     expected = [{"variant": v, "terminal_state": s, "finished_by": f, "sessions": n} for (v, s, f), n in counts.items()]
@@ -336,7 +336,7 @@ def check_terminal_states(lake: Lake, sql: str) -> None:
     assert sum(r["sessions"] for r in rows) == len({t.session_id for t in lake.trajectories})
 
 
-def check_tool_errors(lake: Lake, sql: str) -> None:
+def check_tool_errors(lake: CookbookLake, sql: str) -> None:
     calls = lake.rows("SELECT tool_name, error_type, http_status_code, is_error FROM tool_calls")
     per_tool = Counter(c["tool_name"] for c in calls)
     failures = Counter((c["tool_name"], c["error_type"], c["http_status_code"]) for c in calls if c["is_error"])
@@ -351,7 +351,7 @@ def check_tool_errors(lake: Lake, sql: str) -> None:
     assert {"rate_limit", "timeout"} <= {r["error_type"] for r in rows}
 
 
-def check_regressions(lake: Lake, sql: str) -> None:
+def check_regressions(lake: CookbookLake, sql: str) -> None:
     rates: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in lake.rows("SELECT task_id, variant, passed FROM runs WHERE passed IS NOT NULL"):
         rates[(r["task_id"], r["variant"])].append(1.0 if r["passed"] else 0.0)
@@ -369,7 +369,7 @@ def check_regressions(lake: Lake, sql: str) -> None:
     assert any(e["delta"] != 0 for e in expected)
 
 
-def check_gaps(lake: Lake, sql: str) -> None:
+def check_gaps(lake: CookbookLake, sql: str) -> None:
     rows = lake.rows(sql)
     assert sorted_by(rows, lambda r: r["asked_at"])
     # the rows session_completeness's findings give: a dangling_call finding on each trace, details.gaps of them
@@ -384,7 +384,7 @@ def check_gaps(lake: Lake, sql: str) -> None:
     ]  # fmt: skip
 
 
-def check_duplicate_side_effects(lake: Lake, sql: str) -> None:
+def check_duplicate_side_effects(lake: CookbookLake, sql: str) -> None:
     # the rows retry_discipline's findings give: each repeat is a finding on the call that repeats
     repeats: Counter[tuple[str, str, str | None]] = Counter()
     for t, call, _ in lake.found("duplicate_side_effect", "retry_discipline"):
@@ -399,7 +399,7 @@ def check_duplicate_side_effects(lake: Lake, sql: str) -> None:
     assert sorted((by_task[r["trace_id"]], r["times"]) for r in rows) == [("dup_refund_x3", 3), ("dup_send", 2)]
 
 
-def check_pending_handoffs(lake: Lake, sql: str) -> None:
+def check_pending_handoffs(lake: CookbookLake, sql: str) -> None:
     expected = [
         {"session_id": t.session_id, "task_id": t.task_id, "reason": h.reason, "pending": list(h.pending),
          "candidates": list(h.candidates)}
@@ -418,7 +418,7 @@ def check_pending_handoffs(lake: Lake, sql: str) -> None:
     assert any(h.reason == "please double-check" for t in lake.trajectories for h in t.handoffs)
 
 
-def check_steps_per_variant(lake: Lake, sql: str) -> None:
+def check_steps_per_variant(lake: CookbookLake, sql: str) -> None:
     per: dict[str, list[Trajectory]] = defaultdict(list)
     for t in lake.trajectories:
         if t.variant is not None:
@@ -433,7 +433,7 @@ def check_steps_per_variant(lake: Lake, sql: str) -> None:
     assert lake.rows(sql) == expected
 
 
-def check_claimed_success(lake: Lake, sql: str) -> None:
+def check_claimed_success(lake: CookbookLake, sql: str) -> None:
     # the words an answer admits a failure by are the evaluators' own
     [words] = re.findall(r"regexp_matches\(\s*lower\(r\.output\),\s*'((?:[^']|'')*)'", sql)
     assert tuple(words.replace("''", "'").split("|")) == FAILURE_MARKERS
@@ -456,7 +456,7 @@ def check_claimed_success(lake: Lake, sql: str) -> None:
     assert sorted(by_task[r["trace_id"]] for r in rows) == ["claimed_refund", "claimed_send"]
 
 
-def check_tool_sequences(lake: Lake, sql: str) -> None:
+def check_tool_sequences(lake: CookbookLake, sql: str) -> None:
     counts = Counter(
         (t.task_id, " > ".join(c.name for c in lake.executed(t))) for t in lake.trajectories if t.task_id is not None
     )
@@ -467,7 +467,7 @@ def check_tool_sequences(lake: Lake, sql: str) -> None:
     assert any(r["sequence"].startswith("search_customer > ") for r in rows)
 
 
-def check_conversation(lake: Lake, sql: str) -> None:
+def check_conversation(lake: CookbookLake, sql: str) -> None:
     turns = lake.rows("SELECT * FROM turns ORDER BY session_id, turn_index")
     assert len(turns) > 20
     by_trace = {t.trace_id: t for t in lake.trajectories}
@@ -484,7 +484,7 @@ def check_conversation(lake: Lake, sql: str) -> None:
     assert lake.rows(sql) == expected
 
 
-CHECKS: dict[str, Callable[[Lake, str], None]] = {
+CHECKS: dict[str, Callable[[CookbookLake, str], None]] = {
     name.removeprefix("check_"): fn for name, fn in globals().items() if name.startswith("check_") and callable(fn)
 }
 
@@ -497,7 +497,7 @@ def test_every_query_has_a_check_and_every_check_a_query() -> None:
 
 
 @pytest.mark.parametrize("query_id", sorted(QUERIES))
-def test_the_query_gives_the_rows_it_must(lake: Lake, query_id: str) -> None:
+def test_the_query_gives_the_rows_it_must(lake: CookbookLake, query_id: str) -> None:
     CHECKS[query_id](lake, QUERIES[query_id])
 
 
@@ -525,7 +525,7 @@ def mutants(sql: str) -> Iterator[tuple[str, str]]:
             yield f"{m.group(0)} -> {change} at {start}", sql[:start] + change + sql[end:]
 
 
-def test_every_constant_of_every_query_is_pinned(lake: Lake) -> None:
+def test_every_constant_of_every_query_is_pinned(lake: CookbookLake) -> None:
     survivors, tried = [], 0
     for query_id, sql in sorted(QUERIES.items()):
         for what, mutant in mutants(sql):
@@ -542,7 +542,7 @@ def test_every_constant_of_every_query_is_pinned(lake: Lake) -> None:
         check_duplicate_side_effects(lake, duplicates)
 
 
-def test_the_cli_runs_a_cookbook_query_from_a_file(lake: Lake, tmp_path: Path) -> None:
+def test_the_cli_runs_a_cookbook_query_from_a_file(lake: CookbookLake, tmp_path: Path) -> None:
     path = tmp_path / "slowest_tool.sql"
     path.write_text(QUERIES["slowest_tool"])
     result = CliRunner().invoke(main, ["sql", "--lake", str(lake.path), "--format", "csv", str(path)])
