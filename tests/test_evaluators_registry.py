@@ -134,7 +134,9 @@ def test_a_plugin_runs_in_tracevals_score(installed_plugin: Path, tmp_path: Path
     lake.mkdir()
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length,nope"])
     assert result.exit_code == 1
-    assert "unknown evaluator 'nope'; valid: answer_length, failure_handling, injection" in result.output  # 'broken' is not valid
+    assert (
+        "unknown evaluator 'nope'; valid: answer_length, failure_handling, injection" in result.output
+    )  # 'broken' is not valid
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length"])
     assert result.exit_code == 1 and "holds no spans: nothing to score" in result.output  # an empty lake is said
     import tracevals
@@ -192,6 +194,7 @@ def test_evaluate_all_survives_an_evaluator_that_raises() -> None:
     scores = evaluate_all([trajectory(call("a"))], {}, evaluators=[Exploding(), RetryDiscipline()])
     assert [(s.evaluator, s.passed) for s in scores] == [("exploding", False), ("retry_discipline", True)]
     assert scores[0].reason == "evaluator raised RuntimeError: boom"
+    assert [f["kind"] for f in scores[0].details["findings"]] == ["evaluator_error"]
     assert scores[0].evaluator_version == 3
 
 

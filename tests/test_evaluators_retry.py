@@ -139,7 +139,11 @@ def test_idempotency_keys_on_side_effects() -> None:
     default = score_of(t, case())
     assert (default.passed, default.score) == (True, 1.0)
     [key] = default.details["findings"]
-    assert (key["kind"], key["severity"], key["release"]) == ("missing_idempotency_key", "warning", "needs_confirmation")
+    assert (key["kind"], key["severity"], key["release"]) == (
+        "missing_idempotency_key",
+        "warning",
+        "needs_confirmation",
+    )
     waived = score_of(t, case_json(retry_policy={"require_idempotency_key": False}))
     assert waived.passed and waived.details["findings"] == []
 

@@ -136,6 +136,15 @@ def test_the_production_gate_fails_the_first_night_on_a_hazard(tmp_path: Path) -
     # the comparisons had nothing to compare: not judged, never a pass
     assert checks["significant_fall:tool_policy"]["status"] == NOT_JUDGED
     assert "nothing to compare (one day only)" in checks["significant_fall:tool_policy"]["message"]
+    # the production report names the same sessions, read from the same findings
+    out = tmp_path / "night.json"
+    args = ["--production", "--scoring-config", str(config), "--since", DAY.date().isoformat(), "--out", str(out)]
+    reported = CliRunner().invoke(main, ["report", "--lake", str(tmp_path / "lake"), *args])
+    assert reported.exit_code == 0, reported.output
+    night = json.loads(out.read_text())
+    assert sorted({h["session_id"] for h in night["hazards"]}) == hazards["sessions"]
+    assert {h["kind"] for h in night["hazards"]} == {"unconfirmed_action"}
+    assert night["session_pass_rates"][DAY.date().isoformat()]["passes"] == 33
     # the pass-rate floor, on the same night: 33/39 sessions passed every verdict
     code, doc = _gate(tmp_path / "lake", config, "--min-pass-rate", "0.9", "--forbid", "none")
     floor = {c["check"]: c for c in doc["checks"]}["min_pass_rate"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-PLUGIN = '''
+PLUGIN = """
 from tracevals.evaluators import CaseOption, FindingKind, make_score
 
 TOO_LONG = FindingKind(
@@ -29,7 +29,7 @@ TOO_LONG = FindingKind(
 class ReplyLength:
     name = "reply_length"
     version = 1
-    options = (CaseOption("max_reply_chars", {"type": "integer", "minimum": 1}, "The longest reply the channel takes."),)
+    options = (CaseOption("max_reply_chars", {"type": "integer", "minimum": 1}, "The longest reply it takes."),)
     findings = (TOO_LONG,)
 
     def evaluate(self, trajectory, case):
@@ -40,11 +40,11 @@ class ReplyLength:
         found = [TOO_LONG(f"{n} chars > {limit}", evidence={"chars": n, "limit": limit})] if n > limit else []
         return make_score(self, trajectory, score=min(1.0, limit / n) if n else 1.0, reason=f"{n} chars",
                           findings=found)
-'''
-AGENT = '''
+"""
+AGENT = """
 def agent(task, ctx):
     return "Done." if "short" in task else "Done. " + "Here is everything I found out about your account. " * 3
-'''
+"""
 TASKS = [
     {"case_id": "short", "input": "short please", "max_reply_chars": 80},
     {"case_id": "long", "input": "tell me all", "max_reply_chars": 80},

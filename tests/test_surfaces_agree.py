@@ -8,13 +8,15 @@ the pytest plugin. For each attempt: `run`, `score` and `report` give the same p
 puts in each category and hazard; the pytest plugin passes a test exactly when `report` on its lake
 counts every attempt passed. Hypothesis shrinks a disagreement to the smallest agent that shows it.
 
-Cost: a fixed number of derandomized examples (each a whole pipeline: run in this process, pytest in a
-subprocess); see the report of issue 35 for the seconds it adds.
+Cost: a fixed number of derandomized examples, each a whole pipeline (run in this process, pytest in a
+subprocess; about 12 s of CPU each): the explicit example of the issue plus `TRACEVALS_SURFACE_EXAMPLES`
+generated ones (default 2; raise it to search further, e.g. 50 before a release).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -38,10 +40,12 @@ from tracevals import ToolError
 
 SPEC = json.loads({spec!r})
 FAILS = {{}}
+NOW = {{}}  # the attempt in progress (attempts run one at a time): its context and task
 
 
-def _failing(name, ctx, task):
+def _failing(name):
     """Whether this call of `name` fails on its own (a natural failure, not an injected one)."""
+    ctx, task = NOW["ctx"], NOW["task"]
     for step in SPEC["tasks"][task]["steps"]:
         if step["tool"] == name and step["fail"] and (step["fail_on"] == "all" or ctx.attempt % 2 == 1):
             key = (ctx.session_id, name)
@@ -52,10 +56,10 @@ def _failing(name, ctx, task):
 
 def _make(name, effect):
     @tracevals.tool(effect=effect, name=name)
-    def call(target, idempotency_key=None, _ctx=None, _task=None):
+    def call(target, idempotency_key=None):
         if name == "fetch":  # a tool that calls another tool: two calls, each judged
-            lookup(target, _ctx=_ctx, _task=_task)
-        if _failing(name, _ctx, _task):
+            lookup(target)
+        if _failing(name):
             raise ToolError(f"{{name}}: service unavailable", error_type="server_error", status_code=503)
         return {{"ok": True, "target": target}}
     return call
@@ -75,6 +79,7 @@ def handoff_to_human(reason, pending):
 
 def run_task(task, ctx):
     spec = SPEC["tasks"][task]
+    NOW.update(ctx=ctx, task=task)
     failed = False
     for i, step in enumerate(spec["steps"]):
         if step["handoff_before"]:
@@ -84,7 +89,7 @@ def run_task(task, ctx):
         for _ in range(times):
             for attempt in range(step["retries"] + 1):
                 try:
-                    TOOLS[step["tool"]](f"d{{i}}", idempotency_key=key, _ctx=ctx, _task=task)
+                    TOOLS[step["tool"]](f"d{{i}}", idempotency_key=key)
                     break
                 except ToolError:
                     if attempt == step["retries"]:
@@ -246,7 +251,7 @@ def _check_run_lake(root: Path, module: str, k: int) -> None:
 
 
 @settings(
-    max_examples=3,
+    max_examples=int(os.environ.get("TRACEVALS_SURFACE_EXAMPLES", "2")),
     derandomize=True,
     deadline=None,
     database=None,

@@ -61,20 +61,7 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
             "why": json_str(why),
         }
     )
-    finding = json_object(  # its entry of details["findings"] (failures.outcome_finding)
-        {
-            "call": json_str(pl.col("label")),
-            "evidence": json_object(
-                {"fault": json_str(pl.col("type")), "id": json_str(pl.col("id")), "outcome": pl.lit('"recovered"')}
-            ),
-            "hazard": pl.lit("null"),
-            "kind": pl.lit('"failure_recovered"'),
-            "message": json_str(pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")])),
-            "release": pl.lit("null"),
-            "severity": pl.lit('"note"'),
-            "step": json_int(pl.col("epos") + 1),
-        }
-    )
+    finding = _recovered_finding(what, why)
     per_trace = points.group_by("tix").agg(
         trace_id=pl.col("trace_id").first(),
         n=pl.len(),
@@ -96,15 +83,7 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
     )
     # the reference takes a trace's injections from its marks when it has any, else from its case
     undecided = pl.col("other_mark") | (~pl.col("marked") & pl.col("prompts").fill_null(False))
-    n = pl.col("n").cast(pl.Utf8)
-    ones = pl.lit("1+").repeat_by(pl.col("n")).list.join("").str.strip_suffix("+")
-    reason = pl.concat_str(
-        [n, pl.lit(" injections, score=("), ones, pl.lit(")/"), n, pl.lit("=1.000; "), pl.col("parts")]
-    )
-    details = pl.concat_str(
-        [pl.lit('{"findings": ['), pl.col("found"), pl.lit('], "injections": ['), pl.col("items"),
-         pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
-    )  # fmt: skip
+    reason, details = _clean_texts()
     status = (
         pl.when(undecided)
         .then(pl.lit("check"))
@@ -115,6 +94,37 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
         .otherwise(pl.lit("check"))
     )
     return finish(frame, status, reason, details)
+
+
+def _clean_texts() -> tuple[pl.Expr, pl.Expr]:
+    """The reason and details of a clean trace (every injection a recovered fault), from its columns."""
+    n = pl.col("n").cast(pl.Utf8)
+    ones = pl.lit("1+").repeat_by(pl.col("n")).list.join("").str.strip_suffix("+")
+    reason = pl.concat_str(
+        [n, pl.lit(" injections, score=("), ones, pl.lit(")/"), n, pl.lit("=1.000; "), pl.col("parts")]
+    )
+    details = pl.concat_str(
+        [pl.lit('{"findings": ['), pl.col("found"), pl.lit('], "injections": ['), pl.col("items"),
+         pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
+    )  # fmt: skip
+    return reason, details
+
+
+def _recovered_finding(what: pl.Expr, why: pl.Expr) -> pl.Expr:
+    """A recovered fault's entry of details["findings"], as `failures.outcome_finding` writes it."""
+    evidence = {"fault": json_str(pl.col("type")), "id": json_str(pl.col("id")), "outcome": pl.lit('"recovered"')}
+    return json_object(
+        {
+            "call": json_str(pl.col("label")),
+            "evidence": json_object(evidence),
+            "hazard": pl.lit("null"),
+            "kind": pl.lit('"failure_recovered"'),
+            "message": json_str(pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")])),
+            "release": pl.lit("null"),
+            "severity": pl.lit('"note"'),
+            "step": json_int(pl.col("epos") + 1),
+        }
+    )
 
 
 def _non_fault_marks(calls: pl.DataFrame) -> pl.DataFrame:

@@ -92,8 +92,9 @@ class TrajectoryMatch:
         rules = {step.tool: args_rule(case, step.tool) for step in case.expected_steps}
         problem = _config_problem(case.match_mode, rules)
         if problem:
-            kind, text = problem
-            return make_score(self, trajectory, passed=False, score=0.0, reason=text, findings=[kind(text)])
+            kind, text, evidence = problem
+            found = [kind(text, evidence=evidence)]
+            return make_score(self, trajectory, passed=False, score=0.0, reason=text, findings=found)
         errors: dict[str, str] = {}  # compare function -> why it failed, once per attempt
         executed = with_handoffs(trajectory)
         logical = logical_calls(executed)
@@ -133,7 +134,7 @@ class TrajectoryMatch:
         k, m, n = len(pairs), len(expected), len(actual)
         score, arithmetic = _credit(mode, k, m, n)
         passed = {"strict": k == m == n, "unordered": k == m == n, "subset": k == n}.get(mode, k == m)
-        found = _problems(mode, expected, actual, pairs, ok, rules)
+        found = _problems(mode, expected, actual, pairs, ok, rules, errors)
         problems = [f.message for f in found]
         head = mode if case.args_mode == "ignore" else f"{mode} (args {case.args_mode})"
         reason = (
@@ -165,18 +166,19 @@ class TrajectoryMatch:
         return call.args is not None and comparator(step.args, call.args)
 
 
-def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> tuple[Any, str] | None:
-    """(finding kind, sentence) of a case the evaluator cannot apply at all."""
+def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> tuple[Any, str, dict[str, Any]] | None:
+    """(finding kind, sentence, evidence) of a case the evaluator cannot apply at all."""
     if mode not in MATCH_MODES:
-        return MATCH_CONFIG_ERROR, f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}"
+        return MATCH_CONFIG_ERROR, f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}", {"mode": mode}
     for tool, rule in rules.items():
         if rule.mode not in ARGS_MODES:
-            return MATCH_CONFIG_ERROR, f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+            text = f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+            return MATCH_CONFIG_ERROR, text, {"tool": tool, "args": rule.mode}
         if rule.compare is not None:
             try:
                 load_callable(rule.compare)
             except CallableError as exc:
-                return COMPARISON_ERROR, f"comparison for {tool} not loaded: {exc}"
+                return COMPARISON_ERROR, f"comparison for {tool} not loaded: {exc}", {"compare": rule.compare}
     return None
 
 
@@ -200,9 +202,11 @@ def _problems(
     pairs: Sequence[tuple[int, int]],
     ok: Sequence[Sequence[bool]],
     rules: Mapping[str, ArgsRule],
+    errors: Mapping[str, str],
 ) -> list[Finding]:
     """Say why the unpaired calls did not pair: out of order, arguments differ or missing, or absent; as
-    notes where the mode allows them (missing steps in subset, extra calls in superset / in_order)."""
+    notes where the mode allows them (missing steps in subset, extra calls in superset / in_order). A
+    step whose comparison failed is said by its `comparison_error` finding, not as other arguments."""
     left = [i for i in range(len(expected)) if i not in {p[0] for p in pairs}]
     right = [j for j in range(len(actual)) if j not in {p[1] for p in pairs}]
     missing_note = " (allowed)" if mode == "subset" else ""
@@ -219,7 +223,7 @@ def _problems(
             if call.args is None:
                 text = f"{step.tool}: args not captured, cannot compare ({CAPTURE_HINT})"
                 problems.append(ARGUMENTS_NOT_CAPTURED(text, evidence=evidence))
-            else:
+            elif rules[step.tool].compare not in errors:
                 text = (
                     f"{step.tool} args differ ({rules[step.tool].mode}): "
                     f"expected {_brief(step.args)}, got {_brief(call.args)}"

@@ -214,9 +214,16 @@ def gate(
     if baseline and base is None:  # named, but nothing of it in the selection: say which variants are
         result = GateResult(f"{baseline} (no attempts; variants: {', '.join(data.summaries)})", candidate,
                             result.checks)  # fmt: skip
-    runs_seen = data.meta.get("runs") or []
-    hint = _hint(lake, runs_seen, baseline if base is not None else None, candidate, tasks_file)
-    n_base = base.runs if base is not None else 0
+    _emit(result, lake, data.meta.get("runs") or [], baseline if base is not None else None, tasks_file, fmt,
+          base.runs if base is not None else 0, cand)  # fmt: skip
+
+
+def _emit(
+    result: GateResult, lake: str, runs_seen: list[str], baseline: str | None, tasks_file: str | None, fmt: str,
+    n_base: int, cand: Any,
+) -> None:  # fmt: skip
+    """Print the verdict in `fmt`; exit 1 when a check failed."""
+    hint = _hint(lake, runs_seen, baseline, result.candidate, tasks_file)
     if fmt == "json":
         click.echo(json.dumps(_json(result, n_base, cand.runs, runs_seen, hint), default=str))
     elif fmt == "csv":  # one row per check, failures first

@@ -151,7 +151,7 @@ def run(
         )
         for case in cases:
             if plan.is_active(case):
-                plan.interceptor(case, 0)  # a bad fault or injection, or a missing cassette, fails now
+                plan.check(case)  # a bad fault or injection, or a missing cassette, fails now
     except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
         raise click.ClickException(str(exc)) from None
     if not attribute_variance and (cassette_dir is None) != (cassette_mode is None):

@@ -126,6 +126,13 @@ class RunPlan:
             return None
         return ModelCassetteInterceptor(cassette, attempt=attempt, on_miss=self.note_miss)
 
+    def check(self, case: Case) -> None:
+        """Fail now, before a run starts, on a bad fault or injection of `case`, or a missing cassette."""
+        _case_faults(case)
+        _case_injections(case)
+        self.cassette(case.case_id)
+        self.model_cassette(case.case_id)
+
     def interceptor(self, case: Case, seed: int, attempt: int = 1) -> AttemptInterceptor:
         rules = (*_case_faults(case), *self.faults)  # on one call, the case's own fault before a profile's rule
         injections = (*self.injections, *_case_injections(case))

@@ -217,10 +217,14 @@ def score_findings(evaluator: str, passed: bool, reason: str, details: Mapping[s
     return found
 
 
-def failure_kinds(score: Score) -> list[str]:
+def failure_kinds(score: Score | str, details: Mapping[str, Any] | None = None) -> list[str]:
     """What kind of failure a failed score is, as words for grouping in reports: the kinds of its failing
-    findings, hazards first (`duplicate side effect`, `criterion not met`, `evaluator failed` ...)."""
-    found = failing(score_findings(score.evaluator, score.passed, score.reason, score.details))
+    findings, hazards first (`duplicate side effect`, `criterion not met`, `evaluator failed` ...).
+    `failure_kinds(evaluator, details)` (the form before findings) reads a failed score's details."""
+    if isinstance(score, str):
+        found = failing(score_findings(score, False, f"{score} failed", details))
+    else:
+        found = failing(score_findings(score.evaluator, score.passed, score.reason, score.details))
     found.sort(key=lambda f: SEVERITIES.index(f.severity))
     return list(dict.fromkeys(f.words for f in found))
 

@@ -144,9 +144,9 @@ def reliability(
         task_steps(v, tid, attempts, _expected(cases.get(tid)), _skips(cases.get(tid)))
         for (v, tid), attempts in sorted(per_task.items())
     ]
-    for t in steps:  # a case's compare function that failed: named once, on the cases it touches
-        for error in t.errors:
-            note = f"case {t.task_id}: {error}; its steps' arguments count as not right"
+    for found in steps:  # a case's compare function that failed: named once, on the cases it touches
+        for error in found.errors:
+            note = f"case {found.task_id}: {error}; its steps' arguments count as not right"
             if note not in notes:
                 notes.append(note)
     envs: dict[str, EnvSummary] = {}

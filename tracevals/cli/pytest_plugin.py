@@ -1,5 +1,8 @@
 """pytest plugin: `@pytest.mark.tracevals(k=5)` runs a test k times and passes only if all k pass.
 
+(The `pytest11` entry point. It lives beside the commands because, like `tracevals run`, it runs
+attempts, scores them and reads their verdicts: the harness below it may not.)
+
     @pytest.mark.tracevals(k=5)                          # all 5 attempts must pass
     def test_refund(tracevals_ctx): ...
 
