@@ -264,7 +264,7 @@ def test_an_email_in_the_service_name_is_pseudonymised(hostile_set: Path) -> Non
 
 
 def test_a_credential_is_redacted_wherever_it_is_repeated(hostile_set: Path) -> None:
-    assert left(hostile_set, ["tok-48213-zeta-991", "48213"]) == []
+    assert left(hostile_set, ["tok-48213-zeta-991", "zeta-991"]) == []  # not its digits alone: a trace id may hold them
     case, source, cassette = _case_of(hostile_set, "Sign me in")
     assert "my token is [REDACTED:secret] thanks" in case["input"]
     assert source["output"] == "Signed in with [REDACTED:secret]."
