@@ -373,3 +373,20 @@ def test_a_recording_for_any_attempt_serves_every_attempt(tmp_path: Path) -> Non
         "own",
         "any",
     ]
+
+
+def test_a_structured_handoff_is_a_drafted_step_as_trajectory_match_reads_it() -> None:
+    from tracevals.cases.drafts import draft_case
+    from tracevals.evaluators.trajectory_match import TrajectoryMatch
+    from tracevals.model.tasks import case_from_dict
+
+    handed = Handoff(at_ms=5.0, reason="two accounts match", candidates=("a", "b"))
+    session = Session(
+        session_id="s", trajectory=trajectory(call("search", start_ms=1.0), handoffs=(handed,)), input="Find me.",
+        output="A person will pick the right account.", succeeded=True,
+    )  # fmt: skip
+    drafted = draft_case(session, "vague_01", "vague", "handed off", ["search"], {})
+    assert drafted["expected_steps"] == [{"tool": "search", "args": {}}, {"tool": "handoff_to_human"}]
+    # the session the case came from passes it
+    score = TrajectoryMatch().evaluate(session.trajectory, case_from_dict(drafted, "x"))
+    assert score is not None and score.passed, score

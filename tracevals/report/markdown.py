@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.report.reliability import Reliability
 from tracevals.report.reliability_view import (
     PROPERTY_COLUMNS,
@@ -280,11 +281,6 @@ def _plain(value: Any) -> str:
 
 
 _RANK = {name: i for i, name in enumerate(CATEGORY_LABELS)}
-
-
-def _esc(text: str) -> str:
-    # A task id or meta value with a pipe or newline would otherwise break the table layout.
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _cost(s: VariantSummary) -> str:

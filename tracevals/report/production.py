@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, clean, interval, num
+from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.stats.production import GroupRate, ProductionSummary, Rate
 
 __all__ = [
@@ -139,10 +140,6 @@ def _csv(s: ProductionSummary) -> str:
 
 def _cell(r: Rate | None) -> str:
     return "—" if r is None else f"{num(r.rate)} ({r.passes}/{r.n}) {interval(r.wilson)}"
-
-
-def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_production_markdown(s: ProductionSummary) -> str:
