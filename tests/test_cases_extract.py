@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 from fixtures.reference_traffic import SECRET, planted, send_reference_traffic
@@ -36,6 +35,7 @@ from tracevals.evaluators.testing import call, trajectory
 from tracevals.harness.cassettes import Cassette, CassettePlayer, call_key
 from tracevals.model.tasks import load_cases
 from tracevals.model.trajectory import Handoff
+from tracevals.queries.connection import open_lake
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
 
 MODEL = "support-prod"  # the reference agent with no drawn mistakes: it passed the sessions it served
@@ -162,12 +162,14 @@ def test_a_candidate_replays_the_set_with_no_tool_live_and_passes(
     # structure kept: the agent that passed the original sessions passes every desensitised case
     assert (row["runs"], row["passes"]) == (40, 40)
     assert "20 of 20 cases are unreviewed drafts" in done.stderr
-    con = duckdb.connect()
-    replayed = con.execute(
-        f"SELECT json_extract_string(attributes, '$.\"tracevals.replay\"') AS r, count(*) "
-        f"FROM read_parquet('{lake}/spans/**/*.parquet') "
-        f"WHERE json_extract_string(attributes, '$.\"gen_ai.operation.name\"') = 'execute_tool' GROUP BY 1"
-    ).fetchall()
+    replayed = (  # the lake's `spans` view: the run's merged inputs, kept for readers, count once
+        open_lake(str(lake))
+        .execute(
+            "SELECT json_extract_string(attributes, '$.\"tracevals.replay\"') AS r, count(*) FROM spans "
+            "WHERE operation = 'execute_tool' GROUP BY 1"
+        )
+        .fetchall()
+    )
     assert dict(replayed).keys() == {"replay"}  # no tool ran live
     report = subprocess.run(
         [sys.executable, "-m", "tracevals", "report", "--lake", str(lake), "--out", str(tmp_path / "report.json")],
