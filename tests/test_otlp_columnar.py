@@ -21,9 +21,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.conversion import scopes
 from tracevals.collector.conversion.rows import TRUNCATED, spans_table
-from tracevals.lake import normalize as norm
 from tracevals.lake.sampling import SessionSampler
 from tracevals.model import attributes as tv
+from tracevals.spans import normalize as norm
 
 # every key a rule of the normalizer reads, and a few it does not
 _RULE_KEYS = sorted(

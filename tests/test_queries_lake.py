@@ -11,9 +11,9 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
 from fixtures.plain import plain_rows
 
-from tracevals.lake.frameworks import adk_tool_response, google_adk
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
+from tracevals.spans.frameworks import adk_tool_response, google_adk
 
 
 def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition(tmp_path: Path) -> None:

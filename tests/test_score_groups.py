@@ -23,12 +23,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tracevals.lake.exporters import ParquetLogExporter, ParquetSpanExporter
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection, find_crossing, plan_groups
 from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, score_connection, score_lake
+from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
 CASES = [

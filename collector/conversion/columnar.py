@@ -60,11 +60,11 @@ from tracevals.collector.conversion.values import (
     map_distinct,
     nonempty,
 )
-from tracevals.lake import frameworks
-from tracevals.lake import normalize as norm
-from tracevals.lake.frameworks import ADK_MERGED_TOOL_NAME, ADK_PLACEHOLDERS, adk_tool_response
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.model import attributes as tv
+from tracevals.spans import frameworks
+from tracevals.spans import normalize as norm
+from tracevals.spans.frameworks import ADK_MERGED_TOOL_NAME, ADK_PLACEHOLDERS, adk_tool_response
 
 __all__ = ["decode", "spans_table", "spans_table_columnar", "table_of"]
 

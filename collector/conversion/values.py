@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValueList
 
 from tracevals.collector.conversion.rows import _dumps, any_value
-from tracevals.lake import normalize as norm
+from tracevals.spans import normalize as norm
 
 _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
 _ESCAPES = [json.dumps(ch, ensure_ascii=False)[1:-1] for ch in _ESCAPED]  # and how: \n, \u001b, \", \\ ...

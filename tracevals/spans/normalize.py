@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracevals.lake.frameworks import apply_framework_rules
 from tracevals.model import attributes as tv
 from tracevals.model.calls import args_digest, parse_args
+from tracevals.spans.frameworks import apply_framework_rules
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
