@@ -19,6 +19,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 
 from tracevals.collector.conversion.rows import _dumps, any_value
 from tracevals.spans import normalize as norm
+from tracevals.spans import reading
 
 _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
 _ESCAPES = [json.dumps(ch, ensure_ascii=False)[1:-1] for ch in _ESCAPED]  # and how: \n, \u001b, \", \\ ...
@@ -155,29 +156,40 @@ class Values:
 
 def first(
     values: Values, starts: pa.Array, positions: list[pa.Array], facts: bool = False, convert: Any = None
-) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """(tag, JSON text, string) of the first candidate that counts: for canonical columns the first present,
-    not null and not "" (the normalizer's rule); for facts (facts=True) the first that `convert` turns into
-    a value."""
+) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """(tag, JSON text, string, rank) of the first candidate that counts: for canonical columns the first present,
+    not null, not "" and not a placeholder (the normalizer's `pick`); for facts (facts=True) the first that
+    `convert` turns into a value. `rank`: which candidate it was (null: none)."""
     n = len(starts)
     tag = full(n, NONE)
     text = pa.nulls(n, pa.string())
     string = pa.nulls(n, pa.string())
+    rank = pa.nulls(n, pa.int64())
     chosen = pa.repeat(c(False), n)
-    for position in positions:
+    for at, position in enumerate(positions):
         index = pc.add(starts, position)
         t, j, s = values.take(index)
         if facts:
             counts = pc.is_valid(convert(t, j, s))
         else:
             empty = pc.and_kleene(pc.equal(t, TAGS[STRING]), pc.equal(s, EMPTY))
-            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(empty))
+            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(pc.or_kleene(empty, placeholder(s))))
         counts = pc.and_kleene(pc.coalesce(counts, FALSE), pc.invert(chosen))
         tag = pc.if_else(counts, t, tag)
         text = pc.if_else(counts, j, text)
         string = pc.if_else(counts, s, string)
+        rank = pc.if_else(counts, c(at, pa.int64()), rank)
         chosen = pc.or_kleene(chosen, counts)
-    return tag, text, string
+    return tag, text, string, rank
+
+
+def placeholder(strings: pa.Array) -> pa.Array:
+    """Whether each string is a placeholder (`rules.is_placeholder`: a declared value, or one of the declared
+    prefixes); false for a null."""
+    out = pc.is_in(strings, pa.array(sorted(reading.PLACEHOLDERS), pa.string()))
+    for prefix in reading.PLACEHOLDER_PREFIXES:
+        out = pc.or_kleene(out, pc.starts_with(strings, pattern=prefix))
+    return pc.coalesce(out, FALSE)
 
 
 def json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:

@@ -1,9 +1,13 @@
-"""One versioned normalizer from the four span dialects to tracevals' canonical columns.
+"""One versioned normalizer: a span's attributes to tracevals' canonical columns, by the dialect declarations.
 
-Dialects: the current OTel GenAI conventions (`gen_ai.operation.name`, `gen_ai.provider.name` …),
-the older GenAI keys (`gen_ai.system`, `gen_ai.usage.prompt_tokens` …), OpenInference
-(`openinference.span.kind`, `llm.*`, `tool.*`, `session.id`) and OpenLLMetry (`traceloop.*`).
-Raise NORMALIZER_VERSION whenever a rule changes, so rows written by an older rule can be found.
+What each dialect says and where is declared in `dialects.py` (read through `reading.py`); the rules every
+stack shares (placeholders, wrappers, an error's class) are in `rules.py`. This module applies them to one
+span: its dialect, its kind, each canonical column from the first of its candidate keys that holds a value,
+and the facts (tracevals' own attributes as typed columns). The collector's columnar path applies the same
+plans column by column (`tracevals.collector.conversion.columnar`).
+
+Raise NORMALIZER_VERSION whenever a rule or a declaration changes what a row holds, so that rows written by an
+older rule can be found.
 """
 
 from __future__ import annotations
@@ -12,35 +16,27 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracevals.model import attributes as tv
 from tracevals.model.calls import args_digest, parse_args
-from tracevals.spans.frameworks import apply_framework_rules
+from tracevals.spans import reading
+from tracevals.spans.declare import Dialect, Key
+from tracevals.spans.rules import error_class, error_type_of, extract, is_placeholder, unwrap
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
 # 6: tool_args_hash filled from the arguments where the span recorded none (`args_digest_of`)
 # 7: a failed span that names no error type gets its exception event's type, else `_OTHER` (the conventions'
 #    value), not `error` (the exception's type was never reached: the fallback came first)
-NORMALIZER_VERSION = 7
+# 8: dialects are declarations (dialects.py): Vercel AI SDK, Haystack, Langfuse, Mastra and MLflow read; a
+#    framework's family names the span's dialect; placeholders are no value in any column; a tool's arguments
+#    and result in a framework's envelope are unwrapped by rule; an error of no type keeps the class its message
+#    names; a tool span that is bookkeeping (ADK's merged tools) is no call
+NORMALIZER_VERSION = 8
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
 UNKNOWN_ERROR_TYPE = "_OTHER"
-
-_LLM_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "embeddings"}
-_AGENT_OPERATIONS = {"invoke_agent", "create_agent", "invoke_workflow"}
-_OPENINFERENCE_KINDS = {"LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain"}
-_OPENLLMETRY_KINDS = {"workflow": "agent", "agent": "agent", "task": "chain", "tool": "tool"}
-
-
-def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
-    for key in keys:
-        value = attrs.get(key)
-        if value is not None and value != "":
-            return value
-    return None
 
 
 def _text(value: Any) -> str | None:
@@ -62,114 +58,20 @@ def _int(value: Any) -> int | None:
     return number if -(2**63) <= number < 2**63 else None
 
 
-def _genai_kind(attrs: Mapping[str, Any]) -> str:
-    op = attrs.get("gen_ai.operation.name")
-    if isinstance(op, (list, dict)):  # malformed, and unhashable: it must not fail the whole batch
-        op = _text(op)
-    if op in _LLM_OPERATIONS:
-        return "llm"
-    if op == "execute_tool" or (op is None and "gen_ai.tool.name" in attrs):
-        return "tool"
-    if op in _AGENT_OPERATIONS:
-        return "agent"
-    return "other"
+# The canonical columns the declarations fill, in the lake's order, and how each value is read.
+CANONICAL: dict[str, Callable[[Any], Any]] = {
+    "operation": _text, "session_id": _text, "agent_name": _text, "provider": _text, "model": _text,
+    "input_tokens": _int, "output_tokens": _int, "tool_name": _text, "tool_call_id": _text, "tool_args": _text,
+    "tool_result": _text, "tool_effect": _text, "tool_args_hash": _text, "error_type": _text, "run_id": _text,
+    "task_id": _text, "attempt": _int, "variant": _text,
+}  # fmt: skip
 
 
-def _legacy_kind(attrs: Mapping[str, Any]) -> str:
-    kind = _genai_kind(attrs)
-    if kind == "other" and ("gen_ai.request.model" in attrs or "gen_ai.system" in attrs):
-        return "llm"
-    return kind
-
-
-def _openllmetry_kind(attrs: Mapping[str, Any]) -> str:
-    if "llm.request.type" in attrs:
-        return "llm"
-    return _OPENLLMETRY_KINDS.get(str(attrs.get("traceloop.span.kind")), "other")
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """A span dialect: how to recognise its spans (`detects`, on the attributes) and read their kind."""
-
-    name: str
-    detects: Callable[[Mapping[str, Any]], bool]
-    kind: Callable[[Mapping[str, Any]], str]
-
-
-# The dialects in the order they are tried: the first that detects a span is its dialect. A new dialect
-# is a row here (plus its keys in _SOURCES / FACTS).
-DIALECTS: tuple[Dialect, ...] = (
-    Dialect(
-        "openinference",
-        lambda a: "openinference.span.kind" in a,
-        lambda a: _OPENINFERENCE_KINDS.get(str(a["openinference.span.kind"]).upper(), "other"),
-    ),
-    Dialect("openllmetry", lambda a: "traceloop.span.kind" in a or "llm.request.type" in a, _openllmetry_kind),
-    Dialect("genai", lambda a: "gen_ai.operation.name" in a or "gen_ai.provider.name" in a, _genai_kind),
-    Dialect("genai_legacy", lambda a: any(k.startswith("gen_ai.") for k in a), _legacy_kind),
-    Dialect("none", lambda a: True, _genai_kind),
-)
-_BY_NAME = {d.name: d for d in DIALECTS}
-
-
-def detect_dialect(attrs: Mapping[str, Any]) -> str:
-    return next(d.name for d in DIALECTS if d.detects(attrs))
-
-
-def kind_of(attrs: Mapping[str, Any], dialect: str, name: str = "") -> str:
-    """A span's canonical kind: a hand-off or an explicit session end in any dialect, else its dialect's rule."""
-    if tv.HANDOFF_REASON in attrs:
-        return "handoff"
-    if attrs.get(tv.SESSION_END) is True:
-        return "session_end"
-    return _BY_NAME[dialect].kind(attrs)
-
-
-# Canonical column -> (candidate keys, first non-empty wins; converter). `tool_args` / `tool_result`
-# also read the generic input/output keys, but only on tool spans (see `_sources`).
-_SOURCES: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
-    "operation": (("gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind"), _text),
-    "session_id": (("gen_ai.conversation.id", "session.id", "traceloop.association.properties.session_id"), _text),
-    "agent_name": (("gen_ai.agent.name", "agent.name"), _text),
-    "provider": (("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"), _text),
-    "model": (("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model"), _text),
-    "input_tokens": (
-        (
-            "gen_ai.usage.input_tokens",
-            "gen_ai.usage.prompt_tokens",
-            "llm.token_count.prompt",
-            "llm.usage.prompt_tokens",
-        ),
-        _int,
-    ),
-    "output_tokens": (
-        (
-            "gen_ai.usage.output_tokens",
-            "gen_ai.usage.completion_tokens",
-            "llm.token_count.completion",
-            "llm.usage.completion_tokens",
-        ),
-        _int,
-    ),
-    "tool_name": (("gen_ai.tool.name", "tool.name"), _text),
-    "tool_call_id": (("gen_ai.tool.call.id", "tool_call.id", "tool.call.id"), _text),
-    # Not OpenInference's `tool.parameters`: that is the tool's JSON Schema, the call's arguments are
-    # its `input.value` (found by the real openinference-instrumentation's tool spans; version 3).
-    "tool_args": (("gen_ai.tool.call.arguments",), _text),
-    "tool_result": (("gen_ai.tool.call.result",), _text),
-    "tool_effect": ((tv.TOOL_EFFECT,), _text),
-    "tool_args_hash": ((tv.TOOL_ARGS_HASH,), _text),
-    "error_type": (("error.type",), _text),
-    "run_id": ((tv.RUN_ID,), _text),
-    "task_id": ((tv.TASK_ID,), _text),
-    "attempt": ((tv.ATTEMPT,), _int),
-    "variant": ((tv.VARIANT,), _text),
-}
-_TOOL_EXTRA = {
-    "tool_args": ("input.value", "traceloop.entity.input"),
-    "tool_result": ("output.value", "traceloop.entity.output"),
-}
+def kind_of(attrs: Mapping[str, Any], dialects: tuple[Dialect, ...] | str | None = None, name: str = "") -> str:
+    """A span's canonical kind (see `reading.kind_of`): `dialects` the span's dialects, or None to find them."""
+    if dialects is None or isinstance(dialects, str):
+        dialects = reading.dialects_of(attrs)
+    return reading.kind_of(attrs, dialects, name)
 
 
 # Facts (version 5): attributes the views read on every model, tool, agent and root span, as typed
@@ -264,14 +166,26 @@ FACTS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "attempt_error": ((tv.ATTEMPT_ERROR,), _json_text),
     "session_status": ((tv.SESSION_STATUS,), _json_text),
 }
-# Parts of the attribute keys under which a model span can carry message content (the keys
-# message_sources reads: gen_ai.input/output.messages, gen_ai.prompt.N.*, gen_ai.completion.N.*,
-# llm.input/output_messages.*, gcp.vertex.agent.llm_request): has_message_attributes.
-_MESSAGE_KEY_PARTS = ("messages", "gen_ai.prompt", "gen_ai.completion", "llm_request")
 
-Fields = tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]  # (column, keys present, converter)
-# (dialect, canonical column fields, fact fields with a key present, has_message_attributes)
-Plan = tuple[str, Fields, Fields, bool]
+# Parts of the attribute keys under which a model span can carry message content in the conventions' flattened
+# and event forms (gen_ai.prompt.N.*, gen_ai.completion.N.*, llm.input/output_messages.*), beside the declared
+# message attributes (`reading.MESSAGE_KEYS`): has_message_attributes.
+_MESSAGE_KEY_PARTS = ("messages", "gen_ai.prompt", "gen_ai.completion")
+
+Fields = tuple[tuple[str, tuple[Key, ...], Callable[[Any], Any]], ...]  # (column, candidate keys present, converter)
+
+
+class Plan(NamedTuple):
+    """What a span's key set reads: its dialect, the candidate keys of each canonical column and fact (only those
+    present), whether it may carry message content, and the dialects whose kind clauses apply, by precedence."""
+
+    dialect: str
+    fields: Fields
+    facts: tuple[tuple[str, tuple[str, ...], Callable[[Any], Any]], ...]
+    has_messages: bool
+    dialects: tuple[Dialect, ...]
+
+
 # Spans of one instrumentation share their attribute keys, so which keys feed which column is worked
 # out once per (key set, tool or not) and reused: the collector normalizes ~100k spans a second.
 _PLANS: dict[tuple[bool, tuple[str, ...]], Plan] = {}
@@ -279,23 +193,27 @@ _MAX_PLANS = 4096
 
 
 def plan_for(keys: tuple[str, ...], is_tool: bool, attrs: Mapping[str, Any] | None = None) -> Plan:
-    """The plan of a set of attribute keys (a tool span's or another's): its dialect, which keys feed which
-    canonical column and fact, and whether it may carry message content. Worked out once per key set;
-    `attrs` only to detect the dialect (which reads key presence alone: the keys suffice)."""
+    """The plan of a set of attribute keys (a tool span's or another's). Worked out once per key set; the keys
+    alone decide it (`attrs` is accepted for the callers that have them)."""
     plan = _PLANS.get((is_tool, keys))
-    return plan if plan is not None else _sources(keys, dict.fromkeys(keys) if attrs is None else attrs, is_tool)
+    return plan if plan is not None else _plan(keys, is_tool)
 
 
-def _sources(keys: tuple[str, ...], attrs: Mapping[str, Any], is_tool: bool) -> Plan:
+def _plan(keys: tuple[str, ...], is_tool: bool) -> Plan:
     present = set(keys)
     fields = []
-    for column, (candidates, convert) in _SOURCES.items():
-        if is_tool and column in _TOOL_EXTRA:
-            candidates = candidates + _TOOL_EXTRA[column]
-        fields.append((column, tuple(k for k in candidates if k in present), convert))
-    found = ((column, tuple(k for k in ks if k in present), convert) for column, (ks, convert) in FACTS.items())
-    has_messages = any(part in key for key in keys for part in _MESSAGE_KEY_PARTS)
-    plan: Plan = (detect_dialect(attrs), tuple(fields), tuple(f for f in found if f[1]), has_messages)
+    for column, convert in CANONICAL.items():
+        candidates = reading.COLUMNS.get(column, ())
+        if is_tool:
+            candidates = candidates + reading.TOOL_COLUMNS.get(column, ())
+        found = tuple(k for c in candidates for k in reading.present(c, keys, present))
+        fields.append((column, found, convert))
+    facts = ((column, tuple(k for k in ks if k in present), convert) for column, (ks, convert) in FACTS.items())
+    has_messages = any(k in reading.MESSAGE_KEYS or any(p in k for p in _MESSAGE_KEY_PARTS) for k in keys)
+    plan = Plan(
+        reading.dialect_of(present), tuple(fields), tuple(f for f in facts if f[1]), has_messages,
+        reading.dialects_of(present),
+    )  # fmt: skip
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()  # a cache: an unbounded variety of key sets must not grow memory
     _PLANS[(is_tool, keys)] = plan
@@ -309,45 +227,87 @@ def args_digest_of(args_text: str) -> str | None:
     return args_digest(parsed) if parsed is not None else None
 
 
+def pick(attrs: Mapping[str, Any], candidates: tuple[Key, ...], convert: Callable[[Any], Any]) -> Any:
+    """A column's value: the first candidate that holds a value (not None, not "", not a placeholder), converted;
+    a value in a framework's envelope unwrapped first (`rules.unwrap`)."""
+    for key in candidates:
+        found = attrs[key.name]
+        if key.path:
+            found = extract(found, key.path)
+        if found is None or found == "" or is_placeholder(found):
+            continue
+        if key.envelope:
+            found = unwrap(found)
+            return None if found is None else convert(found)
+        return convert(found)
+    return None
+
+
+def failed(attrs: Mapping[str, Any]) -> bool:
+    """Whether a declared flag or level says the span failed (its status may not)."""
+    for key in reading.ERROR_FLAGS:
+        if attrs.get(key) in (True, "true", "True"):
+            return True
+    return any(str(attrs.get(key, "")).upper() == level.upper() for key, level in reading.ERROR_LEVELS.items())
+
+
+def error_type(
+    attrs: Mapping[str, Any],
+    recorded: str | None,
+    status_code: str,
+    exception_type: str | None,
+    messages: tuple[Any, ...],
+) -> str | None:
+    """A span's error type: the one it records (a class repr read as the class), else for a failed span the type of
+    its exception event, else the class its exception or status message names, else `_OTHER`."""
+    if recorded is not None:
+        return error_type_of(recorded)
+    if status_code != "error" and not failed(attrs):
+        return None
+    if exception_type:
+        return exception_type
+    declared = (
+        extract(attrs[k.name], k.path) if k.path else attrs[k.name] for k in reading.ERROR_MESSAGES if k.name in attrs
+    )
+    for message in (*messages, *declared):
+        found = error_class(message)
+        if found is not None:
+            return found
+    return UNKNOWN_ERROR_TYPE
+
+
 def normalize(
-    attrs: Mapping[str, Any], name: str = "", status_code: str = "unset", exception_type: str | None = None
+    attrs: Mapping[str, Any],
+    name: str = "",
+    status_code: str = "unset",
+    exception_type: str | None = None,
+    messages: tuple[Any, ...] = (),
 ) -> dict[str, Any]:
     """The canonical columns for one span's attributes (see `tracevals/lake/schema.py`). `exception_type`: the
-    `exception.type` of the span's exception event, the error type of a failed span that names none."""
+    `exception.type` of the span's exception event; `messages`: its exception event's and status messages, where
+    a failure that names no type may name its class."""
     keys = tuple(attrs)
-    plan = plan_for(keys, False, attrs)
-    dialect = plan[0]
-    kind = kind_of(attrs, dialect, name)
-    is_tool = kind == "tool"
-    if is_tool:
-        plan = plan_for(keys, True, attrs)
-    columns: dict[str, Any] = {"dialect": dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
-    for column, candidates, convert in plan[1]:
-        value = None
-        for key in candidates:
-            found = attrs[key]
-            if found is not None and found != "":
-                value = convert(found)
-                break
-        columns[column] = value
-    if columns["tool_name"] is None and is_tool:
-        columns["tool_name"] = _text(
-            _first(attrs, "traceloop.entity.name") or name.removeprefix("execute_tool ").strip() or None
-        )
-    if columns["error_type"] is None and status_code == "error":
-        columns["error_type"] = exception_type or UNKNOWN_ERROR_TYPE
-    apply_framework_rules(attrs, name, columns)
-    for key in ("tool_args", "tool_result", "session_id"):
-        columns[key] = _text(columns[key])
+    plan = plan_for(keys, False)
+    kind = reading.kind_of(attrs, plan.dialects, name)
+    if kind == "tool":
+        plan = plan_for(keys, True)
+    columns: dict[str, Any] = {"dialect": plan.dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
+    for column, candidates, convert in plan.fields:
+        columns[column] = pick(attrs, candidates, convert) if candidates else None
+    if kind == "tool" and columns["tool_name"] in reading.NOT_CALLS:
+        columns["kind"] = kind = "other"
+    if columns["tool_name"] is None and kind == "tool":
+        columns["tool_name"] = _text(name.removeprefix("execute_tool ").strip() or None)
+    columns["error_type"] = error_type(attrs, columns["error_type"], status_code, exception_type, messages)
     if columns["tool_args_hash"] is None and columns["tool_args"] is not None:
         columns["tool_args_hash"] = args_digest_of(columns["tool_args"])
     # the facts: each the first of its keys that converts to a value
     columns.update(dict.fromkeys(FACTS))
-    for column, candidates, convert in plan[2]:
-        for key in candidates:
-            value = convert(attrs[key])
+    for column, candidates_, convert_fact in plan.facts:
+        for key in candidates_:
+            value = convert_fact(attrs[key])
             if value is not None:
                 columns[column] = value
                 break
-    columns["has_message_attributes"] = plan[3]
+    columns["has_message_attributes"] = plan.has_messages
     return columns

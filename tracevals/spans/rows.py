@@ -128,13 +128,15 @@ def _links(span: Span) -> str:
     )
 
 
-def _exception_type(span: Span) -> str | None:
+def _exception(span: Span) -> tuple[str | None, str | None]:
+    """The type and message of the span's first exception event (a type given, else a message), if any."""
     for event in span.events:
         if event.name == "exception":
-            value = _attrs(event.attributes).get("exception.type")
-            if value:
-                return str(value)
-    return None
+            attrs = _attrs(event.attributes)
+            kind, message = attrs.get("exception.type"), attrs.get("exception.message")
+            if kind or message:
+                return (str(kind) if kind else None), (str(message) if message else None)
+    return None, None
 
 
 def span_row(
@@ -155,7 +157,9 @@ def span_row(
     if limit is not None:
         truncate_values(attrs, limit)
     status = _STATUS[span.status.code] if 0 <= span.status.code < 3 else "unset"
-    canonical = normalize(attrs, span.name, status, _exception_type(span) if status == "error" else None)
+    exception_type, exception_message = _exception(span) if span.events else (None, None)
+    messages = (exception_message, span.status.message or None)
+    canonical = normalize(attrs, span.name, status, exception_type, messages)
     trace_hex = trace_id.hex()
     if keep is not None and not keep(canonical["session_id"], trace_hex):
         return None
