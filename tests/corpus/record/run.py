@@ -58,26 +58,45 @@ MODEL = "corpus"
 class ScriptedPolicy:
     """The scenario's model turns, in order: turn = how many user messages so far, step = how many assistant
     messages since the last one. `<handoff>` becomes the one offered tool that is none of the scenario's
-    own (the framework's hand-off tool, whatever it is called)."""
+    own (the framework's hand-off tool, whatever it is called), with the arguments a recorder's mode names in
+    `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`). A
+    scenario tool the stack offers only under a qualified name (`Weather-get_weather`) is called by that name."""
 
-    def __init__(self, scenario: dict[str, Any]) -> None:
+    def __init__(
+        self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None, by_call_order: bool = False
+    ) -> None:
         self.turns = scenario["turns"]
+        self.handoff_arguments = handoff_arguments
+        self.by_call_order = by_call_order
+        self.answered = 0
+        self._lock = threading.Lock()
 
     def respond(self, conversation: Conversation, decisions: Decisions) -> ModelTurn:
-        messages = list(conversation.messages)
-        users = [i for i, m in enumerate(messages) if m.role == "user"]
-        turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
-        after = messages[users[-1] + 1 :] if users else messages
-        step = sum(1 for m in after if m.role == "assistant")
-        script = self.turns[turn]["model"]
-        reply = script[min(step, len(script) - 1)]
+        if self.by_call_order:
+            with self._lock:
+                replies = [reply for turn in self.turns for reply in turn["model"]]
+                reply = replies[min(self.answered, len(replies) - 1)]
+                self.answered += 1
+        else:
+            messages = list(conversation.messages)
+            users = [i for i, m in enumerate(messages) if m.role == "user"]
+            turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
+            after = messages[users[-1] + 1 :] if users else messages
+            step = sum(1 for m in after if m.role == "assistant")
+            script = self.turns[turn]["model"]
+            reply = script[min(step, len(script) - 1)]
         calls = []
         for call in reply.get("tool_calls", []):
-            name = call["name"]
+            name, arguments = call["name"], call.get("arguments", {})
             if name == "<handoff>":
                 offered = [n for n in conversation.tool_names() if n not in KNOWN_TOOLS]
                 name = offered[0] if offered else name
-            calls.append(PlannedCall(name, call.get("arguments", {})))
+                arguments = self.handoff_arguments or arguments
+            elif name not in conversation.tool_names():
+                # a stack that offers its tools under qualified names (Semantic Kernel's `Plugin-function`)
+                qualified = [n for n in conversation.tool_names() if n.endswith(f"-{name}")]
+                name = qualified[0] if len(qualified) == 1 else name
+            calls.append(PlannedCall(name, arguments))
         return ModelTurn(content=reply.get("text"), tool_calls=tuple(calls))
 
 
@@ -232,7 +251,9 @@ def recorder(framework: str) -> list[str]:
 
 def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, command: list[str]) -> Path:
     registry = ProfileRegistry()
-    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario]))
+    handoff_arguments = json.loads(env_mode.get("CORPUS_HANDOFF_ARGUMENTS", "null"))
+    by_call_order = env_mode.get("CORPUS_SCRIPT_ORDER") == "calls"
+    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario], handoff_arguments, by_call_order))
     model = RecordingModel(registry)
     capture = Capture()
     threading.Thread(target=capture.serve_forever, daemon=True).start()
