@@ -34,7 +34,8 @@ from tracevals.collector.conversion.values import (
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
-from tracevals.spans.rules import error_class, error_type_of, unwrap
+from tracevals.spans.declare import Key
+from tracevals.spans.rules import arguments, error_class, error_type_of, unwrap
 
 _TYPES = {f.name: f.type for f in SPAN_SCHEMA}
 
@@ -94,6 +95,45 @@ def _unwrapped(text: str) -> str | None:
     return None if value is None else norm._text(value)
 
 
+def _arguments(text: str) -> str | None:
+    return norm._text(arguments(text))
+
+
+def _deep(
+    sigs: Signatures,
+    candidates: list[tuple[Key, ...]],
+    plan_of: pa.Array,
+    mask: pa.Array,
+    convert: Any,
+    out_type: pa.DataType,
+) -> pa.Array:
+    """A column some of whose candidates read inside a value (a path into its JSON, a regular expression), for
+    the spans of `mask`: `normalize.pick` on each distinct (plan, candidate values), in Python."""
+    width = max(len(ks) for ks in candidates)
+    texts = []
+    for rank in range(width):
+        names = [ks[rank].name if rank < len(ks) else None for ks in candidates]
+        sig_keys = [keys for keys in sigs.keys for _ in (0, 1)]
+        table = [
+            k.index(name) if name is not None and name in k else None for name, k in zip(names, sig_keys, strict=True)
+        ]
+        position = pc.take(pa.array(table, pa.int64()), plan_of)
+        tag, text, string = sigs.values.take(pc.add(sigs.starts, position))
+        texts.append(json_of(tag, text, string, mask))
+    composite = pc.binary_join_element_wise(
+        pc.cast(plan_of, pa.string()), *texts, c("\x01"), null_handling="replace", null_replacement="\x02"
+    )
+
+    def pick_one(key: str) -> Any:
+        plan, *values = key.split("\x01")
+        keys = candidates[int(plan)]
+        attrs = {k.name: json.loads(v) for k, v in zip(keys, values, strict=False) if v != "\x02"}
+        present = tuple(k for k in keys if k.name in attrs)
+        return norm.pick(attrs, present, convert)
+
+    return map_distinct(pc.if_else(mask, composite, NULL_TEXT), pick_one, out_type)
+
+
 def _columns(sigs: Signatures, both: list[norm.Plan], plan_of: pa.Array) -> dict[str, pa.Array]:
     """Each canonical column from each span's plan: the first candidate that holds a value, converted (a value
     in a framework's envelope unwrapped)."""
@@ -117,7 +157,13 @@ def _columns(sigs: Signatures, both: list[norm.Plan], plan_of: pa.Array) -> dict
                     pc.if_else(envelope, json_of(tag, text, string), NULL_TEXT), _unwrapped, pa.string()
                 )
                 value = pc.if_else(envelope, unwrapped, value)
+        deep = [any(k.path or k.regex for k in ks) for ks in candidates]
+        if any(deep):
+            mask = pc.take(pa.array(deep, pa.bool_()), plan_of)
+            value = pc.if_else(mask, _deep(sigs, candidates, plan_of, mask, convert, _TYPES[column]), value)
         columns[column] = value
+    if "tool_args" in columns:  # arguments a framework injected (an object's repr) are none the model gave
+        columns["tool_args"] = map_distinct(columns["tool_args"], _arguments, pa.string())
     return columns
 
 

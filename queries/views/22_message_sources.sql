@@ -112,10 +112,15 @@ flat_tool_calls AS (
     GROUP BY trace_id, span_id, family, idx
 ),
 flat_messages AS (
+    -- a message's text: `content`, else its content parts' texts (OpenInference's contents.N.message_content.text)
     SELECT f.trace_id, f.span_id, f.family, f.idx,
            json_object(
                'role', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role'),
-               'content', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+               'content', coalesce(
+                   max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+                   string_agg(json_extract_string(f.value, '$'), '' ORDER BY f.field)
+                       FILTER (WHERE regexp_matches(f.field, '^contents\.\d+\.message_content\.text$'))
+               ),
                'tool_call_id', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id'),
                'tool_calls', max(t.call_list)
            ) AS message
@@ -218,7 +223,9 @@ decoded AS (
                CASE
                    WHEN json_type(value) = 'VARCHAR' THEN coalesce(
                        try_cast(json_extract_string(value, '$') AS JSON),
-                       json_object('content', json_extract_string(value, '$'))
+                       json_object('role', coalesce(role_hint, CASE WHEN direction = 'input' THEN 'user'
+                                                                     ELSE 'assistant' END),
+                                   'content', json_extract_string(value, '$'))
                    )
                    ELSE value
                END AS doc

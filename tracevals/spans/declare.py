@@ -27,12 +27,15 @@ class Key:
     output of a tool (`input.value`, `traceloop.entity.output` ...), whose wrapper objects are unwrapped by rule
     (`Unwrap`); the conventions' own `gen_ai.tool.call.*` hold the value itself. `pattern`: `name` is a prefix and
     the key's last part must match this regular expression (Vercel's `ai.telemetry.metadata.<anything>`).
+    `regex`: the value is the first group of this regular expression's first match in the attribute's text
+    (LlamaIndex's agent name, only in the reprs of its workflow events: `current_agent_name='x'`).
     """
 
     name: str
     path: tuple[str | int, ...] = ()
     envelope: bool = False
     pattern: str | None = None
+    regex: str | None = None
 
 
 Source = Key | str  # a plain attribute key, or a Key
@@ -150,7 +153,10 @@ class Dialect:
     captured): never an id, a name or content, whichever dialect the span is of. `error_flags`: attributes whose
     true value says the span failed where its status does not (Haystack's `haystack.tool.error`); `error_levels`:
     an attribute and the value of it that says so (Langfuse's level `ERROR`); `error_messages`: where such a
-    failure's message is (its class, when it names one, is the error type). `precedence`: the order dialects are
+    failure's message is (its class, when it names one, is the error type); `no_error_types`: `error.type`
+    values that name no type (Mastra's `unknown`). `agent_span_names`: regular
+    expressions on the name of an agent span that no attribute names, whose first group is the agent
+    (`invoke_agent (.+)`). `precedence`: the order dialects are
     tried in to recognise a span and read its kind (the lowest first: a framework before the conventions it
     also writes); the order of the declarations is the order their column keys are read in."""
 
@@ -170,6 +176,8 @@ class Dialect:
     error_flags: tuple[str, ...] = ()
     error_levels: Mapping[str, str] = field(default_factory=dict)
     error_messages: tuple[Source, ...] = ()
+    no_error_types: tuple[str, ...] = ()
+    agent_span_names: tuple[str, ...] = ()
     precedence: int = 100
 
     def recognises(self, keys: Collection[str]) -> bool:

@@ -22,7 +22,7 @@ from tracevals.model import attributes as tv
 from tracevals.model.calls import args_digest, parse_args
 from tracevals.spans import reading
 from tracevals.spans.declare import Dialect, Key
-from tracevals.spans.rules import error_class, error_type_of, extract, is_placeholder, unwrap
+from tracevals.spans.rules import arguments, error_class, error_type_of, extract, is_placeholder, unwrap
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
@@ -232,8 +232,8 @@ def pick(attrs: Mapping[str, Any], candidates: tuple[Key, ...], convert: Callabl
     a value in a framework's envelope unwrapped first (`rules.unwrap`)."""
     for key in candidates:
         found = attrs[key.name]
-        if key.path:
-            found = extract(found, key.path)
+        if key.path or key.regex:
+            found = extract(found, key.path, key.regex)
         if found is None or found == "" or is_placeholder(found):
             continue
         if key.envelope:
@@ -260,8 +260,9 @@ def error_type(
 ) -> str | None:
     """A span's error type: the one it records (a class repr read as the class), else for a failed span the type of
     its exception event, else the class its exception or status message names, else `_OTHER`."""
+    recorded = error_type_of(recorded) if recorded is not None else None
     if recorded is not None:
-        return error_type_of(recorded)
+        return recorded
     if status_code != "error" and not failed(attrs):
         return None
     if exception_type:
@@ -294,6 +295,8 @@ def normalize(
     columns: dict[str, Any] = {"dialect": plan.dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
     for column, candidates, convert in plan.fields:
         columns[column] = pick(attrs, candidates, convert) if candidates else None
+    if columns["tool_args"] is not None:
+        columns["tool_args"] = _text(arguments(columns["tool_args"]))
     if kind == "tool" and columns["tool_name"] in reading.NOT_CALLS:
         columns["kind"] = kind = "other"
     if columns["tool_name"] is None and kind == "tool":

@@ -43,6 +43,7 @@ NOT_CALLS: frozenset[str] = frozenset(_union("not_calls"))
 ERROR_FLAGS: tuple[str, ...] = _union("error_flags")
 ERROR_LEVELS: Mapping[str, str] = {k: v for d in DIALECTS for k, v in d.error_levels.items()}
 ERROR_MESSAGES: tuple[Key, ...] = tuple(key_of(s) for s in _union("error_messages"))
+NO_ERROR_TYPES: frozenset[str] = frozenset(_union("no_error_types"))
 # canonical column -> its candidate keys, in the declarations' order; TOOL_COLUMNS: read after them on tool spans
 COLUMNS = _columns("columns")
 TOOL_COLUMNS = _columns("tool_columns")
@@ -55,8 +56,8 @@ BY_NAME: frozenset[str] = frozenset(d.name for d in DIALECTS if any(c.key == NAM
 
 
 def _every_key() -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
-    """(keys read plainly, keys read through a path into their JSON or as a failure's flag or message, prefixes
-    whose keys are read)."""
+    """(keys whose value a column reads, keys read as a failure's flag, level or message, prefixes whose keys a
+    column reads)."""
     plain: set[str] = set(KIND_VALUE_KEYS)
     deep: set[str] = set(ERROR_FLAGS) | set(ERROR_LEVELS)
     prefixes: list[str] = []
@@ -64,7 +65,7 @@ def _every_key() -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
         if key.pattern is not None:
             prefixes.append(key.name)
         else:
-            (deep if key.path else plain).add(key.name)
+            plain.add(key.name)
     deep |= {k.name for k in ERROR_MESSAGES}
     return frozenset(plain), frozenset(deep), tuple(prefixes)
 
@@ -117,5 +118,5 @@ def present(key: Key, keys: tuple[str, ...], key_set: Collection[str]) -> tuple[
     """The concrete keys a candidate stands for in a span with these keys: itself when present; for a prefix
     with a pattern, every key that matches, in sorted order."""
     if key.pattern is not None:
-        return tuple(Key(k, key.path, key.envelope) for k in _matching(key.name, key.pattern, keys))
+        return tuple(Key(k, key.path, key.envelope, None, key.regex) for k in _matching(key.name, key.pattern, keys))
     return (key,) if key.name in key_set else ()

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from tracevals.spans.declare import Unwrap
-from tracevals.spans.reading import PLACEHOLDER_PREFIXES, PLACEHOLDERS, UNWRAPS
+from tracevals.spans.reading import NO_ERROR_TYPES, PLACEHOLDER_PREFIXES, PLACEHOLDERS, UNWRAPS
 
 _MAX_WRAPPERS = 4  # wrappers inside wrappers, at most (a cycle is impossible in JSON; this bounds the work)
 _CLASS = re.compile(
@@ -87,9 +87,27 @@ def unwrap(value: Any) -> Any:
     return None if is_placeholder(current) else current
 
 
-def extract(value: Any, path: tuple[str | int, ...]) -> Any:
-    """The value at `path` inside an attribute's value (parsed from JSON text when it is text)."""
+def extract(value: Any, path: tuple[str | int, ...] = (), regex: str | None = None) -> Any:
+    """The value at `path` inside an attribute's value (parsed from JSON text when it is text), or the first group
+    of `regex`'s first match in its text."""
+    if regex is not None:
+        found = re.search(regex, value if isinstance(value, str) else json.dumps(value, default=str))
+        return found.group(1) if found else None
     return _take(parsed(value), path)
+
+
+_INJECTED = re.compile(r"^<[\w.]+ object at 0x[0-9a-fA-F]+>$")
+
+
+def arguments(value: Any) -> Any:
+    """A tool's arguments without what the framework injected: a value that is an object's repr
+    (`<workflows.context.Context object at 0x7f...>`: LlamaIndex's `ctx`) is no argument the model gave."""
+    parsed_value = parsed(value)
+    if not isinstance(parsed_value, dict) or not any(
+        isinstance(v, str) and _INJECTED.match(v) for v in parsed_value.values()
+    ):
+        return value
+    return {k: v for k, v in parsed_value.items() if not (isinstance(v, str) and _INJECTED.match(v))}
 
 
 def error_class(text: Any) -> str | None:
@@ -105,9 +123,11 @@ def error_class(text: Any) -> str | None:
     return match.group(1) if match else None
 
 
-def error_type_of(value: str) -> str:
+def error_type_of(value: str) -> str | None:
     """An `error.type` as recorded, with a Python class repr (`<class 'ValueError'>`, Semantic Kernel's) read as
-    the class name."""
+    the class name; None for a value that names no type (declared: Mastra's `unknown`)."""
+    if value in NO_ERROR_TYPES:
+        return None
     if value.startswith("<class '"):
         return error_class(value) or value
     return value

@@ -123,7 +123,15 @@ def _paths(attribute: str, extract: str) -> Callable[[str], str]:
     return paths
 
 
+def agent_from_span_name(name: str) -> str:
+    """An agent span's name with the declared patterns applied (the first that matches gives the agent)."""
+    patterns = [p for d in reading.DIALECTS for p in d.agent_span_names]
+    found = [f"nullif(regexp_extract({name}, {_literal(p)}, 1), '')" for p in patterns]
+    return f"coalesce({', '.join([*found, name])})"
+
+
 GENERATED: dict[str, Callable[..., str]] = {
+    "agent_from_span_name": agent_from_span_name,
     "attribute_sources": attribute_sources,
     "agent_sources": agent_sources,
     "placeholder": placeholder,

@@ -91,6 +91,7 @@ GENAI = Dialect(
         ids=("$.id",),
         names=("$.name",),
     ),
+    agent_span_names=(r"^invoke_agent\s+(.+)$",),
     precedence=30,
 )
 
@@ -145,6 +146,8 @@ OPENINFERENCE = Dialect(
         "tool_args": (Key("input.value", envelope=True),),
         "tool_result": (Key("output.value", envelope=True),),
     },
+    # smolagents' agent spans are `<agent>.run`, CrewAI's `<role>._execute_core`
+    agent_span_names=(r"^(.+)\.run$", r"^(.+)\._execute_core$"),
     precedence=10,
 )
 

@@ -15,5 +15,6 @@ DIALECT = Dialect(
         Messages("mastra.agent_run.input", "input", 6, on="agent"),
         Messages("mastra.agent_run.output", "output", 6, on="agent"),
     ),
+    no_error_types=("unknown",),  # Mastra's error id where it has none: not a type
     precedence=5,
 )
