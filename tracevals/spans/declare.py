@@ -158,7 +158,9 @@ class Dialect:
     expressions on the name of an agent span that no attribute names, whose first group is the agent
     (`invoke_agent (.+)`). `precedence`: the order dialects are
     tried in to recognise a span and read its kind (the lowest first: a framework before the conventions it
-    also writes); the order of the declarations is the order their column keys are read in."""
+    also writes); the order of the declarations is the order their column keys are read in. `since`: the
+    normalizer version from which rows read this declaration as it is now: a new or changed declaration raises it
+    past every other (`normalize.NORMALIZER_VERSION` is the highest), so that rows written before can be found."""
 
     name: str
     about: str
@@ -179,6 +181,7 @@ class Dialect:
     no_error_types: tuple[str, ...] = ()
     agent_span_names: tuple[str, ...] = ()
     precedence: int = 100
+    since: int = 8
 
     def recognises(self, keys: Collection[str]) -> bool:
         """Whether a span with these attribute keys is of this dialect (their presence decides, not values)."""

@@ -33,7 +33,11 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
 
-_DELEGATE = {"task": "Refund order 42.", "context": "The user asked: Please refund order 42.", "coworker": "billing_agent"}
+_DELEGATE = {
+    "task": "Refund order 42.",
+    "context": "The user asked: Please refund order 42.",
+    "coworker": "billing_agent",
+}
 MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)},
 }
