@@ -60,7 +60,9 @@ parts AS (
              CASE
                  WHEN json_type(m.message, '$.tool_calls') = 'ARRAY' THEN json_extract(m.message, '$.tool_calls[*]')
                  ELSE []
-             END
+             END,
+             -- a framework's own message shape: its text and tool calls under other names (declared)
+             /*@ message_parts(m.message) @*/
          )) WITH ORDINALITY AS p(part, ordinal)
     WHERE m.source_rank = 1
 ),

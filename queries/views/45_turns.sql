@@ -2,7 +2,8 @@
 -- in between. A turn is a trace, with the traces its spans' links join to it: some runtimes start a trace
 -- per message delivery and join them by span links (AutoGen's), and a turn is then every trace of the run,
 -- named by the earliest (`trace_id`).
---   user_text           the last user message with text in the first model call's input
+--   user_text           the last user message with text in the first model call's input (out of the prompt a
+--                       framework wraps it in, where one is declared)
 --   final_text          the text of the turn's last model call, when that response asked for no tool
 --                       (a run that stopped after a tool call has no final text)
 --   intermediate_texts  non-empty text the model produced next to tool calls, in order
@@ -10,7 +11,8 @@
 --   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap. What
 --                       no span recorded comes from the conversation: a result is the answer of the tool
 --                       message for the call (by its id, or by the id of the model request it was matched to);
---                       arguments a span recorded as no object (a bare value, or none) are the request's
+--                       arguments a span recorded as no object (a bare value, or none) are the request's;
+--                       calls that started at the same instant are in the order the model asked for them
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
@@ -94,7 +96,8 @@ user_messages AS (
 per_turn AS (
     SELECT
         c.turn_id,
-        max(u.text) FILTER (WHERE c.call_order = 1) AS user_text,
+        -- a framework's prompt around the user's text (CrewAI's task prompt, smolagents' `New task:`) unwrapped
+        max(/*@ user_text(u.text) @*/) FILTER (WHERE c.call_order = 1) AS user_text,
         max(CASE WHEN coalesce(r.tool_call_parts, 0) = 0 THEN r.text END)
             FILTER (WHERE c.call_order_desc = 1) AS final_text,
         list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
@@ -169,7 +172,7 @@ requests AS (
     -- the model request each executed call was matched to (by id, or the n-th request for a tool to its n-th
     -- execution): its id and arguments, for what the call's own spans did not record
     SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index) AS tool_call_id,
-           min_by(tool_args, request_index) AS tool_args
+           min_by(tool_args, request_index) AS tool_args, min(request_index) AS request_index
     FROM requested_tool_calls
     WHERE executed_span_id IS NOT NULL
     GROUP BY trace_id, executed_span_id
@@ -187,7 +190,8 @@ tools AS (
                 is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
                 tool_call_id := s.tool_call_id, span_id := s.span_id
             )
-            ORDER BY a.start_time, s.trace_id, s.step_index
+            -- calls that started at the same instant (a parallel batch) in the order the model asked for them
+            ORDER BY a.start_time, s.trace_id, s.start_time, q.request_index NULLS LAST, s.step_index
         ) AS tool_calls,
         count(*) FILTER (WHERE NOT s.is_gap) AS tool_call_count,
         count(*) FILTER (WHERE s.is_gap) AS gap_count

@@ -113,7 +113,9 @@ class Parts:
     `call_types` / `result_types`: values of a part's `type`; `call_objects` / `result_objects`: a part that is
     `{"<key>": {...}}`; `call_keys`: a part without a `type` that has this key is a call (Vercel's
     `ai.response.toolCalls` items); `args` / `results` / `ids` / `names`: where each lives; `error_types`: values
-    of the result's type (`$.output.type`) that say the tool failed."""
+    of the result's type (`$.output.type`) that say the tool failed. `message_texts` / `message_calls`: where a
+    message that is neither GenAI parts nor OpenAI's shape holds its text and its list of tool calls (relative to
+    the message: Mastra's model step output `{"text": ..., "toolCalls": [...]}`)."""
 
     call_types: tuple[str, ...] = ()
     result_types: tuple[str, ...] = ()
@@ -124,6 +126,8 @@ class Parts:
     results: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    message_texts: tuple[str, ...] = ()
+    message_calls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,8 @@ class Dialect:
     failure's message is (its class, when it names one, is the error type); `no_error_types`: `error.type`
     values that name no type (Mastra's `unknown`). `agent_span_names`: regular
     expressions on the name of an agent span that no attribute names, whose first group is the agent
-    (`invoke_agent (.+)`). `precedence`: the order dialects are
+    (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a turn's first model call
+    whose first group is the user's own text, where the framework wraps it in a prompt of its own. `precedence`: the order dialects are
     tried in to recognise a span and read its kind (the lowest first: a framework before the conventions it
     also writes); the order of the declarations is the order their column keys are read in. `since`: the
     normalizer version from which rows read this declaration as it is now: a new or changed declaration raises it
@@ -180,6 +185,7 @@ class Dialect:
     error_messages: tuple[Source, ...] = ()
     no_error_types: tuple[str, ...] = ()
     agent_span_names: tuple[str, ...] = ()
+    user_texts: tuple[str, ...] = ()
     precedence: int = 100
     since: int = 8
 

@@ -123,6 +123,36 @@ def _paths(attribute: str, extract: str) -> Callable[[str], str]:
     return paths
 
 
+def message_parts(message: str) -> str:
+    """The list elements of a message's parts in the declared message shapes: a text (when the message has no
+    `content`), each item of a list of tool calls."""
+    out = []
+    for path in _parts("message_texts"):
+        out.append(
+            f"CASE WHEN json_type({message}, {_literal(path)}) = 'VARCHAR' AND json_type({message}, '$.content') IS NULL"
+            f" THEN [json_extract({message}, {_literal(path)})] ELSE [] END"
+        )
+    for path in _parts("message_calls"):
+        out.append(
+            f"CASE WHEN json_type({message}, {_literal(path)}) = 'ARRAY' THEN json_extract({message}, "
+            f"{_literal(path + '[*]')}) ELSE [] END"
+        )
+    return ",\n             ".join(out) or "[]"
+
+
+def not_call(name: str) -> str:
+    """Whether a tool name is one a framework declares no call (`not_calls`)."""
+    names = ", ".join(_literal(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
+    return f"({name} IN ({names}))"
+
+
+def user_text(text: str) -> str:
+    """A user message's text out of the prompts frameworks wrap it in (`user_texts`, the first that matches)."""
+    patterns = [p for d in reading.DIALECTS for p in d.user_texts]
+    found = [f"nullif(regexp_extract({text}, {_literal(p)}, 1), '')" for p in patterns]
+    return f"coalesce({', '.join([*found, text])})"
+
+
 def agent_from_span_name(name: str) -> str:
     """An agent span's name with the declared patterns applied (the first that matches gives the agent)."""
     patterns = [p for d in reading.DIALECTS for p in d.agent_span_names]
@@ -132,6 +162,9 @@ def agent_from_span_name(name: str) -> str:
 
 GENERATED: dict[str, Callable[..., str]] = {
     "agent_from_span_name": agent_from_span_name,
+    "message_parts": message_parts,
+    "not_call": not_call,
+    "user_text": user_text,
     "attribute_sources": attribute_sources,
     "agent_sources": agent_sources,
     "placeholder": placeholder,

@@ -146,8 +146,6 @@ OPENINFERENCE = Dialect(
         "tool_args": (Key("input.value", envelope=True),),
         "tool_result": (Key("output.value", envelope=True),),
     },
-    # smolagents' agent spans are `<agent>.run`, CrewAI's `<role>._execute_core`
-    agent_span_names=(r"^(.+)\.run$", r"^(.+)\._execute_core$"),
     precedence=10,
 )
 
