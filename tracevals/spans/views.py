@@ -129,8 +129,8 @@ def message_parts(message: str) -> str:
     out = []
     for path in _parts("message_texts"):
         out.append(
-            f"CASE WHEN json_type({message}, {_literal(path)}) = 'VARCHAR' "
-            f"AND json_type({message}, '$.content') IS NULL THEN [json_extract({message}, {_literal(path)})] ELSE [] END"
+            f"CASE WHEN json_type({message}, {_literal(path)}) = 'VARCHAR' AND json_type({message}, '$.content') "
+            f"IS NULL THEN [json_extract({message}, {_literal(path)})] ELSE [] END"
         )
     for path in _parts("message_calls"):
         out.append(
