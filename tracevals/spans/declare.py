@@ -163,9 +163,9 @@ class Dialect:
     (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a turn's first model call
     whose first group is the user's own text, where the framework wraps it in a prompt of its own.
     `precedence`: the order dialects are tried in to recognise a span and read its kind (the lowest first: a
-    framework before the conventions it also writes); the order of the declarations is the order their column keys are read in. `since`: the
-    normalizer version from which rows read this declaration as it is now: a new or changed declaration raises it
-    past every other (`normalize.NORMALIZER_VERSION` is the highest), so that rows written before can be found."""
+    framework before the conventions it also writes); the order of the declarations is the order their column
+    keys are read in. `since`: the normalizer version from which rows read this declaration as it is now: a new or
+    changed declaration raises it past every other (`normalize.NORMALIZER_VERSION` is the highest), so that rows written before can be found."""
 
     name: str
     about: str
