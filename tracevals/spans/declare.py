@@ -148,24 +148,30 @@ class Unwrap:
 class Dialect:
     """One span dialect: an instrumentation convention or a framework's own attribute family.
 
-    `recognise_keys` / `recognise_prefixes`: a span that has one of these keys (or a key with one of these
-    prefixes) is of this dialect; a dialect with neither recognises nothing (tracevals' own attributes, read on
-    every span). `kind`: its clauses, tried after those of the dialects before it that also recognise the span.
-    `columns`: canonical column -> where its value is (tried after the keys of the dialects before this one);
-    `tool_columns`: the same, read on tool spans only. `not_calls`: tool names of bookkeeping spans that are no
-    tool call. `placeholders` / `placeholder_prefixes`: values that mean "no value" (redacted, scrubbed, not
-    captured): never an id, a name or content, whichever dialect the span is of. `error_flags`: attributes whose
-    true value says the span failed where its status does not (Haystack's `haystack.tool.error`); `error_levels`:
-    an attribute and the value of it that says so (Langfuse's level `ERROR`); `error_messages`: where such a
-    failure's message is (its class, when it names one, is the error type); `no_error_types`: `error.type`
-    values that name no type (Mastra's `unknown`). `agent_span_names`: regular
-    expressions on the name of an agent span that no attribute names, whose first group is the agent
-    (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a turn's first model call
-    whose first group is the user's own text, where the framework wraps it in a prompt of its own.
-    `precedence`: the order dialects are tried in to recognise a span and read its kind (the lowest first: a
-    framework before the conventions it also writes); the order of the declarations is the order their column
-    keys are read in. `since`: the normalizer version from which rows read this declaration as it is now: a new or
-    changed declaration raises it past every other (`normalize.NORMALIZER_VERSION` is the highest), so that rows written before can be found."""
+    - `recognise_keys` / `recognise_prefixes`: a span that has one of these keys (or a key with one of these
+      prefixes) is of this dialect; a dialect with neither recognises nothing (its rules apply to every span).
+    - `kind`: its clauses, tried after those of the dialects before it (by `precedence`) that also recognise the
+      span.
+    - `columns`: canonical column -> where its value is (tried after the keys of the dialects declared before);
+      `tool_columns`: the same, read on tool spans only. `not_calls`: tool names of bookkeeping spans (or of a
+      tool that gives the answer itself) that are no tool call.
+    - `messages`, `parts`, `unwrap`: where its model calls' messages are, how their parts name tool calls and
+      results, the wrappers around a tool's arguments or result.
+    - `placeholders` / `placeholder_prefixes`: values that mean "no value" (redacted, scrubbed, not captured):
+      never an id, a name or content, whichever dialect the span is of.
+    - `error_flags`: attributes whose true value says the span failed where its status does not (Haystack's
+      `haystack.tool.error`); `error_levels`: an attribute and its value that says so (Langfuse's level
+      `ERROR`); `error_messages`: where such a failure's message is (the class it names is the error type);
+      `no_error_types`: `error.type` values that name no type (Mastra's `unknown`).
+    - `agent_span_names`: regular expressions on the name of an agent span that no attribute names, whose first
+      group is the agent (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a
+      turn's first model call whose first group is the user's own text (a framework's prompt around it).
+    - `precedence`: the order dialects are tried in to recognise a span and read its kind (the lowest first: a
+      framework before the conventions it also writes); the order of the declarations is the order their
+      column keys are read in.
+    - `since`: the normalizer version from which rows read this declaration as it is now: a new or changed
+      declaration raises it past every other (`normalize.NORMALIZER_VERSION` is the highest).
+    """
 
     name: str
     about: str
