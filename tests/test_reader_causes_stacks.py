@@ -333,3 +333,33 @@ def test_the_collector_reads_each_cause_as_the_reference_conversion_does(documen
     assert got.equals(expected), pa.Table.from_pylist(
         [{"column": n} for n in expected.column_names if not got[n].equals(expected[n])]
     ).to_pylist()
+
+
+def test_a_bare_argument_value_is_the_request_whose_arguments_hold_it(tmp_path: Path) -> None:
+    """LangGraph's OpenInference TOOL spans record a one-argument tool's value bare (`Paris`) and no call id; the
+    model's request has the arguments. Parallel calls can start in another order than asked: each is the request
+    whose arguments hold its value, and its result the answer to that request. Before: the bare values, and (by
+    name order) a swapped result."""
+    oi = "openinference.span.kind"
+    llm = {oi: "LLM", "llm.token_count.prompt": 10, "llm.token_count.completion": 4}
+    tool = {oi: "TOOL", "tool.name": "get_weather"}
+    spans = [
+        span("1" * 16, None, "agent", {oi: "AGENT"}, 1000),
+        span("2" * 16, "1" * 16, "ChatOpenAI", {**llm, "llm.output_messages.0.message.role": "assistant",
+             "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_Paris",
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
+             "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city": "Paris"}',
+             "llm.output_messages.0.message.tool_calls.1.tool_call.id": "call_London",
+             "llm.output_messages.0.message.tool_calls.1.tool_call.function.name": "get_weather",
+             "llm.output_messages.0.message.tool_calls.1.tool_call.function.arguments": '{"city": "London"}'}, 2000),
+        span("3" * 16, "1" * 16, "get_weather", {**tool, "input.value": "London"}, 3000),
+        span("4" * 16, "1" * 16, "get_weather", {**tool, "input.value": "Paris"}, 3001),
+        span("5" * 16, "1" * 16, "ChatOpenAI", {**llm, "input.value": "x", "llm.input_messages.0.message.role": "tool",
+             "llm.input_messages.0.message.tool_call_id": "call_Paris",
+             "llm.input_messages.0.message.content": json.dumps({"city": "Paris"}),
+             "llm.input_messages.1.message.role": "tool", "llm.input_messages.1.message.tool_call_id": "call_London",
+             "llm.input_messages.1.message.content": json.dumps({"city": "London"})}, 4000),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    london, paris = {"city": "London"}, {"city": "Paris"}
+    assert [(c[1], c[2]) for c in calls(row)] == [(london, london), (paris, paris)]

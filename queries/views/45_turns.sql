@@ -169,12 +169,27 @@ agents AS (
     GROUP BY t.turn_id
 ),
 requests AS (
-    -- the model request each executed call was matched to (by id, or the n-th request for a tool to its n-th
-    -- execution): its id and arguments, for what the call's own spans did not record
-    SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index) AS tool_call_id,
-           min_by(tool_args, request_index) AS tool_args, min(request_index) AS request_index
-    FROM requested_tool_calls
-    WHERE executed_span_id IS NOT NULL
+    -- the model request each executed call answers: its id and arguments, for what the call's own spans did not
+    -- record. A span that recorded a bare argument value (LangGraph's one-argument tools) is the request of its
+    -- tool whose arguments hold that value; any other, the request requested_tool_calls matched it to (by id,
+    -- or the n-th request for a tool to its n-th execution)
+    SELECT s.trace_id, s.span_id AS executed_span_id, min_by(r.tool_call_id, r.request_index) AS tool_call_id,
+           min_by(r.tool_args, r.request_index) AS tool_args, min(r.request_index) AS request_index
+    FROM steps AS s
+    JOIN requested_tool_calls AS r ON r.trace_id = s.trace_id AND r.tool_name = s.name
+    WHERE NOT s.is_gap AND s.step_kind = 'tool' AND s.args IS NOT NULL
+      AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
+      AND list_contains(CAST(json_extract_string(try_cast(r.tool_args AS JSON), '$.*') AS VARCHAR[]), s.args)
+    GROUP BY s.trace_id, s.span_id
+    UNION ALL
+    SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index), min_by(tool_args, request_index),
+           min(request_index)
+    FROM requested_tool_calls AS r
+    WHERE executed_span_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM steps AS s
+        WHERE s.trace_id = r.trace_id AND s.span_id = r.executed_span_id AND s.args IS NOT NULL
+          AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
+    )
     GROUP BY trace_id, executed_span_id
 ),
 tools AS (
