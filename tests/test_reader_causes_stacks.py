@@ -338,8 +338,8 @@ def test_the_collector_reads_each_cause_as_the_reference_conversion_does(documen
 def test_a_bare_argument_value_is_the_request_whose_arguments_hold_it(tmp_path: Path) -> None:
     """LangGraph's OpenInference TOOL spans record a one-argument tool's value bare (`Paris`) and no call id; the
     model's request has the arguments. Parallel calls can start in another order than asked: each is the request
-    whose arguments hold its value, and its result the answer to that request. Before: the bare values, and (by
-    name order) a swapped result."""
+    whose arguments hold its value, its result the answer to that request, and the calls one response asked for
+    are in the order asked. Before: the bare values, in the order the spans started."""
     oi = "openinference.span.kind"
     llm = {oi: "LLM", "llm.token_count.prompt": 10, "llm.token_count.completion": 4}
     tool = {oi: "TOOL", "tool.name": "get_weather"}
@@ -362,4 +362,4 @@ def test_a_bare_argument_value_is_the_request_whose_arguments_hold_it(tmp_path: 
     ]  # fmt: skip
     row = turn(tmp_path, doc(spans))
     london, paris = {"city": "London"}, {"city": "Paris"}
-    assert [(c[1], c[2]) for c in calls(row)] == [(london, london), (paris, paris)]
+    assert [(c[1], c[2]) for c in calls(row)] == [(paris, paris), (london, london)]  # in the order asked

@@ -12,7 +12,7 @@
 --                       no span recorded comes from the conversation: a result is the answer of the tool
 --                       message for the call (by its id, or by the id of the model request it was matched to);
 --                       arguments a span recorded as no object (a bare value, or none) are the request's;
---                       calls that started at the same instant are in the order the model asked for them
+--                       the calls one model response asked for are in the order it asked for them
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
@@ -174,7 +174,8 @@ requests AS (
     -- tool whose arguments hold that value; any other, the request requested_tool_calls matched it to (by id,
     -- or the n-th request for a tool to its n-th execution)
     SELECT s.trace_id, s.span_id AS executed_span_id, min_by(r.tool_call_id, r.request_index) AS tool_call_id,
-           min_by(r.tool_args, r.request_index) AS tool_args, min(r.request_index) AS request_index
+           min_by(r.tool_args, r.request_index) AS tool_args, min(r.request_index) AS request_index,
+           min(r.model_start_time) AS model_start_time
     FROM steps AS s
     JOIN requested_tool_calls AS r ON r.trace_id = s.trace_id AND r.tool_name = s.name
     WHERE NOT s.is_gap AND s.step_kind = 'tool' AND s.args IS NOT NULL
@@ -183,7 +184,7 @@ requests AS (
     GROUP BY s.trace_id, s.span_id
     UNION ALL
     SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index), min_by(tool_args, request_index),
-           min(request_index)
+           min(request_index), min(model_start_time)
     FROM requested_tool_calls AS r
     WHERE executed_span_id IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM steps AS s
@@ -205,8 +206,9 @@ tools AS (
                 is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
                 tool_call_id := s.tool_call_id, span_id := s.span_id
             )
-            -- calls that started at the same instant (a parallel batch) in the order the model asked for them
-            ORDER BY a.start_time, s.trace_id, s.start_time, q.request_index NULLS LAST, s.step_index
+            -- the calls one model response asked for (a parallel batch, started in any order) in the order asked
+            ORDER BY a.start_time, s.trace_id, coalesce(q.model_start_time, s.start_time), q.request_index NULLS LAST,
+                     s.start_time, s.step_index
         ) AS tool_calls,
         count(*) FILTER (WHERE NOT s.is_gap) AS tool_call_count,
         count(*) FILTER (WHERE s.is_gap) AS gap_count
