@@ -10,16 +10,16 @@ converter once per distinct value it converts, a key's JSON text once per distin
 
 The stages, in order (`spans_table_columnar`): flatten the requests into spans (`_Spans`); ids, times,
 status and kind labels (`_raw_columns`); every attribute value and each span's key set (`_Attributes`);
-which spans take the Python path (`_fallback`); the canonical columns and facts (`_canonical`); the
+which spans take the Python path (`_fallback`); the canonical columns and facts (`canonical.py`); the
 Python path's rows (`_python_rows`); sampling (`_sample`); resource and scope columns (`scopes.py`);
 the table, in request order (`_assemble`).
 
 The result equals `rows.spans_table` value for value; tests/test_otlp_columnar.py holds the two equal on
 generated requests. Spans this path does not handle are built by `rows.span_row` (their requests decoded
 again by protobuf) and put back in their place: spans with events or links, with an array, map or bytes
-attribute value, a key given twice, a key a framework rule reads (`gcp.vertex.agent.*`), a string value
-over the truncation limit, or a tool span whose tool name would come from elsewhere than a tool-name
-attribute. Resource and scope columns come from the Arrow form too, except for a resource with such
+value under a key the normalizer reads, a key given twice, a key a declaration reads as a failure's flag,
+level or message (`reading.DEEP_KEYS`), a string value over the truncation limit, or a tool span whose tool
+name would come from its span name. Resource and scope columns come from the Arrow form too, except for a resource with such
 values (then from protobuf, as on the Python path).
 """
 
