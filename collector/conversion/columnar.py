@@ -5,7 +5,7 @@ protobuf attribute by attribute. Here a batch of requests is decoded in one call
 Arrow arrays (`native.decode`: ptars, protobuf to Arrow in Rust), and every column is computed over all
 spans at once with Arrow and Polars kernels (`values.py`). What needs Python runs once per distinct thing,
 not once per span: the normalizer's plan once per set of attribute keys (`normalize.plan_for`, the same
-plans), a span's kind once per distinct (key set, values that decide the kind) (`normalize.kind_of`), a
+plans), a span's kind once per distinct (key set, values that decide the kind) (`reading.kind_of`), a
 converter once per distinct value it converts, a key's JSON text once per distinct key.
 
 The stages, in order (`spans_table_columnar`): flatten the requests into spans (`_Spans`); ids, times,
@@ -19,8 +19,8 @@ generated requests. Spans this path does not handle are built by `rows.span_row`
 again by protobuf) and put back in their place: spans with events or links, with an array, map or bytes
 value under a key the normalizer reads, a key given twice, a key a declaration reads as a failure's flag,
 level or message (`reading.DEEP_KEYS`), a string value over the truncation limit, or a tool span whose tool
-name would come from its span name. Resource and scope columns come from the Arrow form too, except for a resource with such
-values (then from protobuf, as on the Python path).
+name would come from its span name. Resource and scope columns come from the Arrow form too, except for a
+resource with such values (then from protobuf, as on the Python path).
 """
 
 from __future__ import annotations

@@ -1,23 +1,23 @@
 """OTLP/JSON documents straight to lake tables: the fast path of `tracevals ingest`.
 
-The validating decoder (`otlp_json.parse_json_traces`) walks a document in Python into protobuf, and the
-conversion then reads the protobuf (`columnar.spans_table`, `rows.logs_table`): ~150 µs a span of a Google ADK
-recording, all told. Here documents are parsed by Arrow's JSON reader (C++, straight into Arrow arrays, the
-schema inferred; newline-free documents many to one call, as lines), checked against the OTLP messages'
-descriptors (`json_check.py`), and converted column by column (the values: `json_values.py`): spans by the collector's columnar path (`columnar.py`,
-the same stages and rows), log records by `json_logs.py` (the rows of `rows.log_tuples`). No Python runs per
-span or per value, except for the spans the columnar path leaves to the Python one (events, links, a key given
-twice ...), which `rows.span_row` builds from the document's own values read by the validating decoder's code
-(`otlp_json._message`), as on the slow path.
+The validating decoder (`otlp_json.parse_json_traces`) walks a document in Python into protobuf, and the conversion
+then reads the protobuf (`columnar.spans_table`, `rows.logs_table`): ~150 µs a span of a Google ADK recording, all
+told. Here documents are parsed by Arrow's JSON reader (C++, straight into Arrow arrays, the schema inferred;
+newline-free documents many to one call, as lines), checked against the OTLP messages' descriptors
+(`json_check.py`), and converted column by column (the values: `json_values.py`): spans by the collector's columnar
+path (`columnar.py`, the same stages and rows), log records by `json_logs.py` (the rows of `rows.log_tuples`). No
+Python runs per span or per value, except for the spans the columnar path leaves to the Python one (events, links,
+a key given twice ...), which `rows.span_row` builds from the document's own values read by the validating
+decoder's code (`otlp_json._message`), as on the slow path.
 
 What this path takes it reads as the validating decoder does, and it takes less: every key an OTLP field in
-lowerCamelCase, every value of its field's JSON type and range (integers as numbers or as decimal strings,
-enums as numbers or names, doubles finite, ids hex of their size, at most one value set in an AnyValue, arrays
-and maps nested at most `MAX_NESTING` deep). A document it does not take (`tables` gives None for it) is read
-by the validating decoder, which reads it or says what is wrong with it (its messages stay the only ones): not
-UTF-8, not one JSON object, a key given twice, keys in snake_case or older spellings (`instrumentationLibrary*`),
-Tempo's `batches`, Jaeger's `data`, base64 ids, an unknown key, `NaN` ... Tests hold the two paths equal row for
-row (tests/test_ingest_json_fast.py).
+lowerCamelCase, every value of its field's JSON type and range (integers as numbers or as decimal strings, enums as
+numbers or names, doubles finite, ids hex of their size, at most one value set in an AnyValue, arrays and maps
+nested at most `MAX_NESTING` deep). A document it does not take (`tables` gives None for it) is read by the
+validating decoder, which reads it or says what is wrong with it (its messages stay the only ones): not UTF-8, not
+one JSON object, a key given twice, keys in snake_case or older spellings (`instrumentationLibrary*`), Tempo's
+`batches`, Jaeger's `data`, base64 ids, an unknown key, `NaN` ... Tests hold the two paths equal row for row
+(tests/test_ingest_json_fast.py).
 """
 
 from __future__ import annotations
