@@ -12,23 +12,24 @@ name); see `columnar.py`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracevals.collector.conversion.values import (
+    NONE,
     NULL_TEXT,
     OTHER,
+    STRING,
     TAGS,
+    Coded,
     Values,
     as_text,
     c,
     candidate_positions,
     converter,
     first,
-    json_of,
     map_distinct,
 )
 from tracevals.lake.schema import SPAN_SCHEMA
@@ -46,13 +47,14 @@ class Signatures:
     def __init__(self, values: Values, starts: pa.Array, signature_id: pa.Array, keys: list[tuple[str, ...]]) -> None:
         self.values, self.starts, self.signature_id, self.keys = values, starts, signature_id, keys
 
-    def value_of(self, key: str) -> tuple[pa.Array, pa.Array]:
-        """(tag, JSON text) of each span's value at `key` (tag none where the span has no such key)."""
-        position = pc.take(
-            pa.array([k.index(key) if key in k else None for k in self.keys], pa.int64()), self.signature_id
-        )
-        tag, text, string = self.values.take(pc.add(self.starts, position))
-        return tag, json_of(tag, text, string)
+    def value_of(self, key: str) -> Coded:
+        """Each span's value at `key`, coded (no value where the span has no such key)."""
+        at = [k.index(key) if key in k else None for k in self.keys]
+        if all(a is None for a in at):
+            n = len(self.signature_id)
+            return Coded(pa.repeat(TAGS[NONE], n), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()))
+        position = pc.take(pa.array(at, pa.int64()), self.signature_id)
+        return Coded(*self.values.take(pc.add(self.starts, position)))
 
 
 def python_signatures(keys: list[tuple[str, ...]]) -> list[bool]:
@@ -66,33 +68,23 @@ def kinds(sigs: Signatures, plans: list[norm.Plan], names: pa.Array) -> pa.Array
     and the span's name where one of its dialects decides by name)."""
     decide = [sigs.value_of(k) for k in reading.KIND_VALUE_KEYS]
     by_name = [any(d.name in reading.BY_NAME for d in p.dialects) for p in plans]
-    name_part = pc.if_else(pc.take(pa.array(by_name, pa.bool_()), sigs.signature_id), names, c("\x02"))
+    named = Coded(pa.repeat(TAGS[STRING], len(names)), pa.nulls(len(names), pa.string()), names)
+    name_part = pc.if_else(pc.take(pa.array(by_name, pa.bool_()), sigs.signature_id), named.codes, c("-:-"))
     kind_key = pc.binary_join_element_wise(
-        pc.cast(sigs.signature_id, pa.string()),
-        name_part,
-        *(pc.if_else(pc.equal(tag, TAGS[OTHER]), c("\x03"), text) for tag, text in decide),
-        c("\x01"),
-        null_handling="replace",
-        null_replacement="\x02",
+        pc.cast(sigs.signature_id, pa.string()), name_part, *(d.codes for d in decide), c("\x01")
     )
     kind_codes = pc.dictionary_encode(kind_key)
     out = []
     for key in kind_codes.dictionary.to_pylist():
-        sig, name, *texts = key.split("\x01")
+        sig, name, *codes = key.split("\x01")
         values: dict[str, Any] = dict.fromkeys(sigs.keys[int(sig)])
-        for attribute, text in zip(reading.KIND_VALUE_KEYS, texts, strict=True):
-            if text not in ("\x02", "\x03"):
-                values[attribute] = json.loads(text)
-            elif text == "\x03":
+        for attribute, coded, code in zip(reading.KIND_VALUE_KEYS, decide, codes, strict=True):
+            if code.startswith(f"{OTHER}:"):
                 values[attribute] = []  # an array or map: those spans take the Python path anyway
-        out.append(reading.kind_of(values, plans[int(sig)].dialects, "" if name == "\x02" else name))
+            elif not code.endswith(":-"):
+                values[attribute] = coded.decode(code)
+        out.append(reading.kind_of(values, plans[int(sig)].dialects, named.decode(name) if name != "-:-" else ""))
     return pc.take(pa.array(out, pa.string()), kind_codes.indices)
-
-
-def _unwrapped(text: str) -> str | None:
-    """The tool_args / tool_result column of a value in a framework's envelope (its JSON text)."""
-    value = unwrap(json.loads(text))
-    return None if value is None else norm._text(value)
 
 
 def _arguments(text: str) -> str | None:
@@ -101,6 +93,7 @@ def _arguments(text: str) -> str | None:
 
 def _deep(
     sigs: Signatures,
+    names: pa.Array,
     candidates: list[tuple[Key, ...]],
     plan_of: pa.Array,
     mask: pa.Array,
@@ -110,31 +103,34 @@ def _deep(
     """A column some of whose candidates read inside a value (a path into its JSON, a regular expression), for
     the spans of `mask`: `normalize.pick` on each distinct (plan, candidate values), in Python."""
     width = max(len(ks) for ks in candidates)
-    texts = []
+    coded = []
+    sig_keys = [keys for keys in sigs.keys for _ in (0, 1)]
     for rank in range(width):
-        names = [ks[rank].name if rank < len(ks) else None for ks in candidates]
-        sig_keys = [keys for keys in sigs.keys for _ in (0, 1)]
+        keys_at = [ks[rank].name if rank < len(ks) else None for ks in candidates]
         table = [
-            k.index(name) if name is not None and name in k else None for name, k in zip(names, sig_keys, strict=True)
+            k.index(key) if key is not None and key in k else None for key, k in zip(keys_at, sig_keys, strict=True)
         ]
         position = pc.take(pa.array(table, pa.int64()), plan_of)
         tag, text, string = sigs.values.take(pc.add(sigs.starts, position))
-        texts.append(json_of(tag, text, string, mask))
-    composite = pc.binary_join_element_wise(
-        pc.cast(plan_of, pa.string()), *texts, c("\x01"), null_handling="replace", null_replacement="\x02"
-    )
+        for pattern in {k.on_names for ks in candidates if rank < len(ks) and (k := ks[rank]).on_names is not None}:
+            # a key read only on some names: no value on the others (as `normalize.pick` skips it there)
+            keyed = pc.take(pa.array([rank < len(ks) and ks[rank].on_names == pattern for ks in candidates]), plan_of)
+            elsewhere = pc.and_kleene(keyed, pc.invert(pc.match_substring_regex(names, "^(?:" + pattern + ")")))
+            tag = pc.if_else(elsewhere, TAGS[NONE], tag)
+        coded.append(Coded(tag, text, string))
+    composite = pc.binary_join_element_wise(pc.cast(plan_of, pa.string()), *(v.codes for v in coded), c("\x01"))
 
     def pick_one(key: str) -> Any:
-        plan, *values = key.split("\x01")
+        plan, *codes = key.split("\x01")
         keys = candidates[int(plan)]
-        attrs = {k.name: json.loads(v) for k, v in zip(keys, values, strict=False) if v != "\x02"}
-        present = tuple(k for k in keys if k.name in attrs)
+        attrs = {k.name: v.decode(code) for k, v, code in zip(keys, coded, codes, strict=False)}
+        present = tuple(k for k in keys if attrs[k.name] is not None)
         return norm.pick(attrs, present, convert)
 
     return map_distinct(pc.if_else(mask, composite, NULL_TEXT), pick_one, out_type)
 
 
-def _columns(sigs: Signatures, both: list[norm.Plan], plan_of: pa.Array) -> dict[str, pa.Array]:
+def _columns(sigs: Signatures, names: pa.Array, both: list[norm.Plan], plan_of: pa.Array) -> dict[str, pa.Array]:
     """Each canonical column from each span's plan: the first candidate that holds a value, converted (a value
     in a framework's envelope unwrapped)."""
     columns: dict[str, pa.Array] = {}
@@ -153,14 +149,18 @@ def _columns(sigs: Signatures, both: list[norm.Plan], plan_of: pa.Array) -> dict
             at = pc.add(pc.multiply(pc.cast(plan_of, pa.int64()), c(width, pa.int64())), rank)
             envelope = pc.coalesce(pc.take(pa.array(table, pa.bool_()), at), c(False))
             if pc.any(envelope).as_py():
-                unwrapped = map_distinct(
-                    pc.if_else(envelope, json_of(tag, text, string), NULL_TEXT), _unwrapped, pa.string()
-                )
-                value = pc.if_else(envelope, unwrapped, value)
+                chosen = Coded(tag, text, string)
+
+                def unwrapped(code: str, chosen: Coded = chosen) -> str | None:
+                    found = unwrap(chosen.decode(code))
+                    return None if found is None else norm._text(found)
+
+                value = pc.if_else(envelope, map_distinct(pc.if_else(envelope, chosen.codes, NULL_TEXT), unwrapped,
+                                                          pa.string()), value)  # fmt: skip
         deep = [any(k.path or k.regex for k in ks) for ks in candidates]
         if any(deep):
             mask = pc.take(pa.array(deep, pa.bool_()), plan_of)
-            value = pc.if_else(mask, _deep(sigs, candidates, plan_of, mask, convert, _TYPES[column]), value)
+            value = pc.if_else(mask, _deep(sigs, names, candidates, plan_of, mask, convert, _TYPES[column]), value)
         columns[column] = value
     if "tool_args" in columns:  # arguments a framework injected (an object's repr) are none the model gave
         columns["tool_args"] = map_distinct(columns["tool_args"], _arguments, pa.string())
@@ -194,7 +194,7 @@ def canonical_columns(
     columns: dict[str, pa.Array] = {
         "dialect": pc.take(pa.array([p.dialect for p in plans], pa.string()), sigs.signature_id),
         "normalizer_version": pa.repeat(c(norm.NORMALIZER_VERSION, pa.int32()), n),
-        **_columns(sigs, both, plan_of),
+        **_columns(sigs, names, both, plan_of),
     }
     not_call = pc.and_kleene(is_tool, pc.is_in(columns["tool_name"], pa.array(sorted(reading.NOT_CALLS), pa.string())))
     columns["kind"] = pc.if_else(pc.coalesce(not_call, c(False)), c("other"), span_kind)

@@ -127,6 +127,7 @@ class Values:
             tag = pc.if_else(pc.is_valid(array), TAGS[code], tag)
         self.tag: pa.Array = pc.if_else(other, TAGS[OTHER], tag)
         self.key: pa.Array = kv.field("key")
+        self._placeholders: pa.Array | None = None
         # A string has no JSON text here (`json_of` writes it, for the few readers that need one): most are only
         # written into the attributes JSON, escaped there in one pass.
         is_string = pc.is_valid(self.string)
@@ -146,6 +147,12 @@ class Values:
             pc.if_else(is_string, QUOTE, EMPTY),
             EMPTY,
         )
+
+    def placeholders(self) -> pa.Array:
+        """Whether each value is a placeholder (`placeholder`), worked out once per batch."""
+        if self._placeholders is None:
+            self._placeholders = placeholder(self.string)
+        return self._placeholders
 
     def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
         """(tag, JSON text, string value) at `index` (null index: tag none; a string: no JSON text, see
@@ -173,7 +180,8 @@ def first(
             counts = pc.is_valid(convert(t, j, s))
         else:
             empty = pc.and_kleene(pc.equal(t, TAGS[STRING]), pc.equal(s, EMPTY))
-            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(pc.or_kleene(empty, placeholder(s))))
+            no_value = pc.or_kleene(empty, pc.take(values.placeholders(), index))
+            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(no_value))
         counts = pc.and_kleene(pc.coalesce(counts, FALSE), pc.invert(chosen))
         tag = pc.if_else(counts, t, tag)
         text = pc.if_else(counts, j, text)
@@ -190,6 +198,38 @@ def placeholder(strings: pa.Array) -> pa.Array:
     for prefix in reading.PLACEHOLDER_PREFIXES:
         out = pc.or_kleene(out, pc.starts_with(strings, pattern=prefix))
     return pc.coalesce(out, FALSE)
+
+
+class Coded:
+    """Values (tag, JSON text, string) as short codes, `<tag>:<number>`, that Python reads back (`decode`): a key
+    for `map_distinct` that needs no escaping of the strings (most of a batch's bytes), only one dictionary
+    encoding of them."""
+
+    words: list[Any]
+    codes: pa.Array
+
+    def __init__(self, tag: pa.Array, text: pa.Array, string: pa.Array) -> None:
+        if pc.all(pc.equal(tag, TAGS[NONE])).as_py() is not False:  # no value anywhere (the usual key absent)
+            self.words, self.codes = [], pa.repeat(c(f"{NONE}:-"), len(tag))
+            return
+        shown = pc.if_else(pc.equal(tag, TAGS[STRING]), string, text)
+        codes = pc.dictionary_encode(shown)
+        self.words = codes.dictionary.to_pylist()
+        self.codes = pc.binary_join_element_wise(
+            pc.cast(tag, pa.string()),
+            pc.cast(codes.indices, pa.string()),
+            c(":"),
+            null_handling="replace",
+            null_replacement="-",
+        )
+
+    def decode(self, code: str) -> Any:
+        """The Python value a code stands for (None for no value), as the Python path reads it."""
+        tag, _, index = code.partition(":")
+        if index == "-":
+            return None
+        word = self.words[int(index)]
+        return word if int(tag) == STRING else json.loads(word)
 
 
 def json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:

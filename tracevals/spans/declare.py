@@ -28,7 +28,9 @@ class Key:
     (`Unwrap`); the conventions' own `gen_ai.tool.call.*` hold the value itself. `pattern`: `name` is a prefix and
     the key's last part must match this regular expression (Vercel's `ai.telemetry.metadata.<anything>`).
     `regex`: the value is the first group of this regular expression's first match in the attribute's text
-    (LlamaIndex's agent name, only in the reprs of its workflow events: `current_agent_name='x'`).
+    (LlamaIndex's agent name, only in the reprs of its workflow events: `current_agent_name='x'`). `on_names`:
+    the key is read only on spans whose name matches this regular expression (from its start), so that a
+    costly read (a regular expression over a large value) runs only where the value can be.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Key:
     envelope: bool = False
     pattern: str | None = None
     regex: str | None = None
+    on_names: str | None = None
 
 
 Source = Key | str  # a plain attribute key, or a Key

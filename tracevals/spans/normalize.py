@@ -228,10 +228,15 @@ def args_digest_of(args_text: str) -> str | None:
     return args_digest(parsed) if parsed is not None else None
 
 
-def pick(attrs: Mapping[str, Any], candidates: tuple[Key, ...], convert: Callable[[Any], Any]) -> Any:
+def pick(
+    attrs: Mapping[str, Any], candidates: tuple[Key, ...], convert: Callable[[Any], Any], name: str | None = None
+) -> Any:
     """A column's value: the first candidate that holds a value (not None, not "", not a placeholder), converted;
-    a value in a framework's envelope unwrapped first (`rules.unwrap`)."""
+    a value in a framework's envelope unwrapped first (`rules.unwrap`). `name`: the span's, for the keys read
+    only on some spans' names (None: their names were checked already)."""
     for key in candidates:
+        if name is not None and key.on_names is not None and not re.match(key.on_names, name):
+            continue
         found = attrs[key.name]
         if key.path or key.regex:
             found = extract(found, key.path, key.regex)
@@ -295,7 +300,7 @@ def normalize(
         plan = plan_for(keys, True)
     columns: dict[str, Any] = {"dialect": plan.dialect, "normalizer_version": NORMALIZER_VERSION, "kind": kind}
     for column, candidates, convert in plan.fields:
-        columns[column] = pick(attrs, candidates, convert) if candidates else None
+        columns[column] = pick(attrs, candidates, convert, name) if candidates else None
     if columns["tool_args"] is not None:
         columns["tool_args"] = _text(arguments(columns["tool_args"]))
     if kind == "tool" and columns["tool_name"] in reading.NOT_CALLS:

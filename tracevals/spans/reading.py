@@ -118,5 +118,8 @@ def present(key: Key, keys: tuple[str, ...], key_set: Collection[str]) -> tuple[
     """The concrete keys a candidate stands for in a span with these keys: itself when present; for a prefix
     with a pattern, every key that matches, in sorted order."""
     if key.pattern is not None:
-        return tuple(Key(k, key.path, key.envelope, None, key.regex) for k in _matching(key.name, key.pattern, keys))
+        return tuple(
+            Key(k, key.path, key.envelope, None, key.regex, key.on_names)
+            for k in _matching(key.name, key.pattern, keys)
+        )
     return (key,) if key.name in key_set else ()

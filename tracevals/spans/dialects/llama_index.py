@@ -9,9 +9,15 @@ from __future__ import annotations
 from tracevals.spans.declare import Dialect, Key
 
 _AGENT = r"current_agent_name='([^']+)'"
+_STEPS = r"(BaseWorkflowAgent|AgentWorkflow)\."  # the workflow's steps, whose events carry the agent's name
 
 DIALECT = Dialect(
     "llama_index",
     "LlamaIndex workflows (OpenInference): the agent's name in its events' reprs",
-    columns={"agent_name": (Key("output.value", regex=_AGENT), Key("input.value", regex=_AGENT))},
+    columns={
+        "agent_name": (
+            Key("output.value", regex=_AGENT, on_names=_STEPS),
+            Key("input.value", regex=_AGENT, on_names=_STEPS),
+        )
+    },
 )
