@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint unit lock clean browser bench test-spark
+.PHONY: demo test lint unit lock clean browser node bench test-spark
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
@@ -29,8 +29,13 @@ lint: $(STAMP)
 browser:
 	@TRACEVALS_CHROMIUM=$(CHROMIUM) scripts/install-chromium.sh
 
+# Node's OTLP exporters for tests/test_collector_node_exporters.py (tests/node/package-lock.json), installed
+# once per lock into ~/.cache/tracevals/node-exporters (or $$TRACEVALS_NODE_EXPORTERS).
+node:
+	@scripts/install-node-exporters.sh
+
 # On every core (pytest-xdist), a test file per worker at a time: module fixtures are built once.
-unit: $(STAMP) browser
+unit: $(STAMP) browser node
 	TRACEVALS_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile
 
 # `make test` = lint + the whole suite. pytest's exit 5 (no tests collected) is a failure here.
@@ -47,7 +52,7 @@ test-spark: $(STAMP)
 
 # Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
 lock:
-	uv pip compile pyproject.toml --extra dev --extra ray --universal --python-version 3.10 --generate-hashes -o requirements.lock
+	uv pip compile pyproject.toml --extra dev --extra ray --extra ui --universal --python-version 3.10 --generate-hashes -o requirements.lock
 
 clean:
 	rm -rf $(VENV) demo-out build *.egg-info

@@ -82,14 +82,17 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
     os.environ["POLARS_MAX_THREADS"] = "1"  # before Polars starts its pool, as in a worker
     import scoring
 
-    from tracevals.evaluators.batch_scoring import score_batch
+    from tracevals.evaluators.apply import score_batch
     from tracevals.evaluators.registry import instances
     from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
-    from tracevals.queries.selection import find_crossing, plan_groups, read_group, release_group, session_chunks
+    from tracevals.lake.lake import Lake
+    from tracevals.queries.groups import find_crossing, plan_groups, read_group, release_group
+    from tracevals.queries.selection import session_chunks
     from tracevals.queries.trajectories import load_batch
     from tracevals.scoring.cases import attach_cases
     from tracevals.scoring.config import config_from_dict
-    from tracevals.scoring.offline import GROUP_CHUNK_SESSIONS, GROUP_MEMORY, _group_connection, _Job
+    from tracevals.scoring.groups import GROUP_CHUNK_SESSIONS, GROUP_MEMORY, _group_connection, _Job
+    from tracevals.scoring.job import ScoringJob
     from tracevals.scoring.store import write_score_frame
 
     out = dict.fromkeys(("traces", "groups", "chunks", "plan_seconds", "seconds", "match_seconds"), 0.0)
@@ -98,11 +101,13 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
     evaluators = instances(config.evaluators)
     with tempfile.TemporaryDirectory(prefix="tracevals-breakdown-") as work:
         started = time.perf_counter()
-        plan = plan_groups(str(lake))
+        plan = plan_groups(Lake.open(lake))
         assert plan is not None
         find_crossing(plan, work, GROUP_MEMORY)
         out["plan_seconds"] = time.perf_counter() - started
-        job = _Job(str(lake), scoring.cases(), config, evaluators, None, False, False)
+        job = _Job(
+            ScoringJob(Lake.open(lake), tasks=scoring.cases(), config=config, write=False), tuple(evaluators), False
+        )
         con = _group_connection(job, 1, work)
         for group in plan.groups:
             started = time.perf_counter()
@@ -123,7 +128,7 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
                 out["all_seconds"] += time.perf_counter() - started
                 out["all_scores"] += scores.height
                 started = time.perf_counter()
-                write_score_frame(lake, scores)
+                write_score_frame(Lake.open(lake), scores)
                 out["write_seconds"] += time.perf_counter() - started
                 del batch, scope, scores
             release_group(con)

@@ -241,7 +241,7 @@ def as_tracevals(t: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def run_tracevals(corpus: dict[str, list[dict[str, Any]]], repeat: int) -> dict[str, Any]:
-    from tracevals.evaluators.batch_scoring import score_batch
+    from tracevals.evaluators.apply import score_batch
     from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.model.batch import Batch
     from tracevals.scoring.cases import attach_cases

@@ -7,7 +7,7 @@ to a straightforward per-session Python loop over the same data, in one run.
 The lake is written first (real span schema, Parquet, hive partitions over one day). Then, timed:
 
   load   lake -> frames: DuckDB over the views (`queries.trajectories.load_batch`)
-  score  frames -> score rows, every built-in evaluator (`evaluators.batch_scoring.score_batch`)
+  score  frames -> score rows, every built-in evaluator (`evaluators.apply.score_batch`)
   write  score rows -> LAKE/scores (`evaluators.store.write_score_frame`)
   loop   the same evaluators as `evaluate(trajectory, case)`, one session at a time, over the first
          --loop-sessions sessions of the same frames (building the Trajectory objects included)
@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals.evaluators import default_evaluators
-from tracevals.evaluators.batch_scoring import score_batch
-from tracevals.evaluators.scoring import evaluate_safely
+from tracevals.evaluators.apply import evaluate_safely, score_batch
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         scope = attach_cases(batch, cases(), config_from_dict(CONFIG))
         scores = score_batch(scope, evaluators)
         rows.append((f"score, set-at-a-time ({scores.height:,} scores)", len(batch), *clock.lap()))
-        write_score_frame(lake, scores)
+        write_score_frame(Lake.open(lake), scores)
         rows.append(("write (scores -> lake)", len(batch), *clock.lap()))
         looped, loop_scores = loop_baseline(scope, evaluators, min(args.loop_sessions, len(batch)))
         rows.append((f"score, per-session Python loop ({loop_scores:,} scores)", looped, *clock.lap()))

@@ -3,15 +3,16 @@
 Keys are the OTel Collector's where one exists (`receivers.otlp.protocols.grpc.endpoint`,
 `processors.memory_limiter.limit_mib`, `processors.batch.send_batch_size`, `extensions.bearertokenauth`,
 `service.pipelines`), so a config can move to a Collector fleet later with few edits. tracevals' own
-pieces are the `session_sampler` processor and the `parquet` exporter. An unknown key or a bad value is
-one `ConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown key; did you mean
-'compression'?`. See docs/collector.md for every key.
+pieces are the `session_sampler` and `redaction` processors (components of `collector/processors/`, whose
+table says which processors exist and how their settings read) and the `parquet` exporter. An unknown key
+or a bad value is one `CollectorConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown
+key; did you mean 'compression'?`. See docs/collector.md for every key.
 """
 
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,30 +20,28 @@ from typing import Any
 import yaml
 
 from tracevals.collector.config_schema import (
-    ConfigError,
+    CollectorConfigError,
     Key,
-    boolean,
     choice,
     duration,
     endpoint,
     expand_env,
     integer,
     names,
-    number,
     section,
     size,
     string,
 )
+from tracevals.collector.processors import PROCESSORS
+from tracevals.lake.lake import Lake
 
 __all__ = [
     "Batch",
     "CollectorConfig",
-    "ConfigError",
+    "CollectorConfigError",
     "MemoryLimiter",
     "ParquetExporter",
     "ReceiverSettings",
-    "Redaction",
-    "SessionSampler",
     "TLSSettings",
     "load_config",
     "parse_config",
@@ -87,23 +86,8 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class SessionSampler:
-    sampling_percentage: float = 100.0
-    hash_seed: int = 0
-
-
-@dataclass(frozen=True)
-class Redaction:
-    """The `redaction` processor: secrets out of every content column (`tracevals.lake.redaction`)."""
-
-    pii: bool = False  # also replace emails, phone numbers and `names` by stable pseudonyms
-    names: tuple[str, ...] = ()
-    blocked_values: tuple[str, ...] = ()  # more regular expressions whose matches are redacted
-
-
-@dataclass(frozen=True)
 class ParquetExporter:
-    path: Path | str = Path("lake")  # a directory, or an object-store URL (s3://bucket/prefix) kept as text
+    lake: Lake = field(default_factory=lambda: Lake.open("lake"))  # `path`: a directory or an s3:// URL
     compression: str = "zstd"
     compression_level: int | None = None
     max_rows: int = 500_000
@@ -117,34 +101,31 @@ class ParquetExporter:
 
     @property
     def wal_path(self) -> Path:
-        return self.wal_dir if self.wal_dir is not None else Path(self.path) / "_wal"
-
-    @property
-    def remote(self) -> bool:
-        """The lake is on object storage: Parquet files are finished on the log's disk, then uploaded."""
-        return isinstance(self.path, str)
+        if self.wal_dir is not None:
+            return self.wal_dir
+        assert self.lake.local_folder is not None, "a lake on object storage needs wal.dir (checked on load)"
+        return self.lake.local_folder / "_wal"
 
 
-def _lake_path(path: str, base: Path, wal_dir: str | None) -> Path | str:
+def _lake_path(path: str, base: Path, wal_dir: str | None) -> Lake:
     """`exporters.parquet.path`: a directory (relative to the config file), or an object-store URL, which
     needs a local `wal.dir` (the write-ahead log and the files being finished stay on local disk)."""
-    if "://" not in path:
-        return base / path
     from tracevals.lake.paths import LakeError
-    from tracevals.lake.storage import lake_filesystem
 
     try:
-        lake_filesystem(path)
+        lake = Lake.open(path if "://" in path else base / path)  # a relative directory: from the config file
     except LakeError as exc:
-        raise ConfigError(f"exporters.parquet.path: {exc}") from None
+        raise CollectorConfigError(f"exporters.parquet.path: {exc}") from None
+    if lake.local_folder is not None:
+        return lake
     if not wal_dir:
-        raise ConfigError(
+        raise CollectorConfigError(
             f"exporters.parquet.wal.dir: required when path is an object-store URL ({path}): a local directory "
             "for the write-ahead log (on a disk that survives a restart)"
         )
     if "://" in wal_dir:
-        raise ConfigError(f"exporters.parquet.wal.dir: {wal_dir!r} must be a local directory, not a URL")
-    return path
+        raise CollectorConfigError(f"exporters.parquet.wal.dir: {wal_dir!r} must be a local directory, not a URL")
+    return lake
 
 
 @dataclass(frozen=True)
@@ -153,13 +134,17 @@ class CollectorConfig:
     http: ReceiverSettings | None = None
     memory_limiter: MemoryLimiter | None = None
     batch: Batch = field(default_factory=Batch)
-    sampler: SessionSampler | None = None
-    sampled_signals: frozenset[str] = frozenset()
-    redaction: Redaction | None = None
-    redacted_signals: frozenset[str] = frozenset()
+    # signal -> the processor names its pipeline lists, in order (memory_limiter and batch included)
+    pipelines: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {s: () for s in SIGNALS})
+    # name -> settings, for each processor of `PROCESSORS` that a pipeline lists
+    processors: Mapping[str, Any] = field(default_factory=dict)
     exporter: ParquetExporter = field(default_factory=ParquetExporter)
-    signals: frozenset[str] = frozenset(SIGNALS)
     source: str = "<defaults>"
+
+    @property
+    def signals(self) -> frozenset[str]:
+        """The signals received: those with a pipeline."""
+        return frozenset(self.pipelines)
 
 
 _TLS = section(
@@ -201,35 +186,6 @@ _MEMORY_LIMITER = section(
     }
 )
 _BATCH = section({"send_batch_size": Key(integer(1), 8192), "timeout": Key(duration, 1.0)})
-_SAMPLER = section({"sampling_percentage": Key(number(0, 100), 100.0), "hash_seed": Key(integer(0, 2**32 - 1), 0)})
-
-
-def _regexes(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
-    for v in value:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
-    return tuple(value)
-
-
-def _strings(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: expected a list of strings, got {value!r}")
-    return tuple(value)
-
-
-_REDACTION = section({"pii": Key(boolean, False), "names": Key(_strings, ()), "blocked_values": Key(_regexes, ())})
-_PROCESSORS = section(
-    {
-        "memory_limiter": Key(_MEMORY_LIMITER),
-        "batch": Key(_BATCH),
-        "session_sampler": Key(_SAMPLER),
-        "redaction": Key(_REDACTION),
-    }
-)
 _ROTATION = section(
     {
         "max_rows": Key(integer(1), 500_000),
@@ -251,6 +207,18 @@ _PARQUET = section(
 )
 _EXPORTERS = section({"parquet": Key(_PARQUET)})
 _EXTENSIONS = section({"bearertokenauth": Key(section({"token": Key(string), "filename": Key(string)}))})
+
+
+def _processors() -> Any:
+    """`processors`: memory_limiter and batch, the pipeline's own settings, and each processor of the table
+    (read as a config is parsed, so a row added to it is a processor the next config may name)."""
+    return section(
+        {
+            "memory_limiter": Key(_MEMORY_LIMITER),
+            "batch": Key(_BATCH),
+            **{name: Key(processor.settings) for name, processor in PROCESSORS.items()},
+        }
+    )
 
 
 def _service(doc: dict[str, Any]) -> Any:
@@ -285,18 +253,20 @@ def _token(raw: dict[str, Any], extensions: dict[str, Any], enabled: list[str], 
         return None
     name = auth["authenticator"]
     if name != "bearertokenauth" or extensions.get(name) is None:
-        raise ConfigError(f"{path}.auth.authenticator: {name!r} is not a defined extension (define bearertokenauth)")
+        raise CollectorConfigError(
+            f"{path}.auth.authenticator: {name!r} is not a defined extension (define bearertokenauth)"
+        )
     if name not in enabled:
-        raise ConfigError(f"service.extensions: add {name!r} to use it in {path}.auth")
+        raise CollectorConfigError(f"service.extensions: add {name!r} to use it in {path}.auth")
     ext = extensions[name]
     token = ext["token"]
     if ext["filename"]:
         try:
             token = (base / ext["filename"]).read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise ConfigError(f"extensions.bearertokenauth.filename: cannot read it: {exc.strerror}") from None
+            raise CollectorConfigError(f"extensions.bearertokenauth.filename: cannot read it: {exc.strerror}") from None
     if not token:
-        raise ConfigError("extensions.bearertokenauth: set token (e.g. ${env:TRACEVALS_TOKEN}) or filename")
+        raise CollectorConfigError("extensions.bearertokenauth: set token (e.g. ${env:TRACEVALS_TOKEN}) or filename")
     return str(token)
 
 
@@ -304,23 +274,43 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
     """Validate a parsed YAML document and build the `CollectorConfig` it describes."""
     base = base or Path.cwd()
     if not isinstance(doc, dict):
-        raise ConfigError("the config must be a mapping with receivers, processors, exporters and service")
+        raise CollectorConfigError("the config must be a mapping with receivers, processors, exporters and service")
     doc = expand_env(doc)
     top = section(
         {
             "extensions": Key(_EXTENSIONS),
             "receivers": Key(_RECEIVERS, required=True),
-            "processors": Key(_PROCESSORS),
+            "processors": Key(_processors()),
             "exporters": Key(_EXPORTERS, required=True),
             "service": Key(_service(doc), required=True),
         }
     )(doc, "")
-    pipelines = {s: p for s, p in top["service"]["pipelines"].items() if p is not None}
+    pipelines = {s: tuple(p["processors"]) for s, p in top["service"]["pipelines"].items() if p is not None}
     if not pipelines:
-        raise ConfigError("service.pipelines: define a traces and/or logs pipeline")
-    used_processors = {p for pl in pipelines.values() for p in pl["processors"]}
+        raise CollectorConfigError("service.pipelines: define a traces and/or logs pipeline")
+    listed = {name for names in pipelines.values() for name in names}
+    procs = top["processors"] or {}
+    receivers = _receivers(top, base)
+    return CollectorConfig(
+        grpc=receivers["grpc"],
+        http=receivers["http"],
+        memory_limiter=_memory_limiter(procs.get("memory_limiter")) if "memory_limiter" in listed else None,
+        # Without the batch processor every request becomes its own row group at once.
+        batch=Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in listed else Batch(1, 0.0),
+        processors={
+            name: procs.get(name) or processor.settings({}, f"processors.{name}")
+            for name, processor in PROCESSORS.items()
+            if name in listed
+        },
+        pipelines=pipelines,
+        exporter=_exporter(top["exporters"]["parquet"], base),
+        source=source,
+    )
+
+
+def _receivers(top: dict[str, Any], base: Path) -> dict[str, ReceiverSettings | None]:
     if top["receivers"]["otlp"] is None:
-        raise ConfigError("receivers.otlp: required (protocols: grpc and/or http)")
+        raise CollectorConfigError("receivers.otlp: required (protocols: grpc and/or http)")
     protocols = top["receivers"]["otlp"]["protocols"]
     ext, enabled = top["extensions"], top["service"]["extensions"]
     receivers: dict[str, ReceiverSettings | None] = {}
@@ -339,28 +329,25 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         timeout = raw["read_timeout"] if proto == "http" else 30.0
         receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token, timeout)
     if not any(receivers.values()):
-        raise ConfigError("receivers.otlp.protocols: enable grpc and/or http")
-    procs = top["processors"] or {}
-    ml = (procs.get("memory_limiter") or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
-    memory = None
-    if ml is not None:
-        spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
-        if spike >= ml["limit_mib"]:
-            raise ConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
-        memory = MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
-    # Without the batch processor every request becomes its own row group at once.
-    batch = Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
-    sampler_raw = procs.get("session_sampler") or _SAMPLER({}, "")
-    sampled = frozenset(s for s, p in pipelines.items() if "session_sampler" in p["processors"])
-    redacted = frozenset(s for s, p in pipelines.items() if "redaction" in p["processors"])
-    redaction_raw = procs.get("redaction") or _REDACTION({}, "")
-    pq = top["exporters"]["parquet"]
+        raise CollectorConfigError("receivers.otlp.protocols: enable grpc and/or http")
+    return receivers
+
+
+def _memory_limiter(raw: dict[str, Any] | None) -> MemoryLimiter:
+    ml = raw or _MEMORY_LIMITER({}, "")
+    spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
+    if spike >= ml["limit_mib"]:
+        raise CollectorConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
+    return MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
+
+
+def _exporter(pq: dict[str, Any] | None, base: Path) -> ParquetExporter:
     if pq is None:
-        raise ConfigError("exporters.parquet: required (path: the lake directory)")
+        raise CollectorConfigError("exporters.parquet: required (path: the lake directory)")
     rot = pq["rotation"] or _ROTATION({}, "")
     queue, wal = pq["sending_queue"] or {}, pq["wal"] or {}
-    exporter = ParquetExporter(
-        path=_lake_path(pq["path"], base, wal.get("dir")),
+    return ParquetExporter(
+        lake=_lake_path(pq["path"], base, wal.get("dir")),
         compression=pq["compression"],
         compression_level=pq["compression_level"],
         max_rows=rot["max_rows"],
@@ -372,19 +359,6 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         max_attribute_value_bytes=pq["max_attribute_value_bytes"],
         shutdown_timeout=pq["shutdown_timeout"],
     )
-    return CollectorConfig(
-        grpc=receivers["grpc"],
-        http=receivers["http"],
-        memory_limiter=memory,
-        batch=batch,
-        sampler=SessionSampler(**sampler_raw) if sampled else None,
-        sampled_signals=sampled,
-        redaction=Redaction(**redaction_raw) if redacted else None,
-        redacted_signals=redacted,
-        exporter=exporter,
-        signals=frozenset(pipelines),
-        source=source,
-    )
 
 
 def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
@@ -393,10 +367,10 @@ def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
     try:
         doc = yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{file}: no such config file") from None
+        raise CollectorConfigError(f"{file}: no such config file") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise CollectorConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
     try:
         return parse_config(doc, str(file), file.resolve().parent)
-    except ConfigError as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+    except CollectorConfigError as exc:
+        raise CollectorConfigError(f"{file}: {exc}") from None

@@ -1,6 +1,6 @@
 """The small validation toolkit behind `collector/config.py`: typed value parsers that know their path.
 
-Every parser takes `(value, path)` and returns the parsed value or raises `ConfigError` naming the
+Every parser takes `(value, path)` and returns the parsed value or raises `CollectorConfigError` naming the
 path (`exporters.parquet.compression`) and, for a near miss, the intended word. Kept apart from the
 config's shape so that the shape reads as a table of keys.
 """
@@ -12,12 +12,15 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from tracevals.model.errors import UserError
 
 Parser = Callable[[Any, str], Any]
+T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class CollectorConfigError(UserError, ValueError):
     """A configuration that cannot run; the message names the key path and how to fix it."""
 
 
@@ -42,11 +45,11 @@ def section(keys: Mapping[str, Key]) -> Parser:
         if value is None:
             value = {}
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{path}: expected a mapping of keys, got {_show(value)}")
+            raise CollectorConfigError(f"{path}: expected a mapping of keys, got {_show(value)}")
         for name in value:
             if name not in keys:
                 known = ", ".join(sorted(keys)) or "none"
-                raise ConfigError(
+                raise CollectorConfigError(
                     f"{_join(path, str(name))}: unknown key{did_you_mean(str(name), keys)} (known keys: {known})"
                 )
         out: dict[str, Any] = {}
@@ -55,10 +58,20 @@ def section(keys: Mapping[str, Key]) -> Parser:
             if name in value:  # `batch:` with no value means "on, with defaults", as in the OTel Collector
                 out[name] = key.parse(value[name], where)
             elif key.required:
-                raise ConfigError(f"{where}: required")
+                raise CollectorConfigError(f"{where}: required")
             else:
                 out[name] = key.default
         return out
+
+    return parse
+
+
+def record(cls: Callable[..., T], keys: Mapping[str, Key]) -> Callable[[Any, str], T]:
+    """A parser for a mapping with exactly these keys that returns `cls(**keys)` (a settings dataclass)."""
+    parse_section = section(keys)
+
+    def parse(value: Any, path: str) -> T:
+        return cls(**parse_section(value, path))
 
     return parse
 
@@ -74,23 +87,41 @@ def _show(value: Any) -> str:
 
 def string(value: Any, path: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"{path}: expected a non-empty string, got {_show(value)}")
+        raise CollectorConfigError(f"{path}: expected a non-empty string, got {_show(value)}")
     return value
 
 
 def boolean(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"{path}: expected true or false, got {_show(value)}")
+        raise CollectorConfigError(f"{path}: expected true or false, got {_show(value)}")
     return value
+
+
+def strings(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CollectorConfigError(f"{path}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def regexes(value: Any, path: str) -> tuple[str, ...]:
+    """A list of regular expressions, each compiled once here to name the bad one."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CollectorConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
+    for v in value:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise CollectorConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
+    return tuple(value)
 
 
 def integer(minimum: int = 0, maximum: int | None = None) -> Parser:
     def parse(value: Any, path: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: expected a whole number, got {_show(value)}")
+            raise CollectorConfigError(f"{path}: expected a whole number, got {_show(value)}")
         if value < minimum or (maximum is not None and value > maximum):
             upper = f" and {maximum}" if maximum is not None else ""
-            raise ConfigError(f"{path}: {value} is out of range; use a number between {minimum}{upper}")
+            raise CollectorConfigError(f"{path}: {value} is out of range; use a number between {minimum}{upper}")
         return value
 
     return parse
@@ -99,9 +130,11 @@ def integer(minimum: int = 0, maximum: int | None = None) -> Parser:
 def number(minimum: float, maximum: float) -> Parser:
     def parse(value: Any, path: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{path}: expected a number, got {_show(value)}")
+            raise CollectorConfigError(f"{path}: expected a number, got {_show(value)}")
         if not minimum <= value <= maximum:
-            raise ConfigError(f"{path}: {value} is out of range; use a number between {minimum:g} and {maximum:g}")
+            raise CollectorConfigError(
+                f"{path}: {value} is out of range; use a number between {minimum:g} and {maximum:g}"
+            )
         return float(value)
 
     return parse
@@ -110,7 +143,7 @@ def number(minimum: float, maximum: float) -> Parser:
 def choice(*allowed: str) -> Parser:
     def parse(value: Any, path: str) -> str:
         if value not in allowed:
-            raise ConfigError(
+            raise CollectorConfigError(
                 f"{path}: {_show(value)} is not one of {', '.join(allowed)}{did_you_mean(str(value), allowed)}"
             )
         return str(value)
@@ -128,7 +161,7 @@ def duration(value: Any, path: str) -> float:
         return float(value)
     match = _DURATION.match(value) if isinstance(value, str) else None
     if match is None:
-        raise ConfigError(f"{path}: {_show(value)} is not a duration; write e.g. 200ms, 1s, 5m")
+        raise CollectorConfigError(f"{path}: {_show(value)} is not a duration; write e.g. 200ms, 1s, 5m")
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
@@ -145,10 +178,10 @@ def size(minimum: int = 1) -> Parser:
         else:
             match = _SIZE.match(value) if isinstance(value, str) else None
             if match is None:
-                raise ConfigError(f"{path}: {_show(value)} is not a size; write bytes or e.g. 64KiB, 20MiB")
+                raise CollectorConfigError(f"{path}: {_show(value)} is not a size; write bytes or e.g. 64KiB, 20MiB")
             result = int(match.group(1)) * _SIZES[(match.group(2) or "b").lower()]
         if result < minimum:
-            raise ConfigError(f"{path}: {result} bytes is too small; use at least {minimum}")
+            raise CollectorConfigError(f"{path}: {result} bytes is too small; use at least {minimum}")
         return result
 
     return parse
@@ -160,7 +193,7 @@ def endpoint(value: Any, path: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"{path}: {text!r} is not host:port (e.g. 127.0.0.1:4318)")
+        raise CollectorConfigError(f"{path}: {text!r} is not host:port (e.g. 127.0.0.1:4318)")
     return host, int(port)
 
 
@@ -169,12 +202,12 @@ def names(known: Callable[[], Iterable[str]], what: str) -> Parser:
 
     def parse(value: Any, path: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: expected a list of {what} names, got {_show(value)}")
+            raise CollectorConfigError(f"{path}: expected a list of {what} names, got {_show(value)}")
         defined = list(known())
         for i, name in enumerate(value):
             if name not in defined:
                 listed = ", ".join(defined) or "none"
-                raise ConfigError(
+                raise CollectorConfigError(
                     f"{path}[{i}]: {name!r} is not a defined {what}{did_you_mean(name, defined)} (defined: {listed})"
                 )
         return list(value)
@@ -195,7 +228,7 @@ def expand_env(value: Any, path: str = "") -> Any:
                 return os.environ[name]
             if default is not None:
                 return default
-            raise ConfigError(f"{path}: environment variable {name} is not set")
+            raise CollectorConfigError(f"{path}: environment variable {name} is not set")
 
         return _ENV.sub(sub, value)
     if isinstance(value, Mapping):

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tracevals.model.errors import UserError
 
-class CpuError(ValueError):
+
+class CpuError(UserError, ValueError):
     """A CPU list that cannot be applied here."""
 
 

@@ -18,6 +18,8 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from tracevals.model.errors import UserError
+
 _KINDS = {"internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
 _SCOPE_TAGS = {"otel.scope.name", "otel.library.name"}
 _SCOPE_VERSION_TAGS = {"otel.scope.version", "otel.library.version"}
@@ -25,7 +27,7 @@ _SPECIAL = {"span.kind", "otel.status_code", "otel.status_description", "interna
 _SPECIAL |= _SCOPE_TAGS | _SCOPE_VERSION_TAGS
 
 
-class JaegerError(ValueError):
+class JaegerError(UserError, ValueError):
     """Not a Jaeger trace document, with where and why."""
 
 

@@ -3,15 +3,18 @@
 The servicers subclass the ones generated in opentelemetry-proto, but are registered with a bytes
 deserializer: the receiver then decodes the request itself, so malformed protobuf is answered with
 INVALID_ARGUMENT (grpcio's own deserializer would answer INTERNAL), and the exact bytes received go
-to the write-ahead log without being encoded again. When the pipeline cannot take more, the answer
-is UNAVAILABLE with a `google.rpc.RetryInfo` (in `grpc-status-details-bin`, and in
-`google.rpc.retryinfo-bin`, which the Python SDK exporter reads), so clients back off and retry.
-Messages past `max_recv_msg_size_mib` (after decompression) are refused by grpcio with RESOURCE_EXHAUSTED.
+to the write-ahead log without being encoded again. Whatever is the server's (a full queue,
+memory, a full disk, shutting down, every stream busy, a fault of ours) is UNAVAILABLE with a
+`google.rpc.RetryInfo` (in `grpc-status-details-bin`, and in `google.rpc.retryinfo-bin`, which the Python
+SDK exporter reads), so clients back off and retry; only what the client can fix is another status
+(INVALID_ARGUMENT, UNAUTHENTICATED). Messages past `max_recv_msg_size_mib` (after decompression) are
+refused by grpcio with RESOURCE_EXHAUSTED, without RetryInfo: the same message cannot fit later either.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent import futures
 from typing import Any
 
@@ -27,6 +30,7 @@ from tracevals.collector.otlp_decode import LOGS, TRACES, OTLPDecodeError, decod
 from tracevals.collector.pipeline import Pipeline, Throttled
 
 _log = logging.getLogger(__name__)
+_SLOT_WAIT = 0.5  # seconds a request waits for a decoding slot before it is told to retry
 
 
 def _retry_metadata(message: str, seconds: float) -> tuple[tuple[str, bytes], ...]:
@@ -41,6 +45,14 @@ def _retry_metadata(message: str, seconds: float) -> tuple[tuple[str, bytes], ..
     )
 
 
+class _Refused(Exception):
+    """An answer other than OK: its status, and the delay to offer when the client should retry."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.code, self.retry_after = code, retry_after
+
+
 class _Export:
     """The Export logic shared by both services: auth, admission, decode, durable submit."""
 
@@ -49,33 +61,50 @@ class _Export:
         self.receiver = receiver
 
     def export(self, body: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            return self._export(body, context)
+        except _Refused as exc:
+            refused = exc
+        except Exception:  # a fault of ours: UNKNOWN (grpcio's answer) is not retried, so data would be lost
+            _log.exception("otlp grpc: failed to handle a request (answered UNAVAILABLE)")
+            retry_after = self.receiver.pipeline.admission.retry_after
+            refused = _Refused(grpc.StatusCode.UNAVAILABLE, "internal error", retry_after)
+        if refused.retry_after is not None:
+            context.set_trailing_metadata(_retry_metadata(f"{refused}; retry later", refused.retry_after))
+        context.abort(refused.code, str(refused) + ("; retry later" if refused.retry_after is not None else ""))
+
+    def _export(self, body: bytes, context: grpc.ServicerContext) -> Any:
         receiver = self.receiver
         token = receiver.settings.bearer_token
         if token is not None:
             given = dict(context.invocation_metadata()).get("authorization", "")
             if not bearer_matches(str(given), token):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        pipeline = receiver.pipeline
+                raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        pipeline, admission = receiver.pipeline, receiver.pipeline.admission
+        # Requests decoded at once are bounded here, not by grpcio's own limit, whose RESOURCE_EXHAUSTED
+        # (without RetryInfo) OTLP exporters need not retry.
+        if not receiver.slots.acquire(timeout=_SLOT_WAIT):
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "every stream is busy", admission.retry_after)
+        reserved = 0
         try:
-            pipeline.admit(len(body))
-        except Throttled as exc:
-            context.set_trailing_metadata(_retry_metadata(str(exc), exc.retry_after))
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        reserved = len(body)
-        try:
+            try:
+                admission.admit(len(body))
+            except Throttled as exc:
+                raise _Refused(grpc.StatusCode.UNAVAILABLE, str(exc), exc.retry_after) from None
+            reserved = len(body)
             try:
                 decoded = decode(self.kind, body, is_json=False)
             except OTLPDecodeError as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+                raise _Refused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
             try:
                 pipeline.submit(self.kind, decoded.payload, reserved, decoded.accepted)
             except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
-                context.set_trailing_metadata(_retry_metadata("cannot store data now", pipeline.retry_after))
-                context.abort(grpc.StatusCode.UNAVAILABLE, "cannot store data now; retry later")
+                raise _Refused(grpc.StatusCode.UNAVAILABLE, "cannot store data now", admission.retry_after) from None
             reserved = 0
         finally:
+            receiver.slots.release()
             if reserved:
-                pipeline.release(reserved)
+                admission.release(reserved)
         if self.kind == TRACES:
             response = trace_service_pb2.ExportTraceServiceResponse()
             if decoded.rejected:
@@ -121,6 +150,7 @@ class OTLPGRPCReceiver:
         self.settings = settings
         self.pipeline = pipeline
         self.signals = signals
+        self.slots = threading.BoundedSemaphore(settings.max_concurrent)
         self._server: grpc.Server | None = None
         self.port = 0
 
@@ -131,12 +161,13 @@ class OTLPGRPCReceiver:
             ("grpc.max_send_message_length", 4 * 1024**2),
             ("grpc.so_reuseport", 0),
         ]
-        # Workers bound the requests decoded at once; a few more may wait in grpcio's queue, past
-        # that grpcio answers RESOURCE_EXHAUSTED (retryable by OTLP clients).
+        # `slots` bound the requests decoded at once; as many more workers wait for a slot (for _SLOT_WAIT at
+        # most, then UNAVAILABLE with RetryInfo), so that the requests past those are refused quickly. No
+        # maximum_concurrent_rpcs: grpcio's refusal is a RESOURCE_EXHAUSTED without RetryInfo, which OTLP
+        # exporters need not retry (the Go and Java ones and the OTel Collector's do not).
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=s.max_concurrent, thread_name_prefix="tracevals-otlp-grpc"),
+            futures.ThreadPoolExecutor(max_workers=2 * s.max_concurrent, thread_name_prefix="tracevals-otlp-grpc"),
             options=options,
-            maximum_concurrent_rpcs=s.max_concurrent * 4,
         )
         if "traces" in self.signals:
             _register(

@@ -2,10 +2,15 @@
 
 As the OTLP specification asks: the reply has the request's content type; success is 200 with an
 Export*ServiceResponse (with `partial_success` when some items were rejected); errors carry a
-`google.rpc.Status` body; 400 for bad data, 413 past the decompressed size limit, 415 for a content
-type or encoding it does not speak, and 503 with `Retry-After` when the pipeline cannot take more
-(429 when every connection slot is busy). The request is acknowledged only after `Pipeline.submit`,
-i.e. once it is in the fsynced write-ahead log.
+`google.rpc.Status` body. Only what the client can fix gets a status OTLP exporters do not retry
+(400 bad data or framing, 401, 404, 405, 413 past the size limit, 415 an unsupported content type or
+encoding, 501 an unsupported transfer coding); whatever is the server's (a full queue, memory, a full
+disk, shutting down, a fault of ours) is 503 with `Retry-After`, and 429 when every connection slot is
+busy. A client too slow to send its request within `read_timeout` has its connection closed, which
+exporters retry as a network error. The request is acknowledged only after `Pipeline.submit`, i.e.
+once it is in the fsynced write-ahead log.
+
+Bodies come sized or chunked (`http_body`), each piece charged to the queue as it arrives.
 
 Stdlib `http.server` on purpose: one thread per connection is plenty for SDK exporters, which keep a
 connection open and send batches of hundreds of spans, and it adds no dependency.
@@ -14,8 +19,10 @@ connection open and send batches of hundreds of spans, and it adds no dependency
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import math
+import socket
 import ssl
 import threading
 import time
@@ -30,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracevals.collector.auth import bearer_matches
 from tracevals.collector.config import ReceiverSettings
+from tracevals.collector.http_body import BodyError, DeadlineReader, Framing, framing, read_body
 from tracevals.collector.otlp_decode import (
     LOGS,
     TRACES,
@@ -45,13 +53,17 @@ _log = logging.getLogger(__name__)
 PATHS = {"/v1/traces": ("traces", TRACES), "/v1/logs": ("logs", LOGS)}
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 _GRPC_CODE = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 404: code_pb2.NOT_FOUND,
-              405: code_pb2.UNIMPLEMENTED, 411: code_pb2.INVALID_ARGUMENT, 413: code_pb2.RESOURCE_EXHAUSTED,
-              415: code_pb2.INVALID_ARGUMENT, 429: code_pb2.UNAVAILABLE, 500: code_pb2.INTERNAL,
+              405: code_pb2.UNIMPLEMENTED, 413: code_pb2.RESOURCE_EXHAUSTED,
+              415: code_pb2.INVALID_ARGUMENT, 429: code_pb2.UNAVAILABLE, 501: code_pb2.UNIMPLEMENTED,
               503: code_pb2.UNAVAILABLE}  # fmt: skip
-_CHUNK = 256 * 1024  # bytes of a body read (and charged to the queue) at a time
+_CHUNK = 256 * 1024  # bytes read at a time while lingering
+_LINGER_SECONDS, _LINGER_BYTES = 2.0, 64 * 1024**2  # how long and how much `_linger` reads away at most
+_WRITE_TIMEOUT = 30.0  # seconds an answer may take to be sent
 # While OTLP/JSON is parsed, bytes held per byte of JSON: the text, its Python objects, the message (measured:
 # 200 MiB over the base for 20.7 MiB of JSON).
 _JSON_OVERHEAD = 10
+# An answer: status, response message (or None), error text, extra headers.
+_Answer = tuple[int, Any, str, dict[str, str]]
 _BUSY = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -91,14 +103,42 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as SDK exporters reuse their connection
     disable_nagle_algorithm = True  # the reply goes out as two writes; don't wait for a delayed ACK
-    timeout = 30  # an idle or stalled connection frees its slot after this many seconds
+    timeout = 30  # an idle connection frees its slot after this many seconds without a request
     server: _Server
+    frame: Framing = Framing(0)
+    expects_continue = False
+    unread = False  # a body that may still be on its way: read it away before closing (see `finish`)
+
+    def setup(self) -> None:
+        super().setup()
+        # Every read of a request goes through its deadline (headers, chunk-size lines and body alike).
+        self.rfile.close()
+        self.reader = DeadlineReader(self.connection, self.server.receiver.settings.read_timeout)
+        self.rfile = io.BufferedReader(self.reader, 64 * 1024)
+
+    def handle_one_request(self) -> None:
+        self.reader.expect_request(self.timeout)
+        self.expects_continue = self.unread = False
+        super().handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        # `100 Continue` only once the headers are accepted (`OTLPHTTPReceiver._export`): a refused request's
+        # client then never sends its body.
+        self.expects_continue = True
+        return True
 
     def do_POST(self) -> None:
+        self.unread = True
         try:
             self.server.receiver.handle(self)
         except (TimeoutError, ConnectionError):
             self.close_connection = True
+            self.unread = False  # too slow or gone: nothing to wait for
+
+    def finish(self) -> None:
+        if self.close_connection and self.unread:
+            _linger(self)
+        super().finish()
 
     def _not_allowed(self) -> None:
         path = urlsplit(self.path).path
@@ -126,6 +166,22 @@ class _Handler(BaseHTTPRequestHandler):
         _log.debug("otlp http %s: " + format, self.address_string(), *args)
 
 
+def _linger(h: _Handler) -> None:
+    """Close a connection whose request body may still be arriving, so that the client reads the answer: a
+    socket closed with unread bytes sends a reset, and a client still writing its body then loses the
+    answer (and may not retry). Stop writing, read away what comes for a moment, then close."""
+    with contextlib.suppress(OSError, TimeoutError):
+        h.wfile.flush()
+        h.connection.shutdown(socket.SHUT_WR)
+        h.reader.deadline = time.monotonic() + _LINGER_SECONDS
+        drained = 0
+        while drained < _LINGER_BYTES:
+            piece = h.rfile.read1(_CHUNK)
+            if not piece:
+                break
+            drained += len(piece)
+
+
 def reply(
     handler: BaseHTTPRequestHandler,
     status: int,
@@ -140,6 +196,7 @@ def reply(
         data = json_format.MessageToJson(message, indent=None).encode()
     else:
         data = message.SerializeToString()
+    handler.connection.settimeout(_WRITE_TIMEOUT)  # the read deadline may have left little time
     handler.send_response(status)
     handler.send_header("Content-Type", content_type)
     handler.send_header("Content-Length", str(len(data)))
@@ -190,106 +247,108 @@ class OTLPHTTPReceiver:
             self._server = None
 
     def handle(self, h: _Handler) -> None:
+        """Answer one request; every status but 200 says why (`reply`)."""
         media = (h.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         ctype = JSON if media == JSON else PROTOBUF
+        try:
+            refusal = self._refusal(h, media)
+            if refusal is not None:
+                h.close_connection = True  # the body is not read: the connection cannot be reused
+                status, message, headers = refusal
+                return reply(h, status, ctype, error=message, headers=headers)
+            status, message, error, headers = self._export(h, ctype, PATHS[urlsplit(h.path).path][1])
+            return reply(h, status, ctype, body=message, error=error, headers=headers)
+        except (TimeoutError, ConnectionError):
+            raise  # the client is too slow or gone: the connection is closed without an answer
+        except Exception:  # a fault of ours: never a status the exporter would not retry
+            _log.exception("otlp http: failed to handle a request (answered 503)")
+            h.close_connection = True
+            return reply(h, 503, ctype, error="internal error; retry later", headers=self._retry_after())
+
+    def _refusal(self, h: _Handler, media: str) -> tuple[int, str, dict[str, str]] | None:
+        """What the headers alone refuse (before any of the body is read), or None."""
         path = urlsplit(h.path).path
         route = PATHS.get(path)
         if route is None or route[0] not in self.signals:
-            h.close_connection = True
             what = f"no {route[0]} pipeline is configured" if route else "use /v1/traces or /v1/logs"
-            return reply(h, 404, ctype, error=f"no such endpoint {path}: {what}")
+            return 404, f"no such endpoint {path}: {what}", {}
         token = self.settings.bearer_token
-        if token is not None:
-            given = h.headers.get("Authorization") or ""
-            if not bearer_matches(given, token):
-                h.close_connection = True
-                return reply(h, 401, ctype, error="missing or wrong bearer token",
-                             headers={"WWW-Authenticate": 'Bearer realm="otlp"'})  # fmt: skip
+        if token is not None and not bearer_matches(h.headers.get("Authorization") or "", token):
+            return 401, "missing or wrong bearer token", {"WWW-Authenticate": 'Bearer realm="otlp"'}
         if media not in (JSON, PROTOBUF):
-            h.close_connection = True
-            return reply(h, 415, ctype, error=f"Content-Type {media!r} is not supported; use {PROTOBUF} or {JSON}")
-        raw_length = h.headers.get("Content-Length")
-        if raw_length is None or h.headers.get("Transfer-Encoding"):
-            h.close_connection = True
-            return reply(h, 411, ctype, error="send a Content-Length (chunked bodies are not accepted)")
+            return 415, f"Content-Type {media!r} is not supported; use {PROTOBUF} or {JSON}", {}
         try:
-            length = int(raw_length)
-            if length < 0:
-                raise ValueError
-        except ValueError:
-            h.close_connection = True
-            return reply(h, 400, ctype, error=f"Content-Length {raw_length!r} is not a number of bytes")
-        limit = self.settings.max_request_bytes
-        if length > limit:
-            h.close_connection = True  # the body is not read: the connection cannot be reused
-            return reply(h, 413, ctype, error=f"body of {length} bytes passes the {limit}-byte limit")
-        reserved = 0
-        try:
-            # Queue space is taken as the body arrives, not promised from its Content-Length: clients that
-            # declare large bodies and trickle them hold only what they sent. The whole body must arrive
-            # within read_timeout, so a trickle cannot hold a connection slot for ever either.
-            deadline = time.monotonic() + self.settings.read_timeout
-            chunks: list[bytes] = []
-            got = 0
-            while got < length:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                h.connection.settimeout(left)
-                chunk = h.rfile.read1(min(_CHUNK, length - got))
-                if not chunk:  # the client went away
-                    h.close_connection = True
-                    return None
-                self.pipeline.admit(len(chunk), reserved)  # what arrived, not what was announced
-                reserved += len(chunk)
-                chunks.append(chunk)
-                got += len(chunk)
-            h.connection.settimeout(h.timeout)
-            body = b"".join(chunks)
-            del chunks
-            try:
-                # Charged as it is inflated: a gzip body holds many times its length once decompressed.
-                def charge(nbytes: int) -> None:
-                    nonlocal reserved
-                    self.pipeline.admit(nbytes, reserved)
-                    reserved += nbytes
+            h.frame = framing(h.headers)
+            if h.frame.length is not None and h.frame.length > self.settings.max_request_bytes:
+                raise BodyError(413, f"body of {h.frame.length} bytes passes the {self.settings.max_request_bytes}"
+                                     "-byte limit")  # fmt: skip
+        except BodyError as exc:
+            return exc.status, str(exc), {}
+        return None
 
-                data = inflate(body, h.headers.get("Content-Encoding") or "", limit, charge)
-                if data is not body:
-                    del body
+    def _retry_after(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.pipeline.admission.retry_after)))}
+
+    def _export(self, h: _Handler, ctype: str, kind: int) -> _Answer:
+        """Read, decode and durably submit the body, charged to the queue as it is held; the answer to send
+        (once nothing is held any more)."""
+        reserved = 0
+        admission = self.pipeline.admission
+
+        def charge(nbytes: int) -> None:
+            nonlocal reserved
+            admission.admit(nbytes, reserved)
+            reserved += nbytes
+
+        limit = self.settings.max_request_bytes
+        frame = h.frame
+        h.close_connection = h.close_connection or frame.close
+        try:
+            if h.expects_continue:  # the headers passed: now the client may send its body
+                h.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            try:
+                body = read_body(h.rfile, frame, limit, charge)
+            except BodyError as exc:
+                h.close_connection = True  # the rest of the body is not read
+                return exc.status, None, str(exc), {}
+            try:
+                data = body
+                for coding in (*reversed(frame.codings), h.headers.get("Content-Encoding") or ""):
+                    # Charged as it is inflated: a gzip body holds many times its length once decompressed.
+                    data = inflate(data, coding, limit, charge)
+                del body
                 cost = len(data) * _JSON_OVERHEAD if ctype == JSON else 0
-                with self.pipeline.large(cost, self.settings.read_timeout) as large:
+                with admission.large(cost, self.settings.read_timeout) as large:
                     # Parsing JSON holds the text, its objects and the protobuf message at once. A parse that
                     # would take a good part of the queue waits for its turn (one at a time) instead: charged
                     # like the rest, it could never fit beside other requests, and would be refused for ever.
                     if large:
-                        reserved = self.pipeline.resize(reserved, reserved + cost)
+                        reserved = admission.resize(reserved, reserved + cost)
                     elif cost:
                         charge(cost)
-                    decoded = decode(route[1], data, ctype == JSON)
+                    decoded = decode(kind, data, ctype == JSON)
             except TooLarge as exc:
-                return reply(h, 413, ctype, error=str(exc))
+                return 413, None, str(exc), {}
             except UnsupportedEncoding as exc:
-                return reply(h, 415, ctype, error=str(exc))
+                return 415, None, str(exc), {}
             except OTLPDecodeError as exc:
-                return reply(h, 400, ctype, error=str(exc))
+                return 400, None, str(exc), {}
             del data
             # From here on the decoded size is what is held.
-            reserved = self.pipeline.resize(reserved, len(decoded.payload))
+            reserved = admission.resize(reserved, len(decoded.payload))
             try:
                 self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
             except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
-                wait = str(max(1, math.ceil(self.pipeline.retry_after)))
-                return reply(h, 503, ctype, error="cannot store data now; retry later", headers={"Retry-After": wait})
+                return 503, None, "cannot store data now; retry later", self._retry_after()
             reserved = 0  # the pipeline releases it once the rows are written
         except Throttled as exc:
-            h.close_connection = True  # the rest of the body is not read: the connection cannot be reused
+            h.close_connection = True  # the rest of the body may not be read: the connection cannot be reused
             wait = str(max(1, math.ceil(exc.retry_after)))
-            return reply(h, 503, ctype, error=f"{exc}; retry later", headers={"Retry-After": wait})
+            return 503, None, f"{exc}; retry later", {"Retry-After": wait}
         finally:
             if reserved:
-                self.pipeline.release(reserved)
-        return reply(h, 200, ctype, body=_response(decoded))
+                admission.release(reserved)
+        return 200, _response(decoded), "", {}
 
 
 def _response(decoded: Any) -> Any:

@@ -26,8 +26,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from tracevals.model.errors import UserError
 
-class OTLPDecodeError(ValueError):
+
+class OTLPDecodeError(UserError, ValueError):
     """The payload is not valid OTLP; the message says where."""
 
 

@@ -4,7 +4,7 @@
 >>> from tracevals.evaluators import score_batch   # the same verdicts for a whole batch, set-at-a-time
 """
 
-from tracevals.evaluators.batch_scoring import score_batch
+from tracevals.evaluators.apply import attempt_passed, evaluate_all, score_batch
 from tracevals.evaluators.evaluator import Evaluator, make_score
 from tracevals.evaluators.injection.evaluator import Injection
 from tracevals.evaluators.registry import (
@@ -19,7 +19,6 @@ from tracevals.evaluators.registry import (
 )
 from tracevals.evaluators.retry_discipline.evaluator import RetryDiscipline
 from tracevals.evaluators.scope import Scope
-from tracevals.evaluators.scoring import attempt_passed, evaluate_all
 from tracevals.evaluators.session_completeness.evaluator import SessionCompleteness
 from tracevals.evaluators.step_budget.evaluator import StepBudget
 from tracevals.evaluators.task_success.evaluator import TaskSuccess

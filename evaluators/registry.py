@@ -24,6 +24,7 @@ from tracevals.evaluators.step_budget.evaluator import StepBudget
 from tracevals.evaluators.task_success.evaluator import TaskSuccess
 from tracevals.evaluators.tool_policy.evaluator import ToolPolicy
 from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
+from tracevals.model.errors import UserError
 
 ENTRY_POINT_GROUP = "tracevals.evaluators"
 DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (
@@ -44,7 +45,7 @@ _plugin_errors: dict[str, str] = {}
 _plugins_loaded = False
 
 
-class UnknownEvaluatorError(LookupError):
+class UnknownEvaluatorError(UserError, LookupError):
     """No evaluator has this name; the message lists the valid names (and plugins that failed to load)."""
 
     def __init__(self, name: str, valid: list[str], broken: dict[str, str]) -> None:

@@ -19,7 +19,6 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import wrapt
 from opentelemetry import _logs, trace
@@ -35,6 +34,7 @@ from tracevals.instrumentation.content import CaptureMode, set_capture
 from tracevals.instrumentation.context import SessionSpanProcessor
 from tracevals.instrumentation.redact import Redactor, set_redactor
 from tracevals.instrumentation.switch import SwitchableLogProcessor, SwitchableSpanProcessor
+from tracevals.lake.lake import Lake, LakeLike
 from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
 
 _log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def _providers(service_name: str | None) -> tuple[TracerProvider, SwitchableSpan
 
 
 def instrument(
-    lake: str | os.PathLike[str] | None = None,
+    lake: LakeLike | None = None,
     *,
     service_name: str | None = None,
     capture_content: bool | str | CaptureMode | None = None,
@@ -157,10 +157,9 @@ def instrument(
     if otlp is not None:
         span_exporter, log_exporter, destination = otlp
     else:
-        where = os.fspath(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))
-        path: str | Path = where if "://" in where else Path(where)  # s3://bucket/prefix: an object-store lake
-        span_exporter, log_exporter = ParquetSpanExporter(path), ParquetLogExporter(path)
-        destination = f"lake {path}"
+        target = Lake.open(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))  # a dir or s3://…
+        span_exporter, log_exporter = ParquetSpanExporter(target), ParquetLogExporter(target)
+        destination = f"lake {target}"
     provider, switch, log_switch = _providers(service_name)
     span_processor = BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter)
     processors: tuple[SpanProcessor, ...] = (SessionSpanProcessor(), span_processor)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tracevals.queries.views import query_sql
+from tracevals.queries.catalog import query_sql
 
 
 def span_facts(con: duckdb.DuckDBPyConnection, scope: str | None = None) -> pl.DataFrame:

@@ -30,12 +30,13 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
-from tracevals.lake.paths import LakeError, is_remote
+from tracevals.lake.lake import Lake, LakeLike, partition_key
+from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
-from tracevals.queries.lake import open_lake
+from tracevals.queries.catalog import VIEW_NAMES
+from tracevals.queries.connection import open_lake
 from tracevals.queries.materialize import materialized
 from tracevals.queries.sources import files_sql, register_source
-from tracevals.queries.views import VIEW_NAMES
 
 # The views whose rows each belong to one trace and are computed from that trace's spans (and log
 # records) alone: exporting them a group of traces at a time gives the rows of the whole-lake query.
@@ -61,34 +62,29 @@ class Export:
 @dataclass(frozen=True)
 class _Hour:
     date: str
-    hour: str
+    hour: int
     spans: int  # rows in its span files
+    files: tuple[tuple[str, str], ...]  # (table, file as `source_file` names it)
+
+    def named(self, sub: str) -> list[str]:
+        return [name for table, name in self.files if table == sub]
 
 
-def _hours(lake: Path) -> list[_Hour]:
-    """Every `date=/hour=` partition of the spans and logs, in time order, with its span row count (from
-    the Parquet footers: nothing is read but metadata)."""
-    found: dict[tuple[str, str], int] = {}
+def _hours(lake: Lake) -> list[_Hour] | None:
+    """Every `date=/hour=` partition of the spans and logs, in time order, with its files and its span row
+    count (from the Parquet footers: nothing is read but metadata); None when a file lies outside any
+    partition (the lake is then read whole)."""
+    found: dict[tuple[str, int], tuple[int, list[tuple[str, str]]]] = {}
     for sub in (SPANS_DIR, LOGS_DIR):
-        for directory in sorted((lake / sub).glob("date=*/hour=*")):
-            files = sorted(directory.glob("*.parquet"))
-            if not files:
-                continue
-            key = (directory.parent.name[5:], directory.name[5:])
-            rows = sum(pq.read_metadata(f).num_rows for f in files) if sub == SPANS_DIR else 0
-            found[key] = found.get(key, 0) + rows
-    return [_Hour(date, hour, rows) for (date, hour), rows in sorted(found.items())]
-
-
-def _all_partitioned(lake: Path, hours: list[_Hour]) -> bool:
-    """Whether every span and log file lies in one of `hours`' partitions (else the lake is read whole)."""
-    wanted = {(sub, h.date, h.hour) for h in hours for sub in (SPANS_DIR, LOGS_DIR)}
-    for sub in (SPANS_DIR, LOGS_DIR):
-        for path in (lake / sub).rglob("*.parquet"):
-            date, hour = path.parent.parent.name, path.parent.name
-            if not (date.startswith("date=") and hour.startswith("hour=")) or (sub, date[5:], hour[5:]) not in wanted:
-                return False
-    return True
+        listed = lake.list_parquet(sub)
+        if any(partition_key(i.path) is None for i in listed):
+            return None
+        for info, rows in lake.row_counts(listed):
+            date, hour = partition_key(info.path) or (None, 0)
+            count, files = found.setdefault((str(date), hour), (0, []))
+            files.append((sub, lake.name_of(info.path)))
+            found[(str(date), hour)] = (count + (rows if sub == SPANS_DIR else 0), files)
+    return [_Hour(d, h, rows, tuple(files)) for (d, h), (rows, files) in sorted(found.items())]
 
 
 def _groups(hours: list[_Hour], max_spans: int) -> list[list[_Hour]]:
@@ -102,15 +98,6 @@ def _groups(hours: list[_Hour], max_spans: int) -> list[list[_Hour]]:
         groups[-1].append(hour)
         size += hour.spans
     return [g for g in groups if g]
-
-
-def _globs(lake: Path, sub: str, group: list[_Hour]) -> list[str]:
-    globs = []
-    for hour in group:
-        directory = lake / sub / f"date={hour.date}" / f"hour={hour.hour}"
-        if any(directory.glob("*.parquet")):
-            globs.append(f"{directory}/*.parquet")
-    return globs
 
 
 def _shadow(con: duckdb.DuckDBPyConnection, raw: str, select: str | None, condition: str) -> None:
@@ -131,18 +118,16 @@ class _Task:
     """One part file: the traces of a group of hours (but the crossing ones), the crossing traces (group
     None), or the whole lake (neither group nor crossing)."""
 
-    lake: str
+    lake: Lake
     view: str
     path: Path
     group: list[_Hour] | None
     crossing: Path | None  # the crossing trace ids, as Parquet; None: there are none
 
 
-def _source(con: duckdb.DuckDBPyConnection, lake: str, sub: str, globs: list[str] | None = None) -> str | None:
-    """The SELECT over `sub`'s files (those of `globs`, else all); None where there are no files."""
-    if globs == [] or (globs is None and not is_remote(lake) and not any((Path(lake) / sub).rglob("*.parquet"))):
-        return None
-    return files_sql(con, lake, sub, globs)
+def _source(con: duckdb.DuckDBPyConnection, lake: Lake, sub: str, names: list[str] | None = None) -> str:
+    """The SELECT over `sub`'s files (those named, else all): a typed empty table where there are none."""
+    return files_sql(con, lake, sub, names)
 
 
 def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
@@ -160,7 +145,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
         else:
             apart = "NOT EXISTS (SELECT 1 FROM tv_crossing AS c WHERE c.trace_id = r.trace_id)"
             for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
-                select = _source(con, task.lake, sub, _globs(Path(task.lake), sub, task.group))
+                select = _source(con, task.lake, sub, [n for h in task.group for n in h.named(sub)])
                 if select and task.crossing is not None:
                     select = f"SELECT * FROM ({select}) AS r WHERE {apart}"
                 _shadow(con, raw, select, "")
@@ -176,7 +161,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
 _WORKER: dict[str, duckdb.DuckDBPyConnection] = {}
 
 
-def _start_worker(lake: str, view: str, memory_limit: str | None) -> None:
+def _start_worker(lake: Lake, view: str, memory_limit: str | None) -> None:
     _WORKER["con"] = open_lake(lake, memory_limit=memory_limit, threads=1, read_spans=False, views=(view,))
 
 
@@ -188,8 +173,28 @@ def _run_in_worker(task: _Task) -> tuple[Path, int]:
     return task.path, _write_part(_WORKER["con"], task)
 
 
+def _check_export(lake: Lake, view: str, target: Path, workers: int) -> None:
+    """A `LakeError` of one line unless `view` can be exported trace by trace from `lake` into `target`."""
+    if view not in VIEW_NAMES:
+        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
+    if view not in PER_TRACE_VIEWS:
+        per_trace = ", ".join(sorted(PER_TRACE_VIEWS))
+        raise LakeError(
+            f"{view} is not computed trace by trace (a session's traces span hours); export it with one query "
+            f'(tracevals sql "SELECT * FROM {view}" --format parquet) or choose from {per_trace}'
+        )
+    if lake.contains(target):
+        raise LakeError(f"{target} is inside the lake {lake}; write the export elsewhere")
+    if "'" in str(target):
+        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
+    if workers < 1:
+        raise LakeError(f"workers must be at least 1, not {workers}")
+
+
 def export_view(
-    lake: str | os.PathLike[str],
+    lake: LakeLike,
     view: str,
     out: str | os.PathLike[str],
     *,
@@ -208,51 +213,33 @@ def export_view(
     The files hold the rows `SELECT * FROM view` returns over the whole lake, in no particular order
     (sort on read, as for any query without ORDER BY). `out` must be empty or not exist yet.
     """
-    if view not in VIEW_NAMES:
-        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
-    if view not in PER_TRACE_VIEWS:
-        per_trace = ", ".join(sorted(PER_TRACE_VIEWS))
-        raise LakeError(
-            f"{view} is not computed trace by trace (a session's traces span hours); export it with one query "
-            f'(tracevals sql "SELECT * FROM {view}" --format parquet) or choose from {per_trace}'
-        )
-    lake_str = os.fspath(lake)
-    target = Path(out)
-    if not is_remote(lake_str) and (
-        target.resolve() == Path(lake_str).resolve() or Path(lake_str).resolve() in target.resolve().parents
-    ):
-        raise LakeError(f"{target} is inside the lake {lake_str}; write the export elsewhere")
-    if "'" in str(target):
-        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
-    if workers < 1:
-        raise LakeError(f"workers must be at least 1, not {workers}")
+    lake, target = Lake.open(lake), Path(out)
+    _check_export(lake, view, target, workers)
     started = time.perf_counter()
     target.mkdir(parents=True, exist_ok=True)
     result = Export(view)
-    hours = [] if is_remote(lake_str) else _hours(Path(lake_str))
-    groups = _groups(hours, max_spans) if _all_partitioned(Path(lake_str), hours) else []
+    hours = _hours(lake)
+    groups = _groups(hours, max_spans) if hours is not None else []
     if len(groups) <= 1:  # one group: the plain query over the whole lake
-        tasks = [_Task(lake_str, view, target / "part-00000.parquet", None, None)]
+        tasks = [_Task(lake, view, target / "part-00000.parquet", None, None)]
         workers = 1
     else:
-        tasks = [_Task(lake_str, view, target / f"part-{i:05d}.parquet", g, None) for i, g in enumerate(groups)]
+        tasks = [_Task(lake, view, target / f"part-{i:05d}.parquet", g, None) for i, g in enumerate(groups)]
     pool = None
     if workers > 1:
         count = min(workers, len(tasks) + 1)
         pool = ProcessPoolExecutor(
-            count, multiprocessing.get_context("spawn"), _start_worker, (lake_str, view, memory_limit)
+            count, multiprocessing.get_context("spawn"), _start_worker, (lake, view, memory_limit)
         )
         for _ in range(count):  # the workers start (import, open the lake) while this process finds the crossing traces
             pool.submit(_ready)
     try:
         if len(groups) > 1:
             crossing = target / ".crossing.parquet"
-            result.crossing_traces = _find_crossing(lake_str, groups, crossing)
+            result.crossing_traces = _find_crossing(lake, groups, crossing)
             tasks = [replace(t, crossing=crossing if result.crossing_traces else None) for t in tasks]
             if result.crossing_traces:
-                tasks.append(_Task(lake_str, view, target / f"part-{len(groups):05d}.parquet", None, crossing))
+                tasks.append(_Task(lake, view, target / f"part-{len(groups):05d}.parquet", None, crossing))
         result.groups = max(1, len(groups))
         done: list[tuple[Path, int]] = []
         if pool is not None:
@@ -268,7 +255,7 @@ def export_view(
                     "script again), and each worker needs memory for one group (--memory-limit, --max-spans)"
                 ) from None
         else:
-            con = open_lake(lake_str, memory_limit=memory_limit, threads=threads, read_spans=False, views=(view,))
+            con = open_lake(lake, memory_limit=memory_limit, threads=threads, read_spans=False, views=(view,))
             try:
                 for task in tasks:
                     done.append((task.path, _write_part(con, task)))
@@ -286,7 +273,7 @@ def export_view(
         result.seconds = time.perf_counter() - started
 
 
-def _find_crossing(lake: str, groups: list[list[_Hour]], path: Path) -> int:
+def _find_crossing(lake: Lake, groups: list[list[_Hour]], path: Path) -> int:
     """Write the ids of the traces with spans or log records in more than one group of hours to `path`
     (Parquet); how many there are."""
     con = duckdb.connect()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -30,10 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
-from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA, empty_table
 from tracevals.model.prices import default_prices
-from tracevals.queries.sources import register_prices
-from tracevals.queries.views import view_sql
+from tracevals.queries.catalog import view_sql
+from tracevals.queries.sources import register_arrow, register_prices
 
 _log = logging.getLogger(__name__)
 
@@ -43,10 +43,19 @@ class NewFiles:
     `late_window_s` old."""
 
     def __init__(
-        self, lake: str | os.PathLike[str], late_window_s: float = 86400.0, slack_s: float = 120.0, sub: str = SPANS_DIR
+        self,
+        lake: Path,
+        late_window_s: float = 86400.0,
+        slack_s: float = 120.0,
+        sub: str = SPANS_DIR,
+        skew_s: float = 300.0,
     ) -> None:
         self.root = Path(lake) / sub
         self.late_window_s = late_window_s
+        # a partition whose hour starts after now + skew_s holds future-dated spans (a client's clock ahead):
+        # not read, so never scored (tracevals.lake.clock); `future` names those seen
+        self.skew_s = skew_s
+        self.future: set[Path] = set()
         self.slack_s = slack_s
         self._dir_mtimes: dict[Path, float] = {}
         self._seen: dict[str, float] = {}
@@ -100,13 +109,19 @@ class NewFiles:
             return []
         oldest = datetime.fromtimestamp(now - self.late_window_s, tz=timezone.utc) - timedelta(hours=1)
         floor = (oldest.strftime("%Y-%m-%d"), oldest.strftime("%H"))
+        # the reader's clock: the wall clock (or `now`, when a caller's clock is ahead of it)
+        ahead = datetime.fromtimestamp(max(now, time.time()) + self.skew_s, tz=timezone.utc)
+        ceiling = (ahead.strftime("%Y-%m-%d"), ahead.strftime("%H"))
         partitions = []
         for date_dir in sorted(self.root.glob("date=*")):
             day = date_dir.name.removeprefix("date=")
             if day < floor[0]:
                 continue
             for hour_dir in sorted(date_dir.glob("hour=*")):
-                if (day, hour_dir.name.removeprefix("hour=")) >= floor:
+                key = (day, hour_dir.name.removeprefix("hour="))
+                if key > ceiling:
+                    self.future.add(hour_dir)
+                elif key >= floor:
                     partitions.append(hour_dir)
         live = set(partitions)
         self._dir_mtimes = {d: m for d, m in self._dir_mtimes.items() if d in live}
@@ -234,7 +249,7 @@ def _with_file_columns(schema: pa.Schema) -> pa.Schema:
 
 
 def _empty(schema: pa.Schema) -> pa.Table:
-    return _with_file_columns(schema).empty_table()
+    return empty_table(_with_file_columns(schema))
 
 
 def empty_spans() -> pa.Table:
@@ -252,12 +267,12 @@ class LiveConnection:
 
     def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
         self.con = duckdb.connect(":memory:")
-        scores = SCORE_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
-        steps = STEP_RELIABILITY_SCHEMA.empty_table().append_column("source_file", pa.array([], pa.string()))
+        scores = empty_table(SCORE_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
+        steps = empty_table(STEP_RELIABILITY_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         bases = (("raw_spans", empty_spans()), ("raw_logs", empty_logs()), ("raw_scores", scores),
                  ("raw_step_reliability", steps))  # fmt: skip
         for name, table in bases:
-            self.con.register(f"{name}_arrow", table)
+            register_arrow(self.con, f"{name}_arrow", table)
             self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
         self.prices(prices)
         for _, sql in view_sql():
@@ -270,8 +285,8 @@ class LiveConnection:
 
     def load(self, spans: pa.Table, logs: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
         """The connection, its views over these rows (the `empty_spans()` / `empty_logs()` columns)."""
-        self.con.register("raw_spans_arrow", spans)
-        self.con.register("raw_logs_arrow", logs if logs is not None else empty_logs())
+        register_arrow(self.con, "raw_spans_arrow", spans)
+        register_arrow(self.con, "raw_logs_arrow", logs if logs is not None else empty_logs())
         return self.con
 
     def release(self) -> None:
@@ -287,3 +302,22 @@ def connection_for_spans(
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every view of `queries/views/` over these span (and log) rows."""
     return LiveConnection(prices).load(spans, logs)
+
+
+def read_recent(root: Path, since: float, skip: set[str], read: Callable[[list[Path]], pa.Table]) -> pa.Table:
+    """`read` of the Parquet files of the table folder `root` written since the time `since` (their
+    modification time), but those named in `skip`. `tracevals compact` may replace files between the
+    listing and the read (the new file holds their rows and keeps the newest one's time): then the folder
+    is listed again, so that no row is missed."""
+    for _ in range(5):
+        recent, vanished = [], False
+        for path in sorted(root.glob("date=*/hour=*/*.parquet")):
+            try:
+                if not path.name.startswith(".") and str(path) not in skip and path.stat().st_mtime >= since:
+                    recent.append(path)
+            except FileNotFoundError:
+                vanished = True
+        table = read(recent)
+        if not (vanished or any(not path.exists() for path in recent)):
+            break
+    return table

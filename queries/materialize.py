@@ -18,7 +18,7 @@ from functools import cache
 
 import duckdb
 
-from tracevals.queries.views import view_sql
+from tracevals.queries.catalog import view_sql
 
 _CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE)
 

@@ -16,11 +16,11 @@ import polars as pl
 
 from tracevals.model.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch, with_op_keys
 from tracevals.model.trajectory import Trajectory
+from tracevals.queries.catalog import query_sql
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.lookup import _without_content
 from tracevals.queries.materialize import materialized
 from tracevals.queries.selection import Restriction, restrict_to
-from tracevals.queries.views import query_sql
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:

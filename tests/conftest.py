@@ -26,3 +26,15 @@ def telemetry(lake: Path) -> Iterator[tracevals.Telemetry]:
     yield t
     t.shutdown()
     set_capture(None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(name): needs something beyond the environment (fixtures/requirements.py)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    from fixtures.requirements import need
+
+    for mark in item.iter_markers("needs"):
+        need(mark.args[0])

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import tracevals
 from tracevals.cli import main
-from tracevals.cli.times import EXAMPLES
+from tracevals.cli.shared.times import EXAMPLES
 
 
 @tracevals.tool(effect="read")
@@ -166,9 +166,30 @@ def test_even_a_select_cannot_read_outside_the_lake(filled_lake: Path, tmp_path:
     assert "TOP-SECRET-CONTENT" not in result.output
 
 
+def test_the_sandbox_allows_the_lake_and_nothing_else_not_even_duckdbs_temp_directory(
+    filled_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB adds its temp directory to the allowed ones, by default `.tmp` of the current directory
+    work = tmp_path / "work"
+    (work / ".tmp").mkdir(parents=True)
+    (work / ".tmp" / "notes.csv").write_text("TOP-SECRET-CONTENT,1\n")
+    monkeypatch.chdir(work)
+    for query in ("select * from read_csv('.tmp/notes.csv')", f"select * from read_csv('{work}/.tmp/notes.csv')"):
+        result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), query])
+        assert result.exit_code == 1, result.output
+        assert "Permission" in result.output and "TOP-SECRET-CONTENT" not in result.output
+    allowed = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--format", "json", "select current_setting('allowed_directories') a"]
+    )
+    [(dirs,)] = [tuple(r.values()) for r in json.loads(allowed.stdout)]
+    lake_root = str(filled_lake.resolve()) + "/"
+    # the lake, and a spill directory of the process's own that holds nothing of the user's
+    assert lake_root in dirs and all(d == lake_root or "tracevals-spill-" in d for d in dirs), dirs
+
+
 def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
     # a corrupt file in a partition out of range: if the range opened it, it would be named in a warning
-    import tracevals.queries.sources as sources
+    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()
     (day,) = {p.parent.parent.name for p in (filled_lake / "spans").rglob("*.parquet")}
@@ -229,7 +250,7 @@ def _commands() -> list[tuple[str, click.Command]]:
 
 
 def test_every_command_reads_one_time_grammar() -> None:
-    from tracevals.cli.times import TimeType
+    from tracevals.cli.shared.times import TimeType
 
     ranged = []
     for name, command in _commands():
@@ -290,7 +311,7 @@ def test_select_star_from_every_view_prints_in_every_format(
 
 
 def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(filled_lake: Path) -> None:
-    import tracevals.queries.sources as sources
+    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()  # the warning is once per process and file; this test is a new "process"
     (hour,) = sorted(filled_lake.glob("spans/date=*/hour=*"))
@@ -313,7 +334,7 @@ def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(fil
 
 
 def test_every_command_has_one_format_option() -> None:
-    from tracevals.cli.output import FORMATS
+    from tracevals.cli.shared.output import FORMATS
 
     for name, command in _commands():
         (fmt,) = [p for p in command.params if p.name == "fmt"] or [None]
@@ -321,3 +342,44 @@ def test_every_command_has_one_format_option() -> None:
         assert fmt.opts == ["--format"] and fmt.envvar == "TRACEVALS_FORMAT", name
         choices = list(fmt.type.choices)  # type: ignore[attr-defined]
         assert choices[: len(FORMATS)] == list(FORMATS) and fmt.default == "table", (name, choices)
+
+
+def test_the_cli_folder_holds_commands_and_the_shared_helpers_only() -> None:
+    """One module per command (the `COMMANDS` table); what several commands share lives in `cli/shared/`,
+    so a module beside the commands is either a command or a mistake."""
+    from pathlib import Path
+
+    import tracevals.cli
+    from tracevals.cli import COMMANDS
+
+    folder = Path(tracevals.cli.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
+    assert modules == {target.split(":")[0].rsplit(".", 1)[1] for target in COMMANDS.values()}
+    assert (folder / "shared" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sql", "select count(*) from trajectories"],
+        ["score", "--no-write", "--workers", "1", "--format", "json"],
+    ],
+    ids=["sql", "score"],
+)
+def test_a_command_on_a_small_lake_imports_no_pandas(filled_lake: Path, args: list[str]) -> None:
+    """pandas is no dependency of tracevals (the Ray extra brings it); importing it cost 0.4 s of every
+    small-lake command (`pa.Schema.empty_table()` does: `lake.schema.empty_table` does not)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from tracevals.cli import main\n"
+        "try:\n"
+        f"    main([{args[0]!r}, '--lake', {str(filled_lake)!r}, *{args[1:]!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr

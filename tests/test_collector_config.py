@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tracevals.cli import main
-from tracevals.collector.config import ConfigError, load_config, parse_config
+from tracevals.collector.config import CollectorConfigError, load_config, parse_config
 from tracevals.collector.conversion.rows import TRUNCATED, logs_table, rows_from_request, spans_table
 from tracevals.collector.testing import config_document
 from tracevals.lake.sampling import SessionSampler, session_kept
@@ -56,7 +56,7 @@ def test_a_bad_key_or_value_is_one_error_naming_its_path(tmp_path: Path, edit: t
             node[part] = {}
         node = node[part]
     node[key] = value
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(CollectorConfigError) as info:
         parse_config(doc)
     assert message in str(info.value)
 
@@ -69,7 +69,7 @@ def test_a_config_without_processors_is_valid() -> None:
         "service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["parquet"]}}},
     }
     config = parse_config(doc)
-    assert config.sampler is None and config.memory_limiter is None and config.batch.send_batch_size == 1
+    assert not config.processors and config.memory_limiter is None and config.batch.send_batch_size == 1
 
 
 def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, on_engine, rows
 from fixtures.fleet import SPLIT as FLEET_SPLIT
 from fixtures.fleet import write_fleet_lake
 from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
@@ -34,7 +34,6 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed: pip ins
 
 from tracevals.scoring.engine_ray import (  # noqa: E402 (after the skip)
     SORT_SHUFFLE_BUCKETS,
-    score_lake_ray,
     shuffle_strategy,
 )
 
@@ -64,7 +63,7 @@ SELECTIONS = {
 def test_ray_scores_equal_one_process(lake: Path, name: str) -> None:
     selection = SELECTIONS[name]
     local = score_lake(lake, tasks=CASES, selection=selection, write=False)
-    on_ray = score_lake_ray(lake, tasks=CASES, selection=selection, write=False, workers=2)
+    on_ray = on_engine("ray", lake, tasks=CASES, selection=selection, write=False, workers=2)
     assert local.scores.height > 0
     assert rows(on_ray.scores).equals(rows(local.scores))
     assert on_ray.traces == local.traces
@@ -79,7 +78,7 @@ def test_beyond_the_sort_shuffles_buckets_the_hash_shuffle_gives_the_same_rows(l
     buckets = SORT_SHUFFLE_BUCKETS + 1
     assert shuffle_strategy(buckets) == "hash_shuffle" and shuffle_strategy(buckets - 1).startswith("sort")
     local = score_lake(lake, tasks=CASES, write=False)
-    on_ray = score_lake_ray(lake, tasks=CASES, write=False, workers=2, groups=buckets)
+    on_ray = on_engine("ray", lake, tasks=CASES, write=False, workers=2, buckets=buckets)
     assert rows(on_ray.scores).equals(rows(local.scores))
 
 
@@ -104,7 +103,7 @@ def test_the_cli_writes_the_local_rows_to_scores(lake: Path, tmp_path: Path) -> 
 
 def test_a_summary_run_writes_from_the_groups_and_counts_as_one_process(lake: Path, tmp_path: Path) -> None:
     """`--summary` (keep_scores=False): each group writes its own scores file (fixtures/engine_lakes.py)."""
-    check_summary_run(score_lake_ray, lake, tmp_path)
+    check_summary_run("ray", lake, tmp_path)
 
 
 def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, tmp_path: Path) -> None:  # noqa: F811
@@ -115,7 +114,7 @@ def test_ray_over_an_s3_lake_two_collectors_wrote_gives_the_local_rows(s3: S3, t
     split = write_fleet_lake(remote, tmp_path)
     assert len({k.split("/")[3] for k in s3.keys("fleet/spans/") if k.endswith(".parquet")}) == 2  # two hours
     local = score_lake(remote, write=False)
-    on_ray = score_lake_ray(remote, write=False, workers=2)
+    on_ray = on_engine("ray", remote, write=False, workers=2)
     assert local.scores.height > 0
     assert rows(on_ray.scores).equals(rows(local.scores))
     mine = on_ray.scores.filter(pl.col("trace_id").is_in(split))

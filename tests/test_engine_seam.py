@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pytest
 from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SCORE_SCHEMA
 from tracevals.queries.live_source import read_log_files, read_span_files
 from tracevals.queries.selection import Selection
@@ -31,7 +32,8 @@ from tracevals.scoring.engine import (
     session_key,
     session_keys,
 )
-from tracevals.scoring.offline import SESSION_MARGIN, score_lake
+from tracevals.scoring.job import SESSION_MARGIN
+from tracevals.scoring.offline import score_lake
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _read(lake: Path, since: dt.datetime | None) -> tuple[pa.Table, pa.Table]:
     lower = since - SESSION_MARGIN if since is not None else None
-    _, span_files = partition_files(str(lake), "spans", lower)
-    _, log_files = partition_files(str(lake), "logs", lower)
+    span_files = partition_files(Lake.open(lake), "spans", lower)
+    log_files = partition_files(Lake.open(lake), "logs", lower)
     return read_span_files([Path(p) for p in span_files]), read_log_files([Path(p) for p in log_files])
 
 

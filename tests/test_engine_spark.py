@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, on_engine, rows
 
 from tracevals.queries.selection import Selection
 from tracevals.scoring.offline import score_lake
@@ -25,7 +25,7 @@ pytest.importorskip("pyspark", reason="the spark extra is not installed: pip ins
 if shutil.which("java") is None:
     pytest.skip("Spark needs Java 17 on the PATH", allow_module_level=True)
 
-from tracevals.scoring.engine_spark import score_lake_spark
+import tracevals.scoring.engine_spark  # noqa: F401 (after the skips: the engine imports)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -49,7 +49,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_spark_scores_equal_one_process(lake: Path, selection: Selection | None) -> None:
     local = score_lake(lake, tasks=CASES, selection=selection, write=False)
-    on_spark = score_lake_spark(lake, tasks=CASES, selection=selection, write=False, workers=2)
+    on_spark = on_engine("spark", lake, tasks=CASES, selection=selection, write=False, workers=2)
     assert local.scores.height > 0
     assert rows(on_spark.scores).equals(rows(local.scores))
     if selection is None:
@@ -58,4 +58,4 @@ def test_spark_scores_equal_one_process(lake: Path, selection: Selection | None)
 
 def test_a_summary_run_writes_from_the_groups_and_counts_as_one_process(lake: Path, tmp_path: Path) -> None:
     """`--summary` (keep_scores=False): each group writes its own scores file (fixtures/engine_lakes.py)."""
-    check_summary_run(score_lake_spark, lake, tmp_path)
+    check_summary_run("spark", lake, tmp_path)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracevals.evaluators import Case, SpanFacts, ToolCall, Trajectory, default_evaluators, evaluate_all
-from tracevals.evaluators.batch_scoring import score_batch
+from tracevals.evaluators.apply import score_batch
 from tracevals.evaluators.scope import NO_CASE, Scope
 from tracevals.evaluators.testing import call, case_json, trajectory
 from tracevals.model.batch import Batch

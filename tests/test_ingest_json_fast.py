@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from fixtures.otlp_lakes import CORPUS, DIALECTS, fixture_doc
+from fixtures.requirements import needing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -119,8 +120,8 @@ def _both_ways(doc: dict[str, Any], tmp_path: Path) -> None:
 _RECORDINGS = sorted(p for p in CORPUS.rglob("*.json") if not p.name.endswith(".truth.json")) if CORPUS.is_dir() else []
 
 
-@pytest.mark.skipif(not _RECORDINGS, reason="the shared OTLP corpus is not on this machine")
-@pytest.mark.parametrize("path", _RECORDINGS, ids=[str(p.relative_to(CORPUS)) for p in _RECORDINGS])
+@pytest.mark.needs("corpus")
+@pytest.mark.parametrize("path", needing("corpus", _RECORDINGS, lambda p: str(p.relative_to(CORPUS))))
 def test_every_corpus_recording_takes_the_fast_path_with_the_same_rows(path: Path, tmp_path: Path) -> None:
     body = path.read_bytes()  # pretty-printed, as recorded
     _same(body, tmp_path)
@@ -133,7 +134,7 @@ def test_the_dialect_fixtures_give_the_same_rows(dialect: str, tmp_path: Path) -
     _same(_encoded(fixture_doc(dialect), indent=2), tmp_path, taken=None)
 
 
-@pytest.mark.skipif(not _RECORDINGS, reason="the shared OTLP corpus is not on this machine")
+@pytest.mark.needs("corpus")
 def test_adk_spans_take_the_columnar_path_from_protobuf_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """The conversion's columnar path now does Google ADK's framework rule and array, map and bytes values
     under keys the normalizer does not read: ADK spans without events never reach the per-span Python code,

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SPAN_SCHEMA, SPANS_DIR
 from tracevals.lake.sink import RotatingParquetSink
 from tracevals.lake.writer import BLOOM_COLUMNS, ROW_GROUP_ROWS, LakeWriter
@@ -51,7 +52,7 @@ def _written_by_lake_writer(lake: Path, table: pa.Table) -> list[Path]:
 
 
 def _written_by_sink(lake: Path, table: pa.Table) -> list[Path]:
-    sink = RotatingParquetSink(lake)
+    sink = RotatingParquetSink(Lake.open(lake))
     for start in range(0, table.num_rows, 10_000):  # batches that do not line up with row groups
         sink.write(SPANS_DIR, table.slice(start, 10_000))
     sink.commit()

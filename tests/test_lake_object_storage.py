@@ -16,9 +16,10 @@ from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 import tracevals
 from tracevals.cli import main
 from tracevals.instrumentation.content import set_capture
+from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.storage import lake_filesystem
-from tracevals.queries.lake import open_lake
+from tracevals.queries.connection import open_lake
 
 QUERIES = (
     "select trace_id, span_id, name, kind, tool_name, date, hour from spans order by trace_id, span_id",
@@ -202,11 +203,10 @@ def _object_rows(lake: str, table: str = "spans") -> Counter[str]:
     """How many rows each span id has in the committed objects of the lake's `table` (every object opens)."""
     import pyarrow.parquet as pq
 
-    from tracevals.lake.storage import list_parquet
-
-    fs, _ = lake_filesystem(lake)
+    opened = Lake.open(lake)
+    fs = opened.filesystem
     rows: Counter[str] = Counter()
-    for info in list_parquet(lake, table):
+    for info in opened.list_parquet(table):
         rows.update(pq.read_table(info.path, columns=["span_id"], filesystem=fs)["span_id"].to_pylist())
     return rows
 
@@ -245,18 +245,25 @@ def test_a_collector_writing_to_s3_killed_mid_stream_loses_no_acknowledged_span(
 
 
 def test_collector_config_with_an_s3_path_needs_a_local_wal_dir(s3: S3, tmp_path: Path) -> None:  # noqa: F811
-    from tracevals.collector.config import ConfigError
+    from tracevals.collector.config import CollectorConfigError
     from tracevals.collector.testing import local_config
 
-    with pytest.raises(ConfigError, match=r"exporters\.parquet\.wal\.dir: required when path is an object-store URL"):
+    with pytest.raises(
+        CollectorConfigError, match=r"exporters\.parquet\.wal\.dir: required when path is an object-store URL"
+    ):
         local_config(s3.lake("c"))
     config = local_config(s3.lake("c"), {"exporters": {"parquet": {"wal": {"dir": str(tmp_path / "wal")}}}})
-    assert config.exporter.remote and config.exporter.wal_path == tmp_path / "wal"
-    with pytest.raises(ConfigError, match=r"cannot open a nosuch:// URL"):
+    assert config.exporter.lake.local_folder is None and config.exporter.wal_path == tmp_path / "wal"
+    with pytest.raises(CollectorConfigError, match=r"cannot open a nosuch:// URL"):
         local_config("nosuch://x/y", {"exporters": {"parquet": {"wal": {"dir": str(tmp_path / "wal")}}}})
 
 
-def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(
+    s3: S3,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRACEVALS_COMPACT_RETENTION", "0")  # deleted at once; the retention: test_lake_retention.py
     files = [str(OTLP_DIR / f"{d}.json") for d in DIALECTS]
     lake = s3.lake("compacted")
     for path in files:  # one ingest a file: several files an hour
@@ -295,8 +302,12 @@ def test_a_harness_run_on_s3_keeps_its_cases_and_scores(s3: S3, tmp_path: Path) 
     command = [sys.executable, "-m", "tracevals", "run", "--tasks", "cases.jsonl", "--agent", "my_agent:agent"]
     result = subprocess.run(
         [*command, "--lake", lake, "-k", "2", "--run-id", "r1", "--format", "json", "--concurrency", "1"],
-        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env={**os.environ, "TRACEVALS_COMPACT_RETENTION": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip  (the merged files deleted at once: the retention for readers is test_lake_retention.py's)
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr, result.stderr  # the merge of the run's files (a compaction) too
     assert json.loads(result.stdout)["variants"][0]["pass_at_1"] == 1.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from fixtures.otlp_lakes import CORPUS, DIALECTS, corpus_recordings, fixture_doc
+from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc
 
 from tracevals.collector.conversion.rows import rows_from_request
 from tracevals.collector.otlp_json import parse_json_traces
@@ -150,7 +150,7 @@ def test_every_dialect_rebuilds_the_same_from_the_columns_and_from_the_json(tmp_
     _both_ways(tmp_path, rows, ["span_facts", "steps", "trajectories", "retries", "requested_tool_calls", "runs"])
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared OTLP corpus is not beside this checkout")
+@pytest.mark.needs("corpus")
 def test_the_corpus_rebuilds_the_same_from_the_columns_and_from_the_json(tmp_path: Path) -> None:
     import json
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import base64
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.otlp_lakes import CORPUS, DIALECTS, fixture_doc
+from fixtures.requirements import needing
 from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,16 +60,21 @@ def decoded(doc: dict[str, Any]) -> tuple[bytes, bytes]:
     )
 
 
-def _documents() -> list[tuple[str, dict[str, Any]]]:
-    docs = [(dialect, fixture_doc(dialect)) for dialect in DIALECTS]
-    if CORPUS.is_dir():
-        recordings = [p for p in sorted(CORPUS.rglob("*.json")) if not p.name.endswith(".truth.json")]
-        docs += [(str(p.relative_to(CORPUS)), json.loads(p.read_text())) for p in recordings]
-    return docs
+RECORDINGS = sorted(p for p in CORPUS.rglob("*.json") if not p.name.endswith(".truth.json")) if CORPUS.is_dir() else []
 
 
-@pytest.mark.parametrize(("name", "doc"), _documents(), ids=[name for name, _ in _documents()])
-def test_fixtures_and_corpus_decode_as_protobufs_parser_does(name: str, doc: dict[str, Any]) -> None:
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_fixtures_decode_as_protobufs_parser_does(dialect: str) -> None:
+    doc = fixture_doc(dialect)
+    spans, logs = decoded(doc)
+    assert (spans, logs) == reference(doc)
+    assert spans or logs
+
+
+@pytest.mark.needs("corpus")
+@pytest.mark.parametrize("path", needing("corpus", RECORDINGS, lambda p: str(p.relative_to(CORPUS))))
+def test_corpus_decodes_as_protobufs_parser_does(path: Path) -> None:
+    doc = json.loads(path.read_text())
     spans, logs = decoded(doc)
     assert (spans, logs) == reference(doc)
     assert spans or logs

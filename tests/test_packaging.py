@@ -52,6 +52,21 @@ def test_wheel_installs_only_the_tracevals_package(tmp_path: Path) -> None:
         assert f"tracevals/{stage}/__init__.py" in names
 
 
+# The design card asks for these folders at the repository's root; they are the package's subpackages
+# through symlinks (docs/architecture.md, "The layout on disk").
+ROOT_STAGES = ("collector", "evaluators", "instrumentation", "queries")
+
+
+def test_the_root_stage_folders_are_the_packages_subpackages_through_symlinks() -> None:
+    package = ROOT / "tracevals"
+    links = sorted(p.name for p in package.iterdir() if p.is_symlink())
+    assert links == sorted(ROOT_STAGES), "a symlink in tracevals/ that docs/architecture.md does not explain"
+    for stage in ROOT_STAGES:
+        link = package / stage
+        assert link.readlink() == Path("..") / stage and (ROOT / stage / "__init__.py").is_file()
+        assert not (ROOT / stage).is_symlink()  # the real folder is the root's: tools that skip links see it
+
+
 def test_every_command_has_help_with_examples() -> None:
     for name in COMMANDS:
         command = main.get_command(None, name)  # type: ignore[arg-type]

@@ -12,8 +12,10 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
 from fixtures.plain import plain_rows
 
+from tracevals.lake.lake import Lake, LocalScan
 from tracevals.lake.schema import SPAN_SCHEMA
-from tracevals.queries import LakeError, open_lake, partition_filter, partition_globs, session_lookup, source_sql
+from tracevals.queries import LakeError, open_lake, partition_filter, session_lookup
+from tracevals.queries.sources import local_sql
 from tracevals.spans.normalize import normalize
 from tracevals.spans.rules import unwrap
 
@@ -21,7 +23,7 @@ from tracevals.spans.rules import unwrap
 def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition(tmp_path: Path) -> None:
     # the SQL of a local lake (an s3:// lake is read as pyarrow datasets: tests/test_lake_object_storage.py)
     lake = str(tmp_path / "lake")
-    sql = source_sql(lake + "/", "spans", hive=True)
+    sql = local_sql(LocalScan([f"{lake}/spans/**/*.parquet"], partitioned=True), hive=True)
     assert sql == (
         "SELECT * EXCLUDE (filename), filename AS source_file FROM read_parquet("
         f"['{lake}/spans/**/*.parquet'], hive_partitioning = true, union_by_name = true, "
@@ -31,13 +33,13 @@ def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition(tm
         folder = tmp_path / "lake" / "spans" / f"date={day}" / f"hour={hour:02d}"
         folder.mkdir(parents=True)
         (folder / "part-0.parquet").write_bytes(b"")  # listed, never opened
-    hours = partition_globs(lake, "spans", "2026-11-28T22", "2026-11-29T03")
+    hours = Lake.open(lake).partition_globs("spans", "2026-11-28T22", "2026-11-29T03")
     assert hours == [
         f"{lake}/spans/date=2026-11-28/hour=22/*.parquet",
         f"{lake}/spans/date=2026-11-29/hour=03/*.parquet",
     ]
     where = partition_filter("2026-11-28T22", "2026-11-29T03")
-    ranged = source_sql(lake, "spans", hive=True, where=where, globs=hours)
+    ranged = local_sql(LocalScan(hours, partitioned=True), hive=True, where=where)
     assert ranged.endswith(
         "WHERE (date > DATE '2026-11-28' OR (date = DATE '2026-11-28' AND hour >= 22)) "
         "AND (date < DATE '2026-11-29' OR (date = DATE '2026-11-29' AND hour <= 3))"
@@ -67,9 +69,9 @@ def test_a_local_range_lists_only_the_partitions_in_it(lake: Path) -> None:
         part.mkdir(parents=True)
         (part / "part-1.parquet").write_bytes(b"")
     (lake / "spans" / "date=2026-11-28" / "hour=07").mkdir()  # empty: nothing to read
-    globs = partition_globs(str(lake), "spans", "2026-11-28", "2026-11-28T06")
+    globs = Lake.open(lake).partition_globs("spans", "2026-11-28", "2026-11-28T06")
     assert [Path(g).parent.name for g in globs] == ["hour=00", "hour=05"]
-    assert partition_globs(str(lake), "spans") == [f"{lake}/spans/**/*.parquet"]
+    assert Lake.open(lake).partition_globs("spans") == [f"{lake}/spans/**/*.parquet"]
 
 
 def test_session_lookup_reads_one_session(tmp_path: Path) -> None:

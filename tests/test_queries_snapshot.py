@@ -17,8 +17,9 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest_fixture, ingest_scrambled, moved
 
 from tracevals import env
+from tracevals.lake.lake import Lake
 from tracevals.queries import VIEW_NAMES, open_lake
-from tracevals.queries.lake import LakeError, is_small, shared_views, views_read_by
+from tracevals.queries.connection import LakeError, is_small, shared_views, views_read_by
 from tracevals.queries.selection import Selection, select_sessions
 
 
@@ -50,10 +51,10 @@ def lakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_every_view_of_a_snapshot_equals_the_live_view(lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     lake = lakes["mixed"]
-    assert is_small(str(lake))
+    assert is_small(Lake.open(lake))
     snap = open_lake(lake)
     monkeypatch.setenv(env.SNAPSHOT_MB, "0")
-    assert not is_small(str(lake))
+    assert not is_small(Lake.open(lake))
     live = open_lake(lake)
     shared = shared_views(VIEW_NAMES)  # computed once at open; the others read them
     assert {"span_facts", "attempts", "message_parts", "steps"} <= shared and "sessions" not in shared

@@ -8,8 +8,6 @@ browser is genuinely absent, and says so loudly; with TRACEVALS_REQUIRE_CHROMIUM
 from __future__ import annotations
 
 import json
-import os
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,47 +15,22 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fixtures.browser import CHROMIUM, FLAGS
+from fixtures.demo_run import shared_demo
+from fixtures.requirements import need
 
 from tracevals.cli import main
-
-CHROMIUM = Path(os.environ.get("TRACEVALS_CHROMIUM", "/usr/bin/chromium"))
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def _require_chromium() -> None:
-    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
-        return
-    message = (
-        f"CHROMIUM NOT FOUND AT {CHROMIUM}: THE HTML REPORT ACCEPTANCE TEST DID NOT RUN. "
-        "Install it with scripts/install-chromium.sh (make test does) or set TRACEVALS_CHROMIUM."
-    )
-    if os.environ.get("TRACEVALS_REQUIRE_CHROMIUM") == "1":
-        pytest.fail(message)
-    warnings.warn(message, stacklevel=2)
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo-html")
-    result = CliRunner().invoke(main, ["demo", "--out", str(out), "-k", "3", "--seed", "2", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["reports"]["html"] == str(out / "report.html")
-    return out
+    return shared_demo(tmp_path_factory)  # built once per test run (the UI's browser test reads it too)
 
 
 @contextmanager
 def opened(path: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
     """`path` in headless Chromium at 1,280 x 900: (the tab, the console errors, the URLs requested)."""
-    _require_chromium()
+    need("chromium")
     from playwright.sync_api import sync_playwright  # a dev dependency: missing means a broken set-up, not a skip
 
     problems: list[str] = []

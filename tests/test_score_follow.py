@@ -23,9 +23,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 import tracevals
 from tracevals.demo import FailureRates, make_profile, order_support_agent, tasks_path
 from tracevals.harness import run_cases
+from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import load_cases
+from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.live import Follower
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
 
@@ -51,8 +53,16 @@ class Clock:
         return self.now
 
 
-def follower(lake: Path, clock: Clock, **kw: Any) -> Follower:
-    return Follower(lake, idle_s=10, clock=clock, write=False, **kw)
+def follower(lake: Path, clock: Clock, sample: tuple[float, int] | None = None, **kw: Any) -> Follower:
+    return Follower(job(lake, sample, write=False), idle_s=10, clock=clock, **kw)
+
+
+def job(lake: Path, sample: tuple[float, int] | None = None, **fields: Any) -> ScoringJob:
+    """The job `score --follow` builds: its sample is the selection's fraction and seed."""
+    from tracevals.queries.selection import Selection
+
+    selection = Selection(fraction=sample[0], seed=sample[1]) if sample else None
+    return ScoringJob(Lake.open(lake), selection=selection, **fields)
 
 
 def scored_sessions(frame: Any) -> set[str]:
@@ -393,7 +403,9 @@ def _varied_lake(lake: Path, follow: Follower, clock: Clock, kept: Callable[[str
         span(f, "b" * 16, None, "agent", "evicted", start_time=_at(1, 7), end_time=_at(1, 8)),
         span(f, "c" * 16, "b" * 16, "session_end", "evicted", start_time=_at(1, 8), end_time=_at(1, 8)),
     ])  # fmt: skip
-    [hour_1] = {p.parent for p in (lake / "spans").rglob("*.parquet") if "hour=10" in str(p)}
+    # the partition of hour 1 (the demo attempts above are in today's partitions, maybe of the same hour)
+    at = _at(1)
+    [hour_1] = {p.parent for p in (lake / "spans" / f"date={at:%Y-%m-%d}" / f"hour={at:%H}").glob("*.parquet")}
     (hour_1 / "part-corrupt.parquet").write_bytes(b"PAR1 not really")
     assert scored_sessions(follow.poll()) == expect("split", "evicted")
     writer.write_rows([  # the late write of "late"
@@ -428,7 +440,7 @@ def test_live_scores_equal_offline_scores_row_for_row(
 
     tasks = load_cases(tasks_path())
     clock = Clock()
-    follow = Follower(lake, tasks=tasks, idle_s=10, retain_s=30, clock=clock, sample=sample)
+    follow = Follower(job(lake, sample, tasks=tasks), idle_s=10, retain_s=30, clock=clock)
     with caplog.at_level("WARNING", logger="tracevals.queries.live_source"):
         _varied_lake(lake, follow, clock, kept=lambda s: sample is None or session_sampled(s, *sample))
     assert any("part-corrupt" in r.getMessage() for r in caplog.records)

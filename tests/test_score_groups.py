@@ -23,11 +23,15 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection, find_crossing, plan_groups
-from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun, score_connection, score_lake
+from tracevals.queries.groups import find_crossing, plan_groups
+from tracevals.queries.selection import Selection
+from tracevals.scoring.job import SESSION_MARGIN
+from tracevals.scoring.offline import score_connection, score_lake
+from tracevals.scoring.results import ScoringRun
 from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
@@ -162,7 +166,7 @@ def test_groups_of_a_few_rows_score_as_the_whole_lake(varied: Path, name: str) -
 
 
 def test_the_plan_sets_apart_exactly_the_sessions_that_cross_blocks(varied: Path, tmp_path: Path) -> None:
-    plan = plan_groups(str(varied), max_rows=90)  # blocks of whole hours: 08-09, 10, 11-12
+    plan = plan_groups(Lake.open(varied), max_rows=90)  # blocks of whole hours: 08-09, 10, 11-12
     assert plan is not None
     find_crossing(plan, tmp_path)
     assert plan.crossing is not None and len(plan.groups) > plan.blocks  # crossing groups follow the blocks

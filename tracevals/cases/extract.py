@@ -34,6 +34,8 @@ from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of,
 from tracevals.cases.pseudonyms import Desensitiser
 from tracevals.cases.rules import Rules
 from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
+from tracevals.lake.lake import Lake
+from tracevals.model.errors import UserError
 from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
 from tracevals.report.formatting import umask
@@ -51,7 +53,7 @@ WHERE s.kind = 'tool' AND s.status_message IS NOT NULL AND s.status_message <> '
 """
 
 
-class ExtractError(ValueError):
+class ExtractError(UserError, ValueError):
     """Nothing can be extracted (no content captured, no session in range); the message says what to do."""
 
 
@@ -91,7 +93,7 @@ class Extraction:
 
 
 def extract_cases(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     out: str | os.PathLike[str],
     *,
     since: dt.datetime | None = None,

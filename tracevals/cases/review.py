@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.harness.cassettes import cassette_name
+from tracevals.model.errors import UserError
 from tracevals.model.tasks import cases_from_bytes
 from tracevals.report.formatting import atomic_write
 
 
-class ReviewError(ValueError):
+class ReviewError(UserError, ValueError):
     """The folder is no extracted set, or a decision names a case it does not hold."""
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import duckdb
 
 from tracevals.cases.groups import GROUPS
-from tracevals.cli.output import format_option, lake_option, print_rows
-from tracevals.cli.times import time_range_options
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.times import time_range_options
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.group()
@@ -63,7 +67,7 @@ def cases() -> None:
 @click.option("--force", is_flag=True, help="Overwrite a folder that already holds a case set.")
 @format_option()
 def extract(
-    lake: str,
+    lake: Lake,
     since: datetime | None,
     until: datetime | None,
     out: Path,
@@ -93,7 +97,7 @@ def extract(
     from tracevals.cases.rules import Rules
     from tracevals.lake.paths import LakeError
     from tracevals.model.documents import DocumentError, read_document
-    from tracevals.scoring.lake_data import SelectionError
+    from tracevals.queries.selection import SelectionError
 
     chosen = [g.strip() for g in groups.split(",") if g.strip()]
     unknown = [g for g in chosen if g not in GROUPS]

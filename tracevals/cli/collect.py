@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, print_rows
-from tracevals.collector.config import CollectorConfig, ConfigError, load_config, parse_config
+from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError
 
@@ -37,7 +37,7 @@ def _load(config: str | None) -> CollectorConfig:
         if config is None and not Path(DEFAULT_CONFIG).is_file():
             return parse_config(_DEFAULTS, "<built-in defaults>")
         return load_config(config or DEFAULT_CONFIG)
-    except ConfigError as exc:
+    except CollectorConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -47,7 +47,7 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
         parts.append(f"otlp/grpc={config.grpc.host}:{grpc_port if grpc_port is not None else config.grpc.port}")
     if config.http:
         parts.append(f"otlp/http={config.http.host}:{http_port if http_port is not None else config.http.port}")
-    return f"{' '.join(parts)} signals={','.join(sorted(config.signals))} lake={config.exporter.path}"
+    return f"{' '.join(parts)} signals={','.join(sorted(config.signals))} lake={config.exporter.lake}"
 
 
 @click.command()
@@ -161,5 +161,5 @@ def _fields(config: Any, grpc_port: int | None = None, http_port: int | None = N
         "grpc": address(config.grpc, grpc_port),
         "http": address(config.http, http_port),
         "signals": ",".join(sorted(config.signals)),
-        "lake": str(config.exporter.path),
+        "lake": str(config.exporter.lake),
     }

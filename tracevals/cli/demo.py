@@ -17,12 +17,12 @@ import click
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from tracevals.cli.output import format_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
 from tracevals.instrumentation import instrument
-from tracevals.lake.paths import PRICES_FILE
+from tracevals.lake.lake import PRICES_FILE, Lake
 from tracevals.lake.run_cases import write_run_cases
 from tracevals.model.tasks import load_cases
 from tracevals.scoring.runs import score_run
@@ -66,33 +66,80 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
       tracevals demo --format json         # the summary as JSON
       tracevals demo --attribute-variance  # the world's flakiness apart from the model's
     """
-    from tracevals.cli.report import report_from_lake
-    from tracevals.demo.agent import order_support_agent
-    from tracevals.report import summary_rows, write_report
+    from tracevals.cli.shared.reports import report_from_lake
+    from tracevals.queries.selection import Selection
+    from tracevals.report import write_report
     from tracevals.report.reliability import lake_rows
-    from tracevals.report.reliability_view import reliability_json
-    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
-    from tracevals.scoring.lake_data import Selection
     from tracevals.scoring.store import write_step_reliability
-    from tracevals.simulator import SimulatedModelServer
 
     console = Console(stderr=True)
     out = Path(out_dir)
-    lake = out / "lake"
-    lake.mkdir(parents=True, exist_ok=True)
+    lake = Lake.open(out / "lake")
+    lake.prepare()
     cases = load_cases(bundled_tasks())
     run_id = f"demo-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-s{seed}"
     models = {v: f"order-support-{v}" for v in VARIANTS}
     # The simulated models are priced like a small hosted model, so that the demo's cost figures mean
     # something: as the lake's own price table, which every command that reads this lake uses.
     prices = {model: {"input": 0.15, "output": 0.60} for model in models.values()}
-    (lake / PRICES_FILE).write_text(json.dumps(prices, indent=1) + "\n", encoding="utf-8")
+    lake.write_bytes(PRICES_FILE, (json.dumps(prices, indent=1) + "\n").encode())
     write_run_cases(lake, run_id, bundled_tasks().read_bytes(), "bundled order-support cases")
     if attribute_variance:
         _attribute(out, run_id, cases, k, seed, concurrency, models["baseline"], console, fmt)
         return
 
     started = time.perf_counter()
+    _run_variants(lake, run_id, cases, k, seed, concurrency, models, console)
+    run_seconds = time.perf_counter() - started
+
+    scored = score_run(lake, run_id, cases)
+    trajectories, scores = scored.trajectories, scored.scores
+    # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
+    meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
+    data = report_from_lake(
+        lake,
+        Selection(runs=(run_id,)),
+        None,
+        k=k,
+        baseline="baseline",
+        candidate="candidate",
+        meta=meta,
+        vary=("model",),  # the two variants are two models: the variable under test
+    )
+    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
+    paths = {
+        "csv": write_report(out / "report.csv", data),
+        "markdown": write_report(out / "report.md", data),
+        "json": write_report(out / "report.json", data),
+        "html": write_report(out / "report.html", data),
+    }
+
+    _print_demo(
+        data,
+        run_id,
+        len(cases),
+        k,
+        fmt,
+        lake,
+        paths,
+        f"{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.",
+    )
+
+
+def _run_variants(
+    lake: Lake,
+    run_id: str,
+    cases: list[Any],
+    k: int,
+    seed: int,
+    concurrency: int,
+    models: dict[str, str],
+    console: Console,
+) -> None:
+    """Every case k times for each variant, against the simulated model, into the lake."""
+    from tracevals.demo.agent import order_support_agent
+    from tracevals.simulator import SimulatedModelServer
+
     with SimulatedModelServer() as server:
         telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
         try:
@@ -113,32 +160,18 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
                     )
         finally:
             telemetry.shutdown()
-    run_seconds = time.perf_counter() - started
 
-    scored = score_run(lake, run_id, cases)
-    trajectories, scores = scored.trajectories, scored.scores
-    # The same path as `tracevals report --run`: what the demo prints is what a later report shows.
-    meta: dict[str, Any] = {"seed": seed, "cases": len(cases), "tasks_file": "bundled order-support cases"}
-    data = report_from_lake(
-        lake,
-        Selection(runs=(run_id,)),
-        None,
-        k=k,
-        baseline="baseline",
-        candidate="candidate",
-        meta=meta,
-        vary=("model",),  # the two variants are two models: the variable under test
-    )
-    write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
+
+def _print_demo(
+    data: Any, run_id: str, cases: int, k: int, fmt: str, lake: Lake, paths: dict[str, Path], done: str
+) -> None:
+    """The demo's figures (the report's data) as JSON, CSV or tables, and where its reports are."""
+    from tracevals.report import summary_rows
+    from tracevals.report.reliability_view import reliability_json
+    from tracevals.report.terminal import environment_lines, regression_table, reliability_tables, summary_table
+
     summaries, comparison = data.summaries, data.comparison
     assert comparison is not None  # both variants ran
-    paths = {
-        "csv": write_report(out / "report.csv", data),
-        "markdown": write_report(out / "report.md", data),
-        "json": write_report(out / "report.json", data),
-        "html": write_report(out / "report.html", data),
-    }
-
     rows = summary_rows(summaries)
     if fmt == "json":
         click.echo(
@@ -168,7 +201,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
         print_rows(list(rows[0]) if rows else [], [list(r.values()) for r in rows], "csv")
         return
     columns, table = summary_table(summaries)
-    print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts per variant")
+    print_rows(columns, table, "table", title=f"run {run_id}: {cases} cases x {k} attempts per variant")
     for title, head, body in reliability_tables(data.reliability):
         print_rows(head, body, "table", title=title)
     head, regress = regression_table(comparison)
@@ -177,7 +210,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
     click.echo(comparison.statement)
     for line in environment_lines(data.reliability):
         click.echo(line)
-    click.echo(f"\n{len(trajectories)} attempts in {run_seconds:.1f}s; {len(scores)} scores.")
+    click.echo(f"\n{done}")
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
     for name, path in paths.items():
         click.echo(f"{name + ':':<8} {path}")
@@ -192,27 +225,28 @@ def _attribute(
     out: Path, run_id: str, cases: Any, k: int, seed: int, concurrency: int, model: str, console: Console, fmt: str
 ) -> None:
     """`demo --attribute-variance`: the baseline model in the flaky world, at the three levels."""
-    from tracevals.cli.variance import print_attribution, run_attribution, score_attribution
+    from tracevals.cli.shared.variance import print_attribution, run_attribution, score_attribution
     from tracevals.demo.agent import order_support_agent
     from tracevals.harness.faults import load_fault_profile
     from tracevals.harness.interceptor import RunPlan
+    from tracevals.lake.names import under
     from tracevals.simulator import SimulatedModelServer
 
     if k < 2:
         raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
-    lake = out / "lake"
+    lake = Lake.open(out / "lake")
     plan = RunPlan(faults=tuple(load_fault_profile(flaky_world_path())))
     environment = {"tasks_sha256": file_digest(bundled_tasks()), "faults": file_digest(flaky_world_path())}
     with SimulatedModelServer() as server:
         telemetry = instrument(lake=lake, capture_content=True, service_name="tracevals-demo")
         try:
             run_attribution(
-                order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=str(lake),
-                work=out / "cassettes" / run_id, base=plan, seed=seed, concurrency=concurrency,
+                order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=lake,
+                work=under(out / "cassettes", run_id), base=plan, seed=seed, concurrency=concurrency,
                 settings={"base_url": server.base_url, "model": model}, done=(), flush=None,
                 environment={key: v for key, v in environment.items() if v}, console=console,
             )  # fmt: skip
         finally:
             telemetry.shutdown()
-    result = score_attribution(str(lake), run_id, cases, "baseline", k)
-    print_attribution(result, run_id, str(lake), "baseline", fmt)
+    result = score_attribution(lake, run_id, cases, "baseline", k)
+    print_attribution(result, run_id, lake, "baseline", fmt)

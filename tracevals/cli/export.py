@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
-from tracevals.cli.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.command()
@@ -38,7 +42,7 @@ from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 @click.option("--memory-limit", default=None, help="DuckDB memory_limit of each worker, e.g. 4GB.")
 @format_option()
 @click.argument("view", type=click.Choice(sorted(PER_TRACE_VIEWS)))
-def export(lake: str, out: Path, workers: int, max_spans: int, memory_limit: str | None, fmt: str, view: str) -> None:
+def export(lake: Lake, out: Path, workers: int, max_spans: int, memory_limit: str | None, fmt: str, view: str) -> None:
     """Write every row of VIEW (a view computed per trace) to Parquet files in --out.
 
     \b

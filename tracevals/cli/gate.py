@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 import shlex
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals import env
-from tracevals.cli.output import format_option, print_rows
-from tracevals.cli.production import gate_production, load_production, production_mode
-from tracevals.cli.report import env_options, env_problems, load_report, selection_options
+from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.production import gate_production, load_production, production_mode
+from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 def load_thresholds(path: str | None, overrides: dict[str, Any]) -> GateThresholds:
@@ -91,7 +94,7 @@ def _read_config(path: str) -> dict[str, Any]:
 @env_options
 @format_option()
 def gate(
-    lake: str,
+    lake: Lake,
     runs: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
@@ -194,12 +197,12 @@ def gate(
         raise SystemExit(1)
 
 
-def _hint(lake: str, runs: list[str], baseline: str, candidate: str, tasks_file: str | None) -> str:
+def _hint(lake: Lake, runs: list[str], baseline: str, candidate: str, tasks_file: str | None) -> str:
     """The report command that shows what the gate judged: the same runs, all of them, and the same cases."""
     run = "".join(f" --run {shlex.quote(r)}" for r in runs)
     tasks = f" --tasks {shlex.quote(tasks_file)}" if tasks_file else ""
     return (
-        f"tracevals report --lake {shlex.quote(lake)}{run}{tasks} --baseline {shlex.quote(baseline)} "
+        f"tracevals report --lake {shlex.quote(str(lake))}{run}{tasks} --baseline {shlex.quote(baseline)} "
         f"--candidate {shlex.quote(candidate)} --out gate-report.html"
     )
 

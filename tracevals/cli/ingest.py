@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pyarrow as pa
 
-from tracevals.cli.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
 from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
@@ -29,8 +29,11 @@ from tracevals.collector.otlp_json import (
     parse_json_traces,
 )
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
-from tracevals.lake.schema import LOG_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA, empty_table
 from tracevals.lake.writer import LakeWriter
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 # resourceSpans / resourceLogs, their proto names, and Tempo's `batches`
 _TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "resource_logs")
@@ -53,7 +56,7 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
-        return _checked(spans_table(request), request), LOG_SCHEMA.empty_table(), "otlp-proto"
+        return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     found = "otlp-json"
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and "resourceSpans" not in doc:
@@ -149,7 +152,7 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
     help="What the files are; auto detects OTLP/JSON, OTLP protobuf (.pb), Jaeger JSON and Tempo JSON.",
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def ingest(lake: str, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
+def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b

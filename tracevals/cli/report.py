@@ -1,214 +1,24 @@
 """`tracevals report`: the reliability report of a lake selection, as HTML, Markdown, CSV or JSON.
 
-The selection options and `load_report` are shared with `tracevals gate`, so a gate verdict and
-the report a person opens to understand it always count the same attempts.
+The selection options and `load_report` (`cli/shared/reports.py`) are shared with `tracevals gate`, so a
+gate verdict and the report a person opens to understand it always count the same attempts.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals import env
-from tracevals.cli.output import format_option, lake_option, print_rows
-from tracevals.cli.production import load_production, production_mode, report_production
-from tracevals.cli.times import time_range_options
-from tracevals.model.case import Case
+from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.production import load_production, production_mode, report_production
+from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def selection_options(func: F) -> F:
-    """--lake, --run, --since, --until, --sample, --seed, --tasks, -k, --z: which attempts, and how to count."""
-    options = [
-        lake_option("The lake directory (holds spans/ and scores/). Env: TRACEVALS_LAKE."),
-        click.option(
-            "--run",
-            "runs",
-            multiple=True,
-            envvar=env.RUN,
-            help="Run id (repeatable). Default: the latest run, or every run in --since/--until.",
-        ),
-        time_range_options(),
-        click.option(
-            "--sample",
-            type=click.FloatRange(0.0, 1.0, min_open=True),
-            envvar=env.SAMPLE,
-            help="Keep this fraction of sessions (a stable hash: whole sessions only). Default: all, or the "
-            "sample the stored scores record.",
-        ),
-        click.option(
-            "--seed",
-            "sample_seed",
-            type=int,
-            default=0,
-            show_default=True,
-            envvar=env.SEED,
-            help="Seed of the sample (the same sessions as `tracevals score --sample F --seed N`).",
-        ),
-        click.option(
-            "--tasks",
-            "tasks_file",
-            type=click.Path(dir_okay=False),
-            envvar=env.TASKS,
-            help="Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
-        ),
-        click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
-        click.option(
-            "--z",
-            type=click.FloatRange(0.0, min_open=True),
-            default=1.96,
-            show_default=True,
-            help="z of every Wilson interval (1.96 = 95%, 2.576 = 99%).",
-        ),
-        click.option(
-            "--production",
-            is_flag=True,
-            help="Report production sessions (no harness run), per service / agent / day, the night against "
-            "the days before. Default when the lake holds no harness run. Range default: the last 7 days.",
-        ),
-        click.option(
-            "--alpha",
-            type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-            default=0.05,
-            show_default=True,
-            help="Production: the one-sided significance of the night's fall (Fisher exact test).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def env_options(func: F) -> F:
-    """--vary, --strict-env: what is under test, and whether anything else differing is an error."""
-    func = click.option(
-        "--strict-env",
-        is_flag=True,
-        help="Fail (exit 1) when baseline and candidate differ in anything --vary does not name, or a "
-        "variant's attempts ran in more than one environment (model, system prompt, tools, commit, ...).",
-    )(func)
-    func = click.option(
-        "--vary",
-        multiple=True,
-        metavar="KEY",
-        help="What is under test, expected to differ between baseline and candidate: an environment key or "
-        "its start (model, system, tools, temperature, commit, lock, faults ...). Repeatable.",
-    )(func)
-    return func
-
-
-def load_report(
-    lake: str,
-    runs: tuple[str, ...],
-    since: datetime | None,
-    until: datetime | None,
-    sample: float | None,
-    sample_seed: int,
-    tasks_file: str | None,
-    k: int | None,
-    z: float,
-    baseline: str | None = None,
-    candidate: str | None = None,
-    vary: tuple[str, ...] = (),
-) -> Any:
-    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
-    import duckdb
-
-    from tracevals.lake.run_cases import RunCasesConflict, digest
-    from tracevals.model.tasks import TaskFileError, cases_from_bytes
-    from tracevals.queries import LakeError
-    from tracevals.scoring.lake_data import Selection, SelectionError
-
-    if (baseline is None) != (candidate is None):
-        raise click.ClickException("give both --baseline and --candidate, or neither")
-    if baseline is not None and baseline == candidate:
-        raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
-    try:
-        cases, sha = None, None
-        if tasks_file:  # else: the cases each run kept in the lake
-            data = _read_tasks(tasks_file)
-            cases, sha = {c.case_id: c for c in cases_from_bytes(data, tasks_file)}, digest(data)
-        selection = Selection(
-            runs=runs,
-            variants=(baseline, candidate) if baseline and candidate else (),
-            since=since,
-            until=until,
-            sample=sample,
-            seed=sample_seed,
-        )
-        meta = {"tasks_file": tasks_file} if tasks_file else {}
-        return report_from_lake(
-            lake,
-            selection,
-            cases,
-            k=k,
-            z=z,
-            baseline=baseline,
-            candidate=candidate,
-            meta=meta,
-            tasks_sha256=sha,
-            vary=vary,
-        )
-    except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
-        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
-
-
-def _read_tasks(path: str) -> bytes:
-    from tracevals.model.tasks import TaskFileError
-
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise TaskFileError(path, None, f"cannot read the task file: {exc.strerror or exc}") from None
-
-
-def report_from_lake(
-    lake: str | os.PathLike[str],
-    selection: Any,
-    cases: Mapping[str, Case] | None,
-    *,
-    k: int | None = None,
-    z: float | None = None,
-    baseline: str | None = None,
-    candidate: str | None = None,
-    meta: Mapping[str, Any] | None = None,
-    tasks_sha256: str | None = None,
-    vary: tuple[str, ...] = (),
-) -> Any:
-    """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
-    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
-    from tracevals.report import build_report
-    from tracevals.scoring.lake_data import load_lake_data
-    from tracevals.stats import Z95
-
-    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
-    for note in data.provenance.get("notes", []):
-        click.echo(f"tracevals: {note}", err=True)
-    built = build_report(
-        data.trajectories,
-        data.scores,
-        data.cases,
-        {**data.provenance, "lake": os.fspath(lake), **dict(meta or {})},
-        k=k,
-        z=Z95 if z is None else z,
-        baseline=baseline,
-        candidate=candidate,
-        prices=data.prices,
-        environments=data.environments,
-        vary=vary,
-    )
-    for note in built.reliability.notes if built.reliability is not None else []:
-        click.echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
-    return built
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 
 @click.command()
@@ -225,7 +35,7 @@ def report_from_lake(
 @env_options
 @format_option()
 def report(
-    lake: str,
+    lake: Lake,
     runs: tuple[str, ...],
     since: datetime | None,
     until: datetime | None,
@@ -309,17 +119,6 @@ def report(
         click.echo(line)
     click.echo(f"{kind} report: {Path(path)}")
     _strict(data, strict_env)
-
-
-def env_problems(data: Any) -> list[str] | None:
-    """What --strict-env refuses in a report's data; None when no two variants were compared."""
-    rel = data.reliability
-    if rel is None or rel.env_comparison is None:
-        if rel is not None and len(rel.environments) == 1:  # one variant: it must still be one environment
-            only = next(iter(rel.environments.values()))
-            return [f"{only.variant}'s attempts ran with more than one {k}" for k in only.mixed]
-        return None
-    return rel.env_comparison.problems()
 
 
 def _strict(data: Any, strict_env: bool) -> None:

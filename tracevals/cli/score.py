@@ -7,16 +7,21 @@ import math
 import os
 import signal
 import sys
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import click
 import polars as pl
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.output import format_option, lake_option, print_rows
-from tracevals.cli.times import time_range_options
+from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.times import time_range_options
+from tracevals.lake import clock
+from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator", "passed", "score", "reason"]
 
@@ -64,15 +69,15 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
 )
 @click.option(
     "--engine",
-    type=click.Choice(["local", "ray", "spark"]),
-    default="local",
+    type=click.Choice(list(ENGINES)),
+    default=DEFAULT_ENGINE,
     show_default=True,
     help="Where the offline job runs: this machine's processes, or Ray Data / Spark over the same Parquet "
     "(RAY_ADDRESS: a Ray cluster); the same rows (docs/scale.md).",
 )
 @format_option()
 def score(
-    lake: str,
+    lake: Lake,
     tasks_file: str | None,
     config_file: str | None,
     evaluator_names: str | None,
@@ -105,111 +110,81 @@ def score(
       tracevals score --lake lake --config scoring.yaml --since yesterday --until today --sample 0.05 --seed 7
       tracevals score --lake lake --config scoring.yaml --follow --idle 30 --format json
     """
-    from tracevals.evaluators.registry import UnknownEvaluatorError, instances
-    from tracevals.lake.paths import check_lake_dir, has_spans
-    from tracevals.model.tasks import TaskFileError, load_cases
-    from tracevals.queries.lake import LakeError
-    from tracevals.scoring.config import ConfigError, ScoringConfig, load_config
-    from tracevals.scoring.runs import RunCasesConflict, kept_cases
+    from tracevals.queries.selection import Selection
+    from tracevals.scoring.engines import score as score_on
+    from tracevals.scoring.options import build_job
 
-    try:
-        check_lake_dir(lake)
-    except LakeError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        # without --tasks, the cases the lake's harness runs kept (none for production traffic)
-        tasks = load_cases(tasks_file) if tasks_file else (kept_cases(lake).cases or None)
-        config = load_config(config_file) if config_file else ScoringConfig()
-        names = [n.strip() for n in evaluator_names.split(",") if n.strip()] if evaluator_names else config.evaluators
-        evaluators = instances(names)
-    except (TaskFileError, ConfigError, UnknownEvaluatorError, RunCasesConflict) as exc:
-        raise click.ClickException(str(exc)) from None
-    if engine != "local" and (follow or emit_otlp):
+    lake.check()
+    if engine != DEFAULT_ENGINE and (follow or emit_otlp):
         raise click.ClickException(
-            f"--engine {engine} scores offline and writes scores/; --follow and --emit-otlp run locally"
+            f"--engine {engine} scores offline and writes scores/; --follow and --emit-otlp run on this machine"
         )
     emitter = _emitter() if emit_otlp else None
     try:
-        if follow:
-            _follow(lake, tasks, config, evaluators, idle, interval, sample, seed, emitter, not no_write, fmt,
-                    max_file_rows)  # fmt: skip
-            return
-        from tracevals.queries.selection import Selection
-        from tracevals.scoring.offline import score_lake
-
+        now = clock.now()
+        horizon = clock.horizon(now)
+        late = timedelta(seconds=clock.late_seconds()) if since is not None and engine == DEFAULT_ENGINE else None
         selection = Selection(
             since=since,
-            until=until,
+            until=clock.capped(until, now),  # the reader's clock: nothing a skewed client stamped ahead
             fraction=sample,
             seed=seed,
+            late=late,  # sessions of the day before `since` that arrived after the run that covered it
         )
-        try:
-            if engine != "local":
-                run = _score_on_engine(engine, lake, tasks, config, evaluators, selection, not no_write, not summary,
-                                       workers or _cores())  # fmt: skip
-            else:
-                run = score_lake(
-                    lake,
-                    tasks=tasks,
-                    config=config,
-                    evaluators=evaluators,
-                    selection=selection,
-                    write=not no_write,
-                    sinks=[emitter] if emitter is not None else [],  # a group of sessions at a time
-                    keep_scores=not summary,
-                    workers=workers or _cores(),
-                )
-        except LakeError as exc:
-            raise click.ClickException(str(exc)) from None
-        if run.traces == 0 and not has_spans(lake):
+        job = build_job(
+            lake,
+            tasks_file=tasks_file,
+            config_file=config_file,
+            evaluators=evaluator_names,
+            selection=selection,
+            write=not no_write,
+            sinks=(emitter,) if emitter is not None else (),  # a group of sessions at a time
+            keep_scores=not summary,
+            workers=workers or _cores(),
+        )
+        if follow:
+            _follow(job, idle, interval, fmt, max_file_rows)
+            return
+        run = score_on(job, engine)
+        if run.traces == 0 and not lake.has_spans():
             raise click.ClickException(
                 f"the lake {lake} holds no spans: nothing to score (is the agent or collector writing to another "
                 "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
             )
-        if summary:
-            table = run.summary()
-            print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
-        else:
-            _print(run.scores, fmt, summary)
-        where = f"; written to {run.written}" if run.written else ""
-        if len(run.files) > 1:
-            where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
-        console = Console(stderr=True)
-        if run.traces == 0:
-            console.print(f"warning: no trace of {lake} is in the selection ({_range(since, until)})", highlight=False)
-        console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
+        _print_run(run, lake, fmt, summary, _range(since, until))
+        _say_odd_times(lake, horizon, since, Console(stderr=True))
     finally:
         if emitter is not None:
             emitter.shutdown()
 
 
-def _score_on_engine(
-    engine: str,
-    lake: str,
-    tasks: Any,
-    config: Any,
-    evaluators: Any,
-    selection: Any,
-    write: bool,
-    keep_scores: bool,
-    workers: int,
-) -> Any:
-    """`score_lake` on Ray or Spark (imported only when chosen; a missing package is one line)."""
-    from tracevals.scoring.engine import EngineMissing
-
-    if engine == "ray":
-        from tracevals.scoring.engine_ray import score_lake_ray as run_on
+def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> None:
+    """The run's rows (or its counts per evaluator, with --summary) on stdout; what was written, on stderr."""
+    if summary:
+        table = run.summary()
+        print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
     else:
-        from tracevals.scoring.engine_spark import score_lake_spark as run_on
-    try:
-        return run_on(lake, tasks=tasks, config=config, evaluators=evaluators, selection=selection, write=write,
-                      keep_scores=keep_scores, workers=workers)  # fmt: skip
-    except EngineMissing as exc:
-        raise click.ClickException(str(exc)) from None
+        _print(run.scores, fmt, summary)
+    where = f"; written to {run.written}" if run.written else ""
+    if len(run.files) > 1:
+        where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
+    console = Console(stderr=True)
+    if run.traces == 0:
+        console.print(f"warning: no trace of {lake} is in the selection ({selected})", highlight=False)
+    console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
 
 
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _say_odd_times(lake: Lake, horizon: datetime, since: datetime | None, console: Console) -> None:
+    """The data-quality finding of `lake.clock`: odd span times, counted, one warning line each."""
+    from tracevals.queries import open_lake
+    from tracevals.queries.time_quality import time_quality
+
+    for finding in time_quality(open_lake(lake, views=()), horizon, since).findings:
+        console.print(f"warning: data quality: {finding}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:
@@ -225,21 +200,9 @@ def _emitter() -> Any:
     return EvaluationEmitter()
 
 
-def _follow(
-    lake: str,
-    tasks: Any,
-    config: Any,
-    evaluators: Any,
-    idle: float,
-    interval: float,
-    sample: float | None,
-    seed: int,
-    emitter: Any,
-    write: bool,
-    fmt: str,
-    max_file_rows: int | None = None,
-) -> None:
-    from tracevals.queries.lake import LakeError
+def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int | None = None) -> None:
+    from dataclasses import replace
+
     from tracevals.scoring.live import Follower
 
     stopping: list[int] = []
@@ -263,25 +226,22 @@ def _follow(
             click.echo(plain_table(scores))
         sys.stdout.flush()
 
-    sinks: list[Any] = [show] + ([emitter] if emitter is not None else [])
-    try:
-        follower = Follower(
-            lake,
-            tasks=tasks,
-            config=config,
-            evaluators=evaluators,
-            idle_s=idle,
-            sample=(sample, seed) if sample is not None else None,
-            write=write,
-            sinks=sinks,
-        )
-    except LakeError as exc:  # a lake --follow cannot follow (object storage): one line
-        raise click.ClickException(str(exc)) from None
+    follower = Follower(replace(job, sinks=(show, *job.sinks)), idle_s=idle)  # a lake on object storage: one line
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     if max_file_rows:
         follower.max_file_rows = max_file_rows
+
+    def future(partitions: list[Any]) -> None:
+        where = ", ".join(f"{p.parent.name}/{p.name}" for p in partitions[-3:])
+        Console(stderr=True).print(
+            f"warning: data quality: {len(partitions)} more partitions hold spans that start after the reader's "
+            f"clock plus the skew allowance ({where}): future-dated, not scored",
+            highlight=False, soft_wrap=True, markup=False,
+        )  # fmt: skip
+
+    follower.on_future = future
     follower.prepare()
-    Console(stderr=True).print(f"following {lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
+    Console(stderr=True).print(f"following {job.lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:
         follower.run(interval_s=interval, stop=lambda: bool(stopping))
     finally:

@@ -6,6 +6,7 @@ import re
 from contextlib import redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import duckdb
@@ -13,11 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals import env
-from tracevals.cli.output import FORMATS, lake_option, print_rows, table_rows
-from tracevals.cli.times import time_range_options
-from tracevals.queries import LakeError, is_remote, open_lake
-from tracevals.queries.lake import views_read_by
-from tracevals.queries.views import VIEW_NAMES
+from tracevals.cli.shared.output import FORMATS, lake_option, print_rows, table_rows
+from tracevals.cli.shared.times import time_range_options
+from tracevals.queries import LakeError, open_lake
+from tracevals.queries.catalog import VIEW_NAMES
+from tracevals.queries.connection import views_read_by
+
+if TYPE_CHECKING:
+    from tracevals.lake.lake import Lake
 
 # What may run: a SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE, SHOW parse as one), or an
 # EXPLAIN [ANALYZE] of a SELECT. EXPLAIN ANALYZE runs its statement: of a COPY it would write.
@@ -28,7 +32,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
     """Reject anything but a SELECT or an EXPLAIN [ANALYZE] of one (no COPY … TO, EXPORT, ATTACH, INSTALL,
     CREATE, INSERT, SET, PRAGMA, CALL, …, whether alone, after a SELECT, or under EXPLAIN ANALYZE).
 
-    The connection is also sandboxed to the lake (see `tracevals.queries.lake.sandbox`): it can read no
+    The connection is also sandboxed to the lake (see `tracevals.queries.connection.sandbox`): it can read no
     file outside the lake and change no setting; what can write inside the lake is refused here, before
     anything runs.
     """
@@ -61,13 +65,6 @@ def _explained(con: duckdb.DuckDBPyConnection, text: str) -> str:
     return "SELECT" if kinds == ["SELECT"] else f"EXPLAIN of {' + '.join(kinds) or 'nothing'}"
 
 
-def _inside(path: Path, lake: str) -> bool:
-    if is_remote(lake):
-        return False
-    root, target = Path(lake).resolve(), path.resolve()
-    return target == root or root in target.parents
-
-
 @click.command()
 @lake_option("The lake: a directory (holds spans/, logs/, scores/) or an s3:// prefix.")
 @click.option(
@@ -87,7 +84,7 @@ def _inside(path: Path, lake: str) -> bool:
 )
 @time_range_options("Only the hour partitions of spans starting")
 @click.argument("query")
-def sql(lake: str, fmt: str, out: Path | None, since: datetime | None, until: datetime | None, query: str) -> None:
+def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: datetime | None, query: str) -> None:
     """Run QUERY (SQL text, or a path to a .sql file) over the views of a lake.
 
     \b
@@ -109,7 +106,7 @@ def sql(lake: str, fmt: str, out: Path | None, since: datetime | None, until: da
         query = Path(text).read_text(encoding="utf-8")
     if fmt == "parquet" and out is None:
         raise click.ClickException("--format parquet writes a file: add --out FILE.parquet")
-    if out is not None and _inside(out, lake):
+    if out is not None and lake.contains(out):
         raise click.ClickException(f"--out {out} is inside the lake; write the result somewhere else")
     try:
         # open_lake's bounds are inclusive hours: the last hour read is the one just before `until`

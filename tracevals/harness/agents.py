@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracevals.harness.attempts import AgentFn
+from tracevals.model.errors import UserError
 
 
-class AgentLoadError(Exception):
+class AgentLoadError(UserError):
     """The `module:function` reference cannot be loaded; the message says why and how to fix it."""
 
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from tracevals.model import attributes as tv
 from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.errors import UserError
 
 
-class InjectionError(ValueError):
+class InjectionError(UserError, ValueError):
     """An injection spec is invalid; the message names where and what."""
 
 

@@ -35,13 +35,14 @@ from tracevals.instrumentation.tools import ToolError
 from tracevals.model import attributes as tv
 from tracevals.model.attempt import derive_seed
 from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.errors import UserError
 from tracevals.model.faults import FAULT_ALIASES, FAULT_RULE_KEYS, FAULT_TYPES, canonical_fault
 
 ALIASES = FAULT_ALIASES  # the vocabulary is the model's (tracevals/model/faults.py), one for every file
 _RULE_KEYS = FAULT_RULE_KEYS
 
 
-class FaultProfileError(ValueError):
+class FaultProfileError(UserError, ValueError):
     """A fault profile is invalid; the message names the file, the rule and the field."""
 
 

@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tracevals.lake.paths import is_remote
-from tracevals.lake.writer import write_bytes_atomically
+from tracevals.lake.lake import Lake
+from tracevals.model.errors import UserError
 
 RUN_CASES_DIR = "run_cases"
 
 
-class RunCasesConflict(ValueError):
+class RunCasesConflict(UserError, ValueError):
     """A run id already ran other cases; one line for the user."""
 
 
@@ -38,46 +36,26 @@ class RunCases:
     text: str  # the task file's content (JSONL)
 
 
-def _path(lake: str | os.PathLike[str], run_id: str) -> Path:
-    return Path(lake) / RUN_CASES_DIR / f"{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.json"
-
-
 def _name(run_id: str) -> str:
     return f"{RUN_CASES_DIR}/{hashlib.sha256(run_id.encode()).hexdigest()[:32]}.json"
 
 
-def _read_doc(lake: str | os.PathLike[str], run_id: str) -> dict[str, Any] | None:
-    """The run's kept document, local or on object storage (`lake_filesystem`); None when there is none."""
-    text: str | None
-    if is_remote(os.fspath(lake)):
-        from tracevals.lake.storage import read_text
-
-        text = read_text(os.fspath(lake), _name(run_id))
-    else:
-        try:
-            text = _path(lake, run_id).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            text = None
-    doc: dict[str, Any] | None = None if text is None else json.loads(text)
+def _read_doc(lake: Lake, run_id: str) -> dict[str, Any] | None:
+    """The run's kept document; None when there is none."""
+    doc: dict[str, Any] | None = lake.read_json(_name(run_id))
     return doc
 
 
-def _write_doc(lake: str | os.PathLike[str], run_id: str, doc: dict[str, Any]) -> None:
-    """Write the run's document whole: atomically on disk, one PUT on object storage."""
-    data = json.dumps(doc, ensure_ascii=False).encode()
-    if is_remote(os.fspath(lake)):
-        from tracevals.lake.storage import write_object
-
-        write_object(os.fspath(lake), _name(run_id), data)
-    else:
-        write_bytes_atomically(data, _path(lake, run_id))
+def _write_doc(lake: Lake, run_id: str, doc: dict[str, Any]) -> None:
+    """Write the run's document whole (`Lake.write_bytes`: atomically)."""
+    lake.write_bytes(_name(run_id), json.dumps(doc, ensure_ascii=False).encode())
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_run_cases(lake: str | os.PathLike[str], run_id: str, data: bytes, source: str) -> RunCases:
+def write_run_cases(lake: Lake, run_id: str, data: bytes, source: str) -> RunCases:
     """Keep `data` (a task file's bytes) as run `run_id`'s cases; the same bytes again are fine (a resumed
     run), other bytes raise `RunCasesConflict`."""
     kept = RunCases(run_id, digest(data), source, data.decode("utf-8"))
@@ -94,7 +72,7 @@ def write_run_cases(lake: str | os.PathLike[str], run_id: str, data: bytes, sour
     return kept
 
 
-def check_run_flags(lake: str | os.PathLike[str], run_id: str, variant: str, flags: dict[str, object]) -> None:
+def check_run_flags(lake: Lake, run_id: str, variant: str, flags: dict[str, object]) -> None:
     """Keep `flags` (JSON values) as what variant `variant` of run `run_id` runs with; a resumed run with
     other flags raises `RunCasesConflict` naming the first that changed. Call after `write_run_cases`."""
     doc = _read_doc(lake, run_id)
@@ -115,7 +93,7 @@ def check_run_flags(lake: str | os.PathLike[str], run_id: str, variant: str, fla
             )
 
 
-def read_run_cases(lake: str | os.PathLike[str], run_id: str) -> RunCases | None:
+def read_run_cases(lake: Lake, run_id: str) -> RunCases | None:
     """The cases run `run_id` kept, or None when it kept none."""
     doc = _read_doc(lake, run_id)
     if doc is None:
@@ -123,18 +101,8 @@ def read_run_cases(lake: str | os.PathLike[str], run_id: str) -> RunCases | None
     return RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"]))
 
 
-def all_run_cases(lake: str | os.PathLike[str]) -> list[RunCases]:
+def all_run_cases(lake: Lake) -> list[RunCases]:
     """Every run's kept cases in the lake, by run id."""
-    if is_remote(os.fspath(lake)):
-        from tracevals.lake.storage import list_names, read_text
-
-        texts = [read_text(os.fspath(lake), f"{RUN_CASES_DIR}/{n}") for n in list_names(os.fspath(lake), RUN_CASES_DIR)]
-        docs = [json.loads(t) for t in texts if t is not None]
-    else:
-        folder = Path(lake) / RUN_CASES_DIR
-        paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        docs = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
-    out = []
-    for doc in docs:
-        out.append(RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"])))
+    docs = [lake.read_json(f"{RUN_CASES_DIR}/{name}") for name in lake.list_names(RUN_CASES_DIR)]
+    out = [RunCases(str(d["run_id"]), str(d["sha256"]), str(d["source"]), str(d["cases"])) for d in docs if d]
     return sorted(out, key=lambda r: r.run_id)

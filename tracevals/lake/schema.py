@@ -37,7 +37,7 @@ RAW_FIELDS = [
     pa.field("service_name", pa.string()),
 ]
 
-# Canonical columns, filled by `tracevals.lake.normalize` (see its NORMALIZER_VERSION).
+# Canonical columns, filled by the normalizer of `tracevals.spans` (see its NORMALIZER_VERSION).
 CANONICAL_FIELDS = [
     pa.field("dialect", pa.string()),  # genai | genai_legacy | openinference | openllmetry | none
     pa.field("normalizer_version", pa.int32()),
@@ -149,3 +149,9 @@ LOG_SCHEMA = pa.schema(
     ],
     metadata={b"tracevals.lake_format_version": str(LAKE_FORMAT_VERSION).encode()},
 )
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of `schema` with no rows. (`pa.Schema.empty_table()` imports pandas, ~0.4 s that a command
+    reading a small lake would otherwise pay for an empty relation.)"""
+    return pa.Table.from_batches([], schema=schema)

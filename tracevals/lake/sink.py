@@ -20,7 +20,6 @@ again what is still staged.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -29,8 +28,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracevals.lake.paths import is_remote
-from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, fsync_path, hour_parts
+from tracevals.lake.lake import Lake
+from tracevals.lake.writer import (
+    ROW_GROUP_ROWS,
+    TABLES,
+    bloom_filter_options,
+    discarded_on_error,
+    fsync_path,
+    hour_parts,
+)
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
@@ -60,7 +66,7 @@ class RotatingParquetSink:
 
     def __init__(
         self,
-        lake: Path | str,
+        lake: Lake,
         compression: str = "zstd",
         compression_level: int | None = None,
         max_rows: int = 500_000,
@@ -71,17 +77,8 @@ class RotatingParquetSink:
     ) -> None:
         if not owner.isalnum():
             raise ValueError(f"owner {owner!r} must be letters and digits (it is part of file names)")
-        self.url: str | None = None  # the lake's URL when it is on object storage
-        if isinstance(lake, str) and is_remote(lake):
-            if staging is None:
-                raise ValueError(f"a lake on object storage ({lake}) needs a local staging folder")
-            from tracevals.lake.storage import lake_filesystem
-
-            self.url = lake
-            self._fs, self._root = lake_filesystem(lake)
-            self.lake = staging  # the files being written; their final keys are under the lake's root
-        else:
-            self.lake = Path(lake)
+        self.target = lake
+        self.lake = lake.staging(staging)  # the files being written (the lake itself, when it is local)
         self.owner = owner
         self.compression = compression
         self.compression_level = compression_level
@@ -126,15 +123,16 @@ class RotatingParquetSink:
             directory.mkdir(parents=True, exist_ok=True)
             stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
             tmp = directory / f".{stem}.{self.owner}.parquet.tmp"
-            final = directory / f"{stem}.parquet" if self.url is None else Path(f"{self._root}/{folder}/{stem}.parquet")
-            writer = pq.ParquetWriter(
-                tmp,
-                TABLES[table_name][0],
-                compression=self.compression,
-                compression_level=self.compression_level,
-                use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
-                bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
-            )
+            final = self.target.final_path(folder, f"{stem}.parquet")
+            with discarded_on_error(tmp):  # not an open file yet: `abort` would not know of it
+                writer = pq.ParquetWriter(
+                    tmp,
+                    TABLES[table_name][0],
+                    compression=self.compression,
+                    compression_level=self.compression_level,
+                    use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
+                    bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
+                )
             open_file = self._open[key] = _OpenFile(writer, tmp, final)
             if self._opened_at is None:
                 self._opened_at = time.monotonic()
@@ -182,16 +180,7 @@ class RotatingParquetSink:
     def publish(self, pairs: list[tuple[Path, Path]]) -> list[Path]:
         """The second half of `commit`: rename the prepared files into place and fsync their folders.
         Idempotent: a pair already renamed is left as it is, so a failed publish can be run again."""
-        directories: set[Path] = set()
-        for tmp, final in pairs:
-            if self.url is not None:
-                self.publish_one(tmp, final)
-                continue
-            if tmp.exists() or not final.exists():
-                os.replace(tmp, final)
-            directories.add(final.parent)
-        for directory in directories:
-            fsync_path(directory)
+        self.target.publish(pairs)
         self.files_committed += len(pairs)
         self.rows_committed += self._prepared_rows
         self._prepared_rows = 0
@@ -201,17 +190,8 @@ class RotatingParquetSink:
         """Make one prepared file visible under its final name (idempotent): rename it into place and fsync
         its folder; on object storage upload it whole, then delete the local copy (a file whose local copy
         is gone is uploaded already). `commits.CommitJournal.recover` finishes interrupted commits with it."""
-        if self.url is None:
-            if tmp.exists():
-                os.replace(tmp, final)
-                fsync_path(final.parent)
-            return
-        if not tmp.exists():
-            return
-        from tracevals.lake.storage import put_file
-
-        put_file(self._fs, tmp, final.as_posix())  # an OSError: the caller retries (the rows stay in the log)
-        tmp.unlink()
+        if tmp.exists():
+            self.target.publish([(tmp, final)])
 
     def abort(self) -> None:
         """Discard every open file (after a failed write: a Parquet writer that failed cannot go on): close

@@ -11,20 +11,20 @@ partial one either, and the write returns (the export succeeds) only after the u
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tracevals.lake.paths import is_remote
+from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 
 
@@ -97,49 +97,28 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
     name = new_file_name()
     tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
     final = directory / name
-    pq.write_table(
-        table,
-        tmp,
-        compression=compression,
-        row_group_size=ROW_GROUP_ROWS,
-        bloom_filter_options=bloom_filter_options(table.schema),
-    )
-    commit(tmp, final)
-    return final
-
-
-def write_lake_file(
-    lake: str | os.PathLike[str],
-    folder: str,
-    table: pa.Table,
-    compression: str = "zstd",
-    filesystem: tuple[pafs.FileSystem, str] | None = None,
-) -> LakeFile:
-    """Write `table` as a new Parquet file in `LAKE/folder` (`spans/date=…/hour=…`, `scores`): on a local lake
-    `write_table_atomically`; on object storage one PUT of the whole file to its final key (no temporary
-    object: S3 has no rename, and an object is visible only once its upload completed). Returns the local
-    path, or the object's URL. Upload errors are `LakeError`s naming the lake and what to fix.
-    `filesystem`: the lake's (filesystem, root) as `storage.lake_filesystem` gave them elsewhere (an
-    engine's worker writes with its driver's, whose AWS_* settings it may not have)."""
-    text = os.fspath(lake)
-    if not is_remote(text):
-        return write_table_atomically(table, Path(text) / folder, compression)
-    from tracevals.lake.storage import join, lake_filesystem, put_table, storage_error, url
-
-    fs, root = filesystem or lake_filesystem(text)
-    path = join(root, folder, new_file_name())
-    try:
-        put_table(
-            fs,
-            path,
+    with discarded_on_error(tmp):
+        pq.write_table(
             table,
+            tmp,
             compression=compression,
             row_group_size=ROW_GROUP_ROWS,
             bloom_filter_options=bloom_filter_options(table.schema),
         )
-    except OSError as exc:
-        raise storage_error(text, exc, f"writing {folder}/ to") from None
-    return ObjectURL(url(text, path))
+        commit(tmp, final)
+    return final
+
+
+@contextlib.contextmanager
+def discarded_on_error(tmp: Path) -> Iterator[None]:
+    """Delete the temporary file `tmp` if the block fails: a write that fails (a full disk) may have created
+    it already, and nobody would delete it before the writer's next start."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def fsync_path(path: Path) -> None:
@@ -162,18 +141,18 @@ def write_bytes_atomically(data: bytes, path: Path) -> Path:
     """Write `data` to `path` as `write_table_atomically` writes Parquet: temp file, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    tmp.write_bytes(data)
-    commit(tmp, path)
+    with discarded_on_error(tmp):
+        tmp.write_bytes(data)
+        commit(tmp, path)
     return path
 
 
 class LakeWriter:
-    """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake: a directory, or an
-    object-store URL (`s3://bucket/prefix`, `write_lake_file`)."""
+    """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake: a `Lake`, or what
+    `Lake.open` takes (a directory, an object-store URL `s3://bucket/prefix`)."""
 
-    def __init__(self, lake: str | os.PathLike[str], compression: str = "zstd") -> None:
-        text = os.fspath(lake)
-        self.lake: Path | str = text if is_remote(text) else Path(text)
+    def __init__(self, lake: LakeLike, compression: str = "zstd") -> None:
+        self.lake = Lake.open(lake)
         self.compression = compression
         self._lock = threading.Lock()
         self.files_written = 0
@@ -193,7 +172,7 @@ class LakeWriter:
         with self._lock:
             for (date, hour), part in hour_parts(table, table_name):
                 folder = f"{table_name}/date={date}/hour={hour}"
-                written.append(write_lake_file(self.lake, folder, part, self.compression))
+                written.append(self.lake.write_table(folder, part, self.compression))
                 self.files_written += 1
                 self.rows_written += part.num_rows
         return written

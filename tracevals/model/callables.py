@@ -11,8 +11,10 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from tracevals.model.errors import UserError
 
-class CallableError(Exception):
+
+class CallableError(UserError):
     """A `module:function` reference that cannot be imported or is not callable."""
 
 

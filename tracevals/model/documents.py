@@ -11,8 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tracevals.model.errors import UserError
 
-class DocumentError(ValueError):
+
+class DocumentError(UserError, ValueError):
     """A document cannot be read or parsed; the message is one line naming the file (and line)."""
 
 
@@ -27,6 +29,11 @@ def read_document(path: str | os.PathLike[str], what: str = "file") -> Any:
         raise DocumentError(f"{source}: cannot read the {what}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise DocumentError(f"{source}: not valid UTF-8 (byte {exc.start + 1})") from None
+    return parse_document(text, source)
+
+
+def parse_document(text: str, source: str) -> Any:
+    """The parsed content of a document's text: JSON when `source` ends in `.json`, else YAML."""
     if source.endswith(".json"):
         try:
             return json.loads(text)

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.env import PRICES as PRICES_ENV
+from tracevals.model.errors import UserError
 
 Prices = Mapping[str, tuple[float, float]]  # model -> (input, output) USD per million tokens
 Usage = tuple[str | None, int, int]  # (model, input tokens, output tokens)
 DATA_FILE = Path(__file__).with_name("prices.json")
 
 
-class PricesError(ValueError):
+class PricesError(UserError, ValueError):
     """A prices file that cannot be used; one line naming the file and what is wrong."""
 
 
@@ -53,6 +54,17 @@ def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     source = str(path)
     try:
         obj = read_document(path, "prices file")
+    except DocumentError as exc:
+        raise PricesError(str(exc)) from None
+    return parse_prices(obj, source)
+
+
+def prices_from_text(text: str, source: str) -> dict[str, tuple[float, float]]:
+    """A price table from the text of a JSON or YAML document named `source` (a lake's `prices.json`)."""
+    from tracevals.model.documents import DocumentError, parse_document
+
+    try:
+        obj = parse_document(text, source)
     except DocumentError as exc:
         raise PricesError(str(exc)) from None
     return parse_prices(obj, source)

@@ -28,13 +28,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.errors import UserError
 from tracevals.model.trajectory import HANDOFF_TOOL
 
 SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "task_case.schema.json"
 _MAX_MESSAGE = 160
 
 
-class TaskFileError(ValueError):
+class TaskFileError(UserError, ValueError):
     """A task file (or one case in it) is not valid; `str()` is one line: `file:line: field 'x': what`."""
 
     def __init__(self, source: str, line: int | None, message: str, field: str | None = None) -> None:

@@ -27,6 +27,7 @@ from referencing import Registry, Resource
 
 from tracevals.model.case import Case
 from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.errors import UserError
 from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
 
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
@@ -35,7 +36,7 @@ CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
 _MERGED_BY_KEY = ("budgets", "tool_schemas", "tool_effects", "retry_policy", "prices")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A scoring config that cannot be used; `str()` is one line: `file: field 'x': what`."""
 
     def __init__(self, source: str, message: str, field: str | None = None) -> None:

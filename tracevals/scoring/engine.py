@@ -24,30 +24,28 @@ tests/test_engine_ray.py).
 from __future__ import annotations
 
 import datetime as dt
-import glob
-import importlib
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 
 from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import is_remote, partition_globs
+from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import bucket
-from tracevals.lake.schema import SCORE_SCHEMA
+from tracevals.lake.schema import SCORE_SCHEMA, empty_table
 from tracevals.model.case import Case
+from tracevals.model.errors import UserError
+from tracevals.queries.groups import components
 from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
-from tracevals.queries.selection import Selection, _components
+from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.offline import ScoringRun, _tally, score_connection
+from tracevals.scoring.offline import score_connection
+from tracevals.scoring.results import ScoringRun, tally
 
 PricesT = Mapping[str, tuple[float, float]]
 
@@ -61,7 +59,7 @@ LOG_COLUMNS: pa.Schema = empty_logs().schema
 BUCKET_SALT = "engine:"
 
 
-class EngineMissing(RuntimeError):
+class EngineMissing(UserError, RuntimeError):
     """A distributed engine's package is not installed (the message says how to install it)."""
 
 
@@ -102,7 +100,7 @@ def session_keys(rows: pa.Table) -> pa.Table:
         con.close()
     key = keys.column("key")
     if edges:
-        joined = _components(edges)
+        joined = components(edges)
         key = pa.chunked_array([pa.array([joined.get(k, k) for k in key.to_pylist()], pa.string())])
     return pa.table({"trace_id": keys.column("trace_id").cast(pa.string()), "session_key": key.cast(pa.string())})
 
@@ -269,61 +267,12 @@ def _unrestrict(con: duckdb.DuckDBPyConnection) -> None:
 # ---------------------------------------------------------------- which files a job reads (the engines' I/O)
 
 
-def lake_filesystem(lake: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and the lake's root path on it: `tracevals.lake.storage.lake_filesystem` when
-    this version has it (object storage), else the local filesystem (or pyarrow's for a URL)."""
-    try:
-        storage = importlib.import_module("tracevals.lake.storage")
-    except ImportError:
-        storage = None
-    if storage is not None and hasattr(storage, "lake_filesystem"):
-        fs, root = storage.lake_filesystem(lake)
-        return fs, str(root)
-    if is_remote(lake):
-        fs, root = pafs.FileSystem.from_uri(lake)
-        return fs, root
-    return pafs.LocalFileSystem(), os.path.abspath(lake)
-
-
-def partition_files(lake: str, sub: str, since: dt.datetime | None = None) -> tuple[pafs.FileSystem, list[str]]:
-    """The span or log files (`sub`) a scoring run of `lake` reads, as paths on the lake's filesystem:
-    the `date=/hour=` partitions from `since`'s hour on (`since`: the selection's, minus
-    `offline.SESSION_MARGIN`), or every file; as `score_lake` reads them (a local lake's unreadable files
-    skipped with one warning, or failed with --strict)."""
-    from tracevals.queries.sources import _readable_globs
-
-    fs, root = lake_filesystem(lake)
-    if not is_remote(lake):
-        ranged = since is not None
-        globs = partition_globs(lake, sub, since, None) if ranged else None
-        if not os.path.isdir(os.path.join(lake, sub)):
-            return fs, []
-        readable = _readable_globs(lake, sub, globs)
-        patterns = readable if readable is not None else [f"{lake.rstrip('/')}/{sub}/**/*.parquet"]
-        found = sorted({os.path.abspath(p) for g in patterns for p in glob.glob(g, recursive=True)})
-        return fs, [p for p in found if not os.path.basename(p).startswith(".")]
-    low = None
-    if since is not None:
-        utc = since.astimezone(dt.timezone.utc) if since.tzinfo else since
-        low = (utc.date().isoformat(), utc.hour)
-    base = f"{root.rstrip('/')}/{sub}"
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
-    except (OSError, FileNotFoundError):
-        return fs, []
-    files = []
-    for info in infos:
-        name = info.path.rsplit("/", 1)[-1]
-        if info.type != pafs.FileType.File or not name.endswith(".parquet") or name.startswith("."):
-            continue
-        parts = info.path[len(base) :].strip("/").split("/")
-        if low is not None:
-            if len(parts) != 3 or not parts[0].startswith("date=") or not parts[1].startswith("hour="):
-                continue
-            if (parts[0][5:], int(parts[1][5:])) < low:
-                continue
-        files.append(info.path)
-    return fs, sorted(files)
+def partition_files(lake: Lake, sub: str, since: dt.datetime | None = None) -> list[str]:
+    """The span or log files (`sub`) a scoring run of `lake` reads, as paths on the lake's filesystem
+    (`lake.filesystem`): the `date=/hour=` partitions from `since`'s hour on (`since`: the selection's, minus
+    `job.SESSION_MARGIN`), or every file; as `score_lake` reads them (unreadable files skipped with one
+    warning, or failed with --strict)."""
+    return lake.readable_files(sub, since)
 
 
 #: What a group that wrote its own score rows returns (`write_group`): one row per evaluator, with the
@@ -341,32 +290,30 @@ GROUP_SUMMARY: pa.Schema = pa.schema(
 )
 
 
-def group_writes(lake: str, *, write: bool, keep_scores: bool) -> str | None:
+def group_writes(lake: Lake, *, write: bool, keep_scores: bool) -> Lake | None:
     """Where an engine's groups write their own score rows (`write_group`, one file each, as `score_lake`
-    writes a group at a time) and send back only counts: the lake's URL or absolute path (a worker's cwd is
-    the engine's) for a written run that keeps no rows (`--summary`, the nightly job); else None, and every
-    row comes back to the driver, which would hold all of them."""
+    writes a group at a time) and send back only counts: the lake (pickled with its absolute root and, on
+    object storage, the driver's filesystem: a worker need not have the driver's AWS_* settings or cwd) for a
+    written run that keeps no rows (`--summary`, the nightly job); else None, and every row comes back to
+    the driver, which would hold all of them."""
     if not write or keep_scores:
         return None
-    return lake if is_remote(lake) else os.path.abspath(lake)
+    return lake
 
 
-def write_group(lake: str, scored: pa.Table, filesystem: tuple[pafs.FileSystem, str] | None = None) -> pa.Table:
+def write_group(lake: Lake, scored: pa.Table) -> pa.Table:
     """On a worker: a group's score rows (`SCORE_SCHEMA`) written to `lake/scores/` as one file with the
-    store's writer, and summarised as `GROUP_SUMMARY` (a session is in one group, so the counts add up).
-    `filesystem`: the driver's (filesystem, root) of an object-store lake (`lake_filesystem`): a worker
-    need not have the driver's AWS_* settings."""
+    store's writer, and summarised as `GROUP_SUMMARY` (a session is in one group, so the counts add up)."""
     from tracevals.lake.schema import SCORES_DIR
-    from tracevals.lake.writer import write_lake_file
 
     if not scored.num_rows:
-        return GROUP_SUMMARY.empty_table()
+        return empty_table(GROUP_SUMMARY)
     scores = _score_frame(scored)
     traces, sessions = _counts(scores)
-    written = write_lake_file(lake, SCORES_DIR, scored, filesystem=filesystem)  # the rows of `scores/` already
-    tally = _tally(scores).with_columns(traces=pl.lit(traces, pl.Int64), sessions=pl.lit(sessions, pl.Int64))
-    tally = tally.with_columns(file=pl.lit(str(written), pl.String))
-    return tally.to_arrow().select(GROUP_SUMMARY.names).cast(GROUP_SUMMARY)
+    written = lake.write_table(SCORES_DIR, scored)  # the rows of `scores/` already
+    counts = tally(scores).with_columns(traces=pl.lit(traces, pl.Int64), sessions=pl.lit(sessions, pl.Int64))
+    counts = counts.with_columns(file=pl.lit(str(written), pl.String))
+    return counts.to_arrow().select(GROUP_SUMMARY.names).cast(GROUP_SUMMARY)
 
 
 def _score_frame(scored: pa.Table) -> pl.DataFrame:
@@ -384,18 +331,16 @@ def _counts(scores: pl.DataFrame) -> tuple[int, int]:
     return traces, scores.select(pl.coalesce("session_id", "trace_id")).n_unique()
 
 
-def engine_summary(lake: str, summary: pa.Table) -> ScoringRun:
+def engine_summary(lake: Lake, summary: pa.Table) -> ScoringRun:
     """The groups' `GROUP_SUMMARY` rows (collected on the driver) as `score_lake(keep_scores=False)` returns
     its run: counts per evaluator, traces and sessions, the files written."""
-    from tracevals.lake.writer import ObjectURL
     from tracevals.model.score import SCORE_FRAME_SCHEMA
 
     frame = pl.from_arrow(summary)
     assert isinstance(frame, pl.DataFrame)
     per_file = frame.group_by("file").agg(pl.col("traces").first(), pl.col("sessions").first()).sort("file")
     tallies = frame.group_by("evaluator").agg(pl.col("scores", "passed", "rated").sum()).sort("evaluator")
-    remote = is_remote(lake)
-    files = tuple(ObjectURL(f) if remote else Path(f) for f in per_file.get_column("file").drop_nulls())
+    files = tuple(lake.file_of(f) for f in per_file.get_column("file").drop_nulls())
     return ScoringRun(
         pl.DataFrame(schema=SCORE_FRAME_SCHEMA),
         int(per_file.get_column("traces").sum()),
@@ -407,7 +352,7 @@ def engine_summary(lake: str, summary: pa.Table) -> ScoringRun:
     )
 
 
-def engine_run(lake: str, scored: pa.Table, *, write: bool, keep_scores: bool) -> ScoringRun:
+def engine_run(lake: Lake, scored: pa.Table, *, write: bool, keep_scores: bool) -> ScoringRun:
     """An engine's score rows (`SCORE_SCHEMA`, collected on the driver) as `score_lake` returns them:
     written to `lake/scores/` unless `write=False`, counted, and kept unless `keep_scores=False` (then only
     the counts per evaluator)."""
@@ -420,5 +365,5 @@ def engine_run(lake: str, scored: pa.Table, *, write: bool, keep_scores: bool) -
     files = (written,) if written else ()
     if not keep_scores:
         empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
-        return ScoringRun(empty, traces, sessions, written=written, tallies=_tally(scores), files=files)
+        return ScoringRun(empty, traces, sessions, written=written, tallies=tally(scores), files=files)
     return ScoringRun(scores, traces, sessions, written=written, files=files)

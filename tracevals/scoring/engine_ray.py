@@ -3,7 +3,7 @@
 The same sessions, the same rows as `tracevals score --engine local`, computed on a Ray cluster over the
 lake's Parquet:
 
-1. the files: the `date=/hour=` partitions from `since` minus `offline.SESSION_MARGIN` on (the local
+1. the files: the `date=/hour=` partitions from `since` minus `job.SESSION_MARGIN` on (the local
    path's pruning; a session is in range by its first span, so earlier hours must still show where it
    began), listed on the lake's pyarrow filesystem (`engine.lake_filesystem`);
 2. the session keys: `ray.data.read_parquet` of `trace_id, session_id` only, each block cut to its
@@ -41,9 +41,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import lake_prices
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
+from tracevals.lake.lake import Lake
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPANS_DIR, empty_table
 from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries.selection import Selection
@@ -58,7 +57,6 @@ from tracevals.scoring.engine import (
     engine_run,
     engine_summary,
     group_writes,
-    lake_filesystem,
     normalise,
     partition_files,
     row_buckets,
@@ -66,7 +64,8 @@ from tracevals.scoring.engine import (
     session_keys,
     write_group,
 )
-from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
+from tracevals.scoring.job import ScoringJob
+from tracevals.scoring.results import ScoringRun
 
 INSTALL = "the ray engine needs Ray Data: pip install 'tracevals[ray]'"
 
@@ -108,8 +107,7 @@ class _Job:
     evaluators: Sequence[Evaluator]
     selection: Selection | None
     prices: PricesT
-    lake: str | None = None  # each group writes its rows here and returns a summary (`engine.write_group`)
-    filesystem: tuple[Any, str] | None = None  # the driver's (filesystem, root) of the lake, for the writes
+    lake: Lake | None = None  # each group writes its rows here and returns a summary (`engine.write_group`)
 
 
 # ---------------------------------------------------------------- on the workers
@@ -161,50 +159,34 @@ def _score_group(group: pa.Table, job: _Job) -> pa.Table:
         evaluators=job.evaluators,
         selection=job.selection,
     )
-    return write_group(job.lake, scored, job.filesystem) if job.lake is not None else scored
+    return write_group(job.lake, scored) if job.lake is not None else scored
 
 
 # ---------------------------------------------------------------- on the driver
 
 
-def score_lake_ray(
-    lake: str | os.PathLike[str],
-    *,
-    tasks: Sequence[Case] | None = None,
-    config: ScoringConfig | None = None,
-    evaluators: Sequence[Evaluator] | None = None,
-    selection: Selection | None = None,
-    write: bool = True,
-    keep_scores: bool = True,
-    workers: int = 2,
-    groups: int | None = None,
-) -> ScoringRun:
-    """`offline.score_lake` on Ray (the module docstring): the same rows, written to `lake/scores/` unless
-    `write=False` (by the groups themselves when `keep_scores=False`, else by the driver). `workers`: CPUs
-    of a local Ray; `groups`: buckets of sessions (default: one per `GROUP_TRACES` traces, at least
-    `workers`)."""
+def score_job(job: ScoringJob) -> ScoringRun:
+    """The `ray` engine (the module docstring): the rows of the local engine, written to `lake/scores/` unless
+    `job.write` is False (by the groups themselves when `keep_scores` is False, else by the driver).
+    `job.workers`: CPUs of a local Ray; `job.buckets`: buckets of sessions (default: one per `GROUP_TRACES`
+    traces, at least `workers`)."""
     ray = _ray()
-    lake = os.fspath(lake)
-    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
-    fs, span_files = partition_files(lake, SPANS_DIR, lower)
-    _, log_files = partition_files(lake, LOGS_DIR, lower)
-    prices = lake_prices(lake)
-    config = config or ScoringConfig()
-    chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    job = _Job(tasks, config, chosen, selection, prices, group_writes(lake, write=write, keep_scores=keep_scores),
-               lake_filesystem(lake))  # fmt: skip
-    empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+    lake, lower = job.lake, job.lower_bound()
+    fs, span_files = lake.filesystem, partition_files(lake, SPANS_DIR, lower)
+    log_files = partition_files(lake, LOGS_DIR, lower)
+    group_job = _Job(job.tasks, job.config, job.chosen(), job.selection, lake.prices(),
+                     group_writes(lake, write=job.write, keep_scores=job.keep_scores))  # fmt: skip
     if not span_files:
-        return ScoringRun(empty, 0, 0)
-    started = _start(ray, workers)
+        return ScoringRun(pl.DataFrame(schema=SCORE_FRAME_SCHEMA), 0, 0)
+    started = _start(ray, job.workers)
     try:
-        scored = _run(ray, fs, span_files, log_files, job, workers, groups)
+        scored = _run(ray, fs, span_files, log_files, group_job, job.workers, job.buckets)
     finally:
         if started:
             ray.shutdown()
-    if job.lake is not None:
+    if group_job.lake is not None:
         return engine_summary(lake, scored)
-    return engine_run(lake, scored, write=write, keep_scores=keep_scores)
+    return engine_run(lake, scored, write=job.write, keep_scores=job.keep_scores)
 
 
 def _start(ray: Any, workers: int) -> bool:
@@ -322,5 +304,5 @@ def _tag_remote(batch: pa.Table, keys: Any, buckets: int, table: str) -> pa.Tabl
 def _collect(ray: Any, dataset: Any, schema: pa.Schema) -> pa.Table:
     tables = [t for t in ray.get(dataset.to_arrow_refs()) if t.num_rows]
     if not tables:
-        return _nullable(schema).empty_table()
+        return empty_table(_nullable(schema))
     return pa.concat_tables([normalise(t, _nullable(schema)) for t in tables])

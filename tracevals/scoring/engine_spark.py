@@ -25,21 +25,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracevals.evaluators.evaluator import Evaluator
-from tracevals.evaluators.registry import instances
-from tracevals.lake.paths import lake_prices
 from tracevals.lake.schema import LOGS_DIR, SCORE_SCHEMA, SPANS_DIR
-from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA
-from tracevals.queries.selection import Selection
-from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.engine import (
     GROUP_SUMMARY,
     EngineMissing,
@@ -47,14 +40,14 @@ from tracevals.scoring.engine import (
     engine_run,
     engine_summary,
     group_writes,
-    lake_filesystem,
     normalise,
     partition_files,
     session_buckets,
     session_keys,
     write_group,
 )
-from tracevals.scoring.offline import SESSION_MARGIN, ScoringRun
+from tracevals.scoring.job import ScoringJob
+from tracevals.scoring.results import ScoringRun
 
 INSTALL = "the spark engine needs pyspark (and Java 17): pip install 'tracevals[spark]'"
 _TABLE = "_tracevals_table"
@@ -114,38 +107,25 @@ def _group_scorer(job: dict[str, Any]) -> Any:
             selection=job["selection"],
         )
         if job["lake"] is not None:
-            return write_group(job["lake"], rows, job["filesystem"])
+            return write_group(job["lake"], rows)
         scored_at = rows.column("scored_at").cast(pa.int64())
         return rows.set_column(rows.schema.get_field_index("scored_at"), "scored_at", scored_at)
 
     return score
 
 
-def score_lake_spark(
-    lake: str | os.PathLike[str],
-    *,
-    tasks: Sequence[Case] | None = None,
-    config: ScoringConfig | None = None,
-    evaluators: Sequence[Evaluator] | None = None,
-    selection: Selection | None = None,
-    write: bool = True,
-    keep_scores: bool = True,
-    workers: int = 2,
-    groups: int | None = None,
-) -> ScoringRun:
-    """`offline.score_lake` on Spark (the module docstring): the same rows, written from the driver."""
-    spark = _spark(workers)
+def score_job(job: ScoringJob) -> ScoringRun:
+    """The `spark` engine (the module docstring): the rows of the local engine, written from the driver (or
+    by the groups when `keep_scores` is False). `job.workers`: local Spark's cores and the partitions."""
+    spark = _spark(job.workers)
     from pyspark.sql import functions as F
 
-    lake = os.fspath(lake)
-    lower = selection.since - SESSION_MARGIN if selection is not None and selection.since is not None else None
-    _, span_files = partition_files(lake, SPANS_DIR, lower)
-    _, log_files = partition_files(lake, LOGS_DIR, lower)
-    config = config or ScoringConfig()
-    chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    job = {
-        "tasks": tasks, "config": config, "evaluators": chosen, "selection": selection, "prices": lake_prices(lake),
-        "lake": group_writes(lake, write=write, keep_scores=keep_scores), "filesystem": lake_filesystem(lake),
+    lake, lower, workers = job.lake, job.lower_bound(), job.workers
+    span_files = partition_files(lake, SPANS_DIR, lower)
+    log_files = partition_files(lake, LOGS_DIR, lower)
+    group_job = {
+        "tasks": job.tasks, "config": job.config, "evaluators": job.chosen(), "selection": job.selection,
+        "prices": lake.prices(), "lake": group_writes(lake, write=job.write, keep_scores=job.keep_scores),
     }  # fmt: skip
     empty = pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     if not span_files:
@@ -171,20 +151,20 @@ def score_lake_spark(
         nulls = pa.nulls(log_traces.num_rows, pa.string())
         pairs = pa.concat_tables([pairs, pa.table({"trace_id": log_traces.column("trace_id"), "session_id": nulls})])
     keys = session_keys(pairs)
-    buckets = groups or max(workers, -(-keys.num_rows // GROUP_TRACES))
+    buckets = job.buckets or max(workers, -(-keys.num_rows // GROUP_TRACES))
     keyed = session_buckets(keys, buckets).select(["trace_id", "bucket"]).rename_columns(["trace_id", _BUCKET])
     key_frame = spark.createDataFrame(keyed.to_pandas())
     rows = rows.join(F.broadcast(key_frame), on="trace_id", how="inner")
     grouped = rows.repartition(workers, _BUCKET).groupBy(_BUCKET)
-    if job["lake"] is not None:
-        summary = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SUMMARY_DDL))
+    if group_job["lake"] is not None:
+        summary = _arrow(grouped.applyInArrow(_group_scorer(group_job), schema=SUMMARY_DDL))
         return engine_summary(lake, normalise(summary, GROUP_SUMMARY))
-    table = _arrow(grouped.applyInArrow(_group_scorer(job), schema=SCORE_DDL))
+    table = _arrow(grouped.applyInArrow(_group_scorer(group_job), schema=SCORE_DDL))
     table = table.set_column(
         table.schema.get_field_index("scored_at"), "scored_at", table.column("scored_at").cast(pa.int64())
     )
     table = normalise(table, pa.schema([pa.field(f.name, f.type) for f in SCORE_SCHEMA]))
-    return engine_run(lake, table, write=write, keep_scores=keep_scores)
+    return engine_run(lake, table, write=job.write, keep_scores=job.keep_scores)
 
 
 def _arrow(frame: Any) -> pa.Table:

@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
-from tracevals.lake.paths import lake_prices
+from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
 from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection as SessionSelection
-from tracevals.queries.selection import select_sessions
+from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
@@ -42,33 +40,6 @@ __all__ = [
     "SelectionError",
     "load_lake_data",
 ]
-
-
-class SelectionError(ValueError):
-    """The selection matches nothing, or names something the lake does not hold; one line for the user."""
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which attempts a report covers. No runs and no dates: the latest run in the lake.
-
-    ``since`` is inclusive, ``until`` exclusive (on a session's first span); ``sample`` keeps that
-    fraction of sessions, chosen by a hash of ``seed`` and the session id so that a session is all in
-    or all out and the choice never changes. ``sample`` None: the sample the stored scores record, if any.
-    """
-
-    runs: tuple[str, ...] = ()
-    variants: tuple[str, ...] = ()
-    since: dt.datetime | None = None
-    until: dt.datetime | None = None
-    sample: float | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.sample is not None and not 0.0 < self.sample <= 1.0:
-            raise SelectionError(f"sample must be in (0, 1], got {self.sample}")
-        if self.since is not None and self.until is not None and self.since >= self.until:
-            raise SelectionError(f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}")
 
 
 @dataclass
@@ -84,7 +55,7 @@ class LakeData:
 
 
 def load_lake_data(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     selection: Selection,
     cases: Mapping[str, Case] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
@@ -99,13 +70,13 @@ def load_lake_data(
     con = con or open_lake(lake)
     restriction = None
     if selection.since is not None or selection.until is not None:
-        restriction = select_sessions(con, SessionSelection(since=selection.since, until=selection.until))
+        restriction = select_sessions(con, Selection(since=selection.since, until=selection.until))
     runs = selection.runs or _default_runs(con, selection)
     trajectories = load_trajectories(con, where=_where(selection, runs), within=restriction)
     if not trajectories:
         raise SelectionError(
             f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
-            f'{os.fspath(lake)} "select run_id, variant, count(*) from runs group by all"'
+            f'{lake} "select run_id, variant, count(*) from runs group by all"'
         )
     _check_variants(trajectories, selection.variants)
     _check_runs(con, trajectories, selection.runs)
@@ -138,7 +109,7 @@ def load_lake_data(
     stored = [s for s in stored if s.trace_id in kept]
     con.register("_report_traces", _id_table(sorted(kept)))
     scored = {s.trace_id for s in stored}
-    own_prices = lake_prices(os.fspath(lake))
+    own_prices = lake.prices()
     config = ScoringConfig().with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
     provenance = _provenance(con, runs, selection)
@@ -178,8 +149,8 @@ def _session(t: Trajectory) -> str:
 
 def _sample(selection: Selection, stored: Sequence[Score]) -> tuple[float, int, str]:
     """(fraction, seed, where it came from): the option, else the one the stored scores record."""
-    if selection.sample is not None:
-        return selection.sample, selection.seed, "--sample"
+    if selection.fraction is not None:
+        return selection.fraction, selection.seed, "--sample"
     recorded = {
         (float(d["fraction"]), int(d.get("seed", 0)))
         for s in stored

@@ -30,23 +30,17 @@ into it, and a session with late rows does not keep a whole round's rows alive.
 
 from __future__ import annotations
 
-import gc
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from tracevals.evaluators.evaluator import Evaluator
-from tracevals.lake.paths import LakeError, lake_prices
+from tracevals.lake import clock as lake_clock
+from tracevals.lake.paths import LakeError
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
-from tracevals.model.case import Case
 from tracevals.queries.live_source import (
     MAX_FILE_ROWS,
     LiveConnection,
@@ -54,114 +48,24 @@ from tracevals.queries.live_source import (
     empty_logs,
     empty_spans,
     read_log_files,
+    read_recent,
     read_span_files,
 )
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.offline import score_connection, with_sample
+from tracevals.scoring.job import ScoringJob
+from tracevals.scoring.live_rows import (
+    NO_START,
+    Groups,
+    LiveSession,
+    LiveTrace,
+    Tables,
+    gc_paused,
+    group_logs,
+    group_spans,
+)
+from tracevals.scoring.offline import score_connection
+from tracevals.scoring.results import with_sample
 from tracevals.scoring.store import write_score_frame
-
-ScoreSink = Callable[[pl.DataFrame, dict[str, str]], None]  # (score rows, trace id -> root span id)
-Part = tuple[int, int, int]  # (table, first row, rows): a trace's rows in one of the tables held
-_NO_START = 2**63  # a span without a start time sorts last
-
-
-@dataclass(slots=True)
-class LiveTrace:
-    session: str
-    rank: tuple[bool, int, str] | None = None  # (not the root, start, span id) of the span naming `session`
-    rooted: bool = False
-    end_marker: bool = False
-    spans: list[Part] = field(default_factory=list)
-    logs: list[Part] = field(default_factory=list)
-    partial: bool = False  # rows dropped while its session was out of the sample
-
-
-@dataclass(slots=True)
-class LiveSession:
-    traces: set[str] = field(default_factory=set)
-    last_arrival: float = 0.0
-    due: bool = True  # rows arrived since it was last scored
-    scorings: int = 0
-    sampled: bool = True
-
-
-class _Tables:
-    """The tables of rows held, each with the order that sorts it by trace (None: it is sorted), and how
-    many trace slices (positions in that order) point into each: a table is dropped when none does."""
-
-    def __init__(self) -> None:
-        self.tables: dict[int, tuple[pa.Table, pa.Array | None]] = {}
-        self.refs: dict[int, int] = {}
-        self._next = 0
-
-    def add(self, table: pa.Table, order: pa.Array | None = None) -> int:
-        key = self._next
-        self._next += 1
-        self.tables[key], self.refs[key] = (table, order), 0
-        return key
-
-    def unref(self, parts: Iterable[Part]) -> None:
-        for key, _, _ in parts:
-            self.refs[key] -= 1
-            if self.refs[key] == 0:
-                del self.tables[key], self.refs[key]
-
-    def drop_unused(self, key: int) -> None:
-        if self.refs.get(key) == 0:
-            del self.tables[key], self.refs[key]
-
-    def gather(self, parts: list[Part], empty: pa.Table) -> tuple[pa.Table, dict[Part, Part]]:
-        """The rows of `parts` as one table, and where the parts taken out of a table are held from now on.
-
-        A table all of whose rows are in `parts` goes in as it is (a burst of sessions that finished
-        together costs no copy); from the others, the rows of `parts` are taken (one `take` each) into
-        one new table held in their place for those traces (the old tables are dropped once no trace
-        left points into them)."""
-        if not parts:
-            return empty, {}
-        by_table: dict[int, list[Part]] = {}
-        for part in parts:
-            by_table.setdefault(part[0], []).append(part)
-        pieces: list[pa.Table] = []
-        taken: list[pa.Table] = []
-        moved: dict[Part, Part] = {}
-        new_key, at = self._next, 0
-        for key, some in sorted(by_table.items()):
-            table, order = self.tables[key]
-            if len(some) == self.refs[key] and sum(rows for _, _, rows in some) == table.num_rows:
-                pieces.append(table)
-                continue
-            starts = pl.Series([first for _, first, _ in some], dtype=pl.Int64)
-            ends = starts + pl.Series([rows for _, _, rows in some], dtype=pl.Int64)
-            positions = pl.select(pl.int_ranges(starts, ends).explode()).to_series()
-            index = positions if order is None else pl.Series(order).cast(pl.Int64).gather(positions)
-            if table.column(0).num_chunks > 1:  # a take from one chunk is twice as fast: copy once
-                table = table.combine_chunks()
-                self.tables[key] = (table, order)
-            taken.append(table.take(index.to_arrow()))
-            for part in some:
-                moved[part] = (new_key, at, part[2])
-                at += part[2]
-        if taken:
-            fresh = pa.concat_tables(taken).combine_chunks()
-            assert self.add(fresh) == new_key
-            pieces.append(fresh)
-        return (pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces)), moved
-
-    def move(self, parts: list[Part], moved: dict[Part, Part]) -> list[Part]:
-        """`parts` of one trace after a `gather`: those it took are in the new table now."""
-        if not moved:
-            return parts
-        out = []
-        for part in parts:
-            new = moved.get(part)
-            if new is None:
-                out.append(part)
-                continue
-            out.append(new)
-            self.refs[new[0]] += 1
-            self.unref([part])
-        return out
 
 
 class Follower:
@@ -169,55 +73,68 @@ class Follower:
 
     def __init__(
         self,
-        lake: str | os.PathLike[str],
+        job: ScoringJob,
         *,
-        tasks: Sequence[Case] | None = None,
-        config: ScoringConfig | None = None,
-        evaluators: Sequence[Evaluator] | None = None,
         idle_s: float = 30.0,
         abandon_s: float | None = None,
         retain_s: float | None = None,
-        late_window_s: float = 86400.0,
-        sample: tuple[float, int] | None = None,
-        write: bool = True,
-        sinks: Sequence[ScoreSink] = (),
+        late_window_s: float | None = None,
         clock: Callable[[], float] = time.time,
         max_file_rows: int = MAX_FILE_ROWS,
     ) -> None:
-        if "://" in os.fspath(lake):  # it follows files by their folders and modification times, on disk
+        """`job`: what every finished session is scored with (its cases, config, evaluators, `write`, `sinks`;
+        of its selection, the sample); the rest is when a session counts as finished."""
+        lake = job.lake
+        folder = lake.local_folder  # it follows files by their folders and modification times, on disk
+        if folder is None:
             raise LakeError(
-                f"score --follow reads a local lake, not {os.fspath(lake)}; score an object-store lake by range "
+                f"score --follow reads a local lake, not {lake}; score an object-store lake by range "
                 "(tracevals score --since 1h), or follow the collector's local lake"
             )
-        self.lake = Path(lake)
-        self.tasks, self.config, self.evaluators = tasks, config, evaluators
+        self.target = lake
+        self.lake = folder
+        self.tasks, self.config, self.evaluators = job.tasks, job.config, job.evaluators
+        chosen = job.selection
+        sample = (chosen.fraction, chosen.seed) if chosen is not None and chosen.fraction is not None else None
+        write, sinks = job.write, job.sinks
         self.idle_s = idle_s
         self.abandon_s = abandon_s if abandon_s is not None else 10 * idle_s
         self.retain_s = retain_s if retain_s is not None else 2 * self.abandon_s
+        # how late a session may arrive and still be scored, and how far ahead a client's clock may be: the
+        # reader's clock (tracevals.lake.clock), as in every window
+        late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
         self.late_window_s = late_window_s
         self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
-        self.files = NewFiles(lake, late_window_s=late_window_s)
-        self.log_files = NewFiles(lake, late_window_s=late_window_s, sub=LOGS_DIR)
+        skew = lake_clock.skew_seconds()
+        self.files = NewFiles(folder, late_window_s=late_window_s, skew_s=skew)
+        self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR, skew_s=skew)
         self.max_file_rows = max_file_rows
         self.sessions: dict[str, LiveSession] = {}  # in order of last arrival
         self.traces: dict[str, LiveTrace] = {}
         self.evicted: dict[str, float] = {}  # session id -> when its rows were dropped (in that order)
         self._evicted_traces: dict[str, tuple[str, ...]] = {}  # session id -> its traces then
         self._evicted_of: dict[str, str] = {}  # trace id -> its evicted session
-        self._tables = _Tables()
+        self._tables = Tables()
         self._ready: dict[str, None] = {}  # finished at arrival (end marker and roots)
         self._idle: dict[str, None] = {}  # due, waiting for quiet, in order of last arrival
         self._abandon: dict[str, None] = {}  # due, quiet but a root missing, in order of last arrival
         self._connection: LiveConnection | None = None
+        # called with the partitions beyond the reader's clock that hold files, as they appear
+        self.on_future: Callable[[list[Path]], None] | None = None
+        self._future_said: set[Path] = set()
 
     def poll(self) -> pl.DataFrame:
         """One round: read new span and log files, score the sessions that are due and finished, forget old ones."""
-        with _gc_paused():
+        with gc_paused():
             return self._round()
 
     def _round(self) -> pl.DataFrame:
         now = self.clock()
         span_paths, log_paths = self.files.poll(now), self.log_files.poll(now)
+        new_future = sorted(self.files.future - self._future_said)
+        if new_future and self.on_future is not None:  # future-dated spans: said once a partition, never scored
+            self._future_said.update(new_future)
+            self.on_future(new_future)
         if span_paths or log_paths:
             spans = read_span_files(span_paths, self.max_file_rows) if span_paths else empty_spans()
             logs = read_log_files(log_paths, self.max_file_rows) if log_paths else empty_logs()
@@ -251,7 +168,7 @@ class Follower:
     # --- arrival ------------------------------------------------------------------------------------------
 
     def _ingest(self, spans: pa.Table, logs: pa.Table, now: float, files: set[str]) -> None:
-        span_groups, log_groups = _span_groups(spans), _log_groups(logs)
+        span_groups, log_groups = group_spans(spans), group_logs(logs)
         revived = self._revived(span_groups, log_groups)
         if revived:  # late rows of sessions whose rows were dropped: theirs come back from the lake first
             members = pa.array(sorted({t for sid in revived for t in self._evicted_traces[sid]}), pa.string())
@@ -260,7 +177,7 @@ class Follower:
                 self._unevict(sid)
             spans = pa.concat_tables([old_spans, spans], promote_options="default")
             logs = pa.concat_tables([old_logs, logs], promote_options="default")
-            span_groups, log_groups = _span_groups(spans), _log_groups(logs)
+            span_groups, log_groups = group_spans(spans), group_logs(logs)
         touched: dict[str, None] = {}
         wanting: list[str] = []  # traces moved into the sample: their earlier rows are read back
         self._add_spans(spans, span_groups, touched, wanting)
@@ -270,8 +187,8 @@ class Follower:
             for tid in wanting:
                 self.traces[tid].partial = False
             old_spans, old_logs = self._reload(ids, files)
-            self._add_spans(old_spans, _span_groups(old_spans), touched, [])
-            self._add_logs(old_logs, _log_groups(old_logs), touched, [])
+            self._add_spans(old_spans, group_spans(old_spans), touched, [])
+            self._add_logs(old_logs, group_logs(old_logs), touched, [])
         for sid in touched:
             self._arrived(sid, now)
 
@@ -287,7 +204,7 @@ class Follower:
             trace = traces.get(tid)
             if trace is None:  # the common case, inline: a new trace
                 named = tid if sid is None else sid
-                rank = None if sid is None else (child, _NO_START if start is None else start, span)
+                rank = None if sid is None else (child, NO_START if start is None else start, span)
                 trace = traces[tid] = LiveTrace(named, rank, rooted, end, [], [])
                 session = sessions.get(named)
                 if session is None:
@@ -296,7 +213,7 @@ class Follower:
                     session.traces.add(tid)
             else:
                 if sid is not None:
-                    rank = (child, _NO_START if start is None else start, span)
+                    rank = (child, NO_START if start is None else start, span)
                     if trace.rank is None or rank < trace.rank:
                         trace.rank = rank
                         if sid != trace.session:
@@ -412,7 +329,7 @@ class Follower:
         for trace in traces:
             trace.spans = self._tables.move(trace.spans, moved_spans)
             trace.logs = self._tables.move(trace.logs, moved_logs)
-        prices = lake_prices(str(self.lake))  # the lake's own prices, as offline scoring takes them
+        prices = self.target.prices()  # the lake's own prices, as offline scoring takes them
         config = (self.config or ScoringConfig()).with_prices_beneath(prices)
         self.prepare()
         assert self._connection is not None
@@ -429,7 +346,7 @@ class Follower:
         if self.sample is not None:
             scores = with_sample(scores, *self.sample)
         if self.write:
-            write_score_frame(self.lake, scores)
+            write_score_frame(self.target, scores)
         for sink in self.sinks:
             sink(scores, run.root_spans)
         return scores
@@ -480,89 +397,11 @@ class Follower:
 
     def _reload(self, trace_ids: pa.Array, skip: set[str]) -> tuple[pa.Table, pa.Table]:
         """These traces' rows in the lake files of the late window (but those of `skip`, read this round)."""
-        spans = self._recent(SPANS_DIR, skip, lambda paths: read_span_files(paths, self.max_file_rows, trace_ids))
-        logs = self._recent(LOGS_DIR, skip, lambda paths: read_log_files(paths, self.max_file_rows, trace_ids))
-        return spans, logs
-
-    def _recent(self, sub: str, skip: set[str], read: Callable[[list[Path]], pa.Table]) -> pa.Table:
-        # `tracevals compact` may replace files between the listing and the read (the new file holds their
-        # rows and keeps the newest one's time): then list again, so that no row of the session is missed
-        for _ in range(5):
-            recent, vanished = [], False
-            for path in sorted((self.lake / sub).glob("date=*/hour=*/*.parquet")):
-                try:
-                    if (
-                        not path.name.startswith(".")
-                        and str(path) not in skip
-                        and path.stat().st_mtime >= self.clock() - self.late_window_s
-                    ):
-                        recent.append(path)
-                except FileNotFoundError:
-                    vanished = True
-            table = read(recent)
-            if not (vanished or any(not path.exists() for path in recent)):
-                break
-        return table
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a round: a round makes hundreds of thousands of small objects
-    (a trace, a session, a score row), and each collection of the older generations walks every object
-    the follower holds (10-15% of a round's CPU); what a round leaves as cyclic garbage goes after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-class Groups:
-    """Rows of one round by trace: `order` lists the rows in trace order, `frame` has a row per trace
-    (`trace_id`, and `first` and `rows`: where its rows are in `order`)."""
-
-    def __init__(self, order: pa.Array, frame: pl.DataFrame) -> None:
-        self.order, self.frame = order, frame
-
-    def column(self, name: str) -> list[Any]:
-        return self.frame.get_column(name).to_list()
-
-
-def _by_trace(table: pa.Table, columns: list[str]) -> tuple[pl.DataFrame, pa.Array]:
-    keys = pl.from_arrow(table.select(columns))
-    assert isinstance(keys, pl.DataFrame)
-    keys = keys.with_row_index("row").filter(pl.col("trace_id").is_not_null()).sort("trace_id", maintain_order=True)
-    return keys, keys.get_column("row").to_arrow()
-
-
-def _span_groups(spans: pa.Table) -> Groups:
-    """Per trace of these span rows: whether a root and an end marker are among them, and the span that
-    names its session first by the `attempts` view's rule (`child`, `start`, `span_id`, `session_id`)."""
-    keys, order = _by_trace(spans, ["trace_id", "parent_span_id", "session_id", "start_time", "span_id", "kind"])
-    groups = keys.group_by("trace_id", maintain_order=True).agg(
-        rows=pl.len(),
-        rooted=pl.col("parent_span_id").is_null().any(),
-        end_marker=(pl.col("kind") == "session_end").any(),
-    )
-    namers = (
-        keys.filter(pl.col("session_id").is_not_null())
-        .select(
-            "trace_id",
-            "session_id",
-            "span_id",
-            child=pl.col("parent_span_id").is_not_null(),
-            start=pl.col("start_time").dt.epoch("ns"),
+        since = self.clock() - self.late_window_s
+        spans = read_recent(
+            self.lake / SPANS_DIR, since, skip, lambda p: read_span_files(p, self.max_file_rows, trace_ids)
         )
-        .sort(["trace_id", "child", "start", "span_id"], nulls_last=True)
-        .unique("trace_id", keep="first", maintain_order=True)
-    )
-    groups = groups.join(namers, on="trace_id", how="left", maintain_order="left")
-    return Groups(order, groups.with_columns(first=pl.col("rows").cum_sum() - pl.col("rows")))
-
-
-def _log_groups(logs: pa.Table) -> Groups:
-    keys, order = _by_trace(logs, ["trace_id"])
-    groups = keys.group_by("trace_id", maintain_order=True).agg(rows=pl.len())
-    return Groups(order, groups.with_columns(first=pl.col("rows").cum_sum() - pl.col("rows")))
+        logs = read_recent(
+            self.lake / LOGS_DIR, since, skip, lambda p: read_log_files(p, self.max_file_rows, trace_ids)
+        )
+        return spans, logs

@@ -12,22 +12,22 @@ and budgets / policy when a scoring config gives them). Like `load_lake_data`, i
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
-from tracevals.lake.paths import lake_prices
+from tracevals.lake import clock
+from tracevals.lake.lake import Lake
 from tracevals.model.facets import TraceFacet
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection as SessionSelection
-from tracevals.queries.selection import select_sessions
+from tracevals.queries.selection import Selection, SelectionError, select_sessions
+from tracevals.queries.time_quality import time_quality
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.lake_data import SelectionError, _current, _id_table, _iso, _stored_scores
+from tracevals.scoring.lake_data import _current, _id_table, _iso, _stored_scores
 from tracevals.scoring.offline import score_trajectories
 
 __all__ = ["DEFAULT_DAYS", "ProductionData", "has_harness_runs", "load_production_data"]
@@ -70,7 +70,7 @@ def has_harness_runs(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def load_production_data(
-    lake: str | os.PathLike[str],
+    lake: Lake,
     since: dt.datetime | None,
     until: dt.datetime | None,
     sample: float | None = None,
@@ -83,17 +83,23 @@ def load_production_data(
     `LakeError` (unreadable lake) or `SelectionError` (nothing in the range)."""
     con = con or open_lake(lake)
     chosen_by = "--since/--until"
+    now = now or clock.now()
     if since is None and until is None:
-        now = now or dt.datetime.now(dt.timezone.utc)
         midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.timezone.utc)
         since, chosen_by = midnight - dt.timedelta(days=DEFAULT_DAYS - 1), f"the last {DEFAULT_DAYS} days (default)"
-    restriction = select_sessions(con, SessionSelection(since=since, until=until, fraction=sample, seed=seed))
+    # the reader's clock bounds the window: a session a skewed client stamped ahead is no part of it (nor
+    # of "the night"); it is counted below, with the other odd times. The report names the window asked for
+    # (an open end reads "now"), so that two reports of one lake a moment apart say the same.
+    asked_until = until
+    until = clock.capped(until, now)
+    quality = time_quality(con, clock.horizon(now), since)
+    restriction = select_sessions(con, Selection(since=since, until=until, fraction=sample, seed=seed))
     trajectories = load_trajectories(con, where="(task_id IS NULL OR variant IS NULL)", within=restriction)
     if not trajectories:
         span = f"from {_iso(since) or 'the start'} until {_iso(until) or 'now'}"
         raise SelectionError(
             f"no production sessions start {span}{' in the sample' if sample else ''}; widen --since/--until "
-            f'(see the days with: tracevals sql --lake {os.fspath(lake)} "select cast(start_time as date) as day, '
+            f'(see the days with: tracevals sql --lake {lake} "select cast(start_time as date) as day, '
             'count(*) from sessions group by 1 order by 1")'
         )
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
@@ -110,7 +116,7 @@ def load_production_data(
         )
     stored = _current(_stored_scores(con))
     scored = {s.trace_id for s in stored}
-    own_prices = lake_prices(os.fspath(lake))
+    own_prices = lake.prices()
     chosen = (config or ScoringConfig()).with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], {}, chosen)
     days = sorted({f.day for f in facets.values()})
@@ -118,7 +124,7 @@ def load_production_data(
         "source": "production",
         "selected_by": chosen_by,
         "since": _iso(since),
-        "until": _iso(until),
+        "until": _iso(asked_until),
         "date_from": days[0].isoformat() if days else None,
         "date_to": days[-1].isoformat() if days else None,
         "sample_fraction": sample if sample is not None else 1.0,
@@ -129,6 +135,7 @@ def load_production_data(
         "agents": sorted({f.agent for f in facets.values()}),
         "scores_stored": len(stored),
         "scores_computed": len(computed),
-        "notes": [],
+        "data_quality": quality.as_dict(),
+        "notes": [f"data quality: {finding}" for finding in quality.findings],
     }
     return ProductionData(trajectories, stored + computed, facets, provenance)

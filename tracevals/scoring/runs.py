@@ -3,10 +3,10 @@ scoring a finished run."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tracevals.lake.lake import Lake
 from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, read_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
@@ -24,21 +24,21 @@ class RunScores:
     scores: list[Score]
 
 
-def score_run(lake: str | os.PathLike[str], run_id: str, cases: Sequence[Case], *, write: bool = True) -> RunScores:
+def score_run(lake: Lake, run_id: str, cases: Sequence[Case], *, write: bool = True) -> RunScores:
     """Score every attempt of `run_id` against `cases` and append the scores to the lake."""
     run = score_lake(lake, tasks=cases, selection=Selection(runs=(run_id,)), write=write, keep_batch=True)
     return RunScores(trajectories=run.trajectories(), scores=run.score_objects())
 
 
-def completed_attempts(lake: str | os.PathLike[str], run_id: str) -> set[AttemptKey]:
+def completed_attempts(lake: Lake, run_id: str) -> set[AttemptKey]:
     """(variant, task_id, attempt) of every attempt of `run_id` whose root span ended.
 
     An attempt killed mid-way has no ended root span (its children may be there): it is not done,
     and the resumed run repeats it.
     """
-    if not os.path.isdir(lake):
+    if not lake.has_spans():
         return set()
-    con = open_lake(lake)
+    con = open_lake(lake, views=("runs",))  # a lake on object storage too: a resumed run there skips as much
     rows = con.execute(
         "SELECT DISTINCT variant, task_id, attempt FROM runs WHERE run_id = ? AND end_time IS NOT NULL",
         [run_id],
@@ -55,7 +55,7 @@ class KeptCases:
     without: list[str]  # runs that kept no cases (pytest runs, runs from before tracevals kept them)
 
 
-def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = None) -> KeptCases:
+def kept_cases(lake: Lake, run_ids: Sequence[str] | None = None) -> KeptCases:
     """The cases the runs `run_ids` (default: every run that kept some) ran, as `tracevals run` kept them
     with each run; a case id two runs define differently raises `RunCasesConflict` (one line)."""
     kept = {r.run_id: r for r in all_run_cases(lake)} if run_ids is None else {}
@@ -80,7 +80,10 @@ def kept_cases(lake: str | os.PathLike[str], run_ids: Sequence[str] | None = Non
     return KeptCases([c for c, _ in cases.values()], {r: k.sha256 for r, k in kept.items()}, without)
 
 
-def compact_run(lake: str | os.PathLike[str], started: float) -> str | None:
+COMPACT_WAIT_S = 600.0  # how long the end-of-run merge waits for another compaction of the lake
+
+
+def compact_run(lake: Lake, started: float) -> str | None:
     """Merge the files a finished run wrote (one per attempt, so that a crash loses at most the attempts
     in flight) into one per hour: every later command reads a few files, not thousands. The hours since
     `started` only, the running one included; files other writers add meanwhile are left for the next
@@ -88,9 +91,10 @@ def compact_run(lake: str | os.PathLike[str], started: float) -> str | None:
     from tracevals.lake.compact import CompactError, compact
 
     try:  # a lake on object storage too: the merged object is one PUT, the attempts' files deleted after it
-        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0)
+        # another run ending at the same time compacts the same hours: wait for it rather than leave them
+        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0, wait_s=COMPACT_WAIT_S)
     except (CompactError, OSError) as exc:
-        return f"the run's files were not merged ({exc}); run `tracevals compact --lake {os.fspath(lake)}` later"
+        return f"the run's files were not merged ({exc}); run `tracevals compact --lake {lake}` later"
     errors = [p.error for p in result.partitions if p.error]
     if errors:
         return f"the run's files were not all merged: {errors[0]}"

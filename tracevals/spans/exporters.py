@@ -15,7 +15,6 @@ exporter would send the collector), and convert that with the collector's one co
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
@@ -26,6 +25,7 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from tracevals.lake.lake import LakeLike
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.lake.writer import LakeWriter
 from tracevals.spans.rows import log_tuples, rows_table, span_tuples
@@ -50,7 +50,7 @@ class _LakeExporter:
     table = SPANS_DIR
     what = "spans"
 
-    def __init__(self, lake: str | os.PathLike[str]) -> None:
+    def __init__(self, lake: LakeLike) -> None:
         self.writer = LakeWriter(lake)
         self._shutdown = False
 

@@ -10,8 +10,10 @@
 // nothing is uploaded to OpenAI), and it writes OpenInference spans through the plain OpenTelemetry Node SDK
 // (OTLP/HTTP protobuf). The model is the Chat Completions API at OPENAI_BASE_URL (`setOpenAIAPI
 // ('chat_completions')` with a default client on that URL). Every turn of a scenario runs in one in-memory
-// `MemorySession`; each `run()` is one SDK trace (one OTLP trace per turn) with the session id as the run's
-// `groupId` and, for OpenInference, in the context (`setSession`, the JavaScript `using_session`). Handoff: the SDK's own (`handoffs: [billing_agent]`, tool `transfer_to_billing_agent`). A failing tool
+// `MemorySession`; each `runner.run()` is one SDK trace (one OTLP trace per turn) with the session id as the
+// Runner's `groupId` and, for OpenInference, in the context (`setSession`, the JavaScript `using_session`). Content
+// switches: OpenInference's traceConfig (mode `hidden`) or the SDK's own `traceIncludeSensitiveData: false`
+// (mode `sdk_no_sensitive`: the SDK's spans carry no inputs or outputs for the bridge to write). Handoff: the SDK's own (`handoffs: [billing_agent]`, tool `transfer_to_billing_agent`). A failing tool
 // goes through the SDK's default error function (the model is told what failed).
 
 import { randomUUID } from "node:crypto";
@@ -33,10 +35,11 @@ import {
   startTracing,
 } from "./corpus.mjs";
 
-const { Agent, MemorySession, run, setDefaultOpenAIClient, setOpenAIAPI, tool } = agents;
+const { Agent, MemorySession, Runner, setDefaultOpenAIClient, setOpenAIAPI, tool } = agents;
 const MODES = {
-  default: { CORPUS_OI_HIDE: "0" },
-  hidden: { CORPUS_OI_HIDE: "1" },
+  default: { CORPUS_OI_HIDE: "0", CORPUS_SENSITIVE: "1" },
+  hidden: { CORPUS_OI_HIDE: "1", CORPUS_SENSITIVE: "1" },
+  sdk_no_sensitive: { CORPUS_OI_HIDE: "0", CORPUS_SENSITIVE: "0" },
 };
 const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
 const { name, scenario } = cli(MODES, SCENARIOS);
@@ -83,9 +86,11 @@ try {
   const agent = build();
   const groupId = randomUUID();
   const session = new MemorySession({ sessionId: groupId });
+  const traceIncludeSensitiveData = env("CORPUS_SENSITIVE", "1") === "1";
+  const runner = new Runner({ groupId, traceIncludeSensitiveData });
   for (const turn of scenario.turns) {
     const result = await context.with(setSession(context.active(), { sessionId: groupId }), () =>
-      run(agent, turn.user, { session, groupId }),
+      runner.run(agent, turn.user, { session }),
     );
     log(name, turn.user, result.finalOutput);
   }

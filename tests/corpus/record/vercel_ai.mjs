@@ -47,8 +47,18 @@ export async function recordScenario({ modes, start, settings, instructions = "i
   const model = createOpenAI({ baseURL: env("OPENAI_BASE_URL"), apiKey: env("OPENAI_API_KEY", "sim") }).chat(
     env("CORPUS_MODEL"),
   );
+  // stepCountIs(20) is ToolLoopAgent's default loop bound (6, 7); AI SDK 5's Experimental_Agent stops after one
+  // step unless told otherwise.
   const agent = (id, tools, extra = {}) =>
-    new Agent({ id, model, [instructions]: INSTRUCTIONS[id], tools, ...extra, ...settings(id, options) });
+    new Agent({
+      id,
+      model,
+      [instructions]: INSTRUCTIONS[id],
+      tools,
+      stopWhen: stepCountIs(20),
+      ...extra,
+      ...settings(id, options),
+    });
 
   async function run(who, messages) {
     if (!stream) return who.generate({ messages });

@@ -1,0 +1,266 @@
+"""Open a lake as a DuckDB connection with every view of `queries/views/` defined.
+
+>>> con = open_lake("demo-out/lake")
+>>> con.sql("select task_id, tools from trajectories limit 3").pl()      # a Polars DataFrame
+>>> con.sql("select * from steps").arrow()                               # a pyarrow Table
+>>> con.execute("select count(*) from sessions").fetchall()              # a list of tuples
+
+DuckDB 2 relations (`con.sql(...)`) have `.pl()`, `.arrow()`, `.fetchall()` but no `fetchone()`: use
+`con.execute(...)` for that, and for parameters (`con.execute("... where session_id = ?", [sid])`). A
+result read with `fetchone()` stays open until fetched to the end: on a connection you keep using, fetch
+with `fetchall()`.
+
+The views are plain SQL files, applied in file-name order; each reads only views defined before it.
+
+A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through
+`tracevals.lake.objects.ObjectLake` and read as pyarrow datasets, no DuckDB extension; see
+docs/lake.md, "Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
+DuckDB never opens the other files (see `Lake.partition_globs`). The pieces: `views`
+(the view files and their names), `sources` (the base relations over the files), `lookup` (one session).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import re
+import shutil
+import tempfile
+from typing import Literal
+
+import duckdb
+
+from tracevals import env
+from tracevals.lake.lake import Lake, LakeLike, When
+from tracevals.lake.paths import LakeError
+from tracevals.lake.schema import (
+    LOG_SCHEMA,
+    LOGS_DIR,
+    SCORE_SCHEMA,
+    SCORES_DIR,
+    SPAN_SCHEMA,
+    SPANS_DIR,
+    STEP_RELIABILITY_DIR,
+    STEP_RELIABILITY_SCHEMA,
+)
+from tracevals.model.prices import default_prices
+from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
+from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
+
+
+def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake, lock: bool = True) -> None:
+    """Let the connection read the lake and nothing else, for good (lock=False: until its owner's own code
+    changes a setting, e.g. `tracevals ui`'s page connection, which runs no user SQL and tunes lookups).
+
+    After this, even a SELECT cannot read or write a file outside the lake (`read_csv('/etc/passwd')`,
+    `read_parquet('other/**')`), install or load an extension, or change a setting back. DuckDB's
+    allowed directories are for reading and writing alike: a statement that writes (COPY … TO, EXPORT,
+    ATTACH, or any of them under EXPLAIN ANALYZE) could still write inside the lake, so `tracevals sql`
+    runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
+    """
+    # DuckDB adds its temporary directory to the allowed ones, and by default that is `.tmp` of the current
+    # directory: a query could read whatever is there. A private, empty one of this process instead.
+    con.execute("SET temp_directory = ?", [_private_temp_directory()])
+    con.execute("SET allowed_directories = ?", [[lake.sandbox_root()]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    if lock:
+        con.execute("SET lock_configuration = true")
+
+
+@functools.cache
+def _private_temp_directory() -> str:
+    """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
+    path = tempfile.mkdtemp(prefix="tracevals-spill-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+# Views a snapshot leaves as views: the price table (registered from Python), and views that only filter
+# or project one other relation (a copy would be every row and column once more).
+LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
+
+SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
+
+
+def _bind_sources(con: duckdb.DuckDBPyConnection, lake: Lake, read_spans: bool, since: When, until: When) -> None:
+    """The raw relations every view reads (`queries.sources`): spans and log records in range (none:
+    `read_spans=False`), scores, the per-step table."""
+    for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
+        if read_spans:
+            register_source(con, raw, lake, sub, schema, True, since, until)
+        else:
+            register_empty(con, raw, schema, True)
+    register_source(con, "raw_scores", lake, SCORES_DIR, SCORE_SCHEMA, False)
+    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
+
+
+def _define_views(
+    con: duckdb.DuckDBPyConnection,
+    wanted: set[str] | None,
+    snapshot: set[str],
+    snapshot_path: str | os.PathLike[str] | None,
+) -> str:
+    """Define the view files (only those defining `wanted`, None: all), computing each view of `snapshot`
+    once into a table that takes its name; the schema the snapshots are in (`temp`, or the attached file)."""
+    unknown = snapshot - set(VIEW_NAMES)
+    if unknown:
+        raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
+    create, schema = "CREATE OR REPLACE TEMP TABLE", "temp"
+    if snapshot and snapshot_path is not None:
+        con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
+        create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
+    for file_name, sql in view_sql():
+        if wanted is not None and not defined_views(sql) & wanted:
+            continue
+        try:
+            con.execute(sql)
+            for name in defined_views(sql) & snapshot:
+                # The snapshot takes the view's name, so every view defined after it reads the snapshot
+                # (and binds against a table, not the whole tree of views beneath). It reads the table
+                # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
+                # (`restrict_snapshots`) as it narrows the raw files.
+                con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
+                con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {schema}.{name}_snapshot")
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM tv_read_{name}")
+        except duckdb.Error as exc:
+            raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+    return schema
+
+
+def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
+    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
+    snapshots off). The sizes come from the lake's listing (on object storage one LIST request per 1,000
+    files)."""
+    try:
+        limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
+    except ValueError:
+        raise LakeError(
+            f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or set e.g. 16"
+        ) from None
+    total = 0
+    for sub in (SPANS_DIR, LOGS_DIR):
+        for info in lake.partition_files(sub, since, until):
+            total += info.size or 0
+            if total > limit:
+                return False
+    return True
+
+
+def shared_views(names: tuple[str, ...] | list[str]) -> set[str]:
+    """The views of `names` that two or more others of `names` read: what a snapshot computes once. The
+    rest stay views over those tables, computed when a query names them (binding one over tables costs
+    milliseconds; a view no query names costs nothing)."""
+    from tracevals.queries.materialize import view_graph
+
+    deps = dict(view_graph())
+    wanted = [n for n in names if n in deps]
+    return {n for n in wanted if n not in LEFT_AS_VIEWS and sum(n in deps[o] for o in wanted) >= 2}
+
+
+def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:
+    """`views`, every view they read, and the price table; a `LakeError` names an unknown view."""
+    from tracevals.queries.materialize import closure
+
+    unknown_views = set(views) - set(VIEW_NAMES)
+    if unknown_views:
+        raise LakeError(f"unknown views {sorted(unknown_views)} (choose from {', '.join(VIEW_NAMES)})")
+    return [*closure(views), PRICES_VIEW]
+
+
+# What makes a query read the catalog rather than views (`information_schema.columns`, `duckdb_views()`,
+# `show tables`, a bare `describe`): such a query needs every view defined.
+_CATALOG = re.compile(r"\b(information_schema|pg_catalog|sqlite_master|duckdb_\w+|pragma_\w+)\b", re.I)
+_LIST_TABLES = re.compile(r"\s*(show|describe)(\s+(all\s+)?(tables|databases))?\s*;?\s*", re.I)
+
+
+def views_read_by(query: str) -> tuple[str, ...] | None:
+    """The views a query names (every word of it that is a view's name: a column or an alias of the same
+    name only adds a view), or None when it reads the catalog and needs all of them defined."""
+    if _CATALOG.search(query) or _LIST_TABLES.fullmatch(query):
+        return None
+    words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)}
+    return tuple(n for n in VIEW_NAMES if n in words)
+
+
+def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> None:
+    """Make this connection's snapshots (see `open_lake`'s materialize) read only the traces of table
+    `traces` (column `trace_id`), or all of their rows again (`traces` None). A restriction to some
+    sessions (`queries.selection`) calls it beside shadowing the raw files: a snapshot was computed from
+    the whole lake, and its rows of other sessions must not reach the views that read it. Every view is
+    computed per trace or per session, and a restriction holds whole sessions, so a snapshot narrowed to
+    them gives the rows the views would compute from the narrowed files. A snapshot without trace ids
+    is left whole."""
+    [(names, schema)] = con.execute(
+        "SELECT getvariable('tracevals_snapshots'), getvariable('tracevals_snapshot_schema')"
+    ).fetchall()
+    for name in names or ():
+        table = f"{schema}.{name}_snapshot"
+        keyed = traces is not None and "trace_id" in {d[0] for d in con.execute(f"FROM {table} LIMIT 0").description}
+        where = f" WHERE trace_id IN (SELECT trace_id FROM {traces})" if keyed else ""
+        con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {table}{where}")
+
+
+def open_lake(
+    lake: LakeLike,
+    con: duckdb.DuckDBPyConnection | None = None,
+    *,
+    since: When = None,
+    until: When = None,
+    prices: PricesT | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    read_only: bool = False,
+    materialize: bool | tuple[str, ...] | Literal["auto"] = "auto",
+    snapshot_path: str | os.PathLike[str] | None = None,
+    read_spans: bool = True,
+    views: tuple[str, ...] | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection whose views read the lake `lake` (a `Lake`, or a directory or `s3://` URL that
+    `Lake.open` takes: this is one of the public entry points where a lake may be named by text).
+
+    since / until: keep only the spans and log records whose start hour is in range (inclusive, UTC;
+    a date, a datetime, or text `YYYY-MM-DD` / `YYYY-MM-DDTHH`). prices: USD per million tokens
+    (input, output) by model name, for the `cost_usd` columns (default: the lake's own `prices.json` over the
+    default table, `tracevals.model.prices`). memory_limit (e.g. "4GB") and threads
+    bound DuckDB. read_only: sandbox the connection to the lake (see `sandbox`), as `tracevals sql` does.
+    materialize: snapshot views into temporary tables once (True: the base views MATERIALIZE; a tuple:
+    those names), so that a job running many queries over a big lake deduplicates and un-nests its spans
+    once; the connection then no longer sees files that arrive later. "auto" (the default): a small lake
+    (`is_small`: at most TRACEVALS_SNAPSHOT_MB, default 16, of span and log files in range) is snapshotted:
+    every view that two or more views read (`shared_views`: spans, span_facts, attempts, message_parts,
+    model_calls, tool_calls, steps ...) is computed once at open, bottom-up, and the others read those
+    tables. Planning the whole tree of views beneath a `sessions` query costs seconds; over tables,
+    milliseconds. A larger lake is read live through the views. A snapshot does not see files written
+    after it: reopen the lake. snapshot_path: keep those tables in a DuckDB file there (compressed, paged
+    out under memory_limit) instead of in memory; the caller removes it.
+    read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
+    quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
+    views: define only these views and those they read (defining all of them binds every view's whole
+    tree of views: most of the time it takes to open a small lake).
+    """
+    lake = Lake.open(lake)
+    lake.check()
+    con = con or duckdb.connect(":memory:")
+    con.execute("SET parquet_metadata_cache = true")
+    if memory_limit:
+        con.execute("SET memory_limit = ?", [memory_limit])
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    _bind_sources(con, lake, read_spans, since, until)
+    register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
+    if materialize == "auto":
+        small = read_spans and is_small(lake, since, until)
+        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
+    else:
+        snapshot = set(MATERIALIZE if materialize is True else materialize or ())
+    schema = _define_views(con, None if views is None else set(closure_of(views)), snapshot, snapshot_path)
+    # for session_lookup: where the span files are, and which views are snapshots on this connection
+    con.execute("SET VARIABLE tracevals_lake = ?", [lake.location if read_spans else None])
+    con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])
+    con.execute("SET VARIABLE tracevals_snapshot_schema = ?", [schema])
+    if read_only:
+        sandbox(con, lake)
+    return con

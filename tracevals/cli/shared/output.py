@@ -1,0 +1,180 @@
+"""Printing rows as a table, CSV or JSON: the `--format` option every data command has, and `--lake`."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracevals import env
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+FORMATS = ("table", "csv", "json")
+
+
+def format_option(default: str = "table") -> Any:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=default,
+        show_default=True,
+        envvar=env.FORMAT,
+        help="Output format.",
+    )
+
+
+def progress_bar(console: Console, transient: bool = False) -> Progress:
+    """The progress bar of long work: each task's description, a bar, done / total, time elapsed."""
+    # imported here: the commands that print data only (sql, gate) do not pay for it
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+    )
+
+
+class LakeType(click.ParamType):
+    """`--lake` as a `Lake` (`Lake.open`): the one place the CLI turns the text into the value every
+    command passes on. A path that is a file is a usage error; a URL that cannot be opened, an error of one
+    line (exit 1)."""
+
+    name = "lake"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from tracevals.lake.lake import Lake
+        from tracevals.lake.paths import LakeError
+
+        if not isinstance(value, str) and hasattr(value, "location"):
+            return value  # a Lake already (a default, or a test's)
+        try:
+            lake = Lake.open(value)
+        except LakeError as exc:  # not a usage error: the lake cannot be reached (exit 1, as a command's own)
+            raise click.ClickException(str(exc)) from None
+        if lake.local_folder is not None and lake.local_folder.is_file():
+            self.fail(f"{value!r} is a file; pass the folder that holds spans/", param, ctx)
+        return lake
+
+
+def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:
+    """`--lake` (env TRACEVALS_LAKE): required unless a default is given. `reads`: the command reads the
+    lake's files, so it also takes `--strict` (env TRACEVALS_STRICT): an unreadable file fails the command
+    instead of being skipped with a warning (`queries.sources`)."""
+    lake = click.option(
+        "--lake",
+        type=LakeType(),
+        envvar=env.LAKE,
+        required=default is None,
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+    if not reads:
+        return lake
+
+    def strict(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        from tracevals.lake import paths  # light: no DuckDB
+
+        paths.strict_files = value  # read where the lake is opened, however deep; each invocation decides
+
+    strict_option = click.option(
+        "--strict",
+        is_flag=True,
+        envvar=env.STRICT,
+        expose_value=False,
+        callback=strict,
+        help="Fail on an unreadable lake file (default: skip it with a warning naming it).",
+    )
+
+    def decorate(func: Any) -> Any:
+        return lake(strict_option(func))
+
+    return decorate
+
+
+def _without_nanoseconds(t: pa.DataType) -> pa.DataType:
+    """`t` with every timestamp (at any depth) as text: Python's datetime stops at microseconds."""
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        return pa.string()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_without_nanoseconds(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _without_nanoseconds(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_without_nanoseconds(t.key_type), _without_nanoseconds(t.item_type))
+    return t
+
+
+def table_rows(table: pa.Table) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A query result's column names and rows as Python values, every column type printable: timestamps
+    (nanoseconds, at any depth) as their full text, `2026-11-02 09:00:00.123456789+0000`."""
+    columns = table.column_names
+    arrays = []
+    for name in columns:
+        column = table.column(name)
+        target = _without_nanoseconds(column.type)
+        arrays.append((column.cast(target) if target != column.type else column).to_pylist())
+    return columns, list(zip(*arrays, strict=True)) if columns else []
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as CSV (`--format csv`, the UI's download): NULL empty, lists and structs as JSON."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row])
+    return buffer.getvalue()
+
+
+def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
+    if fmt == "json":
+        objects = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
+        click.echo(json.dumps(objects, ensure_ascii=False, default=str))
+    elif fmt == "csv":
+        click.echo(csv_text(columns, rows), nl=False)
+    else:
+        table = Table(title=title, show_lines=False)
+        for c in columns:
+            table.add_column(c, overflow="fold")
+        for row in rows:
+            # Text, not str: rich would read "[a, b]" in a value as markup and drop it
+            table.add_row(*[Text("" if v is None else str(_plain(v))) for v in row])
+        # Piped or captured output has no terminal width: let the table be as wide as it needs
+        # rather than fold headers and values at rich's default of 80 columns.
+        width = Console().width if sys.stdout.isatty() else 240
+        Console(file=sys.stdout, width=max(100, width)).print(table)

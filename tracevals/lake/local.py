@@ -1,0 +1,202 @@
+"""A lake in a local directory: files committed by temp file + fsync + rename, read by DuckDB by path."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from tracevals.lake.lake import Lake, LocalScan, When, check_entries, partition_key, skip_unreadable
+from tracevals.lake.paths import LakeError, bounds
+
+if TYPE_CHECKING:
+    from tracevals.lake.writer import LakeFile
+
+
+class LocalLake(Lake):
+    """A directory that holds `spans/`, `logs/`, `scores/` … (or nothing yet)."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.root = os.path.abspath(location).rstrip(os.sep) or os.sep
+
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        return pafs.LocalFileSystem()
+
+    @property
+    def folder(self) -> Path:
+        """The lake's directory."""
+        return Path(self.root)
+
+    @property
+    def local_folder(self) -> Path:  # type: ignore[override]
+        return Path(self.root)
+
+    def name_of(self, path: str) -> str:
+        return path
+
+    def file_of(self, name: str) -> LakeFile:
+        return Path(name)
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        root, target = self.folder.resolve(), Path(path).resolve()
+        return target == root or root in target.parents
+
+    def sandbox_root(self) -> str:
+        return str(self.folder.resolve()) + os.sep
+
+    def check(self) -> None:
+        if not self.folder.is_dir():
+            raise LakeError(f"lake {self.location!r} is not a directory; pass the folder that holds spans/")
+        check_entries(self.folder, self.location)
+
+    def prepare(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def has_spans(self) -> bool:
+        return has_parquet(self.folder / "spans")
+
+    def has_table(self, sub: str) -> bool:
+        """Whether `sub` holds any Parquet file (a quick look: the first one found)."""
+        return has_parquet(self.folder / sub)
+
+    def partition_globs(self, sub: str, since: When = None, until: When = None) -> list[str]:
+        """A local lake lists its `date=/hour=` directories and keeps those in range that hold files, so
+        DuckDB never opens another file (not even its footer)."""
+        root = self.folder / sub
+        low, high = bounds(since, until)
+        if low is None and high is None:
+            return [f"{root}/**/*.parquet"]
+        globs = []
+        for directory in sorted(root.glob("date=*/hour=*")):
+            key = partition_key(f"{directory}/x.parquet")
+            if key is None:
+                continue  # not a partition directory
+            if (low is None or key >= low) and (high is None or key <= high) and any(directory.glob("*.parquet")):
+                globs.append(f"{directory}/*.parquet")
+        return globs
+
+    def partitioned(self, sub: str) -> bool:
+        """Whether the table's files lie in `date=/hour=` folders, as both writers put them (its first one)."""
+        first = next((self.folder / sub).rglob("*.parquet"), None)
+        return first is None or (first.parent.name.startswith("hour=") and first.parent.parent.name.startswith("date="))
+
+    def scan(self, sub: str, since: When = None, until: When = None, hive: bool = True) -> LocalScan:
+        ranged = hive and (since is not None or until is not None)
+        globs = self.partition_globs(sub, since, until) if ranged else None
+        present = self.has_table(sub)
+        if globs or present:
+            globs = self.readable(sub, globs)
+            ranged = ranged or globs is not None
+        if not (bool(globs) if ranged else present):
+            return LocalScan([], False)
+        paths = globs if globs is not None else [f"{self.folder / sub}/**/*.parquet"]
+        partitioned = all("/date=" in g for g in globs) if globs is not None else self.partitioned(sub)
+        return LocalScan(paths, partitioned)
+
+    def scan_named(self, sub: str, names: list[str] | None) -> LocalScan:
+        """The files (or globs) `names` of `sub`, as `source_file` names them; None: all of the table."""
+        if names == []:
+            return LocalScan([], False)
+        if names is None and not self.has_table(sub):
+            return LocalScan([], False)
+        paths = names if names is not None else [f"{self.folder / sub}/**/*.parquet"]
+        return LocalScan(list(paths), all("/date=" in p for p in paths))
+
+    def readable(self, sub: str, globs: list[str] | None) -> list[str] | None:
+        """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet
+        files, the explicit list of the others: those are skipped with one warning naming them (a query
+        over the rest of the lake still answers), or, with `--strict` (TRACEVALS_STRICT), a `LakeError`."""
+        root = self.folder / sub
+        if globs is None:
+            files = sorted(root.rglob("*.parquet"))
+        else:
+            files = sorted(Path(p) for g in globs for p in glob.glob(g))
+        bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
+        if not bad:
+            return globs
+        skip_unreadable(bad)
+        return [str(p) for p in files if str(p) not in bad]
+
+    def problem(self, info: pafs.FileInfo) -> str | None:
+        return unreadable(Path(info.path))
+
+    def readable_files(self, sub: str, since: When = None) -> list[str]:
+        """The readable files of `sub` from `since`'s hour on (every file: no `since`), as absolute paths,
+        in path order; unreadable ones skipped as `readable` says."""
+        if not (self.folder / sub).is_dir():
+            return []
+        globs = self.partition_globs(sub, since, None) if since is not None else None
+        readable = self.readable(sub, globs)
+        patterns = readable if readable is not None else [f"{self.folder / sub}/**/*.parquet"]
+        found = sorted({os.path.abspath(p) for g in patterns for p in glob.glob(g, recursive=True)})
+        return [p for p in found if not os.path.basename(p).startswith(".")]
+
+    def put(self, path: str, data: bytes) -> None:
+        from tracevals.lake.writer import write_bytes_atomically
+
+        write_bytes_atomically(data, Path(path))
+
+    def error(self, exc: BaseException, doing: str) -> LakeError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0]
+        return LakeError(f"{doing} {self.location} failed: {reason}; the lake must be writable by this user")
+
+    def write_table(
+        self, folder: str, table: pa.Table, compression: str = "zstd", filesystem: pafs.FileSystem | None = None
+    ) -> LakeFile:
+        from tracevals.lake.writer import write_table_atomically
+
+        return write_table_atomically(table, self.folder / folder, compression)
+
+    def staging(self, staging: Path | None) -> Path:
+        return self.folder
+
+    def final_path(self, folder: str, name: str) -> Path:
+        return self.folder / folder / name
+
+    def publish(self, pairs: list[tuple[Path, Path]]) -> None:
+        """Rename each into place, then fsync each folder once."""
+        from tracevals.lake.writer import fsync_path
+
+        directories: set[Path] = set()
+        for tmp, final in pairs:
+            if tmp.exists() or not final.exists():
+                os.replace(tmp, final)
+            directories.add(final.parent)
+        for directory in directories:
+            fsync_path(directory)
+
+
+def has_parquet(directory: Path) -> bool:
+    return directory.is_dir() and any(directory.rglob("*.parquet"))
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a file cannot be a Parquet file, from its first and last bytes (no parse): too small, no `PAR1`
+    magic at either end (a copy cut short, a disk that filled, a foreign file), or a footer longer than
+    the file; None when it looks whole. Two small reads: cheap on a lake of thousands of files."""
+    try:
+        size = path.stat().st_size
+        if size < 12:
+            return f"{size} bytes, too small"
+        with path.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(-8, 2)
+            tail = fh.read(8)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return parquet_problem(head, tail, size)
+
+
+def parquet_problem(head: bytes, tail: bytes, size: int) -> str | None:
+    """What the first 4 and last 8 bytes of a file of `size` bytes say is wrong with it as Parquet."""
+    if head != b"PAR1" or tail[4:] != b"PAR1":
+        return "not Parquet: no PAR1 magic"
+    if int.from_bytes(tail[:4], "little") + 12 > size:
+        return "footer cut short"
+    return None

@@ -1,0 +1,248 @@
+"""Scoring a lake a group of whole sessions at a time (`selection.plan_groups`): memory follows the group,
+not the lake, and the rows are those of one pass over the whole lake. The local engine's way through a
+big lake (`offline.score_job`), on this process or on `workers` processes at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import duckdb
+import polars as pl
+
+from tracevals.evaluators.evaluator import Evaluator
+from tracevals.lake.paths import LakeError
+from tracevals.lake.writer import LakeFile
+from tracevals.model.batch import Batch
+from tracevals.model.score import SCORE_FRAME_SCHEMA
+from tracevals.queries import open_lake
+from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
+from tracevals.queries.selection import Selection
+from tracevals.queries.trajectories import READS
+from tracevals.scoring.job import ScoringJob
+from tracevals.scoring.offline import score_connection
+from tracevals.scoring.results import ScoringRun, tally
+from tracevals.scoring.store import write_score_frame
+
+# Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
+# evaluators' frames and objects follow this, DuckDB's tables the group.
+GROUP_CHUNK_SESSIONS = 15_000
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every group is scored with (sent once to each worker process): the job without its sinks,
+    priced, its evaluators resolved."""
+
+    scoring: ScoringJob
+    evaluators: tuple[Evaluator, ...]
+    keep: bool  # return each group's score rows (and root spans) to the caller
+    chunk_sessions: int = GROUP_CHUNK_SESSIONS
+
+    @property
+    def memory_limit(self) -> str | None:
+        return self.scoring.memory_limit
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One group's results."""
+
+    traces: int
+    sessions: int
+    tallies: pl.DataFrame
+    scores: pl.DataFrame | None
+    root_spans: dict[str, str]
+    written: LakeFile | None
+    batch: Batch | None = None
+
+
+# The views a group's connection defines: what `load_batch` and `select_sessions` read.
+GROUP_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
+
+
+# DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
+# group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
+# one file of half a million rows) stays within bounds. A group that still runs out is scored again
+# without the limit.
+GROUP_MEMORY = "160MB"
+
+
+def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.DuckDBPyConnection:
+    limit = job.memory_limit or GROUP_MEMORY
+    views = GROUP_VIEWS
+    lake = job.scoring.lake
+    con = open_lake(lake, read_spans=False, views=views, materialize=False, memory_limit=limit, threads=threads)
+    con.execute("SET temp_directory = ?", [workdir])  # where a memory_limit spills (not `.tmp` in the cwd)
+    con.execute("SET enable_progress_bar = false")  # a group's queries are short, and a bar per worker is noise
+    return con
+
+
+def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
+    """Select, rebuild, score and write one group's sessions on `con` (a `_group_connection`)."""
+    try:
+        return _score_group_once(con, plan, group, job)
+    except duckdb.OutOfMemoryException:
+        if job.memory_limit is not None:
+            raise  # the caller's own limit
+    con.execute("RESET memory_limit")  # DuckDB's default: most of the machine's memory
+    try:
+        return _score_group_once(con, plan, group, job)
+    finally:
+        con.execute("SET memory_limit = ?", [GROUP_MEMORY])
+
+
+def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
+    scoring = job.scoring
+    whole = scoring.selection is None or scoring.selection == Selection()  # every session: nothing to select
+    read_group(con, plan, group, copy=whole)
+    try:
+        run = score_connection(
+            con,
+            tasks=scoring.tasks,
+            config=scoring.config,
+            evaluators=job.evaluators,
+            selection=None if whole else scoring.selection,
+            keep_batch=scoring.keep_batch,
+            chunk_sessions=job.chunk_sessions,
+            copy_chunks=False,
+        )
+    finally:
+        release_group(con)
+    written = write_score_frame(scoring.lake, run.scores) if scoring.write else None
+    kept = run.scores if job.keep else None
+    roots = run.root_spans if job.keep else {}
+    return _Scored(run.traces, run.sessions, tally(run.scores), kept, roots, written, run.batch)
+
+
+def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
+    """Score `scoring` a group of whole sessions at a time (`plan`): each group selected, rebuilt, scored,
+    written and handed to the sinks, then released; `workers` groups at once, each in a process of its own
+    (keep_batch: on this process)."""
+    sinks, keep_scores = scoring.sinks, scoring.keep_scores
+    job = _Job(scoring.without_sinks(), tuple(scoring.chosen()), keep_scores or bool(sinks))
+    workers = 1 if scoring.keep_batch else scoring.workers
+    frames: list[pl.DataFrame] = []
+    batches: list[Batch] = []
+    tallies: list[pl.DataFrame] = []
+    roots: dict[str, str] = {}
+    files: list[LakeFile] = []
+    traces = sessions = 0
+    with tempfile.TemporaryDirectory(prefix="tracevals-score-") as work:
+        for scored in _groups_scored(plan, job, workers, work):
+            traces += scored.traces
+            sessions += scored.sessions
+            tallies.append(scored.tallies)
+            if scored.written is not None:
+                files.append(scored.written)
+            if scored.batch is not None:
+                batches.append(scored.batch)
+            if scored.scores is not None:
+                for sink in sinks:
+                    sink(scored.scores, scored.root_spans)
+                if keep_scores:
+                    frames.append(scored.scores)
+                    roots.update(scored.root_spans)
+    scores = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
+    summed = pl.concat(tallies, how="vertical").group_by("evaluator", maintain_order=True).sum()
+    return ScoringRun(
+        scores,
+        traces,
+        sessions,
+        written=files[-1] if files else None,
+        root_spans=roots,
+        tallies=None if keep_scores else summed,
+        batch=Batch.concat(batches) if scoring.keep_batch else None,
+        files=tuple(files),
+        groups=len(plan.groups),
+    )
+
+
+def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Iterator[_Scored]:
+    """Each group's results, in group order: on this process, or on `workers` processes at once."""
+    workers = min(workers, len(plan.groups) + 1)  # the crossing groups are known once the pass is done
+    if workers > 1 and not _picklable(job):
+        workers = 1  # a custom evaluator or checker that cannot travel to another process: score here
+    if workers <= 1 or len(plan.groups) == 1:
+        find_crossing(plan, work, job.memory_limit or GROUP_MEMORY)
+        con = _group_connection(job, None, work)
+        try:
+            for group in plan.groups:
+                yield _score_group(con, plan, group, job)
+        finally:
+            con.close()
+        return
+    with _pool(workers, job, work) as pool:
+        # the crossing sessions are found by a worker (this process stays small: it only collects counts)
+        plan = pool.submit(_find_in_worker, plan, work, job.memory_limit or GROUP_MEMORY).result()
+        light = replace(plan, groups=[])  # what a worker needs besides its group: the lake, the crossing list
+        futures: list[Future[_Scored]] = [pool.submit(_run_in_worker, light, group) for group in plan.groups]
+        try:
+            for future in futures:
+                yield future.result()
+        except BrokenProcessPool:
+            raise LakeError(
+                "a worker process of `tracevals score` died: each needs memory for one group of sessions (lower "
+                "--workers, or --memory-limit); a script that scores with workers > 1 must do so under "
+                '`if __name__ == "__main__":` (worker processes import it again)'
+            ) from None
+
+
+def _picklable(job: _Job) -> bool:
+    try:
+        pickle.dumps(job)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
+    return True
+
+
+@contextmanager
+def _pool(workers: int, job: _Job, work: str) -> Iterator[ProcessPoolExecutor]:
+    """`workers` processes, started now, each with one DuckDB and one Polars thread."""
+    before = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"  # read by each worker as it starts (the environment it inherits)
+    pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _start_worker, (job, work))
+    try:
+        for _ in range(workers):
+            pool.submit(_ready)  # each submit starts a process (with the environment above)
+    finally:
+        if before is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = before
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# A worker process's job and its own connection (one DuckDB thread), set up once by _start_worker.
+_WORKER: dict[str, object] = {}
+
+
+def _start_worker(job: _Job, work: str) -> None:
+    _WORKER["job"] = job
+    _WORKER["con"] = _group_connection(job, 1, work)
+
+
+def _ready() -> None:
+    """A task that only makes the pool start a worker."""
+
+
+def _find_in_worker(plan: GroupPlan, work: str, memory_limit: str) -> GroupPlan:
+    find_crossing(plan, work, memory_limit, threads=2)  # the other workers wait for it
+    return plan
+
+
+def _run_in_worker(plan: GroupPlan, group: Group) -> _Scored:
+    con, job = _WORKER["con"], _WORKER["job"]
+    assert isinstance(con, duckdb.DuckDBPyConnection) and isinstance(job, _Job)
+    return _score_group(con, plan, group, job)
