@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tracevals.lake.normalize import NORMALIZER_VERSION  # noqa: E402
 from tracevals.lake.schema import SPAN_SCHEMA, SPANS_DIR  # noqa: E402
 from tracevals.lake.writer import write_table_atomically  # noqa: E402
+from tracevals.spans.normalize import NORMALIZER_VERSION  # noqa: E402
 
 SPANS_PER_SESSION = 10
 SESSIONS_PER_HOUR = 50_000

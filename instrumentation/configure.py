@@ -34,8 +34,8 @@ from tracevals.instrumentation.content import CaptureMode, set_capture
 from tracevals.instrumentation.context import SessionSpanProcessor
 from tracevals.instrumentation.redact import Redactor, set_redactor
 from tracevals.instrumentation.switch import SwitchableLogProcessor, SwitchableSpanProcessor
-from tracevals.lake.exporters import ParquetLogExporter, ParquetSpanExporter
 from tracevals.lake.lake import Lake, LakeLike
+from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
 
 _log = logging.getLogger(__name__)
 

@@ -10,13 +10,16 @@ import re
 from functools import cache
 from importlib import resources
 
+from tracevals.spans.views import render
+
 
 @cache
 def view_sql() -> tuple[tuple[str, str], ...]:
-    """The view files, in the order they are applied: (file name, SQL text)."""
+    """The view files, in the order they are applied: (file name, SQL text), their `/*@ ... @*/` markers
+    replaced by the SQL the dialect declarations give (`tracevals.spans.views`)."""
     folder = resources.files("tracevals.queries").joinpath("views")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    return tuple((f.name, f.read_text(encoding="utf-8")) for f in files)
+    return tuple((f.name, render(f.read_text(encoding="utf-8"), f.name)) for f in files)
 
 
 @cache

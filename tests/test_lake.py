@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 import tracevals
 from tracevals.instrumentation.content import set_capture
-from tracevals.lake.exporters import ParquetSpanExporter
 from tracevals.lake.writer import LakeWriter
 from tracevals.queries import LakeError, open_lake
+from tracevals.spans.exporters import ParquetSpanExporter
 
 
 @tracevals.tool(effect="write")

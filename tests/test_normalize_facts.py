@@ -13,10 +13,10 @@ from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc
 
 from tracevals.collector.conversion.rows import rows_from_request
 from tracevals.collector.otlp_json import parse_json_traces
-from tracevals.lake.normalize import FACTS, NORMALIZER_VERSION
 from tracevals.lake.writer import LakeWriter
 from tracevals.queries import open_lake
 from tracevals.queries.export import export_view
+from tracevals.spans.normalize import FACTS, NORMALIZER_VERSION
 
 FACT_COLUMNS = [*FACTS, "has_content"]
 

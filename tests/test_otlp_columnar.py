@@ -21,16 +21,18 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from tracevals.collector.conversion import columnar as otlp_columnar
 from tracevals.collector.conversion import scopes
 from tracevals.collector.conversion.rows import TRUNCATED, spans_table
-from tracevals.lake import normalize as norm
 from tracevals.lake.sampling import SessionSampler
 from tracevals.model import attributes as tv
+from tracevals.spans import normalize as norm
+from tracevals.spans import reading
 
-# every key a rule of the normalizer reads, and a few it does not
+# every key a rule of the normalizer reads (every dialect's declared keys), and a few it does not
 _RULE_KEYS = sorted(
-    {k for keys, _ in norm._SOURCES.values() for k in keys}
-    | {k for keys in norm._TOOL_EXTRA.values() for k in keys}
+    {k.name + ("sessionId" if k.pattern else "") for keys in reading.COLUMNS.values() for k in keys}
+    | {k.name + ("sessionId" if k.pattern else "") for keys in reading.TOOL_COLUMNS.values() for k in keys}
     | {k for keys, _ in norm.FACTS.values() for k in keys}
-    | set(otlp_columnar._KIND_VALUE_KEYS)
+    | set(reading.KIND_VALUE_KEYS)
+    | set(reading.DEEP_KEYS)
     | {tv.HANDOFF_REASON, "llm.request.type", "gen_ai.system", "traceloop.entity.name", "gen_ai.input.messages"}
     | {"gcp.vertex.agent.session_id", "gcp.vertex.agent.tool_call_args"}
 )
@@ -44,6 +46,8 @@ STRINGS = st.one_of(
     st.sampled_from(["", " 12 ", "12", "-7", "1_000", "0x1F", "3.5", "1e3", "nan", "yes", "No", "true", "[1,2]"]),
     st.sampled_from(["chat", "execute_tool", "invoke_agent", "LLM", "TOOL", "AGENT", "tool", "workflow", "embeddings"]),
     st.sampled_from(["<not specified>", "(merged tools)", "execute_tool lookup", '{"result": 3}', "x" * 70]),
+    st.sampled_from(["ai.toolCall", "ai.generateText.doGenerate", "generation", '"LLM"', "[Scrubbed due to 'x']"]),
+    st.sampled_from(['{"kwargs": {"a": 1}}', '{"args": [], "kwargs": {"a": 1}}', "ValueError: x", "<class 'E'>"]),
     st.text(max_size=20),
 )
 DOUBLES = st.one_of(
@@ -105,13 +109,17 @@ def requests(draw: Any) -> list[ExportTraceServiceRequest]:
                     span.trace_id = draw(st.one_of(st.sampled_from(shared), st.binary(min_size=15, max_size=16)))
                     span.span_id = draw(st.binary(min_size=7, max_size=8))
                     span.parent_span_id = draw(st.sampled_from([b"", b"\x01" * 8, b"\x02" * 3]))
-                    span.name = draw(st.sampled_from(["chat gpt", "execute_tool lookup_order", "execute_tool ", "x"]))
+                    span.name = draw(
+                        st.sampled_from(
+                            ["chat gpt", "execute_tool lookup_order", "execute_tool ", "x", "haystack.agent.step.tool"]
+                        )
+                    )
                     span.kind = draw(st.integers(0, 7))
                     span.start_time_unix_nano = draw(st.integers(0, 2**62))
                     span.end_time_unix_nano = draw(st.one_of(st.just(0), st.integers(0, 2**62)))
                     if draw(st.booleans()):
                         span.status.code = draw(st.integers(0, 4))
-                        span.status.message = draw(st.sampled_from(["", "boom"]))
+                        span.status.message = draw(st.sampled_from(["", "boom", "ValueError: boom", "<class 'X'>"]))
                     span.attributes.extend(_attributes(draw, 8))
                     if draw(st.integers(0, 5)) == 0:
                         event = span.events.add()

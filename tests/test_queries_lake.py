@@ -4,6 +4,7 @@ framework rule that reads Google ADK's own attributes."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -11,11 +12,12 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_fixture, ingest_scrambled
 from fixtures.plain import plain_rows
 
-from tracevals.lake.frameworks import adk_tool_response, google_adk
 from tracevals.lake.lake import Lake, LocalScan
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, session_lookup
 from tracevals.queries.sources import local_sql
+from tracevals.spans.normalize import normalize
+from tracevals.spans.rules import unwrap
 
 
 def test_a_local_lake_reads_through_one_read_parquet_call_pruned_by_partition(tmp_path: Path) -> None:
@@ -154,30 +156,35 @@ def test_snapshots(tmp_path: Path) -> None:
 
 
 def test_adk_tool_responses_unwrap() -> None:
-    assert adk_tool_response('{"result": null}') is None
-    assert adk_tool_response('{"result": "<not specified>"}') is None  # the tool raised
-    assert adk_tool_response('{"result": "Paris"}') == "Paris"
-    assert adk_tool_response('{"error": "boom"}') == {"error": "boom"}
-    assert adk_tool_response("not json") == "not json"
+    """ADK's `{"result": x}` is a wrapper (the generic rule, `rules.unwrap`), `<not specified>` a placeholder."""
+    assert unwrap('{"result": null}') is None
+    assert unwrap('{"result": "<not specified>"}') is None  # the tool raised
+    assert unwrap('{"result": "Paris"}') == "Paris"
+    assert json.loads(unwrap('{"error": "boom"}')) == {"error": "boom"}  # no wrapper: as recorded
+    assert unwrap("not json") == "not json"
 
 
 def test_adk_rule_fills_tool_columns_and_drops_the_merged_span() -> None:
-    columns = {"kind": "tool", "tool_name": "get_weather", "tool_call_id": "<not specified>", "tool_args": None}
+    """The Google ADK declaration (tracevals/spans/dialects/google_adk.py): its keys fill the tool columns, its
+    placeholder call id is none, and its merged-tools span is no call."""
     attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.id": "<not specified>",
         "gcp.vertex.agent.tool_call_args": '{"city": "Paris"}',
         "gcp.vertex.agent.tool_response": '{"result": "<not specified>"}',
     }
-    google_adk(attrs, "execute_tool get_weather", columns)
-    assert columns == {
+    columns = normalize(attrs, "execute_tool get_weather")
+    assert {k: columns[k] for k in ("kind", "tool_name", "tool_call_id", "tool_args", "tool_result")} == {
         "kind": "tool",
         "tool_name": "get_weather",
         "tool_call_id": None,
         "tool_args": '{"city": "Paris"}',
         "tool_result": None,
     }
-    merged = {"kind": "tool", "tool_name": "(merged tools)"}
-    google_adk({"gcp.vertex.agent.tool_call_args": "N/A"}, "execute_tool (merged)", merged)
-    assert merged["kind"] == "other"  # a bookkeeping span that repeats the calls it merges, not a call
+    merged = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)",
+              "gcp.vertex.agent.tool_call_args": "N/A"}  # fmt: skip
+    assert normalize(merged, "execute_tool (merged)")["kind"] == "other"  # bookkeeping that repeats the calls
 
 
 def test_open_lake_can_define_only_the_views_one_needs(tmp_path: Path) -> None:

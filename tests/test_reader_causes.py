@@ -146,7 +146,7 @@ def test_an_error_of_no_known_type_is_OTHER_on_every_path(tmp_path: Path) -> Non
     from opentelemetry.trace import Status, StatusCode
 
     from tracevals.collector.testing import running_collector
-    from tracevals.lake.exporters import ParquetSpanExporter
+    from tracevals.spans.exporters import ParquetSpanExporter
 
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
     failing = span("4" * 16, "1" * 16, "execute_tool t", tool, 3000, status={"code": 2})

@@ -12,11 +12,11 @@ from fixtures.lake_rows import span_row
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tracevals.lake.normalize import args_digest_of
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.retries import retry_chains
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
+from tracevals.spans.normalize import args_digest_of
 
 # (arguments as recorded, argument hash): the same operation written several ways, others, and no content
 ARGS = st.sampled_from(

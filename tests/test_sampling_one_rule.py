@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tracevals.collector.testing import running_collector
-from tracevals.lake.exporters import ParquetSpanExporter
 from tracevals.lake.sampling import SessionSampler, sampled_sql, session_sampled
 from tracevals.queries.selection import Selection
 from tracevals.scoring import score_lake
+from tracevals.spans.exporters import ParquetSpanExporter
 
 SESSIONS = [f"conversation-{i}" for i in range(2000)]
 

@@ -23,7 +23,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tracevals.lake.exporters import ParquetLogExporter, ParquetSpanExporter
 from tracevals.lake.lake import Lake
 from tracevals.lake.writer import LakeWriter
 from tracevals.model.tasks import case_from_dict
@@ -33,6 +32,7 @@ from tracevals.queries.selection import Selection
 from tracevals.scoring.job import SESSION_MARGIN
 from tracevals.scoring.offline import score_connection, score_lake
 from tracevals.scoring.results import ScoringRun
+from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
 
 T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
 CASES = [

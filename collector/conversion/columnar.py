@@ -5,27 +5,26 @@ protobuf attribute by attribute. Here a batch of requests is decoded in one call
 Arrow arrays (`native.decode`: ptars, protobuf to Arrow in Rust), and every column is computed over all
 spans at once with Arrow and Polars kernels (`values.py`). What needs Python runs once per distinct thing,
 not once per span: the normalizer's plan once per set of attribute keys (`normalize.plan_for`, the same
-plans), a span's kind once per distinct (key set, values that decide the kind) (`normalize.kind_of`), a
+plans), a span's kind once per distinct (key set, values that decide the kind) (`reading.kind_of`), a
 converter once per distinct value it converts, a key's JSON text once per distinct key.
 
 The stages, in order (`spans_table_columnar`): flatten the requests into spans (`_Spans`); ids, times,
 status and kind labels (`_raw_columns`); every attribute value and each span's key set (`_Attributes`);
-which spans take the Python path (`_fallback`); the canonical columns and facts (`_canonical`); the
+which spans take the Python path (`_fallback`); the canonical columns and facts (`canonical.py`); the
 Python path's rows (`_python_rows`); sampling (`_sample`); resource and scope columns (`scopes.py`);
 the table, in request order (`_assemble`).
 
 The result equals `rows.spans_table` value for value; tests/test_otlp_columnar.py holds the two equal on
 generated requests. Spans this path does not handle are built by `rows.span_row` (their requests decoded
 again by protobuf) and put back in their place: spans with events or links, with an array, map or bytes
-attribute value, a key given twice, a key a framework rule reads (`gcp.vertex.agent.*`), a string value
-over the truncation limit, or a tool span whose tool name would come from elsewhere than a tool-name
-attribute. Resource and scope columns come from the Arrow form too, except for a resource with such
-values (then from protobuf, as on the Python path).
+value under a key the normalizer reads, a key given twice, a key a declaration reads as a failure's flag,
+level or message (`reading.DEEP_KEYS`), a string value over the truncation limit, or a tool span whose tool
+name would come from its span name. Resource and scope columns come from the Arrow form too, except for a
+resource with such values (then from protobuf, as on the Python path).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,54 +35,38 @@ import pyarrow.compute as pc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracevals.collector.conversion import rows as python_path
+from tracevals.collector.conversion.canonical import Signatures, canonical_columns, python_signatures
 from tracevals.collector.conversion.native import decode
 from tracevals.collector.conversion.rows import Keep, rows_table, scopes, span_row
 from tracevals.collector.conversion.scopes import scope_columns_of
 from tracevals.collector.conversion.values import (
     EMPTY,
-    FALSE,
-    NONE,
     NULL_TEXT,
     OTHER,
-    STRING,
     TAGS,
     ZERO,
     Values,
     any_per_span,
-    as_text,
     c,
-    candidate_positions,
-    converter,
-    first,
     in_range,
-    json_of,
-    map_distinct,
     nonempty,
 )
-from tracevals.lake import frameworks
-from tracevals.lake import normalize as norm
-from tracevals.lake.frameworks import ADK_MERGED_TOOL_NAME, ADK_PLACEHOLDERS, adk_tool_response
 from tracevals.lake.schema import SPAN_SCHEMA
-from tracevals.model import attributes as tv
+from tracevals.spans import normalize as norm
+from tracevals.spans import reading
 
 __all__ = ["decode", "spans_table", "spans_table_columnar", "table_of"]
 
 _KIND_LABELS = pa.array(["unspecified", "internal", "server", "client", "producer", "consumer"])
 _STATUS_LABELS = pa.array(["unset", "ok", "error"])
-# the attribute keys whose values decide a span's kind (normalize._kind); the others only by presence
-_KIND_VALUE_KEYS = (tv.SESSION_END, "openinference.span.kind", "traceloop.span.kind", "gen_ai.operation.name")
-_FRAMEWORK_PREFIXES = ("gcp.vertex.agent.",)  # Google ADK's keys: its framework rule (`_adk_rule`)
-# Every key whose value the normalizer reads (not only its presence): an array, map or bytes value under one
-# of them takes the Python path, which reads it as such; under any other key it is only written.
+# Every key whose value the normalizer reads (not only its presence): an array, map or bytes value under one of them
+# takes the Python path, which reads it as such; under any other key it is only written.
 _READ_KEYS = frozenset(
-    {k for keys, _ in norm._SOURCES.values() for k in keys}
-    | {k for keys in norm._TOOL_EXTRA.values() for k in keys}
+    reading.READ_KEYS
+    | reading.DEEP_KEYS
     | {k for keys, _ in norm.FACTS.values() for k in keys}
-    | set(_KIND_VALUE_KEYS)
-    | {tv.HANDOFF_REASON, "llm.request.type", "traceloop.entity.name", python_path.TRUNCATED}
-    | {"gcp.vertex.agent.session_id", "gcp.vertex.agent.tool_call_args", "gcp.vertex.agent.tool_response"}
+    | {python_path.TRUNCATED}
 )
-_TYPES = {f.name: f.type for f in SPAN_SCHEMA}
 
 
 @dataclass
@@ -198,12 +181,6 @@ class _Attributes:
         signatures = [tuple(key_names[k] for k in memoryview(s).cast("i")) for s in signature.dictionary.to_pylist()]
         return cls(values, starts, offsets, attributes_json, signature.indices, signatures)
 
-    def value_of(self, keys_position: list[int | None]) -> tuple[pa.Array, pa.Array]:
-        """(tag, JSON text) of the value at a position (per key set) in each span's key list."""
-        position = pc.take(pa.array(keys_position, pa.int64()), self.signature_id)
-        tag, text, string = self.values.take(pc.add(self.starts, position))
-        return tag, json_of(tag, text, string)
-
 
 def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) -> pa.Array:
     """The spans this path does not do (see the module docstring): `rows.span_row` builds them."""
@@ -211,7 +188,7 @@ def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) 
     is_other = pc.equal(values.tag, TAGS[OTHER])
     # an array, map or bytes value is only written into the attributes JSON here: where the normalizer reads
     # it (a key it reads), or where its JSON text is not known, the span takes the Python path
-    read = [k in _READ_KEYS for k in values.key_codes.dictionary.to_pylist()]
+    read = [k in _READ_KEYS or k.startswith(reading.READ_PREFIXES) for k in values.key_codes.dictionary.to_pylist()]
     key_read = pc.take(pa.array(read, pa.bool_()), values.key_codes.indices)
     python_value = pc.and_kleene(is_other, pc.or_kleene(key_read, pc.is_null(values.other_json)))
     fallback = pc.or_kleene(
@@ -223,138 +200,8 @@ def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) 
         sizes = pc.coalesce(pc.binary_length(values.string), pc.binary_length(other_text))
         long = pc.greater(pc.coalesce(pc.cast(sizes, pa.int64()), ZERO), c(max_value_bytes, pa.int64()))
         fallback = pc.or_kleene(fallback, any_per_span(offsets, long))
-    # the framework rules this path knows are Google ADK's (`_adk_rule`); any other list: the Python path
-    known_rules = [frameworks.google_adk] == frameworks.RULES
-    python_signature = [len(set(keys)) != len(keys) or not known_rules for keys in attrs.signatures]
-    return pc.or_kleene(fallback, pc.take(pa.array(python_signature), attrs.signature_id))
-
-
-def _kinds(attrs: _Attributes, plans: list[Any]) -> pa.Array:
-    """Each span's canonical kind: `normalize.kind_of` once per (key set, values of the keys that decide it)."""
-    signatures = attrs.signatures
-    decide = [attrs.value_of([keys.index(k) if k in keys else None for keys in signatures]) for k in _KIND_VALUE_KEYS]
-    kind_key = pc.binary_join_element_wise(
-        pc.cast(attrs.signature_id, pa.string()),
-        *(pc.if_else(pc.equal(tag, TAGS[OTHER]), c("\x03"), text) for tag, text in decide),
-        c("\x01"),
-        null_handling="replace",
-        null_replacement="\x02",
-    )
-    kind_codes = pc.dictionary_encode(kind_key)
-    kinds = []
-    for key in kind_codes.dictionary.to_pylist():
-        sig, *texts = key.split("\x01")
-        keys = signatures[int(sig)]
-        values: dict[str, Any] = dict.fromkeys(keys)
-        for name, text in zip(_KIND_VALUE_KEYS, texts, strict=True):
-            if text not in ("\x02", "\x03"):
-                values[name] = json.loads(text)
-            elif text == "\x03":
-                values[name] = []  # an array or map: those spans take the Python path anyway
-        kinds.append(norm.kind_of(values, plans[int(sig)][0], ""))
-    return pc.take(pa.array(kinds, pa.string()), kind_codes.indices)
-
-
-def _canonical(attrs: _Attributes, status_label: pa.Array, n: int) -> tuple[dict[str, pa.Array], pa.Array]:
-    """The normalizer's columns and facts, by each plan's candidate keys (by position in the span's key
-    list), and the spans whose tool name this path cannot know (they take the Python path)."""
-    signatures, values, starts = attrs.signatures, attrs.values, attrs.starts
-    plans = [norm.plan_for(keys, is_tool=False) for keys in signatures]
-    span_kind = _kinds(attrs, plans)
-    is_tool = pc.equal(span_kind, c("tool"))
-    plan_of = pc.add(
-        pc.multiply(pc.cast(attrs.signature_id, pa.int64()), c(2, pa.int64())), pc.cast(is_tool, pa.int64())
-    )
-    tool_plans = [norm.plan_for(keys, is_tool=True) for keys in signatures]
-    both = [p for pair in zip(plans, tool_plans, strict=True) for p in pair]
-    columns: dict[str, pa.Array] = {
-        "dialect": pc.take(pa.array([p[0] for p in plans], pa.string()), attrs.signature_id),
-        "normalizer_version": pa.repeat(c(norm.NORMALIZER_VERSION, pa.int32()), n),
-        "kind": span_kind,
-    }
-    sig_keys = [keys for keys in signatures for _ in (0, 1)]
-    for i, (column, _, convert) in enumerate(plans[0][1] if plans else ()):
-        positions = candidate_positions([p[1][i][1] for p in both], sig_keys, plan_of)
-        tag, text, string = first(values, starts, positions)
-        if convert is norm._text:
-            columns[column] = as_text(tag, text, string)
-        else:
-            columns[column] = converter(convert, _TYPES[column])(tag, text, string)
-    columns["error_type"] = pc.if_else(
-        pc.and_kleene(pc.is_null(columns["error_type"]), pc.equal(status_label, c("error"))),
-        c(norm.UNKNOWN_ERROR_TYPE),
-        columns["error_type"],
-    )
-    columns["kind"] = _adk_rule(attrs, columns, span_kind)
-    # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text
-    missing = pc.and_kleene(pc.is_null(columns["tool_args_hash"]), pc.is_valid(columns["tool_args"]))
-    if pc.any(missing).as_py():
-        digests = map_distinct(pc.if_else(missing, columns["tool_args"], NULL_TEXT), norm.args_digest_of, pa.string())
-        columns["tool_args_hash"] = pc.coalesce(columns["tool_args_hash"], digests)
-    unknown_tool = pc.and_kleene(is_tool, pc.is_null(columns["tool_name"]))
-    for column, (_, convert) in norm.FACTS.items():
-        per_plan = []
-        for plan in both:
-            found = next((f for f in plan[2] if f[0] == column), None)
-            per_plan.append(found[1] if found else ())
-        convert_fact = converter(convert, _TYPES[column]) if convert is not norm._fact_list else None
-        if convert_fact is None or not any(per_plan):
-            columns[column] = pa.nulls(n, _TYPES[column])  # lists: only from array values (the Python path)
-            continue
-        positions = candidate_positions(per_plan, sig_keys, plan_of)
-        tag, text, string = first(values, starts, positions, facts=True, convert=convert_fact)
-        columns[column] = convert_fact(tag, text, string)
-    columns["has_message_attributes"] = pc.take(pa.array([p[3] for p in plans], pa.bool_()), attrs.signature_id)
-    return columns, unknown_tool
-
-
-def _adk_rule(attrs: _Attributes, columns: dict[str, pa.Array], kind: pa.Array) -> pa.Array:
-    """`frameworks.google_adk` on the spans with a `gcp.vertex.agent.*` key: fills `columns` in place (the
-    session, a tool call's arguments and result, placeholders dropped), returns the kinds (a merged tools
-    span is no call: "other")."""
-    signatures = attrs.signatures
-    adk_signature = [any(k.startswith(_FRAMEWORK_PREFIXES) for k in keys) for keys in signatures]
-    if not any(adk_signature):
-        return kind
-    adk = pc.take(pa.array(adk_signature, pa.bool_()), attrs.signature_id)
-
-    def at(key: str) -> tuple[pa.Array, pa.Array, pa.Array]:
-        position = pc.take(pa.array([keys.index(key) if key in keys else None for keys in signatures], pa.int64()),
-                           attrs.signature_id)  # fmt: skip
-        return attrs.values.take(pc.add(attrs.starts, position))
-
-    def given(tag: pa.Array, string: pa.Array) -> pa.Array:  # frameworks._fill's test: not None, not ""
-        empty = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.equal(string, EMPTY))
-        return pc.and_kleene(pc.not_equal(tag, TAGS[NONE]), pc.invert(pc.coalesce(empty, FALSE)))
-
-    tag, text, string = at("gcp.vertex.agent.session_id")
-    fill = pc.and_kleene(pc.and_kleene(adk, pc.is_null(columns["session_id"])), given(tag, string))
-    columns["session_id"] = pc.if_else(fill, as_text(tag, text, string), columns["session_id"])
-    is_tool = pc.and_kleene(adk, pc.equal(kind, c("tool")))
-    merged = pc.and_kleene(is_tool, pc.coalesce(pc.equal(columns["tool_name"], c(ADK_MERGED_TOOL_NAME)), FALSE))
-    call = pc.and_kleene(is_tool, pc.invert(merged))
-    if not pc.any(call).as_py():
-        return pc.if_else(merged, c("other"), kind)
-    placeholders = pa.array(sorted(ADK_PLACEHOLDERS), pa.string())
-    placeholder_id = pc.and_kleene(call, pc.coalesce(pc.is_in(columns["tool_call_id"], placeholders), FALSE))
-    columns["tool_call_id"] = pc.if_else(placeholder_id, NULL_TEXT, columns["tool_call_id"])
-    tag, text, string = at("gcp.vertex.agent.tool_call_args")
-    placeholder_args = pc.and_kleene(pc.equal(tag, TAGS[STRING]), pc.coalesce(pc.is_in(string, placeholders), FALSE))
-    fill = pc.and_kleene(pc.and_kleene(call, pc.invert(placeholder_args)), given(tag, string))
-    fill = pc.and_kleene(fill, pc.is_null(columns["tool_args"]))
-    columns["tool_args"] = pc.if_else(fill, as_text(tag, text, string), columns["tool_args"])
-    tag, text, string = at("gcp.vertex.agent.tool_response")
-    present = pc.not_equal(tag, TAGS[NONE])  # the key with no value: adk_tool_response(None) is None
-    fill = pc.and_kleene(pc.and_kleene(call, present), pc.is_null(columns["tool_result"]))
-    if pc.any(fill).as_py():
-        results = map_distinct(pc.if_else(fill, json_of(tag, text, string), NULL_TEXT), _adk_result, pa.string())
-        columns["tool_result"] = pc.if_else(fill, results, columns["tool_result"])
-    return pc.if_else(merged, c("other"), kind)
-
-
-def _adk_result(text: str) -> str | None:
-    """The tool_result column of an ADK tool response (the value's JSON text): frameworks then normalize."""
-    return norm._text(adk_tool_response(json.loads(text)))
+    python_signature = python_signatures(attrs.signatures)
+    return pc.or_kleene(fallback, pc.take(pa.array(python_signature, pa.bool_()), attrs.signature_id))
 
 
 def _python_rows(flat: _Spans, fallback: pa.Array, max_value_bytes: int | None) -> dict[int, tuple[Any, ...] | None]:
@@ -424,7 +271,8 @@ def table_of(flat: _Spans, max_value_bytes: int | None = None, keep: Keep | None
         return SPAN_SCHEMA.empty_table()
     raw, valid = _raw_columns(flat.spans)
     attrs = _Attributes.of(flat.spans)
-    canonical, unknown_tool = _canonical(attrs, raw["status_code"], n)
+    sigs = Signatures(attrs.values, attrs.starts, attrs.signature_id, attrs.signatures)
+    canonical, unknown_tool = canonical_columns(sigs, raw["name"], raw["status_code"], raw["status_message"], n)
     fallback = pc.or_kleene(_fallback(flat.spans, attrs, max_value_bytes), unknown_tool)
     fast = pc.and_kleene(valid, pc.invert(fallback))
     slow = _python_rows(flat, fallback, max_value_bytes)

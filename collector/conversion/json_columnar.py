@@ -1,425 +1,61 @@
 """OTLP/JSON documents straight to lake tables: the fast path of `tracevals ingest`.
 
-The validating decoder (`otlp_json.parse_json_traces`) walks a document in Python into protobuf, and the
-conversion then reads the protobuf (`columnar.spans_table`, `rows.logs_table`): ~150 µs a span of a Google ADK
-recording, all told. Here documents are parsed by Arrow's JSON reader (C++, straight into Arrow arrays, the
-schema inferred; newline-free documents many to one call, as lines), checked against the OTLP messages'
-descriptors (`_conform`), and converted column by column: spans by the collector's columnar path (`columnar.py`,
-the same stages and rows), log records here (`_logs_table`, the rows of `rows.log_tuples`). No Python runs per
-span or per value, except for the spans the columnar path leaves to the Python one (events, links, a key given
-twice ...), which `rows.span_row` builds from the document's own values read by the validating decoder's code
-(`otlp_json._message`), as on the slow path.
+The validating decoder (`otlp_json.parse_json_traces`) walks a document in Python into protobuf, and the conversion
+then reads the protobuf (`columnar.spans_table`, `rows.logs_table`): ~150 µs a span of a Google ADK recording, all
+told. Here documents are parsed by Arrow's JSON reader (C++, straight into Arrow arrays, the schema inferred;
+newline-free documents many to one call, as lines), checked against the OTLP messages' descriptors
+(`json_check.py`), and converted column by column (the values: `json_values.py`): spans by the collector's columnar
+path (`columnar.py`, the same stages and rows), log records by `json_logs.py` (the rows of `rows.log_tuples`). No
+Python runs per span or per value, except for the spans the columnar path leaves to the Python one (events, links,
+a key given twice ...), which `rows.span_row` builds from the document's own values read by the validating
+decoder's code (`otlp_json._message`), as on the slow path.
 
 What this path takes it reads as the validating decoder does, and it takes less: every key an OTLP field in
-lowerCamelCase, every value of its field's JSON type and range (integers as numbers or as decimal strings,
-enums as numbers or names, doubles finite, ids hex of their size, at most one value set in an AnyValue, arrays
-and maps nested at most `MAX_NESTING` deep). A document it does not take (`tables` gives None for it) is read
-by the validating decoder, which reads it or says what is wrong with it (its messages stay the only ones): not
-UTF-8, not one JSON object, a key given twice, keys in snake_case or older spellings (`instrumentationLibrary*`),
-Tempo's `batches`, Jaeger's `data`, base64 ids, an unknown key, `NaN` ... Tests hold the two paths equal row for
-row (tests/test_ingest_json_fast.py).
+lowerCamelCase, every value of its field's JSON type and range (integers as numbers or as decimal strings, enums as
+numbers or names, doubles finite, ids hex of their size, at most one value set in an AnyValue, arrays and maps
+nested at most `MAX_NESTING` deep). A document it does not take (`tables` gives None for it) is read by the
+validating decoder, which reads it or says what is wrong with it (its messages stay the only ones): not UTF-8, not
+one JSON object, a key given twice, keys in snake_case or older spellings (`instrumentationLibrary*`), Tempo's
+`batches`, Jaeger's `data`, base64 ids, an unknown key, `NaN` ... Tests hold the two paths equal row for row
+(tests/test_ingest_json_fast.py).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracevals.collector import otlp_json
 from tracevals.collector.conversion import columnar
+from tracevals.collector.conversion.json_check import (
+    _TOP,
+    BLOCK_BYTES,
+    GROUP_BYTES,
+    MAX_NESTING,
+    Refused,
+    _Conformed,
+    _Group,
+    _is_null,
+    _parse,
+    _plausible,
+    _Repeated,
+    _repeated,
+)
+from tracevals.collector.conversion.json_logs import _logs_table
+from tracevals.collector.conversion.json_values import _ids, _key_values, _lengths, _list_of
 from tracevals.collector.conversion.rows import _attrs, _dumps
 from tracevals.collector.conversion.values import (
-    EMPTY,
-    NONE,
-    NULL_TEXT,
-    OTHER,
-    STRING,
-    TAGS,
-    Values,
     c,
-    doubles_json,
-    map_distinct,
-    string_json,
 )
 from tracevals.lake.rows import service_name
-from tracevals.lake.schema import LOG_SCHEMA, SPAN_SCHEMA
+from tracevals.lake.schema import SPAN_SCHEMA
 
-__all__ = ["MAX_NESTING", "Refused", "tables"]
-
-MAX_NESTING = 16  # arrays and maps inside each other, at most (the validating decoder allows more: it reads those)
-GROUP_BYTES = 32 << 20  # newline-free documents parsed in one call up to this many bytes (memory stays bounded)
-BLOCK_BYTES = 8 << 20  # the reader's blocks (of whole lines): parsed in parallel, then converted one by one
-
-
-class Refused(Exception):
-    """This path does not take the document: the validating decoder reads it (or says what is wrong)."""
-
-
-_F = FieldDescriptor
-_INT_TYPES = {
-    _F.TYPE_INT32: pa.int32(), _F.TYPE_SINT32: pa.int32(), _F.TYPE_SFIXED32: pa.int32(),
-    _F.TYPE_UINT32: pa.uint32(), _F.TYPE_FIXED32: pa.uint32(),
-    _F.TYPE_INT64: pa.int64(), _F.TYPE_SINT64: pa.int64(), _F.TYPE_SFIXED64: pa.int64(),
-    _F.TYPE_UINT64: pa.uint64(), _F.TYPE_FIXED64: pa.uint64(),
-}  # fmt: skip
-_NESTED = ("opentelemetry.proto.common.v1.ArrayValue", "opentelemetry.proto.common.v1.KeyValueList")
-_ANY_VALUE = "opentelemetry.proto.common.v1.AnyValue"
-
-
-# ---------------------------------------------------------------- parsing
-
-
-def _string_leaves() -> pa.Schema:
-    """The strings of the usual shape, declared (the reader infers the rest): a string value that looks like a
-    date stays a string (inferred, a column of dates would become timestamps, which `_conform` refuses)."""
-    kv = pa.list_(pa.struct([("key", pa.string()), ("value", pa.struct([("stringValue", pa.string())]))]))
-    scope = pa.struct([("name", pa.string()), ("version", pa.string()), ("attributes", kv)])
-    resource = pa.struct([("attributes", kv)])
-    ids = [("traceId", pa.string()), ("spanId", pa.string())]
-    span = pa.struct(
-        [*ids, ("parentSpanId", pa.string()), ("traceState", pa.string()), ("name", pa.string()),
-         ("attributes", kv), ("status", pa.struct([("message", pa.string())]))]
-    )  # fmt: skip
-    record = pa.struct(
-        [*ids, ("severityText", pa.string()), ("eventName", pa.string()), ("attributes", kv),
-         ("body", pa.struct([("stringValue", pa.string())]))]
-    )  # fmt: skip
-
-    def resource_list(scopes: str, items: str, item: pa.DataType) -> pa.DataType:
-        inner = pa.struct([("scope", scope), (items, pa.list_(item)), ("schemaUrl", pa.string())])
-        return pa.list_(pa.struct([("resource", resource), (scopes, pa.list_(inner)), ("schemaUrl", pa.string())]))
-
-    return pa.schema(
-        [
-            ("resourceSpans", resource_list("scopeSpans", "spans", span)),
-            ("resourceLogs", resource_list("scopeLogs", "logRecords", record)),
-        ]
-    )
-
-
-_SCHEMA = _string_leaves()
-_TOP = {"resourceSpans": ExportTraceServiceRequest.DESCRIPTOR, "resourceLogs": ExportLogsServiceRequest.DESCRIPTOR}
-
-
-def _plausible(body: bytes) -> bool:
-    """Cheap checks before parsing: UTF-8 (as json.loads reads bytes, strictly), an object first, no BOM."""
-    if not isinstance(body, bytes) or len(body) >= (1 << 31) - 2:
-        return False
-    head = body[:256].lstrip()
-    if not head.startswith(b"{"):
-        return False
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _parse(text: bytes, rows: int, longest: int | None) -> pa.Table:
-    """`text` read by Arrow's JSON reader: `rows` objects, one a line of at most `longest` bytes (None: one
-    object across lines), else Refused. Lines go in blocks of `BLOCK_BYTES` or more, parsed on every core."""
-    lines = longest is not None
-    block = max(longest + 1, min(len(text) + 1, BLOCK_BYTES)) if longest is not None else len(text) + 1
-    try:
-        table = pj.read_json(
-            io.BytesIO(text),
-            read_options=pj.ReadOptions(block_size=max(block, 1 << 16), use_threads=lines),
-            parse_options=pj.ParseOptions(
-                explicit_schema=_SCHEMA, newlines_in_values=not lines, unexpected_field_behavior="infer"
-            ),
-        )
-    except (pa.ArrowException, ValueError, OSError) as exc:
-        raise Refused(f"not read by Arrow's JSON reader: {exc}") from None
-    if table.num_rows != rows or set(table.column_names) - set(_TOP):
-        raise Refused("not one OTLP/JSON object per document")
-    return table
-
-
-# ---------------------------------------------------------------- checking against the descriptors
-
-
-def _all(flags: pa.Array) -> bool:
-    """Every flag true (nulls and an empty array count as true)."""
-    return bool(pc.all(flags, skip_nulls=True, min_count=0).as_py())
-
-
-def _is_null(array: pa.Array) -> bool:
-    return pa.types.is_null(array.type) or array.null_count == len(array)
-
-
-def _field_of(struct: pa.StructArray, name: str) -> pa.Array:
-    """A child of a struct array with the struct's own nulls applied."""
-    if struct.null_count == 0:
-        return struct.field(name)
-    return struct.flatten()[struct.type.get_field_index(name)]
-
-
-def _scalar(fd: FieldDescriptor, array: pa.Array, where: str) -> pa.Array:
-    """A scalar field's values, of the type the decoder reads them as (strings, ints of the field's width,
-    doubles, booleans), or Refused where the decoder could read them otherwise or refuse them."""
-    kind, t = fd.type, array.type
-    try:
-        if kind in (_F.TYPE_STRING, _F.TYPE_BYTES):
-            if pa.types.is_string(t):
-                return array
-        elif kind == _F.TYPE_BOOL:
-            if pa.types.is_boolean(t):
-                return array
-        elif kind in (_F.TYPE_DOUBLE, _F.TYPE_FLOAT):
-            if pa.types.is_int64(t):
-                return pc.cast(array, pa.float64())  # safe: refuses an integer a double cannot hold exactly
-            if pa.types.is_float64(t) and _all(pc.is_finite(array)):
-                return array  # NaN and infinities: the readers differ on their spellings ("Inf", "-NaN")
-        elif kind == _F.TYPE_ENUM:
-            if pa.types.is_int64(t):
-                return pc.cast(array, pa.int32())
-            if pa.types.is_string(t):
-                names = {v.name: v.number for v in fd.enum_type.values}
-                distinct = pc.unique(array.drop_null()).to_pylist()
-                if all(name in names for name in distinct):
-                    numbers = pa.array([names[name] for name in distinct], pa.int32())
-                    return pc.take(numbers, pc.index_in(array, pa.array(distinct, pa.string())))
-        elif kind in _INT_TYPES:
-            if pa.types.is_int64(t):
-                return pc.cast(array, _INT_TYPES[kind])  # safe: out of the field's range is refused
-            # Arrow's cast reads decimal digits after an optional "-", as int() does, and hexadecimal after "0x",
-            # which int() refuses (int() also reads " 1", "+1", "1_0", which the cast refuses: Refused)
-            if pa.types.is_string(t) and not pc.any(pc.match_substring(array, "x", ignore_case=True)).as_py():
-                return pc.cast(array, _INT_TYPES[kind])
-    except pa.ArrowInvalid:
-        pass
-    raise Refused(f"{where}: {t} values")
-
-
-@dataclass
-class _Conformed:
-    """A message's present fields (proto names), checked, of the types the decoder reads them as."""
-
-    array: pa.Array  # the struct as parsed (its validity)
-    fields: dict[str, Any]  # field name -> pa.Array (scalars), _Conformed (messages) or _Repeated
-    descriptor: Descriptor
-
-    def get(self, name: str) -> Any:
-        return self.fields.get(name)
-
-    def scalar(self, name: str, default: pa.Scalar | None = None) -> pa.Array:
-        """A scalar field's values, absent ones as `default` (protobuf's default: "" or 0), else null."""
-        fd = self.descriptor.fields_by_name[name]
-        values = self.fields.get(name)
-        t = pa.string() if fd.type in (_F.TYPE_STRING, _F.TYPE_BYTES) else _scalar_type(fd)
-        if values is None:
-            values = pa.nulls(len(self.array), t)
-        return values if default is None else pc.fill_null(values, default)
-
-
-@dataclass
-class _Repeated:
-    """A repeated message field: each parent's list (offsets from 0) and the conformed elements."""
-
-    lengths: pa.Array  # int32, 0 for an absent list
-    items: _Conformed
-
-
-def _scalar_type(fd: FieldDescriptor) -> pa.DataType:
-    if fd.type == _F.TYPE_BOOL:
-        return pa.bool_()
-    if fd.type in (_F.TYPE_DOUBLE, _F.TYPE_FLOAT):
-        return pa.float64()
-    if fd.type == _F.TYPE_ENUM:
-        return pa.int32()
-    return _INT_TYPES[fd.type]
-
-
-def _conform(descriptor: Descriptor, array: pa.Array, where: str, nesting: int = 0) -> _Conformed:
-    """`array` (a struct of an OTLP message, as inferred) checked field by field against `descriptor`: Refused
-    for a key the message has not in lowerCamelCase, a value of the wrong type or range, an element of a
-    repeated field that is null, an AnyValue with two values, or arrays and maps nested too deep."""
-    if pa.types.is_null(array.type):
-        return _Conformed(array, {}, descriptor)
-    if not pa.types.is_struct(array.type):
-        raise Refused(f"{where}: {array.type}, not an object")
-    by_json = {fd.json_name: fd for fd in descriptor.fields}
-    fields: dict[str, Any] = {}
-    for child in array.type:
-        fd = by_json.get(child.name)
-        if fd is None:
-            raise Refused(f"{where}.{child.name}: not a field of {descriptor.name} in lowerCamelCase")
-        values = _field_of(array, child.name)
-        if _is_null(values):
-            continue  # JSON null: unset, as absent
-        path = f"{where}.{child.name}"
-        if fd.is_repeated:
-            fields[fd.name] = _repeated(fd, values, path, nesting)
-        elif fd.type == _F.TYPE_MESSAGE:
-            deeper = nesting + (fd.message_type.full_name in _NESTED)
-            if deeper > MAX_NESTING:
-                raise Refused(f"{path}: nested deeper than {MAX_NESTING}")
-            fields[fd.name] = _conform(fd.message_type, values, path, deeper)
-        else:
-            fields[fd.name] = _scalar(fd, values, path)
-    if descriptor.full_name == _ANY_VALUE and len(fields) > 1:
-        given = [pc.cast(_valid(fields[name]), pa.int8()) for name in fields]
-        total = given[0]
-        for more in given[1:]:
-            total = pc.add(total, more)
-        # which one protobuf would keep depends on the keys' order, which the reader does not keep
-        if not _all(pc.less_equal(total, c(1, pa.int8()))):
-            raise Refused(f"{where}: an AnyValue with two values")
-    return _Conformed(array, fields, descriptor)
-
-
-def _valid(value: Any) -> pa.Array:
-    if isinstance(value, _Conformed):
-        return pc.is_valid(value.array)
-    if isinstance(value, _Repeated):
-        raise TypeError("no repeated field in an AnyValue")
-    return pc.is_valid(value)
-
-
-def _repeated(fd: FieldDescriptor, values: pa.Array, where: str, nesting: int) -> Any:
-    if not pa.types.is_list(values.type):
-        raise Refused(f"{where}: {values.type}, not an array")
-    lengths = pc.coalesce(pc.list_value_length(values), c(0, pa.int32()))
-    items = pc.list_flatten(values)
-    if items.null_count:  # [null]: the decoder refuses a null element
-        raise Refused(f"{where}: a null element")
-    if fd.type != _F.TYPE_MESSAGE:
-        if len(items) and not pa.types.is_null(items.type):
-            _scalar(fd, items, where)
-        elif len(items):
-            raise Refused(f"{where}: null elements")
-        return None  # no repeated scalar field is read here (only checked)
-    if pa.types.is_null(items.type) and len(items):
-        raise Refused(f"{where}: null elements")
-    return _Repeated(lengths, _conform(fd.message_type, items, f"{where}[]", nesting))
-
-
-# ---------------------------------------------------------------- values
-
-
-def _any_json(value: _Conformed | None, n: int, scalars: bool = True) -> pa.Array:
-    """Each AnyValue's JSON text, as `_dumps(rows.any_value(v))` writes it ("null" for an unset one); with
-    `scalars` False, only arrays', maps' and bytes' (null for the others: `Values` writes those)."""
-    if value is None:
-        return pa.repeat(c("null"), n) if scalars else pa.nulls(n, pa.string())
-    texts: list[pa.Array] = []
-    if scalars and (strings := value.get("string_value")) is not None:
-        texts.append(string_json(strings))
-    if scalars and (booleans := value.get("bool_value")) is not None:
-        texts.append(pc.if_else(booleans, c("true"), c("false")))
-    if scalars and (ints := value.get("int_value")) is not None:
-        texts.append(pc.cast(ints, pa.string()))
-    if scalars and (doubles := value.get("double_value")) is not None:
-        texts.append(doubles_json(doubles))
-    for name, opening, closing in (("array_value", "[", "]"), ("kvlist_value", "{", "}")):
-        nested = value.get(name)
-        if nested is None:
-            continue
-        items = nested.get("values")
-        valid = pc.is_valid(nested.array)
-        if items is None:
-            texts.append(pc.if_else(valid, c(opening + closing), NULL_TEXT))
-            continue
-        parts = _any_json(items.items, len(items.items.array)) if name == "array_value" else _pairs(items)
-        offsets = pc.cumulative_sum(pc.cast(items.lengths, pa.int32()))
-        offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets])
-        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, parts), c(","))
-        texts.append(pc.if_else(valid, pc.binary_join_element_wise(c(opening), joined, c(closing), EMPTY), NULL_TEXT))
-    if (raw := value.get("bytes_value")) is not None:
-        texts.append(map_distinct(raw, _bytes_json, pa.string()))
-    if not scalars:
-        return pc.coalesce(*texts) if texts else pa.nulls(n, pa.string())
-    return pc.coalesce(*texts, c("null")) if texts else pa.repeat(c("null"), n)
-
-
-def _bytes_json(text: str) -> str:
-    try:
-        return _dumps(otlp_json._bytes(text).hex())
-    except otlp_json._Where:
-        raise Refused("a bytes value that is not base64") from None
-
-
-def _keys(kv: _Conformed) -> pa.Array:
-    return kv.scalar("key", c(""))
-
-
-def _pairs(kvlist: _Repeated) -> pa.Array:
-    """`"key":value` of each key-value of a map (a key twice in one map: Refused, a dict keeps one)."""
-    keys = _keys(kvlist.items)
-    owner = pa.array(range(len(kvlist.lengths)), pa.int64())
-    owner = pc.take(owner, _parents(kvlist.lengths))
-    if len(pc.unique(pc.binary_join_element_wise(pc.cast(owner, pa.string()), keys, c("\x00")))) != len(keys):
-        raise Refused("a key twice in one map")
-    key_json = map_distinct(keys, _dumps, pa.string())
-    return pc.binary_join_element_wise(key_json, c(":"), _any_json(kvlist.items.get("value"), len(keys)), EMPTY)
-
-
-def _parents(lengths: pa.Array) -> pa.Array:
-    """The parent index of each element of lists of these lengths."""
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
-    return pc.list_parent_indices(pa.ListArray.from_arrays(offsets, pa.nulls(offsets[-1].as_py())))
-
-
-_VALUE = pa.struct(
-    [("string_value", pa.string()), ("bool_value", pa.bool_()), ("int_value", pa.int64()),
-     ("double_value", pa.float64()), ("other_json", pa.string())]
-)  # fmt: skip
-_KV = pa.struct([("key", pa.string()), ("value", _VALUE)])
-
-
-def _key_values(kvs: _Repeated | None, parents: int) -> pa.Array:
-    """Repeated KeyValues as the columnar path reads them (`Values`): list<key, value(scalars, other_json)>."""
-    if kvs is None:
-        return pa.nulls(parents, pa.list_(_KV))
-    items = kvs.items
-    n = len(items.array)
-    value = items.get("value")
-    if value is None:
-        values = pa.nulls(n, _VALUE)
-    else:
-        other_json = _any_json(value, n, scalars=False)
-        values = pa.StructArray.from_arrays(
-            [value.scalar("string_value"), value.scalar("bool_value"), value.scalar("int_value"),
-             value.scalar("double_value"), other_json],
-            fields=list(_VALUE), mask=pc.is_null(value.array),
-        )  # fmt: skip
-    kv = pa.StructArray.from_arrays([_keys(items), values], fields=list(_KV))
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(kvs.lengths, pa.int32()))])
-    return pa.ListArray.from_arrays(offsets, kv)
-
-
-def _lengths(repeated: _Repeated | None, parents: int) -> pa.Array:
-    return pa.repeat(c(0, pa.int32()), parents) if repeated is None else repeated.lengths
-
-
-def _list_of(lengths: pa.Array, items: pa.Array) -> pa.Array:
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
-    return pa.ListArray.from_arrays(offsets, items)
-
-
-def _ids(strings: pa.Array, sizes: tuple[int, ...], where: str) -> pa.Array:
-    """Hex ids as bytes; Refused unless every one is hex of one of `sizes` bytes (0: absent), which the
-    decoder reads alike (anything else it reads as base64, or refuses, and says so)."""
-    frame = pl.from_arrow(pa.table({"s": pc.fill_null(strings, "")}))
-    assert isinstance(frame, pl.DataFrame)
-    # not hex (an odd length, another character, spaces, which bytes.fromhex reads): null
-    raw = frame.select(pl.col("s").str.decode("hex", strict=False)).to_series().to_arrow().cast(pa.binary())
-    if not _all(pc.fill_null(pc.is_in(pc.binary_length(raw), pa.array(sizes, pa.int32())), False)):
-        raise Refused(f"{where}: an id that is not hex of its size")
-    return raw
-
+__all__ = ["BLOCK_BYTES", "GROUP_BYTES", "MAX_NESTING", "Refused", "refusal", "tables"]
 
 # ---------------------------------------------------------------- spans
 
@@ -460,18 +96,6 @@ def _placeholders(lengths: pa.Array) -> pa.Array:
 def _resource_read_shape(resource: _Conformed | None, n: int) -> pa.StructArray:
     attributes = _key_values(resource.get("attributes") if resource else None, n)
     return pa.StructArray.from_arrays([attributes], names=["attributes"])
-
-
-@dataclass
-class _Group:
-    """Documents parsed in one call, conformed: spans and log records of them all."""
-
-    table: pa.Table
-    traces: _Conformed | None = None  # ResourceSpans, every document's, flattened
-    trace_lengths: pa.Array | None = None  # ResourceSpans per document
-    logs: _Conformed | None = None
-    log_lengths: pa.Array | None = None
-    raw_resources: pa.Array | None = None  # ResourceSpans as parsed (for the Python path)
 
 
 class _JsonSpans(columnar._Spans):
@@ -548,113 +172,6 @@ def _spans_table(group: _Group) -> pa.Table:
     flat.raw_resources = group.raw_resources
     flat.resource_of_scope = pc.list_parent_indices(scope_lists).to_pylist()
     return columnar.table_of(flat)
-
-
-# ---------------------------------------------------------------- log records
-
-
-def _resource_columns(resources: _Conformed, n: int) -> tuple[pa.Array, pa.Array]:
-    """Per resource: its attributes JSON and service.name, as `rows.log_tuples` writes them."""
-    resource = resources.get("resource")
-    kvs = _key_values(resource.get("attributes") if resource is not None else None, n)
-    return _attributes_json(kvs, "resource"), _service(kvs)
-
-
-def _attributes_json(kvs: pa.Array, where: str) -> pa.Array:
-    """Each list of key-values as a JSON object (`_dumps(rows._attrs(...))`); a key twice: Refused."""
-    values = Values(pc.list_flatten(kvs))
-    lengths = pc.coalesce(pc.list_value_length(kvs), c(0, pa.int32()))
-    owner = pc.cast(_parents(lengths), pa.string())
-    if len(pc.unique(pc.binary_join_element_wise(owner, values.key, c("\x00")))) != len(values.key):
-        raise Refused(f"{where}: a key given twice")  # a dict keeps the first place and the last value
-    joined = pc.binary_join(_list_of(lengths, values.fragment), c(","))
-    return pc.binary_join_element_wise(c("{"), joined, c("}"), EMPTY)
-
-
-def _service(kvs: pa.Array) -> pa.Array:
-    """service.name: a string as it is, another value as its JSON text (`lake.rows.service_name`)."""
-    values = Values(pc.list_flatten(kvs))
-    lengths = pc.coalesce(pc.list_value_length(kvs), c(0, pa.int32()))
-    owner = _parents(lengths)
-    here = pc.equal(values.key, c("service.name"))
-    text = pc.if_else(
-        pc.equal(values.tag, TAGS[STRING]),
-        values.string,
-        pc.if_else(
-            pc.equal(values.tag, TAGS[NONE]),
-            NULL_TEXT,
-            pc.if_else(pc.equal(values.tag, TAGS[OTHER]), values.other_json, values.json),
-        ),
-    )
-    position: list[int | None] = [None] * len(kvs)  # per resource, its service.name (a key twice was refused)
-    hits = pc.indices_nonzero(pc.fill_null(here, False))
-    for resource, hit in zip(pc.take(owner, hits).to_pylist(), hits.to_pylist(), strict=True):
-        position[resource] = hit
-    return pc.take(text, pa.array(position, pa.int64()))
-
-
-def _ts(values: pa.Array) -> pa.Array:
-    return pc.cast(pc.cast(values, pa.int64()), LOG_SCHEMA.field("time").type)
-
-
-def _logs_table(group: _Group) -> pa.Table:
-    resources = group.logs
-    if resources is None:
-        return LOG_SCHEMA.empty_table()
-    n_resources = len(resources.array)
-    scope_logs = resources.get("scope_logs")
-    if scope_logs is None:
-        return LOG_SCHEMA.empty_table()
-    scopes = scope_logs.items
-    records = scopes.get("log_records")
-    if records is None:
-        return LOG_SCHEMA.empty_table()
-    items = records.items
-    n = len(items.array)
-    if n == 0:
-        return LOG_SCHEMA.empty_table()
-    resource_json, service = _resource_columns(resources, n_resources)
-    scope_of = _parents(records.lengths)
-    resource_of = pc.take(_parents(scope_logs.lengths), scope_of)
-    scope = scopes.get("scope")
-    scope_name = scope.scalar("name") if scope is not None else pa.nulls(len(scopes.array), pa.string())
-    trace_id = _log_id(items.scalar("trace_id"), 16, "traceId")
-    span_id = _log_id(items.scalar("span_id"), 8, "spanId")
-    time = items.scalar("time_unix_nano", c(0, pa.uint64()))
-    observed = items.scalar("observed_time_unix_nano", c(0, pa.uint64()))
-    zero = c(0, pa.uint64())
-    observed_or_none = pc.if_else(pc.equal(observed, zero), c(None, pa.uint64()), observed)
-    body = items.get("body")
-    body_json = (
-        pa.nulls(n, pa.string()) if body is None else pc.if_else(pc.is_valid(body.array), _any_json(body, n), NULL_TEXT)
-    )
-    severity = items.scalar("severity_number", c(0, pa.int32()))
-    columns = {
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "time": _ts(pc.if_else(pc.equal(time, zero), observed, time)),
-        "observed_time": _ts(observed_or_none),
-        "event_name": _none_if_empty(items.scalar("event_name")),
-        "severity_number": pc.if_else(pc.equal(severity, c(0, pa.int32())), c(None, pa.int32()), severity),
-        "severity_text": _none_if_empty(items.scalar("severity_text")),
-        "body": body_json,
-        "attributes": _attributes_json(_key_values(items.get("attributes"), n), "logRecords.attributes"),
-        "resource_attributes": pc.take(resource_json, resource_of),
-        "scope_name": pc.take(_none_if_empty(scope_name), scope_of),
-        "service_name": pc.take(service, resource_of),
-    }
-    return pa.table(columns).cast(LOG_SCHEMA)
-
-
-def _none_if_empty(strings: pa.Array) -> pa.Array:
-    return pc.if_else(pc.equal(strings, EMPTY), NULL_TEXT, strings)
-
-
-def _log_id(strings: pa.Array, size: int, where: str) -> pa.Array:
-    """A log record's id as lower-case hex, null where absent (`rows.log_tuples`)."""
-    _ids(strings, (0, size), where)
-    lowered = pc.utf8_lower(strings)
-    return pc.if_else(pc.fill_null(pc.equal(lowered, EMPTY), True), NULL_TEXT, lowered)
 
 
 # ---------------------------------------------------------------- documents

@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValueList
 
 from tracevals.collector.conversion.rows import _dumps, any_value
-from tracevals.lake import normalize as norm
+from tracevals.spans import normalize as norm
+from tracevals.spans import reading
 
 _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a string (ensure_ascii=False)
 _ESCAPES = [json.dumps(ch, ensure_ascii=False)[1:-1] for ch in _ESCAPED]  # and how: \n, \u001b, \", \\ ...
@@ -126,6 +127,7 @@ class Values:
             tag = pc.if_else(pc.is_valid(array), TAGS[code], tag)
         self.tag: pa.Array = pc.if_else(other, TAGS[OTHER], tag)
         self.key: pa.Array = kv.field("key")
+        self._placeholders: pa.Array | None = None
         # A string has no JSON text here (`json_of` writes it, for the few readers that need one): most are only
         # written into the attributes JSON, escaped there in one pass.
         is_string = pc.is_valid(self.string)
@@ -146,6 +148,12 @@ class Values:
             EMPTY,
         )
 
+    def placeholders(self) -> pa.Array:
+        """Whether each value is a placeholder (`placeholder`), worked out once per batch."""
+        if self._placeholders is None:
+            self._placeholders = placeholder(self.string)
+        return self._placeholders
+
     def take(self, index: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
         """(tag, JSON text, string value) at `index` (null index: tag none; a string: no JSON text, see
         `json_of`)."""
@@ -155,29 +163,73 @@ class Values:
 
 def first(
     values: Values, starts: pa.Array, positions: list[pa.Array], facts: bool = False, convert: Any = None
-) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """(tag, JSON text, string) of the first candidate that counts: for canonical columns the first present,
-    not null and not "" (the normalizer's rule); for facts (facts=True) the first that `convert` turns into
-    a value."""
+) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """(tag, JSON text, string, rank) of the first candidate that counts: for canonical columns the first present,
+    not null, not "" and not a placeholder (the normalizer's `pick`); for facts (facts=True) the first that
+    `convert` turns into a value. `rank`: which candidate it was (null: none)."""
     n = len(starts)
     tag = full(n, NONE)
     text = pa.nulls(n, pa.string())
     string = pa.nulls(n, pa.string())
+    rank = pa.nulls(n, pa.int64())
     chosen = pa.repeat(c(False), n)
-    for position in positions:
+    for at, position in enumerate(positions):
         index = pc.add(starts, position)
         t, j, s = values.take(index)
         if facts:
             counts = pc.is_valid(convert(t, j, s))
         else:
             empty = pc.and_kleene(pc.equal(t, TAGS[STRING]), pc.equal(s, EMPTY))
-            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(empty))
+            no_value = pc.or_kleene(empty, pc.take(values.placeholders(), index))
+            counts = pc.and_kleene(pc.not_equal(t, TAGS[NONE]), pc.invert(no_value))
         counts = pc.and_kleene(pc.coalesce(counts, FALSE), pc.invert(chosen))
         tag = pc.if_else(counts, t, tag)
         text = pc.if_else(counts, j, text)
         string = pc.if_else(counts, s, string)
+        rank = pc.if_else(counts, c(at, pa.int64()), rank)
         chosen = pc.or_kleene(chosen, counts)
-    return tag, text, string
+    return tag, text, string, rank
+
+
+def placeholder(strings: pa.Array) -> pa.Array:
+    """Whether each string is a placeholder (`rules.is_placeholder`: a declared value, or one of the declared
+    prefixes); false for a null."""
+    out = pc.is_in(strings, pa.array(sorted(reading.PLACEHOLDERS), pa.string()))
+    for prefix in reading.PLACEHOLDER_PREFIXES:
+        out = pc.or_kleene(out, pc.starts_with(strings, pattern=prefix))
+    return pc.coalesce(out, FALSE)
+
+
+class Coded:
+    """Values (tag, JSON text, string) as short codes, `<tag>:<number>`, that Python reads back (`decode`): a key
+    for `map_distinct` that needs no escaping of the strings (most of a batch's bytes), only one dictionary
+    encoding of them."""
+
+    words: list[Any]
+    codes: pa.Array
+
+    def __init__(self, tag: pa.Array, text: pa.Array, string: pa.Array) -> None:
+        if pc.all(pc.equal(tag, TAGS[NONE])).as_py() is not False:  # no value anywhere (the usual key absent)
+            self.words, self.codes = [], pa.repeat(c(f"{NONE}:-"), len(tag))
+            return
+        shown = pc.if_else(pc.equal(tag, TAGS[STRING]), string, text)
+        codes = pc.dictionary_encode(shown)
+        self.words = codes.dictionary.to_pylist()
+        self.codes = pc.binary_join_element_wise(
+            pc.cast(tag, pa.string()),
+            pc.cast(codes.indices, pa.string()),
+            c(":"),
+            null_handling="replace",
+            null_replacement="-",
+        )
+
+    def decode(self, code: str) -> Any:
+        """The Python value a code stands for (None for no value), as the Python path reads it."""
+        tag, _, index = code.partition(":")
+        if index == "-":
+            return None
+        word = self.words[int(index)]
+        return word if int(tag) == STRING else json.loads(word)
 
 
 def json_of(tag: pa.Array, text: pa.Array, string: pa.Array, wanted: pa.Array | None = None) -> pa.Array:

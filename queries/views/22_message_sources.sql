@@ -9,19 +9,23 @@
 --      or gen_ai.content.prompt / gen_ai.content.completion span events
 --   4  flattened attributes: gen_ai.prompt.N.* / gen_ai.completion.N.* (older GenAI, OpenLLMetry),
 --      llm.input_messages.N.message.* / llm.output_messages.N.message.* (OpenInference)
---   5  framework keys: Google ADK's gcp.vertex.agent.llm_request / llm_response, which ADK writes
---      whatever the content-capture setting says
---   6  gen_ai.input.messages / gen_ai.output.messages on an agent span (`invoke_agent`): some harnesses
---      record the conversation there only, their model spans carrying usage alone. The agent's input
---      stands for its trace's first model call's input, its output for the last call's output.
+--   5  a framework's own attributes on the model span (Google ADK's gcp.vertex.agent.llm_request, the
+--      Vercel AI SDK's ai.prompt.messages / ai.response.text, Haystack's ...): the declarations of
+--      tracevals/spans/dialects/ (the marked places below are generated from them, with the conventions'
+--      gen_ai.input.messages / gen_ai.output.messages, priority 1)
+--   6  the conversation on an agent span (gen_ai.input.messages / gen_ai.output.messages on `invoke_agent`,
+--      and the frameworks' declared ones): some harnesses record it there only, their model spans carrying
+--      usage alone. The agent's input stands for its trace's first model call's input, its output for the
+--      last call's output.
 --
 -- A log record with a trace id and no span id (some instrumentations write them so) belongs to the only
 -- model call of its trace, when the trace has exactly one; with several it cannot be placed.
 --
 -- `message` is one message as JSON in its own shape (GenAI parts, OpenAI chat, Gemini contents);
 -- `role_hint` is the role its container implies when the message does not name one. A value recorded
--- as a JSON string is parsed; a message whose content is a placeholder (`<elided>`, or a redaction's
--- `__REDACTED__` / `[REDACTED]`) is no content.
+-- as a JSON string is parsed, and text that is no JSON is the content of one message; a message wrapped
+-- as {"message": {...}} (Semantic Kernel's gen_ai.choice records) is the message it wraps; a message whose
+-- content is a placeholder (`<elided>`, a redaction's `__REDACTED__` ... : the declared ones) is no content.
 CREATE OR REPLACE VIEW message_sources AS
 WITH llm AS (
     -- the model spans that may hold content (span_facts.has_content), once each. Read from the files
@@ -53,16 +57,9 @@ placed_logs AS (
     LEFT JOIN sole_calls AS c ON l.span_id IS NULL AND c.trace_id = l.trace_id
 ),
 agent_messages AS (
-    -- the conversation an agent span holds, per trace: the first agent span's input, the last one's output
-    SELECT trace_id,
-           arg_min(json_extract(attributes, '$."gen_ai.input.messages"'), (start_time, span_id))
-               FILTER (WHERE attributes LIKE '%"gen_ai.input.messages"%') AS input_value,
-           arg_max(json_extract(attributes, '$."gen_ai.output.messages"'), (end_time, span_id))
-               FILTER (WHERE attributes LIKE '%"gen_ai.output.messages"%') AS output_value
-    FROM raw_spans
-    WHERE kind = 'agent'
-      AND (attributes LIKE '%"gen_ai.input.messages"%' OR attributes LIKE '%"gen_ai.output.messages"%')
-    GROUP BY trace_id
+    -- the conversation an agent span holds, per trace and declared attribute: the first agent span's input,
+    -- the last one's output
+    /*@ agent_sources @*/
 ),
 trace_calls AS (
     SELECT trace_id, arg_min(span_id, (start_time, span_id)) AS first_call,
@@ -115,10 +112,15 @@ flat_tool_calls AS (
     GROUP BY trace_id, span_id, family, idx
 ),
 flat_messages AS (
+    -- a message's text: `content`, else its content parts' texts (OpenInference's contents.N.message_content.text)
     SELECT f.trace_id, f.span_id, f.family, f.idx,
            json_object(
                'role', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role'),
-               'content', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+               'content', coalesce(
+                   max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+                   string_agg(json_extract_string(f.value, '$'), '' ORDER BY f.field)
+                       FILTER (WHERE regexp_matches(f.field, '^contents\.\d+\.message_content\.text$'))
+               ),
                'tool_call_id', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id'),
                'tool_calls', max(t.call_list)
            ) AS message
@@ -128,17 +130,8 @@ flat_messages AS (
     GROUP BY f.trace_id, f.span_id, f.family, f.idx
 ),
 found AS (
-    -- 1. span attributes
-    SELECT trace_id, span_id, 'span:gen_ai.messages' AS source, 1 AS priority, 'input' AS direction,
-           CAST(NULL AS VARCHAR) AS role_hint, json_extract(attributes, '$."gen_ai.input.messages"') AS value,
-           0 AS seq
-    FROM llm
-    WHERE attributes LIKE '%"gen_ai.input.messages"%'
-    UNION ALL
-    SELECT trace_id, span_id, 'span:gen_ai.messages', 1, 'output', NULL,
-           json_extract(attributes, '$."gen_ai.output.messages"'), 0
-    FROM llm
-    WHERE attributes LIKE '%"gen_ai.output.messages"%'
+    -- 1 and 5: the declared attributes of the model span (generated from tracevals/spans/dialects/)
+    /*@ attribute_sources @*/
     -- 2. log records and span events that carry the same attributes
     UNION ALL
     SELECT trace_id, span_id, 'log:gen_ai.messages', 2, 'input', NULL,
@@ -213,40 +206,31 @@ found AS (
            CASE WHEN family IN ('gen_ai.completion', 'llm.output_messages') THEN 'assistant' END,
            message, idx
     FROM flat_messages
-    -- 5. Google ADK
-    UNION ALL
-    SELECT trace_id, span_id, 'span:gcp.vertex.agent.llm_request', 5, 'input', NULL,
-           json_extract(
-               try_cast(json_extract_string(attributes, '$."gcp.vertex.agent.llm_request"') AS JSON), '$.contents'
-           ),
-           0
-    FROM llm
-    WHERE attributes LIKE '%"gcp.vertex.agent.llm_request"%'
-    UNION ALL
-    SELECT trace_id, span_id, 'span:gcp.vertex.agent.llm_response', 5, 'output', 'assistant',
-           json_extract(
-               try_cast(json_extract_string(attributes, '$."gcp.vertex.agent.llm_response"') AS JSON), '$.content'
-           ),
-           0
-    FROM llm
-    WHERE attributes LIKE '%"gcp.vertex.agent.llm_response"%'
     -- 6. an agent span's conversation
     UNION ALL
-    SELECT a.trace_id, c.first_call, 'agent:gen_ai.messages', 6, 'input', NULL, a.input_value, 0
+    SELECT a.trace_id, CASE WHEN a.direction = 'input' THEN c.first_call ELSE c.last_call END, a.source, a.priority,
+           a.direction, NULL, a.value, 0
     FROM agent_messages AS a JOIN trace_calls AS c ON c.trace_id = a.trace_id
-    WHERE a.input_value IS NOT NULL
-    UNION ALL
-    SELECT a.trace_id, c.last_call, 'agent:gen_ai.messages', 6, 'output', NULL, a.output_value, 0
-    FROM agent_messages AS a JOIN trace_calls AS c ON c.trace_id = a.trace_id
-    WHERE a.output_value IS NOT NULL
+    WHERE a.value IS NOT NULL
 ),
 decoded AS (
+    -- text holding JSON parsed, text that is no JSON one message's content; {"message": {...}} unwrapped
     SELECT trace_id, span_id, source, priority, direction, role_hint, seq,
-           CASE
-               WHEN json_type(value) = 'VARCHAR' THEN try_cast(json_extract_string(value, '$') AS JSON)
-               ELSE value
-           END AS doc
-    FROM found
+           CASE WHEN json_type(doc, '$.message') = 'OBJECT' AND json_type(doc, '$.role') IS NULL
+                THEN json_extract(doc, '$.message') ELSE doc END AS doc
+    FROM (
+        SELECT *,
+               CASE
+                   WHEN json_type(value) = 'VARCHAR' THEN coalesce(
+                       try_cast(json_extract_string(value, '$') AS JSON),
+                       json_object('role', coalesce(role_hint, CASE WHEN direction = 'input' THEN 'user'
+                                                                     ELSE 'assistant' END),
+                                   'content', json_extract_string(value, '$'))
+                   )
+                   ELSE value
+               END AS doc
+        FROM found
+    ) AS parsed
 )
 SELECT
     d.trace_id,
@@ -266,4 +250,4 @@ FROM decoded AS d,
              WHEN 'OBJECT' THEN [d.doc]
          END
      ) WITH ORDINALITY AS m(message, ordinal)
-WHERE coalesce(json_extract_string(m.message, '$.content'), '') NOT IN ('<elided>', '__REDACTED__', '[REDACTED]');
+WHERE NOT /*@ placeholder(coalesce(json_extract_string(m.message, '$.content'), '')) @*/;

@@ -12,8 +12,12 @@
 --           {"function_response": {"name", "response"}}]}
 --   Bedrock {"role", "content": [{"text"}, {"toolUse": {"toolUseId", "name", "input"}},
 --           {"toolResult": {"toolUseId", "content"}}]} (also as a JSON string: Strands' span events)
+--   and each framework's declared part shapes (tracevals/spans/dialects/: Vercel AI SDK's {"type": "tool-call",
+--           "toolCallId", "toolName", "input"} / {"type": "tool-result", "output"}, Haystack's {"tool_call": {...}}
+--           / {"tool_call_result": {...}} ...): the marked places below are generated from them.
 -- part_type: text | tool_call | tool_call_response | whatever else the part calls itself.
--- tool_args / tool_response are JSON text (a JSON string argument is unwrapped to the JSON it holds).
+-- tool_args / tool_response are JSON text (a JSON string argument is unwrapped to the JSON it holds); a text,
+-- argument or response that is a placeholder (`<elided>` ...) is NULL: no content.
 CREATE OR REPLACE VIEW message_parts AS
 WITH messages AS (
     SELECT
@@ -56,7 +60,9 @@ parts AS (
              CASE
                  WHEN json_type(m.message, '$.tool_calls') = 'ARRAY' THEN json_extract(m.message, '$.tool_calls[*]')
                  ELSE []
-             END
+             END,
+             -- a framework's own message shape: its text and tool calls under other names (declared)
+             /*@ message_parts(m.message) @*/
          )) WITH ORDINALITY AS p(part, ordinal)
     WHERE m.source_rank = 1
 ),
@@ -66,29 +72,18 @@ typed AS (
         CASE
             WHEN json_type(part) = 'VARCHAR' AND role = 'tool' THEN 'tool_call_response'
             WHEN json_type(part) = 'VARCHAR' THEN 'text'
-            WHEN json_extract_string(part, '$.type') IN ('tool_call', 'function_call')
-                OR json_type(part, '$.function_call') = 'OBJECT'
-                OR json_type(part, '$.toolUse') = 'OBJECT'
-                OR json_type(part, '$.function') = 'OBJECT' THEN 'tool_call'
-            WHEN json_extract_string(part, '$.type') IN ('tool_call_response', 'tool_result', 'function_call_output')
-                OR json_type(part, '$.toolResult') = 'OBJECT'
-                OR json_type(part, '$.function_response') = 'OBJECT' THEN 'tool_call_response'
+            WHEN /*@ call_type(part) @*/ THEN 'tool_call'
+            WHEN /*@ result_type(part) @*/ THEN 'tool_call_response'
             WHEN role = 'tool' THEN 'tool_call_response'
             WHEN json_extract_string(part, '$.type') = 'text'
                 OR (json_type(part, '$.type') IS NULL AND json_type(part, '$.text') = 'VARCHAR') THEN 'text'
             ELSE coalesce(json_extract_string(part, '$.type'), 'other')
         END AS part_type,
         coalesce(
-            json_extract(part, '$.arguments'),
-            json_extract(part, '$.function_call.args'),
-            json_extract(part, '$.toolUse.input'),
-            json_extract(part, '$.function.arguments')
+            /*@ args(part) @*/
         ) AS args_json,
         coalesce(
-            json_extract(part, '$.response'),
-            json_extract(part, '$.result'),
-            json_extract(part, '$.function_response.response'),
-            json_extract(part, '$.toolResult.content'),
+            /*@ results(part) @*/,
             CASE WHEN json_type(part) = 'VARCHAR' THEN part END,
             json_extract(part, '$.content'),
             json_extract(part, '$.text')
@@ -105,40 +100,41 @@ SELECT
     role,
     part_index,
     part_type,
-    CASE
-        WHEN part_type = 'text' THEN coalesce(
-            CASE WHEN json_type(part) = 'VARCHAR' THEN json_extract_string(part, '$') END,
-            json_extract_string(part, '$.content'),
-            json_extract_string(part, '$.text')
-        )
-    END AS content,
-    CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
-        json_extract_string(part, '$.id'),
-        json_extract_string(part, '$.function_call.id'),
-        json_extract_string(part, '$.function_response.id'),
-        json_extract_string(part, '$.toolUse.toolUseId'),
-        json_extract_string(part, '$.toolResult.toolUseId'),
-        json_extract_string(part, '$.tool_call_id'),
-        json_extract_string(message, '$.tool_call_id'),
-        -- some instrumentations name the call a tool message answers `id` (on a tool message only: an
-        -- assistant message's id is the message's own)
-        CASE WHEN role = 'tool' THEN json_extract_string(message, '$.id') END
-    ) END AS tool_call_id,
-    CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
-        json_extract_string(part, '$.name'),
-        json_extract_string(part, '$.function_call.name'),
-        json_extract_string(part, '$.function.name'),
-        json_extract_string(part, '$.function_response.name'),
-        json_extract_string(part, '$.toolUse.name'),
-        json_extract_string(message, '$.name')
-    ) END AS tool_name,
-    CASE WHEN part_type = 'tool_call' THEN
-        CASE WHEN json_type(args_json) = 'VARCHAR' THEN json_extract_string(args_json, '$')
-             ELSE CAST(args_json AS VARCHAR) END
-    END AS tool_args,
-    CASE WHEN part_type = 'tool_call_response' THEN
-        CASE WHEN json_type(response_json) = 'VARCHAR' THEN json_extract_string(response_json, '$')
-             ELSE CAST(response_json AS VARCHAR) END
-    END AS tool_response,
+    CASE WHEN NOT coalesce(/*@ placeholder(text_value) @*/, FALSE) THEN text_value END AS content,
+    tool_call_id,
+    tool_name,
+    CASE WHEN NOT coalesce(/*@ placeholder(args_value) @*/, FALSE) THEN args_value END AS tool_args,
+    CASE WHEN NOT coalesce(/*@ placeholder(response_value) @*/, FALSE) THEN response_value END AS tool_response,
     part AS raw_part
-FROM typed;
+FROM (
+    SELECT
+        *,
+        CASE
+            WHEN part_type = 'text' THEN coalesce(
+                CASE WHEN json_type(part) = 'VARCHAR' THEN json_extract_string(part, '$') END,
+                json_extract_string(part, '$.content'),
+                json_extract_string(part, '$.text')
+            )
+        END AS text_value,
+        CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
+            /*@ ids(part) @*/,
+            json_extract_string(part, '$.tool_call_id'),
+            json_extract_string(message, '$.tool_call_id'),
+            -- some instrumentations name the call a tool message answers `id` (on a tool message only: an
+            -- assistant message's id is the message's own)
+            CASE WHEN role = 'tool' THEN json_extract_string(message, '$.id') END
+        ) END AS tool_call_id,
+        CASE WHEN part_type IN ('tool_call', 'tool_call_response') THEN coalesce(
+            /*@ names(part) @*/,
+            json_extract_string(message, '$.name')
+        ) END AS tool_name,
+        CASE WHEN part_type = 'tool_call' THEN
+            CASE WHEN json_type(args_json) = 'VARCHAR' THEN json_extract_string(args_json, '$')
+                 ELSE CAST(args_json AS VARCHAR) END
+        END AS args_value,
+        CASE WHEN part_type = 'tool_call_response' THEN
+            CASE WHEN json_type(response_json) = 'VARCHAR' THEN json_extract_string(response_json, '$')
+                 ELSE CAST(response_json AS VARCHAR) END
+        END AS response_value
+    FROM typed
+) AS valued;

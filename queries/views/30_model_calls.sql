@@ -3,12 +3,15 @@
 -- Provider and model come from the innermost span that names them (the provider's own span knows
 -- best); timing, status and ids from the outermost. Cost: an explicit cost attribute when the span has
 -- one, else tokens x the price in `model_prices` (USD per million tokens; 0 for a model without one).
+-- A model span that records neither usage nor messages, followed under the same parent by a call that does,
+-- is that call's preparation, not a call of its own (LlamaIndex's `_prepare_chat_with_tools` before each
+-- `astream_chat`): it is left out.
 CREATE OR REPLACE VIEW model_calls AS
 WITH single AS (
     -- most calls are one span: no aggregation needed
     SELECT trace_id, span_id, 1 AS span_count, parent_span_id, name AS span_name, provider, model, agent_name,
            input_tokens, output_tokens, reported_cost_usd, error_type, status_code,
-           status_code = 'error' AS any_error_status, start_time, end_time, duration_ms
+           status_code = 'error' AS any_error_status, start_time, end_time, duration_ms, has_content
     FROM call_spans
     WHERE kind = 'llm' AND call_depth = 0 AND nested_span_count = 0
 ),
@@ -30,7 +33,8 @@ nested AS (
         max(status_code = 'error') AS any_error_status,
         max(start_time) FILTER (WHERE call_depth = 0) AS start_time,
         max(end_time) FILTER (WHERE call_depth = 0) AS end_time,
-        max(duration_ms) FILTER (WHERE call_depth = 0) AS duration_ms
+        max(duration_ms) FILTER (WHERE call_depth = 0) AS duration_ms,
+        bool_or(has_content) AS has_content
     FROM call_spans
     WHERE kind = 'llm' AND EXISTS (
         SELECT 1 FROM call_spans AS root
@@ -39,10 +43,18 @@ nested AS (
     )
     GROUP BY trace_id, call_span_id
 ),
+every_call AS (
+    SELECT *, input_tokens IS NOT NULL OR output_tokens IS NOT NULL OR has_content AS records
+    FROM (SELECT * FROM single UNION ALL SELECT * FROM nested) AS u
+),
 calls AS (
-    SELECT * FROM single
-    UNION ALL
-    SELECT * FROM nested
+    SELECT c.* EXCLUDE (has_content, records)
+    FROM every_call AS c
+    WHERE c.records OR NOT EXISTS (
+        SELECT 1 FROM every_call AS o
+        WHERE o.trace_id = c.trace_id AND o.records AND o.parent_span_id IS NOT DISTINCT FROM c.parent_span_id
+          AND (o.start_time, o.span_id) > (c.start_time, c.span_id)
+    )
 )
 SELECT
     c.trace_id,

@@ -128,4 +128,6 @@ WHERE NOT EXISTS (
           SELECT 1 FROM span_facts AS g
           WHERE g.trace_id = r.trace_id AND g.kind = 'agent' AND g.start_time >= r.model_end_time
       )
-  );
+  )
+  -- nor a request for a tool a framework declares no call (smolagents' `final_answer`: the answer itself)
+  AND NOT coalesce(/*@ not_call(r.tool_name) @*/, FALSE);

@@ -33,12 +33,10 @@ FROM (
            tool_effect, tool_args_hash, error_type, is_error, FALSE, http_status_code, retry_after_ms,
            idempotency_key, start_time, end_time, duration_ms, NULL, NULL, NULL, NULL, 0
     FROM (
-        -- an instrumentation's redaction placeholder (OpenInference's `__REDACTED__`, Strands' `[REDACTED]`)
-        -- is no content, as `<elided>` is none in messages
-        SELECT * REPLACE (CASE WHEN tool_args IN ('__REDACTED__', '[REDACTED]', '<elided>') THEN NULL
-                               ELSE tool_args END AS tool_args),
-               CASE WHEN tool_result IN ('__REDACTED__', '[REDACTED]', '<elided>') THEN NULL
-                    ELSE tool_result END AS raw_result
+        -- an instrumentation's placeholder (OpenInference's `__REDACTED__`, Strands' `[REDACTED]`: the declared
+        -- ones) is no content, as in messages (rows of normalizer 8 on have none; older rows may)
+        SELECT * REPLACE (CASE WHEN /*@ placeholder(tool_args) @*/ THEN NULL ELSE tool_args END AS tool_args),
+               CASE WHEN /*@ placeholder(tool_result) @*/ THEN NULL ELSE tool_result END AS raw_result
         FROM tool_calls
     ) AS called
     UNION ALL

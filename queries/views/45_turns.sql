@@ -1,18 +1,51 @@
--- turns: one row per trace, read as a turn of a conversation: what the user said, what the agent
--- answered, and what it did in between.
---   user_text           the last user message with text in the first model call's input
---   final_text          the text of the trace's last model call, when that response asked for no tool
+-- turns: one row per turn of a conversation: what the user said, what the agent answered, and what it did
+-- in between. A turn is a trace, with the traces its spans' links join to it: some runtimes start a trace
+-- per message delivery and join them by span links (AutoGen's), and a turn is then every trace of the run,
+-- named by the earliest (`trace_id`).
+--   user_text           the last user message with text in the first model call's input (out of the prompt a
+--                       framework wraps it in, where one is declared)
+--   final_text          the text of the turn's last model call, when that response asked for no tool
 --                       (a run that stopped after a tool call has no final text)
---   intermediate_texts  text the model produced next to tool calls, in order
---   agents              the agents that ran in the trace (delegates included), sorted by name
---   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap; a
---                       result no span recorded is the answer of the tool message with the call's id
+--   intermediate_texts  non-empty text the model produced next to tool calls, in order
+--   agents              the agents that ran in the turn (delegates included), sorted by name
+--   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap. What
+--                       no span recorded comes from the conversation: a result is the answer of the tool
+--                       message for the call (by its id, or by the id of the model request it was matched to);
+--                       arguments a span recorded as no object (a bare value, or none) are the request's;
+--                       the calls one model response asked for are in the order it asked for them
 --   input/output_tokens every model call counted once
--- turn_index numbers the turns of a session by start time (then trace id). A trace that called no model and
+-- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
-WITH parts AS (
+WITH links AS (
+    -- trace -> an earlier trace one of its spans links to (a message delivery -> the one that sent it)
+    SELECT DISTINCT r.trace_id, json_extract_string(l.value, '$.trace_id') AS linked_trace_id
+    FROM (SELECT trace_id, links FROM raw_spans WHERE links <> '[]' AND links LIKE '[{%') AS r,
+         json_each(r.links) AS l
+),
+joined AS (
+    SELECT k.trace_id, k.linked_trace_id
+    FROM links AS k
+    JOIN attempts AS a ON a.trace_id = k.trace_id
+    JOIN attempts AS b ON b.trace_id = k.linked_trace_id
+    WHERE k.linked_trace_id <> k.trace_id AND (b.start_time, b.trace_id) < (a.start_time, a.trace_id)
+),
+turn_of AS (
+    -- each trace's turn: the earliest trace its links lead back to (a bounded walk: a cycle cannot loop)
+    WITH RECURSIVE up(trace_id, root_id, depth) AS (
+        SELECT trace_id, trace_id, 0 FROM attempts
+        UNION ALL
+        SELECT u.trace_id, j.linked_trace_id, u.depth + 1
+        FROM up AS u JOIN joined AS j ON j.trace_id = u.root_id
+        WHERE u.depth < 64
+    )
+    SELECT u.trace_id, min_by(u.root_id, (a.start_time, a.root_id)) AS turn_id
+    FROM up AS u
+    JOIN (SELECT trace_id AS root_id, start_time FROM attempts) AS a ON a.root_id = u.root_id
+    GROUP BY u.trace_id
+),
+parts AS (
     -- read once, shared by responses, user_messages and answers
     SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
            tool_response
@@ -37,16 +70,18 @@ answers AS (
 ),
 calls AS (
     SELECT
-        trace_id, span_id, input_tokens, output_tokens, cost_usd,
-        row_number() OVER (PARTITION BY trace_id ORDER BY start_time, span_id) AS call_order,
-        row_number() OVER (PARTITION BY trace_id ORDER BY start_time DESC, span_id DESC) AS call_order_desc
-    FROM model_calls
+        t.turn_id, m.trace_id, m.span_id, m.input_tokens, m.output_tokens, m.cost_usd,
+        row_number() OVER (PARTITION BY t.turn_id ORDER BY m.start_time, m.span_id) AS call_order,
+        row_number() OVER (PARTITION BY t.turn_id ORDER BY m.start_time DESC, m.span_id DESC) AS call_order_desc
+    FROM model_calls AS m
+    JOIN turn_of AS t ON t.trace_id = m.trace_id
 ),
 responses AS (
     SELECT
         trace_id,
         call_span_id,
-        string_agg(content, chr(10) ORDER BY message_index, part_index) FILTER (WHERE part_type = 'text') AS text,
+        string_agg(content, chr(10) ORDER BY message_index, part_index)
+            FILTER (WHERE part_type = 'text' AND content <> '') AS text,
         count(*) FILTER (WHERE part_type = 'tool_call') AS tool_call_parts
     FROM parts
     WHERE direction = 'output'
@@ -58,10 +93,11 @@ user_messages AS (
     WHERE direction = 'input' AND part_type = 'text'
     GROUP BY trace_id, call_span_id, message_index
 ),
-per_trace AS (
+per_turn AS (
     SELECT
-        c.trace_id,
-        max(u.text) FILTER (WHERE c.call_order = 1) AS user_text,
+        c.turn_id,
+        -- a framework's prompt around the user's text (CrewAI's task prompt, smolagents' `New task:`) unwrapped
+        max(/*@ user_text(u.text) @*/) FILTER (WHERE c.call_order = 1) AS user_text,
         max(CASE WHEN coalesce(r.tool_call_parts, 0) = 0 THEN r.text END)
             FILTER (WHERE c.call_order_desc = 1) AS final_text,
         list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
@@ -77,13 +113,14 @@ per_trace AS (
         FROM user_messages
         GROUP BY trace_id, call_span_id
     ) AS u ON u.trace_id = c.trace_id AND u.call_span_id = c.span_id
-    GROUP BY c.trace_id
+    GROUP BY c.turn_id
 ),
 agent_spans AS (
     SELECT trace_id, span_id,
            coalesce(agent_name, entity_name,
-                    -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run`)
-                    nullif(regexp_replace(regexp_replace(name, '^invoke_agent\s+', ''), '\.run$', ''), '')) AS agent
+                    -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run` ...:
+                    -- the declared patterns, tracevals/spans/dialects/)
+                    nullif(/*@ agent_from_span_name(name) @*/, '')) AS agent
     FROM raw_spans  -- narrow columns of the files, no fact extraction (copies of a span give the same name)
     WHERE kind = 'agent' AND coalesce(operation, '') <> 'create_agent'
 ),
@@ -113,7 +150,7 @@ agents AS (
     -- else the agent name the call's own span carries. Only when no call has either: the agent spans, then
     -- any span's agent name.
     SELECT
-        trace_id,
+        t.turn_id,
         CASE WHEN bool_or(rank = 1) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 1)
              WHEN bool_or(rank = 2) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 2)
              ELSE list(DISTINCT agent ORDER BY agent) END AS agents
@@ -127,29 +164,75 @@ agents AS (
         UNION ALL
         SELECT trace_id, coalesce(agent_name, entity_name), 3 FROM span_facts
     ) AS named
+    JOIN turn_of AS t ON t.trace_id = named.trace_id
     WHERE agent IS NOT NULL
-    GROUP BY trace_id
+    GROUP BY t.turn_id
+),
+requests AS (
+    -- the model request each executed call answers: its id and arguments, for what the call's own spans did not
+    -- record. A span that recorded a bare argument value (LangGraph's one-argument tools) is the request of its
+    -- tool whose arguments hold that value; any other, the request requested_tool_calls matched it to (by id,
+    -- or the n-th request for a tool to its n-th execution)
+    SELECT s.trace_id, s.span_id AS executed_span_id, min_by(r.tool_call_id, r.request_index) AS tool_call_id,
+           min_by(r.tool_args, r.request_index) AS tool_args, min(r.request_index) AS request_index,
+           min(r.model_start_time) AS model_start_time
+    FROM steps AS s
+    JOIN requested_tool_calls AS r ON r.trace_id = s.trace_id AND r.tool_name = s.name
+    WHERE NOT s.is_gap AND s.step_kind = 'tool' AND s.args IS NOT NULL
+      AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
+      AND list_contains(CAST(json_extract_string(try_cast(r.tool_args AS JSON), '$.*') AS VARCHAR[]), s.args)
+    GROUP BY s.trace_id, s.span_id
+    UNION ALL
+    SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index), min_by(tool_args, request_index),
+           min(request_index), min(model_start_time)
+    FROM requested_tool_calls AS r
+    WHERE executed_span_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM steps AS s
+        WHERE s.trace_id = r.trace_id AND s.span_id = r.executed_span_id AND s.args IS NOT NULL
+          AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
+    )
+    GROUP BY trace_id, executed_span_id
 ),
 tools AS (
     SELECT
-        s.trace_id,
+        t.turn_id,
         list(
             struct_pack(
-                name := s.name, args := s.args, result := coalesce(s.result, w.tool_response), is_error := s.is_error,
-                error_type := s.error_type, is_gap := s.is_gap, tool_call_id := s.tool_call_id, span_id := s.span_id
+                name := s.name,
+                args := CASE WHEN s.args IS NULL OR coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR')
+                                                    NOT IN ('OBJECT', 'ARRAY')
+                             THEN coalesce(q.tool_args, s.args) ELSE s.args END,
+                result := coalesce(s.result, w.tool_response, v.tool_response),
+                is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
+                tool_call_id := s.tool_call_id, span_id := s.span_id
             )
-            ORDER BY s.step_index
+            -- the calls one model response asked for (a parallel batch, started in any order) in the order asked
+            ORDER BY a.start_time, s.trace_id, coalesce(q.model_start_time, s.start_time), q.request_index NULLS LAST,
+                     s.start_time, s.step_index
         ) AS tool_calls,
         count(*) FILTER (WHERE NOT s.is_gap) AS tool_call_count,
         count(*) FILTER (WHERE s.is_gap) AS gap_count
     FROM steps AS s
+    JOIN turn_of AS t ON t.trace_id = s.trace_id
+    JOIN attempts AS a ON a.trace_id = s.trace_id
+    LEFT JOIN requests AS q ON NOT s.is_gap AND q.trace_id = s.trace_id AND q.executed_span_id = s.span_id
     LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
+    LEFT JOIN answers AS v
+        ON s.result IS NULL AND v.trace_id = s.trace_id AND v.tool_call_id = q.tool_call_id
     WHERE s.step_kind = 'tool'
-    GROUP BY s.trace_id
+    GROUP BY t.turn_id
+),
+spans_of_turn AS (
+    SELECT t.turn_id, min(a.start_time) AS start_time, max(a.end_time) AS end_time,
+           bool_or(a.run_id IS NOT NULL) AS has_run, bool_or(f.trace_id IS NOT NULL) AS has_agent
+    FROM attempts AS a
+    JOIN turn_of AS t ON t.trace_id = a.trace_id
+    LEFT JOIN (SELECT DISTINCT trace_id FROM agent_spans) AS f ON f.trace_id = a.trace_id
+    GROUP BY t.turn_id
 )
 SELECT
     a.session_id,
-    row_number() OVER (PARTITION BY a.session_id ORDER BY a.start_time, a.trace_id) AS turn_index,
+    row_number() OVER (PARTITION BY a.session_id ORDER BY o.start_time, a.trace_id) AS turn_index,
     a.trace_id,
     a.run_id,
     a.task_id,
@@ -167,17 +250,17 @@ SELECT
     coalesce(p.output_tokens, 0) AS output_tokens,
     coalesce(p.cost_usd, 0) AS cost_usd,
     a.root_error_type AS error_type,
-    a.start_time,
-    a.end_time
+    o.start_time,
+    o.end_time
 FROM attempts AS a
-LEFT JOIN per_trace AS p ON p.trace_id = a.trace_id
-LEFT JOIN agents AS g ON g.trace_id = a.trace_id
-LEFT JOIN tools AS t ON t.trace_id = a.trace_id
+JOIN spans_of_turn AS o ON o.turn_id = a.trace_id  -- a turn is named by its first trace
+LEFT JOIN per_turn AS p ON p.turn_id = a.trace_id
+LEFT JOIN agents AS g ON g.turn_id = a.trace_id
+LEFT JOIN tools AS t ON t.turn_id = a.trace_id
 WHERE NOT a.is_end_marker  -- a trace of session-end markers only is not a turn
-  -- nor a trace that called no model and no tool and invoked no agent: a framework's set-up (`create_agent`,
+  -- nor a turn that called no model and no tool and invoked no agent: a framework's set-up (`create_agent`,
   -- an MCP client's `server/discover` and `tools/list`) records traces of its own
   AND (
       coalesce(p.model_call_count, 0) > 0 OR coalesce(t.tool_call_count, 0) > 0 OR coalesce(t.gap_count, 0) > 0
-      OR a.run_id IS NOT NULL
-      OR EXISTS (SELECT 1 FROM agent_spans AS f WHERE f.trace_id = a.trace_id)
+      OR o.has_run OR o.has_agent
   );

@@ -2,7 +2,7 @@
 
 Attribute maps are stored as JSON text with their values' types kept (see `tracevals.lake.schema`);
 the OTLP conversion (`tracevals.collector.conversion`) and the embedded exporters
-(`tracevals.lake.exporters`) encode them the same way, with these helpers.
+(`tracevals.spans.exporters`, through `tracevals.spans.rows`) encode them the same way, with these helpers.
 """
 
 from __future__ import annotations

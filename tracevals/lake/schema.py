@@ -37,7 +37,7 @@ RAW_FIELDS = [
     pa.field("service_name", pa.string()),
 ]
 
-# Canonical columns, filled by `tracevals.lake.normalize` (see its NORMALIZER_VERSION).
+# Canonical columns, filled by the normalizer of `tracevals.spans` (see its NORMALIZER_VERSION).
 CANONICAL_FIELDS = [
     pa.field("dialect", pa.string()),  # genai | genai_legacy | openinference | openllmetry | none
     pa.field("normalizer_version", pa.int32()),

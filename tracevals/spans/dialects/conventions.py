@@ -1,0 +1,175 @@
+"""The conventions: tracevals' own attributes and the rules for every stack, the OpenTelemetry GenAI semantic
+conventions (current and legacy), the providers' message shapes, OpenInference and OpenLLMetry. Their order in
+`CONVENTIONS` is the order in which their column keys are read, before any framework's: a convention's key wins
+over a framework's where a span carries both."""
+
+from __future__ import annotations
+
+from tracevals.model import attributes as tv
+from tracevals.spans.declare import By, Dialect, Key, Messages, Parts, Unwrap
+
+_LLM_OPERATIONS = ("chat", "text_completion", "generate_content", "completion", "embeddings")
+_AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
+
+# What every span may carry, whatever its dialect: tracevals' own attributes (hand-offs, session ends, runs),
+# the wrappers frameworks put around a tool's arguments or result, and the placeholders instrumentations
+# write where they withhold a value.
+GENERIC = Dialect(
+    "tracevals",
+    "tracevals' own attributes (its instrumentation and harness), and the rules for every stack",
+    kind=(
+        By(tv.HANDOFF_REASON, kind="handoff"),
+        By(tv.SESSION_END, {"true": "session_end"}, otherwise=None, fold="json"),
+    ),
+    columns={
+        "tool_effect": (tv.TOOL_EFFECT,),
+        "tool_args_hash": (tv.TOOL_ARGS_HASH,),
+        "run_id": (tv.RUN_ID,),
+        "task_id": (tv.TASK_ID,),
+        "attempt": (tv.ATTEMPT,),
+        "variant": (tv.VARIANT,),
+    },
+    unwrap=(
+        Unwrap(frozenset({"result"}), ("result",)),  # Google ADK: a result that is not an object
+        Unwrap(frozenset({"output"}), ("output",)),  # LangChain.js (OpenInference): {"output": ToolMessage}
+        Unwrap(frozenset({"output", "kwargs"}), ("output",)),  # OpenLLMetry's LangChain callback: output + kwargs
+        Unwrap(frozenset({"kwargs"}), ("kwargs",)),  # LlamaIndex (OpenInference): a tool's bound arguments
+        Unwrap(frozenset({"args", "kwargs"}), ("kwargs",), empty="args"),  # Traceloop JS, Langfuse's @observe
+        Unwrap(frozenset({"input_str", "inputs"}), ("inputs",), exact=False),  # LangChain's callback envelope
+        # a serialised ToolMessage: LangChain Python's {"type": "tool", "data": ...}, LangChain.js's constructor
+        Unwrap(frozenset({"type", "data"}), ("data", "content"), exact=False, when=(("type", "tool"),)),
+        Unwrap(frozenset({"lc", "type", "id", "kwargs"}), ("kwargs", "content"), when=(("type", "constructor"),)),
+        Unwrap(frozenset({"tool_name", "raw_output"}), ("raw_output",), exact=False),  # LlamaIndex's ToolOutput
+    ),
+    placeholders=("__REDACTED__", "[REDACTED]", "<redacted>", "<elided>", "<not specified>"),
+    placeholder_prefixes=("[Scrubbed due to ",),  # Logfire's scrubbing: "[Scrubbed due to 'session']"
+    precedence=0,
+)
+
+GENAI = Dialect(
+    "genai",
+    "OpenTelemetry GenAI semantic conventions, current (gen_ai.operation.name, gen_ai.provider.name)",
+    recognise_keys=("gen_ai.operation.name", "gen_ai.provider.name"),
+    kind=(
+        By(
+            "gen_ai.operation.name",
+            {
+                **dict.fromkeys(_LLM_OPERATIONS, "llm"),
+                "execute_tool": "tool",
+                **dict.fromkeys(_AGENT_OPERATIONS, "agent"),
+            },
+        ),
+        By("gen_ai.tool.name", kind="tool"),
+        By("gen_ai.provider.name", kind="other"),  # a provider named, no operation: no call
+    ),
+    columns={
+        "operation": ("gen_ai.operation.name",),
+        "session_id": ("gen_ai.conversation.id",),
+        "agent_name": ("gen_ai.agent.name",),
+        "provider": ("gen_ai.provider.name",),
+        "model": ("gen_ai.response.model", "gen_ai.request.model"),
+        "input_tokens": ("gen_ai.usage.input_tokens",),
+        "output_tokens": ("gen_ai.usage.output_tokens",),
+        "tool_name": ("gen_ai.tool.name",),
+        "tool_call_id": ("gen_ai.tool.call.id",),
+        # some instrumentations put a framework's envelope here too (OpenLLMetry's LangChain callback payload)
+        "tool_args": (Key("gen_ai.tool.call.arguments", envelope=True),),
+        "tool_result": (Key("gen_ai.tool.call.result", envelope=True),),
+        "error_type": ("error.type",),
+    },
+    messages=(
+        Messages("gen_ai.input.messages", "input", 1),
+        Messages("gen_ai.output.messages", "output", 1),
+        Messages("gen_ai.input.messages", "input", 6, on="agent"),
+        Messages("gen_ai.output.messages", "output", 6, on="agent"),
+    ),
+    parts=Parts(
+        call_types=("tool_call", "function_call"),
+        result_types=("tool_call_response", "tool_result", "function_call_output"),
+        args=("$.arguments",),
+        results=("$.response", "$.result"),
+        ids=("$.id",),
+        names=("$.name",),
+    ),
+    agent_span_names=(r"^invoke_agent\s+(.+)$",),
+    precedence=30,
+)
+
+GENAI_LEGACY = Dialect(
+    "genai_legacy",
+    "OpenTelemetry GenAI semantic conventions before v1.37 (gen_ai.system, gen_ai.usage.prompt_tokens)",
+    recognise_prefixes=("gen_ai.",),
+    kind=(By("gen_ai.tool.name", kind="tool"), By("gen_ai.request.model", kind="llm"), By("gen_ai.system", kind="llm")),
+    columns={
+        "provider": ("gen_ai.system",),
+        "input_tokens": ("gen_ai.usage.prompt_tokens",),
+        "output_tokens": ("gen_ai.usage.completion_tokens",),
+    },
+    precedence=40,
+)
+
+# The message shapes of the providers' own APIs, whichever dialect carries them: OpenAI chat
+# ({"tool_calls": [{"function": ...}]}), Gemini ({"function_call": ...}), Bedrock Converse ({"toolUse": ...}).
+PROVIDERS = Dialect(
+    "providers",
+    "the providers' message shapes (OpenAI, Gemini, Bedrock), read in any dialect's messages",
+    parts=Parts(
+        call_objects=("function_call", "toolUse", "function"),
+        result_objects=("toolResult", "function_response"),
+        args=("$.function_call.args", "$.toolUse.input", "$.function.arguments"),
+        results=("$.function_response.response", "$.toolResult.content"),
+        ids=("$.function_call.id", "$.function_response.id", "$.toolUse.toolUseId", "$.toolResult.toolUseId"),
+        names=("$.function_call.name", "$.function.name", "$.function_response.name", "$.toolUse.name"),
+    ),
+)
+
+OPENINFERENCE = Dialect(
+    "openinference",
+    "OpenInference (Arize): openinference.span.kind, llm.*, tool.*, input.value / output.value",
+    recognise_keys=("openinference.span.kind",),
+    kind=(
+        By("openinference.span.kind", {"LLM": "llm", "TOOL": "tool", "AGENT": "agent", "CHAIN": "chain"}, fold="upper"),
+    ),
+    columns={
+        "operation": ("openinference.span.kind",),
+        "session_id": ("session.id",),
+        "agent_name": ("agent.name",),
+        "provider": ("llm.provider", "llm.system"),
+        "model": ("llm.model_name",),
+        "input_tokens": ("llm.token_count.prompt",),
+        "output_tokens": ("llm.token_count.completion",),
+        "tool_name": ("tool.name",),
+        "tool_call_id": ("tool_call.id", "tool.call.id"),
+    },
+    # Not `tool.parameters`: that is the tool's JSON Schema; the call's arguments are its `input.value`.
+    tool_columns={
+        "tool_args": (Key("input.value", envelope=True),),
+        "tool_result": (Key("output.value", envelope=True),),
+    },
+    precedence=10,
+)
+
+OPENLLMETRY = Dialect(
+    "openllmetry",
+    "OpenLLMetry / Traceloop: traceloop.span.kind, traceloop.entity.*, llm.request.type",
+    recognise_keys=("traceloop.span.kind", "llm.request.type"),
+    kind=(
+        By("llm.request.type", kind="llm"),
+        By("traceloop.span.kind", {"workflow": "agent", "agent": "agent", "task": "chain", "tool": "tool"}),
+    ),
+    columns={
+        "operation": ("traceloop.span.kind",),
+        "session_id": ("traceloop.association.properties.session_id",),
+        "model": ("llm.response.model",),
+        "input_tokens": ("llm.usage.prompt_tokens",),
+        "output_tokens": ("llm.usage.completion_tokens",),
+    },
+    tool_columns={
+        "tool_name": ("traceloop.entity.name",),
+        "tool_args": (Key("traceloop.entity.input", envelope=True),),
+        "tool_result": (Key("traceloop.entity.output", envelope=True),),
+    },
+    precedence=20,
+)
+
+CONVENTIONS: tuple[Dialect, ...] = (GENERIC, GENAI, GENAI_LEGACY, PROVIDERS, OPENINFERENCE, OPENLLMETRY)

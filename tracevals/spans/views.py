@@ -1,0 +1,189 @@
+"""The SQL the views read from the dialect declarations: where messages live, how message parts name tool calls
+and results, which values are placeholders. A view file marks each place with a comment, `/*@ name @*/` or
+`/*@ name(sql expression) @*/`, which `render` replaces with the SQL generated from `reading` (the declarations);
+the files stay plain SQL, and a declaration added is read by the views with no SQL written.
+
+    /*@ attribute_sources @*/        the message_sources rows of every declared attribute on a model span
+    /*@ agent_sources @*/            the agent_messages rows of every declared attribute on an agent span
+    /*@ placeholder(expr) @*/        whether a text is a placeholder (a declared value or prefix)
+    /*@ call_type(part) @*/          whether a message part is a tool call by its declared shapes
+    /*@ result_type(part) @*/        ... a tool result
+    /*@ args(part) @*/ /*@ results(part) @*/ /*@ ids(part) @*/ /*@ names(part) @*/
+                                     the declared paths of a part's arguments, result, call id, tool name, as
+                                     the leading arguments of a coalesce(...)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tracevals.spans import reading
+from tracevals.spans.declare import Messages
+
+_MARKER = re.compile(r"/\*@\s*(\w+)(?:\((.*?)\))?\s*@\*/", re.S)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _path(key: str) -> str:
+    return _literal(f'$."{key}"')
+
+
+def _like(key: str) -> str:
+    return _literal(f'%"{key}"%')
+
+
+def _value(source: Messages) -> str:
+    """The JSON a declared source holds: the attribute's value (text holding JSON is parsed by the view), or the
+    first of its paths that exists inside the parsed value."""
+    if source.paths == ("$",):
+        return f"json_extract(attributes, {_path(source.key)})"
+    doc = f"try_cast(json_extract_string(attributes, {_path(source.key)}) AS JSON)"
+    found = [doc if p == "$" else f"json_extract({doc}, {_literal(p)})" for p in source.paths]
+    return found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
+
+
+def attribute_sources() -> str:
+    """UNION ALL branches of message_sources' `found`: every declared attribute on a model span (`llm`)."""
+    out = []
+    for source in (m for m in reading.MESSAGES if m.on == "llm"):
+        role = "'assistant'" if source.direction == "output" else "NULL"
+        where = f"attributes LIKE {_like(source.key)}"
+        value = _value(source)
+        if source.tool_calls is not None:  # a text beside the tool calls the same answer asked for: one message
+            calls = f"try_cast(json_extract_string(attributes, {_path(source.tool_calls)}) AS JSON)"
+            value = (
+                f"json_object('role', 'assistant', 'content', json_extract_string(attributes, {_path(source.key)}), "
+                f"'tool_calls', {calls})"
+            )
+            where = f"({where} OR attributes LIKE {_like(source.tool_calls)})"
+        out.append(
+            f"    UNION ALL\n    SELECT trace_id, span_id, {_literal('span:' + source.key)} AS source, "
+            f"{source.priority} AS priority, {_literal(source.direction)} AS direction,\n"
+            f"           CAST({role} AS VARCHAR) AS role_hint, {value} AS value, 0 AS seq\n"
+            f"    FROM llm\n    WHERE {where}"
+        )
+    return "\n".join(out).removeprefix("    UNION ALL\n").strip()
+
+
+def agent_sources() -> str:
+    """agent_messages' rows: per trace and declared agent attribute, the first agent span's input or the last
+    one's output."""
+    out = []
+    for source in (m for m in reading.MESSAGES if m.on == "agent"):
+        pick, order = ("arg_min", "start_time") if source.direction == "input" else ("arg_max", "end_time")
+        out.append(
+            f"SELECT trace_id, {_literal('agent:' + source.key)} AS source, {source.priority} AS priority, "
+            f"{_literal(source.direction)} AS direction,\n"
+            f"           {pick}({_value(source)}, ({order}, span_id)) AS value\n"
+            f"    FROM raw_spans\n    WHERE kind = 'agent' AND attributes LIKE {_like(source.key)}\n"
+            "    GROUP BY trace_id"
+        )
+    return "\n    UNION ALL\n    ".join(out)
+
+
+def placeholder(expr: str) -> str:
+    values = ", ".join(_literal(v) for v in sorted(reading.PLACEHOLDERS))
+    prefixes = "".join(f" OR starts_with({expr}, {_literal(p)})" for p in reading.PLACEHOLDER_PREFIXES)
+    return f"({expr} IN ({values}){prefixes})"
+
+
+def _parts(attribute: str) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for dialect in reading.DIALECTS:
+        seen.update(dict.fromkeys(getattr(dialect.parts, attribute)))
+    return tuple(seen)
+
+
+def _typed(part: str, types: str, objects: str, keys: str = "") -> str:
+    listed = ", ".join(_literal(t) for t in _parts(types))
+    tests = [f"json_extract_string({part}, '$.type') IN ({listed})"]
+    tests += [f"json_type({part}, {_literal('$.' + o)}) = 'OBJECT'" for o in _parts(objects)]
+    if keys and _parts(keys):
+        present = " OR ".join(f"json_type({part}, {_literal('$.' + k)}) IS NOT NULL" for k in _parts(keys))
+        tests.append(f"(json_type({part}, '$.type') IS NULL AND ({present}))")
+    return "(" + "\n                OR ".join(tests) + ")"
+
+
+def call_type(part: str) -> str:
+    return _typed(part, "call_types", "call_objects", "call_keys")
+
+
+def result_type(part: str) -> str:
+    return _typed(part, "result_types", "result_objects")
+
+
+def _paths(attribute: str, extract: str) -> Callable[[str], str]:
+    def paths(part: str) -> str:
+        return ",\n            ".join(f"{extract}({part}, {_literal(p)})" for p in _parts(attribute))
+
+    return paths
+
+
+def message_parts(message: str) -> str:
+    """The list elements of a message's parts in the declared message shapes: a text (when the message has no
+    `content`), each item of a list of tool calls."""
+    out = []
+    for path in _parts("message_texts"):
+        out.append(
+            f"CASE WHEN json_type({message}, {_literal(path)}) = 'VARCHAR' AND json_type({message}, '$.content') "
+            f"IS NULL THEN [json_extract({message}, {_literal(path)})] ELSE [] END"
+        )
+    for path in _parts("message_calls"):
+        out.append(
+            f"CASE WHEN json_type({message}, {_literal(path)}) = 'ARRAY' THEN json_extract({message}, "
+            f"{_literal(path + '[*]')}) ELSE [] END"
+        )
+    return ",\n             ".join(out) or "[]"
+
+
+def not_call(name: str) -> str:
+    """Whether a tool name is one a framework declares no call (`not_calls`)."""
+    names = ", ".join(_literal(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
+    return f"({name} IN ({names}))"
+
+
+def user_text(text: str) -> str:
+    """A user message's text out of the prompts frameworks wrap it in (`user_texts`, the first that matches)."""
+    patterns = [p for d in reading.DIALECTS for p in d.user_texts]
+    found = [f"nullif(regexp_extract({text}, {_literal(p)}, 1), '')" for p in patterns]
+    return f"coalesce({', '.join([*found, text])})"
+
+
+def agent_from_span_name(name: str) -> str:
+    """An agent span's name with the declared patterns applied (the first that matches gives the agent)."""
+    patterns = [p for d in reading.DIALECTS for p in d.agent_span_names]
+    found = [f"nullif(regexp_extract({name}, {_literal(p)}, 1), '')" for p in patterns]
+    return f"coalesce({', '.join([*found, name])})"
+
+
+GENERATED: dict[str, Callable[..., str]] = {
+    "agent_from_span_name": agent_from_span_name,
+    "message_parts": message_parts,
+    "not_call": not_call,
+    "user_text": user_text,
+    "attribute_sources": attribute_sources,
+    "agent_sources": agent_sources,
+    "placeholder": placeholder,
+    "call_type": call_type,
+    "result_type": result_type,
+    "args": _paths("args", "json_extract"),
+    "results": _paths("results", "json_extract"),
+    "ids": _paths("ids", "json_extract_string"),
+    "names": _paths("names", "json_extract_string"),
+}
+
+
+def render(sql: str, file_name: str = "") -> str:
+    """A view file with its markers replaced by the SQL the declarations give (unchanged if it has none)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name, argument = match.group(1), match.group(2)
+        if name not in GENERATED:
+            raise ValueError(f"view file {file_name}: unknown marker /*@ {name} @*/ (known: {', '.join(GENERATED)})")
+        return GENERATED[name]() if argument is None else GENERATED[name](argument.strip())
+
+    return _MARKER.sub(replace, sql)
