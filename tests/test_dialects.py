@@ -22,7 +22,7 @@ from tracevals.collector.conversion import columnar
 from tracevals.collector.conversion import rows as python_path
 from tracevals.collector.otlp_json import parse_json_traces
 from tracevals.queries import open_lake
-from tracevals.queries.views import view_sql
+from tracevals.queries.catalog import view_sql
 from tracevals.spans import reading
 from tracevals.spans.declare import NAME, By, Dialect, Key, key_of
 from tracevals.spans.dialects import DIALECTS
