@@ -14,7 +14,16 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tracevals.model.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch, with_op_keys
+from tracevals.model.batch import (
+    CALL_SCHEMA,
+    FACT_COLUMNS,
+    HANDOFF_SCHEMA,
+    KEY_IN_ARGS_SQL,
+    OP_KEY_SQL,
+    TRACE_SCHEMA,
+    Batch,
+    with_op_keys,
+)
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries.catalog import query_sql
 from tracevals.queries.completeness import span_facts
@@ -107,7 +116,8 @@ def _traces(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def _calls(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Executed tool calls and gaps (requested, never executed), in the `steps` view's order."""
-    calls = frame(con, query_sql("batch_calls"))
+    sql = query_sql("batch_calls").format(op_key=OP_KEY_SQL.format(c="c"), key_in_args=KEY_IN_ARGS_SQL.format(c="c"))
+    calls = frame(con, sql)
     # In the steps view's order (its step_index), numbered per trace here: a window over every step in
     # SQL sorts all of a lake's steps, where this sorts only the tool calls read.
     calls = calls.sort(["trace_id", "tv_at", "tv_by", "tv_nth"], nulls_last=True).with_columns(
