@@ -27,7 +27,10 @@ import duckdb
 
 RAW = ("raw_spans", "raw_logs")  # the base relations of the lake's span and log rows
 # The work tables a scoring job (selection, chunks, the loader) leaves on a connection: `release` drops them.
-JOB_TABLES = ("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked", "tv_trajectories")
+JOB_TABLES = (
+    *("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked", "tv_trajectories"),
+    *("tv_derived_hours", "tv_taken", "tv_rest"),  # `derived.take_derived`
+)
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> str:

@@ -7,7 +7,7 @@ then follows the group, not the lake; the rows scored are those of one pass over
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from tracevals.queries.binding import (
     work_table,
 )
 from tracevals.queries.catalog import query_sql
+from tracevals.queries.derived import HourFiles
 
 # Span and log rows one group reads at most (about: a group is cut between files, and a session is never
 # split); memory follows this, not the lake. See `plan_groups`.
@@ -55,6 +56,7 @@ class GroupPlan:
     crossing_traces: int = 0
     blocks: int = 0  # groups of files (the first groups)
     max_rows: int = GROUP_ROWS
+    derived: dict[tuple[str, int], HourFiles] = field(default_factory=dict)  # hours whose frames are written
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ READS = (
     "requested_tool_calls",
     "message_parts",
 )
+# The views a connection that only loads batches defines (`open_lake(views=...)`): what `load_batch` reads.
+LOADER_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
 TRAJECTORY_COLUMNS = (
     "trace_id, session_id, run_id, task_id, attempt, variant, model_call_count, input_tokens, output_tokens, "
     "start_time, end_time"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -14,6 +15,20 @@ from tracevals.lake.compact import compact as compact_lake
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
+
+
+def _derive(lake: Lake, ended_before: float, console: Console) -> None:
+    """The derived tables of the closed hours (`queries.derived`: what the nightly job reads instead of
+    rebuilding them through the views). A failure is a warning: readers then use the views, nothing is lost."""
+    from tracevals.queries.derived import derive_closed
+
+    try:
+        written = derive_closed(lake, ended_before)
+    except Exception as exc:
+        console.print(f"tracevals: warning: derived tables not written ({type(exc).__name__}: {exc})", highlight=False)
+        return
+    if written:
+        console.print(f"derived the frames of {len(written)} closed hours", highlight=False)
 
 
 def _seconds(text: str) -> float:
@@ -90,6 +105,8 @@ def compact(lake: Lake, min_age: str, group_mib: int, dry_run: bool, fmt: str) -
             highlight=False,
             soft_wrap=True,
         )
+    if not dry_run:
+        _derive(lake, time.time() - _seconds(min_age), console)
     failed = [p for p in result.partitions if p.error]
     if failed:
         raise click.ClickException(f"{len(failed)} partitions left as they were; first: {failed[0].error}")
