@@ -24,7 +24,7 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
-from tracevals.queries.derived import derived_batch, take_derived
+from tracevals.queries.derived import HourFiles, derived_batch, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
 from tracevals.queries.selection import Selection, restrict_to
 from tracevals.queries.trajectories import LOADER_VIEWS
@@ -104,9 +104,10 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
 def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     scoring = job.scoring
     whole = scoring.selection is None or scoring.selection == Selection()  # every session: nothing to select
-    read_group(con, plan, group, copy=whole)
+    usable = _usable(plan, group) if whole and not group.crossing else []
+    read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
     try:
-        derived = _derived_run(con, plan, group, job) if whole and not group.crossing else None
+        derived = _derived_run(con, usable, job) if usable else None
         rest = restrict_to(con, "tv_rest") if derived is not None else None
         if derived is not None and rest is not None and not _count(con, "tv_rest"):
             run = derived  # every session of the group was derived: no view to compute
@@ -132,14 +133,16 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
     return _Scored(run.traces, run.sessions, tally(run.scores), kept, roots, written, run.batch)
 
 
-def _derived_run(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> ScoringRun | None:
-    """Score the sessions of `group` that lie wholly in one closed hour whose frames are derived
-    (`queries.derived`) from those frames, and leave the others, listed in `tv_rest`, to the views; None
-    when no hour of the group is derived."""
+def _usable(plan: GroupPlan, group: Group) -> list[HourFiles]:
+    """The derived hours all of whose files `group` reads."""
     names = set(group.spans) | set(group.logs)
-    usable = [h for h in plan.derived.values() if set(h.spans) <= names and set(h.logs) <= names]
-    if not usable:
-        return None
+    return [h for h in plan.derived.values() if set(h.spans) <= names and set(h.logs) <= names]
+
+
+def _derived_run(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> ScoringRun | None:
+    """Score the sessions of the group bound on `con` that lie wholly in one of the closed hours `usable`
+    from their derived frames (`queries.derived`), and leave the others, listed in `tv_rest`, to the views;
+    None when there is no such session."""
     taken = take_derived(con, usable)
     if not taken.height:
         return None
