@@ -119,7 +119,8 @@ def _compacted(lake: Path, out: Path, sessions: int, threads: int, memory_limit:
     started = time.perf_counter()
     # its own process, which reports its peak RSS (VmHWM: the rusage of a child counts what it forked with)
     code = (
-        "import json, sys; from tracevals.lake.compact import compact; r = compact(sys.argv[1], min_age_s=0); "
+        "import json, sys; from tracevals.lake.compact import compact; "
+        "r = compact(sys.argv[1], min_age_s=0, retention_s=0); "
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; "
         "print(json.dumps([r.files_in, r.files_out, int(hwm) // 1024]))"
     )

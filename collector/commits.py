@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tracevals.collector.wal import Ref
+from tracevals.collector.wal_format import Ref
 from tracevals.lake.writer import fsync_path
 
 _log = logging.getLogger(__name__)

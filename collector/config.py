@@ -3,15 +3,16 @@
 Keys are the OTel Collector's where one exists (`receivers.otlp.protocols.grpc.endpoint`,
 `processors.memory_limiter.limit_mib`, `processors.batch.send_batch_size`, `extensions.bearertokenauth`,
 `service.pipelines`), so a config can move to a Collector fleet later with few edits. tracevals' own
-pieces are the `session_sampler` processor and the `parquet` exporter. An unknown key or a bad value is
-one `CollectorConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown key; did you mean
-'compression'?`. See docs/collector.md for every key.
+pieces are the `session_sampler` and `redaction` processors (components of `collector/processors/`, whose
+table says which processors exist and how their settings read) and the `parquet` exporter. An unknown key
+or a bad value is one `CollectorConfigError` naming its path, e.g. `exporters.parquet.compresion: unknown
+key; did you mean 'compression'?`. See docs/collector.md for every key.
 """
 
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,18 +22,17 @@ import yaml
 from tracevals.collector.config_schema import (
     CollectorConfigError,
     Key,
-    boolean,
     choice,
     duration,
     endpoint,
     expand_env,
     integer,
     names,
-    number,
     section,
     size,
     string,
 )
+from tracevals.collector.processors import PROCESSORS
 from tracevals.lake.lake import Lake
 
 __all__ = [
@@ -42,8 +42,6 @@ __all__ = [
     "MemoryLimiter",
     "ParquetExporter",
     "ReceiverSettings",
-    "Redaction",
-    "SessionSampler",
     "TLSSettings",
     "load_config",
     "parse_config",
@@ -85,21 +83,6 @@ class MemoryLimiter:
 class Batch:
     send_batch_size: int = 8192
     timeout: float = 1.0
-
-
-@dataclass(frozen=True)
-class SessionSampler:
-    sampling_percentage: float = 100.0
-    hash_seed: int = 0
-
-
-@dataclass(frozen=True)
-class Redaction:
-    """The `redaction` processor: secrets out of every content column (`tracevals.lake.redaction`)."""
-
-    pii: bool = False  # also replace emails, phone numbers and `names` by stable pseudonyms
-    names: tuple[str, ...] = ()
-    blocked_values: tuple[str, ...] = ()  # more regular expressions whose matches are redacted
 
 
 @dataclass(frozen=True)
@@ -151,13 +134,17 @@ class CollectorConfig:
     http: ReceiverSettings | None = None
     memory_limiter: MemoryLimiter | None = None
     batch: Batch = field(default_factory=Batch)
-    sampler: SessionSampler | None = None
-    sampled_signals: frozenset[str] = frozenset()
-    redaction: Redaction | None = None
-    redacted_signals: frozenset[str] = frozenset()
+    # signal -> the processor names its pipeline lists, in order (memory_limiter and batch included)
+    pipelines: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {s: () for s in SIGNALS})
+    # name -> settings, for each processor of `PROCESSORS` that a pipeline lists
+    processors: Mapping[str, Any] = field(default_factory=dict)
     exporter: ParquetExporter = field(default_factory=ParquetExporter)
-    signals: frozenset[str] = frozenset(SIGNALS)
     source: str = "<defaults>"
+
+    @property
+    def signals(self) -> frozenset[str]:
+        """The signals received: those with a pipeline."""
+        return frozenset(self.pipelines)
 
 
 _TLS = section(
@@ -199,35 +186,6 @@ _MEMORY_LIMITER = section(
     }
 )
 _BATCH = section({"send_batch_size": Key(integer(1), 8192), "timeout": Key(duration, 1.0)})
-_SAMPLER = section({"sampling_percentage": Key(number(0, 100), 100.0), "hash_seed": Key(integer(0, 2**32 - 1), 0)})
-
-
-def _regexes(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CollectorConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
-    for v in value:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise CollectorConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
-    return tuple(value)
-
-
-def _strings(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CollectorConfigError(f"{path}: expected a list of strings, got {value!r}")
-    return tuple(value)
-
-
-_REDACTION = section({"pii": Key(boolean, False), "names": Key(_strings, ()), "blocked_values": Key(_regexes, ())})
-_PROCESSORS = section(
-    {
-        "memory_limiter": Key(_MEMORY_LIMITER),
-        "batch": Key(_BATCH),
-        "session_sampler": Key(_SAMPLER),
-        "redaction": Key(_REDACTION),
-    }
-)
 _ROTATION = section(
     {
         "max_rows": Key(integer(1), 500_000),
@@ -249,6 +207,18 @@ _PARQUET = section(
 )
 _EXPORTERS = section({"parquet": Key(_PARQUET)})
 _EXTENSIONS = section({"bearertokenauth": Key(section({"token": Key(string), "filename": Key(string)}))})
+
+
+def _processors() -> Any:
+    """`processors`: memory_limiter and batch, the pipeline's own settings, and each processor of the table
+    (read as a config is parsed, so a row added to it is a processor the next config may name)."""
+    return section(
+        {
+            "memory_limiter": Key(_MEMORY_LIMITER),
+            "batch": Key(_BATCH),
+            **{name: Key(processor.settings) for name, processor in PROCESSORS.items()},
+        }
+    )
 
 
 def _service(doc: dict[str, Any]) -> Any:
@@ -310,15 +280,35 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         {
             "extensions": Key(_EXTENSIONS),
             "receivers": Key(_RECEIVERS, required=True),
-            "processors": Key(_PROCESSORS),
+            "processors": Key(_processors()),
             "exporters": Key(_EXPORTERS, required=True),
             "service": Key(_service(doc), required=True),
         }
     )(doc, "")
-    pipelines = {s: p for s, p in top["service"]["pipelines"].items() if p is not None}
+    pipelines = {s: tuple(p["processors"]) for s, p in top["service"]["pipelines"].items() if p is not None}
     if not pipelines:
         raise CollectorConfigError("service.pipelines: define a traces and/or logs pipeline")
-    used_processors = {p for pl in pipelines.values() for p in pl["processors"]}
+    listed = {name for names in pipelines.values() for name in names}
+    procs = top["processors"] or {}
+    receivers = _receivers(top, base)
+    return CollectorConfig(
+        grpc=receivers["grpc"],
+        http=receivers["http"],
+        memory_limiter=_memory_limiter(procs.get("memory_limiter")) if "memory_limiter" in listed else None,
+        # Without the batch processor every request becomes its own row group at once.
+        batch=Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in listed else Batch(1, 0.0),
+        processors={
+            name: procs.get(name) or processor.settings({}, f"processors.{name}")
+            for name, processor in PROCESSORS.items()
+            if name in listed
+        },
+        pipelines=pipelines,
+        exporter=_exporter(top["exporters"]["parquet"], base),
+        source=source,
+    )
+
+
+def _receivers(top: dict[str, Any], base: Path) -> dict[str, ReceiverSettings | None]:
     if top["receivers"]["otlp"] is None:
         raise CollectorConfigError("receivers.otlp: required (protocols: grpc and/or http)")
     protocols = top["receivers"]["otlp"]["protocols"]
@@ -340,26 +330,23 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         receivers[proto] = ReceiverSettings(host, port, limit, concurrent, tls, token, timeout)
     if not any(receivers.values()):
         raise CollectorConfigError("receivers.otlp.protocols: enable grpc and/or http")
-    procs = top["processors"] or {}
-    ml = (procs.get("memory_limiter") or _MEMORY_LIMITER({}, "")) if "memory_limiter" in used_processors else None
-    memory = None
-    if ml is not None:
-        spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
-        if spike >= ml["limit_mib"]:
-            raise CollectorConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
-        memory = MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
-    # Without the batch processor every request becomes its own row group at once.
-    batch = Batch(**(procs.get("batch") or _BATCH({}, ""))) if "batch" in used_processors else Batch(1, 0.0)
-    sampler_raw = procs.get("session_sampler") or _SAMPLER({}, "")
-    sampled = frozenset(s for s, p in pipelines.items() if "session_sampler" in p["processors"])
-    redacted = frozenset(s for s, p in pipelines.items() if "redaction" in p["processors"])
-    redaction_raw = procs.get("redaction") or _REDACTION({}, "")
-    pq = top["exporters"]["parquet"]
+    return receivers
+
+
+def _memory_limiter(raw: dict[str, Any] | None) -> MemoryLimiter:
+    ml = raw or _MEMORY_LIMITER({}, "")
+    spike = ml["spike_limit_mib"] if ml["spike_limit_mib"] is not None else ml["limit_mib"] // 5
+    if spike >= ml["limit_mib"]:
+        raise CollectorConfigError("processors.memory_limiter.spike_limit_mib: must be below limit_mib")
+    return MemoryLimiter(ml["check_interval"], ml["limit_mib"], spike, ml["retry_after"])
+
+
+def _exporter(pq: dict[str, Any] | None, base: Path) -> ParquetExporter:
     if pq is None:
         raise CollectorConfigError("exporters.parquet: required (path: the lake directory)")
     rot = pq["rotation"] or _ROTATION({}, "")
     queue, wal = pq["sending_queue"] or {}, pq["wal"] or {}
-    exporter = ParquetExporter(
+    return ParquetExporter(
         lake=_lake_path(pq["path"], base, wal.get("dir")),
         compression=pq["compression"],
         compression_level=pq["compression_level"],
@@ -371,19 +358,6 @@ def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -
         wal_reserve_bytes=wal.get("reserve"),
         max_attribute_value_bytes=pq["max_attribute_value_bytes"],
         shutdown_timeout=pq["shutdown_timeout"],
-    )
-    return CollectorConfig(
-        grpc=receivers["grpc"],
-        http=receivers["http"],
-        memory_limiter=memory,
-        batch=batch,
-        sampler=SessionSampler(**sampler_raw) if sampled else None,
-        sampled_signals=sampled,
-        redaction=Redaction(**redaction_raw) if redacted else None,
-        redacted_signals=redacted,
-        exporter=exporter,
-        signals=frozenset(pipelines),
-        source=source,
     )
 
 

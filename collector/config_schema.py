@@ -12,11 +12,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tracevals.model.errors import UserError
 
 Parser = Callable[[Any, str], Any]
+T = TypeVar("T")
 
 
 class CollectorConfigError(UserError, ValueError):
@@ -65,6 +66,16 @@ def section(keys: Mapping[str, Key]) -> Parser:
     return parse
 
 
+def record(cls: Callable[..., T], keys: Mapping[str, Key]) -> Callable[[Any, str], T]:
+    """A parser for a mapping with exactly these keys that returns `cls(**keys)` (a settings dataclass)."""
+    parse_section = section(keys)
+
+    def parse(value: Any, path: str) -> T:
+        return cls(**parse_section(value, path))
+
+    return parse
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -84,6 +95,24 @@ def boolean(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
         raise CollectorConfigError(f"{path}: expected true or false, got {_show(value)}")
     return value
+
+
+def strings(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CollectorConfigError(f"{path}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def regexes(value: Any, path: str) -> tuple[str, ...]:
+    """A list of regular expressions, each compiled once here to name the bad one."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CollectorConfigError(f"{path}: expected a list of regular expressions, got {value!r}")
+    for v in value:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise CollectorConfigError(f"{path}: {v!r} is not a regular expression ({exc})") from None
+    return tuple(value)
 
 
 def integer(minimum: int = 0, maximum: int | None = None) -> Parser:

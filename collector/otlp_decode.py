@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tracevals.collector.otlp_json import OTLPDecodeError, base64_ids_read, parse_json_logs, parse_json_traces
-from tracevals.collector.wal import LOGS, TRACES
+from tracevals.collector.wal_format import LOGS, TRACES
 
 _log = logging.getLogger(__name__)
 _said = {"base64": False}

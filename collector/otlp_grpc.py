@@ -67,7 +67,8 @@ class _Export:
             refused = exc
         except Exception:  # a fault of ours: UNKNOWN (grpcio's answer) is not retried, so data would be lost
             _log.exception("otlp grpc: failed to handle a request (answered UNAVAILABLE)")
-            refused = _Refused(grpc.StatusCode.UNAVAILABLE, "internal error", self.receiver.pipeline.retry_after)
+            retry_after = self.receiver.pipeline.admission.retry_after
+            refused = _Refused(grpc.StatusCode.UNAVAILABLE, "internal error", retry_after)
         if refused.retry_after is not None:
             context.set_trailing_metadata(_retry_metadata(f"{refused}; retry later", refused.retry_after))
         context.abort(refused.code, str(refused) + ("; retry later" if refused.retry_after is not None else ""))
@@ -79,15 +80,15 @@ class _Export:
             given = dict(context.invocation_metadata()).get("authorization", "")
             if not bearer_matches(str(given), token):
                 raise _Refused(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        pipeline = receiver.pipeline
+        pipeline, admission = receiver.pipeline, receiver.pipeline.admission
         # Requests decoded at once are bounded here, not by grpcio's own limit, whose RESOURCE_EXHAUSTED
         # (without RetryInfo) OTLP exporters need not retry.
         if not receiver.slots.acquire(timeout=_SLOT_WAIT):
-            raise _Refused(grpc.StatusCode.UNAVAILABLE, "every stream is busy", pipeline.retry_after)
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, "every stream is busy", admission.retry_after)
         reserved = 0
         try:
             try:
-                pipeline.admit(len(body))
+                admission.admit(len(body))
             except Throttled as exc:
                 raise _Refused(grpc.StatusCode.UNAVAILABLE, str(exc), exc.retry_after) from None
             reserved = len(body)
@@ -98,12 +99,12 @@ class _Export:
             try:
                 pipeline.submit(self.kind, decoded.payload, reserved, decoded.accepted)
             except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
-                raise _Refused(grpc.StatusCode.UNAVAILABLE, "cannot store data now", pipeline.retry_after) from None
+                raise _Refused(grpc.StatusCode.UNAVAILABLE, "cannot store data now", admission.retry_after) from None
             reserved = 0
         finally:
             receiver.slots.release()
             if reserved:
-                pipeline.release(reserved)
+                admission.release(reserved)
         if self.kind == TRACES:
             response = trace_service_pb2.ExportTraceServiceResponse()
             if decoded.rejected:

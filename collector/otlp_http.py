@@ -287,16 +287,17 @@ class OTLPHTTPReceiver:
         return None
 
     def _retry_after(self) -> dict[str, str]:
-        return {"Retry-After": str(max(1, math.ceil(self.pipeline.retry_after)))}
+        return {"Retry-After": str(max(1, math.ceil(self.pipeline.admission.retry_after)))}
 
     def _export(self, h: _Handler, ctype: str, kind: int) -> _Answer:
         """Read, decode and durably submit the body, charged to the queue as it is held; the answer to send
         (once nothing is held any more)."""
         reserved = 0
+        admission = self.pipeline.admission
 
         def charge(nbytes: int) -> None:
             nonlocal reserved
-            self.pipeline.admit(nbytes, reserved)
+            admission.admit(nbytes, reserved)
             reserved += nbytes
 
         limit = self.settings.max_request_bytes
@@ -317,12 +318,12 @@ class OTLPHTTPReceiver:
                     data = inflate(data, coding, limit, charge)
                 del body
                 cost = len(data) * _JSON_OVERHEAD if ctype == JSON else 0
-                with self.pipeline.large(cost, self.settings.read_timeout) as large:
+                with admission.large(cost, self.settings.read_timeout) as large:
                     # Parsing JSON holds the text, its objects and the protobuf message at once. A parse that
                     # would take a good part of the queue waits for its turn (one at a time) instead: charged
                     # like the rest, it could never fit beside other requests, and would be refused for ever.
                     if large:
-                        reserved = self.pipeline.resize(reserved, reserved + cost)
+                        reserved = admission.resize(reserved, reserved + cost)
                     elif cost:
                         charge(cost)
                     decoded = decode(kind, data, ctype == JSON)
@@ -334,7 +335,7 @@ class OTLPHTTPReceiver:
                 return 400, None, str(exc), {}
             del data
             # From here on the decoded size is what is held.
-            reserved = self.pipeline.resize(reserved, len(decoded.payload))
+            reserved = admission.resize(reserved, len(decoded.payload))
             try:
                 self.pipeline.submit(decoded.kind, decoded.payload, reserved, decoded.accepted)
             except OSError:  # the write-ahead log cannot store it (disk full ...): nothing is acknowledged
@@ -346,7 +347,7 @@ class OTLPHTTPReceiver:
             return 503, None, f"{exc}; retry later", {"Retry-After": wait}
         finally:
             if reserved:
-                self.pipeline.release(reserved)
+                admission.release(reserved)
         return 200, _response(decoded), "", {}
 
 

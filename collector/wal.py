@@ -6,19 +6,15 @@ request's protobuf bytes to a log costs at most one `fdatasync` (concurrent requ
 commit) and writes each byte twice in all (log, then Parquet). What a killed collector had logged is
 written to Parquet by the next one (`Pipeline`), so `kill -9` loses nothing that was acknowledged.
 
-Layout: `wal-<seq>.log` segments. A record (format 2) is `marker (4) | kind (1) | length (4) | count (4) |
-crc32 (4)`, then the payload; the CRC covers kind, length, count and payload. A record is named by its
-`Ref` (segment, byte offset), which is how a commit says what it covered and how the pipeline reads a
-record again after a failed Parquet write.
+Layout: `wal-<seq>.log` segments of records, whose format, and how damage is met when they are read
+back, is `wal_format`'s. A record is named by its `Ref` (segment, byte offset).
 
-What can go wrong, and what the log does:
+What can go wrong while writing, and what the log does:
 - A crash in the middle of an append leaves a torn record at the end of a segment. It was never
   acknowledged (its fdatasync did not return), and replay skips it.
 - An append that fails (disk full, I/O error) is cut off again (`ftruncate` back to where it started)
   before the error reaches the receiver, which answers 503: later appends never follow a partial record.
   If even the cut fails, the segment is sealed as it is and the next append starts a new one.
-- Should a damaged record still sit between good ones (a bad sector, a foreign write), replay finds the
-  next record marker whose CRC holds and goes on from there, saying how many bytes it skipped.
 - The log keeps `reserve_bytes` free on its file system: an append that would leave less is refused
   (`DiskReserve`, an `OSError`, so 503), so the log cannot take the space the Parquet files need to
   commit what it holds (and so to free it).
@@ -37,43 +33,30 @@ import contextlib
 import errno
 import logging
 import os
-import struct
 import threading
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
+from tracevals.collector.wal_format import LOGS, MAGIC, TRACES, Record, Ref, encode, read_record, read_segment
 from tracevals.lake.writer import fsync_path
+
+__all__ = [
+    "LOGS",
+    "TRACES",
+    "DiskReserve",
+    "LogInUse",
+    "Record",
+    "Ref",
+    "WriteAheadLog",
+    "default_reserve",
+    "encode",
+    "free_bytes",
+]
 
 _log = logging.getLogger(__name__)
 
-TRACES = 1
-LOGS = 2
-_KINDS = (TRACES, LOGS)
-_MAGIC_V1 = b"TVWAL001"  # records: kind (1) | length (4) | crc32 (4); read, no longer written
-_MAGIC = b"TVWAL002"
-_HEADER_V1 = struct.Struct("<BII")
-_MARKER = b"\xd5\x1fW\x02"
-_HEADER = struct.Struct("<4sBIII")  # marker, kind, length, count, crc
-_CRC_FROM = 4  # the CRC covers the header from the kind on (without the CRC itself), then the payload
-_READ_BUFFER = 1024**2  # replay: headers come from this buffer; a payload past it is read straight into its bytes
 _NO_COUNT = 1 << 62  # an old segment's records while it is still being read: not deletable yet
-
-
-class Ref(NamedTuple):
-    """Where a record is: its segment and byte offset."""
-
-    seq: int
-    offset: int
-
-
-class Record(NamedTuple):
-    ref: Ref
-    kind: int
-    items: int  # spans or log records in the payload (0 in a format-1 segment: not recorded)
-    payload: bytes
 
 
 class LogInUse(OSError):
@@ -82,15 +65,6 @@ class LogInUse(OSError):
 
 class DiskReserve(OSError):
     """The append would leave less free space than the log's reserve."""
-
-
-def _crc(kind: int, length: int, count: int, payload: bytes) -> int:
-    return zlib.crc32(payload, zlib.crc32(struct.pack("<BII", kind, length, count)))
-
-
-def encode(kind: int, payload: bytes, count: int) -> bytes:
-    """One record's bytes (header and payload)."""
-    return _HEADER.pack(_MARKER, kind, len(payload), count, _crc(kind, len(payload), count, payload)) + payload
 
 
 def free_bytes(directory: Path) -> int:
@@ -185,24 +159,11 @@ class WriteAheadLog:
     def replay(self, seq: int | None = None) -> Iterator[Record]:
         """Every intact record of segment `seq` (default: of every segment on disk), oldest first."""
         for s in [seq] if seq is not None else self._seqs():
-            yield from _read_segment(self._path(s), s)
+            yield from read_segment(self._path(s), s)
 
     def read(self, ref: Ref) -> Record:
         """The record at `ref`, read again (after a failed Parquet write)."""
-        with open(self._path(ref.seq), "rb") as fh:
-            v1 = fh.read(len(_MAGIC)) == _MAGIC_V1
-            fh.seek(ref.offset)
-            if v1:
-                kind, length, crc = _HEADER_V1.unpack(fh.read(_HEADER_V1.size))
-                payload = fh.read(length)
-                if len(payload) == length and zlib.crc32(payload) == crc:
-                    return Record(ref, kind, 0, payload)
-            else:
-                marker, kind, length, count, crc = _HEADER.unpack(fh.read(_HEADER.size))
-                payload = fh.read(length)
-                if marker == _MARKER and len(payload) == length and _crc(kind, length, count, payload) == crc:
-                    return Record(ref, kind, count, payload)
-        raise OSError(errno.EIO, f"write-ahead log record {ref} does not read back intact")
+        return read_record(self._path(ref.seq), ref)
 
     def open(self) -> None:
         """Number new segments after any existing ones; the first append creates the first of them."""
@@ -230,7 +191,7 @@ class WriteAheadLog:
         path = self._path(self._seq)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            _write_all(fd, _MAGIC)
+            _write_all(fd, MAGIC)
             os.fsync(fd)
             fsync_path(self.directory)  # the new file's name must survive a crash too
         except OSError:
@@ -239,7 +200,7 @@ class WriteAheadLog:
                 path.unlink()
             raise
         self._fd = fd
-        self._size = len(_MAGIC)
+        self._size = len(MAGIC)
 
     def append(self, kind: int, payload: bytes, count: int = 0) -> Ref:
         """Write one record and return once it is on disk; returns where it is (for `mark_committed`).
@@ -389,90 +350,3 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
-
-
-def _read_segment(path: Path, seq: int) -> Iterator[Record]:
-    """The intact records of a segment, front to back. Each record is two reads (its header, then its payload
-    straight into the bytes it is yielded as: one copy, no whole-segment buffer); its CRC is the only check.
-    At the first record that does not check out, the rest of the segment is scanned in memory (`_scan`)."""
-    try:
-        fh = open(path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 (closed by the `with` below)
-    except FileNotFoundError:  # deleted meanwhile: its records were all committed
-        return
-    with fh:
-        size = os.fstat(fh.fileno()).st_size  # an old segment: nothing appends to it any more
-        magic = fh.read(len(_MAGIC))
-        if magic == _MAGIC_V1:
-            yield from _read_v1(path, seq, magic + fh.read())
-            return
-        if magic != _MAGIC:
-            if magic:
-                _log.warning("tracevals collector: %s is not a write-ahead log segment; skipped", path)
-            return
-        pos = len(_MAGIC)
-        while pos + _HEADER.size <= size:
-            header = fh.read(_HEADER.size)
-            marker, kind, length, count, crc = _HEADER.unpack(header)
-            start = pos + _HEADER.size
-            if marker == _MARKER and kind in _KINDS and start + length <= size:
-                payload = fh.read(length)
-                if (
-                    len(payload) == length
-                    and zlib.crc32(payload, zlib.crc32(header[_CRC_FROM : _HEADER.size - 4])) == crc
-                ):
-                    yield Record(Ref(seq, pos), kind, count, payload)
-                    pos = start + length
-                    continue
-            fh.seek(pos)
-            yield from _scan(path, seq, fh.read(), pos)
-            return
-
-
-def _scan(path: Path, seq: int, data: bytes, base: int) -> Iterator[Record]:
-    """The intact records in `data`, the part of a segment from byte `base` on, which starts with damage: a
-    torn last record (a crash mid-append: never acknowledged), or a bad record between good ones. Goes on at
-    each next marker that starts an intact record, if there is one."""
-    pos = 0
-    end = len(data)
-    while pos + _HEADER.size <= end:
-        marker, kind, length, count, crc = _HEADER.unpack_from(data, pos)
-        start = pos + _HEADER.size
-        if (
-            marker == _MARKER
-            and kind in _KINDS
-            and start + length <= end
-            and _crc(kind, length, count, data[start : start + length]) == crc
-        ):
-            yield Record(Ref(seq, base + pos), kind, count, data[start : start + length])
-            pos = start + length
-            continue
-        nxt = pos
-        while True:
-            nxt = data.find(_MARKER, nxt + 1)
-            if nxt < 0 or nxt + _HEADER.size > end:
-                _log.warning("tracevals collector: %s ends in a torn record at byte %d; ignored", path, base + pos)
-                return
-            _, k, n, c, r = _HEADER.unpack_from(data, nxt)
-            body = nxt + _HEADER.size
-            if k in _KINDS and body + n <= end and _crc(k, n, c, data[body : body + n]) == r:
-                break
-        _log.warning(
-            "tracevals collector: %s has %d damaged bytes at byte %d; skipped to the next intact record",
-            path,
-            nxt - pos,
-            base + pos,
-        )
-        pos = nxt
-
-
-def _read_v1(path: Path, seq: int, data: bytes) -> Iterator[Record]:
-    pos = len(_MAGIC_V1)
-    while pos + _HEADER_V1.size <= len(data):
-        kind, length, crc = _HEADER_V1.unpack_from(data, pos)
-        start = pos + _HEADER_V1.size
-        payload = data[start : start + length]
-        if len(payload) != length or zlib.crc32(payload) != crc or kind not in _KINDS:
-            _log.warning("tracevals collector: %s has a torn record at byte %d; ignoring the rest", path, pos)
-            return
-        yield Record(Ref(seq, pos), kind, 0, payload)
-        pos = start + length

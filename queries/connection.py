@@ -21,8 +21,12 @@ DuckDB never opens the other files (see `Lake.partition_globs`). The pieces: `vi
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
+import shutil
+import tempfile
 from typing import Literal
 
 import duckdb
@@ -46,8 +50,9 @@ from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defi
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
 
-def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
-    """Let the connection read the lake and nothing else, for good.
+def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake, lock: bool = True) -> None:
+    """Let the connection read the lake and nothing else, for good (lock=False: until its owner's own code
+    changes a setting, e.g. `tracevals ui`'s page connection, which runs no user SQL and tunes lookups).
 
     After this, even a SELECT cannot read or write a file outside the lake (`read_csv('/etc/passwd')`,
     `read_parquet('other/**')`), install or load an extension, or change a setting back. DuckDB's
@@ -55,11 +60,23 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     ATTACH, or any of them under EXPLAIN ANALYZE) could still write inside the lake, so `tracevals sql`
     runs only what `tracevals.cli.sql.check_read_only` lets through (a SELECT, or an EXPLAIN of one).
     """
+    # DuckDB adds its temporary directory to the allowed ones, and by default that is `.tmp` of the current
+    # directory: a query could read whatever is there. A private, empty one of this process instead.
+    con.execute("SET temp_directory = ?", [_private_temp_directory()])
     con.execute("SET allowed_directories = ?", [[lake.sandbox_root()]])
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
-    con.execute("SET lock_configuration = true")
+    if lock:
+        con.execute("SET lock_configuration = true")
+
+
+@functools.cache
+def _private_temp_directory() -> str:
+    """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
+    path = tempfile.mkdtemp(prefix="tracevals-spill-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 # Views a snapshot leaves as views: the price table (registered from Python), and views that only filter

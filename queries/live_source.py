@@ -40,14 +40,23 @@ _log = logging.getLogger(__name__)
 
 
 class NewFiles:
-    """The files of `lake/<sub>` (span files by default) not returned before, in partitions at most
-    `late_window_s` old."""
+    """The files of `folder/<sub>` (a local lake's folder; span files by default) not returned before, in
+    partitions at most `late_window_s` old."""
 
     def __init__(
-        self, lake: Path, late_window_s: float = 86400.0, slack_s: float = 120.0, sub: str = SPANS_DIR
+        self,
+        folder: Path,
+        late_window_s: float = 86400.0,
+        slack_s: float = 120.0,
+        sub: str = SPANS_DIR,
+        skew_s: float = 300.0,
     ) -> None:
-        self.root = Path(lake) / sub
+        self.root = folder / sub
         self.late_window_s = late_window_s
+        # a partition whose hour starts after now + skew_s holds future-dated spans (a client's clock ahead):
+        # not read, so never scored (tracevals.lake.clock); `future` names those seen
+        self.skew_s = skew_s
+        self.future: set[Path] = set()
         self.slack_s = slack_s
         self._dir_mtimes: dict[Path, float] = {}
         self._seen: dict[str, float] = {}
@@ -101,13 +110,19 @@ class NewFiles:
             return []
         oldest = datetime.fromtimestamp(now - self.late_window_s, tz=timezone.utc) - timedelta(hours=1)
         floor = (oldest.strftime("%Y-%m-%d"), oldest.strftime("%H"))
+        # the reader's clock: the wall clock (or `now`, when a caller's clock is ahead of it)
+        ahead = datetime.fromtimestamp(max(now, time.time()) + self.skew_s, tz=timezone.utc)
+        ceiling = (ahead.strftime("%Y-%m-%d"), ahead.strftime("%H"))
         partitions = []
         for date_dir in sorted(self.root.glob("date=*")):
             day = date_dir.name.removeprefix("date=")
             if day < floor[0]:
                 continue
             for hour_dir in sorted(date_dir.glob("hour=*")):
-                if (day, hour_dir.name.removeprefix("hour=")) >= floor:
+                key = (day, hour_dir.name.removeprefix("hour="))
+                if key > ceiling:
+                    self.future.add(hour_dir)
+                elif key >= floor:
                     partitions.append(hour_dir)
         live = set(partitions)
         self._dir_mtimes = {d: m for d, m in self._dir_mtimes.items() if d in live}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
 
@@ -58,6 +58,17 @@ class Selection:
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise SelectionError(f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}")
 
+    # also the sessions that started this long before `since` and have a trace with no stored score yet: late
+    # arrivals the previous run (of the window before) could not see (`tracevals.lake.clock`)
+    late: timedelta | None = None
+
+    def read_from(self, margin: timedelta) -> datetime | None:
+        """The earliest start a reader must read the partitions of: `since`, less the late window, less
+        `margin` (where a session that started earlier may begin); None for no lower bound."""
+        if self.since is None:
+            return None
+        return self.since - (self.late or timedelta(0)) - margin
+
     def trace_condition(self) -> str:
         """The condition on `trajectories` a loader applies on top (the attempts of `runs`); '' for none."""
         if not self.runs:
@@ -67,7 +78,14 @@ class Selection:
     def sql_condition(self) -> str:
         """The condition on `s` (columns `sid`, `session_start`) this selection keeps."""
         parts = ["TRUE"]
-        if self.since is not None:
+        if self.since is not None and self.late:
+            late = (self.since - self.late).isoformat()
+            parts.append(
+                f"(s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}' OR (s.session_start >= TIMESTAMPTZ "
+                f"'{late}' AND s.sid IN (SELECT u.sid FROM t AS u WHERE u.trace_id NOT IN "
+                "(SELECT trace_id FROM raw_scores WHERE trace_id IS NOT NULL))))"
+            )
+        elif self.since is not None:
             parts.append(f"s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}'")
         if self.until is not None:
             parts.append(f"s.session_start < TIMESTAMPTZ '{self.until.isoformat()}'")

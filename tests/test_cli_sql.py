@@ -166,6 +166,27 @@ def test_even_a_select_cannot_read_outside_the_lake(filled_lake: Path, tmp_path:
     assert "TOP-SECRET-CONTENT" not in result.output
 
 
+def test_the_sandbox_allows_the_lake_and_nothing_else_not_even_duckdbs_temp_directory(
+    filled_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB adds its temp directory to the allowed ones, by default `.tmp` of the current directory
+    work = tmp_path / "work"
+    (work / ".tmp").mkdir(parents=True)
+    (work / ".tmp" / "notes.csv").write_text("TOP-SECRET-CONTENT,1\n")
+    monkeypatch.chdir(work)
+    for query in ("select * from read_csv('.tmp/notes.csv')", f"select * from read_csv('{work}/.tmp/notes.csv')"):
+        result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), query])
+        assert result.exit_code == 1, result.output
+        assert "Permission" in result.output and "TOP-SECRET-CONTENT" not in result.output
+    allowed = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--format", "json", "select current_setting('allowed_directories') a"]
+    )
+    [(dirs,)] = [tuple(r.values()) for r in json.loads(allowed.stdout)]
+    lake_root = str(filled_lake.resolve()) + "/"
+    # the lake, and a spill directory of the process's own that holds nothing of the user's
+    assert lake_root in dirs and all(d == lake_root or "tracevals-spill-" in d for d in dirs), dirs
+
+
 def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
     # a corrupt file in a partition out of range: if the range opened it, it would be named in a warning
     import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files

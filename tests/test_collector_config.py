@@ -69,7 +69,7 @@ def test_a_config_without_processors_is_valid() -> None:
         "service": {"pipelines": {"traces": {"receivers": ["otlp"], "exporters": ["parquet"]}}},
     }
     config = parse_config(doc)
-    assert config.sampler is None and config.memory_limiter is None and config.batch.send_batch_size == 1
+    assert not config.processors and config.memory_limiter is None and config.batch.send_batch_size == 1
 
 
 def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> None:

@@ -334,7 +334,7 @@ def test_after_failed_parquet_writes_every_record_is_committed_once(tmp_path: Pa
     config = local_config(tmp_path / "lake", overrides)
     ex = config.exporter
     FailingSink.failures = 0
-    sink = FailingSink(ex.path, max_rows=40, owner="ctest")
+    sink = FailingSink(ex.lake, max_rows=40, owner="ctest")
     pipeline = Pipeline(config, sink)
     pipeline.start()
     batches = _spans(batches=12, per_batch=10)
@@ -393,15 +393,15 @@ def test_a_request_parquet_cannot_hold_is_quarantined_not_dropped(
 ) -> None:
     config = local_config(tmp_path / "lake", {"processors": {"batch": {"timeout": "20ms"}}})
     pipeline = Pipeline(config)
-    monkeypatch.setattr(pipeline, "_columnar", lambda items: None)  # request by request
-    real = pipeline._tables
+    monkeypatch.setattr(pipeline.converter, "_columnar", lambda items: None)  # request by request
+    real = pipeline.converter._tables
 
     def refuse_poison(kind: int, request: Any) -> Any:
         if any(s.name == "poison" for r in request.resource_spans for sc in r.scope_spans for s in sc.spans):
             raise ValueError("Arrow cannot hold this")
         return real(kind, request)
 
-    monkeypatch.setattr(pipeline, "_tables", refuse_poison)
+    monkeypatch.setattr(pipeline.converter, "_tables", refuse_poison)
     pipeline.start()
     good = _spans(batches=2, per_batch=3)
     bad = encode_spans(_spans(batches=1, per_batch=1)[0])

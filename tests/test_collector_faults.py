@@ -5,10 +5,12 @@ kills are in `test_collector_kills.py`."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from fixtures.faults import amplification, disk_full, poison, slow_clients
+from fixtures.faults import DiskNamespace, amplification, disk_full, leftovers, poison, slow_clients
 
 
 @pytest.mark.needs("namespace")  # a tmpfs in a private mount namespace; fails in CI when it cannot be made
@@ -26,6 +28,55 @@ def test_a_full_disk_loses_nothing_acknowledged_and_the_collector_recovers(tmp_p
     log = "".join(figures.logs)
     assert "could not write Parquet" in log and "write-ahead log's reserve" in log
     assert "the next start writes them" in log  # the SIGTERM on the full disk said what it left
+
+
+# Inside a full disk: each of the lake's writers fails, and says so; what it left is printed.
+_WRITE_ON_A_FULL_DISK = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+from tracevals.lake.lake import Lake
+from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.sink import RotatingParquetSink
+from tracevals.lake.writer import write_bytes_atomically, write_table_atomically
+
+lake = Path(sys.argv[1])
+table = pa.Table.from_pylist([{"trace_id": "a" * 32, "span_id": "b" * 16, "start_time": 10**18}],
+                             schema=SPAN_SCHEMA)
+writes = {
+    "the collector's sink": lambda: RotatingParquetSink(Lake.open(lake), owner="c1").write("spans", table),
+    "write_table_atomically": lambda: write_table_atomically(table, lake / "spans" / "date=x" / "hour=0"),
+    "write_bytes_atomically": lambda: write_bytes_atomically(b"x" * 65536, lake / "spans" / "blob.tmp.json"),
+}
+for name, write in writes.items():
+    try:
+        write()
+        print(name, "wrote on a full disk")
+    except OSError:
+        pass
+print("left:", sorted(str(p.relative_to(lake)) for p in lake.rglob("*") if p.is_file()))
+"""
+
+
+@pytest.mark.needs("namespace")
+def test_a_write_that_fails_on_a_full_disk_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """A Parquet writer that fails at its first bytes (a full disk) had already created its file: the
+    collector's sink then knew of no open file to discard, and one `.tmp` stayed in the lake until the
+    next start (the flake of the full-disk scenario under load)."""
+    disk = DiskNamespace(tmp_path / "disk", 4)
+    try:
+        lake = disk.mount / "lake"
+        disk.path(lake / "spans").mkdir(parents=True)
+        filler = disk.fill()
+        done = subprocess.run([*disk.prefix, sys.executable, "-c", _WRITE_ON_A_FULL_DISK, str(lake)],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "wrote on a full disk" not in done.stdout, done.stdout  # the disk was full: each write failed
+        assert done.stdout.strip().splitlines()[-1] == "left: []"
+        assert leftovers(disk.path(lake)) == []
+        filler.unlink()
+    finally:
+        disk.close()
 
 
 def test_poison_payloads_get_their_answer_and_legitimate_clients_are_served(tmp_path: Path) -> None:

@@ -71,7 +71,7 @@ def head(ctype: str = PROTOBUF, **headers: str) -> str:
 def landed(collector: Collector, *names: str) -> list[str]:
     """Which of these span names are in the lake once everything received is written (once each, in order)."""
     assert collector.pipeline.flush()
-    lake = collector.config.exporter.path
+    lake = collector.config.exporter.lake.root
     rows = duckdb.execute(
         f"SELECT name FROM read_parquet('{lake}/spans/**/*.parquet') WHERE list_contains(?, name) ORDER BY name",
         [list(names)],
@@ -153,7 +153,7 @@ def test_a_chunked_body_past_the_limit_is_413_read_by_the_client_and_holds_nothi
     assert (response.status, response.getheader("Connection")) == (413, "close")
     assert "passes the 65536-byte limit" in error_message(response.read())
     conn.close()
-    assert collector.pipeline._reserved == 0  # nothing left charged to the queue
+    assert collector.pipeline.admission.reserved == 0  # nothing left charged to the queue
     assert raw(collector.http_port or 0, head(Transfer_Encoding="chunked"), chunked(request(["after"])))[0] == 200
     assert landed(collector, "after") == ["after"]
 
@@ -180,7 +180,7 @@ def test_framing_that_cannot_be_read_for_sure_is_refused_naming_why(
     got, reply_headers, answer = raw(collector.http_port or 0, head(**headers), body)
     assert (got, reply_headers.get("connection")) == (status, "close")
     assert message in error_message(answer)
-    assert collector.pipeline._reserved == 0
+    assert collector.pipeline.admission.reserved == 0
 
 
 def test_gzip_as_a_transfer_coding_and_both_framings_are_read_by_the_chunks(collector: Collector) -> None:
@@ -256,7 +256,7 @@ def test_a_slow_loris_is_cut_off_and_never_holds_the_queue(collector: Collector,
         if sent == 3:  # another client, meanwhile, is served and its rows written
             served.append(raw(port, head(Transfer_Encoding="chunked"), chunked(request([f"other {part}"])))[0])
             assert collector.pipeline.flush()
-        held.append(collector.pipeline._reserved)
+        held.append(collector.pipeline.admission.reserved)
         sock.settimeout(0.2)
         try:
             if sock.recv(1) == b"":
@@ -272,7 +272,7 @@ def test_a_slow_loris_is_cut_off_and_never_holds_the_queue(collector: Collector,
     assert closed and sent < len(trickle), f"{sent} bytes sent in {elapsed:.1f} s, never cut off"
     assert served == [200]
     assert max(held) <= sent
-    assert collector.pipeline._reserved == 0
+    assert collector.pipeline.admission.reserved == 0
     assert landed(collector, f"other {part}") == [f"other {part}"]
 
 
@@ -292,7 +292,7 @@ def test_a_fault_of_the_collectors_own_is_a_503_the_exporter_retries(
         status, reply_headers, answer = raw(collector.http_port or 0, head(**headers), body)
         assert (status, reply_headers["retry-after"]) == (503, "1")
         assert "retry later" in error_message(answer)
-    assert collector.pipeline._reserved == 0
+    assert collector.pipeline.admission.reserved == 0
 
 
 def test_a_chunked_body_past_a_full_queue_is_a_503_with_retry_after(tmp_path: Path) -> None:
@@ -304,7 +304,7 @@ def test_a_chunked_body_past_a_full_queue_is_a_503_with_retry_after(tmp_path: Pa
         with socket.create_connection(("127.0.0.1", port), timeout=10) as holder:
             holder.sendall((head(Transfer_Encoding="chunked") + "\n\n").replace("\n", "\r\n").encode())
             holder.sendall(b"2000\r\n" + b"h" * 3000)  # 3,000 of a chunk of 8,192 bytes, then nothing
-            assert until(lambda: collector.pipeline._reserved == 3000)
+            assert until(lambda: collector.pipeline.admission.reserved == 3000)
             body = request([f"queued {i:04d}" for i in range(100)])  # ~5 KiB
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             pieces = (body[i : i + 512] for i in range(0, len(body), 512))
@@ -313,7 +313,7 @@ def test_a_chunked_body_past_a_full_queue_is_a_503_with_retry_after(tmp_path: Pa
             assert (response.status, response.getheader("Retry-After")) == (503, "1")
             assert "sending queue is full" in error_message(response.read())
             conn.close()
-        assert until(lambda: collector.pipeline._reserved == 0)  # the holder went away: nothing held
+        assert until(lambda: collector.pipeline.admission.reserved == 0)  # the holder went away: nothing held
         assert raw(port, head(Transfer_Encoding="chunked"), chunked(body, 512))[0] == 200
 
 

@@ -25,9 +25,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracevals.collector import pipeline as pipeline_module
+from tracevals.collector import admission as admission_module
+from tracevals.collector.batches import Queued
 from tracevals.collector.config import parse_config
-from tracevals.collector.pipeline import Pipeline, Throttled, _Item
+from tracevals.collector.pipeline import Pipeline, Throttled
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, local_config, running_collector
 from tracevals.collector.wal import TRACES, Ref
@@ -138,7 +139,7 @@ def test_memory_limiter_refuses_with_retry_after(tmp_path: Path) -> None:
     overrides = {"processors": {"memory_limiter": {"limit_mib": 8, "spike_limit_mib": 0, "check_interval": "20ms"}}}
     with running_collector(tmp_path / "lake", overrides) as collector:  # any Python process is over 8 MiB
         for _ in range(250):  # bounded wait for the first check
-            if collector.pipeline.stats.requests_throttled or collector.pipeline._memory_over:
+            if collector.pipeline.stats.requests_throttled or collector.pipeline.admission.memory_over:
                 break
             time.sleep(0.02)
         assert collector.http_port is not None
@@ -244,13 +245,12 @@ def test_memory_limiter_refuses_only_when_refusing_can_help(
 ) -> None:
     limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
     pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
-    monkeypatch.setattr(pipeline_module, "resident_bytes", lambda: resident_mib * 1024**2)
+    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident_mib * 1024**2)
     if queued:
-        pipeline._pending.append(_Item(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
-    with pipeline._cond:
-        pipeline._check_memory()
+        pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    pipeline.admission.check_memory()
     if refused:
         with pytest.raises(Throttled, match="memory limit"):
-            pipeline.admit(1024)
+            pipeline.admission.admit(1024)
     else:
-        pipeline.admit(1024)
+        pipeline.admission.admit(1024)

@@ -31,9 +31,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from tracevals.collector import otlp_decode
+from tracevals.collector.batches import Queued
 from tracevals.collector.config import parse_config
 from tracevals.collector.conversion import columnar as otlp_columnar
-from tracevals.collector.pipeline import Pipeline, _Item
+from tracevals.collector.pipeline import Pipeline
 from tracevals.collector.service import Collector
 from tracevals.collector.testing import config_document, running_collector
 from tracevals.collector.wal import TRACES, Ref
@@ -206,13 +207,13 @@ def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
     config = parse_config(config_document(tmp_path / "lake", {"processors": {"batch": {"send_batch_size": 100}}}))
     pipeline = Pipeline(config)
     sizes: list[int] = []
-    real = pipeline._columnar
+    real = pipeline.converter._columnar
 
-    def counted(items: list[_Item]) -> pa.Table | None:
+    def counted(items: list[Queued]) -> pa.Table | None:
         sizes.append(sum(i.count for i in items))
         return real(items)
 
-    monkeypatch.setattr(pipeline, "_columnar", counted)
+    monkeypatch.setattr(pipeline.converter, "_columnar", counted)
     items = []
     for r in range(requests):
         request = ExportTraceServiceRequest()
@@ -221,7 +222,7 @@ def test_the_exporter_converts_batches_and_a_small_remainder_joins_the_last(
             scope.spans.add(
                 name="chat", trace_id=bytes([r + 1]) * 16, span_id=bytes([i + 1]) * 8, start_time_unix_nano=1
             )
-        items.append(_Item(TRACES, request.SerializeToString(), ref=Ref(1, 8 + r), reserved=0, count=30))
+        items.append(Queued(TRACES, request.SerializeToString(), ref=Ref(1, 8 + r), reserved=0, count=30))
     pipeline._write(items)
     pipeline.sink.commit()
     assert sizes == expected

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracevals.collector import wal as wal_module
+from tracevals.collector import wal_format
 from tracevals.collector.pipeline import REPLAY_BATCHES, Pipeline
 from tracevals.collector.testing import local_config
 from tracevals.collector.wal import TRACES, WriteAheadLog, encode
@@ -92,7 +92,7 @@ def test_replay_reads_records_larger_than_its_buffer_and_recovers_after_damage(
     in the middle (its bytes skipped, the rest read), a header whose length runs past the end, a torn tail."""
     wal = WriteAheadLog(tmp_path / "wal")
     wal.open()
-    payloads = [os.urandom(n) for n in (10, 3 * wal_module._READ_BUFFER + 7, 100, 2 * wal_module._READ_BUFFER, 5)]
+    payloads = [os.urandom(n) for n in (10, 3 * wal_format._READ_BUFFER + 7, 100, 2 * wal_format._READ_BUFFER, 5)]
     refs = [wal.append(TRACES, p, i) for i, p in enumerate(payloads)]
     wal.close()
     (segment,) = wal.segments()
@@ -119,13 +119,13 @@ def test_replay_converts_several_batches_a_call_and_writes_each_record_once(tmp_
     _previous_run(lake / "_wal", batches)
     pipeline = Pipeline(local_config(lake, overrides))
     calls: list[int] = []
-    real = pipeline._columnar
+    real = pipeline.converter._columnar
 
     def counted(items: list[Any]) -> Any:
         calls.append(sum(i.count for i in items))
         return real(items)
 
-    pipeline._columnar = counted  # type: ignore[method-assign]
+    pipeline.converter._columnar = counted  # type: ignore[method-assign]
     pipeline.start()
     try:
         assert until(lambda: _rows(lake) == _ids(batches))

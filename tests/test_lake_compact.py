@@ -36,6 +36,13 @@ def _build(lake: Path) -> None:
         ingest_scrambled(lake, [moved(doc, n, 2)], seed=n)
 
 
+@pytest.fixture(autouse=True)
+def no_retention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check what a compaction writes and deletes, with the merged inputs deleted at once; how
+    long they stay for readers that listed them (the retention) is tests/test_lake_retention.py's."""
+    monkeypatch.setenv("TRACEVALS_COMPACT_RETENTION", "0")
+
+
 @pytest.fixture()
 def built(tmp_path: Path) -> Path:
     lake = tmp_path / "lake"

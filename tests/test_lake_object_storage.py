@@ -258,7 +258,12 @@ def test_collector_config_with_an_s3_path_needs_a_local_wal_dir(s3: S3, tmp_path
         local_config("nosuch://x/y", {"exporters": {"parquet": {"wal": {"dir": str(tmp_path / "wal")}}}})
 
 
-def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(s3: S3, tmp_path: Path) -> None:  # noqa: F811
+def test_compact_on_s3_keeps_every_row_and_a_reader_in_the_gap_counts_once(
+    s3: S3,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRACEVALS_COMPACT_RETENTION", "0")  # deleted at once; the retention: test_lake_retention.py
     files = [str(OTLP_DIR / f"{d}.json") for d in DIALECTS]
     lake = s3.lake("compacted")
     for path in files:  # one ingest a file: several files an hour
@@ -297,8 +302,12 @@ def test_a_harness_run_on_s3_keeps_its_cases_and_scores(s3: S3, tmp_path: Path) 
     command = [sys.executable, "-m", "tracevals", "run", "--tasks", "cases.jsonl", "--agent", "my_agent:agent"]
     result = subprocess.run(
         [*command, "--lake", lake, "-k", "2", "--run-id", "r1", "--format", "json", "--concurrency", "1"],
-        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env={**os.environ, "TRACEVALS_COMPACT_RETENTION": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip  (the merged files deleted at once: the retention for readers is test_lake_retention.py's)
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr, result.stderr  # the merge of the run's files (a compaction) too
     assert json.loads(result.stdout)["variants"][0]["pass_at_1"] == 1.0

@@ -45,7 +45,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def _run(project: Path, *args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_LOG": str(project / "calls.log")}
+    # the end-of-run merge deletes the files it merged at once (no readers to wait for: TRACEVALS_COMPACT_RETENTION
+    # is tests/test_lake_retention.py's), so that a run leaves one file an hour
+    env = {**os.environ, "AGENT_LOG": str(project / "calls.log"), "TRACEVALS_COMPACT_RETENTION": "0"}
     env.pop("KILL_AT", None)
     if kill_at is not None:
         env["KILL_AT"] = str(kill_at)

@@ -403,7 +403,9 @@ def _varied_lake(lake: Path, follow: Follower, clock: Clock, kept: Callable[[str
         span(f, "b" * 16, None, "agent", "evicted", start_time=_at(1, 7), end_time=_at(1, 8)),
         span(f, "c" * 16, "b" * 16, "session_end", "evicted", start_time=_at(1, 8), end_time=_at(1, 8)),
     ])  # fmt: skip
-    [hour_1] = {p.parent for p in (lake / "spans").rglob("*.parquet") if "hour=10" in str(p)}
+    # the partition of hour 1 (the demo attempts above are in today's partitions, maybe of the same hour)
+    at = _at(1)
+    [hour_1] = {p.parent for p in (lake / "spans" / f"date={at:%Y-%m-%d}" / f"hour={at:%H}").glob("*.parquet")}
     (hour_1 / "part-corrupt.parquet").write_bytes(b"PAR1 not really")
     assert scored_sessions(follow.poll()) == expect("split", "evicted")
     writer.write_rows([  # the late write of "late"

@@ -47,7 +47,18 @@ FORMAT = "TRACEVALS_FORMAT"
 STRICT = "TRACEVALS_STRICT"  # 1: an unreadable lake file fails the command instead of being skipped
 SNAPSHOT_MB = "TRACEVALS_SNAPSHOT_MB"  # a lake with at most this many MB of span + log files is snapshotted at open
 
+# --- runs, leases, compaction and clocks (tracevals.lake.leases, lake.compact, lake.clock) --------------
+LEASE_TTL = "TRACEVALS_LEASE_TTL"  # seconds a lease outlives its holder's last heartbeat (default 30)
+COMPACT_RETENTION = "TRACEVALS_COMPACT_RETENTION"  # how long merged inputs stay for readers that listed them
+CLOCK_SKEW = "TRACEVALS_CLOCK_SKEW"  # how far ahead of the reader's clock a span may start and still count
+LATE_WINDOW = "TRACEVALS_LATE_WINDOW"  # how late a session may arrive and still be scored by the next run (1d)
+
 # --- redaction (instrumentation) ------------------------------------------------------------------------
 REDACT_PII = "TRACEVALS_REDACT_PII"
 REDACT_NAMES = "TRACEVALS_REDACT_NAMES"
 REDACT_SALT = "TRACEVALS_REDACT_SALT"
+
+# --- the local web UI (`tracevals ui`) -----------------------------------------------------------------
+UI_PORT = "TRACEVALS_UI_PORT"  # the port on 127.0.0.1 (default: a free one)
+UI_QUERY_SECONDS = "TRACEVALS_UI_QUERY_SECONDS"  # the time limit of one query of a page (default 10)
+UI_ROW_CAP = "TRACEVALS_UI_ROW_CAP"  # the most rows a query returns to a page (default 10,000)

@@ -11,9 +11,12 @@ SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) 
        u.model_usage
 FROM tv_trajectories AS t
 JOIN tv_batch USING (trace_id)
-LEFT JOIN (
-    SELECT trace_id, attempt_output AS output, attempt_error AS error, error_type
-    FROM span_facts WHERE parent_span_id IS NULL AND run_id IS NOT NULL
+LEFT JOIN (  -- one row per trace, as trace_facts.sql reads the root (a trace may have many parentless spans)
+    SELECT trace_id,
+           min_by(attempt_output, (start_time, span_id)) FILTER (WHERE attempt_output IS NOT NULL) AS output,
+           min_by(attempt_error, (start_time, span_id)) FILTER (WHERE attempt_error IS NOT NULL) AS error,
+           min_by(error_type, (start_time, span_id)) FILTER (WHERE error_type IS NOT NULL) AS error_type
+    FROM span_facts WHERE parent_span_id IS NULL AND run_id IS NOT NULL GROUP BY trace_id
 ) AS r ON r.trace_id = t.trace_id
 LEFT JOIN (
     SELECT trace_id,

@@ -94,6 +94,11 @@ LEFT JOIN last_call AS l USING (trace_id)
 LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
 LEFT JOIN tools_after AS ta USING (trace_id)
 LEFT JOIN inputs AS i USING (trace_id)
+-- what the harness recorded on the trace's root: one row per trace however many spans have no parent (a
+-- trace of N parentless spans is one trace, not N), from the earliest root that recorded it
 LEFT JOIN (
-    SELECT trace_id, attempt_output AS output, attempt_error AS error FROM s WHERE parent_span_id IS NULL
+    SELECT trace_id,
+           min_by(attempt_output, (start_time, span_id)) FILTER (WHERE attempt_output IS NOT NULL) AS output,
+           min_by(attempt_error, (start_time, span_id)) FILTER (WHERE attempt_error IS NOT NULL) AS error
+    FROM s WHERE parent_span_id IS NULL GROUP BY trace_id
 ) AS r USING (trace_id)

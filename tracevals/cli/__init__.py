@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import errno
 import importlib
 import importlib.util
 from pathlib import Path
@@ -25,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "run": "tracevals.cli.run:run",
     "score": "tracevals.cli.score:score",
     "sql": "tracevals.cli.sql:sql",
+    "ui": "tracevals.cli.ui:ui",
 }
 
 
@@ -44,6 +46,32 @@ def short_help(name: str) -> str:
     return ""
 
 
+# errno -> what to do about it: the errors of the machine, not of the input
+_FIXES = {
+    errno.EROFS: "the file system is read-only here: point --lake (or --out) at a writable place",
+    errno.EACCES: "this user may not: fix the folder's permissions, or run as a user who may",
+    errno.EPERM: "this user may not: fix the folder's permissions, or run as a user who may",
+    errno.ENOSPC: "the disk is full: free some space (tracevals compact merges a lake's small files)",
+    errno.EDQUOT: "the disk quota is used up: free some space",
+}
+
+
+# what a command can do on a lake it may read but not write
+_READ_ONLY_WAYS = {
+    "score": "score --no-write prints the scores without storing them",
+    "compact": "compaction rewrites the lake: run it where the lake is writable",
+}
+
+
+def operational_error(exc: OSError) -> str | None:
+    """One line for an `OSError` the machine causes (read-only, permission, full disk); None for others."""
+    fix = _FIXES.get(exc.errno or 0)
+    if fix is None:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot use{where}: {exc.strerror or exc}; {fix}"
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -58,14 +86,22 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> object:
-        """Every command's user errors (`tracevals.model.errors.UserError`: a bad file, option or lake)
-        end as one line and exit code 1, wherever they are raised; a command catches none of them itself."""
+        """Every command's errors a user can fix end as one line and exit code 1, wherever they are raised:
+        a `UserError` (`tracevals.model.errors`: a bad file, option or lake), and an operational `OSError`
+        (a read-only lake, missing permissions, a full disk); a command catches none of them itself."""
         from tracevals.model.errors import UserError
 
         try:
             return super().invoke(ctx)
         except UserError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            message = operational_error(exc)
+            if message is None:
+                raise
+            if exc.errno in (errno.EROFS, errno.EACCES) and ctx.invoked_subcommand in _READ_ONLY_WAYS:
+                message += f" ({_READ_ONLY_WAYS[ctx.invoked_subcommand]})"
+            raise click.ClickException(message) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short_help(name)) for name in self.list_commands(ctx)]

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
+from tracevals import env
 from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.collector.config_schema import duration
 from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.lake.compact import compact as compact_lake
+from tracevals.lake.retention import RETENTION_S
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -31,13 +33,13 @@ def _derive(lake: Lake, ended_before: float, console: Console) -> None:
         console.print(f"derived the frames of {len(written)} closed hours", highlight=False)
 
 
-def _seconds(text: str) -> float:
+def _seconds(text: str, option: str = "--min-age") -> float:
     """A duration as otel-config.yaml writes one (`90s`, `30m`, `2h`, a number of seconds), or days (`1d`)."""
     value = text.strip()
     try:
         if value[-1:].lower() == "d":
             return float(value[:-1]) * 86400
-        return duration(value, "--min-age")
+        return duration(value, option)
     except ValueError:  # config_schema.ConfigError is one
         raise click.BadParameter(f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)") from None
 
@@ -57,17 +59,25 @@ def _seconds(text: str) -> float:
     show_default=True,
     help="Uncompressed MiB of rows rewritten into one file; peak memory is about four times this.",
 )
+@click.option(
+    "--retention",
+    envvar=env.COMPACT_RETENTION,
+    default=f"{int(RETENTION_S // 60)}m",
+    show_default=True,
+    help="How long the files an hour had stay after it is merged, for readers that listed them (90s, 10m, 2h; "
+    "0 deletes them at once). A later run deletes them.",
+)
 @click.option("--dry-run", is_flag=True, help="List the partitions that would be compacted; change nothing.")
 @format_option()
-def compact(lake: Lake, min_age: str, group_mib: int, dry_run: bool, fmt: str) -> None:
+def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: bool, fmt: str) -> None:
     """Rewrite each closed hour of a lake as one file sorted by session (or a few,
     --group-mib each), so that a session's lookup reads one row group of it.
 
     \b
-    Every row is kept. The files an hour had are deleted once the new file is in
-    place; a crash in between leaves rows twice on disk (the views count them once)
-    and the next run finishes the job. Files that arrive meanwhile wait for the
-    next run: run it from cron, e.g. hourly.
+    Every row is kept. The files an hour had stay for --retention once the new file
+    is in place (a query that listed them still reads them; the views count each row
+    once), then a later run deletes them; a crash in between leaves the same state.
+    Files that arrive meanwhile wait for the next run: run it from cron, e.g. hourly.
     Examples:
       tracevals compact --lake lake
       tracevals compact --lake lake --min-age 0 --dry-run
@@ -80,6 +90,7 @@ def compact(lake: Lake, min_age: str, group_mib: int, dry_run: bool, fmt: str) -
             result = compact_lake(
                 lake,
                 min_age_s=_seconds(min_age),
+                retention_s=_seconds(retention, "--retention"),
                 group_bytes=group_mib * 1024**2,
                 dry_run=dry_run,
                 progress=lambda done, total: progress.update(bar, completed=done, total=total),
@@ -93,9 +104,11 @@ def compact(lake: Lake, min_age: str, group_mib: int, dry_run: bool, fmt: str) -
     columns = ["table", "partition", "files_in", "files_out", "rows", "bytes_in", "bytes_out", "leftovers", "error"]
     print_rows(columns, rows, fmt)
     verb = "would compact" if dry_run else "compacted"
+    kept = f"; {result.kept_for_readers} merged files kept for readers (--retention {retention})"
     console.print(
         f"{verb} {result.files_in} files into {result.files_out} in {len(result.partitions)} partitions "
-        f"in {result.seconds:.1f} s"
+        f"in {result.seconds:.1f} s" + (kept if result.kept_for_readers else ""),
+        highlight=False,
     )
     if result.too_young:  # an hour still being written (or younger than --min-age) is never rewritten
         console.print(

@@ -229,6 +229,7 @@ def _attribute(
     from tracevals.demo.agent import order_support_agent
     from tracevals.harness.faults import load_fault_profile
     from tracevals.harness.interceptor import RunPlan
+    from tracevals.lake.names import under
     from tracevals.simulator import SimulatedModelServer
 
     if k < 2:
@@ -241,7 +242,7 @@ def _attribute(
         try:
             run_attribution(
                 order_support_agent, cases, k=k, run_id=run_id, variant="baseline", lake=lake,
-                work=out / "cassettes" / run_id, base=plan, seed=seed, concurrency=concurrency,
+                work=under(out / "cassettes", run_id), base=plan, seed=seed, concurrency=concurrency,
                 settings={"base_url": server.base_url, "model": model}, done=(), flush=None,
                 environment={key: v for key, v in environment.items() if v}, console=console,
             )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from rich.console import Console
 
 from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
 from tracevals.cli.shared.reports import report_from_lake
+from tracevals.cli.shared.run_control import stoppable, stopped, take_run_lease
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
@@ -19,7 +21,12 @@ from tracevals.harness.environment import file_digest, folder_digest, harness_ca
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import plan_from_options
 from tracevals.instrumentation import instrument
+from tracevals.lake.leases import Lease
+from tracevals.lake.names import BadName, check_name, under
+from tracevals.lake.paths import LakeError
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
+from tracevals.model.attempt import AttemptKey
+from tracevals.model.case import Case
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.queries.selection import Selection
 from tracevals.report import summary_rows
@@ -50,6 +57,12 @@ if TYPE_CHECKING:
 @click.option("--seed", type=int, default=0, show_default=True, help="Base seed of the attempts.")
 @lake_option("Where spans and scores go.", default="lake")
 @click.option("--run-id", default=None, help="Name of the run; re-running an existing id resumes it.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="If the run id is in progress in another process, wait for it to end, then continue the run "
+    "(without it, a run id in progress is refused).",
+)
 @click.option(
     "--setting",
     "settings",
@@ -102,6 +115,7 @@ def run(
     seed: int,
     lake: Lake,
     run_id: str | None,
+    resume: bool,
     settings: tuple[str, ...],
     capture_content: bool | None,
     faults_file: Path | None,
@@ -130,6 +144,12 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
       tracevals run --tasks cases.jsonl --agent my_agent:run -k 5 --attribute-variance
     """
+    try:  # names that become paths and lines of output: refused in one line before anything runs
+        check_name("--variant", variant)
+        if run_id is not None:
+            check_name("--run-id", run_id)
+    except BadName as exc:
+        raise click.ClickException(str(exc)) from None
     modes = [m for m, on in (("record", record), ("replay", replay), ("record-new", record_new)) if on]
     if len(modes) > 1:
         raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
@@ -176,82 +196,123 @@ def run(
         "--capture-content": capture,
         "--attribute-variance": attribute_variance or None,
     }
-    try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
-        write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
-        check_run_flags(lake, run_id, variant, flags)
-    except RunCasesConflict as exc:
-        raise click.ClickException(str(exc)) from None
-    done = completed_attempts(lake, run_id)
     console = Console(stderr=True)
-    if done:
-        console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
-    drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
-    if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
-        console.print(
-            f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
-            f"(tracevals cases review {tasks_file.parent} --accept ID)",
-            highlight=False,
-            soft_wrap=True,
-        )
-    environment = {  # recorded on every attempt's root (tracevals.env.*), see the `environments` view
-        "tasks_sha256": file_digest(tasks_file),
-        "faults": file_digest(faults_file),
-        "injections": file_digest(injections_file),
-        "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
-    }
-    if attribute_variance and cassette_dir is None and lake.local_folder is None:
+    if lake.local_folder is None and attribute_variance and cassette_dir is None:
         raise click.ClickException(
             f"--attribute-variance on an object-store lake ({lake}) needs --cassettes DIR: a local folder "
             "for the cassettes of the frozen runs"
         )
+    # one process per run id (a CI retry while the first job still runs is refused, or waits with --resume);
+    # everything from here on, counting what is done included, happens under the lease
+    lease = take_run_lease(lake, run_id, resume, console)
+    try:
+        try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
+            write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
+            check_run_flags(lake, run_id, variant, flags)
+            done = completed_attempts(lake, run_id)
+        except (RunCasesConflict, LakeError) as exc:
+            raise click.ClickException(str(exc)) from None
+        if done:
+            console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
+        drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
+        if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
+            console.print(
+                f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
+                f"(tracevals cases review {tasks_file.parent} --accept ID)",
+                highlight=False,
+                soft_wrap=True,
+            )
+        environment = {  # recorded on every attempt's root (tracevals.env.*), see the `environments` view
+            "tasks_sha256": file_digest(tasks_file),
+            "faults": file_digest(faults_file),
+            "injections": file_digest(injections_file),
+            "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
+        }
+        attempts = Attempts(agent, cases, k, run_id, variant, seed, concurrency, extra, plan,
+                            {key: v for key, v in environment.items() if v}, done)  # fmt: skip
+        if attribute_variance:
+            from tracevals.cli.shared.variance import print_attribution, score_attribution
+
+            # one folder in the lake, whatever the id (a local lake: checked above)
+            work = cassette_dir or under(Path(lake.local_folder or ".") / "variance", run_id)
+            _run_attempts(attempts, lake, capture, console, lease, work)
+            print_attribution(score_attribution(lake, run_id, cases, variant, k), run_id, lake, variant, fmt)
+            return
+        _run_attempts(attempts, lake, capture, console, lease)
+        for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
+            console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
+        score_run(lake, run_id, cases)
+        _print_run(lake, run_id, len(cases), k, plan, fmt, console)
+    finally:
+        lease.release()
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """What a run launches: every case k times, less what is done."""
+
+    agent: Any
+    cases: list[Case]
+    k: int
+    run_id: str
+    variant: str
+    seed: int
+    concurrency: int
+    settings: dict[str, str]
+    plan: Any
+    environment: dict[str, str]
+    done: set[AttemptKey]
+
+
+def _run_attempts(
+    attempts: Attempts, lake: Lake, capture: Any, console: Console, lease: Lease, variance: Path | None = None
+) -> None:
+    """Run the attempts (the four passes of --attribute-variance into `variance`), each flushed to the lake
+    as it finishes; stopped by a signal (`run_control.stoppable`): exit after saying how to resume; else merge
+    the run's files."""
+    a = attempts
     lake.prepare()
     telemetry = instrument(lake=lake, capture_content=capture)
     started = time.time()
-    if attribute_variance:
-        from tracevals.cli.shared.variance import print_attribution, run_attribution, score_attribution
-
-        work = cassette_dir or Path(lake.local_folder or ".") / "variance" / run_id
-        try:
-            run_attribution(
-                agent, cases, k=k, run_id=run_id, variant=variant, lake=lake, work=work, base=plan, seed=seed,
-                concurrency=concurrency, settings=extra, done=sorted(done), flush=telemetry.force_flush,
-                environment={key: v for key, v in environment.items() if v}, console=console,
-            )  # fmt: skip
-        finally:
-            telemetry.shutdown()
-            _compact(lake, started, console)
-        print_attribution(score_attribution(lake, run_id, cases, variant, k), run_id, lake, variant, fmt)
-        return
+    finished: list[object] = []
+    stop = None
     try:
-        todo = len(cases) * k - sum(1 for key in done if key[0] == variant)
-        with progress_bar(console) as progress:
-            bar = progress.add_task(variant, total=max(0, todo))
+        with stoppable(a.run_id, console, lease.release, lease) as stop:
+            if variance is not None:
+                from tracevals.cli.shared.variance import run_attribution
 
-            def finished(_result: object) -> None:
-                progress.advance(bar)
+                run_attribution(
+                    a.agent, a.cases, k=a.k, run_id=a.run_id, variant=a.variant, lake=lake, work=variance, base=a.plan,
+                    seed=a.seed, concurrency=a.concurrency, settings=a.settings, done=sorted(a.done),
+                    flush=telemetry.force_flush, environment=a.environment, console=console, stop=stop,
+                )  # fmt: skip
+            else:
+                todo = len(a.cases) * a.k - sum(1 for key in a.done if key[0] == a.variant)
+                with progress_bar(console) as progress:
+                    bar = progress.add_task(a.variant, total=max(0, todo))
 
-            run_cases(
-                agent,
-                cases,
-                k=k,
-                run_id=run_id,
-                variant=variant,
-                seed=seed,
-                concurrency=concurrency,
-                settings=extra,
-                on_done=finished,
-                skip=done,
-                flush=telemetry.force_flush,  # each attempt in the lake as it finishes
-                plan=plan,
-                environment={key: v for key, v in environment.items() if v},
-            )
+                    def on_done(result: object) -> None:
+                        finished.append(result)
+                        progress.advance(bar)
+
+                    run_cases(
+                        a.agent, a.cases, k=a.k, run_id=a.run_id, variant=a.variant, seed=a.seed,
+                        concurrency=a.concurrency, settings=a.settings, on_done=on_done, skip=a.done,
+                        flush=telemetry.force_flush,  # each attempt in the lake as it finishes
+                        plan=a.plan, environment=a.environment, stop=stop,
+                    )  # fmt: skip
     finally:
-        telemetry.shutdown()
-        _compact(lake, started, console)
-    for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
-        console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
-    score_run(lake, run_id, cases)
-    # the figures of `tracevals report --run RUN_ID`, from the same code: what run prints, a report repeats
+        telemetry.shutdown()  # every finished attempt's spans in the lake
+        if stop is None or not stop.requested:
+            _compact(lake, started, console)
+    if stop is not None and stop.requested:
+        in_lake = len(a.done) + len(finished) if variance is None else len(completed_attempts(lake, a.run_id))
+        total = len(a.cases) * a.k if variance is None else len(a.cases) * (3 * a.k + 1)
+        stopped(stop, a.run_id, in_lake, total, console)
+
+
+def _print_run(lake: Lake, run_id: str, cases: int, k: int, plan: Any, fmt: str, console: Console) -> None:
+    """The run's figures: those of `tracevals report --run RUN_ID`, from the same code."""
     data = report_from_lake(lake, Selection(runs=(run_id,)), None, k=k)
     write_step_reliability(lake, lake_rows(data.reliability, run_id))  # the `step_reliability` view
     summaries = data.summaries
@@ -271,7 +332,7 @@ def run(
         print_rows(list(rows[0]) if rows else ["variant"], [list(r.values()) for r in rows], "csv")
     else:
         columns, table = summary_table(summaries)
-        print_rows(columns, table, "table", title=f"run {run_id}: {len(cases)} cases x {k} attempts")
+        print_rows(columns, table, "table", title=f"run {run_id}: {cases} cases x {k} attempts")
         for title, head, body in reliability_tables(data.reliability):
             print_rows(head, body, "table", title=title)
     if fmt == "table":

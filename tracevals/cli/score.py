@@ -7,7 +7,7 @@ import math
 import os
 import signal
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,6 +17,7 @@ from rich.console import Console
 from tracevals import env
 from tracevals.cli.shared.output import format_option, lake_option, print_rows
 from tracevals.cli.shared.times import time_range_options
+from tracevals.lake import clock
 from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
 
 if TYPE_CHECKING:
@@ -120,7 +121,16 @@ def score(
         )
     emitter = _emitter() if emit_otlp else None
     try:
-        selection = Selection(since=since, until=until, fraction=sample, seed=seed)
+        now = clock.now()
+        horizon = clock.horizon(now)
+        late = timedelta(seconds=clock.late_seconds()) if since is not None and engine == DEFAULT_ENGINE else None
+        selection = Selection(
+            since=since,
+            until=clock.capped(until, now),  # the reader's clock: nothing a skewed client stamped ahead
+            fraction=sample,
+            seed=seed,
+            late=late,  # sessions of the day before `since` that arrived after the run that covered it
+        )
         job = build_job(
             lake,
             tasks_file=tasks_file,
@@ -142,6 +152,7 @@ def score(
                 "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
             )
         _print_run(run, lake, fmt, summary, _range(since, until))
+        _say_odd_times(lake, horizon, since, Console(stderr=True))
     finally:
         if emitter is not None:
             emitter.shutdown()
@@ -165,6 +176,15 @@ def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> 
 
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _say_odd_times(lake: Lake, horizon: datetime, since: datetime | None, console: Console) -> None:
+    """The data-quality finding of `lake.clock`: odd span times, counted, one warning line each."""
+    from tracevals.queries import open_lake
+    from tracevals.queries.time_quality import time_quality
+
+    for finding in time_quality(open_lake(lake, views=()), horizon, since).findings:
+        console.print(f"warning: data quality: {finding}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:
@@ -210,6 +230,16 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     if max_file_rows:
         follower.max_file_rows = max_file_rows
+
+    def future(partitions: list[Any]) -> None:
+        where = ", ".join(f"{p.parent.name}/{p.name}" for p in partitions[-3:])
+        Console(stderr=True).print(
+            f"warning: data quality: {len(partitions)} more partitions hold spans that start after the reader's "
+            f"clock plus the skew allowance ({where}): future-dated, not scored",
+            highlight=False, soft_wrap=True, markup=False,
+        )  # fmt: skip
+
+    follower.on_future = future
     follower.prepare()
     Console(stderr=True).print(f"following {job.lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
     try:

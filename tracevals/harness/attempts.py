@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +21,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tracevals.harness.environment import attempt_environment, commit_hash, lock_hash
 from tracevals.harness.interceptor import RunPlan
+from tracevals.harness.stopping import StopRequest
 from tracevals.instrumentation.clock import attempt_clock
 from tracevals.instrumentation.context import end_session, session
 from tracevals.instrumentation.interception import intercept_models, intercept_tools
@@ -161,6 +162,7 @@ def run_cases(
     flush: Callable[[], object] | None = None,
     plan: RunPlan | None = None,
     environment: Mapping[str, str] | None = None,
+    stop: StopRequest | None = None,
 ) -> list[AttemptResult]:
     """Run every case k times (attempts 1..k) for one variant; results in case and attempt order.
 
@@ -170,6 +172,8 @@ def run_cases(
     `plan` (default: only the cases' own faults and injections) acts inside the tool calls.
     `environment` is what the run records on every attempt's root besides its own (`tracevals.env.*`
     keys without the prefix: `tasks_sha256`, `faults`, `injections`, `cassettes`).
+    `stop` (`harness.stopping`): once requested, no attempt is launched; those in flight finish and the
+    results are those of the attempts that ran.
     """
     plan = plan if plan is not None else RunPlan()
     commit, lock = commit_hash(), lock_hash()
@@ -184,14 +188,26 @@ def run_cases(
         skip=skip,
     )
     results: dict[int, AttemptResult] = {}
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="tracevals-attempt") as pool:
-        futures = {
-            pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush, environment): i
-            for i, (case, ctx) in enumerate(jobs)
-        }
-        for future in as_completed(futures):
-            result = future.result()
-            results[futures[future]] = result
-            if on_done is not None:
-                on_done(result)
-    return [results[i] for i in range(len(jobs))]
+    slots = max(1, concurrency)
+    # attempts are launched one at a time as slots free up, never queued ahead: a stop request is seen
+    # before each launch, so none starts after it (a queue of submitted jobs would run to its end)
+    pending = iter(enumerate(jobs))
+    running: dict[Future[AttemptResult], int] = {}
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="tracevals-attempt") as pool:
+        while True:
+            while len(running) < slots and (stop is None or not stop.requested):
+                job = next(pending, None)
+                if job is None:
+                    break
+                i, (case, ctx) = job
+                running[pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush, environment)] = i
+            if stop is not None:
+                stop.in_flight = len(running)
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                results[running.pop(future)] = result = future.result()
+                if on_done is not None:
+                    on_done(result)
+    return [results[i] for i in sorted(results)]

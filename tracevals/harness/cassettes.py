@@ -24,7 +24,6 @@ import difflib
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tracevals.instrumentation.tools import ToolError
+from tracevals.lake.names import path_segment
 from tracevals.lake.redaction import Redactor
 
 MODES = ("record", "replay", "record-new")
@@ -55,10 +55,7 @@ def cassette_name(task_id: str) -> str:
     """The file of a task's cassette: `<task_id>.json` when the id is a plain, short file name; else a
     readable prefix and a digest of the whole id, so that `a/b` and `a_b` never share a file and a long id
     never exceeds the file-name limit."""
-    if re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", task_id):
-        return f"{task_id}.json"
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)[:80].lstrip(".")
-    return f"{safe}-{hashlib.sha256(task_id.encode()).hexdigest()[:12]}.json"
+    return f"{path_segment(task_id)}.json"
 
 
 def call_key(tool: str, arguments: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from tracevals.harness.attempts import AgentFn, AttemptResult, run_cases
 from tracevals.harness.cassettes import ANY_ATTEMPT
 from tracevals.harness.interceptor import RunPlan
+from tracevals.harness.stopping import StopRequest
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
 
@@ -78,8 +79,10 @@ def run_levels(
     flush: Callable[[], object] | None = None,
     on_done: Callable[[str, AttemptResult], None] | None = None,
     environment: Mapping[str, str] | None = None,
+    stop: StopRequest | None = None,
 ) -> dict[str, RunPlan]:
-    """Run the four passes of the module docstring; returns each level's plan (its misses, its faults)."""
+    """Run the four passes of the module docstring; returns each level's plan (its misses, its faults).
+    Once `stop` is requested no attempt is launched, and no level after the current one runs."""
     plans: dict[str, RunPlan] = {}
     reference = work / REFERENCE
     for level in LEVELS:
@@ -118,8 +121,12 @@ def run_levels(
                 plan=plan,
                 on_done=None if on_done is None else functools.partial(on_done, level),
                 environment=environment,
+                stop=stop,
             )
             plan.save()
+            if stop is not None and stop.requested:  # a reference cut short is not frozen: resumed, it goes on
+                plans[level] = plan
+                break
         if level == REFERENCE and not reference_done:
             reference.mkdir(parents=True, exist_ok=True)
             freeze_reference(reference)

@@ -14,21 +14,15 @@ groups whose min/max statistics exclude every other session, so DuckDB skips the
 without reading a Bloom filter. Nothing is dropped or changed: every row of every file comes back,
 columns an older file lacks as null, columns this version does not know kept.
 
-The commit is the writers' (temporary file, fsync, rename, fsync the folder); only then are the files
-it replaced deleted. The new file names them in its footer (`tracevals.compacted_from`), so a crash
-between the two steps leaves at worst rows twice on disk, which the views count once (`spans`
-deduplicates), and the next run deletes the leftovers before anything else. Files that arrive while a
+The commit is the writers' (temporary file, fsync, rename, fsync the folder). The new file names the
+files it replaced in its footer (`tracevals.compacted_from`) with the time of the merge, and they stay
+for readers that listed them for a retention period (`tracevals.lake.retention`: 10 minutes by default),
+then a later compaction deletes them: every row is twice on disk meanwhile, which the views count once
+(`spans` and `logs` deduplicate), and a file some footer names is never merged again. A crash between
+the commit and the deletions leaves the same state, finished by the next run. Files that arrive while a
 partition is being compacted are left for the next run. An exclusive lock on `LAKE/.compact.lock` keeps
-two compactions apart; writers and readers do not take it (a reader that listed a file just before it
-was deleted fails once and succeeds when run again).
-
-A lake on object storage (`s3://…`) is compacted the same way, through `lake_filesystem`: the merged file is
-encoded in memory and uploaded whole to its final key (one PUT: an object is visible only once its upload
-completed), and only after that upload succeeded are the files it replaced deleted. A reader that lists the
-partition between the two sees the rows twice, which the views count once, exactly as locally; a crash
-between them leaves leftovers that the next run deletes first (the footer marker). An object store has no
-lock: run one compaction of a lake at a time (one cron job); modification times cannot be set, so live
-scoring, which reads local lakes only, is not concerned.
+two compactions apart (`wait_s`: how long to wait for it); writers and readers do not take it. A lake on
+object storage is compacted the same way (`lake.compact_remote`), its lock a lease (`lake.leases`).
 """
 
 from __future__ import annotations
@@ -52,6 +46,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, LakeLike
+from tracevals.lake.retention import (
+    COMPACTED_AT,
+    compacted_at,
+    deletable,
+    note_pending,
+    pending_partitions,
+    retention_seconds,
+    stamp,
+)
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.sink import DICTIONARY_COLUMNS
 from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
@@ -93,7 +96,8 @@ class PartitionResult:
     rows: int = 0
     bytes_in: int = 0  # on disk
     bytes_out: int = 0
-    leftovers_removed: int = 0  # files a crashed run had already compacted
+    leftovers_removed: int = 0  # merged inputs deleted (their retention passed, or a crashed run's leftovers)
+    kept_for_readers: int = 0  # merged inputs still kept for readers that listed them (retention)
     error: str | None = None  # why this partition was left as it was
 
 
@@ -103,6 +107,7 @@ class CompactResult:
     seconds: float = 0.0
     stale_removed: int = 0
     too_young: list[str] = field(default_factory=list)  # "table/date=../hour=..": not ended min_age_s ago
+    kept_for_readers: int = 0  # merged inputs kept for readers, to be deleted by a later compaction
 
     @property
     def files_in(self) -> int:
@@ -122,21 +127,29 @@ def compact(
     dry_run: bool = False,
     progress: Callable[[int, int], None] | None = None,
     since: float | None = None,
+    retention_s: float | None = None,
+    wait_s: float = 0.0,
 ) -> CompactResult:
     """Compact every hour partition of the lake's spans and logs that ended at least `min_age_s` ago
     and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition.
     `since` (a UNIX time): only the hours that end after it (a negative `min_age_s` takes in the hour
-    that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in)."""
+    that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in), and the
+    hours elsewhere whose merged inputs are due for deletion. `retention_s`: how long merged inputs stay for
+    readers (default `retention.retention_seconds()`; 0 deletes them at once). `wait_s`: how long to wait
+    for another compaction of the lake to finish before raising `CompactError`."""
+    retention = retention_seconds() if retention_s is None else retention_s
     lake = Lake.open(lake)
     root = lake.local_folder
-    if root is None:  # object storage: no rename, no lock (see the module's docstring)
-        return _compact_remote(lake, min_age_s, group_bytes, now, dry_run, progress, since)
+    if root is None:  # object storage: no rename, no lock file (see the module's docstring)
+        from tracevals.lake.compact_remote import compact_remote
+
+        return compact_remote(lake, min_age_s, group_bytes, now, dry_run, progress, since, retention, wait_s)
     if not root.is_dir():
         raise CompactError(f"lake {lake.location!r} is not a directory; pass the folder that holds spans/")
     started = time.monotonic()
     now = time.time() if now is None else now
     result = CompactResult()
-    with _locked(root, dry_run):
+    with _locked(root, dry_run, wait_s):
         if not dry_run:
             result.stale_removed = _remove_stale(root)
         todo = [
@@ -152,28 +165,48 @@ def compact(
             for d in _closed_partitions(root / table, float("inf"))
             if (table, d) not in chosen and any(d.glob("*.parquet"))
         ]
-        for done, (table, directory) in enumerate(todo, 1):
-            partition = _compact_partition(table, directory, group_bytes, dry_run)
-            if partition is not None:
+        due = [] if dry_run else pending_partitions(lake, time.time())
+        sweeps = [(t, root / t / rest) for t, _, rest in (p.partition("/") for p in due) if t in SORT_KEYS]
+        work = [(table, d, True) for table, d in todo] + [(t, d, False) for t, d in sweeps if (t, d) not in chosen]
+        for done, (table, directory, merge) in enumerate(work, 1):
+            try:
+                partition, next_due = _compact_partition(table, directory, group_bytes, dry_run, retention, merge)
+            except OSError as exc:  # a read-only lake, missing permissions: one line
+                raise CompactError(f"cannot compact {directory}: {exc.strerror or exc}; the lake must be "
+                                   "writable by this user") from None  # fmt: skip
+            if not dry_run:
+                note_pending(lake, f"{table}/{directory.relative_to(root / table)}", next_due)
+            result.kept_for_readers += partition.kept_for_readers
+            if partition.files_in or partition.leftovers_removed or partition.error:  # something done, or said
                 partition.partition = str(directory.relative_to(root / table))
                 result.partitions.append(partition)
-            if progress is not None:
+            if progress is not None and merge:
                 progress(done, len(todo))
     result.seconds = time.monotonic() - started
     return result
 
 
 @contextmanager
-def _locked(root: Path, dry_run: bool) -> Iterator[None]:
+def _locked(root: Path, dry_run: bool, wait_s: float = 0.0) -> Iterator[None]:
     if dry_run:
         yield
         return
-    fd = os.open(root / ".compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise CompactError(f"another compaction of {root} is running; wait for it to finish") from None
+        fd = os.open(root / ".compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise CompactError(
+            f"cannot compact {root}: {exc.strerror or exc}; the lake must be writable by this user"
+        ) from None
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CompactError(f"another compaction of {root} is running; wait for it to finish") from None
+                time.sleep(0.1)
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -222,31 +255,40 @@ def _marked(meta: pq.FileMetaData) -> list[str] | None:
     return None if value is None else [str(name) for name in json.loads(value)]
 
 
-def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: bool) -> PartitionResult | None:
+def _compact_partition(
+    table: str, directory: Path, group_bytes: int, dry_run: bool, retention: float, merge: bool = True
+) -> tuple[PartitionResult, float | None]:
+    """Merge a partition's files (unless `merge` is False) and delete the merged inputs whose retention has
+    passed; the partition's result and when its next pending deletion is due."""
     files = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
     metas: dict[Path, pq.FileMetaData] = {}
     for path in files:
         try:
             metas[path] = pq.read_metadata(path)
+        except FileNotFoundError:
+            continue
         except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
             error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", error=error)
+            return PartitionResult(table, "", error=error), None
+    files = [p for p in files if p in metas]
     marks = {p: _marked(m) for p, m in metas.items()}
-    # a crashed run's leftovers: files a compacted file already holds (a file never names itself)
-    replaced = {name for names in marks.values() if names for name in names}
-    leftovers = [p for p in files if p.name in replaced]
+    # files a merged file already holds (a file never names itself): kept for readers, never merged again
+    replaced = {name for p, names in marks.items() if names for name in names if name != p.name}
+    pending = [p for p in files if p.name in replaced]
+    stamps = {p.name: compacted_at(m) for p, m in metas.items()}
+    gone, next_due = deletable({p.name: marks[p] for p in files}, stamps, time.time(), retention)
+    removed = [p for p in pending if p.name in gone]
     if not dry_run:
-        for path in leftovers:
+        for path in removed:
             path.unlink(missing_ok=True)
-    files = [p for p in files if p not in leftovers]
-    groups = _groups(files, metas, group_bytes)
+    files = [p for p in files if p not in pending]
+    groups = _groups(files, metas, group_bytes) if merge else []
     todo = [g for g in groups if not (len(g) == 1 and marks[g[0]] is not None)]
+    result = PartitionResult(table, "", leftovers_removed=len(removed), kept_for_readers=len(pending) - len(removed))
     if not todo:
-        if leftovers:
+        if removed and not dry_run:
             fsync_path(directory)
-            return PartitionResult(table, "", leftovers_removed=len(leftovers))
-        return None
-    result = PartitionResult(table, "", leftovers_removed=len(leftovers))
+        return result, next_due
     for group in todo:
         result.files_in += len(group)
         result.bytes_in += sum(p.stat().st_size for p in group)
@@ -254,13 +296,17 @@ def _compact_partition(table: str, directory: Path, group_bytes: int, dry_run: b
         if dry_run:
             continue
         try:
-            written = _rewrite(table, directory, group)
+            written = _rewrite(table, directory, group, delete_inputs=retention <= 0)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
             result.error = f"{group[0].name} and {len(group) - 1} more left as they were: {exc}"
             continue
         result.files_out += 1
         result.bytes_out += written.stat().st_size
-    return result
+        if retention > 0:
+            result.kept_for_readers += len(group)
+            due = time.time() + retention
+            next_due = due if next_due is None else min(next_due, due)
+    return result, next_due
 
 
 def _groups(files: list[Path], metas: dict[Path, pq.FileMetaData], group_bytes: int) -> list[list[Path]]:
@@ -307,7 +353,11 @@ def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | No
     keys = [(k, "ascending", "at_end") for k in SORT_KEYS[table_name] if k in rows.column_names]
     order = pc.sort_indices(rows, sort_keys=keys)
     schema = rows.schema.with_metadata(
-        {**(TABLES[table_name][0].metadata or {}), MARKER: json.dumps([p.name for p in group]).encode()}
+        {
+            **(TABLES[table_name][0].metadata or {}),
+            MARKER: json.dumps([p.name for p in group]).encode(),
+            COMPACTED_AT: stamp(),  # when its inputs' retention starts (tracevals.lake.retention)
+        }
     )
     # named after the newest file it holds, so that it sorts where that file did: before every file that
     # arrives later (the views' tie-break between two copies of a span prefers the later file)
@@ -327,7 +377,7 @@ def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | No
     return stem, write
 
 
-def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
+def _rewrite(table_name: str, directory: Path, group: list[Path], delete_inputs: bool) -> Path:
     stem, write = _merged(table_name, group)
     tmp = directory / f"{_TMP_PREFIX}{stem}.parquet.tmp"
     final = directory / f"{stem}.parquet"
@@ -343,122 +393,8 @@ def _rewrite(table_name: str, directory: Path, group: list[Path]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     fsync_path(directory)
-    for path in group:
-        path.unlink(missing_ok=True)
-    fsync_path(directory)
-    return final
-
-
-# -- a lake on object storage ------------------------------------------------------------------
-
-
-def _compact_remote(
-    lake: Lake,
-    min_age_s: float,
-    group_bytes: int,
-    now: float | None,
-    dry_run: bool,
-    progress: Callable[[int, int], None] | None,
-    since: float | None,
-) -> CompactResult:
-    """`compact` on object storage: the same partitions, groups, sort and marker; each merged file one PUT,
-    the files it replaced deleted after that upload succeeded (see the module's docstring)."""
-    from tracevals.lake.paths import LakeError
-
-    started = time.monotonic()
-    now = time.time() if now is None else now
-    fs = lake.filesystem
-    try:
-        lake.check()
-        listed = {table: lake.list_parquet(table) for table in SORT_KEYS}
-    except LakeError as exc:
-        raise CompactError(str(exc)) from None
-    result = CompactResult()
-    todo: list[tuple[str, Path, list[pafs.FileInfo]]] = []
-    for table, infos in listed.items():
-        partitions: dict[Path, list[pafs.FileInfo]] = {}
-        for info in infos:
-            partitions.setdefault(Path(info.path).parent, []).append(info)
-        for directory, files in sorted(partitions.items()):
-            end = _hour_end(directory)
-            if end == float("inf"):
-                continue
-            if end > now - min_age_s or (since is not None and end <= since):
-                if end > now - min_age_s:
-                    result.too_young.append(f"{table}/{directory.parent.name}/{directory.name}")
-                continue
-            todo.append((table, directory, files))
-    for done, (table, directory, files) in enumerate(todo, 1):
-        partition = _compact_remote_partition(lake, fs, table, directory, files, group_bytes, dry_run)
-        if partition is not None:
-            partition.partition = f"{directory.parent.name}/{directory.name}"
-            result.partitions.append(partition)
-        if progress is not None:
-            progress(done, len(todo))
-    result.seconds = time.monotonic() - started
-    return result
-
-
-def _compact_remote_partition(
-    lake: Lake,
-    fs: pafs.FileSystem,
-    table: str,
-    directory: Path,
-    infos: list[pafs.FileInfo],
-    group_bytes: int,
-    dry_run: bool,
-) -> PartitionResult | None:
-    from tracevals.lake.storage import put_bytes
-
-    files = [Path(i.path) for i in infos]
-    sizes = {Path(i.path): i.size or 0 for i in infos}
-    metas: dict[Path, pq.FileMetaData] = {}
-    for path in files:
-        try:
-            metas[path] = pq.read_metadata(path.as_posix(), filesystem=fs)
-        except (pa.ArrowInvalid, OSError) as exc:
-            error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", error=error)
-    marks = {p: _marked(m) for p, m in metas.items()}
-    replaced = {name for names in marks.values() if names for name in names}
-    leftovers = [p for p in files if p.name in replaced]
-    if not dry_run:
-        for path in leftovers:
-            try:
-                fs.delete_file(path.as_posix())
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                return PartitionResult(table, "", error=str(lake.error(exc, "deleting a leftover of")))
-    files = [p for p in files if p not in leftovers]
-    todo = [g for g in _groups(files, metas, group_bytes) if not (len(g) == 1 and marks[g[0]] is not None)]
-    if not todo:
-        return PartitionResult(table, "", leftovers_removed=len(leftovers)) if leftovers else None
-    result = PartitionResult(table, "", leftovers_removed=len(leftovers))
-    for group in todo:
-        result.files_in += len(group)
-        result.bytes_in += sum(sizes[p] for p in group)
-        result.rows += sum(metas[p].num_rows for p in group)
-        if dry_run:
-            continue
-        try:
-            stem, write = _merged(table, group, fs)
-            sink = pa.BufferOutputStream()
-            write(sink)
-            data = sink.getvalue()
-            put_bytes(fs, f"{directory.as_posix()}/{stem}.parquet", data)  # the whole file, one PUT
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
-            result.error = f"{group[0].name} and {len(group) - 1} more left as they were: {exc}"
-            continue
-        # only now that the merged object exists: the files it replaced go (a reader in between counts each
-        # row once through the views; a crash here leaves leftovers the next run deletes first)
+    if delete_inputs:  # no retention: no reader is waited for
         for path in group:
-            try:
-                fs.delete_file(path.as_posix())
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                result.error = str(lake.error(exc, "deleting a compacted file of"))
-        result.files_out += 1
-        result.bytes_out += data.size
-    return result
+            path.unlink(missing_ok=True)
+        fsync_path(directory)
+    return final

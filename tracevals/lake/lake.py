@@ -234,9 +234,16 @@ class Lake(ABC):
         text = self.read_text(name)
         return None if text is None else json.loads(text)
 
-    @abstractmethod
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write the file `name` whole and atomically (a reader sees the old file, or none, or all of it)."""
+        try:
+            self.put(self.path(name), data)
+        except OSError as exc:
+            raise self.error(exc, f"writing {name} to") from None
+
+    @abstractmethod
+    def put(self, path: str, data: bytes) -> None:
+        """Write `data` at `path` on the lake's filesystem, whole and atomically; an `OSError` as it comes."""
 
     # -- tables -----------------------------------------------------------------------------------
     @abstractmethod

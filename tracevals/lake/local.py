@@ -137,10 +137,14 @@ class LocalLake(Lake):
         found = sorted({os.path.abspath(p) for g in patterns for p in glob.glob(g, recursive=True)})
         return [p for p in found if not os.path.basename(p).startswith(".")]
 
-    def write_bytes(self, name: str, data: bytes) -> None:
+    def put(self, path: str, data: bytes) -> None:
         from tracevals.lake.writer import write_bytes_atomically
 
-        write_bytes_atomically(data, self.folder / name)
+        write_bytes_atomically(data, Path(path))
+
+    def error(self, exc: BaseException, doing: str) -> LakeError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0]
+        return LakeError(f"{doing} {self.location} failed: {reason}; the lake must be writable by this user")
 
     def write_table(
         self, folder: str, table: pa.Table, compression: str = "zstd", filesystem: pafs.FileSystem | None = None

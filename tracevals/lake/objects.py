@@ -111,11 +111,8 @@ class ObjectLake(Lake):
             ]
         return ObjectScan(self, infos)
 
-    def write_bytes(self, name: str, data: bytes) -> None:
-        try:
-            put_bytes(self._fs, self.path(name), data)
-        except OSError as exc:
-            raise self.error(exc, f"writing {name} to") from None
+    def put(self, path: str, data: bytes) -> None:
+        put_bytes(self._fs, path, data)
 
     def write_table(
         self, folder: str, table: pa.Table, compression: str = "zstd", filesystem: pafs.FileSystem | None = None

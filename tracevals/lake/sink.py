@@ -29,7 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.writer import ROW_GROUP_ROWS, TABLES, bloom_filter_options, fsync_path, hour_parts
+from tracevals.lake.writer import (
+    ROW_GROUP_ROWS,
+    TABLES,
+    bloom_filter_options,
+    discarded_on_error,
+    fsync_path,
+    hour_parts,
+)
 
 # Dictionary-encode only columns with few distinct values: on ids and attribute JSON a dictionary
 # never pays off, and building it doubled the cost of writing spans (measured with bench/ingest.py).
@@ -117,14 +124,15 @@ class RotatingParquetSink:
             stem = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
             tmp = directory / f".{stem}.{self.owner}.parquet.tmp"
             final = self.target.final_path(folder, f"{stem}.parquet")
-            writer = pq.ParquetWriter(
-                tmp,
-                TABLES[table_name][0],
-                compression=self.compression,
-                compression_level=self.compression_level,
-                use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
-                bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
-            )
+            with discarded_on_error(tmp):  # not an open file yet: `abort` would not know of it
+                writer = pq.ParquetWriter(
+                    tmp,
+                    TABLES[table_name][0],
+                    compression=self.compression,
+                    compression_level=self.compression_level,
+                    use_dictionary=DICTIONARY_COLUMNS.get(table_name, True),
+                    bloom_filter_options=bloom_filter_options(TABLES[table_name][0]),
+                )
             open_file = self._open[key] = _OpenFile(writer, tmp, final)
             if self._opened_at is None:
                 self._opened_at = time.monotonic()

@@ -11,11 +11,12 @@ partial one either, and the write returns (the export succeeds) only after the u
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +97,28 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
     name = new_file_name()
     tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
     final = directory / name
-    pq.write_table(
-        table,
-        tmp,
-        compression=compression,
-        row_group_size=ROW_GROUP_ROWS,
-        bloom_filter_options=bloom_filter_options(table.schema),
-    )
-    commit(tmp, final)
+    with discarded_on_error(tmp):
+        pq.write_table(
+            table,
+            tmp,
+            compression=compression,
+            row_group_size=ROW_GROUP_ROWS,
+            bloom_filter_options=bloom_filter_options(table.schema),
+        )
+        commit(tmp, final)
     return final
+
+
+@contextlib.contextmanager
+def discarded_on_error(tmp: Path) -> Iterator[None]:
+    """Delete the temporary file `tmp` if the block fails: a write that fails (a full disk) may have created
+    it already, and nobody would delete it before the writer's next start."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def fsync_path(path: Path) -> None:
@@ -127,8 +141,9 @@ def write_bytes_atomically(data: bytes, path: Path) -> Path:
     """Write `data` to `path` as `write_table_atomically` writes Parquet: temp file, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-    tmp.write_bytes(data)
-    commit(tmp, path)
+    with discarded_on_error(tmp):
+        tmp.write_bytes(data)
+        commit(tmp, path)
     return path
 
 

@@ -70,10 +70,10 @@ class ScoringJob:
         return list(self.evaluators) if self.evaluators is not None else instances(self.config.evaluators)
 
     def lower_bound(self) -> dt.datetime | None:
-        """The first hour a reader opens: the selection's `since` minus `SESSION_MARGIN` (partition pruning
-        for the lower bound only: a session is in range by its first span)."""
-        since = self.selection.since if self.selection is not None else None
-        return since - SESSION_MARGIN if since is not None else None
+        """The first hour a reader opens (`Selection.read_from`): the selection's `since`, less its late window,
+        less `SESSION_MARGIN` (partition pruning for the lower bound only: a session is in range by its first
+        span)."""
+        return self.selection.read_from(SESSION_MARGIN) if self.selection is not None else None
 
     def priced(self) -> ScoringJob:
         """This job with the lake's own prices (`prices.json`) beneath the config's: what every engine and

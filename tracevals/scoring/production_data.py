@@ -17,12 +17,14 @@ from typing import Any
 
 import duckdb
 
+from tracevals.lake import clock
 from tracevals.lake.lake import Lake
 from tracevals.model.facets import TraceFacet
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
+from tracevals.queries.time_quality import time_quality
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.lake_data import _current, _id_table, _iso, _stored_scores
@@ -81,10 +83,16 @@ def load_production_data(
     `LakeError` (unreadable lake) or `SelectionError` (nothing in the range)."""
     con = con or open_lake(lake)
     chosen_by = "--since/--until"
+    now = now or clock.now()
     if since is None and until is None:
-        now = now or dt.datetime.now(dt.timezone.utc)
         midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.timezone.utc)
         since, chosen_by = midnight - dt.timedelta(days=DEFAULT_DAYS - 1), f"the last {DEFAULT_DAYS} days (default)"
+    # the reader's clock bounds the window: a session a skewed client stamped ahead is no part of it (nor
+    # of "the night"); it is counted below, with the other odd times. The report names the window asked for
+    # (an open end reads "now"), so that two reports of one lake a moment apart say the same.
+    asked_until = until
+    until = clock.capped(until, now)
+    quality = time_quality(con, clock.horizon(now), since)
     restriction = select_sessions(con, Selection(since=since, until=until, fraction=sample, seed=seed))
     trajectories = load_trajectories(con, where="(task_id IS NULL OR variant IS NULL)", within=restriction)
     if not trajectories:
@@ -116,7 +124,7 @@ def load_production_data(
         "source": "production",
         "selected_by": chosen_by,
         "since": _iso(since),
-        "until": _iso(until),
+        "until": _iso(asked_until),
         "date_from": days[0].isoformat() if days else None,
         "date_to": days[-1].isoformat() if days else None,
         "sample_fraction": sample if sample is not None else 1.0,
@@ -127,6 +135,7 @@ def load_production_data(
         "agents": sorted({f.agent for f in facets.values()}),
         "scores_stored": len(stored),
         "scores_computed": len(computed),
-        "notes": [],
+        "data_quality": quality.as_dict(),
+        "notes": [f"data quality: {finding}" for finding in quality.findings],
     }
     return ProductionData(trajectories, stored + computed, facets, provenance)

@@ -38,7 +38,7 @@ def completed_attempts(lake: Lake, run_id: str) -> set[AttemptKey]:
     """
     if not lake.has_spans():
         return set()
-    con = open_lake(lake)
+    con = open_lake(lake, views=("runs",))  # a lake on object storage too: a resumed run there skips as much
     rows = con.execute(
         "SELECT DISTINCT variant, task_id, attempt FROM runs WHERE run_id = ? AND end_time IS NOT NULL",
         [run_id],
@@ -80,6 +80,9 @@ def kept_cases(lake: Lake, run_ids: Sequence[str] | None = None) -> KeptCases:
     return KeptCases([c for c, _ in cases.values()], {r: k.sha256 for r, k in kept.items()}, without)
 
 
+COMPACT_WAIT_S = 600.0  # how long the end-of-run merge waits for another compaction of the lake
+
+
 def compact_run(lake: Lake, started: float) -> str | None:
     """Merge the files a finished run wrote (one per attempt, so that a crash loses at most the attempts
     in flight) into one per hour: every later command reads a few files, not thousands. The hours since
@@ -88,7 +91,8 @@ def compact_run(lake: Lake, started: float) -> str | None:
     from tracevals.lake.compact import CompactError, compact
 
     try:  # a lake on object storage too: the merged object is one PUT, the attempts' files deleted after it
-        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0)
+        # another run ending at the same time compacts the same hours: wait for it rather than leave them
+        result = compact(lake, min_age_s=-3600.0, since=started - 3600.0, wait_s=COMPACT_WAIT_S)
     except (CompactError, OSError) as exc:
         return f"the run's files were not merged ({exc}); run `tracevals compact --lake {lake}` later"
     errors = [p.error for p in result.partitions if p.error]

@@ -11,8 +11,14 @@ its recorder needs; it is installed once into its own virtual environment under
 agent, its tools and its own instrumentation, exporting OTLP/HTTP protobuf to `OTEL_EXPORTER_OTLP_ENDPOINT`
 and calling the model at `OPENAI_BASE_URL` (model name in `CORPUS_MODEL`).
 
+A JavaScript stack has `<framework>.mjs` instead (the same command line; the scenarios file is in
+`CORPUS_SCENARIOS`) and pins `<framework>.package.json` (and `<framework>.package-lock.json` when there is
+one), installed with npm under the same cache; `corpus.mjs` is what the JavaScript recorders share, and
+a recorder may import another `.mjs` of this folder (the Vercel AI SDK's versions share `vercel_ai.mjs`).
+
 This script serves both: the simulated model (`tracevals.simulator`) answering with the scenario's
-scripted turns, and an OTLP/HTTP receiver that keeps every request as it arrived. When the recorder exits,
+scripted turns, and an OTLP/HTTP receiver that keeps every request as it arrived (sized or chunked, as
+Node's exporters send them). When the recorder exits,
 the requests are merged into one OTLP/JSON document (hex ids, as the OTLP specification writes them) and
 the model's answers, with the usage it reported, into `<scenario>.calls.json`: what the truth file's
 tokens are written from. The truth files themselves (`<scenario>.truth.json`) are written by hand from the
@@ -52,26 +58,45 @@ MODEL = "corpus"
 class ScriptedPolicy:
     """The scenario's model turns, in order: turn = how many user messages so far, step = how many assistant
     messages since the last one. `<handoff>` becomes the one offered tool that is none of the scenario's
-    own (the framework's hand-off tool, whatever it is called)."""
+    own (the framework's hand-off tool, whatever it is called), with the arguments a recorder's mode names in
+    `CORPUS_HANDOFF_ARGUMENTS` (JSON) when that tool requires some (LlamaIndex's `handoff(to_agent, reason)`). A
+    scenario tool the stack offers only under a qualified name (`Weather-get_weather`) is called by that name."""
 
-    def __init__(self, scenario: dict[str, Any]) -> None:
+    def __init__(
+        self, scenario: dict[str, Any], handoff_arguments: dict[str, Any] | None = None, by_call_order: bool = False
+    ) -> None:
         self.turns = scenario["turns"]
+        self.handoff_arguments = handoff_arguments
+        self.by_call_order = by_call_order
+        self.answered = 0
+        self._lock = threading.Lock()
 
     def respond(self, conversation: Conversation, decisions: Decisions) -> ModelTurn:
-        messages = list(conversation.messages)
-        users = [i for i, m in enumerate(messages) if m.role == "user"]
-        turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
-        after = messages[users[-1] + 1 :] if users else messages
-        step = sum(1 for m in after if m.role == "assistant")
-        script = self.turns[turn]["model"]
-        reply = script[min(step, len(script) - 1)]
+        if self.by_call_order:
+            with self._lock:
+                replies = [reply for turn in self.turns for reply in turn["model"]]
+                reply = replies[min(self.answered, len(replies) - 1)]
+                self.answered += 1
+        else:
+            messages = list(conversation.messages)
+            users = [i for i, m in enumerate(messages) if m.role == "user"]
+            turn = min(max(len(users) - 1, 0), len(self.turns) - 1)
+            after = messages[users[-1] + 1 :] if users else messages
+            step = sum(1 for m in after if m.role == "assistant")
+            script = self.turns[turn]["model"]
+            reply = script[min(step, len(script) - 1)]
         calls = []
         for call in reply.get("tool_calls", []):
-            name = call["name"]
+            name, arguments = call["name"], call.get("arguments", {})
             if name == "<handoff>":
                 offered = [n for n in conversation.tool_names() if n not in KNOWN_TOOLS]
                 name = offered[0] if offered else name
-            calls.append(PlannedCall(name, call.get("arguments", {})))
+                arguments = self.handoff_arguments or arguments
+            elif name not in conversation.tool_names():
+                # a stack that offers its tools under qualified names (Semantic Kernel's `Plugin-function`)
+                qualified = [n for n in conversation.tool_names() if n.endswith(f"-{name}")]
+                name = qualified[0] if len(qualified) == 1 else name
+            calls.append(PlannedCall(name, arguments))
         return ModelTurn(content=reply.get("text"), tool_calls=tuple(calls))
 
 
@@ -111,8 +136,13 @@ class Capture(ThreadingHTTPServer):
 class _CaptureHandler(BaseHTTPRequestHandler):
     server: Capture
 
+    protocol_version = "HTTP/1.1"  # keep-alive, as exporters expect
+
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = _read_chunked(self.rfile)  # Node's OTLP/HTTP exporters send chunked bodies
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
             import gzip
 
@@ -126,6 +156,19 @@ class _CaptureHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+def _read_chunked(stream: Any) -> bytes:
+    """An HTTP/1.1 chunked body: hex size line, data, CRLF ... a zero-size chunk, then trailers and a blank line."""
+    body = bytearray()
+    while True:
+        size = int(stream.readline().split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            while stream.readline() not in (b"\r\n", b"\n", b""):
+                pass
+            return bytes(body)
+        body += stream.read(size)
+        stream.readline()
 
 
 _ID_KEYS = {"traceId", "spanId", "parentSpanId"}
@@ -174,9 +217,43 @@ def venv_python(framework: str) -> Path:
     return python
 
 
-def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, python: Path) -> Path:
+def node_env(framework: str) -> list[str]:
+    """`<framework>.mjs`'s own npm environment: `<framework>.package.json` (and its lock, when there is one)
+    installed under the same cache as the Python ones; the recorders are copied beside its `node_modules`,
+    since ES modules resolve packages from where the script is. The `node` the package pins (npm's
+    `node` package) runs it when there is one, else the machine's."""
+    env = Path.home() / ".cache" / "tracevals-corpus" / framework
+    env.mkdir(parents=True, exist_ok=True)
+    manifest = HERE / f"{framework}.package.json"
+    lock = HERE / f"{framework}.package-lock.json"
+    pins = manifest.read_text() + (lock.read_text() if lock.exists() else "")
+    stamp = env / ".installed"
+    if not stamp.exists() or stamp.read_text() != pins:
+        (env / "package.json").write_text(manifest.read_text())
+        if lock.exists():
+            (env / "package-lock.json").write_text(lock.read_text())
+        install = ["npm", "ci" if lock.exists() else "install", "--no-audit", "--no-fund", "--loglevel=error"]
+        subprocess.run(install, cwd=env, check=True)
+        stamp.write_text(pins)
+    for script in HERE.glob("*.mjs"):  # the recorder and the modules it shares with others
+        (env / script.name).write_text(script.read_text())
+    node = env / "node_modules" / ".bin" / "node"
+    return [str(node) if node.exists() else "node", str(env / f"{framework}.mjs")]
+
+
+def recorder(framework: str) -> list[str]:
+    """The command that runs a framework's recorder: `<framework>.py` in its venv or `<framework>.mjs` in its
+    npm environment."""
+    if (HERE / f"{framework}.mjs").exists():
+        return node_env(framework)
+    return [str(venv_python(framework)), str(HERE / f"{framework}.py")]
+
+
+def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, command: list[str]) -> Path:
     registry = ProfileRegistry()
-    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario]))
+    handoff_arguments = json.loads(env_mode.get("CORPUS_HANDOFF_ARGUMENTS", "null"))
+    by_call_order = env_mode.get("CORPUS_SCRIPT_ORDER") == "calls"
+    registry.register(MODEL, ScriptedPolicy(SCENARIOS[scenario], handoff_arguments, by_call_order))
     model = RecordingModel(registry)
     capture = Capture()
     threading.Thread(target=capture.serve_forever, daemon=True).start()
@@ -193,13 +270,14 @@ def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, p
                 "ANTHROPIC_BASE_URL": server.root_url,
                 "ANTHROPIC_API_KEY": "sim",
                 "CORPUS_MODEL": MODEL,
+                "CORPUS_SCENARIOS": str(HERE / "scenarios.json"),
                 "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{capture.server_address[1]}",
                 "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
                 "OTEL_SERVICE_NAME": f"corpus-{framework}",
                 "OTEL_RESOURCE_ATTRIBUTES": f"corpus.mode={mode},corpus.scenario={scenario}",
                 **env_mode,
             }
-            done = subprocess.run([str(python), str(HERE / f"{framework}.py"), scenario], env=env, timeout=300)
+            done = subprocess.run([*command, scenario], env=env, timeout=300)
             if done.returncode != 0:
                 raise SystemExit(f"{framework} {mode} {scenario}: the recorder exited {done.returncode}")
     finally:
@@ -216,14 +294,10 @@ def main() -> int:
     parser.add_argument("--mode", action="append", help="only these content modes")
     parser.add_argument("--scenario", action="append", help="only these scenarios")
     args = parser.parse_args()
-    python = venv_python(args.framework)
-    listed = subprocess.run(
-        [str(python), str(HERE / f"{args.framework}.py"), "--modes"], capture_output=True, text=True, check=True
-    )
+    command = recorder(args.framework)
+    listed = subprocess.run([*command, "--modes"], capture_output=True, text=True, check=True)
     modes: dict[str, dict[str, str]] = json.loads(listed.stdout)
-    supported = subprocess.run(
-        [str(python), str(HERE / f"{args.framework}.py"), "--scenarios"], capture_output=True, text=True, check=True
-    )
+    supported = subprocess.run([*command, "--scenarios"], capture_output=True, text=True, check=True)
     scenarios = json.loads(supported.stdout)
     for mode, env_mode in modes.items():
         if args.mode and mode not in args.mode:
@@ -231,7 +305,7 @@ def main() -> int:
         for scenario in scenarios:
             if args.scenario and scenario not in args.scenario:
                 continue
-            print(record(args.framework, mode, env_mode, scenario, python).relative_to(CORPUS.parent.parent))
+            print(record(args.framework, mode, env_mode, scenario, command).relative_to(CORPUS.parent.parent))
     return 0
 
 

@@ -100,9 +100,13 @@ def report_production(summary: Any, out_file: str, kind: str, fmt: str) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot write {out_file}: {exc.strerror or exc}") from exc
     rows = _rows(summary)
+    for note in summary.meta.get("notes", ()):  # odd span times: said, whatever the format
+        if str(note).startswith("data quality:"):
+            click.echo(f"note: {note}", err=True)
     if fmt == "json":
         doc = {"out": str(path), "format": kind, "source": "production", "days": [str(d) for d in summary.days],
-               "sessions": summary.sessions, "evaluators": rows}  # fmt: skip
+               "sessions": summary.sessions, "evaluators": rows,
+               "data_quality": summary.meta.get("data_quality")}  # fmt: skip
         click.echo(json.dumps(doc, default=str))
         return
     if fmt == "csv":
@@ -157,9 +161,11 @@ def gate_production(
         {"check": c.name, "passed": c.passed, "threshold": c.threshold, "value": c.value, "message": c.message}
         for c in result.checks
     ]
+    quality = summary.meta.get("data_quality")  # odd span times: said, never the basis of the verdict
     if fmt == "json":
         doc = {"passed": result.passed, "source": "production", "night": str(night), "baseline": result.baseline,
-               "sessions": summary.sessions, "checks": checks, "next": None if result.passed else hint}  # fmt: skip
+               "sessions": summary.sessions, "checks": checks, "next": None if result.passed else hint,
+               "data_quality": quality}  # fmt: skip
         click.echo(json.dumps(doc, default=str))
     elif fmt == "csv":
         columns = ["check", "passed", "threshold", "value", "message"]
@@ -172,6 +178,7 @@ def gate_production(
             lines.append(f"  {'ok  ' if check.passed else 'FAIL'} {check.name}: {check.message}")
         if not result.passed:
             lines.append(f"  see the failed sessions: {hint}")
+        lines += [f"  note: {n}" for n in summary.meta.get("notes", ()) if str(n).startswith("data quality:")]
         click.echo("\n".join(lines))
     if not result.passed:
         raise SystemExit(1)

@@ -17,6 +17,7 @@ from tracevals.cli.shared.output import print_rows, progress_bar
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.harness.attempts import AgentFn
 from tracevals.harness.interceptor import RunPlan
+from tracevals.harness.stopping import StopRequest
 from tracevals.harness.variance import level_variant, run_levels
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
@@ -50,8 +51,9 @@ def run_attribution(
     flush: Any,
     environment: Mapping[str, str],
     console: Console,
+    stop: StopRequest | None = None,
 ) -> None:
-    """The four passes into the lake (then: `score_attribution`)."""
+    """The four passes into the lake (then: `score_attribution`); `stop`: see `harness.stopping`."""
     with progress_bar(console) as progress:
         bars = {level: progress.add_task(f"{level:>12}", total=len(cases) * (1 if level == "reference" else k))
                 for level in ("live", "reference", "tools-frozen", "frozen")}  # fmt: skip
@@ -74,6 +76,7 @@ def run_attribution(
             flush=flush,
             on_done=advanced,
             environment=environment,
+            stop=stop,
         )
 
 
@@ -138,7 +141,7 @@ def attribution_json(result: Attribution) -> dict[str, Any]:
 
 def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"run_id": run_id, "lake": lake, "attribution": attribution_json(result)}))
+        click.echo(json.dumps({"run_id": run_id, "lake": str(lake), "attribution": attribution_json(result)}))
         return
     columns, rows = attribution_rows(result)
     if fmt == "csv":

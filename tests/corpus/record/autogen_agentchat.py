@@ -1,0 +1,184 @@
+"""Recorder for AutoGen AgentChat (`autogen-agentchat` + `autogen-ext[openai]`), see run.py for the contract.
+
+    python autogen_agentchat.py --modes        # {mode: {ENV: value}}
+    python autogen_agentchat.py --scenarios    # the scenarios it supports
+    python autogen_agentchat.py <scenario>     # run one scenario, exporting OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT
+
+Telemetry: AutoGen's own OpenTelemetry spans (autogen-core's GenAI helpers: `create_agent` / `invoke_agent` /
+`execute_tool`, and the agent runtime's message spans when a team runs), read from the global TracerProvider.
+AutoGen itself traces no model call, so the mode adds OpenTelemetry's official OpenAI instrumentation
+(`opentelemetry-instrumentation-openai-v2`) for the `chat` spans, with its content switch.
+
+Agents: `AssistantAgent` with `OpenAIChatCompletionClient` (Chat Completions at OPENAI_BASE_URL, model
+CORPUS_MODEL), `max_tool_iterations=5` and `reflect_on_tool_use=True`, so the model answers after its tools (the
+default would end the run with a tool-call summary instead of a model answer). A tool that raises is caught by
+the agent and handed to the model as an error result. multi_turn: two `agent.run()` calls on one agent (it keeps
+its model context). handoff: a `Swarm` team (AgentChat's hand-off primitive) of triage_agent
+(`handoffs=["billing_agent"]`) and billing_agent, ended by `TextMessageTermination("billing_agent")`; billing's
+model context replaces the hand-off's user message by the triage's transfer call and result (see
+`handoff_context`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+# Other recorders live beside this file (one is `mcp.py`): keep them from shadowing installed packages.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+
+_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+MODES: dict[str, dict[str, str]] = {
+    "openai_v2_span_only": {**_LATEST, _CAPTURE: "span_only"},
+    "openai_v2_no_content": {**_LATEST, _CAPTURE: "no_content"},
+}
+
+WEATHER = {
+    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
+    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
+    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
+}
+
+
+def get_weather(city: str) -> dict:
+    """Get the current weather for a city."""
+    if city in WEATHER:
+        return dict(WEATHER[city])
+    raise ValueError(f"unknown city: {city}")
+
+
+def get_time(city: str) -> dict:
+    """Get the current local time in a city."""
+    return {"city": city, "time": "14:00"}
+
+
+def issue_refund(order_id: int) -> dict:
+    """Refund an order."""
+    return {"order_id": order_id, "status": "refunded"}
+
+
+def setup_otel() -> tuple[Any, Any]:
+    from opentelemetry import _logs, trace
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(tracer_provider)
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    _logs.set_logger_provider(logger_provider)
+    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    return tracer_provider, logger_provider
+
+
+def model_client() -> Any:
+    from autogen_core.models import ModelInfo
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    info = ModelInfo(vision=False, function_calling=True, json_output=False, family="unknown", structured_output=False)
+    return OpenAIChatCompletionClient(
+        model=os.environ["CORPUS_MODEL"],
+        base_url=os.environ["OPENAI_BASE_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY", "sim"),
+        model_info=info,
+    )
+
+
+def handoff_context(triage: Any) -> Any:
+    """Billing's model context: Swarm hands over the triage's hand-off message as a *user* message and, when the
+    hand-off was the only tool call, without the call itself. The scripted model (like any model continuing a
+    hand-off) needs the conversation to show the transfer, so the triage's transfer call and its result, taken
+    from the triage's own context, stand in for that user message."""
+    from autogen_core.model_context import UnboundedChatCompletionContext
+    from autogen_core.models import AssistantMessage, FunctionExecutionResultMessage, LLMMessage, UserMessage
+
+    class HandoffContext(UnboundedChatCompletionContext):
+        async def add_message(self, message: LLMMessage) -> None:
+            if isinstance(message, UserMessage) and message.source == triage.name:
+                mine = await triage.model_context.get_messages()
+                calls = [m for m in mine if isinstance(m, AssistantMessage) and isinstance(m.content, list)]
+                results = [m for m in mine if isinstance(m, FunctionExecutionResultMessage)]
+                if calls and results:
+                    await super().add_message(calls[-1])
+                    await super().add_message(results[-1])
+                    return
+            await super().add_message(message)
+
+    return HandoffContext()
+
+
+async def run_scenario(scenario: str) -> None:
+    from autogen_agentchat.agents import AssistantAgent
+
+    client = model_client()
+    if scenario == "handoff":
+        from autogen_agentchat.conditions import TextMessageTermination
+        from autogen_agentchat.teams import Swarm
+
+        triage = AssistantAgent(
+            "triage_agent",
+            model_client=client,
+            handoffs=["billing_agent"],
+            system_message="You are the triage agent. Hand billing questions to billing_agent.",
+        )
+        billing = AssistantAgent(
+            "billing_agent",
+            model_client=client,
+            tools=[issue_refund],
+            max_tool_iterations=5,
+            reflect_on_tool_use=True,
+            system_message="You are the billing agent. Refund orders with issue_refund.",
+            model_context=handoff_context(triage),
+        )
+        team = Swarm([triage, billing], termination_condition=TextMessageTermination("billing_agent"))
+        for turn in SCENARIOS[scenario]["turns"]:
+            result = await team.run(task=turn["user"])
+            print(f"[{scenario}] {turn['user']!r} -> {result.messages[-1].to_text()!r}", file=sys.stderr)
+        return
+    agent = AssistantAgent(
+        "weather_agent",
+        model_client=client,
+        tools=[get_weather, get_time],
+        max_tool_iterations=5,
+        reflect_on_tool_use=True,
+        system_message="You are a weather assistant. Use the tools to answer.",
+    )
+    for turn in SCENARIOS[scenario]["turns"]:
+        result = await agent.run(task=turn["user"])
+        print(f"[{scenario}] {turn['user']!r} -> {result.messages[-1].to_text()!r}", file=sys.stderr)
+    await client.close()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--modes"]:
+        print(json.dumps(MODES))
+        return 0
+    if argv[:1] == ["--scenarios"]:
+        print(json.dumps(list(SCENARIOS)))
+        return 0
+    tracer_provider, logger_provider = setup_otel()
+    try:
+        asyncio.run(run_scenario(argv[0]))
+    finally:
+        tracer_provider.shutdown()
+        logger_provider.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

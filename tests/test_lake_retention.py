@@ -1,0 +1,166 @@
+"""What readers and compaction promise each other (`tracevals.lake.retention`): a reader never fails because
+a file it listed was merged (the merged inputs stay for a retention period), and two compactions never lose
+or duplicate a row (a file some footer names is never merged again; compactions exclude each other, on
+local disk with a lock file and on S3 with a lease)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
+
+from tracevals.lake.compact import COMPACTED_NAME, CompactError, compact, compacted_from
+from tracevals.lake.lake import Lake
+from tracevals.lake.retention import deletable
+from tracevals.lake.writer import LakeWriter
+from tracevals.queries import open_lake
+
+HOUR_NS = 3600 * 10**9
+
+
+def _write(lake: str | Path, hours: int = 2, files: int = 3, spans: int = 5, first: int = 0) -> int:
+    """`files` files in each of `hours` hours (ended hours ago), `spans` spans each; the spans written."""
+    writer = LakeWriter(lake)
+    start = (time.time_ns() // HOUR_NS - hours - 2) * HOUR_NS
+    n = first
+    for h in range(hours):
+        for _ in range(files):
+            rows = []
+            for _ in range(spans):
+                n += 1
+                at = start + h * HOUR_NS + n * 1000
+                rows.append({"trace_id": f"{n:032x}", "span_id": f"{n:016x}", "name": "s", "start_time": at,
+                             "end_time": at + 10, "kind": "llm", "session_id": f"s{n % 4}"})  # fmt: skip
+            writer.write_rows(rows)
+    return n - first
+
+
+def _parquet(lake: Path) -> list[Path]:
+    return sorted((lake / "spans").rglob("*.parquet"))
+
+
+def _live(lake: Path) -> list[Path]:
+    """The files no merged file names: what holds every row exactly once."""
+    files = _parquet(lake)
+    named = {n for f in files for n in compacted_from(f) or ()}
+    return [f for f in files if f.name not in named]
+
+
+def _rows(paths: list[Path]) -> list[tuple[str, str]]:
+    con = duckdb.connect()
+    return sorted(con.execute(f"SELECT trace_id, span_id FROM read_parquet({[str(p) for p in paths]})").fetchall())
+
+
+def test_merged_inputs_stay_for_readers_then_go(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    written = _write(lake)
+    before = _parquet(lake)
+    con = duckdb.connect()  # a reader that listed the files before the merge
+    con.execute(f"CREATE VIEW listed AS SELECT * FROM read_parquet({[str(p) for p in before]})")
+
+    first = compact(lake, min_age_s=0, retention_s=30)
+    assert first.files_in == len(before) == 6 and first.files_out == 2
+    assert first.kept_for_readers == len(before) and all(p.exists() for p in before)
+    assert con.execute("SELECT count(*) FROM listed").fetchone() == (written,)  # it reads them all still
+    assert open_lake(lake).execute("SELECT count(*) FROM spans").fetchone() == (written,)  # views count once
+    assert len(_rows(_live(lake))) == written == len(set(_rows(_live(lake))))
+
+    again = compact(lake, min_age_s=0, retention_s=30)  # not merged twice, not deleted before their time
+    assert again.files_in == 0 and again.kept_for_readers == len(before) and all(p.exists() for p in before)
+    assert len(_rows(_live(lake))) == written
+
+    time.sleep(0.6)
+    later = compact(lake, min_age_s=0, retention_s=0.5)  # their retention has passed
+    assert sum(p.leftovers_removed for p in later.partitions) == len(before) and later.kept_for_readers == 0
+    assert not any(p.exists() for p in before) and len(_parquet(lake)) == 2
+    assert _rows(_parquet(lake)) == _rows(_live(lake)) and len(_rows(_parquet(lake))) == written
+
+
+def test_without_retention_a_reader_that_listed_the_files_fails(tmp_path: Path) -> None:
+    """The failure the retention prevents (what two `tracevals run` on one lake hit)."""
+    lake = tmp_path / "lake"
+    _write(lake, hours=1)
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW listed AS SELECT * FROM read_parquet({[str(p) for p in _parquet(lake)]})")
+    compact(lake, min_age_s=0, retention_s=0)
+    with pytest.raises(duckdb.Error):
+        con.execute("SELECT count(*) FROM listed").fetchall()
+
+
+def test_a_chain_of_merges_keeps_every_row_once_and_unwinds_from_the_oldest_end(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    written = _write(lake, hours=1, files=2)
+    compact(lake, min_age_s=0, retention_s=30)
+    late = _write(lake, hours=1, files=1, first=10_000)  # a late file for the hour already merged
+    compact(lake, min_age_s=0, retention_s=30)  # the merged file and the late one, merged again
+    assert len(_rows(_live(lake))) == written + late == len(set(_rows(_live(lake))))
+    # the middle link of the chain is due before its own inputs are gone: it waits for them
+    marks = {f.name: compacted_from(f) for f in _parquet(lake)}
+    merged_once = next(n for n, m in marks.items() if m and not any(x in marks and marks[x] for x in m))
+    stamps = {n: (0.0 if n == merged_once else 1e12) for n in marks}  # the first merge: very old
+    gone, _ = deletable(marks, stamps, time.time(), 30)
+    assert gone == set(marks[merged_once] or ())  # only the first inputs, not the merged file naming them
+    time.sleep(0.3)
+    compact(lake, min_age_s=0, retention_s=0.2)
+    assert len(_parquet(lake)) == 1 and len(_rows(_parquet(lake))) == written + late
+
+
+def test_the_end_of_run_merge_also_finishes_due_deletions_in_other_hours(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    _write(lake, hours=2)
+    compact(lake, min_age_s=0, retention_s=0.2)  # both hours merged; their inputs kept a moment
+    assert len(_parquet(lake)) == 8
+    time.sleep(0.3)
+    # a run's merge of its own (recent) hours only: the older hours' due inputs go as well (the notes)
+    compact(lake, min_age_s=-3600, since=time.time() - 600, retention_s=0.2)
+    assert len(_parquet(lake)) == 2
+
+
+def test_two_compactions_at_once_never_lose_or_duplicate_a_row_on_s3(s3: S3) -> None:  # noqa: F811
+    lake = s3.lake("two")
+    written = _write(lake, hours=2, files=4)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            compact(lake, min_age_s=0, retention_s=30, wait_s=60)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    keys = [k for k in s3.keys("two/spans/") if k.endswith(".parquet")]
+    merged = [k for k in keys if COMPACTED_NAME.search(k)]
+    assert len(merged) == 2  # one per hour: the second compaction found the work done
+    con = open_lake(lake)
+    assert con.execute("SELECT count(*), count(DISTINCT span_id) FROM spans").fetchone() == (written, written)
+    assert not [k for k in s3.keys("two/leases/") if k.endswith(".json")]  # the compaction lease given back
+
+
+def test_a_second_compaction_on_s3_is_refused_in_one_line_when_it_will_not_wait(s3: S3) -> None:  # noqa: F811
+    from tracevals.lake.leases import Lease
+
+    lake = s3.lake("busy")
+    _write(lake, hours=1)
+    busy = r"another compaction of s3://.* is running \(host .*\); wait"
+    with (
+        Lease(Lake.open(lake), "compaction", "lake", "tracevals compact").acquire(),
+        pytest.raises(CompactError, match=busy),
+    ):
+        compact(lake, min_age_s=0)
+
+
+def test_a_reader_of_an_s3_lake_that_listed_before_a_merge_reads_every_row(s3: S3) -> None:  # noqa: F811
+    lake = s3.lake("reader")
+    written = _write(lake, hours=1)
+    con = open_lake(lake, materialize=False)  # its datasets hold the listing made now
+    compact(lake, min_age_s=0)  # the default retention
+    assert con.execute("SELECT count(*) FROM spans").fetchone() == (written,)

@@ -1,0 +1,152 @@
+"""What readers and compaction promise each other: a file a reader listed is still there when it reads it.
+
+A compaction replaces an hour's files by one merged file; deleting the files it merged at once would break
+every reader that listed them a moment before (DuckDB expands a glob when a query starts and opens the files
+as it goes; a reader of an object store holds the listing its connection started with; a selection keeps
+an explicit list of files). So, as a table format's vacuum does, the merged inputs stay for a retention
+period after the merge (`RETENTION_S`, 10 minutes; `TRACEVALS_COMPACT_RETENTION`, or `tracevals compact
+--retention`), and a later compaction deletes them:
+
+- a reader that started before the merge reads the inputs, one that started after reads the merged file and
+  the inputs: every row twice on disk, which the views count once (`spans` and `logs` deduplicate), so both
+  see every row once; a reader that runs longer than the retention period can still fail (say a longer one);
+- the merged file's footer names its inputs (`tracevals.compacted_from`) and when it was written
+  (`tracevals.compacted_at`, the compacting host's clock): a compaction never merges a file some footer
+  names again (no row is ever merged twice), and deletes it once `compacted_at + retention` has passed and
+  whatever it itself replaced is gone (so a chain of merges is undone from the oldest end, and no file is
+  ever left unnamed while its rows are in a merged file);
+- where deletions are pending, a small note (`LAKE/compaction/pending/<partition>.json`, when they are due)
+  lets the end-of-run merge of `tracevals run`, which compacts only its own hours, finish them in any hour
+  without reading every footer of the lake.
+
+A merge is written before anything is deleted, and compactions of one lake never run at once (a lock file
+on disk, a lease on object storage: `tracevals.lake.leases`), so two merges never lose or duplicate a row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from tracevals import env
+from tracevals.lake.lake import Lake
+from tracevals.lake.paths import LakeError
+
+RETENTION_S = 600.0
+COMPACTED_AT = b"tracevals.compacted_at"
+PENDING_DIR = "compaction/pending"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_seconds(text: str, what: str) -> float:
+    """`90`, `90s`, `10m`, `2h`, `1d` as seconds; a `ValueError` naming `what` otherwise."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"{what} {text!r} is not a duration (e.g. 0, 90s, 10m, 2h, 1d)")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def retention_seconds() -> float:
+    """How long merged inputs stay: TRACEVALS_COMPACT_RETENTION, else `RETENTION_S`."""
+    text = os.environ.get(env.COMPACT_RETENTION, "").strip()
+    if not text:
+        return RETENTION_S
+    try:
+        return parse_seconds(text, env.COMPACT_RETENTION)
+    except ValueError as exc:
+        raise LakeError(f"{exc}; unset it or set e.g. 10m") from None
+
+
+def compacted_at(meta: pq.FileMetaData) -> float | None:
+    """When a merged file was written (its footer); None for a writer's file or a merge from before."""
+    value = (meta.metadata or {}).get(COMPACTED_AT)
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        return None
+
+
+def deletable(
+    marks: Mapping[str, list[str] | None], stamps: Mapping[str, float | None], now: float, retention: float
+) -> tuple[set[str], float | None]:
+    """Of a partition's files (`marks`: file name -> the names its footer says it replaced, or None), those a
+    compaction may delete now, and when the next of the others may go (None: no other is pending).
+
+    A file is pending when some merged file names it; it may go once that merge is `retention` old (a merge
+    without a time, from before retention or a crash's leftover, at once) and whatever the file itself
+    replaced is gone or goes now."""
+    named_by: dict[str, list[str]] = {}
+    for merged, names in marks.items():
+        for name in names or ():
+            if name != merged:
+                named_by.setdefault(name, []).append(merged)
+    due: dict[str, float] = {}
+    for name, mergers in named_by.items():
+        if name in marks:
+            due[name] = min((stamps.get(m) or 0.0) + retention for m in mergers)
+    gone: set[str] = set()
+    changed = True
+    while changed:  # a chain (a merged file merged again) is undone from its oldest end
+        changed = False
+        for name, at in due.items():
+            if name in gone or at > now:
+                continue
+            inputs = [n for n in marks.get(name) or () if n in marks and n != name]
+            if all(n in gone for n in inputs):
+                gone.add(name)
+                changed = True
+    later = [at for name, at in due.items() if name not in gone]
+    return gone, (max(min(later), now) if later else None)
+
+
+# -- the notes of pending deletions ------------------------------------------------------------------
+
+
+def _note_name(partition: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]", "_", partition.replace("/", "__")) + ".json"
+
+
+def note_pending(lake: Lake, partition: str, due: float | None) -> None:
+    """Say that `partition` (`spans/date=…/hour=…`, relative to the lake) has deletions due at `due`
+    (None: none any more: the note goes)."""
+    path = lake.path(PENDING_DIR, _note_name(partition))
+    if due is None:
+        with contextlib.suppress(FileNotFoundError, OSError):
+            lake.filesystem.delete_file(path)
+        return
+    lake.put(path, json.dumps({"partition": partition, "due": due}).encode())
+
+
+def pending_partitions(lake: Lake, now: float) -> list[str]:
+    """The partitions (relative to the lake) whose noted deletions are due by `now`."""
+    fs = lake.filesystem
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(lake.path(PENDING_DIR), allow_not_found=True))
+    except OSError:
+        return []
+    found = []
+    for info in infos:
+        if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
+            continue
+        try:
+            with fs.open_input_stream(info.path) as fh:
+                doc = json.loads(bytes(fh.read()).decode("utf-8"))
+            if float(doc["due"]) <= now:
+                found.append(str(doc["partition"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return sorted(found)
+
+
+def stamp() -> bytes:
+    """The value of `COMPACTED_AT` for a merge written now."""
+    return f"{time.time():.3f}".encode()
