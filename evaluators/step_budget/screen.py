@@ -62,7 +62,14 @@ def screen_budget(scope: Scope) -> pl.DataFrame:
     )
     k = pl.col("n_checks").cast(pl.Utf8)
     reason = pl.concat_str(k, pl.lit(" budgets, 0 exceeded, 0 unknown; score="), k, pl.lit("/"), k, pl.lit("=1.000"))
-    details = json_object({"budgets": json_int(pl.col("n_checks")), "exceeded": pl.lit("[]"), "unknown": pl.lit("[]")})
+    details = json_object(
+        {
+            "budgets": json_int(pl.col("n_checks")),
+            "exceeded": pl.lit("[]"),
+            "findings": pl.lit("[]"),
+            "unknown": pl.lit("[]"),
+        }
+    )
     return finish(frame, status, reason, details)
 
 

@@ -117,7 +117,7 @@ def _summary_section(summaries: Summaries) -> list[str]:
             f"{num(s.avg_retries, 2)} (n={s.runs})",
             f"{s.errors}/{s.runs}",
             f"{num(s.p50_latency_ms, 0)} / {num(s.p95_latency_ms, 0)} (n={s.latency_n})",
-            f"{num(s.avg_cost, 4)} (n={s.runs})",
+            _cost(s),
             str(s.tokens),
         ]
         out.append("| " + " | ".join(cells) + " |")
@@ -285,3 +285,9 @@ _RANK = {name: i for i, name in enumerate(CATEGORY_LABELS)}
 def _esc(text: str) -> str:
     # A task id or meta value with a pipe or newline would otherwise break the table layout.
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _cost(s: VariantSummary) -> str:
+    """The average cost over the attempts whose cost is known; unknown ones counted, never priced at 0."""
+    unknown = s.runs - s.cost_known
+    return f"{num(s.avg_cost, 4)} (n={s.cost_known}" + (f"; {unknown} unknown)" if unknown else ")")

@@ -86,6 +86,21 @@ def production_json(s: ProductionSummary) -> dict[str, Any]:
                 }
                 for w in s.worst_sessions
             ],
+            "hazards": [
+                {
+                    "session_id": h.session_id,
+                    "day": h.day.isoformat(),
+                    "hazard": h.hazard,
+                    "kind": h.kind,
+                    "evaluator": h.evaluator,
+                    "trace_id": h.trace_id,
+                    "detail": h.detail,
+                }
+                for h in s.hazards
+            ],
+            "session_pass_rates": {
+                day.isoformat(): {"passes": r.passes, "n": r.n, "rate": r.rate} for day, r in s.session_rates.items()
+            },
             "failure_kinds": [
                 {
                     "evaluator": k.evaluator,
