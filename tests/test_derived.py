@@ -85,7 +85,7 @@ def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path,
     shutil.copytree(lake, copy)
     before = score_lake(copy, write=False, max_rows=60)
     assert before.groups > 2  # several groups, crossing sessions among them
-    result = CliRunner().invoke(_main(), ["compact", "--lake", str(copy), "--min-age", "0"])
+    result = CliRunner().invoke(_main(), ["compact", "--lake", str(copy), "--min-age", "0", "--retention", "0"])
     assert result.exit_code == 0, result.output
     assert "derived the frames of" in result.stderr
     after = score_lake(copy, write=False, max_rows=60)
