@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
 from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA, empty_table
 from tracevals.model.prices import default_prices
+from tracevals.queries.binding import bind
 from tracevals.queries.catalog import view_sql
 from tracevals.queries.sources import register_arrow, register_prices
 
@@ -273,7 +274,7 @@ class LiveConnection:
                  ("raw_step_reliability", steps))  # fmt: skip
         for name, table in bases:
             register_arrow(self.con, f"{name}_arrow", table)
-            self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
+            bind(self.con, name, f"SELECT * FROM {name}_arrow")
         self.prices(prices)
         for _, sql in view_sql():
             self.con.execute(sql)

@@ -95,6 +95,11 @@ class StepBudget:
                     checks.append(_check(f"calls of {tool}", limit, (float(counts[tool]), None)))
             else:
                 checks.append(_check(_LABELS[key], budgets[key], measures[key]))
+        return self.verdict(trajectory, checks)
+
+    def verdict(self, trajectory: Trajectory, checks: list[dict[str, Any]]) -> Score:
+        """The score of these checks (`_check`'s, in `BUDGET_KEYS` order): what `evaluate` returns, and what
+        the screen copies to every trace whose checks say the same (`screen.settled`)."""
         within = sum(1 for c in checks if c["status"] == "within")
         exceeded = [c for c in checks if c["status"] == "exceeded"]
         unknown = [c for c in checks if c["status"] == "unknown"]
