@@ -4,7 +4,7 @@ today's writers write them.
 Each span of a shape is first written out once as the attribute map an instrumented agent records (the
 GenAI keys, tracevals' own), with placeholders for what varies from session to session (its number, its
 ids, its customer and order). That one span goes through the lake's own normalizer
-(`tracevals.lake.normalize.normalize`), so the canonical columns are whatever the current normalizer
+(`tracevals.spans.normalize.normalize`), so the canonical columns are whatever the current normalizer
 makes of those attributes (its `NORMALIZER_VERSION`, its facts, its `tool_args_hash`); then every column,
 attributes JSON included, is filled in for millions of sessions at once with Polars (the placeholders
 replaced; the argument digest computed once per distinct argument text with the normalizer's own
@@ -24,9 +24,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tracevals.lake.normalize import args_digest_of, normalize
 
 from tracevals.lake.schema import CANONICAL_FIELDS, SPAN_SCHEMA
+from tracevals.spans.normalize import args_digest_of, normalize
 
 T0_MS = 1_795_910_400_000  # 2026-11-29T00:00Z: sessions start spread over this day (live_scoring moves it)
 MODEL = "order-support-baseline"

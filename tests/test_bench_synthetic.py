@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from tracevals.lake.normalize import NORMALIZER_VERSION, normalize
 
 from tracevals.lake.schema import CANONICAL_FIELDS, SPAN_SCHEMA
+from tracevals.spans.normalize import NORMALIZER_VERSION, normalize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

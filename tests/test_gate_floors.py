@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tracevals.cli import main
-from tracevals.lake.exporters import ParquetSpanExporter
+from tracevals.spans.exporters import ParquetSpanExporter
 from tracevals.stats import GateThresholds, Hazard, Outcome, compare, run_gate, summarize
 from tracevals.stats.release_gate import FAIL, NOT_JUDGED, PASS
 
