@@ -8,8 +8,9 @@ telemetry switches and workarounds) stays in each `<stack>.py`.
 
 run.py runs a recorder as a script in its stack's own virtual environment, so this folder is first on the import
 path: a recorder imports this module first, and importing it takes the folder off the path again (recorders are
-named like the packages they record: `mcp.py`, `crewai.py`, `llama_index.py` ...). No `from __future__ import
-annotations` here: frameworks read the tools' type hints and expect types, not strings.
+named like the packages they record: `mcp.py`, `crewai.py`, `llama_index.py` ...). So a module that some recorders
+share (`langgraph_agents.py`) imports this one itself, and those recorders import from it alone. No `from
+__future__ import annotations` here: frameworks read the tools' type hints and expect types, not strings.
 """
 
 import json
