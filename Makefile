@@ -52,7 +52,7 @@ test-spark: $(STAMP)
 
 # Re-resolve the lock after changing dependencies in pyproject.toml (needs `uv`).
 lock:
-	uv pip compile pyproject.toml --extra dev --extra ray --universal --python-version 3.10 --generate-hashes -o requirements.lock
+	uv pip compile pyproject.toml --extra dev --extra ray --extra ui --universal --python-version 3.10 --generate-hashes -o requirements.lock
 
 clean:
 	rm -rf $(VENV) demo-out build *.egg-info

@@ -49,8 +49,9 @@ from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defi
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
 
-def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
-    """Let the connection read the lake and nothing else, for good.
+def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake, lock: bool = True) -> None:
+    """Let the connection read the lake and nothing else, for good (lock=False: until its owner's own code
+    changes a setting, e.g. `tracevals ui`'s page connection, which runs no user SQL and tunes lookups).
 
     After this, even a SELECT cannot read or write a file outside the lake (`read_csv('/etc/passwd')`,
     `read_parquet('other/**')`), install or load an extension, or change a setting back. DuckDB's
@@ -65,7 +66,8 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
-    con.execute("SET lock_configuration = true")
+    if lock:
+        con.execute("SET lock_configuration = true")
 
 
 @functools.cache

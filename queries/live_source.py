@@ -39,18 +39,18 @@ _log = logging.getLogger(__name__)
 
 
 class NewFiles:
-    """The files of `lake/<sub>` (span files by default) not returned before, in partitions at most
-    `late_window_s` old."""
+    """The files of `folder/<sub>` (a local lake's folder; span files by default) not returned before, in
+    partitions at most `late_window_s` old."""
 
     def __init__(
         self,
-        lake: Path,
+        folder: Path,
         late_window_s: float = 86400.0,
         slack_s: float = 120.0,
         sub: str = SPANS_DIR,
         skew_s: float = 300.0,
     ) -> None:
-        self.root = Path(lake) / sub
+        self.root = folder / sub
         self.late_window_s = late_window_s
         # a partition whose hour starts after now + skew_s holds future-dated spans (a client's clock ahead):
         # not read, so never scored (tracevals.lake.clock); `future` names those seen

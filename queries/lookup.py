@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
@@ -39,19 +40,37 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
 
     >>> pl.from_arrow(session_lookup(open_lake("demo-out/lake"), "sess-1", "turns"))
     """
-    if view not in VIEW_NAMES:
-        raise LakeError(f"unknown view {view!r} (choose from {', '.join(VIEW_NAMES)})")
+    return session_lookups(con, session_id, (view,))[view]
+
+
+def session_lookups(con: duckdb.DuckDBPyConnection, session_id: str, views: Sequence[str]) -> dict[str, pa.Table]:
+    """One session's rows of each of `views`, by name: `session_lookup` for several views over one copy of
+    the session's rows (a page that shows a session's turns and steps finds its files once)."""
+    return _lookups(con, "session_id", session_id, views)
+
+
+def trace_lookups(con: duckdb.DuckDBPyConnection, trace_id: str, views: Sequence[str]) -> dict[str, pa.Table]:
+    """One trace's rows of each of `views` (views with a trace_id column: spans, steps, tool_calls, retries,
+    message_parts ...), by name, found and computed as `session_lookup` does a session's: every row of the
+    trace, whether or not its spans carry a session id (`tracevals ui`'s trace page)."""
+    return _lookups(con, "trace_id", trace_id, views)
+
+
+def _lookups(con: duckdb.DuckDBPyConnection, key: str, value: str, views: Sequence[str]) -> dict[str, pa.Table]:
+    unknown = [v for v in views if v not in VIEW_NAMES]
+    if unknown:
+        raise LakeError(f"unknown view {unknown[0]!r} (choose from {', '.join(VIEW_NAMES)})")
     from tracevals.queries.materialize import materialized
 
     # the session's traces, and the files that hold their spans: the wide copy below then opens only those
     find = (
         "SELECT DISTINCT trace_id, source_file FROM {0} "
-        "WHERE trace_id IN (SELECT trace_id FROM {0} WHERE session_id = ?)"
+        f"WHERE trace_id IN (SELECT trace_id FROM {{0}} WHERE {key} = ?)"
     )
     try:  # union_by_name reads every file's schema first: three times slower over a few columns
-        rows = con.execute(find.format(f"{STRICT}raw_spans"), [session_id]).fetchall()
+        rows = con.execute(find.format(f"{STRICT}raw_spans"), [value]).fetchall()
     except duckdb.InvalidInputException:  # files of two lake formats
-        rows = con.execute(find.format("raw_spans"), [session_id]).fetchall()
+        rows = con.execute(find.format("raw_spans"), [value]).fetchall()
     # inlined as literals (hex ids only), so that DuckDB pushes them into the scans as constants
     traces = sorted({str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))})
     files = sorted({str(r[1]) for r in rows if r[1] is not None})
@@ -60,8 +79,13 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
         "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots'), current_database(), "
         "current_setting('disabled_optimizers')"
     ).fetchall()
-    if view in (snapshots or ()):  # computed at open (a small lake): its rows are there already
-        return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+    where, params = f"{key} = ?", [value]
+    out: dict[str, pa.Table] = {}
+    for view in views:
+        if view in (snapshots or ()):  # computed at open (a small lake): its rows are there already
+            out[view] = con.sql(f"SELECT * FROM {view} WHERE {where}", params=params).to_arrow_table()
+    if len(out) == len(views):
+        return out
     # a snapshot without trace ids (per run, per task) is read whole: the final filter keeps the session
     kept = [n for n in snapshots or () if "trace_id" in {d[0] for d in con.execute(f"FROM {n} LIMIT 0").description}]
     bases = ["raw_spans", "raw_logs", "raw_scores", *kept]
@@ -77,8 +101,11 @@ def session_lookup(con: duckdb.DuckDBPyConnection, session_id: str, view: str = 
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
         tuned = _set_disabled_optimizers(con, _LOOKUP_DISABLED_OPTIMIZERS)
         try:
-            with materialized(con, [view], known_empty=_without_content):
-                return con.sql(f"SELECT * FROM {view} WHERE session_id = ?", params=[session_id]).to_arrow_table()
+            wanted = [v for v in views if v not in out]
+            with materialized(con, wanted, known_empty=_without_content):
+                for view in wanted:
+                    out[view] = con.sql(f"SELECT * FROM {view} WHERE {where}", params=params).to_arrow_table()
+                return out
         finally:
             if tuned:
                 _set_disabled_optimizers(con, disabled)

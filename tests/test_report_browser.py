@@ -15,28 +15,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fixtures.requirements import CHROMIUM, need
+from fixtures.browser import CHROMIUM, FLAGS
+from fixtures.demo_run import shared_demo
+from fixtures.requirements import need
 
 from tracevals.cli import main
-
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo-html")
-    result = CliRunner().invoke(main, ["demo", "--out", str(out), "-k", "3", "--seed", "2", "--format", "json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["reports"]["html"] == str(out / "report.html")
-    return out
+    return shared_demo(tmp_path_factory)  # built once per test run (the UI's browser test reads it too)
 
 
 @contextmanager

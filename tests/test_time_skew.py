@@ -107,12 +107,14 @@ def test_a_late_session_of_yesterday_is_scored_by_the_next_nightly_run(tmp_path:
 
 
 def test_follow_scores_no_future_dated_session_and_says_so(tmp_path: Path) -> None:
+    from tracevals.lake.lake import Lake
+    from tracevals.scoring.job import ScoringJob
     from tracevals.scoring.live import Follower
 
     lake = tmp_path / "lake"
     _session(lake, "now", NOW - dt.timedelta(minutes=5))
     _session(lake, "tomorrow", NOW + dt.timedelta(days=1))  # a client one day ahead
-    follower = Follower(lake, idle_s=0.0, write=False)
+    follower = Follower(ScoringJob(Lake.open(lake), write=False), idle_s=0.0)
     said: list[list[Path]] = []
     follower.on_future = said.append
     scored = set()

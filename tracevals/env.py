@@ -57,3 +57,8 @@ LATE_WINDOW = "TRACEVALS_LATE_WINDOW"  # how late a session may arrive and still
 REDACT_PII = "TRACEVALS_REDACT_PII"
 REDACT_NAMES = "TRACEVALS_REDACT_NAMES"
 REDACT_SALT = "TRACEVALS_REDACT_SALT"
+
+# --- the local web UI (`tracevals ui`) -----------------------------------------------------------------
+UI_PORT = "TRACEVALS_UI_PORT"  # the port on 127.0.0.1 (default: a free one)
+UI_QUERY_SECONDS = "TRACEVALS_UI_QUERY_SECONDS"  # the time limit of one query of a page (default 10)
+UI_ROW_CAP = "TRACEVALS_UI_ROW_CAP"  # the most rows a query returns to a page (default 10,000)

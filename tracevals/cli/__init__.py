@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "run": "tracevals.cli.run:run",
     "score": "tracevals.cli.score:score",
     "sql": "tracevals.cli.sql:sql",
+    "ui": "tracevals.cli.ui:ui",
 }
 
 

@@ -194,7 +194,10 @@ class Lease:
                     with self.fs.open_input_stream(info.path) as fh:
                         doc = json.loads(bytes(fh.read()).decode("utf-8"))
                 except (OSError, ValueError):
-                    continue  # deleted meanwhile, or not a claim
+                    # listed but not read (deleted meanwhile, rewritten at this instant, a store's hiccup): a
+                    # claim of unknown state all the same, so that this round backs off and lists again; a
+                    # claim skipped here could be a holder's, and two would hold the lease
+                    doc = {"state": "unknown"}
             claims.append(_Claim(info.path, mtime, doc))
         return claims
 

@@ -13,12 +13,13 @@ report.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tracevals.report.csv_summary import CSV_COLUMNS, summary_rows, write_csv
 from tracevals.report.data import FailedAttempt, ReportData, build_report, pick_pair
 from tracevals.report.formatting import PathArg
 from tracevals.report.html import render_html, write_html
-from tracevals.report.json_report import JSON_SCHEMA, to_json_dict, write_json
+from tracevals.report.json_report import JSON_SCHEMA, to_json_dict, write_json, write_json_doc
 from tracevals.report.markdown import render_markdown, write_markdown
 from tracevals.report.reliability_view import reliability_json
 
@@ -33,6 +34,7 @@ __all__ = [
     "render_html",
     "render_markdown",
     "report_format",
+    "report_json",
     "summary_rows",
     "to_json_dict",
     "write_csv",
@@ -55,6 +57,11 @@ def report_format(path: PathArg) -> str:
     return REPORT_FORMATS[suffix]
 
 
+def report_json(data: ReportData) -> dict[str, Any]:
+    """The JSON report of `data` as plain data (what `write_report` writes to a .json file)."""
+    return to_json_dict(data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability))
+
+
 def write_report(path: PathArg, data: ReportData) -> Path:
     """Write `data` in the format the suffix of `path` names (.html .md .csv .json); returns the path."""
     fmt = report_format(path)
@@ -63,7 +70,5 @@ def write_report(path: PathArg, data: ReportData) -> Path:
     if fmt == "csv":
         return write_csv(path, data.summaries)
     if fmt == "json":
-        return write_json(
-            path, data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability)
-        )
+        return write_json_doc(path, report_json(data))
     return write_markdown(path, data.summaries, data.comparison, data.meta, data.faults, data.reliability)

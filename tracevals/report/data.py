@@ -72,6 +72,7 @@ class FailedAttempt:
     hazards: tuple[str, ...]
     kinds: tuple[str, ...] = ()  # every failure of the attempt, "evaluator: kind" (hazards as "hazard: ...")
     group: str = "failed"  # the gallery group it is shown in: the first of `kinds` by severity
+    reference_trace: str | None = None  # the trace of `reference`, the passing attempt shown beside it
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,7 @@ def _gallery(
                 hazards=tuple(h.detail for h in o.hazards),
                 kinds=kinds,
                 group=kinds[0] if kinds else "failed",
+                reference_trace=reference.trace_id if reference is not None else None,
             )
         )
     return gallery

@@ -10,7 +10,7 @@ from typing import Any
 from tracevals.report.formatting import PathArg, atomic_write, clean, variant_figures
 from tracevals.stats import Comparison, FaultTally, TaskResult, VariantSummary, confidence_level, pass_hat_k
 
-__all__ = ["JSON_SCHEMA", "to_json_dict", "write_json"]
+__all__ = ["JSON_SCHEMA", "to_json_dict", "write_json", "write_json_doc"]
 
 JSON_SCHEMA = "tracevals.report/1"
 Summaries = Mapping[str, VariantSummary]
@@ -46,7 +46,11 @@ def write_json(
     reliability: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
-    doc = to_json_dict(summaries, comparison, meta, faults, reliability)
+    return write_json_doc(path, to_json_dict(summaries, comparison, meta, faults, reliability))
+
+
+def write_json_doc(path: PathArg, doc: Mapping[str, Any]) -> Path:
+    """Write a JSON report document (:func:`to_json_dict`) as indented, strict JSON; returns the path."""
     text = json.dumps(doc, indent=2, allow_nan=False, default=str)
     return atomic_write(path, text + "\n")
 

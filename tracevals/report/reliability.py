@@ -32,6 +32,8 @@ class Reliability:
     environments: dict[str, EnvSummary] = field(default_factory=dict)
     env_comparison: EnvComparison | None = None
     notes: list[str] = field(default_factory=list)
+    # (variant, task) -> the trace ids of its attempts, in the order of that task's `TaskSteps.paths`
+    attempt_traces: dict[tuple[str, str], list[str | None]] = field(default_factory=dict)
 
     def worst_steps(self, variant: str, n: int = 10) -> list[tuple[TaskSteps, Any]]:
         """The steps that lose the most attempts, worst first: (task, step)."""
@@ -115,6 +117,7 @@ def reliability(
     notes: list[str] = []
     records = []
     per_task: dict[tuple[str, str], list[tuple[tuple[list[StepCall], ...], bool]]] = {}
+    traces: dict[tuple[str, str], list[str | None]] = {}
     for o in sorted(outcomes, key=lambda o: (o.variant, o.task_id, o.attempt)):
         t = by_trace.get(o.trace_id or "")
         executed = _executed(t) if t is not None else []
@@ -134,6 +137,7 @@ def reliability(
         position = {id(c): i for i, c in enumerate(executed)}
         folded = [made_good[position[id(c)]] for c in calls]
         per_task.setdefault((o.variant, o.task_id), []).append(((made_good, folded), o.passed))
+        traces.setdefault((o.variant, o.task_id), []).append(o.trace_id)
     props = properties(records, z=z, equivalence=_equivalence(cases, notes))
     steps = [task_steps(v, tid, attempts, _expected(cases.get(tid))) for (v, tid), attempts in sorted(per_task.items())]
     envs: dict[str, EnvSummary] = {}
@@ -143,7 +147,7 @@ def reliability(
         envs = summarize_environments(rows)
         if pair is not None and pair[0] in envs and pair[1] in envs:
             comparison = compare_environments(envs[pair[0]], envs[pair[1]], vary)
-    return Reliability(props, steps, tool_rows(steps), envs, comparison, notes)
+    return Reliability(props, steps, tool_rows(steps), envs, comparison, notes, traces)
 
 
 def lake_rows(rel: Reliability | None, run_id: str) -> list[dict[str, Any]]:

@@ -88,7 +88,9 @@ def load_production_data(
         midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.timezone.utc)
         since, chosen_by = midnight - dt.timedelta(days=DEFAULT_DAYS - 1), f"the last {DEFAULT_DAYS} days (default)"
     # the reader's clock bounds the window: a session a skewed client stamped ahead is no part of it (nor
-    # of "the night"); it is counted below, with the other odd times
+    # of "the night"); it is counted below, with the other odd times. The report names the window asked for
+    # (an open end reads "now"), so that two reports of one lake a moment apart say the same.
+    asked_until = until
     until = clock.capped(until, now)
     quality = time_quality(con, clock.horizon(now), since)
     restriction = select_sessions(con, Selection(since=since, until=until, fraction=sample, seed=seed))
@@ -122,7 +124,7 @@ def load_production_data(
         "source": "production",
         "selected_by": chosen_by,
         "since": _iso(since),
-        "until": _iso(until),
+        "until": _iso(asked_until),
         "date_from": days[0].isoformat() if days else None,
         "date_to": days[-1].isoformat() if days else None,
         "sample_fraction": sample if sample is not None else 1.0,

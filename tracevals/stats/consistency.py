@@ -101,6 +101,9 @@ class TaskConsistency:
     agreement: float
     verdict: str
     modal_trajectory: tuple[str, ...] = ()
+    # each attempt's output class, (attempt number, class index in order of first appearance): which
+    # attempts gave the same result (`tracevals ui` shows the classes beside the attempts)
+    classes: tuple[tuple[int, int], ...] = ()
 
     @property
     def consistent(self) -> bool:
@@ -229,7 +232,8 @@ def task_consistency(
     paths = Counter(r.trajectory for r in ordered)
     # the modal path: the most common, ties to the one seen first (most_common keeps first-seen order)
     modal = paths.most_common(1)[0][0]
-    classes = Counter(_classes(ordered, equivalent))
+    each = _classes(ordered, equivalent)
+    classes = Counter(each)
     pairs = math.comb(n, 2)
     agreement = math.fsum(math.comb(m, 2) for m in classes.values()) / pairs if pairs else math.nan
     if passes == n:
@@ -252,6 +256,7 @@ def task_consistency(
         agreement=agreement,
         verdict=verdict,
         modal_trajectory=modal,
+        classes=tuple((r.attempt, c) for r, c in zip(ordered, each, strict=True)),
     )
 
 

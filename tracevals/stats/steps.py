@@ -103,6 +103,12 @@ class TaskSteps:
     divergence: dict[int, int]  # 1-based position -> attempts that first left the path there
     reference: str  # "expected" | "modal"
     divergence_examples: dict[int, str] = field(default_factory=dict)  # position -> "expected X, did Y"
+    # per attempt, in the order given to `task_steps`: the reading of its calls the figures used, and where
+    # it first left `reference_path` (None: it followed it exactly); what a page showing the attempts
+    # side by side aligns and highlights, so that it shows the figures' own divergence, not a recount
+    paths: tuple[tuple[StepCall, ...], ...] = ()
+    diverged: tuple[tuple[int, str] | None, ...] = ()
+    reference_path: tuple[ExpectedStep, ...] = ()
 
     @property
     def product(self) -> float:
@@ -192,8 +198,8 @@ def task_steps(
     reference = list(expected) if expected is not None else _modal([calls for calls, _ in chosen])
     divergence: Counter[int] = Counter()
     examples: dict[int, str] = {}
-    for calls, _ in chosen:
-        found = first_divergence(calls, reference)
+    diverged = [first_divergence(calls, reference) for calls, _ in chosen]
+    for found in diverged:
         if found is not None:
             divergence[found[0]] += 1
             examples.setdefault(found[0], found[1])
@@ -206,6 +212,9 @@ def task_steps(
         divergence=dict(sorted(divergence.items())),
         reference="expected" if expected is not None else "modal",
         divergence_examples=dict(sorted(examples.items())),
+        paths=tuple(tuple(calls) for calls, _ in chosen),
+        diverged=tuple(diverged),
+        reference_path=tuple(reference),
     )
 
 

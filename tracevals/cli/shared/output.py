@@ -151,19 +151,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Rows as CSV (`--format csv`, the UI's download): NULL empty, lists and structs as JSON."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row])
+    return buffer.getvalue()
+
+
 def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
     if fmt == "json":
         objects = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         click.echo(json.dumps(objects, ensure_ascii=False, default=str))
     elif fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow(
-                ["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row]
-            )
-        click.echo(buffer.getvalue(), nl=False)
+        click.echo(csv_text(columns, rows), nl=False)
     else:
         table = Table(title=title, show_lines=False)
         for c in columns:

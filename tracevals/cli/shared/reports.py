@@ -186,11 +186,28 @@ def report_from_lake(
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
     `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
-    from tracevals.report import build_report
     from tracevals.scoring.lake_data import load_lake_data
-    from tracevals.stats import Z95
 
     data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
+    return report_from_data(lake, data, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, vary=vary)
+
+
+def report_from_data(
+    lake: Lake,
+    data: Any,
+    *,
+    k: int | None = None,
+    z: float | None = None,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    vary: tuple[str, ...] = (),
+) -> Any:
+    """`report.build_report` over what `scoring.load_lake_data` read (a `LakeData`): the one way a report
+    is made from a lake, for `report`, `gate` and `tracevals ui` alike."""
+    from tracevals.report import build_report
+    from tracevals.stats import Z95
+
     for note in data.provenance.get("notes", []):
         click.echo(f"tracevals: {note}", err=True)
     built = build_report(
