@@ -9,14 +9,20 @@ telemetry switches and workarounds) stays in each `<stack>.py`.
 run.py runs a recorder as a script in its stack's own virtual environment, so this folder is first on the import
 path: a recorder imports this module first, and importing it takes the folder off the path again (recorders are
 named like the packages they record: `mcp.py`, `crewai.py`, `llama_index.py` ...). So a module that some recorders
-share (`langgraph_agents.py`) imports this one itself, and those recorders import from it alone. No `from
-__future__ import annotations` here: frameworks read the tools' type hints and expect types, not strings.
+share (`langgraph_agents.py`) imports this one itself, and those recorders import from it alone.
+
+The tools' annotations are strings (`from __future__ import annotations`), as they were in most recorders, and a
+framework may show them (LlamaIndex describes a tool as `get_weather(city: 'str') -> 'dict'`): `described(f,
+resolved=True)` gives a stack whose recorder had types (Google ADK needs them) its tools with types.
 """
+
+from __future__ import annotations
 
 import json
 import os
 import sys
 import types
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -72,14 +78,15 @@ OPENINFERENCE_HIDDEN = {
 }
 
 
-def described(function: Callable[..., Any], doc: str) -> Callable[..., Any]:
-    """`function` again, under its own name and signature, with another docstring: for a stack whose recordings
-    word a tool otherwise (a framework reads the description, and its argument notes, from the docstring)."""
+def described(function: Callable[..., Any], doc: str | None = None, resolved: bool = False) -> Callable[..., Any]:
+    """`function` again, under its own name and signature: with another docstring (`doc`), for a stack whose
+    recordings word a tool otherwise (a framework reads the description, and its argument notes, from the
+    docstring); `resolved`, with types for annotations instead of their strings."""
     copy = types.FunctionType(
         function.__code__, function.__globals__, function.__name__, function.__defaults__, function.__closure__
     )
-    copy.__annotations__ = dict(function.__annotations__)
-    copy.__doc__ = doc
+    copy.__annotations__ = typing.get_type_hints(function) if resolved else dict(function.__annotations__)
+    copy.__doc__ = function.__doc__ if doc is None else doc
     return copy
 
 

@@ -105,7 +105,7 @@ def build(scenario_name: str) -> Any:
         billing_agent = agent(
             "billing_agent",
             "Handles billing questions and refunds.",
-            tools=[issue_refund],
+            tools=[described(issue_refund, resolved=True)],
             before_model_callback=unquote_the_transfer,
         )
         return agent(
@@ -114,11 +114,11 @@ def build(scenario_name: str) -> Any:
             sub_agents=[billing_agent],
             before_tool_callback=name_the_sub_agent,
         )
-    local_time = described(get_time, "Get the local time in a city.")
+    local_time = described(get_time, "Get the local time in a city.", resolved=True)
     return agent(
         "weather_agent",
         "Answers questions about the weather.",
-        tools=[get_weather, local_time],
+        tools=[described(get_weather, resolved=True), local_time],
         on_tool_error_callback=on_tool_error,
     )
 

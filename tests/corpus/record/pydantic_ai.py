@@ -73,10 +73,13 @@ def build(scenario_name: str, provider: Any) -> Any:
             raise ToolFailed(str(error)) from error
 
     if scenario_name != "handoff":
-        tools = [get_weather, described(TOOLS["get_time"], "Get the local time in a city.")]
+        tools = [get_weather, described(TOOLS["get_time"], "Get the local time in a city.", resolved=True)]
         return Agent(model, name="weather_agent", instructions=INSTRUCTIONS["weather_agent"], tools=tools)
     billing_agent = Agent(
-        model, name="billing_agent", instructions=INSTRUCTIONS["billing_agent"], tools=[TOOLS["issue_refund"]]
+        model,
+        name="billing_agent",
+        instructions=INSTRUCTIONS["billing_agent"],
+        tools=[described(TOOLS["issue_refund"], resolved=True)],
     )
 
     async def transfer_to_billing_agent(ctx: RunContext[None]) -> str:

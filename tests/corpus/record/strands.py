@@ -36,10 +36,12 @@ MODES = {
         "gen_ai_unredacted_attributes="
     },
 }
-# Strands reads a tool's description, and its arguments', from the docstring (an Args section): worded so here
-get_weather = described(TOOLS["get_weather"], "Get the current weather for a city.\n\nArgs:\n    city: the city")
-get_time = described(TOOLS["get_time"], "Get the local time in a city.\n\nArgs:\n    city: the city")
-issue_refund = described(TOOLS["issue_refund"], "Refund an order.\n\nArgs:\n    order_id: the order to refund")
+# Strands reads a tool's description, and its arguments', from the docstring (an Args section): worded so here,
+# with types for annotations (this recorder always had them)
+ARGS = "\n\nArgs:\n    "
+get_weather = described(TOOLS["get_weather"], f"Get the current weather for a city.{ARGS}city: the city", True)
+get_time = described(TOOLS["get_time"], f"Get the local time in a city.{ARGS}city: the city", True)
+issue_refund = described(TOOLS["issue_refund"], f"Refund an order.{ARGS}order_id: the order to refund", True)
 
 
 def record(scenario_name: str) -> None:
