@@ -17,16 +17,16 @@ const WEATHER = {
 };
 
 // JavaScript has no ValueError: the unknown city is a plain Error, as a JavaScript tool would throw it.
-export function getWeather({ city }) {
+function getWeather({ city }) {
   if (!(city in WEATHER)) throw new Error(`unknown city: ${city}`);
   return { ...WEATHER[city] };
 }
 
-export function getTime({ city }) {
+function getTime({ city }) {
   return { city, time: "14:00" };
 }
 
-export function issueRefund({ order_id }) {
+function issueRefund({ order_id }) {
   return { order_id, status: "refunded" };
 }
 
@@ -38,12 +38,11 @@ export const DESCRIPTIONS = {
 };
 
 const city = z.object({ city: z.string() });
-/** The tools by name: `{name, description, inputSchema, execute}`, for each stack to wrap in its own tool type. */
+/** The tools by name: `{description, inputSchema, execute}`, for each stack to wrap in its own tool type. */
 export const TOOLS = {
-  get_weather: { name: "get_weather", description: DESCRIPTIONS.get_weather, inputSchema: city, execute: getWeather },
-  get_time: { name: "get_time", description: DESCRIPTIONS.get_time, inputSchema: city, execute: getTime },
+  get_weather: { description: DESCRIPTIONS.get_weather, inputSchema: city, execute: getWeather },
+  get_time: { description: DESCRIPTIONS.get_time, inputSchema: city, execute: getTime },
   issue_refund: {
-    name: "issue_refund",
     description: DESCRIPTIONS.issue_refund,
     inputSchema: z.object({ order_id: z.number().int() }),
     execute: issueRefund,
