@@ -83,7 +83,7 @@ def intercept_tools(interceptor: ToolInterceptor) -> Iterator[ToolInterceptor]:
 # --- model calls ----------------------------------------------------------------------------------
 #
 # The same seam for model calls: every instrumented call of the openai (chat completions, Responses)
-# and anthropic (messages) clients goes through `model_wrappers.call_model` / `call_model_async`, which
+# and anthropic (messages) clients goes through `model_wrappers.ModelApi.call` / `call_async`, which
 # hand the SDK's own request (`proceed()`) to the interceptor installed with `intercept_models()`, inside
 # the call's `chat {model}` span. Whatever the interceptor returns is read for that span exactly as the
 # SDK's answer would be: a response object, an SDK stream, or a `ReplayedStream` / `AsyncReplayedStream`

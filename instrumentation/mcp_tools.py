@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind
 
 from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.genai_messages import get
-from tracevals.instrumentation.tool_span import run_tool_async
+from tracevals.instrumentation.tool_span import ToolRun
 from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
@@ -76,15 +76,8 @@ def _bind(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, Mappin
 
 async def _call_tool(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     name, arguments = _bind(args, kwargs)
-    return await run_tool_async(
-        name,
-        _effect(instance, name),
-        arguments,
-        lambda: wrapped(*args, **kwargs),
-        kind=SpanKind.CLIENT,
-        extra=_EXTRA,
-        soft_error=_soft_error,
-    )
+    run = ToolRun(name, _effect(instance, name), arguments, SpanKind.CLIENT, _EXTRA, _soft_error)
+    return await run.run_async(lambda: wrapped(*args, **kwargs))
 
 
 async def _list_tools(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -28,9 +28,9 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as ge
 from tracevals.instrumentation import openai_responses
 from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
-from tracevals.instrumentation.genai_messages import get, openai_chat_inputs, openai_chat_outputs
+from tracevals.instrumentation.genai_messages import get, openai_chat_inputs, openai_chat_outputs, token_count
 from tracevals.instrumentation.model_span import ModelResult
-from tracevals.instrumentation.model_wrappers import call_model, call_model_async
+from tracevals.instrumentation.model_wrappers import ModelApi
 
 PROVIDER = "openai"
 _CHAT = "openai.resources.chat.completions.completions"
@@ -43,10 +43,6 @@ _PATCHES = (
 )
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def chat_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {gen_ai.GEN_AI_INPUT_MESSAGES: openai_chat_inputs(kwargs.get("messages"))}
 
@@ -54,9 +50,9 @@ def chat_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 def usage_of(result: ModelResult, usage: Any) -> None:
     if usage is None:
         return
-    result.input_tokens = _int(get(usage, "prompt_tokens"))
-    result.output_tokens = _int(get(usage, "completion_tokens"))
-    result.cache_read_tokens = _int(get(get(usage, "prompt_tokens_details"), "cached_tokens"))
+    result.input_tokens = token_count(get(usage, "prompt_tokens"))
+    result.output_tokens = token_count(get(usage, "completion_tokens"))
+    result.cache_read_tokens = token_count(get(get(usage, "prompt_tokens_details"), "cached_tokens"))
 
 
 def chat_result(response: Any) -> ModelResult:
@@ -136,34 +132,7 @@ def _stream_types() -> tuple[type, ...]:
     return (openai.Stream, openai.AsyncStream)
 
 
-def _operation(prefix: str, wrapped: Any) -> str:
-    return f"{prefix}.{getattr(wrapped, '__name__', 'create')}"
-
-
-def _sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return call_model(
-        PROVIDER,
-        kwargs,
-        chat_inputs,
-        chat_result,
-        ChatChunks,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
-    )
-
-
-async def _async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return await call_model_async(
-        PROVIDER,
-        kwargs,
-        chat_inputs,
-        chat_result,
-        ChatChunks,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
-    )
+_sync, _async = ModelApi(PROVIDER, chat_inputs, chat_result, ChatChunks, _stream_types).wrappers("chat.completions")
 
 
 def _wrapper(module: str, cls: str) -> Any:
