@@ -16,18 +16,12 @@ call goes through a copy of the client made with the SDK's public `open_telemetr
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-
-from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
 from tracevals.instrumentation.genai_messages import (
     anthropic_inputs,
@@ -39,6 +33,7 @@ from tracevals.instrumentation.genai_messages import (
 from tracevals.instrumentation.interception import ModelInvocation, current_model_interceptor
 from tracevals.instrumentation.model_span import ModelCall, ModelResult
 from tracevals.instrumentation.model_wrappers import ModelApi
+from tracevals.instrumentation.patching import PatchingInstrumentor
 from tracevals.instrumentation.streams import TracedAsyncStream, TracedStream
 
 _log = logging.getLogger(__name__)
@@ -223,27 +218,16 @@ def _awaiting(request: Any) -> Callable[[], Any]:
     return proceed
 
 
-_PATCHES = (
-    ("Messages", "create", _create),
-    ("Messages", "stream", _stream),
-    ("AsyncMessages", "create", _acreate),
-    ("AsyncMessages", "stream", _stream),
-)
-
-
-class AnthropicInstrumentor(BaseInstrumentor):
+class AnthropicInstrumentor(PatchingInstrumentor):
     """Traces the `anthropic` client's `messages.create` / `messages.stream`, sync and async."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("anthropic >= 0.40",)
+    requires = ("anthropic >= 0.40",)
+    patches = (
+        (_MODULE, "Messages.create", _create),
+        (_MODULE, "Messages.stream", _stream),
+        (_MODULE, "AsyncMessages.create", _acreate),
+        (_MODULE, "AsyncMessages.stream", _stream),
+    )
 
-    def _instrument(self, **kwargs: Any) -> None:
-        configure_from_env()
-        for cls, method, wrapper in _PATCHES:
-            wrapt.wrap_function_wrapper(_MODULE, f"{cls}.{method}", wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        module = importlib.import_module(_MODULE)
-        for cls, method, _ in _PATCHES:
-            unwrap(getattr(module, cls), method)
+    def _forget(self) -> None:
         _quiet.clear()

@@ -94,6 +94,4 @@ def _stream_types() -> tuple[type, ...]:
     return (openai.Stream, openai.AsyncStream)
 
 
-sync_wrapper, async_wrapper = ModelApi(
-    PROVIDER, response_inputs, response_result, ResponseEvents, _stream_types
-).wrappers("responses")
+RESPONSES = ModelApi(PROVIDER, response_inputs, response_result, ResponseEvents, _stream_types)
