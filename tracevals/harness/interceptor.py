@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,14 @@ def _case_injections(case: Case) -> tuple[Injection, ...]:
 
 
 @dataclass
+class _Tape:
+    """One tool call as the cassette has it: run live (its result set by the caller), or replayed."""
+
+    live: bool
+    result: Any = None
+
+
+@dataclass
 class AttemptInterceptor:
     """One attempt's interceptor (its fault counters and cassette occurrences are per attempt)."""
 
@@ -197,25 +206,42 @@ class AttemptInterceptor:
     mode: str = "live"
     _seen: dict[str, int] = field(default_factory=dict)
 
-    # --- sync tools -------------------------------------------------------------------------------
-
     def intercept(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
+        """A call of a sync tool."""
+        with self._taped(call) as tape:
+            if tape.live:
+                tape.result = self._live(call, proceed)
+        return self._plant(call, tape.result)
+
+    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        """A call of an async tool."""
+        with self._taped(call) as tape:
+            if tape.live:
+                tape.result = await self._live_async(call, proceed)
+        return self._plant(call, tape.result)
+
+    @contextmanager
+    def _taped(self, call: ToolInvocation) -> Iterator[_Tape]:
+        """The call's cassette: its recorded result (`live` false) or a live run, recorded when the block
+        ends (its result, or the exception that left the block); no cassette, a live run kept nowhere."""
         if self.player is None:
-            return self._plant(call, self._live(call, proceed))
+            yield _Tape(live=True)
+            return
         key, n, recorded = self.player.begin(call.name, call.arguments)
         if recorded is not None:
             call.span.set_attribute(tv.REPLAY, "replay")
             if self.faults is not None:
                 self.faults.replayed_call(call.name)
-            return self._plant(call, replay(recorded))
+            yield _Tape(live=False, result=replay(recorded))
+            return
         call.span.set_attribute(tv.REPLAY, "record")
+        tape = _Tape(live=True)
         try:
-            result = self._live(call, proceed)
+            yield tape
         except BaseException as exc:
             self.player.recorded_error(key, n, call.name, call.arguments, exc)
             raise
-        self.player.recorded_result(key, n, call.name, call.arguments, result)
-        return self._plant(call, result)
+        self.player.recorded_result(key, n, call.name, call.arguments, tape.result)
 
     def _live(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
         rule = self.faults.plan(call.name, call.span) if self.faults is not None else None
@@ -225,26 +251,6 @@ class AttemptInterceptor:
             time.sleep(delay_s(rule))
         raise_if_failing(rule, call.name)
         return shape(rule, proceed())
-
-    # --- async tools ------------------------------------------------------------------------------
-
-    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
-        if self.player is None:
-            return self._plant(call, await self._live_async(call, proceed))
-        key, n, recorded = self.player.begin(call.name, call.arguments)
-        if recorded is not None:
-            call.span.set_attribute(tv.REPLAY, "replay")
-            if self.faults is not None:
-                self.faults.replayed_call(call.name)
-            return self._plant(call, replay(recorded))
-        call.span.set_attribute(tv.REPLAY, "record")
-        try:
-            result = await self._live_async(call, proceed)
-        except BaseException as exc:
-            self.player.recorded_error(key, n, call.name, call.arguments, exc)
-            raise
-        self.player.recorded_result(key, n, call.name, call.arguments, result)
-        return self._plant(call, result)
 
     async def _live_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
         rule = self.faults.plan(call.name, call.span) if self.faults is not None else None
