@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, progress_bar
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.cli.shared.run_control import stoppable, stopped, take_run_lease
 from tracevals.harness import AgentLoadError, load_agent, run_cases
@@ -19,7 +19,7 @@ from tracevals.harness.attacks import InjectionError, load_injections
 from tracevals.harness.cassettes import CassetteMiss
 from tracevals.harness.environment import file_digest, folder_digest, harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
-from tracevals.harness.interceptor import plan_from_options
+from tracevals.harness.interceptor import RunPlan, plan_from_options
 from tracevals.instrumentation import instrument
 from tracevals.lake.leases import Lease
 from tracevals.lake.names import BadName, check_name, under
@@ -42,13 +42,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option(
-    "--tasks",
-    "tasks_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    required=True,
-    help="Task cases, JSONL.",
-)
+@file_option("--tasks", "tasks_file", "Task cases, JSONL.", required=True)
 @click.option("--agent", "agent_ref", required=True, help="The agent under test, as module:function.")
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Attempts per case.")
 @click.option("--variant", default="default", show_default=True, help="Name of what is under test.")
@@ -78,17 +72,9 @@ if TYPE_CHECKING:
     "since test runs are test data and argument checks need it, unless "
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT says otherwise. Secrets are redacted either way.",
 )
-@click.option(
-    "--faults",
-    "faults_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Fault profile (YAML or JSON): which tool calls fail, and how.",
-)
-@click.option(
-    "--injections",
-    "injections_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Prompt injections (YAML or JSON): attack payloads planted in tool results.",
+@file_option("--faults", "faults_file", "Fault profile (YAML or JSON): which tool calls fail, and how.")
+@file_option(
+    "--injections", "injections_file", "Prompt injections (YAML or JSON): attack payloads planted in tool results."
 )
 @click.option(
     "--cassettes",
@@ -107,27 +93,7 @@ if TYPE_CHECKING:
     "model's or the agent's own code.",
 )
 @format_option()
-def run(
-    tasks_file: Path,
-    agent_ref: str,
-    k: int,
-    variant: str,
-    concurrency: int,
-    seed: int,
-    lake: Lake,
-    run_id: str | None,
-    resume: bool,
-    settings: tuple[str, ...],
-    capture_content: bool | None,
-    faults_file: Path | None,
-    injections_file: Path | None,
-    cassette_dir: Path | None,
-    record: bool,
-    replay: bool,
-    record_new: bool,
-    attribute_variance: bool,
-    fmt: str,
-) -> None:
+def run(**given: Any) -> None:
     """Run every case of TASKS k times with AGENT, score the attempts, print the statistics.
 
     The agent is a function `agent(input: str, ctx: tracevals.AttemptContext) -> str` (sync or
@@ -145,107 +111,168 @@ def run(
       tracevals run --tasks cases.jsonl --agent my_agent:run --cassettes tapes --replay
       tracevals run --tasks cases.jsonl --agent my_agent:run -k 5 --attribute-variance
     """
-    try:  # names that become paths and lines of output: refused in one line before anything runs
-        check_name("--variant", variant)
-        if run_id is not None:
-            check_name("--run-id", run_id)
-    except BadName as exc:
-        raise click.ClickException(str(exc)) from None
-    modes = [m for m, on in (("record", record), ("replay", replay), ("record-new", record_new)) if on]
-    if len(modes) > 1:
-        raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
-    cassette_mode = modes[0] if modes else None
-    if attribute_variance and cassette_mode is not None:
-        raise click.ClickException(
-            "--attribute-variance records and replays by itself: give --cassettes DIR (where to keep them) "
-            f"without --{cassette_mode}"
-        )
-    if attribute_variance and k < 2:
-        raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
-    try:
-        cases = load_cases(tasks_file)
-        agent = load_agent(agent_ref)
-        plan = plan_from_options(
-            faults=load_fault_profile(faults_file) if faults_file else (),
-            injections=load_injections(injections_file) if injections_file else (),
-            cassette_dir=None if attribute_variance else cassette_dir,
-            cassette_mode=cassette_mode,
-        )
-        for case in cases:
-            if plan.is_active(case):
-                plan.check(case)  # a bad fault or injection, or a missing cassette, fails now
-    except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
-        raise click.ClickException(str(exc)) from None
-    if not attribute_variance and (cassette_dir is None) != (cassette_mode is None):
-        raise click.ClickException("--cassettes DIR goes with one of --record, --replay, --record-new")
-    extra: dict[str, str] = {}
-    for item in settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.ClickException(f"--setting {item!r} must look like KEY=VALUE")
-        extra[key] = value
-    run_id = run_id or f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{variant}"
-    capture = harness_capture(capture_content)
-    flags = {  # what decides an attempt: a resumed run must not change it (concurrency does not)
-        "--agent": agent_ref,
-        "-k": k,
-        "--seed": seed,
-        "--setting": extra,
-        "--faults": file_digest(faults_file),
-        "--injections": file_digest(injections_file),
-        "--cassettes": None if cassette_dir is None else [str(cassette_dir), cassette_mode],
-        "--capture-content": capture,
-        "--attribute-variance": attribute_variance or None,
-    }
+    o = RunOptions(**given)
+    cassette_mode = o.cassette_mode()  # before anything is loaded: contradictory flags fail first
+    cases, agent, plan = o.load(cassette_mode)
+    extra = o.agent_settings()
+    run_id = o.run_id or f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{o.variant}"
+    capture = harness_capture(o.capture_content)
     console = Console(stderr=True)
-    if lake.local_folder is None and attribute_variance and cassette_dir is None:
+    lake = o.lake
+    if lake.local_folder is None and o.attribute_variance and o.cassette_dir is None:
         raise click.ClickException(
             f"--attribute-variance on an object-store lake ({lake}) needs --cassettes DIR: a local folder "
             "for the cassettes of the frozen runs"
         )
     # one process per run id (a CI retry while the first job still runs is refused, or waits with --resume);
     # everything from here on, counting what is done included, happens under the lease
-    lease = take_run_lease(lake, run_id, resume, console)
+    lease = take_run_lease(lake, run_id, o.resume, console)
     try:
-        try:  # the run keeps its cases in the lake: later commands score its attempts against exactly these
-            write_run_cases(lake, run_id, tasks_file.read_bytes(), str(tasks_file))
-            check_run_flags(lake, run_id, variant, flags)
-            done = completed_attempts(lake, run_id)
-        except (RunCasesConflict, LakeError) as exc:
-            raise click.ClickException(str(exc)) from None
-        if done:
-            console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
-        drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
-        if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
-            console.print(
-                f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
-                f"(tracevals cases review {tasks_file.parent} --accept ID)",
-                highlight=False,
-                soft_wrap=True,
-            )
-        environment = {  # recorded on every attempt's root (tracevals.env.*), see the `environments` view
-            "tasks_sha256": file_digest(tasks_file),
-            "faults": file_digest(faults_file),
-            "injections": file_digest(injections_file),
-            "cassettes": None if cassette_dir is None else f"{cassette_mode}:{folder_digest(cassette_dir)}",
-        }
-        attempts = Attempts(agent, cases, k, run_id, variant, seed, concurrency, extra, plan,
-                            {key: v for key, v in environment.items() if v}, done)  # fmt: skip
-        if attribute_variance:
+        done = _begin(o, run_id, o.flags(cassette_mode, extra, capture), cases, console)
+        attempts = Attempts(agent, cases, o.k, run_id, o.variant, o.seed, o.concurrency, extra, plan,
+                            o.environment(cassette_mode), done)  # fmt: skip
+        if o.attribute_variance:
             from tracevals.cli.shared.variance import print_attribution, score_attribution
 
             # one folder in the lake, whatever the id (a local lake: checked above)
-            work = cassette_dir or under(Path(lake.local_folder or ".") / "variance", run_id)
+            work = o.cassette_dir or under(Path(lake.local_folder or ".") / "variance", run_id)
             _run_attempts(attempts, lake, capture, console, lease, work)
-            print_attribution(score_attribution(lake, run_id, cases, variant, k), run_id, lake, variant, fmt)
+            print_attribution(score_attribution(lake, run_id, cases, o.variant, o.k), run_id, lake, o.variant, o.fmt)
             return
         _run_attempts(attempts, lake, capture, console, lease)
         for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
             console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
         score_run(lake, run_id, cases)
-        _print_run(lake, run_id, len(cases), k, plan, fmt, console)
+        _print_run(lake, run_id, len(cases), o.k, plan, o.fmt, console)
     finally:
         lease.release()
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `tracevals run` was given: its options, by the names of their parameters."""
+
+    tasks_file: Path
+    agent_ref: str
+    k: int
+    variant: str
+    concurrency: int
+    seed: int
+    lake: Lake
+    run_id: str | None
+    resume: bool
+    settings: tuple[str, ...]
+    capture_content: bool | None
+    faults_file: Path | None
+    injections_file: Path | None
+    cassette_dir: Path | None
+    record: bool
+    replay: bool
+    record_new: bool
+    attribute_variance: bool
+    fmt: str
+
+    def cassette_mode(self) -> str | None:
+        """The one cassette mode asked for (None: none), after the names that become paths and lines of
+        output are checked: what contradicts itself is refused in one line before anything runs."""
+        try:
+            check_name("--variant", self.variant)
+            if self.run_id is not None:
+                check_name("--run-id", self.run_id)
+        except BadName as exc:
+            raise click.ClickException(str(exc)) from None
+        modes = [
+            m for m, on in (("record", self.record), ("replay", self.replay), ("record-new", self.record_new)) if on
+        ]
+        if len(modes) > 1:
+            raise click.ClickException(f"--{' and --'.join(modes)} contradict each other: pick one cassette mode")
+        mode = modes[0] if modes else None
+        if self.attribute_variance and mode is not None:
+            raise click.ClickException(
+                "--attribute-variance records and replays by itself: give --cassettes DIR (where to keep them) "
+                f"without --{mode}"
+            )
+        if self.attribute_variance and self.k < 2:
+            raise click.ClickException("--attribute-variance compares attempts of one task: use -k 2 or more")
+        return mode
+
+    def load(self, cassette_mode: str | None) -> tuple[list[Case], Any, RunPlan]:
+        """The cases, the agent and what acts inside its tool calls; a bad fault or injection, or a missing
+        cassette, fails now, in one line."""
+        try:
+            cases = load_cases(self.tasks_file)
+            agent = load_agent(self.agent_ref)
+            plan = plan_from_options(
+                faults=load_fault_profile(self.faults_file) if self.faults_file else (),
+                injections=load_injections(self.injections_file) if self.injections_file else (),
+                cassette_dir=None if self.attribute_variance else self.cassette_dir,
+                cassette_mode=cassette_mode,
+            )
+            for case in cases:
+                if plan.is_active(case):
+                    plan.check(case)
+        except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
+            raise click.ClickException(str(exc)) from None
+        if not self.attribute_variance and (self.cassette_dir is None) != (cassette_mode is None):
+            raise click.ClickException("--cassettes DIR goes with one of --record, --replay, --record-new")
+        return cases, agent, plan
+
+    def agent_settings(self) -> dict[str, str]:
+        """`--setting KEY=VALUE`s, for the agent's ctx.settings."""
+        extra: dict[str, str] = {}
+        for item in self.settings:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise click.ClickException(f"--setting {item!r} must look like KEY=VALUE")
+            extra[key] = value
+        return extra
+
+    def flags(self, cassette_mode: str | None, extra: dict[str, str], capture: Any) -> dict[str, Any]:
+        """What decides an attempt: a resumed run must not change it (concurrency does not)."""
+        return {
+            "--agent": self.agent_ref,
+            "-k": self.k,
+            "--seed": self.seed,
+            "--setting": extra,
+            "--faults": file_digest(self.faults_file),
+            "--injections": file_digest(self.injections_file),
+            "--cassettes": None if self.cassette_dir is None else [str(self.cassette_dir), cassette_mode],
+            "--capture-content": capture,
+            "--attribute-variance": self.attribute_variance or None,
+        }
+
+    def environment(self, cassette_mode: str | None) -> dict[str, str]:
+        """Recorded on every attempt's root (tracevals.env.*), see the `environments` view."""
+        cassettes = None if self.cassette_dir is None else f"{cassette_mode}:{folder_digest(self.cassette_dir)}"
+        environment = {
+            "tasks_sha256": file_digest(self.tasks_file),
+            "faults": file_digest(self.faults_file),
+            "injections": file_digest(self.injections_file),
+            "cassettes": cassettes,
+        }
+        return {key: v for key, v in environment.items() if v}
+
+
+def _begin(o: RunOptions, run_id: str, flags: dict[str, Any], cases: list[Case], console: Console) -> set[AttemptKey]:
+    """The attempts of the run already in the lake, once the run keeps its cases there (later commands
+    score its attempts against exactly these) and its flags are those it started with."""
+    try:
+        write_run_cases(o.lake, run_id, o.tasks_file.read_bytes(), str(o.tasks_file))
+        check_run_flags(o.lake, run_id, o.variant, flags)
+        done = completed_attempts(o.lake, run_id)
+    except (RunCasesConflict, LakeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if done:
+        console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
+    drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
+    if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
+        console.print(
+            f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
+            f"(tracevals cases review {o.tasks_file.parent} --accept ID)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return done
 
 
 @dataclass(frozen=True)

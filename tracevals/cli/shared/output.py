@@ -1,4 +1,4 @@
-"""Printing rows as a table, CSV or JSON: the `--format` option every data command has, and `--lake`."""
+"""Printing rows as a table, CSV or JSON: the `--format` option every data command has, `--lake`, file options."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import io
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -34,6 +35,13 @@ def format_option(default: str = "table") -> Any:
         show_default=True,
         envvar=env.FORMAT,
         help="Output format.",
+    )
+
+
+def file_option(flag: str, name: str, help: str, *, required: bool = False) -> Any:
+    """An option naming a file that must exist, given to the command as a `Path`."""
+    return click.option(
+        flag, name, type=click.Path(exists=True, dir_okay=False, path_type=Path), required=required, help=help
     )
 
 
