@@ -13,8 +13,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures.simulated import serving
 
-from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
+from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, SimulatedModelServer
 
 BIN = Path(sys.executable).parent
 SCRIPT = """
@@ -44,9 +45,7 @@ def lookup(conversation: Conversation, decisions: Decisions) -> ModelTurn:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SimulatedModelServer]:
-    registry = ProfileRegistry()
-    registry.register("lookup", lookup)
-    with SimulatedModelServer(registry=registry) as srv:
+    with serving({"lookup": lookup}) as srv:
         yield srv
 
 

@@ -17,11 +17,12 @@ import anthropic
 import openai
 import pyarrow.parquet as pq
 import pytest
+from fixtures.simulated import serving
 
 import tracevals
 from tracevals.instrumentation.content import CaptureMode, capture_mode, set_capture
 from tracevals.instrumentation.redact import Redactor, set_redactor
-from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
+from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, SimulatedModelServer
 
 USER = "PLANTED-USER-TEXT-4f1c"
 SYSTEM = "PLANTED-SYSTEM-PROMPT-77ab"
@@ -46,9 +47,7 @@ def echo(conversation: Conversation, decisions: Decisions) -> ModelTurn:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SimulatedModelServer]:
-    registry = ProfileRegistry()
-    registry.register("echo", echo)
-    with SimulatedModelServer(registry=registry) as srv:
+    with serving({"echo": echo}) as srv:
         yield srv
 
 

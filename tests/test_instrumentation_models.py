@@ -13,9 +13,10 @@ import anthropic
 import openai
 import pyarrow.parquet as pq
 import pytest
+from fixtures.simulated import lookup_twice, openai_client, serving
 
 import tracevals
-from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
+from tracevals.simulator import SimulatedModelServer
 
 TOOL_SCHEMA = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
 CHAT_TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": TOOL_SCHEMA}}]
@@ -23,29 +24,15 @@ RESPONSES_TOOLS = [{"type": "function", "name": "lookup", "parameters": TOOL_SCH
 ANTHROPIC_TOOLS = [{"name": "lookup", "input_schema": TOOL_SCHEMA}]
 
 
-def lookup_twice(conversation: Conversation, decisions: Decisions) -> ModelTurn:
-    """Two parallel lookups first, then an answer from their results."""
-    results = [m.content for m in conversation.messages if m.role == "tool"]
-    if not results:
-        word = conversation.first_user_text()
-        return ModelTurn(
-            content="Looking.",
-            tool_calls=(PlannedCall("lookup", {"word": word}), PlannedCall("lookup", {"word": word + "s"})),
-        )
-    return ModelTurn.say("Found: " + ", ".join(results))
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[SimulatedModelServer]:
-    registry = ProfileRegistry()
-    registry.register("lookup", lookup_twice)
-    with SimulatedModelServer(registry=registry) as srv:
+    with serving({"lookup": lookup_twice}) as srv:
         yield srv
 
 
 @pytest.fixture
 def oai(server: SimulatedModelServer) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0) as c:
+    with openai_client(server) as c:
         yield c
 
 

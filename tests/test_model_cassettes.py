@@ -17,6 +17,7 @@ import anthropic
 import openai
 import pydantic
 import pytest
+from fixtures.simulated import lookup_twice
 
 import tracevals
 from tracevals.demo import agent as demo_agent
@@ -33,9 +34,7 @@ from tracevals.model.tasks import load_cases
 from tracevals.queries import open_lake
 from tracevals.simulator import (
     Conversation,
-    Decisions,
     ModelTurn,
-    PlannedCall,
     ProfileRegistry,
     SimulatedModel,
     SimulatedModelServer,
@@ -63,18 +62,6 @@ class CountingModel(SimulatedModel):
         with self._lock:
             self.served += 1
         return super().complete(conversation)
-
-
-def lookup_twice(conversation: Conversation, decisions: Decisions) -> ModelTurn:
-    """Two lookups first, then an answer from their results."""
-    results = [m.content for m in conversation.messages if m.role == "tool"]
-    if not results:
-        word = conversation.first_user_text()
-        return ModelTurn(
-            content="Looking.",
-            tool_calls=(PlannedCall("lookup", {"word": word}), PlannedCall("lookup", {"word": word + "s"})),
-        )
-    return ModelTurn.say("Found: " + ", ".join(results))
 
 
 def _registry() -> ProfileRegistry:

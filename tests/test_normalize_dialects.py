@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import openai
 import pytest
+from fixtures.simulated import serving
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -24,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import tracevals
 from tracevals.collector.testing import running_collector
 from tracevals.instrumentation.context import SessionSpanProcessor
-from tracevals.simulator import ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
+from tracevals.simulator import ModelTurn, PlannedCall, SimulatedModelServer
 
 SESSION = "sess-dialects"
 TOOLS = [
@@ -47,9 +48,7 @@ def _support_model(conversation: Any, decisions: Any) -> ModelTurn:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SimulatedModelServer]:
-    registry = ProfileRegistry()
-    registry.register("sim-model", _support_model)
-    with SimulatedModelServer(registry=registry) as s:
+    with serving({"sim-model": _support_model}) as s:
         yield s
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import anthropic
 import openai
 import pytest
+from fixtures.simulated import openai_client
 
 from tracevals.simulator import (
     Conversation,
@@ -88,7 +89,7 @@ def server(registry: ProfileRegistry) -> Iterator[SimulatedModelServer]:
 
 @pytest.fixture
 def client(server: SimulatedModelServer) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0) as c:
+    with openai_client(server) as c:
         yield c
 
 
