@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals import env
 from tracevals.cli.shared.output import format_option, print_rows
-from tracevals.cli.shared.production import gate_production, load_production, production_mode
-from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
+from tracevals.cli.shared.production import gate_production
+from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 from tracevals.stats.release_gate import NOT_JUDGED
 
@@ -117,18 +116,7 @@ def _read_config(path: str) -> dict[str, Any]:
 @env_options
 @format_option()
 def gate(
-    lake: Lake,
-    runs: tuple[str, ...],
-    since: datetime | None,
-    until: datetime | None,
-    sample: float | None,
-    sample_seed: int,
-    tasks_file: str | None,
-    scoring_config: str | None,
-    k: int | None,
-    z: float,
-    production: bool,
-    alpha: float,
+    sel: Selected,
     baseline: str | None,
     candidate: str | None,
     config_file: str | None,
@@ -194,23 +182,20 @@ def gate(
         "strict_env": strict_env or None,
         "vary": vary or None,
     }
-    if production_mode(lake, runs, production):
+    lake, tasks_file = sel.lake, sel.tasks_file
+    if sel.is_production():
         if baseline or candidate:
             raise click.ClickException(
                 "a production gate judges the night against the days before; --baseline/--candidate are for runs"
             )
-        summary = load_production(lake, since, until, sample, sample_seed, z, alpha, scoring_config)
-        gate_production(summary, lake, max_drop=max_drop, min_rate=min_rate, evaluators=gate_evaluators,
-                        significant=fail_on_significant_regression, fmt=fmt, min_pass_rate=min_pass_rate,
-                        forbid=forbid)  # fmt: skip
+        gate_production(sel.production_summary(), lake, max_drop=max_drop, min_rate=min_rate,
+                        evaluators=gate_evaluators, significant=fail_on_significant_regression, fmt=fmt,
+                        min_pass_rate=min_pass_rate, forbid=forbid)  # fmt: skip
         return
     if not candidate:
         raise click.ClickException("give --candidate (and --baseline to compare with): the variants of the runs")
     thresholds = load_thresholds(config_file, overrides)
-    data = load_report(
-        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, thresholds.vary,
-        baseline_optional=True, config_file=scoring_config,
-    )  # fmt: skip
+    data = load_report(sel, baseline, candidate, thresholds.vary, baseline_optional=True)
     cand = data.summaries[candidate]
     base = data.summaries.get(baseline) if baseline and data.comparison is not None else None
     props = data.reliability.properties.get(candidate) if data.reliability is not None else None

@@ -7,18 +7,17 @@ gate verdict and the report a person opens to understand it always count the sam
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals.cli.shared.output import format_option, print_rows
-from tracevals.cli.shared.production import load_production, production_mode, report_production
-from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
+from tracevals.cli.shared.production import report_production
+from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 
 if TYPE_CHECKING:
-    from tracevals.lake.lake import Lake
+    pass
 
 
 @click.command()
@@ -35,18 +34,7 @@ if TYPE_CHECKING:
 @env_options
 @format_option()
 def report(
-    lake: Lake,
-    runs: tuple[str, ...],
-    since: datetime | None,
-    until: datetime | None,
-    sample: float | None,
-    sample_seed: int,
-    tasks_file: str | None,
-    scoring_config: str | None,
-    k: int | None,
-    z: float,
-    production: bool,
-    alpha: float,
+    sel: Selected,
     baseline: str | None,
     candidate: str | None,
     out_file: str,
@@ -78,16 +66,12 @@ def report(
         kind = report_format(out_file)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    if production_mode(lake, runs, production):
-        if baseline or candidate or tasks_file:
+    if sel.is_production():
+        if baseline or candidate or sel.tasks_file:
             raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
-        summary = load_production(lake, since, until, sample, sample_seed, z, alpha, scoring_config)
-        report_production(summary, out_file, kind, fmt)
+        report_production(sel.production_summary(), out_file, kind, fmt)
         return
-    data = load_report(
-        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary,
-        config_file=scoring_config,
-    )  # fmt: skip
+    data = load_report(sel, baseline, candidate, vary)
     try:
         path = write_report(out_file, data)
     except OSError as exc:

@@ -6,7 +6,9 @@ a gate verdict and the report a person opens to understand it count the same att
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,8 +26,48 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def selection_options(func: F) -> F:
-    """--lake, --run, --since, --until, --sample, --seed, --tasks, -k, --z: which attempts, and how to count."""
+@dataclass(frozen=True)
+class Selected:
+    """What the selection options say: which attempts of which lake, and how to count them."""
+
+    lake: Lake
+    runs: tuple[str, ...]
+    since: datetime | None
+    until: datetime | None
+    sample: float | None
+    sample_seed: int
+    tasks_file: str | None
+    scoring_config: str | None
+    k: int | None
+    z: float
+    production: bool
+    alpha: float
+
+    def is_production(self) -> bool:
+        """Whether to report production sessions (asked, or the lake holds no harness run)."""
+        from tracevals.cli.shared.production import production_mode
+
+        return production_mode(self.lake, self.runs, self.production)
+
+    def production_summary(self) -> Any:
+        """The `ProductionSummary` of the selected range."""
+        from tracevals.cli.shared.production import load_production
+
+        return load_production(self.lake, self.since, self.until, self.sample, self.sample_seed, self.z,
+                               self.alpha, self.scoring_config)  # fmt: skip
+
+
+_SELECTED = tuple(f.name for f in fields(Selected))
+
+
+def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--lake, --run, --since, --until, --sample, --seed, --tasks, -k, --z: which attempts, and how to count.
+    The command gets them as one `Selected`, its first argument."""
+
+    @functools.wraps(func)
+    def command(**given: Any) -> Any:
+        return func(Selected(**{name: given.pop(name) for name in _SELECTED}), **given)
+
     options = [
         lake_option("The lake directory (holds spans/ and scores/). Env: TRACEVALS_LAKE."),
         click.option(
@@ -89,8 +131,8 @@ def selection_options(func: F) -> F:
         ),
     ]
     for option in reversed(options):
-        func = option(func)
-    return func
+        command = option(command)
+    return command
 
 
 def env_options(func: F) -> F:
@@ -112,25 +154,16 @@ def env_options(func: F) -> F:
 
 
 def load_report(
-    lake: Lake,
-    runs: tuple[str, ...],
-    since: datetime | None,
-    until: datetime | None,
-    sample: float | None,
-    sample_seed: int,
-    tasks_file: str | None,
-    k: int | None,
-    z: float,
+    sel: Selected,
     baseline: str | None = None,
     candidate: str | None = None,
     vary: tuple[str, ...] = (),
     baseline_optional: bool = False,
-    config_file: str | None = None,
 ) -> Any:
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line.
     `baseline_optional` (the gate): only a candidate is needed; a baseline with no attempts in the
-    selection leaves nothing to compare. `config_file`: the scoring config `tracevals score` takes, for
-    the attempts scored now and their prices."""
+    selection leaves nothing to compare. `sel.scoring_config`: the scoring config `tracevals score` takes,
+    for the attempts scored now and their prices."""
     import duckdb
 
     from tracevals.lake.run_cases import RunCasesConflict, digest
@@ -144,25 +177,25 @@ def load_report(
         raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
     try:
         cases, sha = None, None
-        if tasks_file:  # else: the cases each run kept in the lake
-            data = _read_tasks(tasks_file)
-            cases, sha = {c.case_id: c for c in cases_from_bytes(data, tasks_file)}, digest(data)
-        config = _config(config_file)
+        if sel.tasks_file:  # else: the cases each run kept in the lake
+            data = _read_tasks(sel.tasks_file)
+            cases, sha = {c.case_id: c for c in cases_from_bytes(data, sel.tasks_file)}, digest(data)
+        config = _config(sel.scoring_config)
         selection = Selection(
-            runs=runs,
+            runs=sel.runs,
             variants=(baseline, candidate) if baseline and candidate and not baseline_optional else (),
-            since=since,
-            until=until,
-            fraction=sample,
-            seed=sample_seed,
+            since=sel.since,
+            until=sel.until,
+            fraction=sel.sample,
+            seed=sel.sample_seed,
         )
-        meta = {"tasks_file": tasks_file} if tasks_file else {}
+        meta = {"tasks_file": sel.tasks_file} if sel.tasks_file else {}
         return report_from_lake(
-            lake,
+            sel.lake,
             selection,
             cases,
-            k=k,
-            z=z,
+            k=sel.k,
+            z=sel.z,
             baseline=baseline,
             candidate=candidate,
             meta=meta,
@@ -174,7 +207,7 @@ def load_report(
     except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
-        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+        raise click.ClickException(f"cannot read the lake {sel.lake}: {str(exc).splitlines()[0]}") from exc
 
 
 def _config(path: str | None) -> Any:
