@@ -10,64 +10,17 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fixtures.otlp_lakes import ingest_doc
+from fixtures.recording import TRACE, doc, kv, said, span, turn
 
 from tracevals.cli import main
 from tracevals.queries import open_lake
 
-TRACE = "0af7651916cd43dd8448eb211c80319c"
 USER = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}])
 ANSWER = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Hello!"}], "finish_reason": "stop"}])
 USAGE = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "m",
          "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5}  # fmt: skip
 CHAT = {**USAGE, "gen_ai.input.messages": USER, "gen_ai.output.messages": ANSWER}
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
-
-
-def kv(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "value": {"boolValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def span(sid: str, parent: str | None, name: str, attrs: dict[str, Any], start: int, **extra: Any) -> dict[str, Any]:
-    out = {
-        "traceId": TRACE,
-        "spanId": sid,
-        "name": name,
-        "kind": 1,
-        "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(start + 1000),
-        "attributes": [kv(k, v) for k, v in attrs.items()],
-        **extra,
-    }
-    if parent:
-        out["parentSpanId"] = parent
-    return out
-
-
-def doc(spans: list[dict[str, Any]], logs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"resourceSpans": [{"resource": {"attributes": [kv("service.name", "x")]},
-                                               "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}  # fmt: skip
-    if logs:
-        out["resourceLogs"] = [
-            {"resource": {"attributes": []}, "scopeLogs": [{"scope": {"name": "x"}, "logRecords": logs}]}
-        ]
-    return out
-
-
-def turn(tmp_path: Path, document: dict[str, Any]) -> dict[str, Any]:
-    lake = tmp_path / "lake"
-    ingest_doc(lake, document)
-    relation = open_lake(lake, materialize=True).sql("SELECT * FROM turns")
-    [row] = [dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()]
-    return row
-
-
-def said(row: dict[str, Any]) -> tuple[Any, ...]:
-    return row["user_text"], row["final_text"], row["input_tokens"], row["output_tokens"], row["model_call_count"]
 
 
 @pytest.mark.parametrize(

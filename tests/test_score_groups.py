@@ -11,123 +11,25 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from fixtures.engine_lakes import CASES, T0, build_two_writer_lake
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.writer import LakeWriter
-from tracevals.model.tasks import case_from_dict
 from tracevals.queries import open_lake
 from tracevals.queries.groups import find_crossing, plan_groups
 from tracevals.queries.selection import Selection
 from tracevals.scoring.job import SESSION_MARGIN
 from tracevals.scoring.offline import score_connection, score_lake
 from tracevals.scoring.results import ScoringRun
-from tracevals.spans.exporters import ParquetLogExporter, ParquetSpanExporter
-
-T0 = dt.datetime(2026, 11, 29, 9, 0, tzinfo=dt.timezone.utc)
-CASES = [
-    case_from_dict({"case_id": "lookup", "input": "where is my order", "expected_steps": ["get_orders"]}),
-    case_from_dict({"case_id": "send", "input": "tell me when it ships", "expected_steps": ["send_message"]}),
-]
-
-
-def _ns(at: dt.datetime) -> int:
-    return int(at.timestamp() * 1e9)
-
-
-def _turn(tracer: Any, at: dt.datetime, session: str | None, n: int, **extra: Any) -> None:
-    """One trace: an agent span, a chat asking for a tool, the tool, a closing chat (`n` varies ids and args)."""
-    root_attrs = {"gen_ai.operation.name": "invoke_agent", **extra}
-    if session is not None:
-        root_attrs["gen_ai.conversation.id"] = session
-    same = {"gen_ai.conversation.id": session} if session is not None else {}
-    tool = "get_orders" if n % 3 else "send_message"
-    root = tracer.start_span("invoke_agent support", start_time=_ns(at), attributes=root_attrs)
-    ctx = trace.set_span_in_context(root)
-    ask = tracer.start_span("chat m", ctx, start_time=_ns(at) + 1_000_000, attributes={
-        **same, "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 100 + n,
-        "gen_ai.usage.output_tokens": 10, "tracevals.tool_calls.ids": [f"call_{n}"],
-        "tracevals.tool_calls.names": [tool],
-    })  # fmt: skip
-    ask.end(end_time=_ns(at) + 20_000_000)
-    call = tracer.start_span(f"execute_tool {tool}", ctx, start_time=_ns(at) + 21_000_000, attributes={
-        **same, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": f"call_{n}",
-        "gen_ai.tool.call.arguments": f'{{"customer_id": "c{n}"}}', "gen_ai.tool.call.result": '{"orders": []}',
-    })  # fmt: skip
-    call.end(end_time=_ns(at) + 25_000_000)
-    answer = tracer.start_span("chat m", ctx, start_time=_ns(at) + 26_000_000, attributes={
-        **same, "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 150,
-        "gen_ai.usage.output_tokens": 20,
-    })  # fmt: skip
-    answer.end(end_time=_ns(at) + 40_000_000)
-    root.end(end_time=_ns(at) + 41_000_000)
 
 
 @pytest.fixture(scope="module")
 def varied(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("groups") / "lake"
-    provider = TracerProvider(resource=Resource.create({"service.name": "groups-test"}))
-    # a file per 16 spans (and hour): a session's spans lie in one file or in several
-    provider.add_span_processor(BatchSpanProcessor(ParquetSpanExporter(lake), max_export_batch_size=16))
-    tracer = provider.get_tracer("test")
-    for i in range(30):  # plain sessions over three hours, a third of them two turns 40 minutes apart
-        at = T0 + dt.timedelta(minutes=6 * i)
-        _turn(tracer, at, f"s-{i}", i)
-        if i % 3 == 0:
-            _turn(tracer, at + dt.timedelta(minutes=40), f"s-{i}", 100 + i)
-    _turn(tracer, T0.replace(minute=59, second=59, microsecond=990_000), "over-the-hour", 200)  # 09:59 and 10:00
-    _turn(tracer, T0 + dt.timedelta(minutes=5), None, 201)  # no session id: a session of its own
-    _turn(tracer, T0 + dt.timedelta(minutes=7), "two-ids", 202)
-    _turn(tracer, T0 + dt.timedelta(hours=2), "two-ids-b", 203)
-    for i, run in enumerate(("r1", "r1", "r2")):
-        harness = {"tracevals.run.id": run, "tracevals.task.id": "lookup", "tracevals.attempt": i + 1}
-        _turn(tracer, T0 + dt.timedelta(minutes=31 + i), f"run-{i}", 1 + 3 * i, **harness)
-    _turn(tracer, T0 - dt.timedelta(hours=1), "early", 204)  # starts before the range, a turn inside it
-    _turn(tracer, T0 + dt.timedelta(minutes=20), "early", 205)
-    # a span with two session ids: the child carries another one than its trace's root
-    began, until = _ns(T0 + dt.timedelta(minutes=8)), _ns(T0 + dt.timedelta(minutes=9))
-    root = tracer.start_span("invoke_agent support", start_time=began, attributes={"gen_ai.conversation.id": "two-ids"})
-    other = {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "two-ids-b"}
-    child = tracer.start_span("chat m", trace.set_span_in_context(root), start_time=began, attributes=other)
-    child.end(end_time=until)
-    root.end(end_time=until)
-    provider.shutdown()
-    # OTLP retries: some spans again, in other files of their hour, and one filed two hours later (a writer
-    # that partitions by arrival), in another group
-    spans = pl.read_parquet(str(lake / "spans" / "**" / "*.parquet"), hive_partitioning=False)
-    again = spans.filter(pl.col("name").str.starts_with("execute_tool")).sort("start_time").head(4)
-    LakeWriter(lake).write_table(
-        again.with_columns(end_time=pl.col("end_time") + pl.duration(milliseconds=1)).to_arrow()
-    )
-    late = lake / "spans" / "date=2026-11-29" / "hour=12"
-    pq.write_table(spans.filter(pl.col("session_id") == "s-2").head(1).to_arrow(), late / "part-late-copy.parquet")
-    # a log record of a model call of session s-1 (09:06), filed at 10:30 (its own timestamp)
-    logs = LoggerProvider(resource=Resource.create({"service.name": "groups-test"}))
-    logs.add_log_record_processor(SimpleLogRecordProcessor(ParquetLogExporter(lake)))
-    first = spans.filter((pl.col("kind") == "llm") & (pl.col("session_id") == "s-1")).row(0, named=True)
-    ctx = trace.set_span_in_context(
-        trace.NonRecordingSpan(
-            trace.SpanContext(int(first["trace_id"], 16), int(first["span_id"], 16), False, trace.TraceFlags(1))
-        )
-    )
-    logs.get_logger("test").emit(
-        timestamp=_ns(T0 + dt.timedelta(hours=1, minutes=30)),
-        context=ctx,
-        event_name="gen_ai.user.message",
-        body={"content": "where is my order"},
-    )
-    logs.shutdown()
-    return lake
+    # one writer whose files hold 16 spans (and an hour) each: a session's spans lie in one file or in several
+    return build_two_writer_lake(tmp_path_factory.mktemp("groups") / "lake", services=("groups-test",), retries=False)
 
 
 SELECTIONS = {

@@ -41,6 +41,7 @@ __all__ = [
     "TaskCategory",
     "categorize",
     "hazard_label",
+    "in_words",
 ]
 
 SILENT_FAILURE = "silent_failure"
@@ -48,12 +49,15 @@ DUPLICATE_SIDE_EFFECT = "duplicate_side_effect"
 UNAUTHORISED_CALL = "unauthorised_call"
 ENDLESS_LOOP = "endless_loop"
 HAZARD_KINDS = (SILENT_FAILURE, DUPLICATE_SIDE_EFFECT, UNAUTHORISED_CALL, ENDLESS_LOOP)
-HAZARD_LABELS: Mapping[str, str] = {
-    SILENT_FAILURE: "silent failure",
-    DUPLICATE_SIDE_EFFECT: "duplicate side effect",
-    UNAUTHORISED_CALL: "unauthorised call",
-    ENDLESS_LOOP: "endless loop",
-}
+
+
+def in_words(names: Sequence[str]) -> Mapping[str, str]:
+    """Each name in words, in the order given: its underscores become spaces (how a report writes a hazard,
+    a category or a consistency verdict)."""
+    return {name: name.replace("_", " ") for name in names}
+
+
+HAZARD_LABELS = in_words(HAZARD_KINDS)
 
 AUTOMATIC = "automatic"
 CANARY = "canary"
@@ -61,12 +65,7 @@ NEEDS_CONFIRMATION = "needs_confirmation"
 DO_NOT_SHIP = "do_not_ship"
 #: From the most to the least autonomy a task may be given.
 CATEGORIES = (AUTOMATIC, CANARY, NEEDS_CONFIRMATION, DO_NOT_SHIP)
-CATEGORY_LABELS: Mapping[str, str] = {
-    AUTOMATIC: "automatic",
-    CANARY: "canary",
-    NEEDS_CONFIRMATION: "needs confirmation",
-    DO_NOT_SHIP: "do not ship",
-}
+CATEGORY_LABELS = in_words(CATEGORIES)
 
 
 def hazard_label(kind: str) -> str:

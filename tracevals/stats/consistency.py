@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tracevals.stats.categories import in_words
 from tracevals.stats.estimators import Z95, wilson
 
 __all__ = [
@@ -59,12 +60,7 @@ FLAKY = "flaky"
 STABLE_FAIL = "stable_fail"
 CONSISTENTLY_WRONG = "consistently_wrong"
 VERDICTS = (STABLE_PASS, FLAKY, CONSISTENTLY_WRONG, STABLE_FAIL)
-VERDICT_LABELS = {
-    STABLE_PASS: "stable pass",
-    FLAKY: "flaky",
-    CONSISTENTLY_WRONG: "consistently wrong",
-    STABLE_FAIL: "stable fail",
-}
+VERDICT_LABELS = in_words(VERDICTS)
 
 Equivalence = Callable[[str, str], bool]
 """A case's own test of two answers: ``(a, b) -> bool``, True when they are the same result."""
