@@ -150,20 +150,41 @@ class Measured:
     stderr: str
 
 
+class Child:
+    """A child process whose stdout and stderr are read to the end by two threads (neither pipe fills up
+    while the caller waits for it, wait4 included)."""
+
+    def __init__(self, cmd: Sequence[str], cwd: Path | None, env: dict[str, str] | None) -> None:
+        self.proc = subprocess.Popen(
+            list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, self._out), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, self._err), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(pipe: Any, into: list[str]) -> None:
+        into.append(pipe.read() if pipe else "")
+
+    def output(self) -> tuple[str, str]:
+        """(stdout, stderr), once the child has exited."""
+        for reader in self._readers:
+            reader.join()
+        return "".join(self._out), "".join(self._err)
+
+
 def run_measured(
     cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 1800
 ) -> Measured:
     """Run `cmd` to completion; its wall time and peak RSS from the kernel's accounting (wait4)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out: list[str] = []
-    err: list[str] = []
-    readers = [
-        threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else ""), daemon=True),
-        threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    child = Child(cmd, cwd, env)
+    proc = child.proc
     timer = threading.Timer(timeout, proc.kill)
     timer.start()
     try:
@@ -172,9 +193,7 @@ def run_measured(
         timer.cancel()
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
-    for reader in readers:
-        reader.join()
-    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, "".join(out), "".join(err))
+    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, *child.output())
 
 
 def last_lines(text: str, n: int = 3) -> str:
@@ -319,15 +338,9 @@ def post_all(
 
 def otlp_kv(key: str, value: object) -> Any:
     """An OTLP KeyValue of a bool, int, float or string (anything else as its text)."""
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from tracevals.collector.testing import otlp_kv as kv  # imported here: this module runs in peers' venvs
 
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+    return kv(key, value)
 
 
 def free_port() -> int:

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import polars as pl
-from common import PROJECT_PYTHON, ROOT, Figure, PeerUnavailable, Section
+from common import PROJECT_PYTHON, ROOT, Child, Figure, PeerUnavailable, Section
 from scoring import CONFIG, cases, write_lake
 from spark_path import spark_site_packages
 
@@ -91,15 +90,8 @@ class Measured:
 def run_tree(cmd: list[str], env: dict[str, str]) -> Measured:
     """Run `cmd`; its wall time, the CPU seconds and peak PSS of its process tree (module docstring)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out: list[str] = []
-    err: list[str] = []
-    readers = [
-        threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout else ""), daemon=True),
-        threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else ""), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
+    child = Child(cmd, ROOT, env)
+    proc = child.proc
     cpu: dict[int, float] = {}
     peak = [0.0]
     done = threading.Event()
@@ -127,12 +119,10 @@ def run_tree(cmd: list[str], env: dict[str, str]) -> Measured:
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
-    for reader in readers:
-        reader.join()
     reaped = usage.ru_utime + usage.ru_stime
     total = max(reaped, sum(cpu.values()))
     code = os.waitstatus_to_exitcode(status)
-    return Measured(wall, total, peak[0], len(cpu), code, "".join(out), "".join(err))
+    return Measured(wall, total, peak[0], len(cpu), code, *child.output())
 
 
 def _engine_env(engine: str, env: dict[str, str]) -> dict[str, str]:

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,17 +22,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_CLI = [sys.executable, "-m", "tracevals"]
-AGENT = textwrap.dedent(
-    """
-    import os, time
-
-    def agent(text, ctx):
-        with open(os.environ["AGENT_LOG"], "a") as fh:
-            fh.write(f"start {ctx.run_id} {ctx.task_id}:{ctx.attempt} {time.time()}\\n")
-        time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
-        return f"the answer to {text} is 42"
-    """
-)
 
 
 @dataclass
@@ -52,11 +40,9 @@ class Result:
 
 
 def _project(work: Path, cases: int = 3) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "my_agent.py").write_text(AGENT)
-    rows = [{"case_id": f"t{i}", "input": f"q{i}", "success_criteria": {"must_include": ["42"]}} for i in range(cases)]
-    (work / "cases.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return work
+    from tests.fixtures.run_project import write_project  # the tests' project (sys.path: bench/faults.py)
+
+    return write_project(work, range(cases))
 
 
 def _start(work: Path, lake: str, run_id: str, *args: str, sleep: float = 0.1) -> subprocess.Popen[str]:

@@ -16,6 +16,19 @@ from tracevals.collector.config import CollectorConfig, parse_config
 from tracevals.collector.service import Collector
 
 
+def otlp_kv(key: str, value: object) -> Any:
+    """An OTLP protobuf KeyValue of a bool, int, float or string (anything else as its text)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
 def config_document(path: str | Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """An `otel-config.yaml` document on ports 0 (free ones) writing into the lake at `path` (the config's
     `exporters.parquet.path`, as a user writes it); `overrides` merge in."""

@@ -15,12 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tracevals.cli import main
 from tracevals.collector.config import CollectorConfigError, load_config, parse_config
 from tracevals.collector.conversion.rows import TRUNCATED, logs_table, rows_from_request, spans_table
-from tracevals.collector.testing import config_document
+from tracevals.collector.testing import config_document, otlp_kv
 from tracevals.lake.sampling import SessionSampler, session_kept
 from tracevals.lake.schema import SPAN_SCHEMA
 
@@ -103,27 +102,17 @@ def test_sampling_keeps_or_drops_whole_sessions_deterministically() -> None:
     assert sampler.keep(None, "t-unknown") == session_kept("t-unknown", 25.0, 7)
 
 
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=value))
-
-
 def _request(attrs: dict[str, Any], status: int = 0, events: int = 0) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     resource = request.resource_spans.add()
-    resource.resource.attributes.append(_kv("service.name", "svc"))
+    resource.resource.attributes.append(otlp_kv("service.name", "svc"))
     span = resource.scope_spans.add().spans.add()
     span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, "execute_tool x"
     span.start_time_unix_nano, span.end_time_unix_nano, span.status.code = 10, 20, status
-    span.attributes.extend(_kv(k, v) for k, v in attrs.items())
+    span.attributes.extend(otlp_kv(k, v) for k, v in attrs.items())
     for i in range(events):
         event = span.events.add(name="exception" if i == 0 else "e")
-        event.attributes.append(_kv("exception.type", "Boom"))
+        event.attributes.append(otlp_kv("exception.type", "Boom"))
     return request
 
 
@@ -156,7 +145,7 @@ def test_a_truncated_flag_the_sender_set_is_merged_whatever_its_type(given: Any,
     if isinstance(given, list):
         value = request.resource_spans[0].scope_spans[0].spans[0].attributes.add(key=TRUNCATED).value
         for item in given:
-            value.array_value.values.append(_kv("_", item).value)
+            value.array_value.values.append(otlp_kv("_", item).value)
     (attributes,) = spans_table(request, max_value_bytes=1024)["attributes"].to_pylist()
     assert json.loads(attributes)[TRUNCATED] == expected
 
@@ -165,7 +154,7 @@ def test_a_log_record_with_a_truncated_flag_of_another_type_is_kept() -> None:
     request = ExportLogsServiceRequest()
     record = request.resource_logs.add().scope_logs.add().log_records.add(time_unix_nano=10)
     record.body.string_value = "y" * 5000
-    record.attributes.append(_kv(TRUNCATED, 7))
+    record.attributes.append(otlp_kv(TRUNCATED, 7))
     (attributes,) = logs_table(request, max_value_bytes=1024)["attributes"].to_pylist()
     assert json.loads(attributes)[TRUNCATED] == ["7", "body"]
 

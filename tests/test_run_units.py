@@ -16,36 +16,21 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from fixtures.run_project import write_project
 from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
 
-AGENT = textwrap.dedent(
-    """
-    import os, time
-
-    def agent(text, ctx):
-        with open(os.environ["AGENT_LOG"], "a") as fh:
-            fh.write(f"start {ctx.run_id} {ctx.task_id}:{ctx.attempt} {time.time()}\\n")
-        time.sleep(float(os.environ.get("AGENT_SLEEP", "0")))
-        return f"the answer to {text} is 42"
-    """
-)
-CASES = [{"case_id": f"t{i}", "input": f"q{i}", "success_criteria": {"must_include": ["42"]}} for i in (1, 2)]
-
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "my_agent.py").write_text(AGENT)
-    (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
-    return tmp_path
+    return write_project(tmp_path, (1, 2))
 
 
 def _start(project: Path, lake: str, run_id: str, *args: str, sleep: float = 0.3) -> subprocess.Popen[str]:
