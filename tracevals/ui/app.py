@@ -9,7 +9,7 @@ refreshes a page's main part while figures are being computed or a run is writin
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tracevals.lake.lake import Lake
@@ -30,7 +30,7 @@ from tracevals.ui.guard import Guard
 from tracevals.ui.reader import LakeReader
 from tracevals.ui.text import inert, pretty
 
-__all__ = ["UI", "create_app", "link"]
+__all__ = ["UI", "create_app", "link", "page_routes"]
 
 
 def link(*parts: Any, **query: Any) -> str:
@@ -149,6 +149,18 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found})
     return Guard(app, token, port), ui
+
+
+Page = Callable[[UI, Request], Response]
+
+
+def page_routes(ui: UI, pages: Sequence[tuple[str, Page, str]]) -> list[Route]:
+    """A route per (path, page, name): each page is called with `ui` and the request."""
+
+    def endpoint(fn: Page) -> Callable[[Request], Response]:
+        return lambda request: fn(ui, request)
+
+    return [Route(path, endpoint(fn), name=name) for path, fn, name in pages]
 
 
 def query_of(request: Request) -> Mapping[str, str]:

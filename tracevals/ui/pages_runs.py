@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tracevals.ui.app import UI, query_of, text
+from tracevals.ui.app import UI, page_routes, query_of, text
 from tracevals.ui.attempts import task_view
 from tracevals.ui.figures import Entry, RunRow
 
@@ -21,22 +20,16 @@ __all__ = ["routes"]
 
 
 def routes(ui: UI) -> list[Route]:
-    def page(fn: Callable[[UI, Request], Response]) -> Callable[[Request], Response]:
-        def endpoint(request: Request) -> Response:
-            return fn(ui, request)
-
-        return endpoint
-
-    return [
-        Route("/", page(runs_page), name="runs"),
-        Route("/runs/{run_id}", page(run_page), name="run"),
-        Route("/runs/{run_id}/report.json", page(run_json), name="run_json"),
-        Route("/runs/{run_id}/compare", page(compare_page), name="compare"),
-        Route("/runs/{run_id}/tasks/{task_id}", page(task_page), name="task"),
-        Route("/runs/{run_id}/tasks/{task_id}/funnel", page(funnel_page), name="funnel"),
-        Route("/runs/{run_id}/failures", page(failures_page), name="failures"),
-        Route("/runs/{run_id}/variance", page(variance_page), name="variance"),
-    ]
+    return page_routes(ui, [
+        ("/", runs_page, "runs"),
+        ("/runs/{run_id}", run_page, "run"),
+        ("/runs/{run_id}/report.json", run_json, "run_json"),
+        ("/runs/{run_id}/compare", compare_page, "compare"),
+        ("/runs/{run_id}/tasks/{task_id}", task_page, "task"),
+        ("/runs/{run_id}/tasks/{task_id}/funnel", funnel_page, "funnel"),
+        ("/runs/{run_id}/failures", failures_page, "failures"),
+        ("/runs/{run_id}/variance", variance_page, "variance"),
+    ])  # fmt: skip
 
 
 def _date(value: str | None) -> dt.date | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-from collections.abc import Callable
 from typing import Any
 
 import click
@@ -18,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tracevals.ui.app import UI, query_of, text
+from tracevals.ui.app import UI, page_routes, query_of, text
 from tracevals.ui.reader import QueryLimit
 from tracevals.ui.trace import load_trace
 
@@ -28,19 +27,13 @@ _HEX = re.compile(r"[0-9a-f]{1,64}")
 
 
 def routes(ui: UI) -> list[Route]:
-    def page(fn: Callable[[UI, Request], Response]) -> Callable[[Request], Response]:
-        def endpoint(request: Request) -> Response:
-            return fn(ui, request)
-
-        return endpoint
-
-    return [
-        Route("/traces/{trace_id}", page(trace_page), name="trace"),
-        Route("/production", page(production_page), name="production"),
-        Route("/sql", page(sql_page), name="sql"),
-        Route("/sql.csv", page(sql_csv), name="sql_csv"),
-        Route("/sql.parquet", page(sql_parquet), name="sql_parquet"),
-    ]
+    return page_routes(ui, [
+        ("/traces/{trace_id}", trace_page, "trace"),
+        ("/production", production_page, "production"),
+        ("/sql", sql_page, "sql"),
+        ("/sql.csv", sql_csv, "sql_csv"),
+        ("/sql.parquet", sql_parquet, "sql_parquet"),
+    ])  # fmt: skip
 
 
 def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
