@@ -14,6 +14,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 AttemptKey = tuple[str, str, int]  # (variant, task_id, attempt): one attempt of a run
+# What ties a trace (its trajectory, its scores) to a session and, from a harness run, to an attempt: the
+# same columns in the lake's views and score rows as fields of `Trajectory` and `Score`.
+ATTEMPT_FIELDS = ("session_id", "run_id", "task_id", "attempt", "variant")
+
+
+def attempt_fields(row: Any) -> dict[str, Any]:
+    """The `ATTEMPT_FIELDS` of a row (a mapping of column -> value), as keyword arguments."""
+    return {name: row[name] for name in ATTEMPT_FIELDS}
 
 
 def derive_seed(*parts: object) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from tracevals.model import calls
+from tracevals.model.attempt import attempt_fields
 from tracevals.model.calls import args_text, operation_key
 from tracevals.model.trajectory import Handoff, SpanFacts, ToolCall, Trajectory
 
@@ -232,11 +233,7 @@ def _trajectory(
     return Trajectory(
         trace_id=row["trace_id"],
         tool_calls=calls,
-        session_id=row["session_id"],
-        run_id=row["run_id"],
-        task_id=row["task_id"],
-        attempt=row["attempt"],
-        variant=row["variant"],
+        **attempt_fields(row),
         output=row["output"],
         error_type=row["error_type"],
         model_calls=row["model_calls"] or 0,

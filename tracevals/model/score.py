@@ -9,6 +9,8 @@ from typing import Any
 
 import polars as pl
 
+from tracevals.model.attempt import attempt_fields
+
 
 @dataclass(frozen=True)
 class Score:
@@ -74,11 +76,7 @@ def scores_of(frame: pl.DataFrame) -> list[Score]:
             reason=row["reason"],
             details=json.loads(row["details"]) if row["details"] else {},
             trace_id=row["trace_id"],
-            session_id=row["session_id"],
-            run_id=row["run_id"],
-            task_id=row["task_id"],
-            attempt=row["attempt"],
-            variant=row["variant"],
+            **attempt_fields(row),
         )
         for row in frame.iter_rows(named=True)
     ]
