@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from fixtures.faults import CollectorProcess
+from fixtures.memory_spans import span_batches
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tracevals.collector.pipeline import Pipeline
 from tracevals.collector.service import Collector
@@ -34,16 +34,7 @@ CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect"
 
 
 def _spans(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("test.durability")
-    for b in range(batches):
-        for i in range(per_batch):
-            with tracer.start_as_current_span(f"batch {b} span {i}", attributes={"gen_ai.conversation.id": f"s{b}"}):
-                pass
-    spans = list(memory.get_finished_spans())
-    return [spans[i : i + per_batch] for i in range(0, len(spans), per_batch)]
+    return span_batches(batches, per_batch, "test.durability", "batch {b} span {i}")
 
 
 def _ids(spans: list[ReadableSpan]) -> set[str]:

@@ -12,10 +12,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures.memory_spans import span_batches
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 
 from tracevals.collector import wal_format
 from tracevals.collector.pipeline import REPLAY_BATCHES, Pipeline
@@ -26,16 +25,7 @@ NO_ROTATION = {"exporters": {"parquet": {"rotation": {"max_age": "1h", "max_rows
 
 
 def _batches(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("test.replay")
-    for b in range(batches):
-        for i in range(per_batch):
-            with tracer.start_as_current_span(f"chat {b}.{i}", attributes={"gen_ai.conversation.id": f"s{b}"}):
-                pass
-    spans = list(memory.get_finished_spans())
-    return [spans[i : i + per_batch] for i in range(0, len(spans), per_batch)]
+    return span_batches(batches, per_batch, "test.replay", "chat {b}.{i}")
 
 
 def _ids(batches: list[list[ReadableSpan]]) -> Counter[str]:

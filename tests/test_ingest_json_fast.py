@@ -23,6 +23,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from fixtures.otlp_lakes import CORPUS, DIALECTS, fixture_doc
+from fixtures.plain import comparable
 from fixtures.requirements import needing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,18 +39,6 @@ from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_traces
 
 T1, T2 = "5b8efff798038103d269b633813fc60c", "0af7651916cd43dd8448eb211c80319c"
 S1, S2, S3 = "eee19b7ec3c1b174", "b7ad6b7169203331", "00f067aa0ba902b7"
-
-
-def _comparable(table: pa.Table) -> list[dict[str, Any]]:
-    """Rows with NaN made comparable and -0.0 told from 0.0, timestamps as integers."""
-
-    def fix(value: Any) -> Any:
-        if isinstance(value, float):
-            return ("float", "nan" if math.isnan(value) else value.hex())
-        return value
-
-    fields = [pa.field(f.name, pa.int64() if pa.types.is_timestamp(f.type) else f.type) for f in table.schema]
-    return [{k: fix(v) for k, v in row.items()} for row in table.cast(pa.schema(fields)).to_pylist()]
 
 
 def _slow(body: bytes, tmp_path: Path) -> tuple[pa.Table, pa.Table] | str:
@@ -75,7 +64,7 @@ def _same(body: bytes, tmp_path: Path, taken: bool | None = True) -> None:
     assert not isinstance(slow, str), f"the fast path took a document the validating one refuses: {slow}"
     for got, expected in zip(fast, slow, strict=True):
         assert got.schema == expected.schema
-        assert _comparable(got) == _comparable(expected)
+        assert comparable(got) == comparable(expected)
 
 
 def _encoded(doc: dict[str, Any], indent: int | None = None) -> bytes:
@@ -149,7 +138,7 @@ def test_adk_spans_take_the_columnar_path_from_protobuf_too(monkeypatch: pytest.
             calls.clear()
             payload = request.SerializeToString()
             got = columnar.spans_table_columnar([columnar.decode([payload])], [payload], limit)
-            assert _comparable(got) == _comparable(python_path.spans_table(request, limit)), (path, limit)
+            assert comparable(got) == comparable(python_path.spans_table(request, limit)), (path, limit)
             if limit is None:
                 assert len(calls) == events, path
 
@@ -642,7 +631,7 @@ def test_documents_converted_together_equal_each_alone(docs: list[dict[str, Any]
         assert (got is None) == (alone is None)
         if got is not None and alone is not None:
             for a, b in zip(got, alone, strict=True):
-                assert _comparable(a) == _comparable(b)
+                assert comparable(a) == comparable(b)
 
 
 def test_protobuf_requests_made_from_json_still_convert_alike() -> None:
@@ -652,4 +641,4 @@ def test_protobuf_requests_made_from_json_still_convert_alike() -> None:
     assert isinstance(request, ExportTraceServiceRequest)
     (fast,) = json_columnar.tables([_encoded(doc)])
     assert fast is not None
-    assert _comparable(fast[0]) == _comparable(columnar.spans_table(request))
+    assert comparable(fast[0]) == comparable(columnar.spans_table(request))

@@ -17,7 +17,7 @@ import anthropic
 import openai
 import pyarrow.parquet as pq
 import pytest
-from fixtures.simulated import serving
+from fixtures.simulated import chat_message, serving
 
 import tracevals
 from tracevals.instrumentation.content import CaptureMode, capture_mode, set_capture
@@ -86,15 +86,7 @@ def run_agents(server: SimulatedModelServer) -> None:
         for stream in (False, True):
             messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
             for _ in range(2):
-                if stream:
-                    with client.chat.completions.stream(model="echo", messages=messages, tools=chat_tools) as s:
-                        message = s.get_final_completion().choices[0].message
-                else:
-                    message = (
-                        client.chat.completions.create(model="echo", messages=messages, tools=chat_tools)
-                        .choices[0]
-                        .message
-                    )
+                message = chat_message(client, "echo", messages, chat_tools, stream)
                 messages.append(
                     {
                         "role": "assistant",

@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pyarrow.parquet as pq
 import pytest
-from fixtures.simulated import lookup_twice, openai_client, serving
+from fixtures.simulated import chat_message, lookup_twice, openai_client, serving
 
 import tracevals
 from tracevals.simulator import SimulatedModelServer
@@ -220,13 +220,7 @@ def test_a_failed_call_has_error_type_status_and_no_message(
 def _chat_agent(client: openai.OpenAI, tools: tracevals.ToolSet, stream: bool) -> None:
     messages: list[Any] = user("apple")
     for _ in range(3):
-        if stream:
-            with client.chat.completions.stream(model="lookup", messages=messages, tools=CHAT_TOOLS) as s:
-                message = s.get_final_completion().choices[0].message
-        else:
-            message = (
-                client.chat.completions.create(model="lookup", messages=messages, tools=CHAT_TOOLS).choices[0].message
-            )
+        message = chat_message(client, "lookup", messages, CHAT_TOOLS, stream)
         if not message.tool_calls:
             return
         messages.append(

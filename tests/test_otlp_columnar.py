@@ -7,12 +7,12 @@ truncation limits and session sampling."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from unittest import mock
 
 import pyarrow as pa
 import pytest
+from fixtures.plain import comparable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -139,19 +139,6 @@ def _decoded(payloads: list[bytes], split: int) -> list[pa.RecordBatch]:
     return [otlp_columnar.decode(payloads)]
 
 
-def _comparable(table: pa.Table) -> list[dict[str, Any]]:
-    """Rows with NaN made comparable (NaN != NaN) and -0.0 told from 0.0."""
-
-    def fix(value: Any) -> Any:
-        if isinstance(value, float):
-            return ("float", "nan" if math.isnan(value) else value.hex())
-        return value
-
-    fields = [pa.field(f.name, pa.int64() if pa.types.is_timestamp(f.type) else f.type) for f in table.schema]
-    plain = table.cast(pa.schema(fields))  # nanosecond timestamps as integers
-    return [{k: fix(v) for k, v in row.items()} for row in plain.to_pylist()]
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(requests(), st.sampled_from([None, 8, 24, 4096]), st.booleans(), st.integers(0, 3), st.booleans())
 def test_columnar_equals_the_python_path(
@@ -171,7 +158,7 @@ def _check_columnar_equals_the_python_path(
     keep = SessionSampler(50.0, 7).keep if sample else None  # a fresh one: it remembers traces
     got = otlp_columnar.spans_table_columnar(_decoded(payloads, split), payloads, limit, keep)
     assert got.schema == expected.schema
-    assert _comparable(got) == _comparable(expected)
+    assert comparable(got) == comparable(expected)
 
 
 def test_a_typical_batch_takes_the_columnar_path_for_every_span(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,5 +203,5 @@ def test_a_typical_batch_takes_the_columnar_path_for_every_span(monkeypatch: pyt
     payload = request.SerializeToString()
     got = otlp_columnar.spans_table_columnar([otlp_columnar.decode([payload])], [payload])
     assert calls == []
-    assert _comparable(got) == _comparable(spans_table(request))
+    assert comparable(got) == comparable(spans_table(request))
     assert got.num_rows == 200 and set(got["kind"].to_pylist()) == {"llm", "tool"}
