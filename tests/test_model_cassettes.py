@@ -213,11 +213,7 @@ def anthropic_agent(word: str, ctx: tracevals.AttemptContext) -> str:
 def test_anthropic_messages_and_stream_helper_replay_with_the_server_stopped(
     server: SimulatedModelServer, lake: Path, batch_telemetry: tracevals.Telemetry, tmp_path: Path
 ) -> None:
-    cases = _word_cases(tmp_path, "apple", "pear")
-    tapes = tmp_path / "tapes"
-    recorded = _run(
-        anthropic_agent, cases, "rec", 2, RunPlan(cassette_dir=tapes, cassette_mode="record"), base_url=server.root_url
-    )
+    cases, tapes, recorded = _record(anthropic_agent, tmp_path, server, "apple", "pear", k=2)
     assert all(r.error is None and r.output and r.output.startswith("tool_use/end_turn: Found") for r in recorded)
     doc = tapes_of(tapes / "models")["apple.json"]
     assert {i["method"] for i in doc} == {"messages.create", "messages.stream"}
@@ -227,8 +223,7 @@ def test_anthropic_messages_and_stream_helper_replay_with_the_server_stopped(
     before = served(server)
     server.stop()
 
-    plan = RunPlan(cassette_dir=tapes, cassette_mode="replay")
-    replayed = _run(anthropic_agent, cases, "rep", 2, plan, base_url=dead_url(""))
+    plan, replayed = _replay(anthropic_agent, cases, tapes, k=2)
     batch_telemetry.force_flush()
     assert served(server) == before and plan.misses == []
     assert outcomes(replayed) == outcomes(recorded)
@@ -242,6 +237,22 @@ def _word_cases(tmp_path: Path, *words: str) -> list[Any]:
     path = tmp_path / "words.jsonl"
     path.write_text("".join(json.dumps({"case_id": w, "input": w}) + "\n" for w in words))
     return load_cases(path)
+
+
+def _record(
+    agent: Any, tmp_path: Path, server: SimulatedModelServer, *words: str, k: int = 1
+) -> tuple[list[Any], Path, list[AttemptResult]]:
+    """(cases, tapes, results): `agent` run k times on a case per word, recorded into tmp_path/tapes."""
+    cases = _word_cases(tmp_path, *words)
+    tapes = tmp_path / "tapes"
+    plan = RunPlan(cassette_dir=tapes, cassette_mode="record")
+    return cases, tapes, _run(agent, cases, "rec", k, plan, base_url=server.root_url)
+
+
+def _replay(agent: Any, cases: list[Any], tapes: Path, k: int = 1) -> tuple[RunPlan, list[AttemptResult]]:
+    """(plan, results): the same run replayed from `tapes` with the client pointed at a dead port."""
+    plan = RunPlan(cassette_dir=tapes, cassette_mode="replay")
+    return plan, _run(agent, cases, "rep", k, plan, base_url=dead_url(""))
 
 
 # --- streams: openai chat, stream=True and the .stream() helper, sync and async -------------------------
@@ -366,11 +377,7 @@ async def many_apis_agent(word: str, ctx: tracevals.AttemptContext) -> str:
 def test_responses_parse_anthropic_async_and_a_half_read_stream_replay(
     server: SimulatedModelServer, tmp_path: Path, telemetry: tracevals.Telemetry
 ) -> None:
-    cases = _word_cases(tmp_path, "kiwi")
-    tapes = tmp_path / "tapes"
-    recorded = _run(
-        many_apis_agent, cases, "rec", 1, RunPlan(cassette_dir=tapes, cassette_mode="record"), base_url=server.root_url
-    )
+    cases, tapes, recorded = _record(many_apis_agent, tmp_path, server, "kiwi")
     [(output, error)] = outcomes(recorded).values()
     assert error is None and output is not None and output.endswith("Word(word='kiwi')"), error
     doc = tapes_of(tapes / "models")["kiwi.json"]
@@ -382,8 +389,7 @@ def test_responses_parse_anthropic_async_and_a_half_read_stream_replay(
         ("responses.create", True),
     ]
     server.stop()
-    plan = RunPlan(cassette_dir=tapes, cassette_mode="replay")
-    replayed = _run(many_apis_agent, cases, "rep", 1, plan, base_url=dead_url(""))
+    plan, replayed = _replay(many_apis_agent, cases, tapes)
     assert outcomes(replayed) == outcomes(recorded) and plan.misses == []
 
 
@@ -488,17 +494,12 @@ def erring_agent(text: str, ctx: tracevals.AttemptContext) -> str:
 def test_api_errors_replay_as_the_same_sdk_exception(
     server: SimulatedModelServer, tmp_path: Path, telemetry: tracevals.Telemetry
 ) -> None:
-    cases = _word_cases(tmp_path, "oops")
-    tapes = tmp_path / "tapes"
-    recorded = _run(
-        erring_agent, cases, "rec", 1, RunPlan(cassette_dir=tapes, cassette_mode="record"), base_url=server.root_url
-    )
+    cases, tapes, recorded = _record(erring_agent, tmp_path, server, "oops")
     [(output, error)] = outcomes(recorded).values()
     assert error is None and output is not None
     assert output.startswith("openai.NotFoundError 404") and "\nanthropic.NotFoundError 404" in output
     server.stop()
-    plan = RunPlan(cassette_dir=tapes, cassette_mode="replay")
-    replayed = _run(erring_agent, cases, "rep", 1, plan, base_url=dead_url(""))
+    plan, replayed = _replay(erring_agent, cases, tapes)
     assert outcomes(replayed) == outcomes(recorded) and plan.misses == []
 
 

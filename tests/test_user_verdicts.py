@@ -4,7 +4,9 @@ collector and views where it is theirs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,18 @@ from tracevals.scoring import score_lake
 from tracevals.simulator import Conversation, Decisions, ModelTurn, PlannedCall, ProfileRegistry, SimulatedModelServer
 from tracevals.stats import DUPLICATE_SIDE_EFFECT
 from tracevals.stats.outcomes import attempt_hazards, outcomes
+
+
+def _traced(lake: Path, act: Callable[[], object], agent: str | None = "support") -> Any:
+    """The one trajectory `act()` leaves in `lake`, instrumented (inside the span of `agent`, if any)."""
+    telemetry = tracevals.instrument(lake=lake)
+    try:
+        with tracevals.agent(agent) if agent else contextlib.nullcontext():
+            act()
+    finally:
+        telemetry.shutdown()
+    [t] = load_trajectories(open_lake(lake))
+    return t
 
 
 def scores_by_name(t: Any, c: Any) -> dict[str, Any]:
@@ -88,12 +102,7 @@ def test_an_idempotency_key_in_any_spelling_is_recorded_as_the_key(tmp_path: Pat
     def send(to: str, idempotencyKey: str) -> str:
         return "sent"
 
-    telemetry = tracevals.instrument(lake=tmp_path)
-    try:
-        send("c1", idempotencyKey="key-1")
-    finally:
-        telemetry.shutdown()
-    [t] = load_trajectories(open_lake(tmp_path))
+    t = _traced(tmp_path, lambda: send("c1", idempotencyKey="key-1"), agent=None)
     assert t.tool_calls[0].idempotency_key == "key-1"
 
 
@@ -105,13 +114,7 @@ def test_an_undeclared_delete_is_risky_when_the_case_says_so(tmp_path: Path) -> 
     def delete_order(order_id: str) -> str:
         return "deleted"
 
-    telemetry = tracevals.instrument(lake=tmp_path)
-    try:
-        with tracevals.agent("support"):
-            delete_order("o1")
-    finally:
-        telemetry.shutdown()
-    [t] = load_trajectories(open_lake(tmp_path))
+    t = _traced(tmp_path, lambda: delete_order("o1"))
     assert t.tool_calls[0].effect is None  # nothing recorded, never a guessed "read"
     c = case_json(requires_confirmation=True, tool_effects={"delete_order": "irreversible"})
     policy = scores_by_name(t, c)["tool_policy"]
@@ -129,13 +132,7 @@ def test_a_tool_that_calls_another_tool_makes_two_calls(tmp_path: Path) -> None:
     def close_account(customer_id: str) -> str:
         return delete_order("o1")  # the irreversible call happens inside another tool
 
-    telemetry = tracevals.instrument(lake=tmp_path)
-    try:
-        with tracevals.agent("support"):
-            close_account("c1")
-    finally:
-        telemetry.shutdown()
-    [t] = load_trajectories(open_lake(tmp_path))
+    t = _traced(tmp_path, lambda: close_account("c1"))
     assert t.tool_names == ["close_account", "delete_order"]
     policy = scores_by_name(t, case_json(requires_confirmation=True))["tool_policy"]
     assert "unconfirmed irreversible: delete_order#2" in policy.reason

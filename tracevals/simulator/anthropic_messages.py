@@ -110,17 +110,13 @@ def _tool_choice(raw: Any) -> Any:
 
 
 def parse_request(data: Mapping[str, Any]) -> Conversation:
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("Field required", "model")
+    model = Conversation.requested_model(data, lambda: _bad("Field required", "model"))
     max_tokens = data.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise _bad("Field required: an integer >= 1", "max_tokens")
     if not isinstance(data.get("stream", False), bool):
         raise _bad("Input should be a valid boolean", "stream")
-    seed = data.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise _bad("Input should be a valid integer", "seed")
+    seed = Conversation.requested_seed(data, lambda: _bad("Input should be a valid integer", "seed"))
     return Conversation(
         model=model,
         messages=_messages(data.get("messages"), data.get("system")),

@@ -69,6 +69,22 @@ class Conversation:
     seed: int | None = None
     tool_choice: Any = None  # as sent ("auto", "none", "required" or a named function); profiles may honour it
 
+    @staticmethod
+    def requested_model(data: Mapping[str, Any], missing: Callable[[], Exception]) -> str:
+        """A request's `model`: a non-empty string, else the wire format's own error (`missing()`)."""
+        model = data.get("model")
+        if not isinstance(model, str) or not model:
+            raise missing()
+        return model
+
+    @staticmethod
+    def requested_seed(data: Mapping[str, Any], invalid: Callable[[], Exception]) -> int | None:
+        """A request's `seed`: absent, or an integer (not a bool), else the wire format's own error."""
+        seed = data.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise invalid()
+        return seed
+
     def texts(self, role: str) -> list[str]:
         return [m.content for m in self.messages if m.role == role]
 

@@ -107,18 +107,14 @@ def _tool(i: int, tool: Any) -> ToolSpec:
 
 
 def parse_request(data: Mapping[str, Any]) -> Conversation:
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("Missing required parameter: 'model'.", "model")
+    model = Conversation.requested_model(data, lambda: _bad("Missing required parameter: 'model'.", "model"))
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("Missing required parameter: 'messages' (a non-empty array).", "messages")
     stream_flags(data)
     if data.get("n", 1) != 1:
         raise _bad("Only n=1 is supported by the simulator.", "n")
-    seed = data.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise _bad("Invalid type for 'seed': expected an integer.", "seed")
+    seed = Conversation.requested_seed(data, lambda: _bad("Invalid type for 'seed': expected an integer.", "seed"))
     return Conversation(
         model=model,
         messages=tuple(_message(m, i) for i, m in enumerate(messages)),

@@ -100,9 +100,7 @@ def _tool_choice(raw: Any) -> Any:
 
 
 def parse_request(data: Mapping[str, Any]) -> Conversation:
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise _bad("Missing required parameter: 'model'.", "model")
+    model = Conversation.requested_model(data, lambda: _bad("Missing required parameter: 'model'.", "model"))
     if data.get("previous_response_id"):
         raise _bad(
             "previous_response_id is not supported: the simulator keeps no state; send the whole "
@@ -112,9 +110,7 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
     stream = data.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
         raise _bad("Invalid type for 'stream': expected a boolean.", "stream")
-    seed = data.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise _bad("Invalid type for 'seed': expected an integer.", "seed")
+    seed = Conversation.requested_seed(data, lambda: _bad("Invalid type for 'seed': expected an integer.", "seed"))
     return Conversation(
         model=model,
         messages=_messages(data.get("input"), data.get("instructions")),
