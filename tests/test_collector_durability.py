@@ -16,11 +16,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from fixtures.faults import CollectorProcess
-from fixtures.memory_spans import span_batches
+from fixtures.faults import CollectorProcess, lake_rows, span_batches, span_ids, until
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tracevals.collector.pipeline import Pipeline
@@ -31,14 +29,6 @@ from tracevals.lake.lake import Lake
 from tracevals.lake.sink import LEGACY_STALE_S, RotatingParquetSink
 
 CLI = [sys.executable, "-c", "from tracevals.cli import main; main()", "collect", "--config"]
-
-
-def _spans(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
-    return span_batches(batches, per_batch, "test.durability", "batch {b} span {i}")
-
-
-def _ids(spans: list[ReadableSpan]) -> set[str]:
-    return {f"{s.context.span_id:016x}" for s in spans if s.context is not None}
 
 
 def _write_config(tmp_path: Path, rotation: dict[str, object]) -> Path:
@@ -52,16 +42,13 @@ def _write_config(tmp_path: Path, rotation: dict[str, object]) -> Path:
 
 
 def _lake_span_ids(lake: Path) -> set[str]:
-    ids: set[str] = set()
-    for file in (lake / "spans").rglob("*.parquet"):
-        ids.update(pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # every file must open
-    return ids
+    return set(lake_rows(lake))  # every file must open
 
 
 def test_sigkill_while_sending_loses_nothing_acknowledged(tmp_path: Path) -> None:
     # Rotation every few batches, so the kill lands with files committed, files open, and log records.
     config = _write_config(tmp_path, {"max_rows": 150})
-    batches = _spans(batches=60, per_batch=20)
+    batches = span_batches(batches=60, per_batch=20)
     collector = CollectorProcess(config)
     exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=5)
     acknowledged: set[str] = set()
@@ -73,7 +60,7 @@ def test_sigkill_while_sending_loses_nothing_acknowledged(tmp_path: Path) -> Non
             if stop_sending.is_set():
                 return
             if exporter.export(batch) is SpanExportResult.SUCCESS:
-                acknowledged.update(_ids(batch))
+                acknowledged.update(span_ids(batch))
             if len(acknowledged) >= 400:
                 enough.set()  # the kill comes while later batches are still being sent
         enough.set()
@@ -100,12 +87,12 @@ def test_sigterm_flushes_and_leaves_no_log(tmp_path: Path) -> None:
     config = _write_config(tmp_path, {"max_age": "1h"})  # nothing would be committed without the flush
     collector = CollectorProcess(config)
     exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=5)
-    (batch,) = _spans(batches=1, per_batch=5)
+    (batch,) = span_batches(batches=1, per_batch=5)
     assert exporter.export(batch) is SpanExportResult.SUCCESS
     exporter.shutdown()
     assert collector.stop(signal.SIGTERM) == 0
     assert "5 spans" in collector.log[-1]
-    assert _lake_span_ids(tmp_path / "lake") == _ids(batch)
+    assert _lake_span_ids(tmp_path / "lake") == span_ids(batch)
     assert not list((tmp_path / "lake").rglob("wal-*.log"))
 
 
@@ -212,7 +199,7 @@ def test_a_second_collector_on_the_same_log_stops_before_touching_it(tmp_path: P
     first = Collector(local_config(tmp_path / "lake"))
     first.start()
     try:
-        batch = _spans(1, 5)[0]
+        batch = span_batches(1, 5)[0]
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{first.http_port}/v1/traces")
         assert exporter.export(batch) == SpanExportResult.SUCCESS
         segments = sorted((tmp_path / "lake" / "_wal").glob("wal-*.log"))
@@ -221,11 +208,11 @@ def test_a_second_collector_on_the_same_log_stops_before_touching_it(tmp_path: P
         with pytest.raises(LogInUse):
             second.start()
         assert sorted((tmp_path / "lake" / "_wal").glob("wal-*.log")) == segments
-        later = _spans(1, 3)[0]
+        later = span_batches(1, 3)[0]
         assert exporter.export(later) == SpanExportResult.SUCCESS
     finally:
         first.stop()
-    assert _lake_span_ids(tmp_path / "lake") == _ids(batch) | _ids(later)
+    assert _lake_span_ids(tmp_path / "lake") == span_ids(batch) | span_ids(later)
 
 
 def test_a_collector_removes_only_its_own_leftovers(tmp_path: Path) -> None:
@@ -328,7 +315,7 @@ def test_after_failed_parquet_writes_every_record_is_committed_once(tmp_path: Pa
     sink = FailingSink(ex.lake, max_rows=40, owner="ctest")
     pipeline = Pipeline(config, sink)
     pipeline.start()
-    batches = _spans(batches=12, per_batch=10)
+    batches = span_batches(batches=12, per_batch=10)
     try:
         for i, batch in enumerate(batches):
             request = encode_spans(batch)
@@ -340,7 +327,7 @@ def test_after_failed_parquet_writes_every_record_is_committed_once(tmp_path: Pa
         pipeline.close()
     rows = Counter(id_ for file in (tmp_path / "lake" / "spans").rglob("*.parquet")
                    for id_ in pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # fmt: skip
-    assert set(rows) == set().union(*(_ids(b) for b in batches))
+    assert set(rows) == set().union(*(span_ids(b) for b in batches))
     assert set(rows.values()) == {1}  # none twice
     assert pipeline.stats.sink_failures >= 2
     assert not list((tmp_path / "lake").rglob("*.tmp"))
@@ -352,12 +339,12 @@ def test_a_commit_journalled_before_a_crash_is_finished_at_start_and_not_written
     config = local_config(tmp_path / "lake", {"processors": {"batch": {"timeout": "20ms"}}})
     first = Pipeline(config)
     first.start()
-    batches = _spans(batches=3, per_batch=5)
+    batches = span_batches(batches=3, per_batch=5)
     for batch in batches:
         first.submit(TRACES, encode_spans(batch).SerializeToString(), 0, len(batch))
     # what the exporter does at a commit, stopped after the journal (the process is killed there); rotation
     # is 30 s away, so the exporter thread has written the rows and waits to commit
-    assert until_true(lambda: len(first._in_open) == 3)
+    assert until(lambda: len(first._in_open) == 3, 30, 0.01)
     with first._cond:
         refs = [item.ref for item in first._in_open]
     pairs = first.sink.prepare()
@@ -373,7 +360,7 @@ def test_a_commit_journalled_before_a_crash_is_finished_at_start_and_not_written
         second.close()
     rows = Counter(id_ for file in (tmp_path / "lake" / "spans").rglob("*.parquet")
                    for id_ in pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())  # fmt: skip
-    assert set(rows) == set().union(*(_ids(b) for b in batches)) and set(rows.values()) == {1}
+    assert set(rows) == set().union(*(span_ids(b) for b in batches)) and set(rows.values()) == {1}
     assert second.stats.replay_skipped == 3 and second.stats.replayed_records == 0
     assert not list((tmp_path / "lake" / "_wal").glob("wal-*.log"))
     assert not list((tmp_path / "lake" / "_wal").glob("commit-*.json"))
@@ -394,8 +381,8 @@ def test_a_request_parquet_cannot_hold_is_quarantined_not_dropped(
 
     monkeypatch.setattr(pipeline.converter, "_tables", refuse_poison)
     pipeline.start()
-    good = _spans(batches=2, per_batch=3)
-    bad = encode_spans(_spans(batches=1, per_batch=1)[0])
+    good = span_batches(batches=2, per_batch=3)
+    bad = encode_spans(span_batches(batches=1, per_batch=1)[0])
     bad.resource_spans[0].scope_spans[0].spans[0].name = "poison"
     try:
         pipeline.submit(TRACES, encode_spans(good[0]).SerializeToString(), 0, 3)
@@ -404,17 +391,8 @@ def test_a_request_parquet_cannot_hold_is_quarantined_not_dropped(
         assert pipeline.flush(timeout=30)
     finally:
         pipeline.close()
-    assert _lake_span_ids(tmp_path / "lake") == _ids(good[0]) | _ids(good[1])
+    assert _lake_span_ids(tmp_path / "lake") == span_ids(good[0]) | span_ids(good[1])
     [kept] = list((tmp_path / "lake" / "_wal" / "quarantine").iterdir())
     assert kept.read_bytes() == bad.SerializeToString()
     assert pipeline.stats.items_failed == 1
     assert not list((tmp_path / "lake" / "_wal").glob("wal-*.log"))  # committed: the log is gone
-
-
-def until_true(condition: Any, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return bool(condition())

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pytest
 import requests
+from fixtures.faults import until
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -146,13 +147,9 @@ def test_a_chunked_body_past_the_limit_is_413_read_by_the_client_and_holds_nothi
     body that cannot fit), sent while the client still writes: it reads the 413, not a reset."""
     big = request([f"span {i:05d} " + "x" * 200 for i in range(2000)])  # ~460 KiB
     assert len(big) > 4 * 64 * 1024
-    conn = http.client.HTTPConnection("127.0.0.1", collector.http_port, timeout=10)
-    pieces = (big[i : i + 4096] for i in range(0, len(big), 4096))
-    conn.request("POST", "/v1/traces", pieces, {"Content-Type": PROTOBUF}, encode_chunked=True)
-    response = conn.getresponse()
+    response, answer = post_chunked(collector.http_port or 0, big, 4096)
     assert (response.status, response.getheader("Connection")) == (413, "close")
-    assert "passes the 65536-byte limit" in error_message(response.read())
-    conn.close()
+    assert "passes the 65536-byte limit" in error_message(answer)
     assert collector.pipeline.admission.reserved == 0  # nothing left charged to the queue
     assert raw(collector.http_port or 0, head(Transfer_Encoding="chunked"), chunked(request(["after"])))[0] == 200
     assert landed(collector, "after") == ["after"]
@@ -304,23 +301,23 @@ def test_a_chunked_body_past_a_full_queue_is_a_503_with_retry_after(tmp_path: Pa
         with socket.create_connection(("127.0.0.1", port), timeout=10) as holder:
             holder.sendall((head(Transfer_Encoding="chunked") + "\n\n").replace("\n", "\r\n").encode())
             holder.sendall(b"2000\r\n" + b"h" * 3000)  # 3,000 of a chunk of 8,192 bytes, then nothing
-            assert until(lambda: collector.pipeline.admission.reserved == 3000)
+            assert until(lambda: collector.pipeline.admission.reserved == 3000, 10, 0.02)
             body = request([f"queued {i:04d}" for i in range(100)])  # ~5 KiB
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            pieces = (body[i : i + 512] for i in range(0, len(body), 512))
-            conn.request("POST", "/v1/traces", pieces, {"Content-Type": PROTOBUF}, encode_chunked=True)
-            response = conn.getresponse()
+            response, answer = post_chunked(port, body, 512)
             assert (response.status, response.getheader("Retry-After")) == (503, "1")
-            assert "sending queue is full" in error_message(response.read())
-            conn.close()
-        assert until(lambda: collector.pipeline.admission.reserved == 0)  # the holder went away: nothing held
+            assert "sending queue is full" in error_message(answer)
+        assert until(lambda: collector.pipeline.admission.reserved == 0, 10, 0.02)  # the holder went away: nothing held
         assert raw(port, head(Transfer_Encoding="chunked"), chunked(body, 512))[0] == 200
 
 
-def until(condition: Any, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def post_chunked(port: int, body: bytes, size: int) -> tuple[http.client.HTTPResponse, bytes]:
+    """`body` POSTed to /v1/traces as the http client sends a stream: chunked, `size` bytes a chunk; the
+    response and its body, read while the connection is still open."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        pieces = (body[i : i + size] for i in range(0, len(body), size))
+        conn.request("POST", "/v1/traces", pieces, {"Content-Type": PROTOBUF}, encode_chunked=True)
+        response = conn.getresponse()
+        return response, response.read()
+    finally:
+        conn.close()

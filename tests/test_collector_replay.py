@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import struct
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
-from fixtures.memory_spans import span_batches
+from fixtures.faults import lake_rows, span_batches, until
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -22,10 +20,6 @@ from tracevals.collector.testing import local_config
 from tracevals.collector.wal import TRACES, WriteAheadLog, encode
 
 NO_ROTATION = {"exporters": {"parquet": {"rotation": {"max_age": "1h", "max_rows": 10_000_000}}}}
-
-
-def _batches(batches: int, per_batch: int) -> list[list[ReadableSpan]]:
-    return span_batches(batches, per_batch, "test.replay", "chat {b}.{i}")
 
 
 def _ids(batches: list[list[ReadableSpan]]) -> Counter[str]:
@@ -42,37 +36,21 @@ def _previous_run(wal_dir: Path, batches: list[list[ReadableSpan]], segment_byte
     wal.close()  # not deleted: nothing is committed
 
 
-def _rows(lake: Path) -> Counter[str]:
-    rows: Counter[str] = Counter()
-    for file in (lake / "spans").rglob("*.parquet"):
-        rows.update(pq.read_table(file, columns=["span_id"])["span_id"].to_pylist())
-    return rows
-
-
-def until(condition: Any, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
-
-
 def test_a_previous_runs_log_is_committed_once_read_not_at_the_next_rotation(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
-    batches = _batches(30, 20)
+    batches = span_batches(30, 20)
     _previous_run(lake / "_wal", batches, segment_bytes=8 * 1024)  # several segments
     assert len(list((lake / "_wal").glob("wal-*.log"))) > 1
     pipeline = Pipeline(local_config(lake, NO_ROTATION))
     pipeline.start()
     try:
         # no flush, no stop, rotation an hour away: the replay commits what it wrote, and the log goes
-        assert until(lambda: _rows(lake) == _ids(batches))
-        assert until(lambda: not list((lake / "_wal").glob("wal-*.log")))
+        assert until(lambda: lake_rows(lake) == _ids(batches), 60, 0.02)
+        assert until(lambda: not list((lake / "_wal").glob("wal-*.log")), 60, 0.02)
         assert pipeline.stats.replayed_records == len(batches)
     finally:
         pipeline.close()
-    assert _rows(lake) == _ids(batches)  # each once
+    assert lake_rows(lake) == _ids(batches)  # each once
 
 
 def test_replay_reads_records_larger_than_its_buffer_and_recovers_after_damage(
@@ -105,7 +83,7 @@ def test_replay_reads_records_larger_than_its_buffer_and_recovers_after_damage(
 def test_replay_converts_several_batches_a_call_and_writes_each_record_once(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     overrides = {**NO_ROTATION, "processors": {"batch": {"send_batch_size": 100, "timeout": "20ms"}}}
-    batches = _batches(40, 25)  # 1,000 spans: several calls of REPLAY_BATCHES x 100 spans
+    batches = span_batches(40, 25)  # 1,000 spans: several calls of REPLAY_BATCHES x 100 spans
     _previous_run(lake / "_wal", batches)
     pipeline = Pipeline(local_config(lake, overrides))
     calls: list[int] = []
@@ -118,9 +96,9 @@ def test_replay_converts_several_batches_a_call_and_writes_each_record_once(tmp_
     pipeline.converter._columnar = counted  # type: ignore[method-assign]
     pipeline.start()
     try:
-        assert until(lambda: _rows(lake) == _ids(batches))
+        assert until(lambda: lake_rows(lake) == _ids(batches), 60, 0.02)
     finally:
         pipeline.close()
-    assert _rows(lake) == _ids(batches)
+    assert lake_rows(lake) == _ids(batches)
     assert sum(calls) == 1000 and max(calls) >= REPLAY_BATCHES * 100 > 100
     assert pipeline.stats.columnar_refused == 0
