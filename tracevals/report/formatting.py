@@ -6,10 +6,13 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 PathArg = str | os.PathLike[str]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 #: The `VariantSummary` figures every data writer (CSV, JSON) reports as they are, in this order.
@@ -73,6 +76,17 @@ def markdown_code(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
     return f"{fence}{pad}{markdown_cell(text)}{pad}{fence}"
+
+
+def file_writer(build: Callable[P, T], text: Callable[[T], str]) -> Callable[Concatenate[PathArg, P], Path]:
+    """`write(path, *args)`: what `build(*args)` makes, as `text` writes it, written to `path` at once
+    (`atomic_write`); returns the path. One writer per report format, with its builder's parameters."""
+
+    def write(path: PathArg, /, *args: P.args, **kwargs: P.kwargs) -> Path:
+        return atomic_write(path, text(build(*args, **kwargs)))
+
+    write.__doc__ = f"Write :func:`{build.__name__}` to `path`; returns the path."
+    return write
 
 
 def atomic_write(path: PathArg, text: str) -> Path:

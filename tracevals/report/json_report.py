@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracevals.report.formatting import PathArg, atomic_write, clean, variant_figures
+from tracevals.report.formatting import PathArg, atomic_write, clean, file_writer, variant_figures
 from tracevals.stats import (
     Comparison,
     FaultTally,
@@ -48,23 +48,17 @@ def to_json_dict(
     return cleaned
 
 
-def write_json(
-    path: PathArg,
-    summaries: Summaries,
-    comparison: Comparison | None = None,
-    meta: Mapping[str, Any] | None = None,
-    faults: Sequence[FaultTally] = (),
-    reliability: Mapping[str, Any] | None = None,
-    outcomes: Sequence[Outcome] = (),
-) -> Path:
-    """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
-    return write_json_doc(path, to_json_dict(summaries, comparison, meta, faults, reliability, outcomes))
+def json_text(doc: Mapping[str, Any]) -> str:
+    """A JSON report document (:func:`to_json_dict`) as indented, strict JSON (no NaN)."""
+    return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
+
+
+write_json = file_writer(to_json_dict, json_text)
 
 
 def write_json_doc(path: PathArg, doc: Mapping[str, Any]) -> Path:
-    """Write a JSON report document (:func:`to_json_dict`) as indented, strict JSON; returns the path."""
-    text = json.dumps(doc, indent=2, allow_nan=False, default=str)
-    return atomic_write(path, text + "\n")
+    """Write a JSON report document made already (:func:`to_json_dict`); returns the path."""
+    return atomic_write(path, json_text(doc))
 
 
 def attempt_rows(outcomes: Sequence[Outcome], summaries: Summaries) -> list[dict[str, Any]]:

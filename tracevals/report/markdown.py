@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.formatting import file_writer, interval, num, signed
 from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.report.reliability import Reliability
 from tracevals.report.reliability_view import (
@@ -21,18 +20,6 @@ from tracevals.stats import CATEGORY_LABELS, Comparison, FaultTally, TaskDelta, 
 __all__ = ["render_markdown", "write_markdown"]
 
 Summaries = Mapping[str, VariantSummary]
-
-
-def write_markdown(
-    path: PathArg,
-    summaries: Summaries,
-    comparison: Comparison | None = None,
-    meta: Mapping[str, Any] | None = None,
-    faults: Sequence[FaultTally] = (),
-    reliability: Reliability | None = None,
-) -> Path:
-    """Write :func:`render_markdown`; returns the path."""
-    return atomic_write(path, render_markdown(summaries, comparison, meta, faults, reliability))
 
 
 def render_markdown(
@@ -62,6 +49,9 @@ def render_markdown(
     for s in summaries.values():
         out += _tasks_section(s)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+write_markdown = file_writer(render_markdown, str)
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
