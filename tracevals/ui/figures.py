@@ -15,7 +15,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,16 +263,12 @@ class Figures:
             attribution = _attribution(self.lake, data, run_id, con)
         finally:
             con.close()
-        doc = json.loads(json.dumps(report_json(data), allow_nan=False, default=str))
-        scores: dict[str, list[Score]] = {}
-        for s in lake_data.scores:
-            scores.setdefault(s.trace_id or "", []).append(s)
         return RunFigures(
             run_id=run_id,
             data=data,
-            doc=doc,
+            doc=_strict(report_json(data)),
             trajectories={t.trace_id: t for t in lake_data.trajectories},
-            scores=scores,
+            scores=_by_trace(lake_data.scores),
             cases=lake_data.cases,
             attribution=attribution,
             seconds=time.perf_counter() - started,
@@ -300,14 +296,10 @@ class Figures:
         sessions: dict[tuple[str, str], set[str]] = {}
         for f in data.facets.values():
             sessions.setdefault((f.day.isoformat(), f.service), set()).add(f.session_id)
-        doc = json.loads(json.dumps(production_json(summary), allow_nan=False, default=str))
-        scores: dict[str, list[Score]] = {}
-        for s in data.scores:
-            scores.setdefault(s.trace_id or "", []).append(s)
         return ProductionFigures(
-            scores=scores,
+            scores=_by_trace(data.scores),
             summary=summary,
-            doc=doc,
+            doc=_strict(production_json(summary)),
             gate=gate,
             gate_error=gate_error,
             by_day_service=sorted((d, s, len(ids)) for (d, s), ids in sessions.items()),
@@ -354,3 +346,16 @@ def _attribution(lake: Lake, data: Any, run_id: str, con: duckdb.DuckDBPyConnect
             result = attribute(level_figures(data, base, live_calls))
             return {"variant": base, **attribution_json(result)}
     return None
+
+
+def _strict(doc: Any) -> Any:
+    """A report document as its JSON download is: strict JSON (no NaN), other values as their text."""
+    return json.loads(json.dumps(doc, allow_nan=False, default=str))
+
+
+def _by_trace(scores: Iterable[Score]) -> dict[str, list[Score]]:
+    """Score rows by the trace they score ("": a row with no trace)."""
+    out: dict[str, list[Score]] = {}
+    for s in scores:
+        out.setdefault(s.trace_id or "", []).append(s)
+    return out
