@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import duckdb
 
 from tracevals.cases.groups import GROUPS
-from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import format_option, lake_errors, lake_option, print_rows
 from tracevals.cli.shared.times import time_range_options
 
 if TYPE_CHECKING:
@@ -113,25 +112,13 @@ def extract(
         tool_effects[tool.strip()] = effect
     if (out / "cases.jsonl").exists() and not force:
         raise click.ClickException(f"{out} already holds a case set; pass --force to overwrite it, or another --out")
+    errors = (ExtractError, LakeError, SelectionError, DocumentError, ValueError)
     try:
-        rules = (
-            Rules.from_document(read_document(rules_file, "rules file") or {}, str(rules_file)) if rules_file else None
-        )
-        result = extract_cases(
-            lake,
-            out,
-            since=since,
-            until=until,
-            per_group=per_group,
-            groups=chosen,
-            seed=seed,
-            rules=rules,
-            effects=tool_effects,
-        )
-    except (ExtractError, LakeError, SelectionError, DocumentError, ValueError) as exc:
-        raise click.ClickException(str(exc).splitlines()[0]) from None
-    except duckdb.Error as exc:
-        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+        with lake_errors(lake, errors, first_line=True):
+            document = read_document(rules_file, "rules file") or {} if rules_file else None
+            rules = Rules.from_document(document, str(rules_file)) if document is not None else None
+            result = extract_cases(lake, out, since=since, until=until, per_group=per_group, groups=chosen, seed=seed,
+                                   rules=rules, effects=tool_effects)  # fmt: skip
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from exc
     if fmt == "json":

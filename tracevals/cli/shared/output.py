@@ -8,7 +8,8 @@ import decimal
 import io
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,20 @@ class LakeType(click.ParamType):
         if lake.local_folder is not None and lake.local_folder.is_file():
             self.fail(f"{value!r} is a file; pass the folder that holds spans/", param, ctx)
         return lake
+
+
+@contextmanager
+def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: bool = False) -> Iterator[None]:
+    """A command's reading of `lake`: its user errors (`errors`; `first_line`: only the message's first
+    line) and a lake whose files or views do not read, each one `click.ClickException` line."""
+    import duckdb
+
+    try:
+        yield
+    except errors as exc:
+        raise click.ClickException(str(exc).splitlines()[0] if first_line else str(exc)) from None
+    except duckdb.Error as exc:
+        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
 
 
 def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:

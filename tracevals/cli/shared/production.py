@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import print_rows
+from tracevals.cli.shared.output import lake_errors, print_rows
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -59,21 +59,15 @@ def load_production(
     """The `ProductionSummary` of a range; every user error one `click.ClickException` line. `config_file`:
     the scoring config `tracevals score --config` takes (the policy traces without a stored score are
     scored against now, as the nightly job would)."""
-    import duckdb
-
     from tracevals.queries import LakeError
     from tracevals.queries.selection import SelectionError
     from tracevals.scoring.config import load_config
     from tracevals.scoring.production_data import load_production_data
     from tracevals.stats.production import summarize_production
 
-    try:
+    with lake_errors(lake, (LakeError, SelectionError, ValueError)):
         config = load_config(config_file) if config_file else None
         data = load_production_data(lake, since, until, sample, seed, config)
-    except (LakeError, SelectionError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except duckdb.Error as exc:
-        raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
     meta = {**data.provenance, "lake": str(lake)}
     return summarize_production(data.trajectories, data.scores, data.facets, z=z, alpha=alpha, meta=meta)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import lake_option
+from tracevals.cli.shared.output import lake_errors, lake_option
 from tracevals.cli.shared.times import time_range_options
 from tracevals.model.case import Case
 
@@ -164,8 +164,6 @@ def load_report(
     `baseline_optional` (the gate): only a candidate is needed; a baseline with no attempts in the
     selection leaves nothing to compare. `sel.scoring_config`: the scoring config `tracevals score` takes,
     for the attempts scored now and their prices."""
-    import duckdb
-
     from tracevals.lake.run_cases import RunCasesConflict, digest
     from tracevals.model.tasks import TaskFileError, cases_from_bytes
     from tracevals.queries import LakeError
@@ -175,7 +173,7 @@ def load_report(
         raise click.ClickException("give both --baseline and --candidate, or neither")
     if baseline is not None and baseline == candidate:
         raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
-    try:
+    with lake_errors(sel.lake, (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError)):
         cases, sha = None, None
         if sel.tasks_file:  # else: the cases each run kept in the lake
             data = _read_tasks(sel.tasks_file)
@@ -204,10 +202,6 @@ def load_report(
             baseline_optional=baseline_optional,
             config=config,
         )
-    except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
-        raise click.ClickException(f"cannot read the lake {sel.lake}: {str(exc).splitlines()[0]}") from exc
 
 
 def _config(path: str | None) -> Any:
