@@ -48,10 +48,10 @@ import pyarrow.parquet as pq
 from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.retention import (
     COMPACTED_AT,
-    compacted_at,
-    deletable,
+    Footers,
     note_pending,
     pending_partitions,
+    read_footers,
     retention_seconds,
     stamp,
 )
@@ -260,39 +260,24 @@ def _compact_partition(
 ) -> tuple[PartitionResult, float | None]:
     """Merge a partition's files (unless `merge` is False) and delete the merged inputs whose retention has
     passed; the partition's result and when its next pending deletion is due."""
-    files = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
-    metas: dict[Path, pq.FileMetaData] = {}
-    for path in files:
-        try:
-            metas[path] = pq.read_metadata(path)
-        except FileNotFoundError:
-            continue
-        except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
-            error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", error=error), None
-    files = [p for p in files if p in metas]
-    marks = {p: _marked(m) for p, m in metas.items()}
-    # files a merged file already holds (a file never names itself): kept for readers, never merged again
-    replaced = {name for p, names in marks.items() if names for name in names if name != p.name}
-    pending = [p for p in files if p.name in replaced]
-    stamps = {p.name: compacted_at(m) for p, m in metas.items()}
-    gone, next_due = deletable({p.name: marks[p] for p in files}, stamps, time.time(), retention)
-    removed = [p for p in pending if p.name in gone]
+    listed = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
+    footers = read_footers(listed, pq.read_metadata, _marked, retention)
+    if isinstance(footers, str):
+        return PartitionResult(table, "", error=footers), None
+    next_due = footers.next_due
     if not dry_run:
-        for path in removed:
+        for path in footers.removed:
             path.unlink(missing_ok=True)
-    files = [p for p in files if p not in pending]
-    groups = _groups(files, metas, group_bytes) if merge else []
-    todo = [g for g in groups if not (len(g) == 1 and marks[g[0]] is not None)]
-    result = PartitionResult(table, "", leftovers_removed=len(removed), kept_for_readers=len(pending) - len(removed))
+    todo = _merges(footers, group_bytes) if merge else []
+    result = _partition_result(table, footers)
     if not todo:
-        if removed and not dry_run:
+        if footers.removed and not dry_run:
             fsync_path(directory)
         return result, next_due
     for group in todo:
         result.files_in += len(group)
         result.bytes_in += sum(p.stat().st_size for p in group)
-        result.rows += sum(metas[p].num_rows for p in group)
+        result.rows += sum(footers.metas[p].num_rows for p in group)
         if dry_run:
             continue
         try:
@@ -307,6 +292,20 @@ def _compact_partition(
             due = time.time() + retention
             next_due = due if next_due is None else min(next_due, due)
     return result, next_due
+
+
+def _partition_result(table: str, footers: Footers) -> PartitionResult:
+    """A partition's result before any merge: its merged inputs deleted now, and those kept for readers."""
+    removed = len(footers.removed)
+    return PartitionResult(table, "", leftovers_removed=removed, kept_for_readers=len(footers.pending) - removed)
+
+
+def _merges(footers: Footers, group_bytes: int) -> list[list[Path]]:
+    """The groups of a partition's files to merge: files no merged file holds, in `_groups`, less a group
+    that is one merged file already."""
+    files = [p for p in footers.files if p not in footers.pending]
+    groups = _groups(files, footers.metas, group_bytes)
+    return [g for g in groups if not (len(g) == 1 and footers.marks[g[0]] is not None)]
 
 
 def _groups(files: list[Path], metas: dict[Path, pq.FileMetaData], group_bytes: int) -> list[list[Path]]:

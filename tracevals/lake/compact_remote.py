@@ -13,7 +13,8 @@ concerned.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,14 +26,15 @@ from tracevals.lake.compact import (
     CompactError,
     CompactResult,
     PartitionResult,
-    _groups,
     _hour_end,
     _marked,
     _merged,
+    _merges,
+    _partition_result,
 )
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
-from tracevals.lake.retention import compacted_at, deletable, note_pending, pending_partitions
+from tracevals.lake.retention import note_pending, pending_partitions, read_footers
 
 
 def compact_remote(
@@ -47,6 +49,54 @@ def compact_remote(
     wait_s: float,
 ) -> CompactResult:
     """`compact` on object storage (see the module)."""
+    with _lease(lake, dry_run, wait_s):
+        started = time.monotonic()
+        now = time.time() if now is None else now
+        fs = lake.filesystem
+        try:
+            listed = {table: lake.list_parquet(table) for table in SORT_KEYS}
+        except LakeError as exc:
+            raise CompactError(str(exc)) from None
+        due = set() if dry_run else set(pending_partitions(lake, time.time()))
+        result = CompactResult()
+        todo: list[tuple[str, Path, list[pafs.FileInfo], bool]] = []
+        for table, infos in listed.items():
+            partitions: dict[Path, list[pafs.FileInfo]] = {}
+            for info in infos:
+                partitions.setdefault(Path(info.path).parent, []).append(info)
+            for directory, files in sorted(partitions.items()):
+                end = _hour_end(directory)
+                if end == float("inf"):
+                    continue
+                sweep = f"{table}/{directory.parent.name}/{directory.name}" in due
+                if end > now - min_age_s or (since is not None and end <= since):
+                    if end > now - min_age_s:
+                        result.too_young.append(f"{table}/{directory.parent.name}/{directory.name}")
+                    if sweep:  # only its merged inputs that are due go
+                        todo.append((table, directory, files, False))
+                    continue
+                todo.append((table, directory, files, True))
+        merges = sum(1 for *_, merge in todo if merge)
+        done = 0
+        for table, directory, files, merge in todo:
+            partition, next_due = _partition(lake, fs, table, directory, files, group_bytes, dry_run, retention, merge)
+            name = f"{directory.parent.name}/{directory.name}"
+            if not dry_run:
+                note_pending(lake, f"{table}/{name}", next_due)
+            result.kept_for_readers += partition.kept_for_readers
+            if partition.files_in or partition.leftovers_removed or partition.error:  # something done, or said
+                partition.partition = name
+                result.partitions.append(partition)
+            if progress is not None and merge:
+                done += 1
+                progress(done, merges)
+        result.seconds = time.monotonic() - started
+        return result
+
+
+@contextmanager
+def _lease(lake: Lake, dry_run: bool, wait_s: float) -> Iterator[None]:
+    """The lake's `compaction` lease, held while the block runs (a dry run takes none)."""
     from tracevals.lake.leases import Lease, LeaseBusy
 
     try:
@@ -58,64 +108,10 @@ def compact_remote(
     except LakeError as exc:
         raise CompactError(str(exc)) from None
     try:
-        return _compact(lake, min_age_s, group_bytes, now, dry_run, progress, since, retention)
+        yield
     finally:
         if lease is not None:
             lease.release()
-
-
-def _compact(
-    lake: Lake,
-    min_age_s: float,
-    group_bytes: int,
-    now: float | None,
-    dry_run: bool,
-    progress: Callable[[int, int], None] | None,
-    since: float | None,
-    retention: float,
-) -> CompactResult:
-    started = time.monotonic()
-    now = time.time() if now is None else now
-    fs = lake.filesystem
-    try:
-        listed = {table: lake.list_parquet(table) for table in SORT_KEYS}
-    except LakeError as exc:
-        raise CompactError(str(exc)) from None
-    due = set() if dry_run else set(pending_partitions(lake, time.time()))
-    result = CompactResult()
-    todo: list[tuple[str, Path, list[pafs.FileInfo], bool]] = []
-    for table, infos in listed.items():
-        partitions: dict[Path, list[pafs.FileInfo]] = {}
-        for info in infos:
-            partitions.setdefault(Path(info.path).parent, []).append(info)
-        for directory, files in sorted(partitions.items()):
-            end = _hour_end(directory)
-            if end == float("inf"):
-                continue
-            sweep = f"{table}/{directory.parent.name}/{directory.name}" in due
-            if end > now - min_age_s or (since is not None and end <= since):
-                if end > now - min_age_s:
-                    result.too_young.append(f"{table}/{directory.parent.name}/{directory.name}")
-                if sweep:  # only its merged inputs that are due go
-                    todo.append((table, directory, files, False))
-                continue
-            todo.append((table, directory, files, True))
-    merges = sum(1 for *_, merge in todo if merge)
-    done = 0
-    for table, directory, files, merge in todo:
-        partition, next_due = _partition(lake, fs, table, directory, files, group_bytes, dry_run, retention, merge)
-        name = f"{directory.parent.name}/{directory.name}"
-        if not dry_run:
-            note_pending(lake, f"{table}/{name}", next_due)
-        result.kept_for_readers += partition.kept_for_readers
-        if partition.files_in or partition.leftovers_removed or partition.error:  # something done, or said
-            partition.partition = name
-            result.partitions.append(partition)
-        if progress is not None and merge:
-            done += 1
-            progress(done, merges)
-    result.seconds = time.monotonic() - started
-    return result
 
 
 def _partition(
@@ -131,26 +127,13 @@ def _partition(
 ) -> tuple[PartitionResult, float | None]:
     from tracevals.lake.storage import put_bytes
 
-    files = [Path(i.path) for i in infos]
     sizes = {Path(i.path): i.size or 0 for i in infos}
-    metas: dict[Path, pq.FileMetaData] = {}
-    for path in files:
-        try:
-            metas[path] = pq.read_metadata(path.as_posix(), filesystem=fs)
-        except FileNotFoundError:
-            continue
-        except (pa.ArrowInvalid, OSError) as exc:
-            error = f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
-            return PartitionResult(table, "", error=error), None
-    files = [p for p in files if p in metas]
-    marks = {p: _marked(m) for p, m in metas.items()}
-    replaced = {name for p, names in marks.items() if names for name in names if name != p.name}
-    pending = [p for p in files if p.name in replaced]
-    stamps = {p.name: compacted_at(m) for p, m in metas.items()}
-    gone, next_due = deletable({p.name: marks[p] for p in files}, stamps, time.time(), retention)
-    removed = [p for p in pending if p.name in gone]
+    footers = read_footers(list(sizes), lambda p: pq.read_metadata(p.as_posix(), filesystem=fs), _marked, retention)
+    if isinstance(footers, str):
+        return PartitionResult(table, "", error=footers), None
+    next_due = footers.next_due
     if not dry_run:
-        for path in removed:
+        for path in footers.removed:
             try:
                 fs.delete_file(path.as_posix())
             except FileNotFoundError:
@@ -158,16 +141,14 @@ def _partition(
             except OSError as exc:
                 error = str(lake.error(exc, "deleting a merged input of"))
                 return PartitionResult(table, "", error=error), next_due
-    files = [p for p in files if p not in pending]
-    todo = [g for g in _groups(files, metas, group_bytes) if not (len(g) == 1 and marks[g[0]] is not None)]
-    todo = todo if merge else []
-    result = PartitionResult(table, "", leftovers_removed=len(removed), kept_for_readers=len(pending) - len(removed))
+    todo = _merges(footers, group_bytes) if merge else []
+    result = _partition_result(table, footers)
     if not todo:
         return result, next_due
     for group in todo:
         result.files_in += len(group)
         result.bytes_in += sum(sizes[p] for p in group)
-        result.rows += sum(metas[p].num_rows for p in group)
+        result.rows += sum(footers.metas[p].num_rows for p in group)
         if dry_run:
             continue
         try:

@@ -30,8 +30,11 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -106,6 +109,46 @@ def deletable(
                 changed = True
     later = [at for name, at in due.items() if name not in gone]
     return gone, (max(min(later), now) if later else None)
+
+
+@dataclass(frozen=True)
+class Footers:
+    """What the footers of a partition's files say: the readable ones (in the order listed), each one's
+    metadata and the names it says it replaced (None: a writer's file); the merged inputs kept for readers
+    (`pending`), those of them a compaction may delete now (`removed`), and when the next of the rest may go."""
+
+    files: list[Path]
+    metas: dict[Path, pq.FileMetaData]
+    marks: dict[Path, list[str] | None]
+    pending: list[Path]
+    removed: list[Path]
+    next_due: float | None
+
+
+def read_footers(
+    files: list[Path],
+    read: Callable[[Path], pq.FileMetaData],
+    marked: Callable[[pq.FileMetaData], list[str] | None],
+    retention: float,
+) -> Footers | str:
+    """The `Footers` of a partition's `files` (a file gone since it was listed is left out), or the line that
+    says which one is not Parquet (then nothing of the partition may be touched)."""
+    metas: dict[Path, pq.FileMetaData] = {}
+    for path in files:
+        try:
+            metas[path] = read(path)
+        except FileNotFoundError:
+            continue
+        except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
+            return f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
+    files = [p for p in files if p in metas]
+    marks = {p: marked(m) for p, m in metas.items()}
+    # files a merged file already holds (a file never names itself): kept for readers, never merged again
+    replaced = {name for p, names in marks.items() if names for name in names if name != p.name}
+    pending = [p for p in files if p.name in replaced]
+    stamps = {p.name: compacted_at(m) for p, m in metas.items()}
+    gone, next_due = deletable({p.name: marks[p] for p in files}, stamps, time.time(), retention)
+    return Footers(files, metas, marks, pending, [p for p in pending if p.name in gone], next_due)
 
 
 # -- the notes of pending deletions ------------------------------------------------------------------
