@@ -14,15 +14,14 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from fixtures.simulated import run_demo_agent
 
 import tracevals
 from tracevals.cli import main
 from tracevals.cli.demo import bundled_tasks
-from tracevals.demo.agent import order_support_agent
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
 from tracevals.evaluators import evaluate_all
-from tracevals.harness import run_cases
 from tracevals.model.tasks import load_cases
 from tracevals.queries import open_lake
 from tracevals.queries.trajectories import load_trajectories
@@ -118,16 +117,7 @@ def _pass_hat_k(lake: Path, telemetry: tracevals.Telemetry, model: str, rates: F
     DEFAULT_REGISTRY.add(make_profile(model, rates))
     try:
         with SimulatedModelServer() as server:
-            run_cases(
-                order_support_agent,
-                cases,
-                k=k,
-                run_id=model,
-                variant=model,
-                seed=3,
-                concurrency=8,
-                settings={"base_url": server.base_url, "model": model},
-            )
+            run_demo_agent(server, model, cases, k=k, run_id=model, seed=3, concurrency=8)
     finally:
         DEFAULT_REGISTRY.remove(model)
     telemetry.force_flush()

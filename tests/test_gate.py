@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from fixtures.simulated import run_demo_agent
 
 import tracevals
 from tracevals.cli import main
 from tracevals.cli.demo import bundled_tasks
-from tracevals.demo.agent import order_support_agent
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
-from tracevals.harness import run_cases
 from tracevals.model.tasks import load_cases
 from tracevals.simulator import DEFAULT_REGISTRY, SimulatedModelServer
 
@@ -40,16 +39,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     telemetry = tracevals.instrument(lake=lake, batch=True)
     try:
         with SimulatedModelServer() as server:
-            run_cases(
-                order_support_agent,
-                load_cases(bundled_tasks()),
-                k=3,
-                run_id=run_id,
-                variant="fixed",
-                seed=1,
-                concurrency=8,
-                settings={"base_url": server.base_url, "model": FIXED_MODEL},
-            )
+            cases = load_cases(bundled_tasks())
+            run_demo_agent(server, FIXED_MODEL, cases, k=3, run_id=run_id, variant="fixed", seed=1, concurrency=8)
     finally:
         telemetry.shutdown()
         DEFAULT_REGISTRY.remove(FIXED_MODEL)

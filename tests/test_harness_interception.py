@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.simulated import run_demo_agent
 
 import tracevals
-from tracevals.demo import OrderWorld, order_support_agent, tasks_path
+from tracevals.demo import OrderWorld, tasks_path
 from tracevals.demo.profiles import make_profile
 from tracevals.demo.rates import FailureRates
-from tracevals.harness import run_cases
 from tracevals.harness.attacks import parse_injection
 from tracevals.harness.cassettes import CassetteMiss
 from tracevals.harness.faults import FaultProfileError, load_fault_profile, parse_rule
@@ -43,17 +43,7 @@ def batch_telemetry(lake: Path) -> Iterator[tracevals.Telemetry]:
 
 
 def _run(server: SimulatedModelServer, model: str, case_ids: list[str], run_id: str, k: int, plan: RunPlan) -> None:
-    run_cases(
-        order_support_agent,
-        [CASES[c] for c in case_ids],
-        k=k,
-        run_id=run_id,
-        variant=model,
-        seed=5,
-        concurrency=4,
-        settings={"base_url": server.base_url, "model": model},
-        plan=plan,
-    )
+    run_demo_agent(server, model, [CASES[c] for c in case_ids], k=k, run_id=run_id, seed=5, plan=plan)
 
 
 def _trajectories(lake: Path, run_id: str) -> dict[tuple[str, int], list[tuple[Any, ...]]]:
