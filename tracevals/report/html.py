@@ -17,7 +17,7 @@ from typing import Any
 from tracevals.report.data import ReportData
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
 from tracevals.report.html_failures import failure_gallery, failure_tables
-from tracevals.report.html_parts import STYLE, details, nav, table
+from tracevals.report.html_parts import STYLE, details, page_header, table
 from tracevals.report.reliability_view import reliability_html
 from tracevals.report.svg import IntervalPoint, interval_chart, line_chart, stacked_bars, strip_chart
 from tracevals.stats import CATEGORIES, CATEGORY_LABELS, VariantSummary, confidence_level
@@ -106,25 +106,18 @@ def _header(data: ReportData) -> str:
         ("cases", str(meta.get("cases_from") or meta.get("tasks_file") or "—")),
         ("lake", str(meta.get("lake") or "—")),
     ]
-    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
     per: dict[str, Any] = meta.get("variants") or {}
     chosen = [v for v in data.summaries if v in per]
     provenance = [_provenance(v, per[v]) for v in chosen] if chosen else [_provenance(None, meta)]
     variants = table(["variant", "runs", "commit", "lock hash", "dates"], provenance, table_id="provenance-variants")
-    links = nav(
-        (
-            ("summary", "Summary"),
-            ("pass-hat-k", "pass^k"),
-            ("regressions", "Regressions"),
-            ("worst-task", "Worst task"),
-            ("categories", "Release categories"),
-            ("faults", "Fault outcomes"),
-            ("distributions", "Latency & cost"),
-            ("failures", "Failures"),
-            ("gallery", "Failure gallery"),
-        )
-    )
-    return f'<header><h1>tracevals reliability report</h1><dl id="provenance">{items}</dl>{variants}{links}</header>'
+    return page_header("tracevals reliability report", rows, _SECTIONS, extra=variants)
+
+
+_SECTIONS = (
+    ("summary", "Summary"), ("pass-hat-k", "pass^k"), ("regressions", "Regressions"), ("worst-task", "Worst task"),
+    ("categories", "Release categories"), ("faults", "Fault outcomes"), ("distributions", "Latency & cost"),
+    ("failures", "Failures"), ("gallery", "Failure gallery"),
+)  # fmt: skip
 
 
 def _summary(data: ReportData) -> str:

@@ -72,3 +72,12 @@ def details(summary: str, content: str, *, cls: str = "group", data: dict[str, s
 def nav(links: Sequence[tuple[str, str]]) -> str:
     """The page's table of contents: (section id, title) pairs."""
     return "<nav>" + "".join(f'<a href="#{escape(i)}">{escape(t)}</a>' for i, t in links) + "</nav>"
+
+
+def page_header(
+    title: str, rows: Sequence[tuple[str, str]], sections: Sequence[tuple[str, str]], extra: str = ""
+) -> str:
+    """A report page's header: its title, its provenance (label, value rows), `extra` (HTML made already),
+    then its table of contents (`nav`)."""
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    return f'<header><h1>{escape(title)}</h1><dl id="provenance">{items}</dl>{extra}{nav(sections)}</header>'

@@ -9,7 +9,7 @@ from html import escape
 
 from tracevals.report.formatting import interval, num
 from tracevals.report.html_failures import trace_command
-from tracevals.report.html_parts import STYLE, details, nav, table
+from tracevals.report.html_parts import STYLE, details, page_header, table
 from tracevals.report.svg import day_chart
 from tracevals.stats.production import ProductionSummary, Rate, SessionFailure
 
@@ -57,17 +57,13 @@ def _header(s: ProductionSummary) -> str:
         ("lake", str(m.get("lake") or "—")),
     ]  # fmt: skip
     notes = [("note", str(n)) for n in m.get("notes") or []]
-    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows + notes)
-    links = nav(
-        (
-            ("evaluators", "Evaluators"),
-            ("trend", "Day by day"),
-            ("groups", "Services and agents"),
-            ("failures", "Failures"),
-            ("worst", "Worst sessions"),
-        )
-    )
-    return f'<header><h1>tracevals production report</h1><dl id="provenance">{items}</dl>{links}</header>'
+    return page_header("tracevals production report", rows + notes, _SECTIONS)
+
+
+_SECTIONS = (
+    ("evaluators", "Evaluators"), ("trend", "Day by day"), ("groups", "Services and agents"), ("failures", "Failures"),
+    ("worst", "Worst sessions"),
+)  # fmt: skip
 
 
 def _evaluators(s: ProductionSummary) -> str:
