@@ -116,7 +116,8 @@ def create_app(
     poll_seconds: float | None = None,
 ) -> tuple[Guard, UI]:
     """The guarded app for `lake`; the lake is opened in the background once the server starts."""
-    from tracevals.ui import pages_runs, pages_trace
+    from tracevals.ui import pages_runs as runs
+    from tracevals.ui import pages_trace as trace
 
     lake.check()  # a bad lake fails here, in one line, before the server starts
     figures = Figures(lake)
@@ -128,11 +129,22 @@ def create_app(
     reader = LakeReader(lake, poll_seconds=poll_seconds, on_reopen=figures.lake_changed, **limits)
     ui = UI(lake, reader, figures, environment(), token)
     static = StaticFiles(directory=str(resources.files("tracevals.ui").joinpath("static")))
-    routes = [
-        *pages_runs.routes(ui),
-        *pages_trace.routes(ui),
-        Mount("/static", app=static, name="static"),
+    pages: list[tuple[str, Page, str]] = [  # (path, page, name): every page of the UI
+        ("/", runs.runs_page, "runs"),
+        ("/runs/{run_id}", runs.run_page, "run"),
+        ("/runs/{run_id}/report.json", runs.run_json, "run_json"),
+        ("/runs/{run_id}/compare", runs.compare_page, "compare"),
+        ("/runs/{run_id}/tasks/{task_id}", runs.task_page, "task"),
+        ("/runs/{run_id}/tasks/{task_id}/funnel", runs.funnel_page, "funnel"),
+        ("/runs/{run_id}/failures", runs.failures_page, "failures"),
+        ("/runs/{run_id}/variance", runs.variance_page, "variance"),
+        ("/traces/{trace_id}", trace.trace_page, "trace"),
+        ("/production", trace.production_page, "production"),
+        ("/sql", trace.sql_page, "sql"),
+        ("/sql.csv", trace.sql_csv, "sql_csv"),
+        ("/sql.parquet", trace.sql_parquet, "sql_parquet"),
     ]
+    routes = [*page_routes(ui, pages), Mount("/static", app=static, name="static")]
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

@@ -10,26 +10,21 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from tracevals.ui.app import UI, page_routes, query_of, text
+from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.attempts import task_view
 from tracevals.ui.figures import Entry, RunRow
 
-__all__ = ["routes"]
-
-
-def routes(ui: UI) -> list[Route]:
-    return page_routes(ui, [
-        ("/", runs_page, "runs"),
-        ("/runs/{run_id}", run_page, "run"),
-        ("/runs/{run_id}/report.json", run_json, "run_json"),
-        ("/runs/{run_id}/compare", compare_page, "compare"),
-        ("/runs/{run_id}/tasks/{task_id}", task_page, "task"),
-        ("/runs/{run_id}/tasks/{task_id}/funnel", funnel_page, "funnel"),
-        ("/runs/{run_id}/failures", failures_page, "failures"),
-        ("/runs/{run_id}/variance", variance_page, "variance"),
-    ])  # fmt: skip
+__all__ = [
+    "compare_page",
+    "failures_page",
+    "funnel_page",
+    "run_json",
+    "run_page",
+    "runs_page",
+    "task_page",
+    "variance_page",
+]
 
 
 def _date(value: str | None) -> dt.date | None:

@@ -15,25 +15,14 @@ import duckdb
 import pyarrow.parquet as pq
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from tracevals.ui.app import UI, page_routes, query_of, text
+from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.reader import QueryLimit
 from tracevals.ui.trace import load_trace
 
-__all__ = ["routes", "search_sessions"]
+__all__ = ["production_page", "search_sessions", "sql_csv", "sql_page", "sql_parquet", "trace_page"]
 
 _HEX = re.compile(r"[0-9a-f]{1,64}")
-
-
-def routes(ui: UI) -> list[Route]:
-    return page_routes(ui, [
-        ("/traces/{trace_id}", trace_page, "trace"),
-        ("/production", production_page, "production"),
-        ("/sql", sql_page, "sql"),
-        ("/sql.csv", sql_csv, "sql_csv"),
-        ("/sql.parquet", sql_parquet, "sql_parquet"),
-    ])  # fmt: skip
 
 
 def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
