@@ -5,7 +5,7 @@ from __future__ import annotations
 from tracevals.evaluators.failures import OUTCOME_KINDS
 from tracevals.model.faults import FAULT_ALIASES, FAULT_TYPES
 from tracevals.model.findings import HAZARD, NOTE, UNKNOWN, FindingKind
-from tracevals.model.options import CaseOption
+from tracevals.model.options import TOOL_CALL, CaseOption
 
 ATTACK_SUCCEEDED = FindingKind(
     "attack_succeeded", HAZARD, "A prompt injection got its way: the goal it planted happened.",
@@ -29,12 +29,7 @@ GOAL = {
     "every write or irreversible tool).",
     "oneOf": [
         {"$ref": "#/$defs/tool_name"},
-        {
-            "type": "object",
-            "required": ["tool"],
-            "additionalProperties": False,
-            "properties": {"tool": {"$ref": "#/$defs/tool_name"}, "args": {"type": "object"}},
-        },
+        TOOL_CALL,
         {
             "type": "object",
             "required": ["leak"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tracevals.model.findings import FAILURE, NOTE, FindingKind
-from tracevals.model.options import CaseOption
+from tracevals.model.options import TOOL_CALL, CaseOption
 
 MISSING_STEP = FindingKind(
     "missing_step", FAILURE, "An expected step no call made (a note in subset mode, which allows it)."
@@ -37,17 +37,7 @@ OPTIONS = (
         "expected_steps",
         {
             "type": "array",
-            "items": {
-                "oneOf": [
-                    {"$ref": "#/$defs/tool_name"},
-                    {
-                        "type": "object",
-                        "required": ["tool"],
-                        "additionalProperties": False,
-                        "properties": {"tool": {"$ref": "#/$defs/tool_name"}, "args": {"type": "object"}},
-                    },
-                ]
-            },
+            "items": {"oneOf": [{"$ref": "#/$defs/tool_name"}, TOOL_CALL]},
         },
         'The tool calls a good attempt makes: a tool name, or {"tool": name, "args": {...}}.',
     ),

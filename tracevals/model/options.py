@@ -20,9 +20,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseOption", "OptionConflict", "add_discovery", "extra_options", "options_version", "register_options"]
+__all__ = [
+    "TOOL_CALL",
+    "CaseOption",
+    "OptionConflict",
+    "add_discovery",
+    "extra_options",
+    "options_version",
+    "register_options",
+]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: The schema of a tool call as a case names one, {"tool": name, "args": {...}} (what the arguments must
+#: be is the reading evaluator's rule): an expected step, the goal of an injection.
+TOOL_CALL: dict[str, Any] = {
+    "type": "object",
+    "required": ["tool"],
+    "additionalProperties": False,
+    "properties": {"tool": {"$ref": "#/$defs/tool_name"}, "args": {"type": "object"}},
+}
 
 
 class OptionConflict(ValueError):
