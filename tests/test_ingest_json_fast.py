@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from fixtures.json_docs import INSIDE, rewritten
 from fixtures.otlp_lakes import CORPUS, DIALECTS, fixture_doc
 from fixtures.plain import comparable
 from fixtures.requirements import needing
@@ -77,22 +78,17 @@ _INT64_KEYS = ("intValue", "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano
 def _int64s(node: Any, as_string: bool) -> Any:
     """The document with every int64 written as a string (protobuf's JSON mapping) or as a number (a JS
     exporter): one document mixing the two is left to the validating path (Arrow infers one type a key)."""
-    if isinstance(node, list):
-        return [_int64s(x, as_string) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in _INT64_KEYS and isinstance(value, (int, str)) and not isinstance(value, bool):
-            try:
-                number = int(value)
-            except ValueError:
-                out[key] = value
-                continue
-            out[key] = str(number) if as_string else number
-        else:
-            out[key] = _int64s(value, as_string)
-    return out
+
+    def rule(key: str, value: Any) -> Any:
+        if key not in _INT64_KEYS or not isinstance(value, (int, str)) or isinstance(value, bool):
+            return INSIDE
+        try:
+            number = int(value)
+        except ValueError:
+            return value
+        return str(number) if as_string else number
+
+    return rewritten(node, rule)
 
 
 def _both_ways(doc: dict[str, Any], tmp_path: Path) -> None:
@@ -592,19 +588,15 @@ _ENUMS = {
 
 def _enums(node: Any, names: bool) -> Any:
     """The document with every enum as its number, or as its name."""
-    if isinstance(node, list):
-        return [_enums(x, names) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
+
+    def rule(key: str, value: Any) -> Any:
         numbers = _ENUMS.get(key)
-        if numbers is not None and isinstance(value, (int, str)):
-            number = value if isinstance(value, int) else {n: i for i, n in numbers.items()}[value]
-            out[key] = numbers.get(number, number) if names else number
-        else:
-            out[key] = _enums(value, names)
-    return out
+        if numbers is None or not isinstance(value, (int, str)):
+            return INSIDE
+        number = value if isinstance(value, int) else {n: i for i, n in numbers.items()}[value]
+        return numbers.get(number, number) if names else number
+
+    return rewritten(node, rule)
 
 
 @settings(

@@ -249,6 +249,15 @@ def _record(
     return cases, tapes, _run(agent, cases, "rec", k, plan, base_url=server.root_url)
 
 
+def _replays_alike(
+    server: SimulatedModelServer, agent: Any, cases: list[Any], tapes: Path, recorded: list[AttemptResult]
+) -> None:
+    """With `server` stopped, the run replayed from `tapes` has the recorded outcomes, and no replay missed."""
+    server.stop()
+    plan, replayed = _replay(agent, cases, tapes)
+    assert outcomes(replayed) == outcomes(recorded) and plan.misses == []
+
+
 def _replay(agent: Any, cases: list[Any], tapes: Path, k: int = 1) -> tuple[RunPlan, list[AttemptResult]]:
     """(plan, results): the same run replayed from `tapes` with the client pointed at a dead port."""
     plan = RunPlan(cassette_dir=tapes, cassette_mode="replay")
@@ -388,9 +397,7 @@ def test_responses_parse_anthropic_async_and_a_half_read_stream_replay(
         ("responses.create", True),
         ("responses.create", True),
     ]
-    server.stop()
-    plan, replayed = _replay(many_apis_agent, cases, tapes)
-    assert outcomes(replayed) == outcomes(recorded) and plan.misses == []
+    _replays_alike(server, many_apis_agent, cases, tapes, recorded)
 
 
 # --- a frozen replay: one recording in slot 0 serves attempts 1..3, each with its own seed ----------------
@@ -498,9 +505,7 @@ def test_api_errors_replay_as_the_same_sdk_exception(
     [(output, error)] = outcomes(recorded).values()
     assert error is None and output is not None
     assert output.startswith("openai.NotFoundError 404") and "\nanthropic.NotFoundError 404" in output
-    server.stop()
-    plan, replayed = _replay(erring_agent, cases, tapes)
-    assert outcomes(replayed) == outcomes(recorded) and plan.misses == []
+    _replays_alike(server, erring_agent, cases, tapes, recorded)
 
 
 # --- the request's system prompt and tool set, hashed on every model span ---------------------------------

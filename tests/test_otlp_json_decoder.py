@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.json_docs import rewritten
 from fixtures.otlp_lakes import CORPUS, DIALECTS, fixture_doc
 from fixtures.requirements import needing
 from google.protobuf import json_format
@@ -30,18 +31,14 @@ _IDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span
 
 def _b64_ids(node: Any, in_item: bool = False) -> Any:
     """The document with every span / link / log record id hex -> base64, as json_format reads bytes."""
-    if isinstance(node, list):
-        return [_b64_ids(x, in_item) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
+
+    def rule(key: str, value: Any) -> Any:
         if key in _IDS and isinstance(value, str) and in_item:
-            out[key] = base64.b64encode(bytes.fromhex(value)).decode()
-        else:
-            item = key in ("spans", "links", "logRecords", "log_records")
-            out[key] = _b64_ids(value, item or (in_item and key not in ("attributes", "body", "events")))
-    return out
+            return base64.b64encode(bytes.fromhex(value)).decode()
+        item = key in ("spans", "links", "logRecords", "log_records")
+        return _b64_ids(value, item or (in_item and key not in ("attributes", "body", "events")))
+
+    return rewritten(node, rule)
 
 
 def reference(doc: dict[str, Any]) -> tuple[bytes, bytes]:
