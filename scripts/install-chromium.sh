@@ -8,14 +8,10 @@
 set -euo pipefail
 
 CHROMIUM="${TRACEVALS_CHROMIUM:-/usr/bin/chromium}"
+NAME=install-chromium
+SKIPPED="the HTML report test will be SKIPPED; install Chromium and/or set TRACEVALS_CHROMIUM"
 REQUIRE="${TRACEVALS_REQUIRE_CHROMIUM:-0}"
-
-give_up() {
-  echo "install-chromium: $1" >&2
-  echo "install-chromium: the HTML report test will be SKIPPED; install Chromium and/or set TRACEVALS_CHROMIUM" >&2
-  if [ "$REQUIRE" = "1" ]; then exit 1; fi
-  exit 0
-}
+. "$(dirname "$0")/optional-install.sh"
 
 if [ -x "$CHROMIUM" ]; then
   echo "install-chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM") already installed"

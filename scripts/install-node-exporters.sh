@@ -11,14 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE="${TRACEVALS_NODE_EXPORTERS:-${XDG_CACHE_HOME:-$HOME/.cache}/tracevals/node-exporters}"
+NAME=install-node-exporters
+SKIPPED="the Node exporter tests will be SKIPPED; install Node.js >= 20.6 and npm"
 REQUIRE="${TRACEVALS_REQUIRE_NODE:-0}"
-
-give_up() {
-  echo "install-node-exporters: $1" >&2
-  echo "install-node-exporters: the Node exporter tests will be SKIPPED; install Node.js >= 20.6 and npm" >&2
-  if [ "$REQUIRE" = "1" ]; then exit 1; fi
-  exit 0
-}
+. scripts/optional-install.sh
 
 command -v node >/dev/null 2>&1 || give_up "no node on the PATH"
 command -v npm >/dev/null 2>&1 || give_up "no npm on the PATH"
