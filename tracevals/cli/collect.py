@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.output import file_option, format_option, print_rows
 from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError
@@ -51,12 +51,12 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
 
 
 @click.command()
-@click.option(
+@file_option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False),
+    f"Collector config in the OTel Collector format [default: ./{DEFAULT_CONFIG} if present, else built-in].",
     envvar=env.COLLECTOR_CONFIG,
-    help=f"Collector config in the OTel Collector format [default: ./{DEFAULT_CONFIG} if present, else built-in].",
+    exists=False,
 )
 @click.option("--validate", is_flag=True, help="Check the config, print what it would run, and exit.")
 @click.option(

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar, say
 from tracevals.collector.config_schema import duration
 from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.lake.compact import compact as compact_lake
@@ -111,12 +111,11 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
         highlight=False,
     )
     if result.too_young:  # an hour still being written (or younger than --min-age) is never rewritten
-        console.print(
+        say(
+            console,
             f"left {len(result.too_young)} partitions that ended less than --min-age {min_age} ago (an hour is "
             f"compacted once it has ended): {', '.join(result.too_young[:3])}"
             + (f" +{len(result.too_young) - 3} more" if len(result.too_young) > 3 else ""),
-            highlight=False,
-            soft_wrap=True,
         )
     if not dry_run:
         _derive(lake, time.time() - _seconds(min_age), console)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.output import file_option, format_option, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
@@ -67,12 +67,12 @@ def _read_config(path: str) -> dict[str, Any]:
     "selection: the comparisons are NOT JUDGED and the floors (--min-pass-rate, --forbid ...) still apply.",
 )
 @click.option("--candidate", help="The variant under review (e.g. pr-42); harness runs.")
-@click.option(
+@file_option(
     "--config",
     "config_file",
-    type=click.Path(dir_okay=False),
+    "YAML or JSON file of thresholds (keys as the options below); options override it.",
     envvar=env.GATE_CONFIG,
-    help="YAML or JSON file of thresholds (keys as the options below); options override it.",
+    exists=False,
 )
 @click.option(
     "--min-pass-rate",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import format_option, print_rows
+from tracevals.cli.shared.output import file_option, format_option, print_rows
 from tracevals.cli.shared.production import report_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 
@@ -24,13 +24,8 @@ if TYPE_CHECKING:
 @selection_options
 @click.option("--baseline", help="Variant to compare against (with --candidate).")
 @click.option("--candidate", help="Variant under review (with --baseline).")
-@click.option(
-    "--out",
-    "out_file",
-    type=click.Path(dir_okay=False),
-    required=True,
-    help="Report file; the suffix picks the format: .html .md .csv .json",
-)
+@file_option("--out", "out_file", "Report file; the suffix picks the format: .html .md .csv .json", required=True,
+             exists=False)  # fmt: skip
 @env_options
 @format_option()
 def report(

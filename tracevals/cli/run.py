@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, progress_bar, say
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.cli.shared.run_control import stoppable, stopped, take_run_lease
 from tracevals.harness import AgentLoadError, load_agent, run_cases
@@ -141,7 +141,7 @@ def run(**given: Any) -> None:
             return
         _run_attempts(attempts, lake, capture, console, lease)
         for rule, why in plan.unfired_rules():  # a fault profile that injected nothing must say so
-            console.print(f"warning: fault rule {rule.id} never fired: {why}", highlight=False, soft_wrap=True)
+            say(console, f"warning: fault rule {rule.id} never fired: {why}")
         score_run(lake, run_id, cases)
         _print_run(lake, run_id, len(cases), o.k, plan, o.fmt, console)
     finally:
@@ -266,11 +266,10 @@ def _begin(o: RunOptions, run_id: str, flags: dict[str, Any], cases: list[Case],
         console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
     drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
     if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
-        console.print(
+        say(
+            console,
             f"note: {len(drafts)} of {len(cases)} cases are unreviewed drafts "
             f"(tracevals cases review {o.tasks_file.parent} --accept ID)",
-            highlight=False,
-            soft_wrap=True,
         )
     return done
 
@@ -372,7 +371,7 @@ def _print_run(lake: Lake, run_id: str, cases: int, k: int, plan: Any, fmt: str,
 def _compact(lake: Lake, started: float, console: Console) -> None:
     warning = compact_run(lake, started)
     if warning:
-        console.print(f"warning: {warning}", highlight=False, soft_wrap=True)
+        say(console, f"warning: {warning}")
 
 
 def _fail_on_misses(plan: Any, console: Console) -> None:
@@ -381,10 +380,9 @@ def _fail_on_misses(plan: Any, console: Console) -> None:
     if plan.misses:
         models = sum(m.startswith("no recording of model call") for m in plan.misses)
         kinds = {0: "tool calls", len(plan.misses): "model calls"}.get(models, "tool and model calls")
-        console.print(
+        say(
+            console,
             f"error: {len(plan.misses)} {kinds} had no recording (first: {plan.misses[0]}); the replay is "
             "incomplete: record them with --record-new, or fix the cassettes",
-            highlight=False,
-            soft_wrap=True,
         )
         raise SystemExit(2)

@@ -15,7 +15,7 @@ import polars as pl
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, say
 from tracevals.cli.shared.times import time_range_options
 from tracevals.lake import clock
 from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
@@ -28,14 +28,8 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
 
 @click.command()
 @lake_option("The lake to score (scores go to LAKE/scores/).", default="lake")
-@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), envvar=env.TASKS, help="Task cases, JSONL.")
-@click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False),
-    envvar=env.SCORING_CONFIG,
-    help="Scoring config, YAML or JSON.",
-)
+@file_option("--tasks", "tasks_file", "Task cases, JSONL.", envvar=env.TASKS, exists=False)
+@file_option("--config", "config_file", "Scoring config, YAML or JSON.", envvar=env.SCORING_CONFIG, exists=False)
 @click.option("--evaluators", "evaluator_names", envvar=env.EVALUATORS, help="Comma-separated evaluator names.")
 @time_range_options()
 @click.option("--sample", type=click.FloatRange(0, 1, min_open=True), envvar=env.SAMPLE, help="Fraction of sessions.")
@@ -184,7 +178,7 @@ def _say_odd_times(lake: Lake, horizon: datetime, since: datetime | None, consol
     from tracevals.queries.time_quality import time_quality
 
     for finding in time_quality(open_lake(lake, views=()), horizon, since).findings:
-        console.print(f"warning: data quality: {finding}", highlight=False, soft_wrap=True, markup=False)
+        say(console, f"warning: data quality: {finding}", markup=False)
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:
@@ -233,11 +227,12 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
 
     def future(partitions: list[Any]) -> None:
         where = ", ".join(f"{p.parent.name}/{p.name}" for p in partitions[-3:])
-        Console(stderr=True).print(
+        say(
+            Console(stderr=True),
             f"warning: data quality: {len(partitions)} more partitions hold spans that start after the reader's "
             f"clock plus the skew allowance ({where}): future-dated, not scored",
-            highlight=False, soft_wrap=True, markup=False,
-        )  # fmt: skip
+            markup=False,
+        )
 
     follower.on_future = future
     follower.prepare()

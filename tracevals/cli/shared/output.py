@@ -39,11 +39,13 @@ def format_option(default: str = "table") -> Any:
     )
 
 
-def file_option(flag: str, name: str, help: str, *, required: bool = False) -> Any:
-    """An option naming a file that must exist, given to the command as a `Path`."""
-    return click.option(
-        flag, name, type=click.Path(exists=True, dir_okay=False, path_type=Path), required=required, help=help
-    )
+def file_option(
+    flag: str, name: str, help: str, *, required: bool = False, envvar: str | None = None, exists: bool = True
+) -> Any:
+    """An option naming a file, not a folder: one that must exist, given to the command as a `Path`, or (not
+    `exists`) any such path as its text: a file to write, or one the command reads and reports on itself."""
+    kind = click.Path(exists=True, dir_okay=False, path_type=Path) if exists else click.Path(dir_okay=False)
+    return click.option(flag, name, type=kind, required=required, envvar=envvar, help=help)
 
 
 def progress_bar(console: Console, transient: bool = False) -> Progress:
@@ -95,6 +97,12 @@ def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: b
         raise click.ClickException(str(exc).splitlines()[0] if first_line else str(exc)) from None
     except duckdb.Error as exc:
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+
+
+def say(console: Console, text: str, *, markup: bool = True) -> None:
+    """One line (or paragraph) to the user, as it is: no highlighting, wrapped by the terminal, not by rich;
+    `markup=False` where the text holds what the user wrote (a run id, a path) or square brackets."""
+    console.print(text, highlight=False, soft_wrap=True, markup=markup)
 
 
 def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:

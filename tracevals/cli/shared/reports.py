@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import lake_errors, lake_option
+from tracevals.cli.shared.output import file_option, lake_errors, lake_option
 from tracevals.cli.shared.times import time_range_options
 from tracevals.model.case import Case
 
@@ -94,19 +94,20 @@ def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
             envvar=env.SEED,
             help="Seed of the sample (the same sessions as `tracevals score --sample F --seed N`).",
         ),
-        click.option(
+        file_option(
             "--tasks",
             "tasks_file",
-            type=click.Path(dir_okay=False),
+            "Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
             envvar=env.TASKS,
-            help="Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
+            exists=False,
         ),
-        click.option(
+        file_option(
             "--scoring-config",
-            type=click.Path(dir_okay=False),
+            "scoring_config",
+            "The scoring config `tracevals score --config` takes (policy, evaluators, prices): attempts scored now "
+            "are scored with it, and its prices price every attempt. Env: TRACEVALS_SCORING_CONFIG.",
             envvar=env.SCORING_CONFIG,
-            help="The scoring config `tracevals score --config` takes (policy, evaluators, prices): attempts "
-            "scored now are scored with it, and its prices price every attempt. Env: TRACEVALS_SCORING_CONFIG.",
+            exists=False,
         ),
         click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
         click.option(

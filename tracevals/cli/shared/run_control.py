@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import click
 from rich.console import Console
 
+from tracevals.cli.shared.output import say
 from tracevals.harness.stopping import StopRequest, stop_on_signals
 from tracevals.lake.lake import Lake
 from tracevals.lake.leases import Holder, Lease, LeaseBusy, LeaseError
@@ -25,10 +26,9 @@ def take_run_lease(lake: Lake, run_id: str, resume: bool, console: Console) -> L
     """The run's lease, or one line saying who holds it (and, with `resume`, after waiting for it)."""
 
     def waiting(holder: Holder) -> None:
-        console.print(
+        say(
+            console,
             f"run {run_id!r} is in progress on {holder.describe()}: waiting for it to end (--resume)",
-            highlight=False,
-            soft_wrap=True,
             markup=False,
         )
 
@@ -64,19 +64,17 @@ def stoppable(run_id: str, console: Console, release: Callable[[], None], lease:
     again = "Ctrl-C" if os.isatty(0) else "the signal"
 
     def first(stop: StopRequest) -> None:
-        console.print(
+        say(
+            console,
             f"\ntracevals: {stop.name}: no new attempt starts; the {stop.in_flight} in flight finish and are kept "
             f"({again} again aborts them)",
-            highlight=False,
-            soft_wrap=True,
         )
 
     def second(stop: StopRequest) -> None:
-        console.print(
+        say(
+            console,
             f"tracevals: {stop.name} again: aborted the {stop.in_flight} attempts in flight (not kept: the "
             f"resumed run repeats them); resume with: {resume_command(run_id)}",
-            highlight=False,
-            soft_wrap=True,
             markup=False,
         )
         console.show_cursor(True)
@@ -91,11 +89,10 @@ def stoppable(run_id: str, console: Console, release: Callable[[], None], lease:
 def stopped(stop: StopRequest, run_id: str, done: int, total: int, console: Console) -> None:
     """After a stop: say what was kept and how to resume, then exit 128 + the signal (1 for a lost lease)."""
     why = stop.reason or f"stopped by {stop.name}"
-    console.print(
+    say(
+        console,
         f"tracevals: {why}: {done} of {total} attempts are in the lake, none started after the "
         f"{'signal' if stop.signum else 'stop'}; resume with: {resume_command(run_id)}",
-        highlight=False,
-        soft_wrap=True,
         markup=False,
     )
     raise SystemExit(stop.exit_code)
