@@ -363,3 +363,22 @@ def test_a_bare_argument_value_is_the_request_whose_arguments_hold_it(tmp_path: 
     row = turn(tmp_path, doc(spans))
     london, paris = {"city": "London"}, {"city": "Paris"}
     assert [(c[1], c[2]) for c in calls(row)] == [(paris, paris), (london, london)]  # in the order asked
+
+
+def test_a_result_recorded_as_its_python_repr_is_its_value(tmp_path: Path) -> None:
+    """Agno's TOOL spans and AutoGen's tool messages hand the model `str(value)`: a dict's Python repr. Before:
+    the repr, as text, for both."""
+    oi = "openinference.span.kind"
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    ask = [{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_time", "arguments": '{"city": "Paris"}'}}]}]  # fmt: skip
+    answer = [{"role": "tool", "tool_call_id": "call_1", "content": "{'city': 'Paris', 'time': '14:00', 'dst': True}"}]
+    spans = [
+        span("1" * 16, None, "get_weather", {oi: "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Paris"}',
+             "output.value": str(WEATHER)}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.output.messages": ask}, 2000),
+        span("3" * 16, None, "chat m", {**chat, "gen_ai.input.messages": answer}, 4000),
+    ]  # fmt: skip
+    assert [(c[0], c[2]) for c in calls(turn(tmp_path, doc(spans)))] == [
+        ("get_weather", WEATHER), ("get_time", {"city": "Paris", "time": "14:00", "dst": True}),
+    ]  # fmt: skip
