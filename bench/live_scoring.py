@@ -53,7 +53,7 @@ import pyarrow as pa
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import scoring as sessions  # noqa: E402  (bench/scoring.py: the session shapes and their generator)
+import synthetic as sessions  # noqa: E402  (bench/synthetic.py: the session shapes and their generator)
 
 from tracevals.lake.schema import SPAN_SCHEMA  # noqa: E402
 from tracevals.lake.writer import LakeWriter  # noqa: E402

@@ -16,8 +16,9 @@ from tracevals.collector.config import CollectorConfig, parse_config
 from tracevals.collector.service import Collector
 
 
-def config_document(lake: str | Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """An `otel-config.yaml` document on ports 0 (free ones) writing into `lake`; `overrides` merge in."""
+def config_document(path: str | Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An `otel-config.yaml` document on ports 0 (free ones) writing into the lake at `path` (the config's
+    `exporters.parquet.path`, as a user writes it); `overrides` merge in."""
     doc: dict[str, Any] = {
         "receivers": {
             "otlp": {"protocols": {"grpc": {"endpoint": "127.0.0.1:0"}, "http": {"endpoint": "127.0.0.1:0"}}}
@@ -28,7 +29,7 @@ def config_document(lake: str | Path, overrides: Mapping[str, Any] | None = None
             "memory_limiter": {"limit_mib": 65536, "spike_limit_mib": 1024},
             "batch": {"send_batch_size": 8192, "timeout": "200ms"},
         },
-        "exporters": {"parquet": {"path": str(lake)}},
+        "exporters": {"parquet": {"path": str(path)}},
         "service": {
             "pipelines": {
                 s: {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
@@ -49,14 +50,14 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def local_config(lake: str | Path, overrides: Mapping[str, Any] | None = None) -> CollectorConfig:
-    return parse_config(config_document(lake, overrides), "<local>")
+def local_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CollectorConfig:
+    return parse_config(config_document(path, overrides), "<local>")
 
 
 @contextmanager
-def running_collector(lake: str | Path, overrides: Mapping[str, Any] | None = None) -> Iterator[Collector]:
+def running_collector(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Iterator[Collector]:
     """A started collector (see `config_document`), stopped — and so flushed — on exit."""
-    collector = Collector(local_config(lake, overrides))
+    collector = Collector(local_config(path, overrides))
     collector.start()
     try:
         yield collector

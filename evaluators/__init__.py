@@ -6,11 +6,13 @@
 
 from tracevals.evaluators.apply import attempt_passed, evaluate_all, score_batch
 from tracevals.evaluators.evaluator import Evaluator, make_score
+from tracevals.evaluators.failure_handling.evaluator import FailureHandling
 from tracevals.evaluators.injection.evaluator import Injection
 from tracevals.evaluators.registry import (
     ENTRY_POINT_GROUP,
     UnknownEvaluatorError,
     default_evaluators,
+    finding_kinds,
     get,
     instances,
     load_plugins,
@@ -29,6 +31,8 @@ from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, arg
 from tracevals.model.batch import Batch
 from tracevals.model.calls import RISKY_EFFECTS, operation_key
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.findings import Finding, FindingKind
+from tracevals.model.options import CaseOption
 from tracevals.model.score import Score, scores_of
 from tracevals.model.trajectory import HANDOFF_TOOL, Handoff, SpanFacts, ToolCall, Trajectory
 
@@ -42,8 +46,12 @@ __all__ = [
     "ArgsRule",
     "Batch",
     "Case",
+    "CaseOption",
     "Evaluator",
     "ExpectedCall",
+    "FailureHandling",
+    "Finding",
+    "FindingKind",
     "Handoff",
     "Injection",
     "RetryDiscipline",
@@ -62,6 +70,7 @@ __all__ = [
     "attempt_passed",
     "default_evaluators",
     "evaluate_all",
+    "finding_kinds",
     "get",
     "instances",
     "lcs_alignment",

@@ -30,6 +30,7 @@ from tracevals.evaluators.evaluator import Evaluator, make_score
 from tracevals.evaluators.registry import default_evaluators
 from tracevals.evaluators.scope import NO_CASE, Scope
 from tracevals.model.case import Case
+from tracevals.model.findings import EVALUATOR_ERROR
 from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, score_details, score_rows_frame
 from tracevals.model.trajectory import Trajectory
 
@@ -68,7 +69,10 @@ def evaluate_safely(evaluator: Evaluator, trajectory: Trajectory, case: Case | N
     except Exception as exc:  # a bug in one evaluator must not lose the other scores of the run
         logger.warning("tracevals: evaluator %s raised on trace %s: %r", evaluator.name, trajectory.trace_id, exc)
         reason = f"evaluator raised {type(exc).__name__}: {exc}"
-        return make_score(evaluator, trajectory, passed=False, score=0.0, reason=reason, details={"error": reason})
+        return make_score(
+            evaluator, trajectory, passed=False, score=0.0, reason=reason, details={"error": reason},
+            findings=[EVALUATOR_ERROR(reason, evidence={"error": type(exc).__name__})],
+        )  # fmt: skip
 
 
 # ---------------------------------------------------------------- a whole batch at once

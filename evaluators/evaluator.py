@@ -3,15 +3,19 @@
 An evaluator is a small class with a `name`, a `version` and one pure method,
 `evaluate(trajectory, case) -> Score | None`: `None` means "not applicable" (no case, nothing to
 check). It never raises on missing data: missing data lowers the score and says so in the reason.
-An evaluator may also offer `evaluate_batch(batch, cases) -> polars.DataFrame` (see
-`tracevals.model.batch`): the same verdicts for a whole batch at once, as set operations.
+Beside its score it returns typed findings (`tracevals.model.findings`), each of a kind it declares in
+`findings`; the task-file fields it reads it declares in `options` (`tracevals.model.options`), so a
+plugin brings both without touching tracevals. An evaluator may also offer a `screen` or a
+`verdict_key` (see `batch_scoring.py`): the same verdicts for a whole batch at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from tracevals.model.case import Case
+from tracevals.model.findings import EVALUATOR_FAILED, Finding, findings_json
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 
@@ -20,7 +24,9 @@ from tracevals.model.trajectory import ToolCall, Trajectory
 class Evaluator(Protocol):
     """The contract of every evaluator, built-in or from the `tracevals.evaluators` entry-point group.
 
-    `name` and `version` are plain class attributes in practice (`name = "reply_language"`).
+    `name` and `version` are plain class attributes in practice (`name = "reply_language"`). Optional
+    class attributes: `findings` (a tuple of `FindingKind`: what it may find, each with its meaning for
+    release) and `options` (a tuple of `CaseOption`: the task-file fields it reads, with their schema).
     """
 
     @property
@@ -42,19 +48,31 @@ def make_score(
     evaluator: Evaluator,
     trajectory: Trajectory,
     *,
-    passed: bool,
+    passed: bool = True,
     score: float,
     reason: str,
     details: dict[str, Any] | None = None,
+    findings: Sequence[Finding] | None = None,
 ) -> Score:
-    """A `Score` row for `trajectory`, its ids copied over and the score clamped to [0, 1]."""
+    """A `Score` row for `trajectory`, its ids copied over and the score clamped to [0, 1].
+
+    `findings` are stored as `details.findings`; the verdict follows them: a finding that fails
+    (a hazard or a failure) fails the score, and a score failed without one gets an `evaluator_failed`
+    finding carrying its reason, so that "passed" and "no failing finding" always agree."""
+    found = list(findings or ())
+    verdict = passed and not any(f.fails for f in found)
+    if not verdict and not any(f.fails for f in found):
+        found.append(EVALUATOR_FAILED(reason, evidence={"evaluator": evaluator.name}))
+    out = dict(details or {})
+    if findings is not None or found:
+        out["findings"] = findings_json(found)
     return Score(
         evaluator=evaluator.name,
         evaluator_version=evaluator.version,
-        passed=passed,
+        passed=verdict,
         score=min(1.0, max(0.0, float(score))),
         reason=reason,
-        details=details or {},
+        details=out,
         trace_id=trajectory.trace_id,
         session_id=trajectory.session_id,
         run_id=trajectory.run_id,

@@ -6,8 +6,14 @@ the entry-point name)::
     [project.entry-points."tracevals.evaluators"]
     reply_language = "my_package.checks:ReplyLanguage"
 
-Entry points are loaded the first time a name is looked up that is not registered yet. A plugin that
-fails to load is logged and skipped, never fatal; asking for it by name says why it is missing.
+Entry points are loaded the first time a name is looked up that is not registered yet, or a task file
+is validated (a plugin may add task-file fields). A plugin that fails to load is logged and skipped,
+never fatal; asking for it by name says why it is missing.
+
+An evaluator declares what it may find (`findings`, `FindingKind`s with their meaning for release) and
+the task-file fields it reads (`options`, `CaseOption`s with their JSON Schema); `register` checks both:
+a kind declared differently by two evaluators, or a field another evaluator (or the core) owns, is an
+error naming both.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from tracevals.evaluators.evaluator import Evaluator
+from tracevals.evaluators.failure_handling.evaluator import FailureHandling
 from tracevals.evaluators.injection.evaluator import Injection
+from tracevals.evaluators.options import declared_options
 from tracevals.evaluators.retry_discipline.evaluator import RetryDiscipline
 from tracevals.evaluators.session_completeness.evaluator import SessionCompleteness
 from tracevals.evaluators.step_budget.evaluator import StepBudget
@@ -25,6 +33,9 @@ from tracevals.evaluators.task_success.evaluator import TaskSuccess
 from tracevals.evaluators.tool_policy.evaluator import ToolPolicy
 from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
 from tracevals.model.errors import UserError
+from tracevals.model.findings import EVALUATOR_ERROR, EVALUATOR_FAILED, FindingKind
+from tracevals.model.options import add_discovery, register_options
+from tracevals.model.tasks import shipped_schema
 
 ENTRY_POINT_GROUP = "tracevals.evaluators"
 DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (
@@ -35,12 +46,15 @@ DEFAULT_EVALUATORS: tuple[type[Evaluator], ...] = (
     StepBudget,
     Injection,
     SessionCompleteness,
+    FailureHandling,
 )
 
 logger = logging.getLogger(__name__)
 EvaluatorClass = TypeVar("EvaluatorClass", bound=type[Any])
 
 _registry: dict[str, type[Evaluator]] = {}
+_installed: list[type[Evaluator]] = []  # the evaluators of installed packages (entry points), in load order
+_kinds: dict[str, tuple[str, FindingKind]] = {k.name: ("tracevals", k) for k in (EVALUATOR_FAILED, EVALUATOR_ERROR)}
 _plugin_errors: dict[str, str] = {}
 _plugins_loaded = False
 
@@ -80,8 +94,35 @@ def register(evaluator_cls: EvaluatorClass) -> EvaluatorClass:
     if existing is not None and existing is not evaluator_cls:
         where = f"{existing.__module__}.{existing.__qualname__}"
         raise ValueError(f"evaluator name {name!r} is already registered by {where}")
+    if existing is None:
+        kinds = declared_kinds(evaluator_cls)
+        options = declared_options(evaluator_cls)
+        if evaluator_cls not in DEFAULT_EVALUATORS:  # the built-ins' are the shipped schema (a test keeps it so)
+            register_options(name, options, shipped_schema()["properties"])
+        for kind in kinds:
+            _kinds.setdefault(kind.name, (name, kind))
     _registry[name] = evaluator_cls
     return evaluator_cls
+
+
+def declared_kinds(evaluator_cls: Any) -> tuple[FindingKind, ...]:
+    """The finding kinds an evaluator class declares; TypeError when malformed, ValueError when one is
+    declared differently by an evaluator registered before."""
+    name = getattr(evaluator_cls, "name", evaluator_cls)
+    kinds = getattr(evaluator_cls, "findings", ())
+    if not isinstance(kinds, (tuple, list)) or not all(isinstance(k, FindingKind) for k in kinds):
+        raise TypeError(f"evaluator {name!r}: `findings` must be a tuple of FindingKind")
+    for kind in kinds:
+        held = _kinds.get(kind.name)
+        if held is not None and held[1] != kind:
+            raise ValueError(f"evaluator {name!r}: finding kind {kind.name!r} is declared differently by {held[0]}")
+    return tuple(kinds)
+
+
+def finding_kinds() -> dict[str, FindingKind]:
+    """Every declared finding kind (plugins included), by name."""
+    load_plugins()
+    return {name: kind for name, (_, kind) in sorted(_kinds.items())}
 
 
 def get(name: str) -> type[Evaluator]:
@@ -101,8 +142,11 @@ def names() -> list[str]:
 
 
 def default_evaluators() -> list[Evaluator]:
-    """Fresh instances of the built-in evaluators a scoring run uses when none are named."""
-    return [cls() for cls in DEFAULT_EVALUATORS]
+    """Fresh instances of the evaluators a scoring run uses when none are named: the built-ins, then every
+    evaluator an installed package provides (installing one is opting in; `--evaluators` narrows the set).
+    A plugin returns None where it has nothing to check, like the built-ins."""
+    load_plugins()
+    return [cls() for cls in (*DEFAULT_EVALUATORS, *_installed)]
 
 
 def instances(names_: list[str] | tuple[str, ...] | None) -> list[Evaluator]:
@@ -122,6 +166,8 @@ def load_plugins() -> None:
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             cls = register(entry_point.load())
+            if cls not in DEFAULT_EVALUATORS and cls not in _installed:
+                _installed.append(cls)
         except Exception as exc:  # a broken plugin must not stop scoring with the others
             _plugin_errors[entry_point.name] = f"{type(exc).__name__}: {exc}"
             logger.warning("tracevals: evaluator plugin %r not loaded: %s", entry_point.name, exc)
@@ -134,3 +180,4 @@ def load_plugins() -> None:
 
 for _builtin in DEFAULT_EVALUATORS:
     register(_builtin)
+add_discovery(load_plugins)  # a task file may use a plugin's fields: load the plugins before validating one

@@ -16,24 +16,24 @@ call goes through a copy of the client made with the SDK's public `open_telemetr
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-
-from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
-from tracevals.instrumentation.genai_messages import anthropic_inputs, anthropic_outputs, get, instructions
+from tracevals.instrumentation.genai_messages import (
+    anthropic_inputs,
+    anthropic_outputs,
+    get,
+    token_count,
+    with_instructions,
+)
 from tracevals.instrumentation.interception import ModelInvocation, current_model_interceptor
 from tracevals.instrumentation.model_span import ModelCall, ModelResult
-from tracevals.instrumentation.model_wrappers import call_model, call_model_async
+from tracevals.instrumentation.model_wrappers import ModelApi
+from tracevals.instrumentation.patching import PatchingInstrumentor
 from tracevals.instrumentation.streams import TracedAsyncStream, TracedStream
 
 _log = logging.getLogger(__name__)
@@ -42,28 +42,20 @@ _MODULE = "anthropic.resources.messages.messages"
 _quiet: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def message_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {gen_ai.GEN_AI_INPUT_MESSAGES: anthropic_inputs(kwargs.get("messages"))}
-    system = instructions(kwargs.get("system"))
-    if system is not None:
-        values[gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS] = system
-    return values
+    return with_instructions(anthropic_inputs(kwargs.get("messages")), kwargs.get("system"))
 
 
 def _usage(result: ModelResult, usage: Any) -> None:
     if usage is None:
         return
-    cache_read = _int(get(usage, "cache_read_input_tokens"))
-    cache_write = _int(get(usage, "cache_creation_input_tokens"))
-    uncached = _int(get(usage, "input_tokens"))
+    cache_read = token_count(get(usage, "cache_read_input_tokens"))
+    cache_write = token_count(get(usage, "cache_creation_input_tokens"))
+    uncached = token_count(get(usage, "input_tokens"))
     if uncached is not None:  # the conventions count every input token, cached ones included
         result.input_tokens = uncached + (cache_read or 0) + (cache_write or 0)
         result.cache_read_tokens, result.cache_creation_tokens = cache_read, cache_write
-    output = _int(get(usage, "output_tokens"))
+    output = token_count(get(usage, "output_tokens"))
     if output is not None:
         result.output_tokens = output
 
@@ -115,7 +107,7 @@ class MessageEvents:
 
     def _merge_usage(self, usage: Any) -> None:
         for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-            value = _int(get(usage, key))
+            value = token_count(get(usage, key))
             if value is not None:  # message_delta's counts are cumulative: the latest wins
                 self.usage[key] = value
 
@@ -135,6 +127,9 @@ def _stream_types() -> tuple[type, ...]:
     import anthropic
 
     return (anthropic.Stream, anthropic.AsyncStream)
+
+
+_API = ModelApi(PROVIDER, message_inputs, message_result, MessageEvents, _stream_types)
 
 
 def _quiet_resource(instance: Any) -> Any:
@@ -162,17 +157,11 @@ def _send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
 
 
 def _create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    send = _send(wrapped, instance, args, kwargs)
-    return call_model(
-        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send, "messages.create"
-    )
+    return _API.call(kwargs, _send(wrapped, instance, args, kwargs), "messages.create")
 
 
 async def _acreate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    send = _send(wrapped, instance, args, kwargs)
-    return await call_model_async(
-        PROVIDER, kwargs, message_inputs, message_result, MessageEvents, _stream_types(), send, "messages.create"
-    )
+    return await _API.call_async(kwargs, _send(wrapped, instance, args, kwargs), "messages.create")
 
 
 def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -190,7 +179,7 @@ def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str
             try:
                 if interceptor is None:
                     raw = request()
-                else:  # the model-interception seam, as call_model has it
+                else:  # the model-interception seam, as ModelApi.call has it
                     invocation = ModelInvocation(PROVIDER, "messages.stream", traced_kwargs, call.span, call.waited)
                     raw = interceptor.intercept(invocation, request)
             except BaseException as exc:
@@ -229,27 +218,16 @@ def _awaiting(request: Any) -> Callable[[], Any]:
     return proceed
 
 
-_PATCHES = (
-    ("Messages", "create", _create),
-    ("Messages", "stream", _stream),
-    ("AsyncMessages", "create", _acreate),
-    ("AsyncMessages", "stream", _stream),
-)
-
-
-class AnthropicInstrumentor(BaseInstrumentor):
+class AnthropicInstrumentor(PatchingInstrumentor):
     """Traces the `anthropic` client's `messages.create` / `messages.stream`, sync and async."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("anthropic >= 0.40",)
+    requires = ("anthropic >= 0.40",)
+    patches = (
+        (_MODULE, "Messages.create", _create),
+        (_MODULE, "Messages.stream", _stream),
+        (_MODULE, "AsyncMessages.create", _acreate),
+        (_MODULE, "AsyncMessages.stream", _stream),
+    )
 
-    def _instrument(self, **kwargs: Any) -> None:
-        configure_from_env()
-        for cls, method, wrapper in _PATCHES:
-            wrapt.wrap_function_wrapper(_MODULE, f"{cls}.{method}", wrapper)
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        module = importlib.import_module(_MODULE)
-        for cls, method, _ in _PATCHES:
-            unwrap(getattr(module, cls), method)
+    def _forget(self) -> None:
         _quiet.clear()

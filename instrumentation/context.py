@@ -15,7 +15,8 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
@@ -60,32 +61,32 @@ class _Scope:
     def _value(self, state: Any) -> Any:
         return state
 
+    @contextmanager
+    def _entered(self) -> Iterator[None]:
+        """One use as a decorator's: its own state, so that calls running at once (threads, tasks) do not
+        share the stack `__enter__` keeps."""
+        state = self._enter()
+        try:
+            yield
+        except BaseException as exc:
+            self._exit(state, exc)
+            raise
+        self._exit(state, None)
+
     def __call__(self, fn: F) -> F:
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                state = self._enter()
-                try:
-                    result = await fn(*args, **kwargs)
-                except BaseException as exc:
-                    self._exit(state, exc)
-                    raise
-                self._exit(state, None)
-                return result
+                with self._entered():
+                    return await fn(*args, **kwargs)
 
             return cast(F, async_wrapper)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            state = self._enter()
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                self._exit(state, exc)
-                raise
-            self._exit(state, None)
-            return result
+            with self._entered():
+                return fn(*args, **kwargs)
 
         return cast(F, wrapper)
 

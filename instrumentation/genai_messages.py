@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+
 Part = dict[str, Any]
 Message = dict[str, Any]
 
@@ -152,6 +154,21 @@ def instructions(value: Any) -> list[Part] | None:
     if not isinstance(value, (list, tuple)):  # None, or an SDK's "not given" sentinel
         return None
     return [anthropic_part(block) for block in value]
+
+
+def with_instructions(messages: list[Message], system: Any) -> dict[str, Any]:
+    """A request's input content: its messages, and the system instructions it gives apart from them
+    (Anthropic `system`, Responses `instructions`) when it gives any."""
+    values: dict[str, Any] = {gen_ai.GEN_AI_INPUT_MESSAGES: messages}
+    parts = instructions(system)
+    if parts is not None:
+        values[gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS] = parts
+    return values
+
+
+def token_count(value: Any) -> int | None:
+    """A usage field's count: an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # --- Anthropic messages ----------------------------------------------------------------------------

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from opentelemetry.trace import Span
 
@@ -50,40 +50,65 @@ class ToolInvocation:
     span: Span  # the call's execute_tool span: mark injections and replays here
 
 
+C = TypeVar("C", contravariant=True)
+Installed = TypeVar("Installed")
+
+
 @runtime_checkable
-class ToolInterceptor(Protocol):
-    def intercept(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
-        """Handle a call of a sync tool: return a result, raise, or `return proceed()`."""
+class Interceptor(Protocol[C]):
+    """Stands between an agent and its tools (or its model): it sees each call (`C`: a `ToolInvocation`, a
+    `ModelInvocation`) and returns an answer of its own (a result; a response or stream), raises, or makes
+    the real call with `return proceed()` (sync) / `return await proceed()` (async)."""
+
+    def intercept(self, call: C, proceed: Callable[[], Any]) -> Any:
+        """Handle a call of a sync tool or client."""
         ...
 
-    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
-        """Handle a call of an async tool: return a result, raise, or `return await proceed()`."""
+    async def intercept_async(self, call: C, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        """Handle a call of an async tool or client."""
         ...
 
 
-_interceptor: contextvars.ContextVar[ToolInterceptor | None] = contextvars.ContextVar(
-    "tracevals_tool_interceptor", default=None
-)
+class _Seam(Generic[Installed]):
+    """Where an interceptor is installed: a context variable, so it holds for one attempt, its threads'
+    copied contexts and its tasks."""
+
+    def __init__(self, name: str) -> None:
+        self._installed: contextvars.ContextVar[Installed | None] = contextvars.ContextVar(name, default=None)
+
+    def current(self) -> Installed | None:
+        return self._installed.get()
+
+    @contextmanager
+    def install(self, interceptor: Installed) -> Iterator[Installed]:
+        token = self._installed.set(interceptor)
+        try:
+            yield interceptor
+        finally:
+            self._installed.reset(token)
+
+
+@runtime_checkable
+class ToolInterceptor(Interceptor[ToolInvocation], Protocol):
+    """An interceptor of tool calls: returns a result, raises, or `return proceed()`."""
+
+
+_tools: _Seam[ToolInterceptor] = _Seam("tracevals_tool_interceptor")
 
 
 def current_interceptor() -> ToolInterceptor | None:
-    return _interceptor.get()
+    return _tools.current()
 
 
-@contextmanager
-def intercept_tools(interceptor: ToolInterceptor) -> Iterator[ToolInterceptor]:
+def intercept_tools(interceptor: ToolInterceptor) -> AbstractContextManager[ToolInterceptor]:
     """Route every traced tool call inside the block through `interceptor`."""
-    token = _interceptor.set(interceptor)
-    try:
-        yield interceptor
-    finally:
-        _interceptor.reset(token)
+    return _tools.install(interceptor)
 
 
 # --- model calls ----------------------------------------------------------------------------------
 #
 # The same seam for model calls: every instrumented call of the openai (chat completions, Responses)
-# and anthropic (messages) clients goes through `model_wrappers.call_model` / `call_model_async`, which
+# and anthropic (messages) clients goes through `model_wrappers.ModelApi.call` / `call_async`, which
 # hand the SDK's own request (`proceed()`) to the interceptor installed with `intercept_models()`, inside
 # the call's `chat {model}` span. Whatever the interceptor returns is read for that span exactly as the
 # SDK's answer would be: a response object, an SDK stream, or a `ReplayedStream` / `AsyncReplayedStream`
@@ -109,33 +134,20 @@ class ModelInvocation:
 
 
 @runtime_checkable
-class ModelInterceptor(Protocol):
-    def intercept(self, call: ModelInvocation, proceed: Callable[[], Any]) -> Any:
-        """Handle a call of a sync client: return a response (or stream), raise, or `return proceed()`."""
-        ...
-
-    async def intercept_async(self, call: ModelInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
-        """Handle a call of an async client: return a response (or stream), raise, or `return await proceed()`."""
-        ...
+class ModelInterceptor(Interceptor[ModelInvocation], Protocol):
+    """An interceptor of model calls: returns a response (or stream), raises, or `return proceed()`."""
 
 
-_model_interceptor: contextvars.ContextVar[ModelInterceptor | None] = contextvars.ContextVar(
-    "tracevals_model_interceptor", default=None
-)
+_models: _Seam[ModelInterceptor] = _Seam("tracevals_model_interceptor")
 
 
 def current_model_interceptor() -> ModelInterceptor | None:
-    return _model_interceptor.get()
+    return _models.current()
 
 
-@contextmanager
-def intercept_models(interceptor: ModelInterceptor) -> Iterator[ModelInterceptor]:
+def intercept_models(interceptor: ModelInterceptor) -> AbstractContextManager[ModelInterceptor]:
     """Route every instrumented model call inside the block through `interceptor`."""
-    token = _model_interceptor.set(interceptor)
-    try:
-        yield interceptor
-    finally:
-        _model_interceptor.reset(token)
+    return _models.install(interceptor)
 
 
 class ReplayedResponse:

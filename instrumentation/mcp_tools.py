@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import SpanKind
 
-from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.genai_messages import get
-from tracevals.instrumentation.tool_span import run_tool_async
+from tracevals.instrumentation.patching import PatchingInstrumentor
+from tracevals.instrumentation.tool_span import ToolRun
 from tracevals.model import attributes as tv
 
 _log = logging.getLogger(__name__)
@@ -76,15 +73,8 @@ def _bind(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, Mappin
 
 async def _call_tool(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     name, arguments = _bind(args, kwargs)
-    return await run_tool_async(
-        name,
-        _effect(instance, name),
-        arguments,
-        lambda: wrapped(*args, **kwargs),
-        kind=SpanKind.CLIENT,
-        extra=_EXTRA,
-        soft_error=_soft_error,
-    )
+    run = ToolRun(name, _effect(instance, name), arguments, SpanKind.CLIENT, _EXTRA, _soft_error)
+    return await run.run_async(lambda: wrapped(*args, **kwargs))
 
 
 async def _list_tools(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -100,29 +90,22 @@ async def _list_tools(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
     return result
 
 
-class MCPInstrumentor(BaseInstrumentor):
+class MCPInstrumentor(PatchingInstrumentor):
     """Traces `mcp.ClientSession.call_tool` as `execute_tool` spans.
 
     >>> MCPInstrumentor().instrument(tool_effects={"refund": "irreversible"}, default_effect="write")
     """
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("mcp >= 1.2",)
+    requires = ("mcp >= 1.2",)
+    patches = ((_MODULE, "ClientSession.call_tool", _call_tool), (_MODULE, "ClientSession.list_tools", _list_tools))
 
-    def _instrument(self, **kwargs: Any) -> None:
-        configure_from_env()
+    def _configure(self, **kwargs: Any) -> None:
         effects = dict(kwargs.get("tool_effects") or {})
         default = kwargs.get("default_effect", "write")
         for effect in (*effects.values(), default):
             if effect not in tv.TOOL_EFFECTS:
                 raise ValueError(f"tool effect {effect!r} is not one of {', '.join(tv.TOOL_EFFECTS)}")
         _config.update(tool_effects=effects, default_effect=default)
-        wrapt.wrap_function_wrapper(_MODULE, "ClientSession.call_tool", _call_tool)
-        wrapt.wrap_function_wrapper(_MODULE, "ClientSession.list_tools", _list_tools)
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        from mcp.client.session import ClientSession
-
-        unwrap(ClientSession, "call_tool")
-        unwrap(ClientSession, "list_tools")
+    def _forget(self) -> None:
         _listed.clear()

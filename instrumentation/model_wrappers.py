@@ -1,23 +1,25 @@
 """The one shape of every model-call wrapper: span in, SDK call, response or stream out.
 
-Each provider module says how to read its request (`inputs`), its response (`extract`) and its
-stream events (`accumulator`); these two functions do the rest, identically for every SDK method,
-so that a fix to error handling or context propagation lands everywhere at once. They are also the
-model-interception seam: with an interceptor installed (`interception.intercept_models`), `send()` (the
-SDK's own method) goes through it inside the span, so a replayed call gets the span a live one gets.
+Each provider module says, in a `ModelApi`, how to read its request (`inputs`), its response
+(`extract`) and its stream events (`accumulator`); `ModelApi.call` / `call_async` do the rest,
+identically for every SDK method, so that a fix to error handling or context propagation lands
+everywhere at once. They are also the model-interception seam: with an interceptor installed
+(`interception.intercept_models`), `send()` (the SDK's own method) goes through it inside the span,
+so a replayed call gets the span a live one gets.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-
+from tracevals.instrumentation.call_span import current_span
 from tracevals.instrumentation.interception import (
     AsyncReplayedStream,
+    ModelInterceptor,
     ModelInvocation,
     ReplayedStream,
     current_model_interceptor,
@@ -39,65 +41,75 @@ def _result(extract: Extract, response: Any) -> ModelResult:
         return ModelResult()
 
 
-def call_model(
-    provider: str,
-    kwargs: Mapping[str, Any],
-    inputs: Inputs,
-    extract: Extract,
-    accumulator: Callable[[], Accumulator],
-    stream_types: tuple[type, ...],
-    send: Callable[[], Any],
-    operation: str = "",
-) -> Any:
-    """Run `send()` (the SDK's own method) inside a model-call span; a stream keeps the span open.
-
-    `operation` names the SDK method (`chat.completions.create`) for an installed model interceptor."""
-    call = ModelCall(provider, kwargs, inputs)
-    # Current while the request is sent, so HTTP-client spans (if instrumented) nest under it.
-    token = otel_context.attach(trace.set_span_in_context(call.span))
-    try:
-        interceptor = current_model_interceptor()
-        if interceptor is None:
-            response = send()
-        else:
-            response = interceptor.intercept(ModelInvocation(provider, operation, kwargs, call.span, call.waited), send)
-    except BaseException as exc:
-        otel_context.detach(token)
-        call.fail(exc)
-        raise
-    otel_context.detach(token)
-    if isinstance(response, (*stream_types, ReplayedStream)):
-        return TracedStream(response, call, accumulator())
-    call.finish(_result(extract, response))
-    return response
+# A wrapt wrapper: (the SDK's method, its instance, args, kwargs) -> what the method returns.
+Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
-async def call_model_async(
-    provider: str,
-    kwargs: Mapping[str, Any],
-    inputs: Inputs,
-    extract: Extract,
-    accumulator: Callable[[], Accumulator],
-    stream_types: tuple[type, ...],
-    send: Callable[[], Awaitable[Any]],
-    operation: str = "",
-) -> Any:
-    """`call_model` for the async clients."""
-    call = ModelCall(provider, kwargs, inputs)
-    token = otel_context.attach(trace.set_span_in_context(call.span))
-    try:
-        interceptor = current_model_interceptor()
-        if interceptor is None:
-            response = await send()
-        else:
-            invocation = ModelInvocation(provider, operation, kwargs, call.span, call.waited)
-            response = await interceptor.intercept_async(invocation, send)
-    except BaseException as exc:
-        otel_context.detach(token)
-        call.fail(exc)
-        raise
-    otel_context.detach(token)
-    if isinstance(response, (*stream_types, AsyncReplayedStream)):
-        return TracedAsyncStream(response, call, accumulator())
-    call.finish(_result(extract, response))
-    return response
+def _operation(prefix: str, wrapped: Any) -> str:
+    return f"{prefix}.{getattr(wrapped, '__name__', 'create')}"
+
+
+class _Route(NamedTuple):
+    interceptor: ModelInterceptor
+    invocation: ModelInvocation
+
+
+@dataclass(frozen=True)
+class ModelApi:
+    """How one SDK API reads: its requests (`inputs`), its responses (`extract`), its stream events
+    (`accumulator`) and its stream classes (`stream_types`, imported when a call is made)."""
+
+    provider: str
+    inputs: Inputs
+    extract: Extract
+    accumulator: Callable[[], Accumulator]
+    stream_types: Callable[[], tuple[type, ...]]
+
+    def call(self, kwargs: Mapping[str, Any], send: Callable[[], Any], operation: str = "") -> Any:
+        """Run `send()` (the SDK's own method) inside a model-call span; a stream keeps the span open.
+
+        `operation` names the SDK method (`chat.completions.create`) for an installed model interceptor."""
+        with self._sending(kwargs, operation) as (call, route):
+            response = send() if route is None else route.interceptor.intercept(route.invocation, send)
+        return self._answer(call, response, ReplayedStream, TracedStream)
+
+    async def call_async(
+        self, kwargs: Mapping[str, Any], send: Callable[[], Awaitable[Any]], operation: str = ""
+    ) -> Any:
+        """`call` for the async clients."""
+        with self._sending(kwargs, operation) as (call, route):
+            response = await (send() if route is None else route.interceptor.intercept_async(route.invocation, send))
+        return self._answer(call, response, AsyncReplayedStream, TracedAsyncStream)
+
+    def wrappers(self, prefix: str) -> tuple[Wrapper, Wrapper]:
+        """wrapt wrappers (sync, async) of the SDK methods `{prefix}.create`, `{prefix}.parse` ..."""
+
+        def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return self.call(kwargs, lambda: wrapped(*args, **kwargs), _operation(prefix, wrapped))
+
+        async def asynchronous(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            return await self.call_async(kwargs, lambda: wrapped(*args, **kwargs), _operation(prefix, wrapped))
+
+        return sync, asynchronous
+
+    @contextmanager
+    def _sending(self, kwargs: Mapping[str, Any], operation: str) -> Iterator[tuple[ModelCall, _Route | None]]:
+        """The call's span, current while the request is sent (so HTTP-client spans, if instrumented, nest
+        under it), and the installed model interceptor with what it is told of the call (None: none is)."""
+        call = ModelCall(self.provider, kwargs, self.inputs)
+        with current_span(call.span, call.fail):
+            interceptor = current_model_interceptor()
+            if interceptor is None:
+                yield call, None
+            else:
+                yield (
+                    call,
+                    _Route(interceptor, ModelInvocation(self.provider, operation, kwargs, call.span, call.waited)),
+                )
+
+    def _answer(self, call: ModelCall, response: Any, replayed: type, traced: type) -> Any:
+        """The response for the agent: a stream, traced until it ends; anything else, read now."""
+        if isinstance(response, (*self.stream_types(), replayed)):
+            return traced(response, call, self.accumulator())
+        call.finish(_result(self.extract, response))
+        return response

@@ -1,11 +1,11 @@
 """Model-call spans for the `openai` client: chat completions here, the Responses API beside it.
 
-`OpenAIInstrumentor` is a `BaseInstrumentor` (found by `opentelemetry-instrument` through the
-`tracevals_openai` entry point) that patches, with wrapt, `chat.completions.create` / `.parse` and
-`responses.create` / `.parse`, sync and async. The SDK's `.stream()` helpers call `create`, so they
-are traced too. A streamed response keeps its span open until the stream is consumed or closed
-(`streams.py`); usage is recorded when the stream carries it (`stream_options={"include_usage":
-True}`: tracevals never changes the request to ask for it).
+`OpenAIInstrumentor` is a `BaseInstrumentor` (a `patching.PatchingInstrumentor`, found by
+`opentelemetry-instrument` through the `tracevals_openai` entry point) that patches, with wrapt,
+`chat.completions.create` / `.parse` and `responses.create` / `.parse`, sync and async. The SDK's
+`.stream()` helpers call `create`, so they are traced too. A streamed response keeps its span open
+until the stream is consumed or closed (`streams.py`); usage is recorded when the stream carries it
+(`stream_options={"include_usage": True}`: tracevals never changes the request to ask for it).
 
 Written here rather than reusing `opentelemetry-instrumentation-openai-v2` (checked: 2.4b0): it does
 not cover the Responses API, it records the requested tool-call ids only inside content events (so
@@ -17,34 +17,21 @@ field notes record), and it needs
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from tracevals.instrumentation import openai_responses
-from tracevals.instrumentation.autoconfigure import configure_from_env
 from tracevals.instrumentation.content import capture_enabled
-from tracevals.instrumentation.genai_messages import get, openai_chat_inputs, openai_chat_outputs
+from tracevals.instrumentation.genai_messages import get, openai_chat_inputs, openai_chat_outputs, token_count
 from tracevals.instrumentation.model_span import ModelResult
-from tracevals.instrumentation.model_wrappers import call_model, call_model_async
+from tracevals.instrumentation.model_wrappers import ModelApi
+from tracevals.instrumentation.patching import PatchingInstrumentor
 
 PROVIDER = "openai"
 _CHAT = "openai.resources.chat.completions.completions"
 _RESPONSES = "openai.resources.responses.responses"
-_PATCHES = (
-    (_CHAT, "Completions", ("create", "parse")),
-    (_CHAT, "AsyncCompletions", ("create", "parse")),
-    (_RESPONSES, "Responses", ("create", "parse")),
-    (_RESPONSES, "AsyncResponses", ("create", "parse")),
-)
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def chat_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -54,9 +41,9 @@ def chat_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 def usage_of(result: ModelResult, usage: Any) -> None:
     if usage is None:
         return
-    result.input_tokens = _int(get(usage, "prompt_tokens"))
-    result.output_tokens = _int(get(usage, "completion_tokens"))
-    result.cache_read_tokens = _int(get(get(usage, "prompt_tokens_details"), "cached_tokens"))
+    result.input_tokens = token_count(get(usage, "prompt_tokens"))
+    result.output_tokens = token_count(get(usage, "completion_tokens"))
+    result.cache_read_tokens = token_count(get(get(usage, "prompt_tokens_details"), "cached_tokens"))
 
 
 def chat_result(response: Any) -> ModelResult:
@@ -136,59 +123,20 @@ def _stream_types() -> tuple[type, ...]:
     return (openai.Stream, openai.AsyncStream)
 
 
-def _operation(prefix: str, wrapped: Any) -> str:
-    return f"{prefix}.{getattr(wrapped, '__name__', 'create')}"
+_chat = ModelApi(PROVIDER, chat_inputs, chat_result, ChatChunks, _stream_types).wrappers("chat.completions")
+_responses = openai_responses.RESPONSES.wrappers("responses")
 
 
-def _sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return call_model(
-        PROVIDER,
-        kwargs,
-        chat_inputs,
-        chat_result,
-        ChatChunks,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
-    )
-
-
-async def _async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return await call_model_async(
-        PROVIDER,
-        kwargs,
-        chat_inputs,
-        chat_result,
-        ChatChunks,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"chat.completions.{getattr(wrapped, '__name__', 'create')}",
-    )
-
-
-def _wrapper(module: str, cls: str) -> Any:
-    asynchronous = cls.startswith("Async")
-    if module == _RESPONSES:
-        return openai_responses.async_wrapper if asynchronous else openai_responses.sync_wrapper
-    return _async if asynchronous else _sync
-
-
-class OpenAIInstrumentor(BaseInstrumentor):
+class OpenAIInstrumentor(PatchingInstrumentor):
     """Traces the `openai` client's chat completions and Responses API as GenAI `chat` spans."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return ("openai >= 1.66",)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        configure_from_env()
-        for module, cls, methods in _PATCHES:
-            for method in methods:
-                wrapt.wrap_function_wrapper(module, f"{cls}.{method}", _wrapper(module, cls))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
-
-        for module, cls, methods in _PATCHES:
-            owner = getattr(importlib.import_module(module), cls)
-            for method in methods:
-                unwrap(owner, method)
+    requires = ("openai >= 1.66",)
+    patches = tuple(
+        (module, f"{cls}.{method}", wrappers[cls.startswith("Async")])
+        for module, classes, wrappers in (
+            (_CHAT, ("Completions", "AsyncCompletions"), _chat),
+            (_RESPONSES, ("Responses", "AsyncResponses"), _responses),
+        )
+        for cls in classes
+        for method in ("create", "parse")
+    )

@@ -12,28 +12,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
-
 from tracevals.instrumentation.content import capture_enabled
-from tracevals.instrumentation.genai_messages import get, instructions, responses_inputs, responses_outputs
+from tracevals.instrumentation.genai_messages import (
+    get,
+    responses_inputs,
+    responses_outputs,
+    token_count,
+    with_instructions,
+)
 from tracevals.instrumentation.model_span import ModelResult
-from tracevals.instrumentation.model_wrappers import call_model, call_model_async
+from tracevals.instrumentation.model_wrappers import ModelApi
 
 PROVIDER = "openai"
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def response_inputs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {gen_ai.GEN_AI_INPUT_MESSAGES: responses_inputs(kwargs.get("input"))}
-    system = instructions(kwargs.get("instructions"))
-    if system is not None:
-        values[gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS] = system
-    return values
+    return with_instructions(responses_inputs(kwargs.get("input")), kwargs.get("instructions"))
 
 
 def finish_reason(response: Any, calls: bool) -> str:
@@ -50,9 +46,9 @@ def response_result(response: Any) -> ModelResult:
     result = ModelResult(response_model=get(response, "model"), response_id=get(response, "id"))
     usage = get(response, "usage")
     if usage is not None:
-        result.input_tokens = _int(get(usage, "input_tokens"))
-        result.output_tokens = _int(get(usage, "output_tokens"))
-        result.cache_read_tokens = _int(get(get(usage, "input_tokens_details"), "cached_tokens"))
+        result.input_tokens = token_count(get(usage, "input_tokens"))
+        result.output_tokens = token_count(get(usage, "output_tokens"))
+        result.cache_read_tokens = token_count(get(get(usage, "input_tokens_details"), "cached_tokens"))
     output = list(get(response, "output") or [])
     for item in output:
         if get(item, "type") == "function_call":
@@ -98,27 +94,4 @@ def _stream_types() -> tuple[type, ...]:
     return (openai.Stream, openai.AsyncStream)
 
 
-def sync_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return call_model(
-        PROVIDER,
-        kwargs,
-        response_inputs,
-        response_result,
-        ResponseEvents,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"responses.{getattr(wrapped, '__name__', 'create')}",
-    )
-
-
-async def async_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return await call_model_async(
-        PROVIDER,
-        kwargs,
-        response_inputs,
-        response_result,
-        ResponseEvents,
-        _stream_types(),
-        lambda: wrapped(*args, **kwargs),
-        f"responses.{getattr(wrapped, '__name__', 'create')}",
-    )
+RESPONSES = ModelApi(PROVIDER, response_inputs, response_result, ResponseEvents, _stream_types)

@@ -44,7 +44,80 @@ def _observe(accumulator: Accumulator, event: Any) -> None:
         _log.exception("tracevals: could not read a stream event")
 
 
-class TracedStream(wrapt.ObjectProxy):
+class WatchedStream(wrapt.ObjectProxy):
+    """A transparent proxy of a sync SDK stream that sees every event as it passes (`_self_event`) and is
+    told when the stream stops (`_self_stop`): at its end (complete), at an error it raises (one of
+    `_self_failures`), at `close()` and on leaving its `with` block. A model call's span watches a stream
+    this way (`TracedStream`), and so does the harness's recording of one (`RecordingStream`)."""
+
+    _self_failures: tuple[type[BaseException], ...] = (BaseException,)
+
+    def _self_event(self, event: Any) -> None:
+        raise NotImplementedError
+
+    def _self_stop(self, complete: bool = False, error: BaseException | None = None) -> None:
+        raise NotImplementedError
+
+    def __iter__(self) -> WatchedStream:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            event = next(self.__wrapped__)
+        except StopIteration:
+            self._self_stop(complete=True)
+            raise
+        except self._self_failures as exc:
+            self._self_stop(error=exc)
+            raise
+        self._self_event(event)
+        return event
+
+    def close(self) -> Any:
+        self._self_stop()
+        return self.__wrapped__.close()
+
+    def __enter__(self) -> WatchedStream:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        self._self_stop()
+        return self.__wrapped__.__exit__(*exc)
+
+
+class WatchedAsyncStream(WatchedStream):
+    """`WatchedStream` for an async SDK stream."""
+
+    def __aiter__(self) -> WatchedAsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            event = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._self_stop(complete=True)
+            raise
+        except self._self_failures as exc:
+            self._self_stop(error=exc)
+            raise
+        self._self_event(event)
+        return event
+
+    async def close(self) -> Any:
+        self._self_stop()
+        return await self.__wrapped__.close()
+
+    async def __aenter__(self) -> WatchedAsyncStream:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        self._self_stop()
+        return await self.__wrapped__.__aexit__(*exc)
+
+
+class TracedStream(WatchedStream):
     """A sync SDK stream whose events feed the model call's span."""
 
     def __init__(self, wrapped: Any, call: ModelCall, accumulator: Accumulator) -> None:
@@ -54,66 +127,15 @@ class TracedStream(wrapt.ObjectProxy):
         # Holds the call and accumulator, not the proxy, so the proxy can still be collected.
         self._self_finalizer = weakref.finalize(self, _finish, call, accumulator)
 
-    def __iter__(self) -> TracedStream:
-        return self
-
-    def __next__(self) -> Any:
-        try:
-            event = next(self.__wrapped__)
-        except StopIteration:
-            self._self_finalizer()
-            raise
-        except BaseException as exc:
-            self._self_call.fail(exc)
-            raise
+    def _self_event(self, event: Any) -> None:
         _observe(self._self_accumulator, event)
-        return event
 
-    def close(self) -> Any:
-        self._self_finalizer()
-        return self.__wrapped__.close()
-
-    def __enter__(self) -> TracedStream:
-        self.__wrapped__.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        self._self_finalizer()
-        return self.__wrapped__.__exit__(*exc)
+    def _self_stop(self, complete: bool = False, error: BaseException | None = None) -> None:
+        if error is not None:
+            self._self_call.fail(error)
+        else:
+            self._self_finalizer()
 
 
-class TracedAsyncStream(wrapt.ObjectProxy):
+class TracedAsyncStream(TracedStream, WatchedAsyncStream):
     """An async SDK stream whose events feed the model call's span."""
-
-    def __init__(self, wrapped: Any, call: ModelCall, accumulator: Accumulator) -> None:
-        super().__init__(wrapped)
-        self._self_call = call
-        self._self_accumulator = accumulator
-        self._self_finalizer = weakref.finalize(self, _finish, call, accumulator)
-
-    def __aiter__(self) -> TracedAsyncStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            event = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_finalizer()
-            raise
-        except BaseException as exc:
-            self._self_call.fail(exc)
-            raise
-        _observe(self._self_accumulator, event)
-        return event
-
-    async def close(self) -> Any:
-        self._self_finalizer()
-        return await self.__wrapped__.close()
-
-    async def __aenter__(self) -> TracedAsyncStream:
-        await self.__wrapped__.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        self._self_finalizer()
-        return await self.__wrapped__.__aexit__(*exc)

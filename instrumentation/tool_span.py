@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from tracevals.instrumentation.call_span import current_span
 from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import TOOL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
@@ -150,58 +151,45 @@ def _finish_error(span: Span, name: str, arguments: Mapping[str, Any], exc: Base
     span.end()
 
 
-def run_tool(
-    name: str,
-    effect: str | None,
-    arguments: Mapping[str, Any],
-    call: Callable[[], T],
-    *,
-    kind: SpanKind = SpanKind.INTERNAL,
-    extra: Mapping[str, Any] | None = None,
-    soft_error: Callable[[Any], str | None] | None = None,
-) -> T:
-    """Run `call()` (the real tool) inside an `execute_tool` span, through the interceptor if one is set."""
-    span = start_tool_span(name, effect, arguments, kind, extra)
-    token = otel_context.attach(trace.set_span_in_context(span))
-    try:
-        interceptor = current_interceptor()
-        if interceptor is None:
-            result = call()
-        else:
-            result = interceptor.intercept(ToolInvocation(name, effect, arguments, _call_id.get(), span), call)
-    except BaseException as exc:
-        otel_context.detach(token)
-        _finish_error(span, name, arguments, exc)
-        raise
-    otel_context.detach(token)
-    _finish_ok(span, name, arguments, result, soft_error)
-    return result
+@dataclass(frozen=True)
+class ToolRun:
+    """One tool call to trace: its `execute_tool` span around the real tool, through the interceptor if
+    one is set. `soft_error` reads a failure the tool reports in its result instead of raising (MCP's
+    `isError`); `extra` attributes go on the span with its start.
 
+    >>> ToolRun("get_orders", "read", {"customer_id": "c1"}).run(lambda: get_orders("c1"))
+    """
 
-async def run_tool_async(
-    name: str,
-    effect: str | None,
-    arguments: Mapping[str, Any],
-    call: Callable[[], Awaitable[T]],
-    *,
-    kind: SpanKind = SpanKind.INTERNAL,
-    extra: Mapping[str, Any] | None = None,
-    soft_error: Callable[[Any], str | None] | None = None,
-) -> T:
-    """`run_tool` for a coroutine function: `call()` returns the awaitable of the real tool."""
-    span = start_tool_span(name, effect, arguments, kind, extra)
-    token = otel_context.attach(trace.set_span_in_context(span))
-    try:
-        interceptor = current_interceptor()
-        if interceptor is None:
-            result = await call()
-        else:
-            invocation = ToolInvocation(name, effect, arguments, _call_id.get(), span)
-            result = await interceptor.intercept_async(invocation, call)
-    except BaseException as exc:
-        otel_context.detach(token)
-        _finish_error(span, name, arguments, exc)
-        raise
-    otel_context.detach(token)
-    _finish_ok(span, name, arguments, result, soft_error)
-    return result
+    name: str
+    effect: str | None
+    arguments: Mapping[str, Any]
+    kind: SpanKind = SpanKind.INTERNAL
+    extra: Mapping[str, Any] | None = None
+    soft_error: Callable[[Any], str | None] | None = None
+
+    def run(self, call: Callable[[], T]) -> T:
+        """Run `call()` (the real tool) inside the span."""
+        span = start_tool_span(self.name, self.effect, self.arguments, self.kind, self.extra)
+        with current_span(span, self._failed(span)):
+            interceptor = current_interceptor()
+            result = call() if interceptor is None else interceptor.intercept(self._asked(span), call)
+        return self._finished(span, result)
+
+    async def run_async(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`run` for a coroutine function: `call()` returns the awaitable of the real tool."""
+        span = start_tool_span(self.name, self.effect, self.arguments, self.kind, self.extra)
+        with current_span(span, self._failed(span)):
+            interceptor = current_interceptor()
+            result = await (call() if interceptor is None else interceptor.intercept_async(self._asked(span), call))
+        return self._finished(span, result)
+
+    def _asked(self, span: Span) -> ToolInvocation:
+        """What an interceptor is told of the call."""
+        return ToolInvocation(self.name, self.effect, self.arguments, _call_id.get(), span)
+
+    def _failed(self, span: Span) -> Callable[[BaseException], None]:
+        return lambda exc: _finish_error(span, self.name, self.arguments, exc)
+
+    def _finished(self, span: Span, result: T) -> T:
+        _finish_ok(span, self.name, self.arguments, result, self.soft_error)
+        return result

@@ -4,7 +4,7 @@ A tool declares its effect (read, write, irreversible); the effect lands on the 
 policy and retry evaluators can tell a harmless repeated lookup from a duplicated refund. Arguments
 and results are message content and are recorded only when capture is on; a hash of the canonical
 arguments is always recorded, so retries and duplicate side effects stay visible without content.
-Every call goes through `tool_span.run_tool`, where an installed `ToolInterceptor` can act.
+Every call goes through `tool_span.ToolRun`, where an installed `ToolInterceptor` can act.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from opentelemetry import trace
 
 from tracevals.instrumentation.tool_error import ToolError
 from tracevals.instrumentation.tool_span import (
+    ToolRun,
     _finish_error,
     args_hash,
-    run_tool,
-    run_tool_async,
     start_tool_span,
     tool_call_id,
 )
@@ -89,14 +88,14 @@ def tool(effect: Any = None, name: str | None = None) -> Any:
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 arguments = binder.arguments(args, kwargs)
-                return await run_tool_async(tool_name, effect, arguments, lambda: fn(*args, **kwargs))
+                return await ToolRun(tool_name, effect, arguments).run_async(lambda: fn(*args, **kwargs))
 
             async_wrapper.__tracevals_tool__ = (tool_name, effect)  # type: ignore[attr-defined]
             return cast(F, async_wrapper)
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            return run_tool(tool_name, effect, binder.arguments(args, kwargs), lambda: fn(*args, **kwargs))
+            return ToolRun(tool_name, effect, binder.arguments(args, kwargs)).run(lambda: fn(*args, **kwargs))
 
         wrapper.__tracevals_tool__ = (tool_name, effect)  # type: ignore[attr-defined]
         return cast(F, wrapper)

@@ -45,6 +45,7 @@ from tracevals.lake.schema import (
     STEP_RELIABILITY_SCHEMA,
 )
 from tracevals.model.prices import default_prices
+from tracevals.queries.binding import narrow_snapshot, snapshot_view
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
@@ -108,10 +109,10 @@ def _define_views(
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:
         raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
-    create, schema = "CREATE OR REPLACE TEMP TABLE", "temp"
+    schema = "temp"
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
-        create, schema = "CREATE OR REPLACE TABLE", "tv_snapshot"
+        schema = "tv_snapshot"
     for file_name, sql in view_sql():
         if wanted is not None and not defined_views(sql) & wanted:
             continue
@@ -122,9 +123,7 @@ def _define_views(
                 # (and binds against a table, not the whole tree of views beneath). It reads the table
                 # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
                 # (`restrict_snapshots`) as it narrows the raw files.
-                con.execute(f"{create} {schema}.{name}_snapshot AS SELECT * FROM {name}")
-                con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {schema}.{name}_snapshot")
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM tv_read_{name}")
+                snapshot_view(con, name, schema)
         except duckdb.Error as exc:
             raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
     return schema
@@ -197,10 +196,7 @@ def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> No
         "SELECT getvariable('tracevals_snapshots'), getvariable('tracevals_snapshot_schema')"
     ).fetchall()
     for name in names or ():
-        table = f"{schema}.{name}_snapshot"
-        keyed = traces is not None and "trace_id" in {d[0] for d in con.execute(f"FROM {table} LIMIT 0").description}
-        where = f" WHERE trace_id IN (SELECT trace_id FROM {traces})" if keyed else ""
-        con.execute(f"CREATE OR REPLACE TEMP VIEW tv_read_{name} AS SELECT * FROM {table}{where}")
+        narrow_snapshot(con, name, schema, traces)
 
 
 def open_lake(

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from tracevals.lake.lake import Lake, LakeLike, partition_key
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import open_lake
 from tracevals.queries.materialize import materialized
@@ -102,15 +103,9 @@ def _groups(hours: list[_Hour], max_spans: int) -> list[list[_Hour]]:
 
 def _shadow(con: duckdb.DuckDBPyConnection, raw: str, select: str | None, condition: str) -> None:
     """Point this connection's `raw` (raw_spans / raw_logs) at `select` (None: no rows), filtered."""
-    [(catalog,)] = con.execute("SELECT current_database()").fetchall()
-    source = select or f"SELECT * FROM {catalog}.main.{raw} WHERE FALSE"
+    source = select or f"SELECT * FROM {own(con, raw)} WHERE FALSE"
     where = f" WHERE {condition}" if condition else ""
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM ({source}){where}")
-
-
-def _unshadow(con: duckdb.DuckDBPyConnection) -> None:
-    for raw in ("raw_spans", "raw_logs"):
-        con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
+    shadow(con, raw, f"SELECT * FROM ({source}){where}")
 
 
 @dataclass(frozen=True)
@@ -134,7 +129,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
     """Compute `task`'s part on `con` (open_lake over the lake, read_spans=False: the task points raw_spans
     and raw_logs at its files); its row count."""
     if task.crossing is not None:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE tv_crossing AS SELECT trace_id FROM '{task.crossing}'")
+        work_table(con, "tv_crossing", f"SELECT trace_id FROM '{task.crossing}'")
     try:
         if task.group is None and task.crossing is None:
             for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
@@ -152,8 +147,8 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
         with materialized(con, [task.view], compute_asked=False):
             con.execute(f"COPY (SELECT * FROM {task.view}) TO '{task.path}' (FORMAT parquet)")
     finally:
-        _unshadow(con)
-        con.execute("DROP TABLE IF EXISTS temp.main.tv_crossing")
+        unshadow(con, *RAW)
+        drop_tables(con, "tv_crossing")
     return pq.read_metadata(task.path).num_rows
 
 
@@ -290,14 +285,15 @@ def _find_crossing(lake: Lake, groups: list[list[_Hour]], path: Path) -> int:
 
 def _mark_crossing(con: duckdb.DuckDBPyConnection, groups: list[list[_Hour]]) -> None:
     """tv_crossing: the traces with spans or log records in more than one group of hours."""
-    con.execute("CREATE OR REPLACE TEMP TABLE tv_hour_group (date DATE, hour BIGINT, grp INTEGER)")
+    work_table(con, "tv_hour_group", columns="date DATE, hour BIGINT, grp INTEGER")
     con.executemany(
         "INSERT INTO tv_hour_group VALUES (?, ?, ?)",
         [(dt.date.fromisoformat(h.date), int(h.hour), i) for i, group in enumerate(groups) for h in group],
     )
-    con.execute(
+    work_table(
+        con,
+        "tv_crossing",
         """
-        CREATE OR REPLACE TEMP TABLE tv_crossing AS
         SELECT r.trace_id
         FROM (
             SELECT trace_id, date, hour FROM raw_spans
@@ -307,5 +303,5 @@ def _mark_crossing(con: duckdb.DuckDBPyConnection, groups: list[list[_Hour]]) ->
         JOIN tv_hour_group AS g ON g.date = r.date AND g.hour = r.hour
         GROUP BY r.trace_id
         HAVING min(g.grp) <> max(g.grp)
-        """
+        """,
     )

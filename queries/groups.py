@@ -7,14 +7,24 @@ then follows the group, not the lake; the rows scored are those of one pass over
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
 from tracevals.lake.lake import Lake
+from tracevals.queries.binding import (
+    RAW,
+    bind,
+    bind_statement,
+    drop_tables,
+    has_table,
+    release,
+    work_table,
+)
 from tracevals.queries.catalog import query_sql
+from tracevals.queries.derived import HourFiles
 
 # Span and log rows one group reads at most (about: a group is cut between files, and a session is never
 # split); memory follows this, not the lake. See `plan_groups`.
@@ -46,6 +56,7 @@ class GroupPlan:
     crossing_traces: int = 0
     blocks: int = 0  # groups of files (the first groups)
     max_rows: int = GROUP_ROWS
+    derived: dict[tuple[str, int], HourFiles] = field(default_factory=dict)  # hours whose frames are written
 
 
 @dataclass(frozen=True)
@@ -189,13 +200,13 @@ def _find_crossing(con: duckdb.DuckDBPyConnection, plan: GroupPlan, workdir: Pat
             "AS r JOIN tv_trace_blocks AS t USING (trace_id) WHERE t.low <> t.key AND r.session_id IS NOT NULL"
         ).fetchall()
     values = "SELECT key FROM tv_trace_blocks" + (" UNION SELECT b FROM tv_edges" if edges else "")
-    con.execute("CREATE OR REPLACE TEMP TABLE tv_edges (a VARCHAR, b VARCHAR)")
+    work_table(con, "tv_edges", columns="a VARCHAR, b VARCHAR")
     if edges:
         con.executemany("INSERT INTO tv_edges VALUES (?, ?)", edges)
     edges += con.execute(
         f"SELECT trace_id, key FROM tv_trace_blocks WHERE trace_id <> key AND trace_id IN ({values})"
     ).fetchall()
-    con.execute("CREATE OR REPLACE TEMP TABLE tv_joined (node VARCHAR, root VARCHAR)")
+    work_table(con, "tv_joined", columns="node VARCHAR, root VARCHAR")
     if edges:
         con.executemany("INSERT INTO tv_joined VALUES (?, ?)", sorted(components(edges).items()))
     con.execute(query_sql("session_crossing").format(max_rows=int(plan.max_rows)))
@@ -253,9 +264,8 @@ def read_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, co
     from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
     from tracevals.queries.sources import files_sql
 
-    if plan.crossing is not None and not _has_table(con, "tv_crossing"):
-        con.execute(f"CREATE TEMP TABLE tv_crossing AS SELECT trace_id, grp FROM '{plan.crossing}'")
-    [(catalog,)] = con.execute("SELECT current_database()").fetchall()
+    if plan.crossing is not None and not has_table(con, "tv_crossing"):
+        work_table(con, "tv_crossing", f"SELECT trace_id, grp FROM '{plan.crossing}'")
     for raw, sub, files in (("raw_spans", SPANS_DIR, group.spans), ("raw_logs", LOGS_DIR, group.logs)):
         select = files_sql(con, plan.lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty"
         if group.crossing:
@@ -266,27 +276,17 @@ def read_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, co
             where = ""
         rows = f"SELECT r.* FROM ({select}) AS r {where}"
         if copy:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE tv_group_{raw} AS {rows}")
-            rows = f"SELECT * FROM temp.main.tv_group_{raw}"
-        con.execute(f"CREATE OR REPLACE VIEW {catalog}.main.{raw} AS {rows}")
+            work_table(con, _group_copy(raw), rows)
+            rows = f"SELECT * FROM temp.main.{_group_copy(raw)}"
+        bind(con, raw, rows)
+
+
+def _group_copy(raw: str) -> str:
+    return f"tv_group_{raw}"
 
 
 def release_group(con: duckdb.DuckDBPyConnection) -> None:
     """Undo `read_group` (and every restriction of the group's scoring): the raw relations read no rows."""
-    [(catalog,)] = con.execute("SELECT current_database()").fetchall()
-    statements = []
-    for raw in ("raw_spans", "raw_logs"):
-        statements += [
-            f"DROP VIEW IF EXISTS temp.main.{raw}",
-            f"DROP TABLE IF EXISTS temp.main.tv_{raw}",
-            f"CREATE OR REPLACE VIEW {catalog}.main.{raw} AS SELECT * FROM {raw}_empty",
-            f"DROP TABLE IF EXISTS temp.main.tv_group_{raw}",
-        ]
-    for table in ("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked"):
-        statements.append(f"DROP TABLE IF EXISTS temp.main.{table}")
-    con.execute(";".join(statements))
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    [(count,)] = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()
-    return bool(count)
+    release(con)
+    con.execute(";".join(bind_statement(con, raw, f"SELECT * FROM {raw}_empty") for raw in RAW))
+    drop_tables(con, *(_group_copy(raw) for raw in RAW))

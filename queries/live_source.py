@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
 from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA, empty_table
 from tracevals.model.prices import default_prices
+from tracevals.queries.binding import bind
 from tracevals.queries.catalog import view_sql
 from tracevals.queries.sources import register_arrow, register_prices
 
@@ -39,18 +40,18 @@ _log = logging.getLogger(__name__)
 
 
 class NewFiles:
-    """The files of `lake/<sub>` (span files by default) not returned before, in partitions at most
-    `late_window_s` old."""
+    """The files of `folder/<sub>` (a local lake's folder; span files by default) not returned before, in
+    partitions at most `late_window_s` old."""
 
     def __init__(
         self,
-        lake: Path,
+        folder: Path,
         late_window_s: float = 86400.0,
         slack_s: float = 120.0,
         sub: str = SPANS_DIR,
         skew_s: float = 300.0,
     ) -> None:
-        self.root = Path(lake) / sub
+        self.root = folder / sub
         self.late_window_s = late_window_s
         # a partition whose hour starts after now + skew_s holds future-dated spans (a client's clock ahead):
         # not read, so never scored (tracevals.lake.clock); `future` names those seen
@@ -273,7 +274,7 @@ class LiveConnection:
                  ("raw_step_reliability", steps))  # fmt: skip
         for name, table in bases:
             register_arrow(self.con, f"{name}_arrow", table)
-            self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_arrow")
+            bind(self.con, name, f"SELECT * FROM {name}_arrow")
         self.prices(prices)
         for _, sql in view_sql():
             self.con.execute(sql)

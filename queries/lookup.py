@@ -11,6 +11,7 @@ import pyarrow as pa
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+from tracevals.queries.binding import own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.sources import STRICT, files_sql
 
@@ -75,8 +76,8 @@ def _lookups(con: duckdb.DuckDBPyConnection, key: str, value: str, views: Sequen
     traces = sorted({str(r[0]) for r in rows if r[0] is not None and _HEX.fullmatch(str(r[0]))})
     files = sorted({str(r[1]) for r in rows if r[1] is not None})
     listed = ", ".join(f"'{t}'" for t in traces) or "NULL"
-    [(lake, snapshots, catalog, disabled)] = con.execute(
-        "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots'), current_database(), "
+    [(lake, snapshots, disabled)] = con.execute(
+        "SELECT getvariable('tracevals_lake'), getvariable('tracevals_snapshots'), "
         "current_setting('disabled_optimizers')"
     ).fetchall()
     where, params = f"{key} = ?", [value]
@@ -92,13 +93,13 @@ def _lookups(con: duckdb.DuckDBPyConnection, key: str, value: str, views: Sequen
     try:
         for name in bases:
             # a small table per base relation, read once: the views reference the bases many times
-            copy = f"CREATE OR REPLACE TEMP TABLE tv_lookup_{name} AS SELECT * FROM {{}} WHERE trace_id IN ({listed})"
+            copy = f"SELECT * FROM {{}} WHERE trace_id IN ({listed})"
             strict = f"{STRICT}{name}"
             if name == "raw_spans" and lake and files:
                 strict = f"({files_sql(con, Lake.open(lake), SPANS_DIR, files, union_by_name=False)})"
             if not (name.startswith("raw_") and _copied_strictly(con, copy, name, strict)):
-                con.execute(copy.format(f"{catalog}.main.{name}"))
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_lookup_{name}")
+                work_table(con, _copy(name), copy.format(own(con, name)))
+            shadow(con, name, f"SELECT * FROM {_copy(name)}")
         tuned = _set_disabled_optimizers(con, _LOOKUP_DISABLED_OPTIMIZERS)
         try:
             wanted = [v for v in views if v not in out]
@@ -109,13 +110,12 @@ def _lookups(con: duckdb.DuckDBPyConnection, key: str, value: str, views: Sequen
         finally:
             if tuned:
                 _set_disabled_optimizers(con, disabled)
-    finally:  # one call: each statement costs a round trip
-        con.execute(
-            ";".join(
-                f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_lookup_{name}"
-                for name in bases
-            )
-        )
+    finally:
+        unshadow(con, *bases, tables=[_copy(name) for name in bases])
+
+
+def _copy(name: str) -> str:
+    return f"tv_lookup_{name}"
 
 
 # The views whose only inputs are model spans that may hold message content (span_facts.has_content)
@@ -147,10 +147,10 @@ def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, stric
     them as the lake's view does (files of two lake formats), so that the caller copies through the view
     instead."""
     try:
-        con.execute(copy.format(strict))
+        work_table(con, _copy(name), copy.format(strict))
     except duckdb.InvalidInputException:  # a file without a column the first one has
         return False
-    copied = {d[0] for d in con.execute(f"SELECT * FROM tv_lookup_{name} LIMIT 0").description}
+    copied = {d[0] for d in con.execute(f"SELECT * FROM {_copy(name)} LIMIT 0").description}
     return set(_RAW_SCHEMAS[name].names) <= copied  # else the first file lacked a column a later one has
 
 

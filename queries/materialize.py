@@ -18,6 +18,7 @@ from functools import cache
 
 import duckdb
 
+from tracevals.queries.binding import has_table, shadow, unshadow, work_table
 from tracevals.queries.catalog import view_sql
 
 _CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE)
@@ -95,10 +96,7 @@ def materialized(
         for name in worth_computing(names, compute_asked):
             if name in emptied:
                 continue
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE tv_m_{name} AS SELECT * FROM {name};"
-                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_m_{name}"
-            )
+            shadow(con, name, f"SELECT * FROM {name}", table=f"tv_m_{name}")
             created.append(name)
             for empty in known_empty(con, name) if known_empty is not None else ():
                 if empty not in created and empty not in emptied:
@@ -106,20 +104,12 @@ def materialized(
                     emptied.append(empty)
         yield
     finally:
-        drops = [f"DROP VIEW IF EXISTS temp.main.{name}" for name in reversed(emptied)]
-        drops += [
-            f"DROP VIEW IF EXISTS temp.main.{name}; DROP TABLE IF EXISTS temp.main.tv_m_{name}"
-            for name in reversed(created)
-        ]
-        if drops:  # one call: each statement costs a round trip
-            con.execute(";".join(drops))
+        unshadow(con, *reversed(emptied), *reversed(created), tables=[f"tv_m_{n}" for n in reversed(created)])
 
 
 def _read_as_empty(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Shadow view `name` with an empty table of its columns, made once per connection (binding the view
     to learn its columns is the cost this saves) and kept: `tv_empty_<name>`."""
-    shadow = f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM tv_empty_{name}"
-    try:
-        con.execute(shadow)
-    except duckdb.CatalogException:  # the first time on this connection
-        con.execute(f"CREATE OR REPLACE TEMP TABLE tv_empty_{name} AS SELECT * FROM {name} LIMIT 0; {shadow}")
+    if not has_table(con, f"tv_empty_{name}"):  # the first time on this connection
+        work_table(con, f"tv_empty_{name}", f"SELECT * FROM {name} LIMIT 0")
+    shadow(con, name, f"SELECT * FROM tv_empty_{name}")

@@ -23,6 +23,7 @@ import duckdb
 
 from tracevals.lake.sampling import bucket_sql, sampled_sql
 from tracevals.model.errors import UserError
+from tracevals.queries.binding import RAW, drop_tables, is_shadowed, own, shadow, shadow_copy, unshadow, work_table
 from tracevals.queries.catalog import query_sql
 from tracevals.queries.connection import restrict_snapshots
 
@@ -114,22 +115,22 @@ class Restriction:
         if copy:
             _shadow_raw(self.con, traces)
         else:
-            _shadow_raw(self.con, traces, copy=False, source="temp.main.tv_{raw}" if self.copied else None)
+            _shadow_raw(
+                self.con, traces, copy=False, source=f"temp.main.{shadow_copy('{raw}')}" if self.copied else None
+            )
             self._narrowed_by_view = True
 
     def reapply(self) -> None:
         if self._narrowed_by_view and self.copied:  # the copy is intact: read it whole again
-            for raw in ("raw_spans", "raw_logs"):
-                self.con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS SELECT * FROM tv_{raw}")
+            for raw in RAW:
+                shadow(self.con, raw, f"SELECT * FROM {shadow_copy(raw)}")
             restrict_snapshots(self.con, self.traces)
         else:
             _shadow_raw(self.con, self.traces)
         self._narrowed_by_view = False
 
     def undo(self) -> None:
-        for raw in ("raw_spans", "raw_logs"):
-            self.con.execute(f"DROP VIEW IF EXISTS temp.main.{raw}")
-            self.con.execute(f"DROP TABLE IF EXISTS temp.main.tv_{raw}")
+        unshadow(self.con, *RAW, tables=[shadow_copy(raw) for raw in RAW])
         restrict_snapshots(self.con, None)
 
 
@@ -137,7 +138,7 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Res
     """Restrict this connection's views to the selected sessions (the restriction holds how many traces)."""
     only = ""
     if selection.trace_ids is not None:
-        con.execute("CREATE OR REPLACE TEMP TABLE tv_wanted (trace_id VARCHAR)")
+        work_table(con, "tv_wanted", columns="trace_id VARCHAR")
         if selection.trace_ids:
             con.executemany("INSERT INTO tv_wanted VALUES (?)", [(t,) for t in selection.trace_ids])
         only = " AND s.sid IN (SELECT t.sid FROM t JOIN tv_wanted USING (trace_id))"
@@ -168,9 +169,10 @@ def session_chunks(
     """
     source = within.traces if within is not None else "tv_chunked"
     if within is None:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE tv_chunked AS "
-            "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id"
+        work_table(
+            con,
+            "tv_chunked",
+            "SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id",
         )
     try:
         [(sessions,)] = con.execute(f"SELECT count(DISTINCT sid) FROM {source}").fetchall()
@@ -182,10 +184,7 @@ def session_chunks(
         chunked = within if within is not None else Restriction(con, source, copied=False)
         try:
             for chunk in range(count):
-                con.execute(
-                    "CREATE OR REPLACE TEMP TABLE tv_chunk AS "
-                    f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}"
-                )
+                work_table(con, "tv_chunk", f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}")
                 chunked.narrow("tv_chunk", copy=copy)
                 yield chunk
         finally:
@@ -193,9 +192,9 @@ def session_chunks(
                 within.reapply()
             else:
                 chunked.undo()
-            con.execute("DROP TABLE IF EXISTS temp.main.tv_chunk")
+            drop_tables(con, "tv_chunk")
     finally:
-        con.execute("DROP TABLE IF EXISTS temp.main.tv_chunked")
+        drop_tables(con, "tv_chunked")
 
 
 def restrict_to(con: duckdb.DuckDBPyConnection, traces: str) -> Restriction:
@@ -205,24 +204,17 @@ def restrict_to(con: duckdb.DuckDBPyConnection, traces: str) -> Restriction:
 
 
 def _shadow_raw(con: duckdb.DuckDBPyConnection, traces: str, copy: bool = True, source: str | None = None) -> None:
-    # the lake's own relation, named with its database: a bare `main.raw_spans` would find the temporary
-    # view of an earlier restriction first, and narrow that instead of the lake. source: another relation
-    # to filter (`{raw}` in it stands for raw_spans / raw_logs), with copy=False only.
-    [(catalog,)] = con.execute("SELECT current_database()").fetchall()
-    for raw in ("raw_spans", "raw_logs"):
-        rows = f"SELECT * FROM {(source or '{catalog}.main.{raw}').format(catalog=catalog, raw=raw)} "
-        rows += f"WHERE trace_id IN (SELECT trace_id FROM {traces})"
-        if copy:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE tv_{raw} AS {rows}")
-            rows = f"SELECT * FROM tv_{raw}"
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {raw} AS {rows}")
+    # the lake's own relation (`binding.own`): a bare `main.raw_spans` would find the shadow of an earlier
+    # restriction first, and narrow that instead of the lake. source: another relation to filter (`{raw}`
+    # in it stands for raw_spans / raw_logs), with copy=False only.
+    for raw in RAW:
+        relation = source.format(raw=raw) if source is not None else own(con, raw)
+        rows = f"SELECT * FROM {relation} WHERE trace_id IN (SELECT trace_id FROM {traces})"
+        shadow(con, raw, rows, table=shadow_copy(raw) if copy else None)
     restrict_snapshots(con, traces)  # a small lake's views computed at open: narrowed alike
 
 
 def is_restricted(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether a `Restriction` narrows this connection's views (for checks and tests; code passes the
     restriction itself)."""
-    [(count,)] = con.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'raw_spans' AND temporary"
-    ).fetchall()
-    return bool(count)
+    return is_shadowed(con, "raw_spans")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from tracevals.lake.lake import Lake, LocalScan, ObjectScan
 from tracevals.lake.paths import LakeError, partition_filter
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, empty_table
+from tracevals.queries.binding import bind, work_table
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
 # (docs/queries.md says so) rather than failing a query.
@@ -97,9 +98,9 @@ def register_source(
         register_empty(con, name, schema, hive)
         return
     missing = missing_columns(con, select, schema)
-    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *{missing} FROM ({select})")
+    bind(con, name, f"SELECT *{missing} FROM ({select})")
     strict = bind_sql(con, scan, schema, hive, where, union_by_name=False)
-    con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT *{missing} FROM ({strict})")
+    bind(con, f"{STRICT}{name}", f"SELECT *{missing} FROM ({strict})")
 
 
 def register_arrow(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table | pyarrow.dataset.Dataset) -> None:
@@ -115,8 +116,8 @@ def register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema,
         empty = empty.append_column("date", pa.nulls(0, pa.date32())).append_column("hour", pa.nulls(0, pa.int64()))
     empty = empty.append_column("source_file", pa.nulls(0, pa.string()))
     register_arrow(con, f"{name}_empty", empty)
-    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
-    con.execute(f"CREATE OR REPLACE VIEW {STRICT}{name} AS SELECT * FROM {name}_empty")
+    bind(con, name, f"SELECT * FROM {name}_empty")
+    bind(con, f"{STRICT}{name}", f"SELECT * FROM {name}_empty")
 
 
 def missing_columns(con: duckdb.DuckDBPyConnection, select: str, schema: pa.Schema) -> str:
@@ -144,16 +145,15 @@ def _sql_type(arrow_type: pa.DataType) -> str:
 def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
     """`model_prices` (model, input_usd_per_mtok, output_usd_per_mtok): a table written by DuckDB itself (an
     Arrow table built from Python values would make pyarrow import pandas, ~0.4 s of a small command)."""
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE model_prices_table "
-        "(model VARCHAR, input_usd_per_mtok DOUBLE, output_usd_per_mtok DOUBLE)"
+    work_table(
+        con, "model_prices_table", columns="model VARCHAR, input_usd_per_mtok DOUBLE, output_usd_per_mtok DOUBLE"
     )
     if prices:
         con.executemany(
             "INSERT INTO model_prices_table VALUES (?, ?, ?)",
             [(m, float(prices[m][0]), float(prices[m][1])) for m in sorted(prices)],
         )
-    con.execute("CREATE OR REPLACE VIEW model_prices AS SELECT * FROM model_prices_table")
+    bind(con, "model_prices", "SELECT * FROM model_prices_table")
 
 
 _DIR_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}

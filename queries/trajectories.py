@@ -14,8 +14,18 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tracevals.model.batch import CALL_SCHEMA, FACT_COLUMNS, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch, with_op_keys
+from tracevals.model.batch import (
+    CALL_SCHEMA,
+    FACT_COLUMNS,
+    HANDOFF_SCHEMA,
+    KEY_IN_ARGS_SQL,
+    OP_KEY_SQL,
+    TRACE_SCHEMA,
+    Batch,
+    with_op_keys,
+)
 from tracevals.model.trajectory import Trajectory
+from tracevals.queries.binding import drop_tables, work_table
 from tracevals.queries.catalog import query_sql
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.lookup import _without_content
@@ -40,15 +50,16 @@ READS = (
     "requested_tool_calls",
     "message_parts",
 )
+# The views a connection that only loads batches defines (`open_lake(views=...)`): what `load_batch` reads.
+LOADER_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
 TRAJECTORY_COLUMNS = (
     "trace_id, session_id, run_id, task_id, attempt, variant, model_call_count, input_tokens, output_tokens, "
     "start_time, end_time"
 )
-_TRAJECTORIES_SQL = f"CREATE OR REPLACE TEMP TABLE tv_trajectories AS SELECT {TRAJECTORY_COLUMNS} FROM trajectories"
 _BATCH_SQL = "SELECT trace_id, session_id FROM tv_trajectories"
 # The traces of the batch's sessions: completeness counts a session's turns, so it needs them all.
 _SCOPE_SQL = (
-    "CREATE OR REPLACE TEMP TABLE tv_scope AS SELECT trace_id FROM attempts "
+    "SELECT trace_id FROM attempts "
     "WHERE coalesce(session_id, trace_id) IN (SELECT coalesce(session_id, trace_id) FROM tv_batch)"
 )
 
@@ -62,26 +73,22 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
     turns), and that restriction is undone afterwards.
     """
     if where:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE tv_batch AS SELECT trace_id, session_id FROM trajectories WHERE {where}"
-        )
+        work_table(con, "tv_batch", f"SELECT trace_id, session_id FROM trajectories WHERE {where}")
     own = None
     if where and within is None:
-        con.execute(_SCOPE_SQL)
+        work_table(con, "tv_scope", _SCOPE_SQL)
         own = restrict_to(con, "tv_scope")
     try:
         # a chunk without message content (capture is off by default) and without log records has no
         # message parts: read as empty tables (`lookup._without_content`), they cost nothing to bind or run
         with materialized(con, READS, known_empty=_without_content):
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE tv_trajectories AS SELECT {TRAJECTORY_COLUMNS} FROM trajectories"
-            )
+            work_table(con, "tv_trajectories", f"SELECT {TRAJECTORY_COLUMNS} FROM trajectories")
             if not where:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE tv_batch AS {_BATCH_SQL}")
-            con.execute(_SCOPE_SQL)
+                work_table(con, "tv_batch", _BATCH_SQL)
+            work_table(con, "tv_scope", _SCOPE_SQL)
             return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
     finally:
-        con.execute("DROP TABLE IF EXISTS temp.main.tv_trajectories")
+        drop_tables(con, "tv_trajectories")
         if own is not None:
             own.undo()
 
@@ -107,7 +114,8 @@ def _traces(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def _calls(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Executed tool calls and gaps (requested, never executed), in the `steps` view's order."""
-    calls = frame(con, query_sql("batch_calls"))
+    sql = query_sql("batch_calls").format(op_key=OP_KEY_SQL.format(c="c"), key_in_args=KEY_IN_ARGS_SQL.format(c="c"))
+    calls = frame(con, sql)
     # In the steps view's order (its step_index), numbered per trace here: a window over every step in
     # SQL sorts all of a lake's steps, where this sorts only the tool calls read.
     calls = calls.sort(["trace_id", "tv_at", "tv_by", "tv_nth"], nulls_last=True).with_columns(

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from click.testing import CliRunner
 from fixtures.reference_traffic import SECRET, planted, send_reference_traffic
@@ -36,6 +35,7 @@ from tracevals.evaluators.testing import call, trajectory
 from tracevals.harness.cassettes import Cassette, CassettePlayer, call_key
 from tracevals.model.tasks import load_cases
 from tracevals.model.trajectory import Handoff
+from tracevals.queries.connection import open_lake
 from tracevals.simulator import ProfileRegistry, SimulatedModelServer
 
 MODEL = "support-prod"  # the reference agent with no drawn mistakes: it passed the sessions it served
@@ -162,12 +162,14 @@ def test_a_candidate_replays_the_set_with_no_tool_live_and_passes(
     # structure kept: the agent that passed the original sessions passes every desensitised case
     assert (row["runs"], row["passes"]) == (40, 40)
     assert "20 of 20 cases are unreviewed drafts" in done.stderr
-    con = duckdb.connect()
-    replayed = con.execute(
-        f"SELECT json_extract_string(attributes, '$.\"tracevals.replay\"') AS r, count(*) "
-        f"FROM read_parquet('{lake}/spans/**/*.parquet') "
-        f"WHERE json_extract_string(attributes, '$.\"gen_ai.operation.name\"') = 'execute_tool' GROUP BY 1"
-    ).fetchall()
+    replayed = (  # the lake's `spans` view: the run's merged inputs, kept for readers, count once
+        open_lake(str(lake))
+        .execute(
+            "SELECT json_extract_string(attributes, '$.\"tracevals.replay\"') AS r, count(*) FROM spans "
+            "WHERE operation = 'execute_tool' GROUP BY 1"
+        )
+        .fetchall()
+    )
     assert dict(replayed).keys() == {"replay"}  # no tool ran live
     report = subprocess.run(
         [sys.executable, "-m", "tracevals", "report", "--lake", str(lake), "--out", str(tmp_path / "report.json")],
@@ -373,3 +375,20 @@ def test_a_recording_for_any_attempt_serves_every_attempt(tmp_path: Path) -> Non
         "own",
         "any",
     ]
+
+
+def test_a_structured_handoff_is_a_drafted_step_as_trajectory_match_reads_it() -> None:
+    from tracevals.cases.drafts import draft_case
+    from tracevals.evaluators.trajectory_match import TrajectoryMatch
+    from tracevals.model.tasks import case_from_dict
+
+    handed = Handoff(at_ms=5.0, reason="two accounts match", candidates=("a", "b"))
+    session = Session(
+        session_id="s", trajectory=trajectory(call("search", start_ms=1.0), handoffs=(handed,)), input="Find me.",
+        output="A person will pick the right account.", succeeded=True,
+    )  # fmt: skip
+    drafted = draft_case(session, "vague_01", "vague", "handed off", ["search"], {})
+    assert drafted["expected_steps"] == [{"tool": "search", "args": {}}, {"tool": "handoff_to_human"}]
+    # the session the case came from passes it
+    score = TrajectoryMatch().evaluate(session.trajectory, case_from_dict(drafted, "x"))
+    assert score is not None and score.passed, score

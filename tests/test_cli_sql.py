@@ -345,16 +345,21 @@ def test_every_command_has_one_format_option() -> None:
 
 
 def test_the_cli_folder_holds_commands_and_the_shared_helpers_only() -> None:
-    """One module per command (the `COMMANDS` table); what several commands share lives in `cli/shared/`,
-    so a module beside the commands is either a command or a mistake."""
+    """One module per command (the `COMMANDS` table) or per other surface a user loads (`SURFACES`: the
+    pytest plugin, loaded by its entry point); what several commands share lives in `cli/shared/`, so a
+    module beside the commands is either one of those or a mistake."""
+    from importlib.metadata import entry_points
     from pathlib import Path
 
     import tracevals.cli
-    from tracevals.cli import COMMANDS
+    from tracevals.cli import COMMANDS, SURFACES
 
     folder = Path(tracevals.cli.__file__).parent
     modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
-    assert modules == {target.split(":")[0].rsplit(".", 1)[1] for target in COMMANDS.values()}
+    commands = {target.split(":")[0].rsplit(".", 1)[1] for target in COMMANDS.values()}
+    assert modules == commands | set(SURFACES) and not commands & set(SURFACES)
+    for name, group in SURFACES.items():  # each is loaded by the entry point it names
+        assert f"tracevals.cli.{name}" in {p.value for p in entry_points(group=group)}, (name, group)
     assert (folder / "shared" / "__init__.py").is_file()
 
 

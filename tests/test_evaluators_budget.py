@@ -76,14 +76,21 @@ def test_cost_from_the_configs_prices() -> None:
     assert score_of(RUN, tight.default_case()).reason.endswith("cost_usd 0.075 > 0.07")
 
 
-def test_missing_data_lowers_the_score_without_failing() -> None:
+def test_missing_data_is_unknown_neither_a_pass_nor_a_fail() -> None:
     no_tokens = trajectory(model_calls=3, start_ms=0.0, end_ms=0.0, model_usage=(("unpriced", 10, 10),))
     c = case_json(budgets={"max_tokens": 10, "max_cost_usd": 1, "max_duration_s": 5, "max_steps": 3})
     result = score_of(no_tokens, c)
-    # steps 3 <= 3 is the only check that can be made: 1/4; nothing exceeded, so it passes
-    assert (result.passed, result.score) == (True, 0.25)
+    # steps 3 <= 3 is the only check that can be made: 1/1 of the known ones; nothing exceeded, so it passes,
+    # and the three unknown checks are findings of their own, not a lower score (issue 35: an unpriced model
+    # made every session 0.667 in a nightly job while the report passed it)
+    assert (result.passed, result.score) == (True, 1.0)
+    assert [(f["kind"], f["severity"], f["evidence"]["budget"]) for f in result.details["findings"]] == [
+        ("budget_unknown", "unknown", "tokens"),
+        ("budget_unknown", "unknown", "cost_usd"),
+        ("budget_unknown", "unknown", "duration_s"),
+    ]
     assert result.reason == (
-        "4 budgets, 0 exceeded, 3 unknown; score=1/4=0.250; "
+        "4 budgets, 0 exceeded, 3 unknown; score=1/1=1.000; "
         "tokens unknown (model calls recorded no token counts); "
         "cost_usd unknown (no price for model 'unpriced'); "
         "duration_s unknown (start or end time not recorded)"

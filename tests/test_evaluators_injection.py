@@ -38,7 +38,8 @@ def timeout_fault(**kw: Any) -> Any:
         ([timeout_fault(), call("handoff_to_human", {"reason": "?"})], {}, "escalated_without_context", 0.5, False),
         ([timeout_fault()], {"output": "Sorry, I could not load your orders."}, "failed_reported", 0.5, True),
         ([timeout_fault()], {"output": "You have no open orders."}, "failed_claiming_success", 0.0, False),
-        ([timeout_fault()], {"error_type": "RuntimeError"}, "failed_silently", 0.0, False),
+        # raised: the failure surfaced as an error (the attempt fails on availability, not as a silent failure)
+        ([timeout_fault()], {"error_type": "RuntimeError"}, "failed_raised", 0.5, True),
         ([timeout_fault()], {}, "failed_silently", 0.0, False),  # just stopped, no answer
         ([timeout_fault()], {"spans": complete()}, "unknown", 0.5, True),  # answered, answer not captured
     ],

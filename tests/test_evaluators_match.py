@@ -106,7 +106,7 @@ def test_empty_trajectory_in_every_mode(mode: str, passed: bool, score: float, a
 def test_reason_shows_the_arithmetic_and_ids_are_copied() -> None:
     result = score_of(A_C_B, case("a", "b"))
     assert result.reason == "strict: expected [a, b], actual [a, c, b]; LCS=2, score=2*2/(2+3)=0.800; extra call c"
-    assert (result.evaluator, result.evaluator_version) == ("trajectory_match", 2)  # 2: retries folded, [] applies
+    assert (result.evaluator, result.evaluator_version) == ("trajectory_match", 3)  # 3: typed findings
     ids = (result.trace_id, result.session_id, result.run_id, result.task_id, result.attempt, result.variant)
     assert ids == ("t-1", "s-1", "r-1", "case-1", 2, "candidate")
     assert result.details["pairs"] == [[0, 0], [1, 2]]

@@ -32,7 +32,7 @@ def test_policy_passes_the_seed_trace() -> None:
     result = score_of(trajectory(call("search_customer"), call("get_orders")), SEED_POLICY)
     assert (result.passed, result.score) == (True, 1.0)
     assert result.reason == "2 calls, 0 in violation, 0 unknown; score=2/2=1.000"
-    assert (result.evaluator, result.evaluator_version) == ("tool_policy", 2)
+    assert (result.evaluator, result.evaluator_version) == ("tool_policy", 3)  # 3: typed findings
 
 
 def test_policy_flags_forbidden_and_not_allowed_but_never_handoff() -> None:

@@ -36,15 +36,21 @@ BUILT_INS = [
     "step_budget",
     "injection",
     "session_completeness",
+    "failure_handling",
 ]
 
 
 @pytest.fixture
 def clean_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry that has not looked at entry points yet (and forgets what a test registers)."""
+    from tracevals.model import options
+
     monkeypatch.setattr(registry, "_registry", dict(registry._registry))
     monkeypatch.setattr(registry, "_plugin_errors", {})
     monkeypatch.setattr(registry, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_installed", [])
+    monkeypatch.setattr(registry, "_kinds", dict(registry._kinds))
+    monkeypatch.setattr(options, "_extra", dict(options._extra))
 
 
 class ReplyLanguage:
@@ -128,7 +134,9 @@ def test_a_plugin_runs_in_tracevals_score(installed_plugin: Path, tmp_path: Path
     lake.mkdir()
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length,nope"])
     assert result.exit_code == 1
-    assert "unknown evaluator 'nope'; valid: answer_length, injection" in result.output  # 'broken' is not valid
+    assert (
+        "unknown evaluator 'nope'; valid: answer_length, failure_handling, injection" in result.output
+    )  # 'broken' is not valid
     result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--evaluators", "answer_length"])
     assert result.exit_code == 1 and "holds no spans: nothing to score" in result.output  # an empty lake is said
     import tracevals
@@ -186,6 +194,7 @@ def test_evaluate_all_survives_an_evaluator_that_raises() -> None:
     scores = evaluate_all([trajectory(call("a"))], {}, evaluators=[Exploding(), RetryDiscipline()])
     assert [(s.evaluator, s.passed) for s in scores] == [("exploding", False), ("retry_discipline", True)]
     assert scores[0].reason == "evaluator raised RuntimeError: boom"
+    assert [f["kind"] for f in scores[0].details["findings"]] == ["evaluator_error"]
     assert scores[0].evaluator_version == 3
 
 

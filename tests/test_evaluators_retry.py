@@ -29,7 +29,7 @@ def test_retries_within_the_bound_pass() -> None:
     result = score_of(trajectory(send(0, "429"), send(20, "429"), send(40)))  # 1 failure, 2 retries
     assert (result.passed, result.score) == (True, 1.0)
     assert result.reason == ("3 calls, 2 retries in 1 chains (max per call 2), 0 flagged, 0 unknown; score=3/3=1.000")
-    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 3)  # 3: details.findings
+    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 4)  # 4: typed findings, key warns
 
 
 def test_retries_beyond_the_bound_are_flagged() -> None:
@@ -129,10 +129,23 @@ def test_idempotency_keys_on_side_effects() -> None:
         call("send_message", {"to": "c2"}, effect="write", idempotency_key="k"),
         call("handoff_to_human", {"reason": "x"}, effect="write"),  # exempt
     )
-    result = score_of(t, case())
+    # required by the case: a failure, the call flagged
+    result = score_of(t, case_json(retry_policy={"require_idempotency_key": True}))
     assert (result.passed, result.score) == (False, 0.75)  # 1 of 4 flagged: 3/4
     assert result.details["problems"] == ["no idempotency key: send_message#2 (write)"]
-    assert score_of(t, case_json(retry_policy={"require_idempotency_key": False})).passed
+    [key] = [f for f in result.details["findings"] if f["kind"] == "missing_idempotency_key"]
+    assert (key["severity"], key["step"], key["call"]) == ("failure", 2, "send_message#2")
+    # by default: a warning of its own (the task is at best "needs confirmation"), not a failed attempt
+    default = score_of(t, case())
+    assert (default.passed, default.score) == (True, 1.0)
+    [key] = default.details["findings"]
+    assert (key["kind"], key["severity"], key["release"]) == (
+        "missing_idempotency_key",
+        "warning",
+        "needs_confirmation",
+    )
+    waived = score_of(t, case_json(retry_policy={"require_idempotency_key": False}))
+    assert waived.passed and waived.details["findings"] == []
 
 
 def test_duplicate_side_effects() -> None:

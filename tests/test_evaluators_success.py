@@ -27,7 +27,7 @@ def test_all_strings_found_case_insensitively() -> None:
     c = Case(case_id="case-1", input="x", must_include=("Order", "SHIPPED"))
     result = score_of(trajectory(output="order 882 is shipped"), c)
     assert (result.passed, result.score, result.reason) == (True, 1.0, "2/2 checks met, score=2/2=1.000")
-    assert (result.evaluator, result.evaluator_version) == ("task_success", 3)  # 3: the last json block decides
+    assert (result.evaluator, result.evaluator_version) == ("task_success", 4)  # 4: typed findings
 
 
 def test_partial_credit() -> None:

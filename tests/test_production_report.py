@@ -95,7 +95,7 @@ def test_the_production_report_by_hand(prod: tuple[Path, Traffic], tmp_path: Pat
     assert all("retried a non-retryable error" in " ".join(worst[s]["reasons"]) for s in retried)
     kinds = {(k["evaluator"], k["kind"]): k["sessions"] for k in doc["failure_kinds"]}
     assert kinds[("retry_discipline", "non retryable retried")] == 6
-    assert kinds[("session_completeness", "root")] == 3
+    assert kinds[("session_completeness", "root missing")] == 3
     tools = {t["tool"]: t for t in doc["tools"]}
     assert (tools["refund_order"]["failed"], tools["refund_order"]["calls"]) == (6, 30 + 6)
     assert tools["refund_order"]["error_types"] == {"invalid_request": 6}

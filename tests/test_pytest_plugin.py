@@ -73,3 +73,50 @@ def test_once():
     assert result.ret != 0
     output = "\n".join(result.outlines + result.errlines)
     assert "tracevals marker got unknown argument(s) kk; valid: at, k, min_pass_hat" in output
+
+
+TICKETS = """
+import pytest
+import tracevals
+
+@tracevals.tool(effect="write")
+def open_ticket(summary: str) -> str:
+    return "T-1"
+
+@pytest.mark.tracevals(k=5)
+def test_ticket(tracevals_ctx):
+    open_ticket("printer broken")
+    if tracevals_ctx.attempt == 3:
+        open_ticket("printer broken")  # the same ticket again: a duplicate side effect, nothing asserted
+"""
+
+
+def test_the_plugin_scores_with_the_evaluators_and_report_agrees(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Issue 35: the test passed (nothing raised) while `report` on the same lake said 4/5, do not ship."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+
+    pytester.makepyfile(test_tickets=TICKETS)
+    lake = tmp_path / "lake"
+    result = pytester.runpytest_subprocess("--tracevals-lake", str(lake), "--tracevals-run-id", "ci-2")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "1 of 5 attempts failed (all must pass); first error: attempt 3: retry_discipline: "
+            "duplicate side effect: open_ticket#2 repeats open_ticket#1"
+        ]
+    )
+    out = tmp_path / "report.json"
+    reported = CliRunner().invoke(main, ["report", "--lake", str(lake), "--run", "ci-2", "--out", str(out)])
+    assert reported.exit_code == 0, reported.output
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["scores_computed"] == 0  # the plugin stored its verdicts: read, not recomputed
+    [task] = doc["variants"]["default"]["tasks"]
+    assert (task["n"], task["c"], task["category"]) == (5, 4, "do_not_ship")
+    assert [a["attempt"] for a in doc["attempts"] if not a["passed"]] == [3]
+    # without a lake the verdict is the same (a temporary lake, removed at the end)
+    again = pytester.runpytest_subprocess()
+    again.assert_outcomes(failed=1)

@@ -151,8 +151,27 @@ def test_step_rates_chain_rule_and_first_divergence_by_hand() -> None:
     assert (s3.reached, s3.called, s3.right_args, s3.succeeded) == (3, 3, 3, 2)
     # the product 4/5 * 3/4 * 2/3 = 2/5 is exactly the share that did every step right (2 of 5)
     assert t.product == pytest.approx(0.4) and t.all_steps == 2 and t.end_to_end == pytest.approx(2 / 5)
-    # first divergence: attempt 3 at 2 (get with other args), attempt 4 at 2 (other), attempt 5 at 1
-    assert t.divergence == {1: 1, 2: 2}
+    # first divergence, by the same walk (issue 35: the rows said step 1 right 5/5 while the divergence row
+    # said an attempt left the path there): attempt 5 at 1 (never searched), attempt 3 at 2 (get with other
+    # args), attempt 4 at 3 (the extra call is skipped, as in_order allows; send failed)
+    assert t.divergence == {1: 1, 2: 1, 3: 1}
+    assert all(t.divergence.get(s.index, 0) == s.lost for s in t.steps)
+    assert t.divergence_examples == {
+        1: "expected search, never called",
+        2: "get with other arguments",
+        3: "send failed, never made good",
+    }
+    # strict: step i is the i-th call, so attempt 4 left at 2 by calling another tool; the "called" column
+    # tells that apart from wrong arguments (attempt 3)
+    strict = task_steps("v", "t", [((calls,), passed) for calls, passed in attempts], expected, skip=False)
+    assert [(r.reached, r.called, r.right_args, r.succeeded) for r in strict.steps] == [
+        (5, 4, 4, 4),
+        (4, 3, 2, 2),
+        (2, 2, 2, 2),
+    ]
+    assert strict.divergence == {1: 1, 2: 2} and strict.divergence_examples[2] == "get with other arguments"
+    assert first_divergence(attempts[3][0], expected) == (2, "expected get, called other")
+    assert all(strict.divergence.get(s.index, 0) == s.lost for s in strict.steps)
     assert first_divergence([ok("search"), ok("get", id=1), ok("send"), ok("x")], expected) == (
         4,
         "called x after the last step",
@@ -290,3 +309,17 @@ def test_a_tie_for_the_modal_path_goes_to_the_path_seen_first() -> None:
         "v", "t", [(([ok("b")],), True), (([ok("a")],), True), (([ok("a")],), True), (([ok("b")],), True)], None
     )
     assert m.divergence == {1: 2}  # the modal path is [b]: the two [a] attempts leave it at 1
+
+
+def test_the_divergence_is_placed_on_the_call_where_the_walk_stopped() -> None:
+    # with skipping (every mode but strict) the divergence is counted at a step and shown at a call: here
+    # step 3 (send), which is the 4th call, after the extra one the mode allows
+    from tracevals.stats.steps import divergence_call
+
+    expected = [ExpectedStep("search"), ExpectedStep("get", {"id": 1}), ExpectedStep("send")]
+    calls = [ok("search"), ok("other"), ok("get", id=1), bad("send")]
+    assert first_divergence(calls, expected, skip=True) == (3, "send failed, never made good")
+    assert divergence_call(calls, expected, skip=True) == (4, "send failed, never made good")
+    assert divergence_call([ok("search")], expected, skip=True) == (2, "expected get, never called")
+    t = task_steps("v", "t", [((calls,), False)], expected)
+    assert t.divergence == {3: 1} and t.diverged == ((4, "send failed, never made good"),)

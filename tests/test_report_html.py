@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from tracevals.evaluators.failures import RECOVERED, SILENT_FAILURE
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.findings import findings_json
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.report import ReportData, build_report, render_html, report_format, write_report
@@ -58,6 +60,20 @@ def verdict(t: Trajectory, passed: bool, reason: str = "ok") -> Score:
     return Score("task_success", 1, passed, float(passed), reason, trace_id=t.trace_id)
 
 
+def fault(t: Trajectory, outcome: str) -> Score:
+    """The injection evaluator's verdict on the 429 at send_message#1, as findings (what the report reads)."""
+    evidence = {"fault": "rate_limit", "outcome": outcome}
+    if outcome == "recovered":
+        found = RECOVERED(
+            "fault rate_limit at send_message#1 -> recovered", step=1, call="send_message#1", evidence=evidence
+        )
+    else:
+        text = "claimed success: send_message#1 failed (rate_limit) and was never done, yet the answer says it was"
+        found = SILENT_FAILURE(text, step=1, call="send_message#1", evidence=evidence)
+    details = {"findings": findings_json([found])}
+    return Score("injection", 3, not found.fails, 1.0 - found.fails, found.message, details, trace_id=t.trace_id)
+
+
 @pytest.fixture()
 def data() -> ReportData:
     read = ToolCall("get_orders", {"customer_id": "c1"}, effect="read")
@@ -69,24 +85,31 @@ def data() -> ReportData:
     # claimed success: the send failed and was never done, but the answer says it was
     ts += [attempt("candidate", "send", i, [limited], "Message sent") for i in (1, 2)]
     scores = [verdict(t, t.output != "wrong", "missing 'ok'" if t.output == "wrong" else "ok") for t in ts]
+    scores += [fault(t, "recovered" if t.variant == "baseline" else "failed_claiming_success") for t in ts
+               if t.task_id == "send"]  # fmt: skip
     return build_report(ts, scores, CASES, META, k=2)
 
 
 def test_build_report_figures(data: ReportData) -> None:
     base, cand = data.summaries["baseline"], data.summaries["candidate"]
-    assert (base.runs, base.passes, cand.passes) == (4, 4, 3)
-    assert data.comparison is not None and [d.task_id for d in data.comparison.regressions] == ["look<up>"]
+    # a silent failure is a hazard, and a hazard fails its attempt: the candidate's sends both failed
+    assert (base.runs, base.passes, cand.passes) == (4, 4, 1)
+    assert data.comparison is not None and [d.task_id for d in data.comparison.regressions] == ["send", "look<up>"]
     assert cand.category("send") is not None and cand.category("send").category == DO_NOT_SHIP  # type: ignore[union-attr]
     faults = {(f.variant, f.fault): (f.n, f.recovered, f.failed) for f in data.faults}
     # the candidate's "recoveries" claimed a send that never happened: failed, not recovered
     assert faults == {("baseline", "rate_limit"): (2, 2, 0), ("candidate", "rate_limit"): (2, 0, 2)}
-    # the gallery: the regression's failed attempt first, beside the case's steps and a passing attempt
-    first = data.failures[0]
-    assert (first.task_id, first.variant, first.attempt) == ("look<up>", "candidate", 2)
-    assert first.expected == ("get_orders",) and first.reference is not None
-    assert first.reasons == ("task_success: missing 'ok'",)
-    hazards = [f for f in data.failures if f.task_id == "send"]
-    assert len(hazards) == 2 and hazards[0].hazards[0].startswith("claimed success: send_message#1")
+    # the gallery: the regressions' failed attempts first (the worst one's first), beside the case's steps
+    # and a passing attempt
+    assert [(f.task_id, f.attempt) for f in data.failures] == [("send", 1), ("send", 2), ("look<up>", 2)]
+    lookup = data.failures[2]
+    assert lookup.expected == ("get_orders",) and lookup.reference is not None
+    assert lookup.reasons == ("task_success: missing 'ok'",)
+    hazards = data.failures[:2]
+    assert all(f.hazards[0].startswith("claimed success: send_message#1") for f in hazards)
+    assert hazards[0].kinds == ("hazard: silent failure", "injection: silent failure") and hazards[0].group == (
+        "hazard: silent failure"
+    )
 
 
 def test_html_is_self_contained_and_escaped(data: ReportData) -> None:
@@ -133,7 +156,7 @@ def test_write_report_by_suffix(tmp_path: Path, data: ReportData, suffix: str) -
     if suffix == ".json":
         doc = json.loads(text)
         cand = doc["variants"]["candidate"]
-        assert cand["pass_hat_k"] == pytest.approx({"1": 0.75, "2": 0.5})  # (1/2 + 1) / 2, (0 + 1) / 2
+        assert cand["pass_hat_k"] == pytest.approx({"1": 0.25, "2": 0.0})  # (1/2 + 0) / 2, (0 + 0) / 2
         assert cand["categories"] == {"canary": 1, "do_not_ship": 1}
         send = {t["task_id"]: t for t in cand["tasks"]}["send"]
         assert send["category"] == "do_not_ship" and send["hazards"] == {"silent_failure": 2}

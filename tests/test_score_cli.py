@@ -223,7 +223,10 @@ def test_since_and_until_select_sessions_by_their_start(lake: Path) -> None:
     [
         (["--tasks", "{missing}"], "cannot read the task file"),
         (["--config", "{bad_config}"], "field 'budgets.max_stesp': unknown field (did you mean 'max_steps'?)"),
-        (["--evaluators", "trajectory_mtch"], "unknown evaluator 'trajectory_mtch'; valid: injection"),
+        (
+            ["--evaluators", "trajectory_mtch"],
+            "unknown evaluator 'trajectory_mtch'; valid: failure_handling, injection",
+        ),
         (["--since", "last tuesday"], "is not a time"),
     ],
 )

@@ -120,8 +120,12 @@ def _scored_then_evicted(lake: Path, trace_id: str, session: str) -> tuple[Clock
 
 
 def test_late_spans_rescore_and_memory_is_bounded(lake: Path) -> None:
+    from tracevals.scoring.config import config_from_dict
+
     trace_id = "d" * 32
     _, writer, live = _scored_then_evicted(lake, trace_id, "s4")
+    # keys required (a missing one is a warning by default): the late write's verdict shows it was re-scored
+    live.config = config_from_dict({"retry_policy": {"require_idempotency_key": True}})
     late = span(trace_id, "3" * 16, "1" * 16, "tool", "s4", tool_name="send_message", tool_effect="write")
     writer.write_rows([late])
     frame = live.poll()  # the session is reloaded from the lake with its late span, and re-scored
@@ -201,8 +205,10 @@ def stored(lake: Path, trace_id: str, evaluator: str) -> list[tuple[bool, str]]:
 
 
 @pytest.fixture
-def follow_process(lake: Path) -> Iterator[subprocess.Popen[str]]:
+def follow_process(lake: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     command = Path(sys.executable).with_name("tracevals")
+    config = tmp_path / "keys.yaml"  # a missing idempotency key fails only where keys are required
+    config.write_text("retry_policy: {require_idempotency_key: true}\n")
     args = [
         str(command),
         "score",
@@ -215,6 +221,8 @@ def follow_process(lake: Path) -> Iterator[subprocess.Popen[str]]:
         "0.05",
         "--format",
         "json",
+        "--config",
+        str(config),
     ]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
     yield process

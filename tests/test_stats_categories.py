@@ -16,6 +16,7 @@ from tracevals.stats import (
     RECOVERED,
     UNKNOWN,
     CategoryRules,
+    Caution,
     GateResult,
     GateThresholds,
     Hazard,
@@ -70,8 +71,24 @@ def test_automatic_and_canary() -> None:
     assert categorize("t", 5, 1, [], None, loose).category == CANARY
     with pytest.raises(ValueError):
         CategoryRules(automatic_min_rate=0.4, canary_min_rate=0.5)
-    with pytest.raises(ValueError, match="unknown hazard kind"):
-        Hazard("oops", "x")
+    with pytest.raises(ValueError, match="a snake_case name"):
+        Hazard("not a name!", "x")
+    # a plugin's finding kind may raise a hazard of its own: it is named in words and blocks like any other
+    own = categorize("t", 5, 5, [(2, (Hazard("pii_leaked", "an email sent"),))], None)
+    assert (own.category, own.reasons) == (DO_NOT_SHIP, ("pii leaked in 1/5 attempts (attempt 2: an email sent)",))
+
+
+def test_warnings_cap_the_category() -> None:
+    key = Caution("missing_idempotency_key", NEEDS_CONFIRMATION, "no idempotency key: send#2 (write)")
+    capped = categorize("t", 5, 5, [], None, cautions=[(3, (key,))])
+    assert capped.category == NEEDS_CONFIRMATION
+    assert capped.reasons == (
+        "warning missing idempotency key in 1/5 attempts (attempt 3: no idempotency key: send#2 (write)); passed 5/5",
+    )
+    slow = Caution("slow_answer", CANARY, "12 s")
+    assert categorize("t", 5, 5, [], None, cautions=[(1, (slow,)), (2, (slow,))]).category == CANARY
+    # a warning never lifts a task: hazards and a low pass rate still say do not ship
+    assert categorize("t", 5, 2, [], None, cautions=[(1, (slow,))]).category == DO_NOT_SHIP
 
 
 def test_summary_carries_categories_handoffs_and_hazards() -> None:

@@ -202,7 +202,7 @@ def test_bad_line_gets_one_line_error_naming_file_line_and_field(write_tasks, li
 
 def test_unknown_top_level_field_lists_the_known_ones(write_tasks) -> None:
     message = error_of(write_tasks('{"case_id":"a","input":"x","zzz":1}'))
-    assert message.startswith("tasks.jsonl:1: field 'zzz': unknown field; known: case_id, input, allowed_tools")
+    assert message.startswith("tasks.jsonl:1: field 'zzz': unknown field; known: case_id, input, expected_steps")
 
 
 def test_duplicate_case_id_names_both_lines(write_tasks) -> None:

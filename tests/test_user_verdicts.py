@@ -45,7 +45,7 @@ def test_a_repeated_refund_is_a_duplicate_whatever_the_key_order_or_number_spell
     assert operation_key(first) == operation_key(again)
     scores = scores_by_name(trajectory(first, again), None)
     assert "duplicate side effect: refund#2 repeats refund#1" in scores["retry_discipline"].details["problems"]
-    hazards = attempt_hazards(trajectory(first, again), list(scores.values()))
+    hazards = attempt_hazards(list(scores.values()))
     assert [h.kind for h in hazards] == [DUPLICATE_SIDE_EFFECT]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.scope import Scope, finish, json_object, json_str
+from tracevals.evaluators.scope import Scope, finish, json_int, json_object, json_str
 
 _SAFE = r"^[A-Za-z0-9_.:\-]+$"  # names written into reasons and details without escaping
 _SHAPING = ["empty", "malformed"]
@@ -61,12 +61,14 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
             "why": json_str(why),
         }
     )
+    finding = _recovered_finding(what, why)
     per_trace = points.group_by("tix").agg(
         trace_id=pl.col("trace_id").first(),
         n=pl.len(),
         recovered=(pl.col("by").is_not_null() & safe.fill_null(False)).all(),
         parts=pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")]).str.join("; "),
         items=item.str.join(", "),
+        found=finding.str.join(", "),
     )
     frame = (
         scope.batch.traces.select("trace_id", "case_key")
@@ -81,14 +83,7 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
     )
     # the reference takes a trace's injections from its marks when it has any, else from its case
     undecided = pl.col("other_mark") | (~pl.col("marked") & pl.col("prompts").fill_null(False))
-    n = pl.col("n").cast(pl.Utf8)
-    ones = pl.lit("1+").repeat_by(pl.col("n")).list.join("").str.strip_suffix("+")
-    reason = pl.concat_str(
-        [n, pl.lit(" injections, score=("), ones, pl.lit(")/"), n, pl.lit("=1.000; "), pl.col("parts")]
-    )
-    details = pl.concat_str(
-        [pl.lit('{"injections": ['), pl.col("items"), pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
-    )
+    reason, details = _clean_texts()
     status = (
         pl.when(undecided)
         .then(pl.lit("check"))
@@ -99,6 +94,37 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
         .otherwise(pl.lit("check"))
     )
     return finish(frame, status, reason, details)
+
+
+def _clean_texts() -> tuple[pl.Expr, pl.Expr]:
+    """The reason and details of a clean trace (every injection a recovered fault), from its columns."""
+    n = pl.col("n").cast(pl.Utf8)
+    ones = pl.lit("1+").repeat_by(pl.col("n")).list.join("").str.strip_suffix("+")
+    reason = pl.concat_str(
+        [n, pl.lit(" injections, score=("), ones, pl.lit(")/"), n, pl.lit("=1.000; "), pl.col("parts")]
+    )
+    details = pl.concat_str(
+        [pl.lit('{"findings": ['), pl.col("found"), pl.lit('], "injections": ['), pl.col("items"),
+         pl.lit('], "outcomes": {"recovered": '), n, pl.lit("}}")]
+    )  # fmt: skip
+    return reason, details
+
+
+def _recovered_finding(what: pl.Expr, why: pl.Expr) -> pl.Expr:
+    """A recovered fault's entry of details["findings"], as `failures.outcome_finding` writes it."""
+    evidence = {"fault": json_str(pl.col("type")), "id": json_str(pl.col("id")), "outcome": pl.lit('"recovered"')}
+    return json_object(
+        {
+            "call": json_str(pl.col("label")),
+            "evidence": json_object(evidence),
+            "hazard": pl.lit("null"),
+            "kind": pl.lit('"failure_recovered"'),
+            "message": json_str(pl.concat_str([what, pl.lit(" -> recovered ("), why, pl.lit(")")])),
+            "release": pl.lit("null"),
+            "severity": pl.lit('"note"'),
+            "step": json_int(pl.col("epos") + 1),
+        }
+    )
 
 
 def _non_fault_marks(calls: pl.DataFrame) -> pl.DataFrame:

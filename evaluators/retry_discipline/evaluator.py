@@ -15,15 +15,18 @@ idempotency key aside):
 - blind replay: after a write or irreversible call timed out (its outcome is unknown), the same
   operation again with no successful read call in between, unless both carry the same idempotency
   key. Find out what happened first, then act.
-- idempotency keys: every write or irreversible call carries one (`tracevals.idempotency_key`),
-  unless `retry_policy.require_idempotency_key` is false. The hand-off tool is exempt.
+- idempotency keys: a write or irreversible call without one (`tracevals.idempotency_key`) is a
+  warning (the task is at best "needs confirmation"; the attempt still passes), a failure when
+  `retry_policy.require_idempotency_key` is true, not checked when it is false. The hand-off tool is exempt.
 - duplicate side effect: a second successful write/irreversible call of the same operation as an
   earlier successful one, unless both carry the same idempotency key (the tool then deduplicates).
 - loop: a block of 1 to 3 calls repeated `retry_policy.loop_repeats` (default 3) times in a row with
   the same outcome each time (no progress). A single call needs at least `max_retries` + 1 repeats.
 
-Missing data (arguments or times not captured) makes a call unknown. Score: the share of calls
-neither flagged nor unknown; passed when none is flagged. Needs no case (the bound does).
+Each rule reports findings of the kinds in `declarations.py` (a bound exceeded and a loop are
+hazards: an endless loop; a duplicate side effect is one; the others fail the attempt; a missing key
+warns). Missing data (arguments or times not captured) makes a call unknown. Score: the share of calls
+neither flagged nor unknown; passed when no finding fails. Needs no case (the bound does).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
+from tracevals.evaluators.retry_discipline.declarations import FINDINGS, NOT_CHECKED, OPTIONS
 from tracevals.evaluators.retry_discipline.rules import (
     Findings,
     blind_replays,
@@ -55,7 +59,9 @@ class RetryDiscipline:
     """Bounded, patient retries; no blind replay, duplicate side effect or loop; idempotency keys."""
 
     name: ClassVar[str] = "retry_discipline"
-    version: ClassVar[int] = 3  # 3: details.findings
+    version: ClassVar[int] = 4  # 4: typed findings; a missing idempotency key warns unless keys are required
+    findings: ClassVar = FINDINGS
+    options: ClassVar = OPTIONS
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_retry.py`)."""
@@ -94,14 +100,17 @@ class RetryDiscipline:
             "max_retries": max_retries,
             "flagged": [labels[i] for i in sorted(found.flagged)],
             "problems": found.problems,
-            "findings": found.found,
             "unknown": {labels[i]: why for i, why in sorted(unknown.items())},
         }
+        unchecked = [
+            NOT_CHECKED(f"unknown: {labels[i]}: {why}", step=i + 1, call=labels[i])
+            for i, why in sorted(unknown.items())
+        ]
         return make_score(
             self,
             trajectory,
-            passed=not found.flagged,
             score=score,
             reason="; ".join([head, *found.problems, *notes]),
             details=details,
+            findings=[*found.found, *unchecked],
         )

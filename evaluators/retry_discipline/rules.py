@@ -1,7 +1,7 @@
 """The rules of `retry_discipline`, one function each: `(calls, labels, case) -> Findings`.
 
-Each rule flags calls (a finding of a kind, `model.findings`, with its sentence) or marks them unknown
-(the data to judge was missing). See `retry_discipline.py` for the definitions in words.
+Each rule flags calls (a finding of one of the kinds in `declarations.py`, with its sentence), warns, or
+marks them unknown (the data to judge was missing). See `evaluator.py` for the definitions in words.
 """
 
 from __future__ import annotations
@@ -9,8 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
 
+from tracevals.evaluators.retry_discipline.declarations import (
+    BLIND_REPLAY,
+    DUPLICATE_SIDE_EFFECT,
+    EARLY_RETRY,
+    LOOP,
+    MISSING_IDEMPOTENCY_KEY,
+    NON_RETRYABLE_RETRIED,
+    RETRY_BOUND_EXCEEDED,
+)
 from tracevals.model.calls import (
     effect_of,
     identity_known,
@@ -21,16 +29,7 @@ from tracevals.model.calls import (
     outcome_key,
 )
 from tracevals.model.case import Case
-from tracevals.model.findings import (
-    BLIND_REPLAY,
-    DUPLICATE_SIDE_EFFECT,
-    EARLY_RETRY,
-    LOOP,
-    MISSING_IDEMPOTENCY_KEY,
-    NON_RETRYABLE_RETRIED,
-    RETRY_BOUND_EXCEEDED,
-    finding,
-)
+from tracevals.model.findings import FAILURE, WARNING, Finding, FindingKind
 from tracevals.model.trajectory import ToolCall
 
 
@@ -39,15 +38,16 @@ class Findings:
     flagged: set[int] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     unknown: dict[int, str] = field(default_factory=dict)
-    found: list[dict[str, Any]] = field(default_factory=list)  # details.findings (`model.findings`)
+    found: list[Finding] = field(default_factory=list)  # details.findings
 
-    def note(self, kind: str, problem: str, call: str | None) -> None:
+    def note(self, kind: FindingKind, problem: str, index: int, label: str, severity: str | None = None) -> None:
+        """A finding about call `index` (0-based) that flags nothing by itself (a chain, a loop, a warning)."""
         self.problems.append(problem)
-        self.found.append(finding(kind, problem, call))
+        self.found.append(kind(problem, step=index + 1, call=label, severity=severity))
 
-    def flag(self, index: int, kind: str, problem: str, call: str) -> None:
+    def flag(self, index: int, kind: FindingKind, problem: str, label: str, severity: str | None = None) -> None:
         self.flagged.add(index)
-        self.note(kind, problem, call)
+        self.note(kind, problem, index, label, severity)
 
     def merge(self, other: Findings) -> None:
         self.flagged |= other.flagged
@@ -86,6 +86,7 @@ def chain_rules(
             out.note(
                 RETRY_BOUND_EXCEEDED,
                 f"{labels[chain[0]]} retried {retries} times (max {max_retries})",
+                chain[0],
                 labels[chain[0]],
             )
         for prev, cur in pairwise(chain):
@@ -136,14 +137,19 @@ def blind_replays(calls: Sequence[ToolCall], labels: Sequence[str], case: Case |
 
 
 def missing_idempotency_keys(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -> Findings:
+    """A risky call without a key: a warning by default (a correct agent whose tools take no key is not
+    failed for it), a failure (flagged) when the case or config requires keys, nothing when it waives them."""
     out = Findings()
-    if case is not None and not case.require_idempotency_key:
+    required = case.require_idempotency_key if case is not None else None
+    if required is False:
         return out
     for i, call in enumerate(calls):
         if is_risky(call, case) and not call.idempotency_key:
-            out.flag(
-                i, MISSING_IDEMPOTENCY_KEY, f"no idempotency key: {labels[i]} ({effect_of(call, case)})", labels[i]
-            )
+            why = f"no idempotency key: {labels[i]} ({effect_of(call, case)})"
+            if required:
+                out.flag(i, MISSING_IDEMPOTENCY_KEY, why, labels[i], severity=FAILURE)
+            else:
+                out.note(MISSING_IDEMPOTENCY_KEY, why, i, labels[i], severity=WARNING)
     return out
 
 
@@ -187,6 +193,6 @@ def loops(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -
             first = i - run - period + 1
             if run == period * need:
                 block = ", ".join(labels[first : first + period])
-                out.note(LOOP, f"loop: [{block}] repeated {need} times with the same outcome", labels[first])
+                out.note(LOOP, f"loop: [{block}] repeated {need} times with the same outcome", first, labels[first])
             out.flagged.add(i)
     return out

@@ -28,7 +28,7 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
     params = scope.case_frame(
         max_retries=(lambda c: c.max_retries if c is not None else None, pl.Int64),
         loop_repeats=(lambda c: c.loop_repeats if c is not None else 3, pl.Int64),
-        require_key=(lambda c: c.require_idempotency_key if c is not None else True, pl.Boolean),
+        require_key=(lambda c: c is None or c.require_idempotency_key is not False, pl.Boolean),
         min_backoff=(lambda c: c.min_backoff_ms if c is not None else 0.0, pl.Float64),
     )
     calls = calls.join(params, on="case_key", how="left", maintain_order="left")

@@ -12,7 +12,8 @@ Six checks on the spans of the trace (facts gathered by `queries/completeness.py
 6. every turn present: when the session says how many turns it had (the user messages in its last
    model input, or the end marker's `tracevals.session.turns`), that many traces of it are in the lake.
 
-Score: checks passed / 6; passed when all pass. A crash leaves its mark here: the root never ended
+Each failed check is a finding of its own kind (`declarations.py`). Score: checks passed / 6; passed
+when all pass. A crash leaves its mark here: the root never ended
 (so it was never exported), its children point to a parent that is not there, a requested tool call
 never ran, no terminal state. Not applicable to hand-built trajectories without span facts.
 """
@@ -26,6 +27,7 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import make_score, share
 from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.session_completeness.declarations import BY_CHECK, FINDINGS, OPTIONS
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import TERMINAL_STATES, SpanFacts, Trajectory
@@ -38,7 +40,9 @@ class SessionCompleteness:
     """Root present and ended, no orphans, no open spans, no dangling calls, an ending, every turn."""
 
     name: ClassVar[str] = "session_completeness"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: typed findings (one kind per failed check)
+    findings: ClassVar = FINDINGS
+    options: ClassVar = OPTIONS
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_simple.py`)."""
@@ -63,7 +67,8 @@ class SessionCompleteness:
             "gaps": gaps,
         }
         reason = "; ".join([head, *(failures[k] for k in CHECKS if k in failures)])
-        return make_score(self, trajectory, passed=not failures, score=score, reason=reason, details=details)
+        found = [BY_CHECK[k](failures[k], evidence={"check": k}) for k in CHECKS if k in failures]
+        return make_score(self, trajectory, score=score, reason=reason, details=details, findings=found)
 
 
 def problems(facts: SpanFacts, gaps: int = 0) -> dict[str, str]:

@@ -40,6 +40,7 @@ def screen_completeness(scope: Scope) -> pl.DataFrame:
         {
             "end_marker": json_bool(pl.col("end_marker")),
             "failed": pl.lit("[]"),
+            "findings": pl.lit("[]"),
             "gaps": json_int(pl.col("gaps")),
             "span_count": json_int(pl.col("span_count")),
             "terminal": json_str(pl.col("terminal")),

@@ -13,10 +13,11 @@ Budgets come from the case's `budgets` (or the scoring config's, which a case ov
 | `max_cost_usd` | the cost the spans recorded, else tokens at the case's or config's `prices` (over the defaults) |
 | `max_duration_s` | wall time of the attempt |
 
-Each budget is one check: within (actual <= limit), exceeded, or unknown (the data is missing:
-model calls without token counts, a model without a price, no times). Score = checks within /
-checks; passed when none is exceeded, so an unknown check lowers the score but does not fail it.
-Not applicable when there are no budgets.
+Each budget is one check: within (actual <= limit), exceeded (a `budget_exceeded` finding, which fails
+the attempt), or unknown (the data is missing: model calls without token counts, a model without a
+price, no times; a `budget_unknown` finding). Unknown is neither a pass nor a fail: Score = checks
+within / checks known (1 when none is known), passed when none is exceeded; the reason counts the
+unknown ones. Not applicable when there are no budgets.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import executed_calls, make_score, share
 from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.step_budget.declarations import BUDGET_EXCEEDED, BUDGET_UNKNOWN, FINDINGS, OPTIONS
 from tracevals.model.case import Case
 from tracevals.model.prices import cost as usage_cost
 from tracevals.model.prices import with_defaults
@@ -68,7 +70,9 @@ class StepBudget:
     """Steps, tool calls (total and per tool), retries, tokens, cost and wall time within budgets."""
 
     name: ClassVar[str] = "step_budget"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2  # 2: typed findings; an unknown check is left out of the score
+    findings: ClassVar = FINDINGS
+    options: ClassVar = OPTIONS
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path (see `screen_budget.py`)."""
@@ -91,10 +95,15 @@ class StepBudget:
                     checks.append(_check(f"calls of {tool}", limit, (float(counts[tool]), None)))
             else:
                 checks.append(_check(_LABELS[key], budgets[key], measures[key]))
+        return self.verdict(trajectory, checks)
+
+    def verdict(self, trajectory: Trajectory, checks: list[dict[str, Any]]) -> Score:
+        """The score of these checks (`_check`'s, in `BUDGET_KEYS` order): what `evaluate` returns, and what
+        the screen copies to every trace whose checks say the same (`screen.settled`)."""
         within = sum(1 for c in checks if c["status"] == "within")
         exceeded = [c for c in checks if c["status"] == "exceeded"]
         unknown = [c for c in checks if c["status"] == "unknown"]
-        score, arithmetic = share(within, len(checks))
+        score, arithmetic = share(within, len(checks) - len(unknown))
         parts = [f"{len(checks)} budgets, {len(exceeded)} exceeded, {len(unknown)} unknown; score={arithmetic}"]
         parts += [f"{c['label']} {_num(c['actual'])} > {_num(c['limit'])}" for c in exceeded]
         parts += [f"{c['label']} unknown ({c['why']})" for c in unknown]
@@ -103,7 +112,18 @@ class StepBudget:
             "exceeded": [{k: c[k] for k in ("label", "limit", "actual")} for c in exceeded],
             "unknown": [{k: c[k] for k in ("label", "limit", "why")} for c in unknown],
         }
-        return make_score(self, trajectory, passed=not exceeded, score=score, reason="; ".join(parts), details=details)
+        found = [
+            BUDGET_EXCEEDED(
+                f"{c['label']} {_num(c['actual'])} > {_num(c['limit'])}",
+                evidence={"budget": c["label"], "limit": c["limit"], "actual": c["actual"]},
+            )
+            for c in exceeded
+        ]
+        found += [
+            BUDGET_UNKNOWN(f"{c['label']} unknown ({c['why']})", evidence={"budget": c["label"], "limit": c["limit"]})
+            for c in unknown
+        ]
+        return make_score(self, trajectory, score=score, reason="; ".join(parts), details=details, findings=found)
 
 
 def measure_all(trajectory: Trajectory, prices: Mapping[str, tuple[float, float]]) -> dict[str, Measure]:

@@ -12,9 +12,11 @@ is one or more checks:
 - `checker`: `module:function`, called as `f(output, case)`, returns a bool, a number in [0, 1]
   (1 passes) or `(bool, reason)`; an import error or an exception fails the check and says why.
 
-Score: checks met / checks (0 when the attempt raised or recorded no output); passed when all are
-met. A case with no criteria passes when the attempt ended without error and recorded an output.
-Applies only to task cases (not to the policy of a scoring config).
+Findings (`declarations.py`): one `criterion_not_met` per check not met (`checker_error` for a checker
+that did not load or raised), or `attempt_raised` / `no_output`. Score: checks met / checks (0 when the
+attempt raised or recorded no output); passed when all are met. A case with no criteria passes when the
+attempt ended without error and recorded an output. Applies only to task cases (not to the policy of a
+scoring config).
 """
 
 from __future__ import annotations
@@ -29,8 +31,17 @@ import polars as pl
 from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.evaluator import make_score, share
 from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.task_success.declarations import (
+    ATTEMPT_RAISED,
+    CHECKER_ERROR,
+    CRITERION_NOT_MET,
+    FINDINGS,
+    NO_OUTPUT,
+    OPTIONS,
+)
 from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.case import Case
+from tracevals.model.findings import FindingKind
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 
@@ -42,7 +53,9 @@ class TaskSuccess:
     """The case's success criteria on the attempt's final output."""
 
     name: ClassVar[str] = "task_success"
-    version: ClassVar[int] = 3  # 3: the last ```json block decides (an earlier one is a draft)
+    version: ClassVar[int] = 4  # 4: typed findings
+    findings: ClassVar = FINDINGS
+    options: ClassVar = OPTIONS
 
     def screen(self, scope: Scope) -> pl.DataFrame:
         """The batch path for the common criteria (see `screen_simple.py`); the rest by `verdict_key`."""
@@ -60,23 +73,32 @@ class TaskSuccess:
         if case is None or not case.is_task:
             return None
         if trajectory.error_type is not None:
-            return self._fail(trajectory, f"attempt failed with error: {trajectory.error_type}")
+            return self._fail(trajectory, ATTEMPT_RAISED, f"attempt failed with error: {trajectory.error_type}")
         if trajectory.output is None:
-            return self._fail(trajectory, "no output recorded")
+            return self._fail(trajectory, NO_OUTPUT, "no output recorded")
         checks = criteria_checks(trajectory.output, case)
         if not checks:
             reason = "no success criteria; the attempt ended without error and recorded an output"
-            return make_score(self, trajectory, passed=True, score=1.0, reason=reason, details={"checks": []})
+            return make_score(self, trajectory, score=1.0, reason=reason, details={"checks": []}, findings=[])
         met = sum(1 for c in checks if c["met"])
         score, arithmetic = share(met, len(checks))
         failed = [c["why"] for c in checks if not c["met"]]
         reason = "; ".join([f"{met}/{len(checks)} checks met, score={arithmetic}", *failed])
         missing = [c["value"] for c in checks if c["kind"] == "must_include" and not c["met"]]
         details: dict[str, Any] = {"checks": checks, "missing": missing}
-        return make_score(self, trajectory, passed=not failed, score=score, reason=reason, details=details)
+        found = [
+            (CHECKER_ERROR if c.get("error") else CRITERION_NOT_MET)(
+                c["why"], evidence={"criterion": c["kind"], "value": c["value"]}
+            )
+            for c in checks
+            if not c["met"]
+        ]
+        return make_score(self, trajectory, score=score, reason=reason, details=details, findings=found)
 
-    def _fail(self, trajectory: Trajectory, why: str) -> Score:
-        return make_score(self, trajectory, passed=False, score=0.0, reason=f"{why}; score=0", details={"checks": []})
+    def _fail(self, trajectory: Trajectory, kind: FindingKind, why: str) -> Score:
+        return make_score(
+            self, trajectory, score=0.0, reason=f"{why}; score=0", details={"checks": []}, findings=[kind(why)]
+        )
 
 
 def criteria_checks(output: str, case: Case) -> list[dict[str, Any]]:
@@ -125,9 +147,10 @@ def _custom_check(output: str, case: Case) -> dict[str, Any]:
     try:
         result = load_callable(reference)(output, case)
     except CallableError as exc:
-        return _check("checker", reference, False, f"checker {reference} not loaded: {exc}")
+        return {**_check("checker", reference, False, f"checker {reference} not loaded: {exc}"), "error": True}
     except Exception as exc:  # a broken checker fails its check; the run goes on
-        return _check("checker", reference, False, f"checker {reference} raised {type(exc).__name__}: {exc}")
+        why = f"checker {reference} raised {type(exc).__name__}: {exc}"
+        return {**_check("checker", reference, False, why), "error": True}
     met, why = _verdict(result)
     return _check("checker", reference, met, f"checker {reference}: {why}")
 

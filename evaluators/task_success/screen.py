@@ -34,7 +34,7 @@ def screen_success(scope: Scope) -> pl.DataFrame:
             if n
             else "no success criteria; the attempt ended without error and recorded an output"
         )
-        details = {"checks": checks, "missing": []} if n else {"checks": []}
+        details = {"checks": checks, "findings": [], "missing": []} if n else {"checks": [], "findings": []}
         settled[key] = (reason, json.dumps(details, sort_keys=True, default=str))
         needles += [(key, t.lower(), True) for t in case.must_include]
         needles += [(key, t.lower(), False) for t in case.must_not_include]

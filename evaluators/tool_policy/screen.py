@@ -75,6 +75,7 @@ def screen_policy(scope: Scope, allow_write_after_handoff: bool = False) -> pl.D
     details = json_object(
         {
             "calls": json_int(pl.col("n")),
+            "findings": pl.lit("[]"),
             "handed_off": json_bool(pl.col("handed_off")),
             "invalid_args": pl.lit("[]"),
             "requested_not_executed": pl.lit("[]"),

@@ -19,6 +19,12 @@ the better of the two counts, so a recovery from an injected fault matches `stri
 lists the retry as a step or not; whether the retries were disciplined is `retry_discipline`'s to judge.
 `expected_steps: []` means "no tool call at all" (absent: not applicable). A structured hand-off
 (`tracevals.handoff()`) is the `handoff_to_human` step, as the reports count it.
+
+Findings (`declarations.py`): each unpaired step or call says why (missing, extra, out of order,
+arguments differ or not captured), as a failure, or as a note where the mode allows it (extras in
+`superset` / `in_order`, missing steps in `subset`), so the verdict and the findings always agree. A
+case's `compare` function that cannot be loaded or raises is a `comparison_error` finding: the step's
+arguments count as not matching, and scoring goes on.
 """
 
 from __future__ import annotations
@@ -32,11 +38,24 @@ import polars as pl
 
 from tracevals.evaluators.evaluator import make_score
 from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.trajectory_match.declarations import (
+    ARGUMENTS_DIFFER,
+    ARGUMENTS_NOT_CAPTURED,
+    COMPARISON_ERROR,
+    EXTRA_CALL,
+    FINDINGS,
+    MATCH_CONFIG_ERROR,
+    MISSING_STEP,
+    OPTIONS,
+    REQUESTED_NOT_EXECUTED,
+    STEP_OUT_OF_ORDER,
+)
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
-from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, args_rule
+from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, ComparisonError, args_rule
 from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
+from tracevals.model.findings import NOTE, Finding
 from tracevals.model.retries import logical_calls
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory, with_handoffs
@@ -56,7 +75,9 @@ class TrajectoryMatch:
     """
 
     name: ClassVar[str] = "trajectory_match"
-    version: ClassVar[int] = 2  # 2: retries folded into one logical step; expected_steps [] applies
+    version: ClassVar[int] = 3  # 3: typed findings; a raising compare function is a finding, not a crash
+    findings: ClassVar = FINDINGS
+    options: ClassVar = OPTIONS
     comparators: Mapping[str, ArgsComparator] = field(default_factory=dict)
 
     def verdict_key(self, scope: Scope) -> pl.DataFrame:
@@ -71,30 +92,40 @@ class TrajectoryMatch:
         rules = {step.tool: args_rule(case, step.tool) for step in case.expected_steps}
         problem = _config_problem(case.match_mode, rules)
         if problem:
-            return make_score(self, trajectory, passed=False, score=0.0, reason=problem)
+            kind, text, evidence = problem
+            found = [kind(text, evidence=evidence)]
+            return make_score(self, trajectory, passed=False, score=0.0, reason=text, findings=found)
+        errors: dict[str, str] = {}  # compare function -> why it failed, once per attempt
         executed = with_handoffs(trajectory)
         logical = logical_calls(executed)
-        best = self._compare(case, rules, executed)
+        best = self._compare(case, rules, executed, errors)
         if len(logical) < len(executed):  # a retried call as one step: whichever way reads the case better
-            folded = self._compare(case, rules, logical)
+            folded = self._compare(case, rules, logical, errors)
             if (folded[0], folded[1]) > (best[0], best[1]):
                 best = folded
                 best[3]["retries_folded"] = len(executed) - len(logical)
-        passed, score, reason, details = best
-        problems = [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
-        details["problems"] += problems
+        passed, score, reason, details, found = best
+        gaps = [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
+        details["problems"] += gaps
+        found += [REQUESTED_NOT_EXECUTED(text) for text in gaps]
+        notes = list(gaps)
         if "retries_folded" in details:
-            problems.append(f"{details['retries_folded']} retries counted as the call they repeat")
+            notes.append(f"{details['retries_folded']} retries counted as the call they repeat")
+        for reference, why in errors.items():
+            text = f"comparison {reference} {why}; its step's arguments count as not matching"
+            notes.append(text)
+            found.append(COMPARISON_ERROR(text, evidence={"compare": reference}))
         return make_score(
-            self, trajectory, passed=passed, score=score, reason="; ".join([reason, *problems]), details=details
-        )
+            self, trajectory, passed=passed, score=score, reason="; ".join([reason, *notes]), details=details,
+            findings=found,
+        )  # fmt: skip
 
     def _compare(
-        self, case: Case, rules: Mapping[str, ArgsRule], actual: Sequence[ToolCall]
-    ) -> tuple[bool, float, str, dict[str, Any]]:
-        """(passed, score, reason, details) of `actual` against the case's expected steps."""
+        self, case: Case, rules: Mapping[str, ArgsRule], actual: Sequence[ToolCall], errors: dict[str, str]
+    ) -> tuple[bool, float, str, dict[str, Any], list[Finding]]:
+        """(passed, score, reason, details, findings) of `actual` against the case's expected steps."""
         expected, mode = case.expected_steps, case.match_mode
-        ok = [[self._pairs(step, call, rules[step.tool]) for call in actual] for step in expected]
+        ok = [[self._pairs(step, call, rules[step.tool], errors) for call in actual] for step in expected]
         if mode in _ORDERED:
             pairs, label = lcs_alignment(ok, len(actual)), "LCS"
         else:
@@ -103,7 +134,8 @@ class TrajectoryMatch:
         k, m, n = len(pairs), len(expected), len(actual)
         score, arithmetic = _credit(mode, k, m, n)
         passed = {"strict": k == m == n, "unordered": k == m == n, "subset": k == n}.get(mode, k == m)
-        problems = _problems(mode, expected, actual, pairs, ok, rules)
+        found = _problems(mode, expected, actual, pairs, ok, rules, errors)
+        problems = [f.message for f in found]
         head = mode if case.args_mode == "ignore" else f"{mode} (args {case.args_mode})"
         reason = (
             f"{head}: expected [{', '.join(s.tool for s in expected)}], "
@@ -119,28 +151,34 @@ class TrajectoryMatch:
             "problems": problems,
         }
         reason = "; ".join([reason, *problems])
-        return passed, score, reason, details
+        return passed, score, reason, details, found
 
-    def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule) -> bool:
+    def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule, errors: dict[str, str]) -> bool:
         if step.tool != call.name:
             return False
         comparator = self.comparators.get(step.tool)
         if comparator is None or step.args is None:
-            return rule.matches(step.args, call.args)
+            try:
+                return rule.matches(step.args, call.args)
+            except ComparisonError as exc:
+                errors.setdefault(exc.reference, exc.why)
+                return False
         return call.args is not None and comparator(step.args, call.args)
 
 
-def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> str | None:
+def _config_problem(mode: str, rules: Mapping[str, ArgsRule]) -> tuple[Any, str, dict[str, Any]] | None:
+    """(finding kind, sentence, evidence) of a case the evaluator cannot apply at all."""
     if mode not in MATCH_MODES:
-        return f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}"
+        return MATCH_CONFIG_ERROR, f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}", {"mode": mode}
     for tool, rule in rules.items():
         if rule.mode not in ARGS_MODES:
-            return f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+            text = f"unknown args mode {rule.mode!r} for {tool}; valid: {', '.join(ARGS_MODES)}"
+            return MATCH_CONFIG_ERROR, text, {"tool": tool, "args": rule.mode}
         if rule.compare is not None:
             try:
                 load_callable(rule.compare)
             except CallableError as exc:
-                return f"comparison for {tool} not loaded: {exc}"
+                return COMPARISON_ERROR, f"comparison for {tool} not loaded: {exc}", {"compare": rule.compare}
     return None
 
 
@@ -164,32 +202,48 @@ def _problems(
     pairs: Sequence[tuple[int, int]],
     ok: Sequence[Sequence[bool]],
     rules: Mapping[str, ArgsRule],
-) -> list[str]:
-    """Say why the unpaired calls did not pair: out of order, arguments differ or missing, or absent."""
+    errors: Mapping[str, str],
+) -> list[Finding]:
+    """Say why the unpaired calls did not pair: out of order, arguments differ or missing, or absent; as
+    notes where the mode allows them (missing steps in subset, extra calls in superset / in_order). A
+    step whose comparison failed is said by its `comparison_error` finding, not as other arguments."""
     left = [i for i in range(len(expected)) if i not in {p[0] for p in pairs}]
     right = [j for j in range(len(actual)) if j not in {p[1] for p in pairs}]
     missing_note = " (allowed)" if mode == "subset" else ""
-    problems: list[str] = []
+    problems: list[Finding] = []
     for i in left:
         step = expected[i]
+        where = {"expected_step": i + 1, "tool": step.tool}
         j = next((j for j in right if ok[i][j]), None)  # only possible in ordered modes
         if j is not None:
-            problems.append(f"{step.tool} out of order")
+            problems.append(STEP_OUT_OF_ORDER(f"{step.tool} out of order", evidence={**where, "actual_call": j + 1}))
         elif (j := next((j for j in right if actual[j].name == step.tool), None)) is not None:
             call = actual[j]
+            evidence = {**where, "actual_call": j + 1}
             if call.args is None:
-                problems.append(f"{step.tool}: args not captured, cannot compare ({CAPTURE_HINT})")
-            else:
-                problems.append(
+                text = f"{step.tool}: args not captured, cannot compare ({CAPTURE_HINT})"
+                problems.append(ARGUMENTS_NOT_CAPTURED(text, evidence=evidence))
+            elif rules[step.tool].compare not in errors:
+                text = (
                     f"{step.tool} args differ ({rules[step.tool].mode}): "
                     f"expected {_brief(step.args)}, got {_brief(call.args)}"
                 )
+                problems.append(ARGUMENTS_DIFFER(text, evidence=evidence))
         else:
-            problems.append(f"missing {step.tool}{missing_note}")
+            severity = NOTE if mode == "subset" else None
+            problems.append(MISSING_STEP(f"missing {step.tool}{missing_note}", evidence=where, severity=severity))
             continue
         right.remove(j)
-    extra_note = " (allowed)" if mode in _EXTRAS_ALLOWED else ""
-    problems += [f"extra call {actual[j].name}{extra_note}" for j in right]
+    allowed = mode in _EXTRAS_ALLOWED
+    extra_note = " (allowed)" if allowed else ""
+    problems += [
+        EXTRA_CALL(
+            f"extra call {actual[j].name}{extra_note}",
+            evidence={"actual_call": j + 1, "tool": actual[j].name},
+            severity=NOTE if allowed else None,
+        )
+        for j in right
+    ]
     return problems
 
 

@@ -3,7 +3,9 @@
 -- step in SQL sorts all of a lake's steps, where Python sorts only the tool calls read), with the
 -- `tracevals.injection.*` marks and the attempt's logical clock (`tracevals.clock.*`) no view extracts,
 -- read from the raw rows that carry one (filtered first, their OTLP-retry duplicates collapsed as `spans`
--- does).
+-- does). `op_key` is the operation key of the calls whose digest was recorded (`model.batch.OP_KEY_SQL`),
+-- `tv_args_key` whether their arguments may hold an idempotency key (`KEY_IN_ARGS_SQL`): Python parses
+-- only the calls these leave open (`model.batch.with_op_keys`).
 WITH marked AS (
     SELECT * EXCLUDE (tv_rank) FROM (
         SELECT trace_id, span_id, start_time, attributes,
@@ -24,7 +26,7 @@ SELECT c.trace_id, c.start_time AS tv_at, coalesce(c.span_id, c.requested_by_spa
        epoch_ns(c.start_time) / 1000000.0 AS start_ms, epoch_ns(c.end_time) / 1000000.0 AS end_ms,
        c.span_id, c.tool_call_id AS call_id, c.effect, CAST(c.retry_after_ms AS DOUBLE) AS retry_after_ms,
        c.idempotency_key, c.is_gap AS gap, CAST(c.http_status_code AS BIGINT) AS status_code,
-       f.retryable, c.args_hash,
+       f.retryable, c.args_hash, {op_key} AS op_key, {key_in_args} AS tv_args_key,
        CASE WHEN json_type(m.j[1]) = 'VARCHAR' THEN m.j[1] ->> '$' ELSE CAST(m.j[1] AS VARCHAR) END AS injection_kind,
        CASE WHEN json_type(m.j[2]) = 'VARCHAR' THEN m.j[2] ->> '$' ELSE CAST(m.j[2] AS VARCHAR) END AS injection_type,
        CASE WHEN json_type(m.j[3]) = 'VARCHAR' THEN m.j[3] ->> '$' ELSE CAST(m.j[3] AS VARCHAR) END AS injection_id,

@@ -31,7 +31,7 @@ from typing import Any
 
 from tracevals.cases.groups import Session, effect_of, fault_of, pending_tools
 from tracevals.model.retries import logical_calls, retry_chains
-from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall
+from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, with_handoffs
 
 KEY_IGNORES = frozenset({"idempotency_key"})
 _KEY_VALUE = re.compile(
@@ -65,7 +65,14 @@ def draft_case(
         "allowed_tools": sorted(set(tools) | ({HANDOFF_TOOL} if t.handed_off else set())),
     }
     if session.succeeded:
-        steps = [{"tool": c.name, "args": parsed_args(c)} for c in logical_calls(calls)]
+        # a structured hand-off (`tracevals.handoff()`) is the `handoff_to_human` step it is, as
+        # trajectory_match reads the attempt (`with_handoffs`); its arguments are not compared
+        steps = [
+            {"tool": c.name, "args": parsed_args(c)}
+            if c.args is not None or c.name != HANDOFF_TOOL
+            else {"tool": c.name}
+            for c in logical_calls(with_handoffs(t))
+        ]
         case["expected_steps"] = steps
         drafted.append("expected_steps")
     else:

@@ -4,8 +4,10 @@
 
 Reads the sessions of a range that no harness ran (one turn each: the agent contract takes one input;
 multi-turn sessions are counted and skipped), sorts them into the four groups (`groups.py`), chooses up
-to `per_group` of each (seeded, most diverse first), drafts each case's criteria and its cassette
-(`drafts.py`), desensitises all of it consistently (`pseudonyms.py`) and writes:
+to `per_group` of each (seeded, most diverse first), desensitises the chosen sessions consistently
+(`roles.py` says which part is content, which an identifier, which a structural name kept as it is;
+`pseudonyms.py` replaces), drafts each case's criteria and its cassette from the desensitised sessions
+only (`drafts.py`) and writes:
 
 - `DIR/cases.jsonl`: one case per line, valid against the shipped task-case schema;
 - `DIR/cassettes/<case_id>.json`: the recorded tool results, for `tracevals run --replay`;
@@ -29,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from tracevals.cases import roles
 from tracevals.cases.drafts import draft_case, interactions, source_summary
 from tracevals.cases.groups import GROUPS, Session, choose, effect_of, group_of, request_key
 from tracevals.cases.pseudonyms import Desensitiser
@@ -37,8 +40,9 @@ from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.lake.lake import Lake
 from tracevals.model.errors import UserError
 from tracevals.model.tasks import case_from_dict
+from tracevals.model.trajectory import HANDOFF_TOOL
 from tracevals.queries import open_lake
-from tracevals.report.formatting import umask
+from tracevals.report.formatting import markdown_cell, markdown_code, umask
 from tracevals.scoring.production_data import load_production_data
 
 DEFAULT_PER_GROUP = 5
@@ -215,32 +219,29 @@ def _write(
     per_group: int,
 ) -> Extraction:
     d = Desensitiser(rules, seed=seed)
-    d.protect({*effects, "handoff_to_human"})
+    d.protect({*effects, HANDOFF_TOOL})  # tool names are structure: never learned as personal values
     for _, s, _ in chosen:
-        d.learn(s.input)
-        d.learn(s.output or "")
-        for c in s.calls:
-            d.learn(c.args or {})
-            d.learn(c.result or "")
-            d.learn(s.error_messages.get(c.span_id, ""))
-        for h in s.trajectory.handoffs:
-            d.learn([h.reason or "", *h.pending, *h.candidates])
+        roles.learn(d, s)
+    for tool in {*effects, *(t for names in toolsets.values() for t in names)}:  # every tool name written
+        d.learn_name(tool)
+    named = {d.name(tool): effect for tool, effect in effects.items()}  # the effects, by the names written
     counts: Counter[str] = Counter()
     cases, sources, cassettes = [], [], {}
-    for group, s, why in chosen:
+    for group, original, _ in chosen:
         counts[group] += 1
-        case_id = f"{group}_{counts[group]:02d}"
-        tools = toolsets.get((s.service, s.agent), [])
-        case = d.apply(draft_case(s, case_id, group, why, tools, effects))
-        case["case_id"], case["group"] = case_id, group  # ids are ours, never pseudonymised
-        # the source as a person finds it again: the trace id (random hex) as it is; the session id too,
-        # unless it holds something personal (an email, a customer id), then as pseudonymised
-        ids = {"session_id": d.apply(s.session_id), "trace_id": s.trajectory.trace_id}
-        case["review"]["source"] = {**case["review"]["source"], **ids}
+        case_id = f"{group}_{counts[group]:02d}"  # ours, never personal
+        tools = [d.name(t) for t in toolsets.get((original.service, original.agent), [])]
+        # everything written is drafted from the desensitised session, never from the original
+        s = roles.desensitised(d, original)
+        regroup, reason = group_of(s, named)
+        # the reason names the desensitised parts (an error type); the same rule holds on them (a
+        # pseudonym keeps the shape a rule reads), and where it should not, the reason says less
+        why = reason if regroup == group else f"chosen as {group}"
+        case = draft_case(s, case_id, group, why, tools, named)
         case_from_dict(case, f"{out / 'cases.jsonl'} (case {case_id})")
         cases.append(case)
-        sources.append({"case_id": case_id, **d.apply(source_summary(s)), **ids})
-        cassettes[case_id] = _cassette(d.apply(interactions(s)))
+        sources.append({"case_id": case_id, **source_summary(s)})
+        cassettes[case_id] = _cassette(interactions(s))
     # written beside the target and swapped in whole: a failure leaves no half set, --force no stale file
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -311,7 +312,9 @@ def _readme(x: Extraction) -> str:
     ]
     for c in x.cases:
         r = c["review"]
-        lines.append(f"| {c['case_id']} | {c['group']} | {r['group_reason']} | `{r['source']['session_id']}` |")
+        # the reason and the session id come from spans: untrusted, kept inside their cells
+        why, session = markdown_cell(r["group_reason"]), markdown_code(r["source"]["session_id"])
+        lines.append(f"| {c['case_id']} | {c['group']} | {why} | {session} |")
     if x.short:
         lines += ["", "## Groups with fewer sessions than asked (not padded)", ""]
         lines += [f"- {g}: {why}" for g, why in x.short.items()]

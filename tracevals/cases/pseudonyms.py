@@ -1,24 +1,30 @@
 """Desensitisation that keeps structure: every identifier becomes a pseudonym of the same shape, the
-same original the same pseudonym everywhere (input, arguments, results, answers, cassettes).
+same original the same pseudonym everywhere (input, arguments, results, answers, cassettes, session ids).
 
-Two passes over the chosen sessions:
+Two passes over the chosen sessions (which part of a session is content, which an identifier:
+`roles.py`):
 
 1. **learn** what is personal from the structure the tools exchange (a JSON field named like a name,
-   email, phone, address, id or URL: `Rules.fields`) and from patterns in any text (emails, phone
-   numbers, id-shaped tokens such as `ord_1004` or `INV-20231`, internal URLs, and the names a user
-   lists);
-2. **replace** each learned value wherever it appears, longest first; the value of a credential field
-   (`password`, `api_key`, `token`, `authorization`, `cookie`, ...) by `[REDACTED:secret]` whatever
-   it looks like, and the redactor's secret shapes in any text (API keys, bearer tokens, JWTs,
-   `password=...`) by `[REDACTED:<kind>]`. A bare number of fewer than 3 digits is no identifier.
+   email, phone, address, id or URL: `Rules.fields`), from patterns in any text and any JSON key
+   (emails, phone numbers, id-shaped tokens such as `ord_1004` or `INV-20231`, internal URLs, the user
+   of a home directory `/home/alice`, and the names a user lists), and in identifiers also from runs
+   of 7 to 19 digits (`sess-+14155550123`); the value of a credential field (`password`, `api_key`,
+   `token`, `authorization`, `cookie`, ...) is learned as a secret, whatever it looks like;
+2. **replace** each learned value wherever it appears, longest first, as a word or between the
+   separators of an id or a file name (`sess-alice`, `Zhang_Wei.pdf`), never inside a longer word or
+   number: a secret by `[REDACTED:secret]` (where it stands and wherever it is repeated), the
+   redactor's secret shapes in any text (API keys, bearer tokens, JWTs, `password=...`) by
+   `[REDACTED:<kind>]`, anything else by its pseudonym. A key is data like any other value (a learned
+   value in it is replaced) and never a secret itself. A bare number of fewer than 3 digits is no
+   identifier.
 
 Pseudonyms keep the shape a program may rely on: an id keeps its prefix, separators and length
-(`cus_001` → `cus_417`, `INV-20231` → `INV-58302`), a name stays capitalised words
-word by word (`Zhang Wei` → `Avery Blake`, `Zhang Min` → `Avery Casey`: who shares a
-surname still does), an email stays an email, a phone number keeps its punctuation. They
-are numbered in order of first appearance (seeded, collision-free, never equal to an original), so
-an extraction is reproducible and two originals never share a pseudonym. What is replaced is counted
-by kind; the originals are never written anywhere.
+(`cus_001` → `cus_417`, `INV-20231` → `INV-58302`) unless the prefix is personal itself
+(`gwhite_2026` → `devon_8116`), a name stays capitalised words word by word (`Zhang Wei` → `Avery
+Blake`, `Zhang Min` → `Avery Casey`: who shares a surname still does), an email stays an email, a
+phone number keeps its punctuation. They are numbered in order of first appearance (seeded,
+collision-free, never equal to an original), so an extraction is reproducible and two originals never
+share a pseudonym. What is replaced is counted by kind; the originals are never written anywhere.
 """
 
 from __future__ import annotations
@@ -31,13 +37,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracevals.cases.rules import MIN_NUMERIC_ID, Rules
-from tracevals.lake.redaction import Redactor
+from tracevals.lake.redaction import EMAIL, PHONE, Redactor
 
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-_PHONE = re.compile(
-    r"(?<![\w.+/-])(?:\+\d{8,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]\d{3,5})"
-    r"(?![\w/-]|\.\d)"
-)
 # Id-shaped tokens: a lower-case prefix, `_`, digits (ord_1004, cus_001); an upper-case prefix, `-`,
 # digits (INV-20231); a prefix with a long digit run (A123456).
 _ID_TOKEN = re.compile(r"\b(?:[a-z][a-z0-9]{1,15}_\d{2,}|[A-Z][A-Z0-9]{1,9}-\d{3,}|[A-Z]{1,3}\d{6,})\b")
@@ -47,55 +48,24 @@ _INTERNAL_URL = re.compile(
     r"|\bhttps?://(?:localhost|127\.\d+\.\d+\.\d+|10\.\d+\.\d+\.\d+|192\.168\.\d+\.\d+"
     r"|172\.(?:1[6-9]|2\d|3[01])\.\d+\.\d+)(?::\d+)?(?:/[^\s\"'<>]*)?"
 )
+# The user in a home directory (`/home/alice/...`, `/Users/alice/...`, `C:\\Users\\alice\\...`): a name.
+_HOME_USER = re.compile(r"(?i)(?:^|(?<=[\s\"'(=:,;]))(?:[a-z]:)?[\\/]+(?:home|users)[\\/]+([^\\/\s\"'<>:]{2,})")
+# In an identifier (a session id, a service or agent name, an error type), a run of digits of its own
+# (a phone or account number: `sess-+14155550123`, `cust_84930211`); a UUID's groups are not one.
+_DIGIT_RUN = re.compile(r"(?<![^\W_])\+?\d{7,19}(?![^\W_])")
+_NAME_PHONE = re.compile(r"\+\d{7,15}(?!\d)")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_NUMBER = re.compile(r"\+?\d+")
+_ID_HEAD = re.compile(r"^([A-Za-z]+)[_-]")
+MIN_SECRET = 4  # characters: a shorter credential value is redacted where it stands, not looked for elsewhere
+REDACTED_SECRET = "[REDACTED:secret]"
 
 _POOL = (
-    "Avery",
-    "Blake",
-    "Casey",
-    "Devon",
-    "Emery",
-    "Finley",
-    "Harper",
-    "Jordan",
-    "Kai",
-    "Logan",
-    "Morgan",
-    "Noel",
-    "Oakley",
-    "Parker",
-    "Quinn",
-    "Reese",
-    "Riley",
-    "Rowan",
-    "Sage",
-    "Skyler",
-    "Tatum",
-    "Taylor",
-    "Val",
-    "Wren",
-    "Alder",
-    "Birch",
-    "Cedar",
-    "Dale",
-    "Ellis",
-    "Frost",
-    "Grove",
-    "Hale",
-    "Ives",
-    "Jarvis",
-    "Kerr",
-    "Lane",
-    "Marsh",
-    "North",
-    "Oakes",
-    "Pike",
-    "Reed",
-    "Shaw",
-    "Thorne",
-    "Vale",
-    "Wade",
-    "Yates",
-)
+    "Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Harper", "Jordan", "Kai", "Logan", "Morgan", "Noel",
+    "Oakley", "Parker", "Quinn", "Reese", "Riley", "Rowan", "Sage", "Skyler", "Tatum", "Taylor", "Val", "Wren",
+    "Alder", "Birch", "Cedar", "Dale", "Ellis", "Frost", "Grove", "Hale", "Ives", "Jarvis", "Kerr", "Lane", "Marsh",
+    "North", "Oakes", "Pike", "Reed", "Shaw", "Thorne", "Vale", "Wade", "Yates",
+)  # fmt: skip
 
 
 class Desensitiser:
@@ -127,10 +97,39 @@ class Desensitiser:
         self._pattern = None
         self._walk(value, None)
 
+    def learn_identifier(self, text: str | None) -> None:
+        """Note the personal parts of an identifier (a session id, a service, agent or error type): what
+        the text patterns find, and runs of 7 to 19 digits of their own (a phone or account number)."""
+        if not text:
+            return
+        self._pattern = None
+        self._scan(text)
+        for m in _DIGIT_RUN.finditer(_UUID.sub(lambda u: "x" * len(u.group(0)), text)):
+            self._note(m.group(0), "phone" if m.group(0).startswith("+") else "id")
+
+    def learn_name(self, name: str) -> None:
+        """Note the emails and `+` phone numbers in a structural name (a tool's, taken from a span name
+        by some frameworks): nothing else of a name is personal, and no tool name a model API accepts
+        holds either, so the names an agent's code gives its tools stay as they are."""
+        for kind, m in _in_name(name):
+            self._pattern = None
+            self._note(m.group(0), kind)
+
+    def name(self, name: str) -> str:
+        """A structural name with the emails and phone numbers `learn_name` noted replaced; never redacted."""
+        out = name
+        for kind, m in reversed(list(_in_name(name))):
+            if m.group(0) in self._values:
+                self.replaced[kind] += 1
+                out = out[: m.start()] + self._pseudonym(m.group(0), self._values[m.group(0)]) + out[m.end() :]
+        return out
+
     def _walk(self, value: Any, kind: str | None) -> None:
         if isinstance(value, Mapping):
             for k, v in value.items():
-                self._walk(v, self.rules.kind_of_field(str(k)))
+                self._scan(str(k))  # a key can be data too: {"alice@example.com": 3}
+                # under a credential field, everything is the credential, whatever its own keys say
+                self._walk(v, "secret" if kind == "secret" else self.rules.kind_of_field(str(k)))
         elif isinstance(value, list):
             for v in value:
                 self._walk(v, kind)
@@ -139,24 +138,31 @@ class Desensitiser:
             if parsed is not None:
                 self._walk(parsed, kind)
                 return
-            if kind == "secret":
-                return  # redacted where it stands (apply), never learned as a value to look for
+            if kind == "secret":  # redacted where it stands (apply), and wherever else it is repeated
+                if len(value.strip()) >= MIN_SECRET and not _is_plain_value(value):
+                    self._note(value.strip(), "secret")
+                return
             if kind is not None and value.strip() and not _is_plain_value(value) and _identifying(value.strip()):
                 self._note(value.strip(), kind)
             self._scan(value)
-        elif isinstance(value, int) and not isinstance(value, bool) and kind == "id" and _identifying(str(value)):
-            self._note(str(value), "id")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if kind == "secret" and len(str(value)) >= MIN_SECRET:
+                self._note(str(value), "secret")
+            elif kind == "id" and _identifying(str(value)):
+                self._note(str(value), "id")
 
     def _scan(self, text: str) -> None:
         for kind, pattern in (
-            ("email", _EMAIL),
+            ("email", EMAIL),
             ("url", _INTERNAL_URL),
-            ("phone", _PHONE),
+            ("phone", PHONE),
             ("id", _ID_TOKEN),
             *self.rules.patterns,
         ):
             for m in pattern.finditer(text):
                 self._note(m.group(0), kind)
+        for m in _HOME_USER.finditer(text):
+            self._note(m.group(1), "name")
         for name in self.rules.names:
             if re.search(rf"(?i)\b{re.escape(name)}\b", text):
                 self._note(name, "name")
@@ -180,10 +186,12 @@ class Desensitiser:
     # --- replacing --------------------------------------------------------------------------------
 
     def apply(self, value: Any) -> Any:
-        """`value` with every learned value replaced and every secret redacted (JSON text stays JSON)."""
+        """`value` (content: text, JSON text or parsed JSON) with every learned value replaced and every
+        secret redacted; JSON text stays JSON. A key is data like any other (a learned value in it is
+        replaced) and never a secret itself: a credential field's value is."""
         if isinstance(value, Mapping):
             return {
-                k: self._secret(v) if self.rules.kind_of_field(str(k)) == "secret" else self.apply(v)
+                self._text(str(k)): self._secret(v) if self.rules.kind_of_field(str(k)) == "secret" else self.apply(v)
                 for k, v in value.items()
             }
         if isinstance(value, list):
@@ -198,11 +206,16 @@ class Desensitiser:
             return int(out) if out.isdigit() else out
         return value
 
+    def identifier(self, text: str) -> str:
+        """An identifier (learned with `learn_identifier`) with its personal parts replaced, its secrets
+        redacted, the rest as it was: a random session id stays the id a person finds in the lake."""
+        return self._text(text)
+
     def _secret(self, value: Any) -> Any:
         if value is None or value == "" or isinstance(value, bool):
             return value
         self.replaced["secret"] += 1
-        return "[REDACTED:secret]"
+        return REDACTED_SECRET
 
     def _text(self, text: str) -> str:
         redacted = self._secrets.redact(text)
@@ -216,16 +229,21 @@ class Desensitiser:
             original = m.group(0)
             kind = self._values[original]
             self.replaced[kind] += 1
-            return self._pseudonym(original, kind)
+            return REDACTED_SECRET if kind == "secret" else self._pseudonym(original, kind)
 
         return pattern.sub(swap, text)
 
     def _compiled(self) -> re.Pattern[str] | None:
         if self._pattern is None and self._values:
             longest = sorted(self._values, key=len, reverse=True)
-            alternatives = "|".join(re.escape(v) for v in longest)
-            # case-sensitive ("Min" the name, not "10 min"), never inside a longer word, email or id
-            self._pattern = re.compile(rf"(?<![\w@.+-])(?:{alternatives})(?![\w@-]|\.\w)")
+            # A number is not cut out of a run of numbers (`2026` of the date `2026-11-02`, `1200` of the
+            # amount `1200.50`).
+            alternatives = "|".join(
+                rf"(?<!\d[-/:.,]){re.escape(v)}(?![-/:.,]\d)" if _NUMBER.fullmatch(v) else re.escape(v) for v in longest
+            )
+            # Case-sensitive ("Min" the name, not "10 min") and never inside a longer word or number,
+            # but anywhere else: between the separators of an id or a file name (`sess-alice`, `Zhang_Wei.pdf`).
+            self._pattern = re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])")
         return self._pattern
 
     def _pseudonym(self, original: str, kind: str) -> str:
@@ -235,12 +253,21 @@ class Desensitiser:
             candidate = " ".join(self._name_word(w) for w in original.split())
         else:
             for salt in range(1000):
-                candidate = _shape(original, kind, len(self._pseudonyms), self.seed, salt)
+                candidate = self._prefix(_shape(original, kind, len(self._pseudonyms), self.seed, salt), original)
                 if candidate not in self._taken and candidate.casefold() not in self._taken:
                     break
         self._pseudonyms[original] = candidate
         self._taken.add(candidate)
         return candidate
+
+    def _prefix(self, candidate: str, original: str) -> str:
+        """An id keeps its prefix (`ord_`), unless the prefix is personal itself (`gwhite_2026`)."""
+        head = _ID_HEAD.match(candidate)
+        if head is None or head.group(1) == original or head.group(1) not in self._values:
+            return candidate
+        kind = self._values[head.group(1)]
+        own = REDACTED_SECRET if kind == "secret" else self._pseudonym(head.group(1), kind)
+        return own + candidate[len(head.group(1)) :]
 
     def _name_word(self, word: str) -> str:
         if word not in self._words:
@@ -261,12 +288,21 @@ class Desensitiser:
         distinct = Counter(self._values[o] for o in self._pseudonyms)
         return {
             "distinct": {k: distinct[k] for k in sorted(distinct)},
-            "occurrences": {k: self.replaced[k] for k in sorted(self.replaced)},
+            "occurrences": {k: self.replaced[k] for k in sorted(self.replaced) if self.replaced[k]},
         }
 
     def learned(self) -> Iterable[str]:
         """The originals (for a caller's own check that none is left; never write them)."""
         return iter(self._values)
+
+
+def _in_name(name: str) -> list[tuple[str, re.Match[str]]]:
+    found = [("email", m) for m in EMAIL.finditer(name)]
+    taken = [m.span() for _, m in found]
+    for m in _NAME_PHONE.finditer(name):
+        if not any(a <= m.start() < b for a, b in taken):
+            found.append(("phone", m))
+    return sorted(found, key=lambda f: f[1].start())
 
 
 def _json_container(text: str) -> Any:

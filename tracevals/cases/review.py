@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from tracevals.harness.cassettes import cassette_name
 from tracevals.model.errors import UserError
 from tracevals.model.tasks import cases_from_bytes
 from tracevals.report.formatting import atomic_write
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class ReviewError(UserError, ValueError):
@@ -149,7 +152,9 @@ def render(r: Reviewed) -> list[str]:
             )
             lines.append(f"   {i:>3}. {call['tool']}({_short(call.get('args'), 60)}) -> {outcome}")
         lines.append(f"   answer: {_short(r.source.get('output'), 160)}")
-    return lines
+    # every value came from production spans: no control sequence reaches the terminal, no line break
+    # makes a line of its own (a fake `== case` header)
+    return [_CONTROL.sub(" ", line) for line in lines]
 
 
 def _step(step: Any) -> str:

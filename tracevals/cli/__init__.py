@@ -28,6 +28,9 @@ COMMANDS: dict[str, str] = {
     "sql": "tracevals.cli.sql:sql",
     "ui": "tracevals.cli.ui:ui",
 }
+# Surfaces beside the commands that are no `tracevals` subcommand: name -> the entry point that loads it.
+# The pytest plugin runs attempts, scores them and reads their verdicts, as `run` and `gate` do.
+SURFACES: dict[str, str] = {"pytest_plugin": "pytest11"}
 
 
 def short_help(name: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -16,6 +17,20 @@ from tracevals.lake.retention import RETENTION_S
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
+
+
+def _derive(lake: Lake, ended_before: float, console: Console) -> None:
+    """The derived tables of the closed hours (`queries.derived`: what the nightly job reads instead of
+    rebuilding them through the views). A failure is a warning: readers then use the views, nothing is lost."""
+    from tracevals.queries.derived import derive_closed
+
+    try:
+        written = derive_closed(lake, ended_before)
+    except Exception as exc:
+        console.print(f"tracevals: warning: derived tables not written ({type(exc).__name__}: {exc})", highlight=False)
+        return
+    if written:
+        console.print(f"derived the frames of {len(written)} closed hours", highlight=False)
 
 
 def _seconds(text: str, option: str = "--min-age") -> float:
@@ -103,6 +118,8 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
             highlight=False,
             soft_wrap=True,
         )
+    if not dry_run:
+        _derive(lake, time.time() - _seconds(min_age), console)
     failed = [p for p in result.partitions if p.error]
     if failed:
         raise click.ClickException(f"{len(failed)} partitions left as they were; first: {failed[0].error}")

@@ -1,8 +1,9 @@
 """`tracevals gate`: pass or fail a candidate variant against a baseline, for CI.
 
-Exit 0 when every threshold holds, 1 when one does not (or the input is unusable: the message says
-which). The text output is a few lines a person can act on: which check failed, on which tasks, by
-how much, and the command that shows those tasks' failed attempts.
+Exit 0 when every threshold holds (PASS) or nothing failed but there was nothing to compare (NOT
+JUDGED: no baseline yet; the floors still applied), 1 when one fails (or the input is unusable: the
+message says which). The text output is a few lines a person can act on: which check failed, on which
+tasks, by how much, and the command that shows those tasks' failed attempts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,16 @@ from tracevals.cli.shared.output import format_option, print_rows
 from tracevals.cli.shared.production import gate_production, load_production, production_mode
 from tracevals.cli.shared.reports import env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
+from tracevals.stats.release_gate import NOT_JUDGED
+
+
+def hazard_kinds() -> tuple[str, ...]:
+    """The hazards a gate may forbid: the built-in ones and those the evaluators' (plugins') kinds raise."""
+    from tracevals.evaluators.registry import finding_kinds
+
+    raised = {k.hazard or k.name for k in finding_kinds().values() if k.severity == "hazard"}
+    return (*HAZARD_KINDS, *sorted(raised - set(HAZARD_KINDS)))
+
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -31,7 +42,7 @@ def load_thresholds(path: str | None, overrides: dict[str, Any]) -> GateThreshol
         values = _read_config(path)
     values.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return GateThresholds.from_mapping(values, source=path or "options")
+        return GateThresholds.from_mapping(values, source=path or "options", hazards=hazard_kinds())
     except (TypeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -51,7 +62,11 @@ def _read_config(path: str) -> dict[str, Any]:
 
 @click.command()
 @selection_options
-@click.option("--baseline", help="The variant to compare against (e.g. main); harness runs.")
+@click.option(
+    "--baseline",
+    help="The variant to compare against (e.g. main); harness runs. Absent, or without attempts in the "
+    "selection: the comparisons are NOT JUDGED and the floors (--min-pass-rate, --forbid ...) still apply.",
+)
 @click.option("--candidate", help="The variant under review (e.g. pr-42); harness runs.")
 @click.option(
     "--config",
@@ -59,6 +74,12 @@ def _read_config(path: str) -> dict[str, Any]:
     type=click.Path(dir_okay=False),
     envvar=env.GATE_CONFIG,
     help="YAML or JSON file of thresholds (keys as the options below); options override it.",
+)
+@click.option(
+    "--min-pass-rate",
+    type=click.FloatRange(0, 1),
+    help="Floor: the least share of passed attempts (harness: the candidate's; production: the night's "
+    "sessions). Applies with or without a baseline.",
 )
 @click.option("--min-pass-hat-k", type=click.FloatRange(0, 1), help="Minimum candidate pass^k (at --at-k).")
 @click.option("--at-k", type=click.IntRange(1), help="k of --min-pass-hat-k. Default: the headline k.")
@@ -72,8 +93,10 @@ def _read_config(path: str) -> dict[str, Any]:
 @click.option(
     "--forbid",
     multiple=True,
-    type=click.Choice([*CATEGORIES, *HAZARD_KINDS]),
-    help="Category or hazard no candidate task may have (repeatable). Default: do_not_ship.",
+    metavar="CATEGORY|HAZARD",
+    help=f"Category ({', '.join(CATEGORIES)}) or hazard ({', '.join(HAZARD_KINDS)}, or a plugin's) no "
+    "candidate task may have (repeatable). Default: do_not_ship; production: every hazard ('none': no hazard "
+    "check).",
 )
 @click.option(
     "--significant-regression/--ignore-significant-regression",
@@ -101,6 +124,7 @@ def gate(
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,
+    scoring_config: str | None,
     k: int | None,
     z: float,
     production: bool,
@@ -108,6 +132,7 @@ def gate(
     baseline: str | None,
     candidate: str | None,
     config_file: str | None,
+    min_pass_rate: float | None,
     min_pass_hat_k: float | None,
     at_k: int | None,
     min_pass_at_1: float | None,
@@ -129,9 +154,13 @@ def gate(
     forbidden release categories or hazards (default: no do_not_ship task) and a significant
     regression (sign test). Prints each failed check with the tasks and numbers behind it.
 
+    With no baseline (day one) the comparisons say NOT JUDGED and the floors still decide: --min-pass-rate,
+    --min-pass-at-1, --min-pass-hat-k and --forbid (default: no do_not_ship task).
+
     On a lake of production traffic (no harness run, or --production): passes or fails the night (the
     last day of --since/--until, default the last 7 days) against the days before it, per evaluator: a
-    significant fall (one-sided Fisher exact test at --alpha), --max-drop, --min-rate.
+    significant fall (one-sided Fisher exact test at --alpha), --max-drop, --min-rate; and, on any night
+    (the first too), its floors: no session with a hazard (--forbid), --min-pass-rate.
 
     \b
     Examples:
@@ -140,6 +169,7 @@ def gate(
       tracevals gate --lake lake --baseline main --candidate pr-42 --min-pass-hat-k 0.8 --at-k 3 --format json
       tracevals gate --lake prod-lake --since 8d --until today --max-drop 0.05   # production: last night
       tracevals gate --lake lake --baseline main --candidate pr-42 --min-consistency 0.9 --vary commit --strict-env
+      tracevals gate --lake lake --candidate pr-42 --min-pass-rate 0.9            # day one: floors only
     \b
     gate.yaml:
       min_pass_hat_k: 0.8
@@ -152,6 +182,7 @@ def gate(
       vary: [commit, lock]
     """
     overrides = {
+        "min_pass_rate": min_pass_rate,
         "min_pass_hat_k": min_pass_hat_k,
         "at_k": at_k,
         "min_pass_at_1": min_pass_at_1,
@@ -168,56 +199,70 @@ def gate(
             raise click.ClickException(
                 "a production gate judges the night against the days before; --baseline/--candidate are for runs"
             )
-        summary = load_production(lake, since, until, sample, sample_seed, z, alpha)
+        summary = load_production(lake, since, until, sample, sample_seed, z, alpha, scoring_config)
         gate_production(summary, lake, max_drop=max_drop, min_rate=min_rate, evaluators=gate_evaluators,
-                        significant=fail_on_significant_regression, fmt=fmt)  # fmt: skip
+                        significant=fail_on_significant_regression, fmt=fmt, min_pass_rate=min_pass_rate,
+                        forbid=forbid)  # fmt: skip
         return
-    if not baseline or not candidate:
-        raise click.ClickException("give --baseline and --candidate: the variants of the runs to compare")
+    if not candidate:
+        raise click.ClickException("give --candidate (and --baseline to compare with): the variants of the runs")
     thresholds = load_thresholds(config_file, overrides)
     data = load_report(
-        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, thresholds.vary
-    )
-    base, cand = data.summaries[baseline], data.summaries[candidate]
-    assert data.comparison is not None  # both variants were asked for, so there is a comparison
+        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, thresholds.vary,
+        baseline_optional=True, config_file=scoring_config,
+    )  # fmt: skip
+    cand = data.summaries[candidate]
+    base = data.summaries.get(baseline) if baseline and data.comparison is not None else None
     props = data.reliability.properties.get(candidate) if data.reliability is not None else None
     result = run_gate(base, cand, data.comparison, thresholds, props, env_problems(data))
-    runs_seen = data.meta.get("runs") or []
-    hint = _hint(lake, runs_seen, baseline, candidate, tasks_file)
+    if baseline and base is None:  # named, but nothing of it in the selection: say which variants are
+        result = GateResult(f"{baseline} (no attempts; variants: {', '.join(data.summaries)})", candidate,
+                            result.checks)  # fmt: skip
+    _emit(result, lake, data.meta.get("runs") or [], baseline if base is not None else None, tasks_file, fmt,
+          base.runs if base is not None else 0, cand)  # fmt: skip
+
+
+def _emit(
+    result: GateResult, lake: Lake, runs_seen: list[str], baseline: str | None, tasks_file: str | None, fmt: str,
+    n_base: int, cand: Any,
+) -> None:  # fmt: skip
+    """Print the verdict in `fmt`; exit 1 when a check failed."""
+    hint = _hint(lake, runs_seen, baseline, result.candidate, tasks_file)
     if fmt == "json":
-        click.echo(json.dumps(_json(result, base.runs, cand.runs, runs_seen, hint), default=str))
+        click.echo(json.dumps(_json(result, n_base, cand.runs, runs_seen, hint), default=str))
     elif fmt == "csv":  # one row per check, failures first
-        checks = _json(result, base.runs, cand.runs, runs_seen, hint)["checks"]
-        columns = ["check", "passed", "threshold", "value", "tasks", "message"]
+        checks = _json(result, n_base, cand.runs, runs_seen, hint)["checks"]
+        columns = ["check", "passed", "threshold", "value", "tasks", "message", "status"]
         rows = [[c[k] if k != "tasks" else ";".join(c[k] or []) for k in columns] for c in checks]
-        print_rows(columns, sorted(rows, key=lambda r: bool(r[1])), "csv")
+        print_rows(columns, sorted(rows, key=lambda r: _ORDER[r[-1]]), "csv")
     else:
-        click.echo(_text(result, base.runs, cand.runs, base.n_tasks, runs_seen, hint))
+        click.echo(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
     if not result.passed:
         raise SystemExit(1)
 
 
-def _hint(lake: Lake, runs: list[str], baseline: str, candidate: str, tasks_file: str | None) -> str:
+_ORDER = {"fail": 0, NOT_JUDGED: 1, "pass": 2}
+_MARK = {"fail": "FAIL", NOT_JUDGED: "n/a ", "pass": "ok  "}
+_VERDICT = {"fail": "FAIL", NOT_JUDGED: "NOT JUDGED", "pass": "PASS"}
+
+
+def _hint(lake: Lake, runs: list[str], baseline: str | None, candidate: str, tasks_file: str | None) -> str:
     """The report command that shows what the gate judged: the same runs, all of them, and the same cases."""
     run = "".join(f" --run {shlex.quote(r)}" for r in runs)
     tasks = f" --tasks {shlex.quote(tasks_file)}" if tasks_file else ""
-    return (
-        f"tracevals report --lake {shlex.quote(str(lake))}{run}{tasks} --baseline {shlex.quote(baseline)} "
-        f"--candidate {shlex.quote(candidate)} --out gate-report.html"
-    )
+    pair = f" --baseline {shlex.quote(baseline)} --candidate {shlex.quote(candidate)}" if baseline else ""
+    return f"tracevals report --lake {shlex.quote(str(lake))}{run}{tasks}{pair} --out gate-report.html"
 
 
 def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[str], hint: str) -> str:
-    verdict = "PASS" if result.passed else "FAIL"
     head = (
-        f"{verdict}: {result.candidate} against {result.baseline} "
+        f"{_VERDICT[result.verdict]}: {result.candidate} against {result.baseline} "
         f"(run {', '.join(runs) or '?'}; {tasks} tasks; n = {n_base} vs {n_cand} attempts)"
     )
     lines = [head]
-    # Failures first: they are what the reader has to act on.
-    for check in sorted(result.checks, key=lambda c: c.passed):
-        mark = "ok  " if check.passed else "FAIL"
-        lines.append(f"  {mark} {check.name}: {check.message}")
+    # Failures first: they are what the reader has to act on; then what could not be judged.
+    for check in sorted(result.checks, key=lambda c: _ORDER[c.status]):
+        lines.append(f"  {_MARK[check.status]} {check.name}: {check.message}")
     if not result.passed:
         lines.append(f"  see the failed attempts: {hint}")
     return "\n".join(lines)
@@ -226,6 +271,7 @@ def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[s
 def _json(result: GateResult, n_base: int, n_cand: int, runs: list[str], hint: str) -> dict[str, Any]:
     return {
         "passed": result.passed,
+        "verdict": result.verdict,
         "baseline": result.baseline,
         "candidate": result.candidate,
         "runs": runs,
@@ -233,6 +279,7 @@ def _json(result: GateResult, n_base: int, n_cand: int, runs: list[str], hint: s
         "checks": [
             {
                 "check": c.name,
+                "status": c.status,
                 "passed": c.passed,
                 "threshold": c.threshold,
                 "value": c.value,

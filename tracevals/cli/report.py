@@ -42,6 +42,7 @@ def report(
     sample: float | None,
     sample_seed: int,
     tasks_file: str | None,
+    scoring_config: str | None,
     k: int | None,
     z: float,
     production: bool,
@@ -80,9 +81,13 @@ def report(
     if production_mode(lake, runs, production):
         if baseline or candidate or tasks_file:
             raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
-        report_production(load_production(lake, since, until, sample, sample_seed, z, alpha), out_file, kind, fmt)
+        summary = load_production(lake, since, until, sample, sample_seed, z, alpha, scoring_config)
+        report_production(summary, out_file, kind, fmt)
         return
-    data = load_report(lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary)
+    data = load_report(
+        lake, runs, since, until, sample, sample_seed, tasks_file, k, z, baseline, candidate, vary,
+        config_file=scoring_config,
+    )  # fmt: skip
     try:
         path = write_report(out_file, data)
     except OSError as exc:

@@ -30,6 +30,7 @@ from tracevals.model.case import Case
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.queries.selection import Selection
 from tracevals.report import summary_rows
+from tracevals.report.json_report import attempt_rows
 from tracevals.report.reliability import lake_rows
 from tracevals.report.reliability_view import reliability_json
 from tracevals.report.terminal import reliability_tables, summary_table
@@ -172,7 +173,7 @@ def run(
         )
         for case in cases:
             if plan.is_active(case):
-                plan.interceptor(case, 0)  # a bad fault or injection, or a missing cassette, fails now
+                plan.check(case)  # a bad fault or injection, or a missing cassette, fails now
     except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
         raise click.ClickException(str(exc)) from None
     if not attribute_variance and (cassette_dir is None) != (cassette_mode is None):
@@ -323,6 +324,7 @@ def _print_run(lake: Lake, run_id: str, cases: int, k: int, plan: Any, fmt: str,
             "lake": str(lake),
             "variants": rows,
             "reliability": reliability_json(data.reliability),
+            "attempts": attempt_rows(data.outcomes, data.summaries),
             "replay_misses": plan.misses,
         }
         click.echo(json.dumps(doc, default=str))

@@ -315,4 +315,9 @@ def _print(scores: pl.DataFrame, fmt: str, summary: bool) -> None:
         )
         print_rows(table.columns, [list(r) for r in table.iter_rows()], fmt, title="scores per evaluator")
         return
+    if fmt == "json":  # every score with its typed findings (`details.findings`), which the other surfaces read
+        found = scores.get_column("details").str.json_path_match("$.findings").fill_null("[]").to_list()
+        rows = [[*row, json.loads(f)] for row, f in zip(_rows(scores), found, strict=True)]
+        print_rows([*COLUMNS, "findings"], rows, fmt, title="scores")
+        return
     print_rows(COLUMNS, _rows(scores), fmt, title="scores")

@@ -22,7 +22,7 @@ from string import Template
 from typing import Any
 
 from tracevals.model import attributes as tv
-from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.documents import read_items
 from tracevals.model.errors import UserError
 
 
@@ -120,15 +120,7 @@ def parse_injection(raw: Mapping[str, Any], where: str = "injection") -> Injecti
 
 def load_injections(path: str | Path) -> list[Injection]:
     """Injections from a YAML or JSON file: a list, or a mapping with an `injections` list."""
-    path = Path(path)
-    try:
-        doc = read_document(path, "injections file")
-    except DocumentError as exc:
-        raise InjectionError(str(exc)) from None
-    items = doc.get("injections") if isinstance(doc, Mapping) else doc
-    if not isinstance(items, list):
-        raise InjectionError(f"{path}: expected a list of injections (or a mapping with 'injections:')")
-    return [parse_injection(item, f"{path}: injections[{i}]") for i, item in enumerate(items)]
+    return read_items(path, "injections file", "injections", parse_injection, InjectionError)
 
 
 def carry(result: Any, payload: str) -> Any:

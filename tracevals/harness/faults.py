@@ -34,7 +34,7 @@ from tracevals.instrumentation.clock import now_s
 from tracevals.instrumentation.tools import ToolError
 from tracevals.model import attributes as tv
 from tracevals.model.attempt import derive_seed
-from tracevals.model.documents import DocumentError, read_document
+from tracevals.model.documents import read_items
 from tracevals.model.errors import UserError
 from tracevals.model.faults import FAULT_ALIASES, FAULT_RULE_KEYS, FAULT_TYPES, canonical_fault
 
@@ -97,15 +97,7 @@ def parse_rule(raw: Mapping[str, Any], where: str = "fault") -> FaultRule:
 
 def load_fault_profile(path: str | Path) -> list[FaultRule]:
     """Rules from a YAML or JSON file: a list, or a mapping with a `faults` list."""
-    path = Path(path)
-    try:
-        doc = read_document(path, "fault profile")
-    except DocumentError as exc:
-        raise FaultProfileError(str(exc)) from None
-    rules = doc.get("faults") if isinstance(doc, Mapping) else doc
-    if not isinstance(rules, list):
-        raise FaultProfileError(f"{path}: expected a list of fault rules (or a mapping with 'faults:')")
-    return [parse_rule(r, f"{path}: faults[{i}]") for i, r in enumerate(rules)]
+    return read_items(path, "fault profile", "faults", parse_rule, FaultProfileError, "fault rules")
 
 
 @dataclass

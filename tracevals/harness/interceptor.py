@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,34 +49,30 @@ class RunPlan:
     _cassettes: dict[str, Cassette] = field(default_factory=dict)
     _model_cassettes: dict[str, ModelCassette] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _injectors: list[FaultInjector] = field(default_factory=list)
+    _injectors: list[tuple[str, int, FaultInjector]] = field(default_factory=list)  # (case id, attempt, injector)
     misses: list[str] = field(default_factory=list)  # replay misses: the run is incomplete, not the agent
 
     def unfired_rules(self) -> list[tuple[FaultRule, str]]:
-        """The profile's rules that no attempt's call matched, each with why (a tool never called, a call
-        index never reached, a chance never drawn): a fault profile that injected nothing must be said,
-        not pass as a clean run."""
+        """The rules that did not fire, each with why: a profile's rule (or a case's own fault) that no
+        attempt's call matched (a tool never called, a call index never reached, a chance never drawn),
+        and, attempt by attempt, a call-indexed rule that fired in some attempts but not in others (those
+        attempts ran without the fault they were meant to meet). A fault that injected nothing must be
+        said, not pass as a clean run."""
         with self._lock:
-            fired = {rule_id for injector in self._injectors for rule_id in injector.fired_ids}
-            most: dict[str, int] = {}
-            replayed: set[str] = set()
-            for injector in self._injectors:
-                for tool, n in injector.calls.items():
-                    most[tool] = max(most.get(tool, 0), n)
-                replayed.update(injector.replayed)
+            injectors = list(self._injectors)
         out = []
-        for rule in self.faults:
-            if rule.id in fired or (replayed and (rule.tool == "*" or rule.tool in replayed)):
-                continue  # fired, or its calls were answered by a cassette (which recorded what they met)
-            calls = sum(most.values()) if rule.tool == "*" else most.get(rule.tool, 0)
-            if calls == 0:
-                called = ", ".join(sorted(most)) or "none"
-                why = f"no attempt called {rule.tool!r} (tools called: {called})"
-            elif rule.call is not None:
-                why = f"no attempt reached call {rule.call} of {rule.tool!r} (at most {calls})"
-            else:
-                why = f"probability {rule.probability} drew none of the calls"
-            out.append((rule, why))
+        for rule in dict.fromkeys(r for _, _, injector in injectors for r in injector.rules):
+            mine = [(case, attempt, inj) for case, attempt, inj in injectors if rule in inj.rules]
+            missed = [(case, attempt, inj) for case, attempt, inj in mine if not _fired_or_replayed(rule, inj)]
+            if not missed:
+                continue
+            if len(missed) == len(mine):  # never fired at all
+                out.append((rule, _why(rule, [inj for _, _, inj in mine])))
+            elif rule.call is not None:  # fired in some attempts, not in these
+                listed = ", ".join(f"{case} #{attempt}" for case, attempt, _ in missed[:5])
+                more = f" +{len(missed) - 5} more" if len(missed) > 5 else ""
+                why = _why(rule, [inj for _, _, inj in missed])
+                out.append((rule, f"in {len(missed)} of {len(mine)} attempts ({listed}{more}): {why}"))
         return out
 
     def note_miss(self, message: str) -> None:
@@ -130,15 +127,22 @@ class RunPlan:
             return None
         return ModelCassetteInterceptor(cassette, attempt=attempt, on_miss=self.note_miss)
 
+    def check(self, case: Case) -> None:
+        """Fail now, before a run starts, on a bad fault or injection of `case`, or a missing cassette."""
+        _case_faults(case)
+        _case_injections(case)
+        self.cassette(case.case_id)
+        self.model_cassette(case.case_id)
+
     def interceptor(self, case: Case, seed: int, attempt: int = 1) -> AttemptInterceptor:
-        rules = (*self.faults, *_case_faults(case))
+        rules = (*_case_faults(case), *self.faults)  # on one call, the case's own fault before a profile's rule
         injections = (*self.injections, *_case_injections(case))
         cassette = self.cassette(case.case_id)
         self.model_cassette(case.case_id)  # a missing model cassette fails here too, before a run starts
         injector = FaultInjector(rules=rules, seed=seed) if rules else None
         if injector is not None:
             with self._lock:
-                self._injectors.append(injector)
+                self._injectors.append((case.case_id, attempt, injector))
         return AttemptInterceptor(
             faults=injector,
             injections=injections,
@@ -153,6 +157,27 @@ class RunPlan:
             cassette.save()
 
 
+def _fired_or_replayed(rule: FaultRule, injector: FaultInjector) -> bool:
+    """The rule fired in this attempt, or its calls were answered by a cassette (which recorded what they met)."""
+    replayed = injector.replayed and (rule.tool == "*" or rule.tool in injector.replayed)
+    return rule.id in injector.fired_ids or bool(replayed)
+
+
+def _why(rule: FaultRule, injectors: Sequence[FaultInjector]) -> str:
+    """Why `rule` did not fire in these attempts: the tool never called, the call never reached, no draw."""
+    most: dict[str, int] = {}
+    for injector in injectors:
+        for tool, n in injector.calls.items():
+            most[tool] = max(most.get(tool, 0), n)
+    calls = sum(most.values()) if rule.tool == "*" else most.get(rule.tool, 0)
+    if calls == 0:
+        called = ", ".join(sorted(most)) or "none"
+        return f"no attempt called {rule.tool!r} (tools called: {called})"
+    if rule.call is not None:
+        return f"no attempt reached call {rule.call} of {rule.tool!r} (at most {calls})"
+    return f"probability {rule.probability} drew none of the calls"
+
+
 def _case_faults(case: Case) -> tuple[FaultRule, ...]:
     raw = case.raw.get("faults") or ()
     return tuple(parse_rule(r, f"case {case.case_id}: faults[{i}]") for i, r in enumerate(raw))
@@ -161,6 +186,14 @@ def _case_faults(case: Case) -> tuple[FaultRule, ...]:
 def _case_injections(case: Case) -> tuple[Injection, ...]:
     raw = case.raw.get("injections") or ()
     return tuple(parse_injection(r, f"case {case.case_id}: injections[{i}]") for i, r in enumerate(raw))
+
+
+@dataclass
+class _Tape:
+    """One tool call as the cassette has it: run live (its result set by the caller), or replayed."""
+
+    live: bool
+    result: Any = None
 
 
 @dataclass
@@ -173,25 +206,42 @@ class AttemptInterceptor:
     mode: str = "live"
     _seen: dict[str, int] = field(default_factory=dict)
 
-    # --- sync tools -------------------------------------------------------------------------------
-
     def intercept(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
+        """A call of a sync tool."""
+        with self._taped(call) as tape:
+            if tape.live:
+                tape.result = self._live(call, proceed)
+        return self._plant(call, tape.result)
+
+    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        """A call of an async tool."""
+        with self._taped(call) as tape:
+            if tape.live:
+                tape.result = await self._live_async(call, proceed)
+        return self._plant(call, tape.result)
+
+    @contextmanager
+    def _taped(self, call: ToolInvocation) -> Iterator[_Tape]:
+        """The call's cassette: its recorded result (`live` false) or a live run, recorded when the block
+        ends (its result, or the exception that left the block); no cassette, a live run kept nowhere."""
         if self.player is None:
-            return self._plant(call, self._live(call, proceed))
+            yield _Tape(live=True)
+            return
         key, n, recorded = self.player.begin(call.name, call.arguments)
         if recorded is not None:
             call.span.set_attribute(tv.REPLAY, "replay")
             if self.faults is not None:
                 self.faults.replayed_call(call.name)
-            return self._plant(call, replay(recorded))
+            yield _Tape(live=False, result=replay(recorded))
+            return
         call.span.set_attribute(tv.REPLAY, "record")
+        tape = _Tape(live=True)
         try:
-            result = self._live(call, proceed)
+            yield tape
         except BaseException as exc:
             self.player.recorded_error(key, n, call.name, call.arguments, exc)
             raise
-        self.player.recorded_result(key, n, call.name, call.arguments, result)
-        return self._plant(call, result)
+        self.player.recorded_result(key, n, call.name, call.arguments, tape.result)
 
     def _live(self, call: ToolInvocation, proceed: Callable[[], Any]) -> Any:
         rule = self.faults.plan(call.name, call.span) if self.faults is not None else None
@@ -201,26 +251,6 @@ class AttemptInterceptor:
             time.sleep(delay_s(rule))
         raise_if_failing(rule, call.name)
         return shape(rule, proceed())
-
-    # --- async tools ------------------------------------------------------------------------------
-
-    async def intercept_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
-        if self.player is None:
-            return self._plant(call, await self._live_async(call, proceed))
-        key, n, recorded = self.player.begin(call.name, call.arguments)
-        if recorded is not None:
-            call.span.set_attribute(tv.REPLAY, "replay")
-            if self.faults is not None:
-                self.faults.replayed_call(call.name)
-            return self._plant(call, replay(recorded))
-        call.span.set_attribute(tv.REPLAY, "record")
-        try:
-            result = await self._live_async(call, proceed)
-        except BaseException as exc:
-            self.player.recorded_error(key, n, call.name, call.arguments, exc)
-            raise
-        self.player.recorded_result(key, n, call.name, call.arguments, result)
-        return self._plant(call, result)
 
     async def _live_async(self, call: ToolInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
         rule = self.faults.plan(call.name, call.span) if self.faults is not None else None

@@ -50,7 +50,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -172,16 +173,17 @@ class ModelCassetteInterceptor:
     live_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def begin(self, call: ModelInvocation) -> tuple[str, int, dict[str, Any] | None, dict[str, Any]]:
-        """(key, occurrence, the recording to replay or None to run live, the keyed request); a replay
-        miss raises. The request is taken now: an agent may change the list it passed once the call returns."""
+    def begin(self, call: ModelInvocation) -> tuple[dict[str, Any] | None, _Take]:
+        """(the recording to replay or None to run live, the call's place on the cassette); a replay miss
+        raises. The request is taken now: an agent may change the list it passed once the call returns."""
         request = keyed_request(call.kwargs)
         key = _key(call.provider, call.operation, request)
         with self._lock:
             n = self.occurrences[key] = self.occurrences.get(key, 0) + 1
+        take = _Take(self, key, n, call, request)
         recorded = self.cassette.lookup(self.attempt, key, n)
         if recorded is not None and self.cassette.mode in ("replay", "record-new"):
-            return key, n, recorded, request
+            return recorded, take
         if self.cassette.mode == "replay":
             near = self.cassette.nearest(self.attempt, call.operation, request)
             what = f"model call {describe(call.provider, call.operation, request)} [key {key}]"
@@ -191,86 +193,80 @@ class ModelCassetteInterceptor:
             raise CassetteMiss(message)
         with self._lock:
             self.live_calls += 1
-        return key, n, None, request
-
-    # --- sync clients ------------------------------------------------------------------------------
+        return None, take
 
     def intercept(self, call: ModelInvocation, proceed: Callable[[], Any]) -> Any:
-        key, n, recorded, request = self.begin(call)
+        """A call of a sync client."""
+        recorded, take = self.begin(call)
         if recorded is not None:
-            call.span.set_attribute(tv.REPLAY, "replay")
-            return self._replayed(recorded, call, ReplayedStream)
-        call.span.set_attribute(tv.REPLAY, "record")
-        started = time.monotonic()
-        try:
+            return _replayed(recorded, call, ReplayedStream)
+        with take.running():
             response = proceed()
-        except Exception as exc:
-            self._keep(key, n, call, request, {"error": dump_error(exc)}, started)
-            raise
-        return self._recorded(key, n, call, request, response, RecordingStream, "__next__", started)
-
-    # --- async clients -----------------------------------------------------------------------------
+        return take.answer(response, RecordingStream, "__next__")
 
     async def intercept_async(self, call: ModelInvocation, proceed: Callable[[], Awaitable[Any]]) -> Any:
-        key, n, recorded, request = self.begin(call)
+        """A call of an async client."""
+        recorded, take = self.begin(call)
         if recorded is not None:
-            call.span.set_attribute(tv.REPLAY, "replay")
-            return self._replayed(recorded, call, AsyncReplayedStream)
-        call.span.set_attribute(tv.REPLAY, "record")
-        started = time.monotonic()
-        try:
+            return _replayed(recorded, call, AsyncReplayedStream)
+        with take.running():
             response = await proceed()
+        return take.answer(response, AsyncRecordingStream, "__anext__")
+
+
+def _replayed(recorded: Mapping[str, Any], call: ModelInvocation, stream_type: type) -> Any:
+    """The recorded answer (a response, a stream of `stream_type`, or the error raised)."""
+    call.span.set_attribute(tv.REPLAY, "replay")
+    waited = recorded.get("duration_ms")
+    if call.waited is not None and isinstance(waited, (int, float)):
+        call.waited(float(waited))  # the logical clock advances as the recorded call waited
+    error = recorded.get("error")
+    if "stream" in recorded:
+        events = [load_object(e, call.kwargs) for e in recorded["stream"]]
+        return stream_type(events, load_error(error) if error is not None else None)
+    if error is not None:
+        raise load_error(error)
+    return load_object(recorded["response"], call.kwargs)
+
+
+@dataclass
+class _Take:
+    """A model call run live: its place on the cassette (key, occurrence), where its answer is kept."""
+
+    interceptor: ModelCassetteInterceptor
+    key: str
+    n: int
+    call: ModelInvocation
+    request: dict[str, Any]
+    started: float = 0.0
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """The live call: its span says it is recorded; an exception it raises is kept as its answer."""
+        self.call.span.set_attribute(tv.REPLAY, "record")
+        self.started = time.monotonic()
+        try:
+            yield
         except Exception as exc:
-            self._keep(key, n, call, request, {"error": dump_error(exc)}, started)
+            self.keep({"error": dump_error(exc)})
             raise
-        return self._recorded(key, n, call, request, response, AsyncRecordingStream, "__anext__", started)
 
-    # --- both -------------------------------------------------------------------------------------
-
-    def _replayed(self, recorded: Mapping[str, Any], call: ModelInvocation, stream_type: type) -> Any:
-        waited = recorded.get("duration_ms")
-        if call.waited is not None and isinstance(waited, (int, float)):
-            call.waited(float(waited))  # the logical clock advances as the recorded call waited
-        error = recorded.get("error")
-        if "stream" in recorded:
-            events = [load_object(e, call.kwargs) for e in recorded["stream"]]
-            return stream_type(events, load_error(error) if error is not None else None)
-        if error is not None:
-            raise load_error(error)
-        return load_object(recorded["response"], call.kwargs)
-
-    def _recorded(
-        self,
-        key: str,
-        n: int,
-        call: ModelInvocation,
-        request: dict[str, Any],
-        response: Any,
-        recording: type[RecordingStream],
-        step: str,
-        started: float,
-    ) -> Any:
+    def answer(self, response: Any, recording: type[RecordingStream], step: str) -> Any:
+        """The response for the agent, kept (a stream: as the agent reads it, through `recording`)."""
         dumped = dump_object(response)
         if dumped is not None:
-            self._keep(key, n, call, request, {"response": dumped}, started)
+            self.keep({"response": dumped})
             return response
         if hasattr(response, step):
-            return recording(response, lambda outcome: self._keep(key, n, call, request, outcome, started))
+            return recording(response, self.keep)
         # e.g. `with_raw_response`: no SDK object to store; the call stays live and unrecorded
-        _log.warning("tracevals: %s returned a %s, which a cassette cannot hold", call.operation, type(response))
-        call.span.set_attribute(tv.REPLAY, "live")
+        _log.warning("tracevals: %s returned a %s, which a cassette cannot hold", self.call.operation, type(response))
+        self.call.span.set_attribute(tv.REPLAY, "live")
         return response
 
-    def _keep(
-        self,
-        key: str,
-        n: int,
-        call: ModelInvocation,
-        request: dict[str, Any],
-        outcome: Mapping[str, Any],
-        started: float,
-    ) -> None:
+    def keep(self, outcome: Mapping[str, Any]) -> None:
         """Keep one interaction, with how long the call waited on the model (a stream: until it ended)."""
-        waited = round((time.monotonic() - started) * 1000, 1)
-        fields = {"provider": call.provider, "method": call.operation, "request": request, "duration_ms": waited}
-        self.cassette.put(self.attempt, key, n, {**fields, **outcome})
+        waited = round((time.monotonic() - self.started) * 1000, 1)
+        call = self.call
+        fields = {"provider": call.provider, "method": call.operation, "request": self.request, "duration_ms": waited}
+        self.interceptor.cassette.put(self.interceptor.attempt, self.key, self.n, {**fields, **outcome})

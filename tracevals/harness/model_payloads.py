@@ -22,9 +22,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import wrapt
-
 from tracevals.instrumentation.model_span import canonical
+from tracevals.instrumentation.streams import WatchedAsyncStream, WatchedStream
 
 SDK_PACKAGES = frozenset({"openai", "anthropic"})
 HTTP_PACKAGES = frozenset({"httpx2", "httpx"})
@@ -171,22 +170,29 @@ def _end(state: dict[str, Any], keep: Keep) -> None:
     keep(outcome)
 
 
-class RecordingStream(wrapt.ObjectProxy):
+class RecordingStream(WatchedStream):
     """A sync SDK stream whose events are kept as they pass; the recording is handed to `keep` once, when
     the stream ends, fails, is closed (or its `with` block left) or is collected: a stream the agent
     stopped reading is recorded as far as it was read (`complete: false`), which is what a replay of the
     same agent reads again."""
+
+    # An exception of the stream is recorded (and replayed); an interrupt or a cancellation is not the
+    # stream's: the recording stops there, as far as it was read.
+    _self_failures = (Exception,)
 
     def __init__(self, wrapped: Any, keep: Keep) -> None:
         super().__init__(wrapped)
         self._self_state: dict[str, Any] = {"events": [], "complete": False, "error": None}
         self._self_finalizer = weakref.finalize(self, _end, self._self_state, keep)
 
-    def _self_event(self, event: Any) -> Any:
-        dumped = dump_object(event)
+    def _self_event(self, event: Any) -> None:
+        try:
+            dumped = dump_object(event)
+        except Exception as exc:  # an event that cannot be kept: the recording fails there, as the stream would
+            self._self_stop(error=exc)
+            raise
         if dumped is not None:
             self._self_state["events"].append(dumped)
-        return event
 
     def _self_stop(self, complete: bool = False, error: BaseException | None = None) -> None:
         if self._self_finalizer.alive:
@@ -194,56 +200,6 @@ class RecordingStream(wrapt.ObjectProxy):
             self._self_state["error"] = dump_error(error) if error is not None else None
         self._self_finalizer()
 
-    def __iter__(self) -> RecordingStream:
-        return self
 
-    def __next__(self) -> Any:
-        try:
-            return self._self_event(next(self.__wrapped__))
-        except StopIteration:
-            self._self_stop(complete=True)
-            raise
-        except Exception as exc:
-            self._self_stop(error=exc)
-            raise
-
-    def close(self) -> Any:
-        self._self_stop()
-        return self.__wrapped__.close()
-
-    def __enter__(self) -> RecordingStream:
-        self.__wrapped__.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        self._self_stop()
-        return self.__wrapped__.__exit__(*exc)
-
-
-class AsyncRecordingStream(RecordingStream):
+class AsyncRecordingStream(RecordingStream, WatchedAsyncStream):
     """`RecordingStream` for an async SDK stream."""
-
-    def __aiter__(self) -> AsyncRecordingStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return self._self_event(await self.__wrapped__.__anext__())
-        except StopAsyncIteration:
-            self._self_stop(complete=True)
-            raise
-        except Exception as exc:
-            self._self_stop(error=exc)
-            raise
-
-    async def close(self) -> Any:
-        self._self_stop()
-        return await self.__wrapped__.close()
-
-    async def __aenter__(self) -> AsyncRecordingStream:
-        await self.__wrapped__.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        self._self_stop()
-        return await self.__wrapped__.__aexit__(*exc)

@@ -121,10 +121,10 @@ _SECRET_FIELD = re.compile(
     r"|access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|secret|credentials?)"
     r"(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?)([^\s\"'\\,;}&]{4,})"
 )
-_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Phone numbers: +E.164, or groups of digits with separators (so that ids, counts, dates and times,
 # which have no such grouping, are left alone).
-_PHONE = re.compile(
+PHONE = re.compile(
     r"(?<![\w.+/-])"
     r"(?:\+\d{8,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])\d{3,4}[ .-]\d{3,5})"
     r"(?![\w/-]|\.\d)"
@@ -190,8 +190,8 @@ class Redactor:
         return text
 
     def pseudonymise(self, text: str) -> str:
-        text = _EMAIL.sub(lambda m: self._email(m.group(0)), text)
-        text = _PHONE.sub(lambda m: self._phone(m.group(0)), text)
+        text = EMAIL.sub(lambda m: self._email(m.group(0)), text)
+        text = PHONE.sub(lambda m: self._phone(m.group(0)), text)
         if self._names is not None:
             text = self._names.sub(lambda m: self._folded[m.group(0).casefold()], text)
         return text

@@ -6,7 +6,9 @@ fine); `subset` — every actual key appears among the expected ones with an equ
 left out are fine). Nested objects are compared the same way, key by key. An override for one tool may
 pick another mode and/or restrict the comparison to some dotted key paths (`"keys": ["filter.status"]`),
 or replace the comparison with a function (`"compare": "my_checks:same_query"`, called as
-`f(expected_args, actual_args) -> bool`).
+`f(expected_args, actual_args) -> bool`). A comparison function that cannot be loaded or raises makes
+`ArgsRule.matches` raise `ComparisonError` (one line naming it): every caller (trajectory_match, the
+per-step statistics) counts the step as not matching and reports the error once, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracevals.model.callables import load_callable
+from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.case import Case
 
 ARGS_MODES = ("exact", "ignore", "superset", "subset")
@@ -24,6 +26,15 @@ ArgsComparator = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 """A custom comparison for one tool: `(expected_args, actual_args) -> bool`."""
 
 _ABSENT = object()
+
+
+class ComparisonError(Exception):
+    """A case's `compare` function could not be loaded, or raised; `str()` is one line naming it."""
+
+    def __init__(self, reference: str, why: str) -> None:
+        self.reference = reference
+        self.why = why
+        super().__init__(f"comparison {reference} {why}")
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class ArgsRule:
         if actual is None:
             return False
         if self.compare is not None:
-            return bool(load_callable(self.compare)(expected, actual))
+            return _call_comparison(self.compare, expected, actual)
         if self.keys is not None:
             expected, actual = _project(expected, self.keys), _project(actual, self.keys)
         if self.mode == "exact":
@@ -50,6 +61,17 @@ class ArgsRule:
         if self.mode == "superset":
             return contains(actual, expected)
         return contains(expected, actual)  # subset
+
+
+def _call_comparison(reference: str, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    try:
+        fn = load_callable(reference)
+    except CallableError as exc:
+        raise ComparisonError(reference, f"not loaded: {exc}") from None
+    try:
+        return bool(fn(expected, actual))
+    except Exception as exc:  # user code: its failure is a finding on the cases it touches, never a crash
+        raise ComparisonError(reference, f"raised {type(exc).__name__}: {exc}") from None
 
 
 def args_rule(case: Case, tool: str) -> ArgsRule:

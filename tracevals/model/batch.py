@@ -252,17 +252,42 @@ def _trajectory(
     )
 
 
+# The operation key of a call whose span recorded its arguments' digest, as SQL over the batch loader's
+# columns (`name`, `args_hash`): `operation_key_of`'s first rule, computed by DuckDB for every such call.
+OP_KEY_SQL = "CASE WHEN {c}.args_hash <> '' THEN coalesce({c}.name, '') || '(#' || {c}.args_hash || ')' END"
+# Whether a call's recorded arguments may carry an idempotency key of their own (`idempotency_key_in`): every
+# spelling of it contains "dempotency", unless the JSON spells a letter of it as a \u escape. Calls for which
+# this is false (and that have an op_key) are settled by SQL alone.
+KEY_IN_ARGS_SQL = "(contains({c}.args, 'dempotency') OR contains({c}.args, '\\u'))"
+
+
 def with_op_keys(calls_frame: pl.DataFrame) -> pl.DataFrame:
     """`calls_frame` with `op_key` (the operation identity of `calls.operation_key_of`, computed once per
-    distinct recorded call) and `idempotency_key` filled from the arguments where the span recorded none."""
-    keys = calls_frame.select("name", "args", "args_hash").unique()
-    rows = keys.iter_rows()
-    computed = [(calls.operation_key_of(n, a, h), calls.idempotency_key_in(parse_args(a))) for n, a, h in rows]
-    keys = keys.with_columns(
-        pl.Series("op_key", [c[0] for c in computed], dtype=pl.Utf8),
+    distinct recorded call) and `idempotency_key` filled from the arguments where the span recorded none.
+
+    Calls that already carry an `op_key` (the loader's SQL, `OP_KEY_SQL`) and whose arguments cannot hold
+    an idempotency key (`tv_args_key` false) are left as they are: Python parses only the rest."""
+    if "op_key" not in calls_frame.columns:
+        calls_frame = calls_frame.with_columns(op_key=pl.lit(None, dtype=pl.Utf8))
+    if "tv_args_key" not in calls_frame.columns:
+        calls_frame = calls_frame.with_columns(tv_args_key=pl.lit(True))
+    settled = pl.col("op_key").is_not_null() & (
+        pl.col("idempotency_key").is_not_null() | pl.col("args").is_null() | ~pl.col("tv_args_key").fill_null(True)
+    )
+    todo = calls_frame.filter(~settled).select("name", "args", "args_hash").unique()
+    if not todo.height:
+        return calls_frame.drop("tv_args_key")
+    computed = [
+        (calls.operation_key_of(n, a, h), calls.idempotency_key_in(parse_args(a))) for n, a, h in todo.iter_rows()
+    ]
+    todo = todo.with_columns(
+        pl.Series("tv_op_key", [c[0] for c in computed], dtype=pl.Utf8),
         pl.Series("tv_key_in_args", [c[1] for c in computed], dtype=pl.Utf8),
     )
     joined = calls_frame.join(
-        keys, on=["name", "args", "args_hash"], how="left", nulls_equal=True, maintain_order="left"
+        todo, on=["name", "args", "args_hash"], how="left", nulls_equal=True, maintain_order="left"
     )
-    return joined.with_columns(idempotency_key=pl.coalesce("idempotency_key", "tv_key_in_args")).drop("tv_key_in_args")
+    return joined.with_columns(
+        op_key=pl.coalesce("op_key", "tv_op_key"),
+        idempotency_key=pl.coalesce("idempotency_key", "tv_key_in_args"),
+    ).drop("tv_op_key", "tv_key_in_args", "tv_args_key")

@@ -92,7 +92,7 @@ def idempotency_key_in(args: Mapping[str, Any] | None) -> str | None:
 
 def operation_key_of(name: str | None, args_text: str | None, args_hash: str | None) -> str:
     """The operation key of a recorded call: its name and the digest of its arguments, as the writer
-    recorded it (`tool_args_hash`: every writer fills it from the arguments, `lake.normalize`), else as
+    recorded it (`tool_args_hash`: every writer fills it from the arguments, `spans.normalize`), else as
     computed from the recorded arguments (JSON text; rows of lakes written before the digest was filled),
     else `?`. Arguments that are not a JSON object are their own text. The `retries` view follows it."""
     if args_hash:

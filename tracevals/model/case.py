@@ -44,7 +44,7 @@ class Case:
     tool_schemas: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     tool_effects: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     loop_repeats: int = 3  # the same call with the same outcome repeated this often is a loop
-    require_idempotency_key: bool = True
+    require_idempotency_key: bool | None = None  # None: a missing key is a warning; True: a failure
     min_backoff_ms: float = 0.0  # the least wait before retrying a 429 / timeout that named no retry-after
     faults: tuple[dict[str, Any], ...] = ()
     injections: tuple[dict[str, Any], ...] = ()

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tracevals.model.errors import UserError
+
+T = TypeVar("T")
 
 
 class DocumentError(UserError, ValueError):
@@ -50,3 +53,24 @@ def parse_document(text: str, source: str) -> Any:
         context = getattr(exc, "context", None)
         detail = f"{problem} ({context})" if context else problem
         raise DocumentError(f"{source}{where}: not valid YAML: {' '.join(str(detail).split())}") from None
+
+
+def read_items(
+    path: str | os.PathLike[str],
+    what: str,
+    key: str,
+    parse: Callable[[Any, str], T],
+    error: Callable[[str], Exception],
+    items: str | None = None,
+) -> list[T]:
+    """The items of a list document (fault rules, injections): a list, or a mapping with a `key` list,
+    each read by `parse(item, "PATH: KEY[i]")`. Any reading error is raised as `error(message)`, the
+    loader's own one-line error; `items` names the items in it (default: `key`)."""
+    try:
+        doc = read_document(path, what)
+    except DocumentError as exc:
+        raise error(str(exc)) from None
+    found = doc.get(key) if isinstance(doc, Mapping) else doc
+    if not isinstance(found, list):
+        raise error(f"{path}: expected a list of {items or key} (or a mapping with '{key}:')")
+    return [parse(item, f"{path}: {key}[{i}]") for i, item in enumerate(found)]

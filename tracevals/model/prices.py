@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from tracevals.env import PRICES as PRICES_ENV
@@ -83,8 +84,15 @@ def default_prices() -> Prices:
 
 
 def with_defaults(prices: Prices | None) -> Prices:
-    """`prices` over the default table: a config's or case's own prices win."""
-    return {**default_prices(), **dict(prices or {})}
+    """`prices` over the default table: a config's or case's own prices win. Resolved once per distinct
+    table (a batch asks for each case's many times, once per trace): the result is shared, read-only."""
+    own = tuple(sorted((str(model), (float(p[0]), float(p[1]))) for model, p in (prices or {}).items()))
+    return _merged(os.environ.get(PRICES_ENV) or None, own)
+
+
+@lru_cache(maxsize=256)
+def _merged(override: str | None, own: tuple[tuple[str, tuple[float, float]], ...]) -> Prices:
+    return MappingProxyType({**_defaults(override), **dict(own)})
 
 
 def cost(usage: Iterable[Usage], prices: Prices) -> tuple[float, tuple[str | None, ...]]:

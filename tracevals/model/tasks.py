@@ -1,5 +1,6 @@
 """Task cases: load a JSONL task file into `Case` objects, validated by the JSON Schema that ships with
-tracevals (`tracevals/schemas/task_case.schema.json`).
+tracevals (`tracevals/schemas/task_case.schema.json`, assembled from the evaluators' declared options by
+`tracevals.evaluators.options`) plus the options of evaluator plugins (`tracevals.model.options`).
 
 One case a line; blank lines and lines starting with `#` are skipped. A bad file raises `TaskFileError`
 whose message is one line naming the file, the line, the field and what is wrong::
@@ -29,6 +30,7 @@ from jsonschema.exceptions import SchemaError, best_match
 
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.errors import UserError
+from tracevals.model.options import extra_options, options_version
 from tracevals.model.trajectory import HANDOFF_TOOL
 
 SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "task_case.schema.json"
@@ -52,15 +54,35 @@ class TaskFileError(UserError, ValueError):
 
 
 @cache
-def task_case_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of one task case."""
+def shipped_schema() -> dict[str, Any]:
+    """The schema file that ships: the core fields and the built-in evaluators' options."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
 
 
+def task_case_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one task case: the shipped one plus the plugins' options."""
+    extra = extra_options()  # first: discovers the plugins, which may register options
+    return _assembled(options_version(), tuple(sorted(extra)))
+
+
 @cache
+def _assembled(_version: int, _names: tuple[str, ...]) -> dict[str, Any]:
+    """The schema at one state of the options registry (the arguments key the cache)."""
+    schema: dict[str, Any] = json.loads(json.dumps(shipped_schema()))  # a deep copy: the shipped one stays
+    for name, (owner, option) in extra_options().items():
+        schema["properties"][name] = option.property_schema(owner)
+    return schema
+
+
 def _validator() -> Draft202012Validator:
-    return Draft202012Validator(task_case_schema())
+    extra = extra_options()
+    return _validator_at(options_version(), tuple(sorted(extra)))
+
+
+@cache
+def _validator_at(version: int, names: tuple[str, ...]) -> Draft202012Validator:
+    return Draft202012Validator(_assembled(version, names))
 
 
 def load_cases(path: str | os.PathLike[str]) -> list[Case]:
@@ -144,7 +166,7 @@ def build_case(obj: Mapping[str, Any], source: str = "task") -> Case:
         tool_schemas=dict(obj.get("tool_schemas", {})),
         tool_effects=dict(obj.get("tool_effects", {})),
         loop_repeats=retry.get("loop_repeats", 3),
-        require_idempotency_key=retry.get("require_idempotency_key", True),
+        require_idempotency_key=retry.get("require_idempotency_key"),
         min_backoff_ms=float(retry.get("min_backoff_ms", 0)),
         faults=tuple(obj.get("faults", [])),
         injections=tuple(obj.get("injections", [])),

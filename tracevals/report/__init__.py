@@ -59,7 +59,9 @@ def report_format(path: PathArg) -> str:
 
 def report_json(data: ReportData) -> dict[str, Any]:
     """The JSON report of `data` as plain data (what `write_report` writes to a .json file)."""
-    return to_json_dict(data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability))
+    return to_json_dict(
+        data.summaries, data.comparison, data.meta, data.faults, reliability_json(data.reliability), data.outcomes
+    )
 
 
 def write_report(path: PathArg, data: ReportData) -> Path:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracevals.model.case import Case
-from tracevals.model.findings import failure_kinds
+from tracevals.model.findings import SEVERITIES, failure_kinds, score_findings
 from tracevals.model.prices import Prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
@@ -36,13 +36,6 @@ __all__ = ["CallView", "FailedAttempt", "FailureRow", "ReportData", "build_repor
 #: The gallery shows at most this many failed attempts of each failure group (the first ones,
 #: regressions' tasks first); each group states how many it holds.
 GROUP_LIMIT = 12
-
-# The order in which a failed attempt's failures choose its gallery group: a release hazard first, then
-# safety (what the agent did), then correctness (what it answered), then cost.
-_GROUP_ORDER = (
-    "tool_policy", "retry_discipline", "injection", "session_completeness", "task_success", "trajectory_match",
-    "step_budget",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,7 +64,7 @@ class FailedAttempt:
     error: str | None
     hazards: tuple[str, ...]
     kinds: tuple[str, ...] = ()  # every failure of the attempt, "evaluator: kind" (hazards as "hazard: ...")
-    group: str = "failed"  # the gallery group it is shown in: the first of `kinds` by severity
+    group: str = "failed"  # the gallery group it is shown in: the first of `kinds` (the most severe)
     reference_trace: str | None = None  # the trace of `reference`, the passing attempt shown beside it
 
 
@@ -131,16 +124,27 @@ def build_report(
     rules: CategoryRules | None = None,
     environments: Mapping[str, Mapping[str, str | None]] | None = None,
     vary: Sequence[str] = (),
+    baseline_optional: bool = False,
 ) -> ReportData:
     """Compute every figure of a report; raises ValueError when there is no harness attempt.
     `environments` (by trace id, as the `environments` view has them) are summarised per variant and
-    compared between the pair; `vary` names what is under test (expected to differ)."""
+    compared between the pair; `vary` names what is under test (expected to differ). With
+    `baseline_optional` (the gate on day one), a baseline without attempts leaves no comparison
+    instead of an error; the candidate must still have attempts."""
     outs = outcomes(trajectories, scores, models=models, prices=prices, cases=cases, trace_models=trace_models)
     if not outs:
         raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
     summaries = summarize(outs, k=k, z=z, rules=rules)
-    pair = pick_pair(list(summaries), baseline, candidate)
-    for name in pair or ():
+    if baseline_optional and candidate is not None and candidate not in summaries:  # as lake_data words it
+        raise ValueError(f"variant {candidate} not in the selection (variants there: {', '.join(summaries)})")
+    if baseline_optional and candidate is not None and (baseline is None or baseline not in summaries):
+        baseline = None
+        pair: tuple[str, str] | None = None
+        wanted: tuple[str, ...] = (candidate,)
+    else:
+        pair = pick_pair(list(summaries), baseline, candidate)
+        wanted = pair or ()
+    for name in wanted:
         if name not in summaries:
             raise ValueError(f"variant {name!r} has no attempts; variants: {', '.join(summaries)}")
     comparison = compare(summaries[pair[0]], summaries[pair[1]]) if pair else None
@@ -215,14 +219,15 @@ def _gallery(
 
 
 def _kinds(o: Outcome, failing: Sequence[Score]) -> tuple[str, ...]:
-    """Every failure of one attempt, most severe first: its release hazards, then each failed verdict's
-    kinds (`tracevals.model.findings.failure_kinds`) in `_GROUP_ORDER`, then an error it raised."""
-    from tracevals.stats import HAZARD_LABELS
+    """Every failure of one attempt, most severe first: its release hazards, then each failing finding of
+    its failed verdicts as "evaluator: kind" (hazards before failures, else in score order), then an
+    error it raised. Read from the findings alone."""
+    from tracevals.stats import hazard_label
 
-    rank = {name: i for i, name in enumerate(_GROUP_ORDER)}
-    out = [f"hazard: {HAZARD_LABELS.get(h.kind, h.kind)}" for h in o.hazards]
-    for s in sorted(failing, key=lambda s: (rank.get(s.evaluator, len(rank)), s.evaluator)):
-        out += [f"{s.evaluator}: {k}" for k in failure_kinds(s.evaluator, s.details)]
+    out = [f"hazard: {hazard_label(h.kind)}" for h in o.hazards]
+    found = [f for s in failing for f in score_findings(s.evaluator, s.passed, s.reason, s.details) if f.fails]
+    found.sort(key=lambda f: SEVERITIES.index(f.severity))  # stable: score order within a severity
+    out += [f"{f.evaluator}: {f.words}" for f in found]
     if o.error is not None:
         out.append(f"error: {o.error}")
     return tuple(dict.fromkeys(out))
@@ -231,7 +236,7 @@ def _kinds(o: Outcome, failing: Sequence[Score]) -> tuple[str, ...]:
 def _by_evaluator(scores: Sequence[Score], outs: Sequence[Outcome]) -> list[FailureRow]:
     variant_of = {o.trace_id: o.variant for o in outs if o.trace_id}
     return _tally(
-        (variant_of[s.trace_id], s.evaluator, None if s.passed else failure_kinds(s.evaluator, s.details))
+        (variant_of[s.trace_id], s.evaluator, None if s.passed else failure_kinds(s))
         for s in scores
         if s.trace_id in variant_of
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,20 @@ def signed(x: float) -> str:
 def interval(ci: tuple[float, float]) -> str:
     """``[0.138, 0.609]``."""
     return f"[{num(ci[0])}, {num(ci[1])}]"
+
+
+def markdown_cell(text: str) -> str:
+    """`text` as one cell of a Markdown table: a pipe or a line break (a task id, a span value) would
+    otherwise end the cell or the row."""
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def markdown_code(text: str) -> str:
+    """`text` as inline code in a table cell, whatever backticks it holds (a fence one longer than its
+    longest run of them)."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{markdown_cell(text)}{pad}{fence}"
 
 
 def atomic_write(path: PathArg, text: str) -> Path:

@@ -170,7 +170,8 @@ def _details_row(s: VariantSummary) -> list[str]:
         f"{s.errors}/{s.runs}",
         f"{num(s.p50_latency_ms, 0)} / {num(s.p95_latency_ms, 0)} (n={s.latency_n})",
         str(s.tokens),
-        f"{num(s.avg_cost, 6)} (total {num(s.total_cost, 4)})",
+        f"{num(s.avg_cost, 6)} (total {num(s.total_cost, 4)}"
+        + (f"; {s.runs - s.cost_known} of {s.runs} unknown)" if s.cost_known < s.runs else ")"),
         ", ".join(f"{CATEGORY_LABELS[c]} {counts[c]}" for c in CATEGORIES if c in counts),
     ]
 
@@ -318,9 +319,13 @@ def _distributions(data: ReportData) -> str:
     cost: dict[str, list[float]] = {v: [] for v in data.summaries}
     for o in data.outcomes:
         latency[o.variant].append(o.latency_ms)
-        cost[o.variant].append(o.cost)
+        if o.cost is not None:  # an unknown cost (a model without a price) is no point on the axis
+            cost[o.variant].append(o.cost)
     lat_n = "; ".join(f"{s.variant} n = {s.latency_n}" for s in data.summaries.values())
-    cost_n = "; ".join(f"{s.variant} n = {s.runs}" for s in data.summaries.values())
+    cost_n = "; ".join(
+        f"{s.variant} n = {s.cost_known}" + (f" ({s.runs - s.cost_known} unknown)" if s.cost_known < s.runs else "")
+        for s in data.summaries.values()
+    )
     if any(v > 0 for vs in cost.values() for v in vs):
         cost_figure = _figure(
             data, "cost", strip_chart(cost, title="attempt cost", x_label="cost, USD", digits=6), cost_n

@@ -14,9 +14,9 @@ from tracevals.report.html_parts import details, table
 __all__ = ["failure_gallery", "failure_tables", "trace_command"]
 
 
-def trace_command(lake: str | None, trace_id: str) -> str:
+def trace_command(lake_location: str | None, trace_id: str) -> str:
     """The command that shows a trace's steps (a trace id in a report leads somewhere)."""
-    where = f"--lake {lake} " if lake else ""
+    where = f"--lake {lake_location} " if lake_location else ""
     return f"tracevals sql {where}\"select * from steps where trace_id = '{trace_id}' order by step_index\""
 
 
@@ -64,7 +64,7 @@ def failure_gallery(data: ReportData, caption: str) -> str:
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     seen: set[str] = set()
     blocks = []
-    lake = data.meta.get("lake")
+    lake_location = data.meta.get("lake")
     for group, members in ordered:
         per_variant = Counter(f.variant for f in members)
         counts = ", ".join(f"{v} {n}" for v, n in sorted(per_variant.items()))
@@ -72,7 +72,7 @@ def failure_gallery(data: ReportData, caption: str) -> str:
         for f in members[:GROUP_LIMIT]:
             anchor = "" if f.task_id in seen else f' id="task-{escape(f.task_id)}"'
             seen.add(f.task_id)
-            cards.append(_card(f, anchor, lake))
+            cards.append(_card(f, anchor, lake_location))
         more = len(members) - GROUP_LIMIT
         rest = f"<p>… and {more} more attempts of this group (in the lake: the command under each card).</p>"
         summary = (
@@ -90,7 +90,8 @@ def failure_gallery(data: ReportData, caption: str) -> str:
     )
 
 
-def _card(f: FailedAttempt, anchor: str, lake: str | None) -> str:
+def _card(f: FailedAttempt, anchor: str, location: str | None) -> str:
+    command = escape(trace_command(location, f.trace_id))
     hazards = "".join(f'<p class="hazard">⚠ {escape(h)}</p>' for h in f.hazards)
     reasons = "".join(f"<li>{escape(r)}</li>" for r in f.reasons)
     expected = "".join(f"<li>{escape(step)}</li>" for step in f.expected) or "<li><i>no tool call expected</i></li>"
@@ -104,7 +105,7 @@ def _card(f: FailedAttempt, anchor: str, lake: str | None) -> str:
     return (
         f'<article class="failure"{anchor} data-task="{escape(f.task_id)}" data-variant="{escape(f.variant)}">'
         f"<h3>{escape(f.task_id)} · {escape(f.variant)} · attempt {f.attempt}</h3>"
-        f'<p class="reasons">trace {escape(f.trace_id)}: <code class="cmd">{escape(trace_command(lake, f.trace_id))}'
+        f'<p class="reasons">trace {escape(f.trace_id)}: <code class="cmd">{command}'
         f"</code></p>{hazards}{error}{other}"
         f'<div class="sides"><div class="actual"><h4>this attempt</h4><ol>{_calls(f.calls)}</ol></div>'
         f'<div class="expected"><h4>expected (the case)</h4><ol>{expected}</ol>{reference}</div></div>'

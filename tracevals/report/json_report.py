@@ -8,9 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, clean, variant_figures
-from tracevals.stats import Comparison, FaultTally, TaskResult, VariantSummary, confidence_level, pass_hat_k
+from tracevals.stats import (
+    Comparison,
+    FaultTally,
+    Outcome,
+    TaskResult,
+    VariantSummary,
+    confidence_level,
+    pass_hat_k,
+)
 
-__all__ = ["JSON_SCHEMA", "to_json_dict", "write_json", "write_json_doc"]
+__all__ = ["JSON_SCHEMA", "attempt_rows", "to_json_dict", "write_json", "write_json_doc"]
 
 JSON_SCHEMA = "tracevals.report/1"
 Summaries = Mapping[str, VariantSummary]
@@ -22,9 +30,11 @@ def to_json_dict(
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
     reliability: Mapping[str, Any] | None = None,
+    outcomes: Sequence[Outcome] = (),
 ) -> dict[str, Any]:
     """The JSON report as plain data: ``schema``, ``meta``, ``variants`` (by name), ``comparison``,
-    ``fault_outcomes``, ``reliability`` (the three properties, per-step rates, environments)."""
+    ``fault_outcomes``, ``reliability`` (the three properties, per-step rates, environments), ``attempts``
+    (every attempt's verdict, hazards, warnings and its task's category: `attempt_rows`)."""
     doc = {
         "schema": JSON_SCHEMA,
         "meta": dict(meta or {}),
@@ -32,6 +42,7 @@ def to_json_dict(
         "comparison": _comparison_json(comparison) if comparison is not None else None,
         "fault_outcomes": [_fault_json(f) for f in faults],
         "reliability": reliability,
+        "attempts": attempt_rows(outcomes, summaries),
     }
     cleaned: dict[str, Any] = clean(doc)
     return cleaned
@@ -44,15 +55,38 @@ def write_json(
     meta: Mapping[str, Any] | None = None,
     faults: Sequence[FaultTally] = (),
     reliability: Mapping[str, Any] | None = None,
+    outcomes: Sequence[Outcome] = (),
 ) -> Path:
     """Write :func:`to_json_dict` as indented, strict JSON (no NaN); returns the path."""
-    return write_json_doc(path, to_json_dict(summaries, comparison, meta, faults, reliability))
+    return write_json_doc(path, to_json_dict(summaries, comparison, meta, faults, reliability, outcomes))
 
 
 def write_json_doc(path: PathArg, doc: Mapping[str, Any]) -> Path:
     """Write a JSON report document (:func:`to_json_dict`) as indented, strict JSON; returns the path."""
     text = json.dumps(doc, indent=2, allow_nan=False, default=str)
     return atomic_write(path, text + "\n")
+
+
+def attempt_rows(outcomes: Sequence[Outcome], summaries: Summaries) -> list[dict[str, Any]]:
+    """One row per attempt, as every surface states it: passed, the hazards and warnings its findings
+    raised, the findings that failed it ("evaluator: kind"), and its task's release category."""
+    category = {(s.variant, c.task_id): c.category for s in summaries.values() for c in s.categories}
+    return [
+        {
+            "variant": o.variant,
+            "task_id": o.task_id,
+            "attempt": o.attempt,
+            "trace_id": o.trace_id,
+            "passed": o.passed,
+            "error": o.error,
+            "hazards": sorted({h.kind for h in o.hazards}),
+            "warnings": sorted({c.kind for c in o.cautions}),
+            "failed_by": sorted({f"{f.evaluator}: {f.kind}" for f in o.findings if f.fails}),
+            "category": category.get((o.variant, o.task_id)),
+            "cost": o.cost,
+        }
+        for o in sorted(outcomes, key=lambda o: (o.variant, o.task_id, o.attempt))
+    ]
 
 
 def _task_json(t: TaskResult, k: int | None = None) -> dict[str, Any]:
@@ -96,6 +130,7 @@ def _variant_json(s: VariantSummary) -> dict[str, Any]:
         **variant_figures(s),
         "categories": s.category_counts(),
         "hazard_attempts": dict(s.hazard_attempts),
+        "cost_known": s.cost_known,
     }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.report.reliability import Reliability
 from tracevals.report.reliability_view import (
     PROPERTY_COLUMNS,
@@ -117,7 +118,7 @@ def _summary_section(summaries: Summaries) -> list[str]:
             f"{num(s.avg_retries, 2)} (n={s.runs})",
             f"{s.errors}/{s.runs}",
             f"{num(s.p50_latency_ms, 0)} / {num(s.p95_latency_ms, 0)} (n={s.latency_n})",
-            f"{num(s.avg_cost, 4)} (n={s.runs})",
+            _cost(s),
             str(s.tokens),
         ]
         out.append("| " + " | ".join(cells) + " |")
@@ -282,6 +283,7 @@ def _plain(value: Any) -> str:
 _RANK = {name: i for i, name in enumerate(CATEGORY_LABELS)}
 
 
-def _esc(text: str) -> str:
-    # A task id or meta value with a pipe or newline would otherwise break the table layout.
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cost(s: VariantSummary) -> str:
+    """The average cost over the attempts whose cost is known; unknown ones counted, never priced at 0."""
+    unknown = s.runs - s.cost_known
+    return f"{num(s.avg_cost, 4)} (n={s.cost_known}" + (f"; {unknown} unknown)" if unknown else ")")

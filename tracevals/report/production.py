@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, clean, interval, num
+from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.stats.production import GroupRate, ProductionSummary, Rate
 
 __all__ = [
@@ -86,6 +87,21 @@ def production_json(s: ProductionSummary) -> dict[str, Any]:
                 }
                 for w in s.worst_sessions
             ],
+            "hazards": [
+                {
+                    "session_id": h.session_id,
+                    "day": h.day.isoformat(),
+                    "hazard": h.hazard,
+                    "kind": h.kind,
+                    "evaluator": h.evaluator,
+                    "trace_id": h.trace_id,
+                    "detail": h.detail,
+                }
+                for h in s.hazards
+            ],
+            "session_pass_rates": {
+                day.isoformat(): {"passes": r.passes, "n": r.n, "rate": r.rate} for day, r in s.session_rates.items()
+            },
             "failure_kinds": [
                 {
                     "evaluator": k.evaluator,
@@ -124,10 +140,6 @@ def _csv(s: ProductionSummary) -> str:
 
 def _cell(r: Rate | None) -> str:
     return "—" if r is None else f"{num(r.rate)} ({r.passes}/{r.n}) {interval(r.wilson)}"
-
-
-def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_production_markdown(s: ProductionSummary) -> str:

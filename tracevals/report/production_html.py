@@ -156,10 +156,10 @@ def _worst(s: ProductionSummary) -> str:
     groups: dict[str, list[SessionFailure]] = {}
     for w in s.worst_sessions:
         groups.setdefault(w.kinds[0] if w.kinds else "failed", []).append(w)
-    lake = s.meta.get("lake")
+    lake_location = s.meta.get("lake")
     blocks = []
     for kind, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        cards = "".join(_card(w, lake) for w in members[:_WORST_PER_GROUP])
+        cards = "".join(_card(w, lake_location) for w in members[:_WORST_PER_GROUP])
         summary = f'{escape(kind)} <span class="count">— {len(members)} sessions</span>'
         blocks.append(details(summary, cards, data={"group": kind}))
     note = (
@@ -170,9 +170,9 @@ def _worst(s: ProductionSummary) -> str:
     return f'<section id="worst"><h2>Worst sessions</h2><p>{escape(note)}</p>{figure}</section>'
 
 
-def _card(w: SessionFailure, lake: str | None) -> str:
+def _card(w: SessionFailure, location: str | None) -> str:
     reasons = "".join(f"<li>{escape(r)}</li>" for r in w.reasons)
-    commands = "".join(f'<li><code class="cmd">{escape(trace_command(lake, t))}</code></li>' for t in w.traces[:3])
+    commands = "".join(f'<li><code class="cmd">{escape(trace_command(location, t))}</code></li>' for t in w.traces[:3])
     more = f"<li>… {len(w.traces) - 3} more traces</li>" if len(w.traces) > 3 else ""
     return (
         f'<article class="failure" data-session="{escape(w.session_id)}">'

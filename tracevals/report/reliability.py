@@ -73,6 +73,11 @@ def _expected(case: Case | None) -> list[ExpectedStep] | None:
     return out
 
 
+def _skips(case: Case | None) -> bool:
+    """Whether other calls may come between two steps: every match mode but `strict` (trajectory_match's)."""
+    return case is None or case.match_mode != "strict"
+
+
 def _equivalence(cases: Mapping[str, Case], notes: list[str]) -> dict[str, Equivalence]:
     out: dict[str, Equivalence] = {}
     for case_id, case in cases.items():
@@ -139,7 +144,15 @@ def reliability(
         per_task.setdefault((o.variant, o.task_id), []).append(((made_good, folded), o.passed))
         traces.setdefault((o.variant, o.task_id), []).append(o.trace_id)
     props = properties(records, z=z, equivalence=_equivalence(cases, notes))
-    steps = [task_steps(v, tid, attempts, _expected(cases.get(tid))) for (v, tid), attempts in sorted(per_task.items())]
+    steps = [
+        task_steps(v, tid, attempts, _expected(cases.get(tid)), _skips(cases.get(tid)))
+        for (v, tid), attempts in sorted(per_task.items())
+    ]
+    for found in steps:  # a case's compare function that failed: named once, on the cases it touches
+        for error in found.errors:
+            note = f"case {found.task_id}: {error}; its steps' arguments count as not right"
+            if note not in notes:
+                notes.append(note)
     envs: dict[str, EnvSummary] = {}
     comparison = None
     if environments is not None:

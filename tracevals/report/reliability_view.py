@@ -16,7 +16,7 @@ from tracevals.stats.steps import TaskSteps
 __all__ = ["environment_rows", "properties_rows", "reliability_html", "reliability_json", "step_rows"]
 
 PROPERTY_COLUMNS = ["variant", "availability", "correctness", "consistency", "agreement", "flaky", "consistently wrong"]
-STEP_COLUMNS = ["variant", "task", "step", "tool", "reached", "right args", "succeeded", "rate"]
+STEP_COLUMNS = ["variant", "task", "step", "tool", "reached", "called", "right args", "succeeded", "rate"]
 
 
 def _share(count: int, total: int, ci: tuple[float, float]) -> str:
@@ -47,8 +47,8 @@ def step_rows(rel: Reliability, limit: int | None = 10) -> list[list[str]]:
     for variant in rel.properties:
         for t, s in rel.worst_steps(variant, limit or 10**9):
             rows.append(
-                [variant, t.task_id, str(s.index), s.tool, str(s.reached), str(s.right_args), str(s.succeeded),
-                 num(s.rate)]
+                [variant, t.task_id, str(s.index), s.tool, str(s.reached), str(s.called), str(s.right_args),
+                 str(s.succeeded), num(s.rate)]
             )  # fmt: skip
     return rows
 
@@ -231,15 +231,17 @@ def _steps_html(rel: Reliability, caption: Any) -> str:
         table_id="step-products",
     )
     tools = table(
-        ["variant", "tool", "steps", "reached", "right args", "succeeded", "rate"],
-        [[r.variant, r.tool, str(r.steps), str(r.reached), str(r.right_args), str(r.succeeded), num(r.rate)]
-         for r in rel.tools],
+        ["variant", "tool", "steps", "reached", "called", "right args", "succeeded", "rate"],
+        [[r.variant, r.tool, str(r.steps), str(r.reached), str(r.called), str(r.right_args), str(r.succeeded),
+          num(r.rate)] for r in rel.tools],
         table_id="tool-steps",
     )  # fmt: skip
     note = (
-        "<p>A step is reached when every earlier step was done right; its rate is succeeded / reached, so the "
-        "product of a task's step rates is the share of attempts that did every step right, beside the "
-        "end-to-end pass rate. First divergence: where attempts first left the expected (or modal) path.</p>"
+        "<p>A step is reached when every earlier step was done right; called: the call there was of the step's "
+        "tool (else another tool, or none); its rate is succeeded / reached, so the product of a task's step "
+        "rates is the share of attempts that did every step right, beside the end-to-end pass rate. First "
+        "divergence: the step where attempts stopped doing it right (reached minus succeeded), by the same "
+        "reading.</p>"
     )
     n = sum(t.attempts for t in rel.steps)
     more = details("every task: step rates, their product, first divergence", product_table, cls="more") + details(

@@ -2,7 +2,8 @@
 
 Its fields are the policy fields of a task case (`allowed_tools`, `forbidden_actions`, `max_retries`,
 `requires_confirmation`, `budgets`, `tool_schemas`, `tool_effects`, `retry_policy`) plus `prices` and
-`evaluators`; validated by `tracevals/schemas/scoring_config.schema.json`. Traffic that matches no task
+`evaluators`, and the policy options of evaluator plugins (`CaseOption(policy=True)`); validated by
+`tracevals/schemas/scoring_config.schema.json`. Traffic that matches no task
 case is scored against the config's policy; a task case overrides it field by field (object fields
 such as `budgets` key by key). Example::
 
@@ -28,6 +29,7 @@ from referencing import Registry, Resource
 from tracevals.model.case import Case
 from tracevals.model.documents import DocumentError, read_document
 from tracevals.model.errors import UserError
+from tracevals.model.options import extra_options, options_version
 from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
 
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
@@ -85,11 +87,21 @@ def config_schema() -> dict[str, Any]:
     return schema
 
 
-@cache
 def _validator() -> Draft202012Validator:
+    """The config schema, plus the policy options of evaluator plugins (`x-policy` in the case schema)."""
+    extra = extra_options()  # first: discovers the plugins, which may register options
+    return _validator_at(options_version(), tuple(sorted(extra)))
+
+
+@cache
+def _validator_at(_version: int, _names: tuple[str, ...]) -> Draft202012Validator:
     case_schema = task_case_schema()
+    schema = json.loads(json.dumps(config_schema()))
+    for name, (_, option) in extra_options().items():
+        if option.policy:
+            schema["properties"][name] = {"$ref": f"task_case.schema.json#/properties/{name}"}
     registry: Registry[Any] = Registry().with_resource(case_schema["$id"], Resource.from_contents(case_schema))
-    return Draft202012Validator(config_schema(), registry=registry)
+    return Draft202012Validator(schema, registry=registry)
 
 
 def config_from_dict(obj: Any, source: str = "<config>") -> ScoringConfig:

@@ -40,6 +40,7 @@ from tracevals.lake.sampling import bucket
 from tracevals.lake.schema import SCORE_SCHEMA, empty_table
 from tracevals.model.case import Case
 from tracevals.model.errors import UserError
+from tracevals.queries.binding import release, work_table
 from tracevals.queries.groups import components
 from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
 from tracevals.queries.selection import Selection
@@ -78,9 +79,11 @@ def session_keys(rows: pa.Table) -> pa.Table:
         con.execute("SET enable_progress_bar = false")
         pairs = rows.select(["trace_id", "session_id"])
         con.register("tv_pairs", _strings(pairs))
-        con.execute(
-            "CREATE TEMP TABLE tv_keys AS SELECT trace_id, coalesce(max(session_id), trace_id) AS key, "
-            "min(session_id) AS low FROM tv_pairs WHERE trace_id IS NOT NULL GROUP BY trace_id"
+        work_table(
+            con,
+            "tv_keys",
+            "SELECT trace_id, coalesce(max(session_id), trace_id) AS key, "
+            "min(session_id) AS low FROM tv_pairs WHERE trace_id IS NOT NULL GROUP BY trace_id",
         )
         # a trace with several session ids: each of them joined to its key
         edges: list[tuple[str, str]] = con.execute(
@@ -88,7 +91,7 @@ def session_keys(rows: pa.Table) -> pa.Table:
             "WHERE k.low <> k.key AND p.session_id IS NOT NULL"
         ).fetchall()
         # a trace whose own id is some trace's key (or a joined id): joined to its own key
-        con.execute("CREATE TEMP TABLE tv_edges (a VARCHAR, b VARCHAR)")
+        work_table(con, "tv_edges", columns="a VARCHAR, b VARCHAR")
         if edges:
             con.executemany("INSERT INTO tv_edges VALUES (?, ?)", edges)
         edges += con.execute(
@@ -256,12 +259,7 @@ def score_table(scores: pl.DataFrame, scored_at_ns: int | None = None) -> pa.Tab
 def _unrestrict(con: duckdb.DuckDBPyConnection) -> None:
     """Drop what `select_sessions` left on a connection (the temporary tables that shadow `raw_spans` /
     `raw_logs`), so its views read the next `load`'s rows."""
-    statements = []
-    for raw in ("raw_spans", "raw_logs"):
-        statements += [f"DROP VIEW IF EXISTS temp.main.{raw}", f"DROP TABLE IF EXISTS temp.main.tv_{raw}"]
-    for table in ("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked"):
-        statements.append(f"DROP TABLE IF EXISTS temp.main.{table}")
-    con.execute(";".join(statements))
+    release(con)
 
 
 # ---------------------------------------------------------------- which files a job reads (the engines' I/O)

@@ -24,11 +24,12 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
+from tracevals.queries.derived import HourFiles, derived_batch, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
-from tracevals.queries.selection import Selection
-from tracevals.queries.trajectories import READS
+from tracevals.queries.selection import Selection, restrict_to
+from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
-from tracevals.scoring.offline import score_connection
+from tracevals.scoring.offline import combine, score_connection, score_loaded
 from tracevals.scoring.results import ScoringRun, tally
 from tracevals.scoring.store import write_score_frame
 
@@ -66,7 +67,7 @@ class _Scored:
 
 
 # The views a group's connection defines: what `load_batch` and `select_sessions` read.
-GROUP_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
+GROUP_VIEWS = LOADER_VIEWS
 
 
 # DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
@@ -103,24 +104,63 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
 def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     scoring = job.scoring
     whole = scoring.selection is None or scoring.selection == Selection()  # every session: nothing to select
-    read_group(con, plan, group, copy=whole)
+    usable = _usable(plan, group) if whole and not group.crossing else []
+    read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
     try:
-        run = score_connection(
-            con,
-            tasks=scoring.tasks,
-            config=scoring.config,
-            evaluators=job.evaluators,
-            selection=None if whole else scoring.selection,
-            keep_batch=scoring.keep_batch,
-            chunk_sessions=job.chunk_sessions,
-            copy_chunks=False,
-        )
+        derived = _derived_run(con, usable, job) if usable else None
+        rest = restrict_to(con, "tv_rest") if derived is not None else None
+        if derived is not None and rest is not None and not _count(con, "tv_rest"):
+            run = derived  # every session of the group was derived: no view to compute
+        else:
+            run = score_connection(
+                con,
+                tasks=scoring.tasks,
+                config=scoring.config,
+                evaluators=job.evaluators,
+                selection=None if whole else scoring.selection,
+                keep_batch=scoring.keep_batch,
+                chunk_sessions=job.chunk_sessions,
+                copy_chunks=False,
+            )
+            run = run if derived is None else combine([derived, run])
+        if rest is not None:
+            rest.undo()
     finally:
         release_group(con)
     written = write_score_frame(scoring.lake, run.scores) if scoring.write else None
     kept = run.scores if job.keep else None
     roots = run.root_spans if job.keep else {}
     return _Scored(run.traces, run.sessions, tally(run.scores), kept, roots, written, run.batch)
+
+
+def _usable(plan: GroupPlan, group: Group) -> list[HourFiles]:
+    """The derived hours all of whose files `group` reads."""
+    names = set(group.spans) | set(group.logs)
+    return [h for h in plan.derived.values() if set(h.spans) <= names and set(h.logs) <= names]
+
+
+def _derived_run(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> ScoringRun | None:
+    """Score the sessions of the group bound on `con` that lie wholly in one of the closed hours `usable`
+    from their derived frames (`queries.derived`), and leave the others, listed in `tv_rest`, to the views;
+    None when there is no such session."""
+    taken = take_derived(con, usable)
+    if not taken.height:
+        return None
+    scoring = job.scoring
+    batch = derived_batch(scoring.lake, usable, taken)
+    return score_loaded(
+        batch,
+        tasks=scoring.tasks,
+        config=scoring.config,
+        evaluators=job.evaluators,
+        chunk_sessions=job.chunk_sessions,
+        keep_batch=scoring.keep_batch,
+    )
+
+
+def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    [(count,)] = con.execute(f"SELECT count(*) FROM {table}").fetchall()
+    return int(count)
 
 
 def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:

@@ -60,8 +60,12 @@ def load_lake_data(
     cases: Mapping[str, Case] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
     tasks_sha256: str | None = None,
+    config: ScoringConfig | None = None,
 ) -> LakeData:
     """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``.
+
+    `config`: the scoring config `tracevals score --config` takes: attempts scored now are scored with
+    its policy, and its prices (over the lake's, over the defaults) price every attempt, as in `score`.
 
     `cases` None: the cases each selected run kept in the lake (`tracevals run` keeps them), and no case
     for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
@@ -110,7 +114,7 @@ def load_lake_data(
     con.register("_report_traces", _id_table(sorted(kept)))
     scored = {s.trace_id for s in stored}
     own_prices = lake.prices()
-    config = ScoringConfig().with_prices_beneath(own_prices)
+    config = (config or ScoringConfig()).with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
     provenance = _provenance(con, runs, selection)
     provenance.update(
@@ -125,9 +129,9 @@ def load_lake_data(
         cases=len(cases),
         notes=notes,
     )
-    return LakeData(
-        trajectories, stored + computed, provenance, {**default_prices(), **own_prices}, cases, _environments(con)
-    )
+    prices = {**default_prices(), **config.default_case().prices}  # the lake's own beneath the config's
+    judged = {key: config.apply(case) for key, case in cases.items()}  # what the scores judged them by
+    return LakeData(trajectories, stored + computed, provenance, prices, judged, _environments(con))
 
 
 def _environments(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str | None]]:

@@ -51,18 +51,9 @@ from tracevals.queries.live_source import (
     read_recent,
     read_span_files,
 )
+from tracevals.scoring import live_rows
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.job import ScoringJob
-from tracevals.scoring.live_rows import (
-    NO_START,
-    Groups,
-    LiveSession,
-    LiveTrace,
-    Tables,
-    gc_paused,
-    group_logs,
-    group_spans,
-)
 from tracevals.scoring.offline import score_connection
 from tracevals.scoring.results import with_sample
 from tracevals.scoring.store import write_score_frame
@@ -95,26 +86,24 @@ class Follower:
         self.lake = folder
         self.tasks, self.config, self.evaluators = job.tasks, job.config, job.evaluators
         chosen = job.selection
-        sample = (chosen.fraction, chosen.seed) if chosen is not None and chosen.fraction is not None else None
-        write, sinks = job.write, job.sinks
+        self.sample = (chosen.fraction, chosen.seed) if chosen is not None and chosen.fraction is not None else None
         self.idle_s = idle_s
         self.abandon_s = abandon_s if abandon_s is not None else 10 * idle_s
         self.retain_s = retain_s if retain_s is not None else 2 * self.abandon_s
         # how late a session may arrive and still be scored, and how far ahead a client's clock may be: the
         # reader's clock (tracevals.lake.clock), as in every window
-        late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
-        self.late_window_s = late_window_s
-        self.sample, self.write, self.sinks, self.clock = sample, write, list(sinks), clock
+        self.late_window_s = late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
+        self.write, self.sinks, self.clock = job.write, list(job.sinks), clock
         skew = lake_clock.skew_seconds()
         self.files = NewFiles(folder, late_window_s=late_window_s, skew_s=skew)
         self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR, skew_s=skew)
         self.max_file_rows = max_file_rows
-        self.sessions: dict[str, LiveSession] = {}  # in order of last arrival
-        self.traces: dict[str, LiveTrace] = {}
+        self.sessions: dict[str, live_rows.LiveSession] = {}  # in order of last arrival
+        self.traces: dict[str, live_rows.LiveTrace] = {}
         self.evicted: dict[str, float] = {}  # session id -> when its rows were dropped (in that order)
         self._evicted_traces: dict[str, tuple[str, ...]] = {}  # session id -> its traces then
         self._evicted_of: dict[str, str] = {}  # trace id -> its evicted session
-        self._tables = Tables()
+        self._tables = live_rows.Tables()
         self._ready: dict[str, None] = {}  # finished at arrival (end marker and roots)
         self._idle: dict[str, None] = {}  # due, waiting for quiet, in order of last arrival
         self._abandon: dict[str, None] = {}  # due, quiet but a root missing, in order of last arrival
@@ -125,7 +114,7 @@ class Follower:
 
     def poll(self) -> pl.DataFrame:
         """One round: read new span and log files, score the sessions that are due and finished, forget old ones."""
-        with gc_paused():
+        with live_rows.gc_paused():
             return self._round()
 
     def _round(self) -> pl.DataFrame:
@@ -168,7 +157,7 @@ class Follower:
     # --- arrival ------------------------------------------------------------------------------------------
 
     def _ingest(self, spans: pa.Table, logs: pa.Table, now: float, files: set[str]) -> None:
-        span_groups, log_groups = group_spans(spans), group_logs(logs)
+        span_groups, log_groups = live_rows.group_spans(spans), live_rows.group_logs(logs)
         revived = self._revived(span_groups, log_groups)
         if revived:  # late rows of sessions whose rows were dropped: theirs come back from the lake first
             members = pa.array(sorted({t for sid in revived for t in self._evicted_traces[sid]}), pa.string())
@@ -177,7 +166,7 @@ class Follower:
                 self._unevict(sid)
             spans = pa.concat_tables([old_spans, spans], promote_options="default")
             logs = pa.concat_tables([old_logs, logs], promote_options="default")
-            span_groups, log_groups = group_spans(spans), group_logs(logs)
+            span_groups, log_groups = live_rows.group_spans(spans), live_rows.group_logs(logs)
         touched: dict[str, None] = {}
         wanting: list[str] = []  # traces moved into the sample: their earlier rows are read back
         self._add_spans(spans, span_groups, touched, wanting)
@@ -187,12 +176,14 @@ class Follower:
             for tid in wanting:
                 self.traces[tid].partial = False
             old_spans, old_logs = self._reload(ids, files)
-            self._add_spans(old_spans, group_spans(old_spans), touched, [])
-            self._add_logs(old_logs, group_logs(old_logs), touched, [])
+            self._add_spans(old_spans, live_rows.group_spans(old_spans), touched, [])
+            self._add_logs(old_logs, live_rows.group_logs(old_logs), touched, [])
         for sid in touched:
             self._arrived(sid, now)
 
-    def _add_spans(self, spans: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
+    def _add_spans(
+        self, spans: pa.Table, groups: live_rows.Groups, touched: dict[str, None], wanting: list[str]
+    ) -> None:
         if groups.frame.height == 0:
             return
         key = self._tables.add(spans, groups.order)
@@ -204,16 +195,16 @@ class Follower:
             trace = traces.get(tid)
             if trace is None:  # the common case, inline: a new trace
                 named = tid if sid is None else sid
-                rank = None if sid is None else (child, NO_START if start is None else start, span)
-                trace = traces[tid] = LiveTrace(named, rank, rooted, end, [], [])
+                rank = None if sid is None else (child, live_rows.NO_START if start is None else start, span)
+                trace = traces[tid] = live_rows.LiveTrace(named, rank, rooted, end, [], [])
                 session = sessions.get(named)
                 if session is None:
-                    session = sessions[named] = LiveSession({tid}, sampled=self._sampled(named))
+                    session = sessions[named] = live_rows.LiveSession({tid}, sampled=self._sampled(named))
                 else:
                     session.traces.add(tid)
             else:
                 if sid is not None:
-                    rank = (child, NO_START if start is None else start, span)
+                    rank = (child, live_rows.NO_START if start is None else start, span)
                     if trace.rank is None or rank < trace.rank:
                         trace.rank = rank
                         if sid != trace.session:
@@ -229,7 +220,7 @@ class Follower:
                 trace.partial = True
         self._tables.drop_unused(key)
 
-    def _add_logs(self, logs: pa.Table, groups: Groups, touched: dict[str, None], wanting: list[str]) -> None:
+    def _add_logs(self, logs: pa.Table, groups: live_rows.Groups, touched: dict[str, None], wanting: list[str]) -> None:
         if groups.frame.height == 0:
             return
         key = self._tables.add(logs, groups.order)
@@ -237,7 +228,7 @@ class Follower:
         for tid, first, rows in zip(*(groups.column(c) for c in ("trace_id", "first", "rows")), strict=True):
             trace = traces.get(tid)
             if trace is None:  # records before any span of the trace: its own session until a span says
-                trace = traces[tid] = LiveTrace(tid)
+                trace = traces[tid] = live_rows.LiveTrace(tid)
                 self._join(tid, trace, touched)
             touched[trace.session] = None
             if self.sessions[trace.session].sampled:
@@ -247,14 +238,16 @@ class Follower:
                 trace.partial = True
         self._tables.drop_unused(key)
 
-    def _join(self, tid: str, trace: LiveTrace, touched: dict[str, None]) -> None:
+    def _join(self, tid: str, trace: live_rows.LiveTrace, touched: dict[str, None]) -> None:
         session = self.sessions.get(trace.session)
         if session is None:
-            session = self.sessions[trace.session] = LiveSession(sampled=self._sampled(trace.session))
+            session = self.sessions[trace.session] = live_rows.LiveSession(sampled=self._sampled(trace.session))
         session.traces.add(tid)
         touched[trace.session] = None
 
-    def _move(self, tid: str, trace: LiveTrace, sid: str, touched: dict[str, None], wanting: list[str]) -> None:
+    def _move(
+        self, tid: str, trace: live_rows.LiveTrace, sid: str, touched: dict[str, None], wanting: list[str]
+    ) -> None:
         """`trace` belongs to session `sid` now (a span ranked before the one that named its session named it)."""
         old = self.sessions.get(trace.session)
         if old is not None:
@@ -293,7 +286,7 @@ class Follower:
         else:
             self._idle[sid] = None
 
-    def _rooted(self, session: LiveSession) -> bool:
+    def _rooted(self, session: live_rows.LiveSession) -> bool:
         return all(self.traces[t].rooted for t in session.traces)
 
     # --- finishing and scoring -----------------------------------------------------------------------------
@@ -382,7 +375,7 @@ class Follower:
             if self._evicted_of.get(tid) == sid:
                 del self._evicted_of[tid]
 
-    def _revived(self, span_groups: Groups, log_groups: Groups) -> list[str]:
+    def _revived(self, span_groups: live_rows.Groups, log_groups: live_rows.Groups) -> list[str]:
         """The evicted sessions that rows of this round belong to (by trace, or by the session they name)."""
         if not self.evicted:
             return []

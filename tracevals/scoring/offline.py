@@ -30,6 +30,7 @@ from tracevals.model.case import Case
 from tracevals.model.score import SCORE_FRAME_SCHEMA, Score, scores_of
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
+from tracevals.queries.derived import derived_hours
 from tracevals.queries.groups import plan_groups
 from tracevals.queries.selection import Selection, select_sessions, session_chunks
 from tracevals.queries.trajectories import load_batch
@@ -81,6 +82,42 @@ def score_connection(
     return ScoringRun(scores, traces, sessions, root_spans=roots, batch=Batch.concat(kept) if keep_batch else None)
 
 
+def score_loaded(
+    batch: Batch,
+    *,
+    tasks: Sequence[Case] | None,
+    config: ScoringConfig,
+    evaluators: Sequence[Evaluator],
+    chunk_sessions: int = CHUNK_SESSIONS,
+    keep_batch: bool = False,
+) -> ScoringRun:
+    """Score rows for traces already loaded as frames (a closed hour's derived frames, `queries.derived`),
+    `chunk_sessions` whole sessions at a time, as `score_connection` scores what it loads."""
+    sid = pl.coalesce("session_id", "trace_id")
+    sessions = batch.traces.select(sid).n_unique() if len(batch) else 0
+    count = max(1, -(-sessions // max(1, chunk_sessions)))
+    frames: list[pl.DataFrame] = []
+    for chunk in range(count):
+        part = (
+            batch
+            if count == 1
+            else batch.select(batch.traces.filter(sid.hash(7) % count == chunk).get_column("trace_id"))
+        )
+        frames.append(score_batch(attach_cases(part, tasks, config), evaluators))
+    roots = dict(batch.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
+    scores = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
+    return ScoringRun(scores, len(batch), sessions, root_spans=roots, batch=batch if keep_batch else None)
+
+
+def combine(runs: Sequence[ScoringRun]) -> ScoringRun:
+    """Several runs over disjoint sessions as one (their rows, counts, roots and batches together)."""
+    scores = pl.concat([r.scores for r in runs], how="vertical")
+    roots = {k: v for r in runs for k, v in r.root_spans.items()}
+    batches = [r.batch for r in runs if r.batch is not None]
+    batch = Batch.concat(batches) if batches else None
+    return ScoringRun(scores, sum(r.traces for r in runs), sum(r.sessions for r in runs), root_spans=roots, batch=batch)
+
+
 def score_job(job: ScoringJob) -> ScoringRun:
     """The local engine: score the selected sessions of `job.lake`, append the rows to `lake/scores/` (unless
     `job.write` is False), and hand them to each sink (an `EvaluationEmitter`, a printer ...).
@@ -94,6 +131,7 @@ def score_job(job: ScoringJob) -> ScoringRun:
     job = job.priced()
     plan = plan_groups(job.lake, job.lower_bound(), job.max_rows)
     if plan is not None:
+        plan.derived = derived_hours(job.lake)  # closed hours whose sessions are read from their frames
         return score_groups(plan, job)
     # no snapshot (open_lake's default for a small lake): the views must follow `select_sessions`' restriction
     con = open_lake(job.lake, since=job.lower_bound(), materialize=False)

@@ -87,19 +87,16 @@ def _messages(raw: Any, system: Any) -> tuple[Message, ...]:
     return tuple(out)
 
 
-def _tools(raw: Any) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _bad("Input should be a valid list", "tools")
-    specs = []
-    for i, tool in enumerate(raw):
-        if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
-            raise _bad("only custom (client) tools are supported by the simulator", f"tools.{i}")
-        if not isinstance(tool.get("name"), str) or not isinstance(tool.get("input_schema"), Mapping):
-            raise _bad("Field required: name and input_schema", f"tools.{i}")
-        specs.append(ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"]))
-    return tuple(specs)
+def _tools_not_a_list() -> SimulatorError:
+    return _bad("Input should be a valid list", "tools")
+
+
+def _tool(i: int, tool: Any) -> ToolSpec:
+    if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
+        raise _bad("only custom (client) tools are supported by the simulator", f"tools.{i}")
+    if not isinstance(tool.get("name"), str) or not isinstance(tool.get("input_schema"), Mapping):
+        raise _bad("Field required: name and input_schema", f"tools.{i}")
+    return ToolSpec(tool["name"], str(tool.get("description") or ""), tool["input_schema"])
 
 
 def _tool_choice(raw: Any) -> Any:
@@ -127,7 +124,7 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
     return Conversation(
         model=model,
         messages=_messages(data.get("messages"), data.get("system")),
-        tools=_tools(data.get("tools")),
+        tools=ToolSpec.listed(data.get("tools"), _tool, _tools_not_a_list),
         seed=seed,
         tool_choice=_tool_choice(data.get("tool_choice")),
     )

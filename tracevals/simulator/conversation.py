@@ -8,7 +8,7 @@ profiles are written once and never see a provider's JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,18 @@ class ToolSpec:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @staticmethod
+    def listed(
+        raw: Any, read: Callable[[int, Any], ToolSpec], not_a_list: Callable[[], Exception]
+    ) -> tuple[ToolSpec, ...]:
+        """A request's `tools`: none when absent, else each item read by `read(index, item)`, which raises
+        the wire format's own error for an item it cannot read (`not_a_list()` for anything but a list)."""
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            raise not_a_list()
+        return tuple(read(i, tool) for i, tool in enumerate(raw))
 
 
 @dataclass(frozen=True)

@@ -90,23 +90,20 @@ def _message(raw: Any, i: int) -> Message:
     )
 
 
-def _tools(raw: Any) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _bad("Invalid 'tools': expected an array.", "tools")
-    specs = []
-    for i, tool in enumerate(raw):
-        fn = tool.get("function") if isinstance(tool, Mapping) else None
-        if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(fn, Mapping):
-            raise _bad("Invalid tool: expected {'type': 'function', 'function': {...}}.", f"tools[{i}]")
-        if not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise _bad("Missing required parameter: 'function.name'.", f"tools[{i}].function.name")
-        params = fn.get("parameters", {})
-        if not isinstance(params, Mapping):
-            raise _bad("Invalid 'parameters': expected a JSON Schema object.", f"tools[{i}].function.parameters")
-        specs.append(ToolSpec(name=fn["name"], description=str(fn.get("description", "")), parameters=params))
-    return tuple(specs)
+def _tools_not_a_list() -> SimulatorError:
+    return _bad("Invalid 'tools': expected an array.", "tools")
+
+
+def _tool(i: int, tool: Any) -> ToolSpec:
+    fn = tool.get("function") if isinstance(tool, Mapping) else None
+    if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(fn, Mapping):
+        raise _bad("Invalid tool: expected {'type': 'function', 'function': {...}}.", f"tools[{i}]")
+    if not isinstance(fn.get("name"), str) or not fn["name"]:
+        raise _bad("Missing required parameter: 'function.name'.", f"tools[{i}].function.name")
+    params = fn.get("parameters", {})
+    if not isinstance(params, Mapping):
+        raise _bad("Invalid 'parameters': expected a JSON Schema object.", f"tools[{i}].function.parameters")
+    return ToolSpec(name=fn["name"], description=str(fn.get("description", "")), parameters=params)
 
 
 def parse_request(data: Mapping[str, Any]) -> Conversation:
@@ -125,7 +122,7 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
     return Conversation(
         model=model,
         messages=tuple(_message(m, i) for i, m in enumerate(messages)),
-        tools=_tools(data.get("tools")),
+        tools=ToolSpec.listed(data.get("tools"), _tool, _tools_not_a_list),
         seed=seed,
         tool_choice=data.get("tool_choice"),
     )

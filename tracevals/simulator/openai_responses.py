@@ -79,20 +79,17 @@ def _messages(raw: Any, instructions: Any) -> tuple[Message, ...]:
     return tuple(out)
 
 
-def _tools(raw: Any) -> tuple[ToolSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _bad("Invalid 'tools': expected an array.", "tools")
-    specs = []
-    for i, tool in enumerate(raw):
-        if not isinstance(tool, Mapping) or tool.get("type") != "function":
-            raise _bad("Only tools of type 'function' are supported by the simulator.", f"tools[{i}]")
-        if not isinstance(tool.get("name"), str) or not tool["name"]:
-            raise _bad("Missing required parameter: 'name'.", f"tools[{i}].name")
-        params = tool.get("parameters") or {}
-        specs.append(ToolSpec(name=tool["name"], description=str(tool.get("description") or ""), parameters=params))
-    return tuple(specs)
+def _tools_not_a_list() -> SimulatorError:
+    return _bad("Invalid 'tools': expected an array.", "tools")
+
+
+def _tool(i: int, tool: Any) -> ToolSpec:
+    if not isinstance(tool, Mapping) or tool.get("type") != "function":
+        raise _bad("Only tools of type 'function' are supported by the simulator.", f"tools[{i}]")
+    if not isinstance(tool.get("name"), str) or not tool["name"]:
+        raise _bad("Missing required parameter: 'name'.", f"tools[{i}].name")
+    params = tool.get("parameters") or {}
+    return ToolSpec(name=tool["name"], description=str(tool.get("description") or ""), parameters=params)
 
 
 def _tool_choice(raw: Any) -> Any:
@@ -121,7 +118,7 @@ def parse_request(data: Mapping[str, Any]) -> Conversation:
     return Conversation(
         model=model,
         messages=_messages(data.get("input"), data.get("instructions")),
-        tools=_tools(data.get("tools")),
+        tools=ToolSpec.listed(data.get("tools"), _tool, _tools_not_a_list),
         seed=seed,
         tool_choice=_tool_choice(data.get("tool_choice")),
     )

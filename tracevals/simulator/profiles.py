@@ -73,6 +73,7 @@ class ProfileRegistry:
         latency_ms: float = 0.0,
         description: str = "",
     ) -> Profile:
+        """Register a profile: `policy` answers each request (a `Policy` or a plain function)."""
         return self.add(Profile(name, as_policy(policy), seed, latency_ms, description))
 
     def remove(self, name: str) -> None:
@@ -95,33 +96,10 @@ class ProfileRegistry:
             return name in self._profiles
 
 
+# The default registry (the one a server without its own registry uses); its methods, as functions.
 DEFAULT_REGISTRY = ProfileRegistry()
-
-
-def register_profile(
-    name: str,
-    policy: Policy | PolicyFn,
-    *,
-    seed: int = 0,
-    latency_ms: float = 0.0,
-    description: str = "",
-) -> Profile:
-    """Register a profile in the default registry (the one a server without its own registry uses)."""
-    return DEFAULT_REGISTRY.register(name, policy, seed=seed, latency_ms=latency_ms, description=description)
-
-
-def add_profile(profile: Profile) -> Profile:
-    """Register an already built `Profile` in the default registry."""
-    return DEFAULT_REGISTRY.add(profile)
-
-
-def unregister_profile(name: str) -> None:
-    DEFAULT_REGISTRY.remove(name)
-
-
-def get_profile(name: str) -> Profile:
-    return DEFAULT_REGISTRY.get(name)
-
-
-def profile_names() -> list[str]:
-    return DEFAULT_REGISTRY.names()
+register_profile = DEFAULT_REGISTRY.register
+add_profile = DEFAULT_REGISTRY.add  # an already built `Profile`
+unregister_profile = DEFAULT_REGISTRY.remove
+get_profile = DEFAULT_REGISTRY.get
+profile_names = DEFAULT_REGISTRY.names

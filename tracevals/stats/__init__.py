@@ -26,9 +26,11 @@ from tracevals.stats.categories import (
     SILENT_FAILURE,
     UNAUTHORISED_CALL,
     CategoryRules,
+    Caution,
     Hazard,
     TaskCategory,
     categorize,
+    hazard_label,
 )
 from tracevals.stats.compare import ALPHA, Comparison, TaskDelta, compare
 from tracevals.stats.estimators import Z95, confidence_level, pass_at_k, pass_hat_k, percentile, sign_test, wilson
@@ -68,6 +70,7 @@ __all__ = [
     "UNKNOWN",
     "Z95",
     "CategoryRules",
+    "Caution",
     "Comparison",
     "FaultTally",
     "GateCheck",
@@ -83,6 +86,7 @@ __all__ = [
     "compare",
     "confidence_level",
     "fault_outcomes",
+    "hazard_label",
     "pass_at_k",
     "pass_hat_k",
     "percentile",

@@ -19,24 +19,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracevals.model.facets import TraceFacet
-from tracevals.model.findings import failure_kinds
+from tracevals.model.findings import HAZARD, failure_kinds, score_findings
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.stats.estimators import Z95, wilson
-from tracevals.stats.release_gate import GateCheck, GateResult
 
 __all__ = [
     "ALPHA",
     "FailureKind",
     "GroupRate",
     "ProductionSummary",
-    "ProductionThresholds",
     "Rate",
     "SessionFailure",
+    "SessionHazard",
     "ToolFailures",
     "Trend",
     "fell_p_value",
-    "run_production_gate",
     "summarize_production",
 ]
 
@@ -118,6 +116,19 @@ class SessionFailure:
 
 
 @dataclass(frozen=True)
+class SessionHazard:
+    """A hazard one session showed (a finding of severity `hazard` on one of its traces)."""
+
+    session_id: str
+    day: dt.date
+    hazard: str  # the release hazard (`unauthorised_call` ...)
+    kind: str  # the finding kind that raised it
+    evaluator: str
+    trace_id: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class FailureKind:
     evaluator: str
     kind: str
@@ -152,6 +163,8 @@ class ProductionSummary:
     z: float = Z95
     alpha: float = ALPHA
     meta: dict[str, Any] = field(default_factory=dict)
+    hazards: list[SessionHazard] = field(default_factory=list)  # every hazard, by day then session
+    session_rates: dict[dt.date, Rate] = field(default_factory=dict)  # per day: sessions with no failed verdict
 
     def trend(self, evaluator: str) -> Trend | None:
         return next((t for t in self.trends if t.evaluator == evaluator), None)
@@ -217,6 +230,7 @@ def summarize_production(
     by_group_day = rows(lambda svc, day: svc != ALL and day is not None)
     trends = _trends(by_day, days, evaluators, z, alpha)
     sessions = _sessions(verdicts, facets)
+    hazards, session_rates = _session_verdicts(verdicts, facets, z)
     return ProductionSummary(
         evaluators=evaluators,
         days=days,
@@ -234,6 +248,8 @@ def summarize_production(
         z=z,
         alpha=alpha,
         meta=dict(meta or {}),
+        hazards=hazards,
+        session_rates=session_rates,
     )
 
 
@@ -256,6 +272,33 @@ def _trends(
     return out
 
 
+def _session_verdicts(
+    verdicts: Sequence[Score], facets: Mapping[str, TraceFacet], z: float
+) -> tuple[list[SessionHazard], dict[dt.date, Rate]]:
+    """Every session's hazards (read from its findings), and per day (a session's first) the sessions
+    whose every verdict passed, over the sessions with a verdict."""
+    day_of: dict[str, dt.date] = {}
+    for f in sorted(facets.values(), key=lambda f: (f.start_ms, f.trace_id)):
+        day_of.setdefault(f.session_id, f.day)
+    hazards: list[SessionHazard] = []
+    passed: dict[str, bool] = {}
+    for s in verdicts:
+        session = facets[str(s.trace_id)].session_id
+        found = score_findings(s.evaluator, s.passed, s.reason, s.details)
+        passed[session] = passed.get(session, True) and not any(f.fails for f in found)
+        hazards += [
+            SessionHazard(session, day_of[session], f.hazard or f.kind, f.kind, s.evaluator, str(s.trace_id), f.message)
+            for f in found
+            if f.severity == HAZARD
+        ]
+    counts: dict[dt.date, list[int]] = defaultdict(lambda: [0, 0])
+    for session, ok in passed.items():
+        counts[day_of[session]][0] += ok
+        counts[day_of[session]][1] += 1
+    rates = {day: Rate(c[0], c[1], z) for day, c in sorted(counts.items())}
+    return sorted(hazards, key=lambda h: (h.day, h.session_id, h.trace_id)), rates
+
+
 def _sessions(verdicts: Sequence[Score], facets: Mapping[str, TraceFacet]) -> list[SessionFailure]:
     """The sessions with at least one failed verdict, worst first: the most failed verdicts, then the
     most evaluators failed, then the latest, then the id."""
@@ -271,7 +314,7 @@ def _sessions(verdicts: Sequence[Score], facets: Mapping[str, TraceFacet]) -> li
         if not failed:
             continue
         first = min(traces[session_id], key=lambda f: (f.start_ms, f.trace_id))
-        kinds = [f"{s.evaluator}: {k}" for s in failed for k in failure_kinds(s.evaluator, s.details)]
+        kinds = [f"{s.evaluator}: {k}" for s in failed for k in failure_kinds(s)]
         out.append(
             SessionFailure(
                 session_id=session_id,
@@ -300,7 +343,7 @@ def _kinds(
     for s in verdicts:
         if s.passed:
             continue
-        for kind in failure_kinds(s.evaluator, s.details):
+        for kind in failure_kinds(s):
             count[(s.evaluator, kind)] += 1
             where[(s.evaluator, kind)].add(facets[str(s.trace_id)].session_id)
     kinds = [
@@ -330,54 +373,3 @@ def _tools(trajectories: Sequence[Trajectory], facets: Mapping[str, TraceFacet])
         for name in calls
     ]
     return sorted(out, key=lambda t: (-t.failed, -t.calls, t.tool))
-
-
-@dataclass(frozen=True)
-class ProductionThresholds:
-    """What a night must meet, per evaluator (all of them unless `evaluators` names some)."""
-
-    fail_on_significant_fall: bool = True
-    max_drop: float | None = None  # the largest allowed fall of a rate, night vs the days before
-    min_rate: float | None = None  # the lowest allowed rate of the night
-    evaluators: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("max_drop", "min_rate"):
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be between 0 and 1, got {value}")
-
-
-def run_production_gate(summary: ProductionSummary, thresholds: ProductionThresholds) -> GateResult:
-    """Pass or fail the night (the last day of the selection), evaluator by evaluator."""
-    t = thresholds
-    unknown = [e for e in t.evaluators if e not in summary.evaluators]
-    if unknown:
-        raise ValueError(f"evaluator {', '.join(unknown)} scored nothing here; scored: {', '.join(summary.evaluators)}")
-    chosen = list(t.evaluators) or summary.evaluators
-    if not summary.days:
-        raise ValueError("no production session in the selection")
-    night = summary.days[-1]
-    checks: list[GateCheck] = []
-    for e in chosen:
-        trend = summary.trend(e)
-        tonight = next((r.rate for r in summary.by_day if r.evaluator == e and r.day == night), None)
-        if t.fail_on_significant_fall:
-            if trend is None:
-                why = "one day only" if len(summary.days) < 2 else f"no verdict on {night} or before it"
-                checks.append(GateCheck(f"significant_fall:{e}", True, f"{e}: nothing to compare ({why})"))
-            else:
-                checks.append(GateCheck(f"significant_fall:{e}", not trend.significant, trend.statement,
-                                        summary.alpha, trend.p_value))  # fmt: skip
-        if t.max_drop is not None and trend is not None:
-            ok = trend.drop <= t.max_drop
-            msg = f"{e}: fell {trend.drop:+.3f} on {night} ({trend.statement.split('; ')[0]}) vs maximum {t.max_drop:g}"
-            checks.append(GateCheck(f"max_drop:{e}", ok, msg, t.max_drop, trend.drop))
-        if t.min_rate is not None and tonight is not None:
-            ok = tonight.rate >= t.min_rate
-            lo, hi = tonight.wilson
-            measured = f"{tonight.passes}/{tonight.n} = {tonight.rate:.3f} [{lo:.3f}, {hi:.3f}]"
-            msg = f"{e}: {measured} on {night} vs minimum {t.min_rate:g}"
-            checks.append(GateCheck(f"min_rate:{e}", ok, msg, t.min_rate, tonight.rate))
-    before = f"{summary.days[0]}..{summary.days[-2]}" if len(summary.days) > 1 else "none"
-    return GateResult(baseline=f"the days before ({before})", candidate=f"the night of {night}", checks=checks)

@@ -7,8 +7,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
-from tracevals.stats.categories import CATEGORIES, HAZARD_KINDS, CategoryRules, Hazard, TaskCategory, categorize
+from tracevals.stats.categories import (
+    CATEGORIES,
+    HAZARD_KINDS,
+    CategoryRules,
+    Caution,
+    Hazard,
+    TaskCategory,
+    categorize,
+)
 from tracevals.stats.estimators import Z95, check_counts, pass_at_k, pass_hat_k, percentile, wilson
 
 __all__ = ["Outcome", "TaskResult", "VariantSummary", "summarize"]
@@ -22,7 +31,8 @@ class Outcome:
     ``handoff_expected`` is None when no case says whether a hand-off was right. ``hazards`` are the
     reasons the attempt must not ship; ``faults`` pairs each injected fault type it met with what became
     of it (see :mod:`tracevals.stats.faults`); ``risk`` says why the task needs a human's confirmation
-    (None: it does not).
+    (None: it does not); ``cautions`` are its warnings (each caps the task's category); ``cost`` is None
+    when it is unknown (a model without a price); ``findings`` every finding of its scores.
     """
 
     variant: str
@@ -33,7 +43,7 @@ class Outcome:
     retries: int = 0
     handoff: bool = False
     latency_ms: float = math.nan
-    cost: float = 0.0
+    cost: float | None = 0.0
     tokens: int = 0
     error: str | None = None
     trace_id: str | None = None
@@ -41,6 +51,8 @@ class Outcome:
     hazards: tuple[Hazard, ...] = ()
     faults: tuple[tuple[str, str], ...] = ()
     risk: str | None = None
+    cautions: tuple[Caution, ...] = ()
+    findings: tuple[Any, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.first_pass and not self.passed:
@@ -118,6 +130,7 @@ class VariantSummary:
     categories: list[TaskCategory] = field(default_factory=list)
     hazard_attempts: dict[str, int] = field(default_factory=dict)
     total_cost: float = 0.0
+    cost_known: int = 0  # attempts whose cost is known (avg_cost and total_cost are over these)
     worst_tied: tuple[str, ...] = ()  # the other tasks at the worst task's rate, in the same order
 
     @property
@@ -200,7 +213,8 @@ def _summarize_variant(
     at = {j: _task_mean(tasks, j, pass_at_k) for j in range(1, k_cap + 1)}
     categories = [_categorize(t, by_task[t.task_id], rules) for t in tasks]
     worst = _worst(tasks, categories, outs)
-    total_cost = math.fsum(o.cost for o in outs)
+    costs = [o.cost for o in outs if o.cost is not None]
+    total_cost = math.fsum(costs)
     return VariantSummary(
         variant=variant,
         runs=runs,
@@ -225,7 +239,7 @@ def _summarize_variant(
         latency_n=len(latencies),
         p50_latency_ms=percentile(latencies, 0.50),
         p95_latency_ms=percentile(latencies, 0.95),
-        avg_cost=total_cost / runs,
+        avg_cost=total_cost / len(costs) if costs else math.nan,
         tokens=sum(o.tokens for o in outs),
         z=z,
         first_success_wilson=wilson(first_passes, runs, z),
@@ -235,6 +249,7 @@ def _summarize_variant(
         categories=categories,
         hazard_attempts=_hazard_attempts(outs),
         total_cost=total_cost,
+        cost_known=len(costs),
     )
 
 
@@ -252,14 +267,17 @@ def _worst(
 
 
 def _categorize(task: TaskResult, outs: Sequence[Outcome], rules: CategoryRules) -> TaskCategory:
-    hazards = [(o.attempt, o.hazards) for o in sorted(outs, key=lambda o: o.attempt) if o.hazards]
+    ordered = sorted(outs, key=lambda o: o.attempt)
+    hazards = [(o.attempt, o.hazards) for o in ordered if o.hazards]
+    cautions = [(o.attempt, o.cautions) for o in ordered if o.cautions]
     # The first attempt that names a risk speaks for the task: the risk is the task's, not the attempt's.
-    risk = next((o.risk for o in sorted(outs, key=lambda o: o.attempt) if o.risk), None)
-    return categorize(task.task_id, task.n, task.c, hazards, risk, rules)
+    risk = next((o.risk for o in ordered if o.risk), None)
+    return categorize(task.task_id, task.n, task.c, hazards, risk, rules, cautions)
 
 
 def _hazard_attempts(outs: Sequence[Outcome]) -> dict[str, int]:
-    counts = {kind: sum(any(h.kind == kind for h in o.hazards) for o in outs) for kind in HAZARD_KINDS}
+    kinds = [*HAZARD_KINDS, *sorted({h.kind for o in outs for h in o.hazards} - set(HAZARD_KINDS))]
+    counts = {kind: sum(any(h.kind == kind for h in o.hazards) for o in outs) for kind in kinds}
     return {kind: count for kind, count in counts.items() if count}
 
 

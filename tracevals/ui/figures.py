@@ -281,7 +281,8 @@ class Figures:
     def _compute_production(self, since: dt.datetime | None, until: dt.datetime | None) -> ProductionFigures:
         from tracevals.report.production import production_json
         from tracevals.scoring.production_data import load_production_data
-        from tracevals.stats.production import ProductionThresholds, run_production_gate, summarize_production
+        from tracevals.stats.production import summarize_production
+        from tracevals.stats.production_gate import ProductionThresholds, run_production_gate
 
         started = time.perf_counter()
         con = open_lake(self.lake)

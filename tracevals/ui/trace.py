@@ -236,7 +236,12 @@ def _verdicts(
             details = json.loads(s["details"] or "{}")
         except ValueError:
             details = {}
-        found = findings_of(details if isinstance(details, dict) else {})
+        # the findings to show on a step: what went wrong or warns (notes and unknowns stay in the verdict)
+        found = [
+            {**f.to_json(), "problem": f.message}
+            for f in findings_of(details if isinstance(details, dict) else {})
+            if f.severity in ("hazard", "failure", "warning")
+        ]
         for f in found:
             target = by_id.get(str(f.get("span_id") or "")) or _at_call(by_position, f.get("call"))
             item = {"evaluator": s["evaluator"], **f}

@@ -20,57 +20,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+from corpus import INSTRUCTIONS, get_time, get_weather, issue_refund, log, main, otel, turns
 
 _DELEGATE = {"member_id": "billing_agent", "task": "Refund order 42."}
 MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)},
 }
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def get_weather(city: str) -> dict:
-    """Get the current weather for a city."""
-    if city in WEATHER:
-        return dict(WEATHER[city])
-    raise ValueError(f"unknown city: {city}")
-
-
-def get_time(city: str) -> dict:
-    """Get the current local time in a city."""
-    return {"city": city, "time": "14:00"}
-
-
-def issue_refund(order_id: int) -> dict:
-    """Refund an order."""
-    return {"order_id": order_id, "status": "refunded"}
-
-
-def setup_otel() -> Any:
-    from openinference.instrumentation.agno import AgnoInstrumentor
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    AgnoInstrumentor().instrument(tracer_provider=provider)
-    return provider
 
 
 def build(scenario: str) -> Any:
@@ -92,46 +49,37 @@ def build(scenario: str) -> Any:
             name="billing_agent",
             model=model(),
             tools=[issue_refund],
-            instructions="You are the billing agent. Refund orders with issue_refund.",
+            instructions=INSTRUCTIONS["billing_agent"],
         )
         return Team(
             name="triage_agent",
             mode="route",
             model=model(),
             members=[billing],
-            instructions="You are the triage agent. Send billing questions to the billing agent.",
+            instructions=INSTRUCTIONS["triage_agent"],
             session_id=f"corpus-{scenario}",
         )
     return Agent(
         name="weather_agent",
         model=model(),
         tools=[get_weather, get_time],
-        instructions="You are a weather assistant. Use the tools to answer.",
+        instructions=INSTRUCTIONS["weather_agent"],
         db=InMemoryDb(),
         session_id=f"corpus-{scenario}",
         add_history_to_context=True,
     )
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    scenario = argv[0]
+def record(scenario: str) -> None:
     os.environ["AGNO_TELEMETRY"] = "false"  # Agno's own usage telemetry to its service
-    provider = setup_otel()
-    try:
+    with otel() as providers:
+        from openinference.instrumentation.agno import AgnoInstrumentor
+
+        AgnoInstrumentor().instrument(tracer_provider=providers.tracer)
         agent = build(scenario)
-        for turn in SCENARIOS[scenario]["turns"]:
-            result = agent.run(turn["user"])
-            print(f"[{scenario}] {turn['user']!r} -> {result.content!r}", file=sys.stderr)
-    finally:
-        provider.shutdown()
-    return 0
+        for user in turns(scenario):
+            log(scenario, user, agent.run(user).content)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

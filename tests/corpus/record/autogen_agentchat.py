@@ -22,16 +22,10 @@ model context replaces the hand-off's user message by the triage's transfer call
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# Other recorders live beside this file (one is `mcp.py`): keep them from shadowing installed packages.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+from corpus import INSTRUCTIONS, get_time, get_weather, issue_refund, log, main, otel, turns
 
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
@@ -39,51 +33,6 @@ MODES: dict[str, dict[str, str]] = {
     "openai_v2_span_only": {**_LATEST, _CAPTURE: "span_only"},
     "openai_v2_no_content": {**_LATEST, _CAPTURE: "no_content"},
 }
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def get_weather(city: str) -> dict:
-    """Get the current weather for a city."""
-    if city in WEATHER:
-        return dict(WEATHER[city])
-    raise ValueError(f"unknown city: {city}")
-
-
-def get_time(city: str) -> dict:
-    """Get the current local time in a city."""
-    return {"city": city, "time": "14:00"}
-
-
-def issue_refund(order_id: int) -> dict:
-    """Refund an order."""
-    return {"order_id": order_id, "status": "refunded"}
-
-
-def setup_otel() -> tuple[Any, Any]:
-    from opentelemetry import _logs, trace
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(tracer_provider)
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
-    _logs.set_logger_provider(logger_provider)
-    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
-    return tracer_provider, logger_provider
 
 
 def model_client() -> Any:
@@ -142,13 +91,13 @@ async def run_scenario(scenario: str) -> None:
             tools=[issue_refund],
             max_tool_iterations=5,
             reflect_on_tool_use=True,
-            system_message="You are the billing agent. Refund orders with issue_refund.",
+            system_message=INSTRUCTIONS["billing_agent"],
             model_context=handoff_context(triage),
         )
         team = Swarm([triage, billing], termination_condition=TextMessageTermination("billing_agent"))
-        for turn in SCENARIOS[scenario]["turns"]:
-            result = await team.run(task=turn["user"])
-            print(f"[{scenario}] {turn['user']!r} -> {result.messages[-1].to_text()!r}", file=sys.stderr)
+        for user in turns(scenario):
+            result = await team.run(task=user)
+            log(scenario, user, result.messages[-1].to_text())
         return
     agent = AssistantAgent(
         "weather_agent",
@@ -156,29 +105,21 @@ async def run_scenario(scenario: str) -> None:
         tools=[get_weather, get_time],
         max_tool_iterations=5,
         reflect_on_tool_use=True,
-        system_message="You are a weather assistant. Use the tools to answer.",
+        system_message=INSTRUCTIONS["weather_agent"],
     )
-    for turn in SCENARIOS[scenario]["turns"]:
-        result = await agent.run(task=turn["user"])
-        print(f"[{scenario}] {turn['user']!r} -> {result.messages[-1].to_text()!r}", file=sys.stderr)
+    for user in turns(scenario):
+        result = await agent.run(task=user)
+        log(scenario, user, result.messages[-1].to_text())
     await client.close()
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    tracer_provider, logger_provider = setup_otel()
-    try:
-        asyncio.run(run_scenario(argv[0]))
-    finally:
-        tracer_provider.shutdown()
-        logger_provider.shutdown()
-    return 0
+def record(scenario: str) -> None:
+    with otel(logs=True) as providers:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=providers.tracer, logger_provider=providers.logger)
+        asyncio.run(run_scenario(scenario))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

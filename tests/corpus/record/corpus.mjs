@@ -1,9 +1,14 @@
-// What every JavaScript recorder shares: the scenarios, the three tools of scenarios.json's `_tools`, the
-// command line run.py speaks (`--modes`, `--scenarios`, `<scenario>`) and, for the stacks that export
-// through the plain OpenTelemetry SDK, its setup. run.py copies this file beside each recorder, into the
-// recorder's own npm environment, so the imports below resolve from that environment's node_modules.
+// What every JavaScript recorder shares (corpus.py is the Python side): the scenarios, the three tools of
+// scenarios.json's `_tools` (with their zod input schemas, for the stack to wrap in its own tool type), the
+// command line run.py speaks (`--modes`, `--scenarios`, `<scenario>`) and the two ways the stacks export: the
+// plain OpenTelemetry SDK and OpenLLMetry's `traceloop.initialize()`. run.py copies this file beside each
+// recorder, into the recorder's own npm environment, so the imports below resolve from that environment's
+// node_modules (every one has zod).
 
 import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+export const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
 
 const WEATHER = {
   Paris: { city: "Paris", forecast: "sunny", temp_c: 21 },
@@ -12,16 +17,16 @@ const WEATHER = {
 };
 
 // JavaScript has no ValueError: the unknown city is a plain Error, as a JavaScript tool would throw it.
-export function getWeather({ city }) {
+function getWeather({ city }) {
   if (!(city in WEATHER)) throw new Error(`unknown city: ${city}`);
   return { ...WEATHER[city] };
 }
 
-export function getTime({ city }) {
+function getTime({ city }) {
   return { city, time: "14:00" };
 }
 
-export function issueRefund({ order_id }) {
+function issueRefund({ order_id }) {
   return { order_id, status: "refunded" };
 }
 
@@ -30,6 +35,18 @@ export const DESCRIPTIONS = {
   get_time: "Get the local time in a city.",
   issue_refund: "Refund an order.",
   transfer_to_billing_agent: "Hand the conversation to the billing agent, which handles refunds.",
+};
+
+const city = z.object({ city: z.string() });
+/** The tools by name: `{description, inputSchema, execute}`, for each stack to wrap in its own tool type. */
+export const TOOLS = {
+  get_weather: { description: DESCRIPTIONS.get_weather, inputSchema: city, execute: getWeather },
+  get_time: { description: DESCRIPTIONS.get_time, inputSchema: city, execute: getTime },
+  issue_refund: {
+    description: DESCRIPTIONS.issue_refund,
+    inputSchema: z.object({ order_id: z.number().int() }),
+    execute: issueRefund,
+  },
 };
 
 export const INSTRUCTIONS = {
@@ -41,7 +58,7 @@ export const INSTRUCTIONS = {
 export const TRANSFERRED = "Transferred to billing_agent.";
 
 /** `--modes` / `--scenarios` print and exit; otherwise the scenario named on the command line. */
-export function cli(modes, scenarios) {
+export function cli(modes, scenarios = SCENARIOS) {
   const arg = process.argv[2];
   if (arg === "--modes") {
     console.log(JSON.stringify(modes));
@@ -81,4 +98,22 @@ export async function startTracing({ json = false, instrumentations = [] } = {})
   });
   sdk.start();
   return sdk;
+}
+
+/**
+ * OpenLLMetry JS: `traceloop.initialize()` (the `@traceloop/node-server-sdk` module, imported by the recorder
+ * before its framework) sets up its own Node SDK with an OTLP/HTTP protobuf exporter to `baseUrl` (here
+ * OTEL_EXPORTER_OTLP_ENDPOINT; no API key, no prompt-registry sync); `appName` is the service name. Its NodeSDK
+ * runs every resource detector (host id, process command line ...): a recording holds no machine names or paths,
+ * so only the environment's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES). Returns what to shut down (a flush).
+ */
+export function startTraceloop(traceloop) {
+  process.env.OTEL_NODE_RESOURCE_DETECTORS = "env";
+  traceloop.initialize({
+    appName: env("OTEL_SERVICE_NAME"),
+    baseUrl: env("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    traceloopSyncEnabled: false,
+    silenceInitializationMessage: true,
+  });
+  return { shutdown: () => traceloop.forceFlush() };
 }

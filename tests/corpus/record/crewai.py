@@ -24,14 +24,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
-from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+from corpus import TOOLS, log, main, otel, turns
 
 _DELEGATE = {
     "task": "Refund order 42.",
@@ -42,62 +36,17 @@ MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)},
 }
 
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def setup_otel() -> Any:
-    from openinference.instrumentation.crewai import CrewAIInstrumentor
-    from openinference.instrumentation.openai import OpenAIInstrumentor
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    CrewAIInstrumentor().instrument(tracer_provider=provider)
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
-    return provider
-
-
-def build_tools() -> dict[str, Any]:
-    from crewai.tools import tool
-
-    @tool("get_weather")
-    def get_weather(city: str) -> dict:
-        """Get the current weather for a city."""
-        if city in WEATHER:
-            return dict(WEATHER[city])
-        raise ValueError(f"unknown city: {city}")
-
-    @tool("get_time")
-    def get_time(city: str) -> dict:
-        """Get the current local time in a city."""
-        return {"city": city, "time": "14:00"}
-
-    @tool("issue_refund")
-    def issue_refund(order_id: int) -> dict:
-        """Refund an order."""
-        return {"order_id": order_id, "status": "refunded"}
-
-    return {"get_weather": get_weather, "get_time": get_time, "issue_refund": issue_refund}
-
 
 def run_scenario(scenario: str) -> None:
     from crewai import LLM, Agent, Crew, Task
+    from crewai.tools import tool
 
     llm = LLM(
         model=f"openai/{os.environ['CORPUS_MODEL']}",
         base_url=os.environ["OPENAI_BASE_URL"],
         api_key=os.environ.get("OPENAI_API_KEY", "sim"),
     )
-    tools = build_tools()
+    tools = {name: tool(name)(function) for name, function in TOOLS.items()}
     if scenario == "handoff":
         billing = Agent(
             role="billing_agent",
@@ -126,28 +75,22 @@ def run_scenario(scenario: str) -> None:
                 allow_delegation=False,
             )
         ]
-    for turn in SCENARIOS[scenario]["turns"]:
-        task = Task(description=turn["user"], expected_output="A short answer.", agent=agents[0])
-        result = Crew(agents=agents, tasks=[task]).kickoff()
-        print(f"[{scenario}] {turn['user']!r} -> {result.raw!r}", file=sys.stderr)
+    for user in turns(scenario):
+        task = Task(description=user, expected_output="A short answer.", agent=agents[0])
+        log(scenario, user, Crew(agents=agents, tasks=[task]).kickoff().raw)
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
+def record(scenario: str) -> None:
     os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"  # CrewAI's own telemetry to its service
     os.environ["CREWAI_TRACING_ENABLED"] = "false"  # and its own tracing platform
-    provider = setup_otel()
-    try:
-        run_scenario(argv[0])
-    finally:
-        provider.shutdown()
-    return 0
+    with otel() as providers:
+        from openinference.instrumentation.crewai import CrewAIInstrumentor
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+
+        CrewAIInstrumentor().instrument(tracer_provider=providers.tracer)
+        OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
+        run_scenario(scenario)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

@@ -31,10 +31,10 @@ Every user turn of a scenario runs in one ADK session (InMemoryRunner, same user
 """
 
 import asyncio
-import json
 import os
-import sys
-from pathlib import Path
+from typing import Any
+
+from corpus import INSTRUCTIONS, described, get_time, get_weather, issue_refund, log, main, otel, turns
 
 MODES = {
     # ADK's defaults: schema v2 (OTel GenAI semconv aligned, experimental GenAI semconv), content env unset
@@ -46,67 +46,17 @@ MODES = {
     # the legacy format with ADK's span-content knob off
     "legacy_no_content": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1", "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"},
 }
-SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"]
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
 
 
-def get_weather(city: str) -> dict:
-    """Get the current weather for a city."""
-    if city not in WEATHER:
-        raise ValueError(f"unknown city: {city}")
-    return dict(WEATHER[city])
-
-
-def get_time(city: str) -> dict:
-    """Get the local time in a city."""
-    return {"city": city, "time": "14:00"}
-
-
-def issue_refund(order_id: int) -> dict:
-    """Refund an order."""
-    return {"order_id": order_id, "status": "refunded"}
-
-
-def main() -> int:
-    if sys.argv[1:] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if sys.argv[1:] == ["--scenarios"]:
-        print(json.dumps(SCENARIOS))
-        return 0
-    scenario_name = sys.argv[1]
-    scenario = json.loads((HERE / "scenarios.json").read_text())[scenario_name]
-
+def record(scenario_name: str) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: no fetch of litellm's price list
-    from opentelemetry import _logs, trace
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    with otel(logs=True):  # installed globally before ADK is imported
+        asyncio.run(run(scenario_name, build(scenario_name)))
 
-    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_ENDPOINT
-    trace.set_tracer_provider(provider)
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
-    _logs.set_logger_provider(logger_provider)
 
+def build(scenario_name: str) -> Any:
     from google.adk.agents import LlmAgent
     from google.adk.models.lite_llm import LiteLlm
-    from google.adk.runners import InMemoryRunner
-    from google.genai import types
 
     model = LiteLlm(
         model="openai/" + os.environ["CORPUS_MODEL"],
@@ -148,52 +98,46 @@ def main() -> int:
         llm_request.contents = contents
         return None
 
+    def agent(name: str, description: str, **options: object) -> LlmAgent:
+        return LlmAgent(name=name, model=model, description=description, instruction=INSTRUCTIONS[name], **options)
+
     if scenario_name == "handoff":
-        billing_agent = LlmAgent(
-            name="billing_agent",
-            model=model,
-            description="Handles billing questions and refunds.",
-            instruction="You are the billing agent. Refund orders with issue_refund.",
-            tools=[issue_refund],
+        billing_agent = agent(
+            "billing_agent",
+            "Handles billing questions and refunds.",
+            tools=[described(issue_refund, resolved=True)],
             before_model_callback=unquote_the_transfer,
         )
-        agent = LlmAgent(
-            name="triage_agent",
-            model=model,
-            description="Routes the user to the right agent.",
-            instruction="You are the triage agent. Send billing questions to the billing agent.",
+        return agent(
+            "triage_agent",
+            "Routes the user to the right agent.",
             sub_agents=[billing_agent],
             before_tool_callback=name_the_sub_agent,
         )
-    else:
-        agent = LlmAgent(
-            name="weather_agent",
-            model=model,
-            description="Answers questions about the weather.",
-            instruction="You are a weather assistant. Use the tools to answer.",
-            tools=[get_weather, get_time],
-            on_tool_error_callback=on_tool_error,
-        )
+    local_time = described(get_time, "Get the local time in a city.", resolved=True)
+    return agent(
+        "weather_agent",
+        "Answers questions about the weather.",
+        tools=[described(get_weather, resolved=True), local_time],
+        on_tool_error_callback=on_tool_error,
+    )
 
-    async def run() -> None:
-        runner = InMemoryRunner(agent=agent, app_name="corpus")
-        session = await runner.session_service.create_session(app_name="corpus", user_id="user")
-        for turn in scenario["turns"]:
-            message = types.Content(role="user", parts=[types.Part(text=turn["user"])])
-            final = None
-            async for event in runner.run_async(user_id="user", session_id=session.id, new_message=message):
-                if event.is_final_response() and event.content and event.content.parts:
-                    final = "".join(p.text or "" for p in event.content.parts)
-            print(f"[{scenario_name}] {turn['user']!r} -> {final!r}", file=sys.stderr)
-        await runner.close()
 
-    try:
-        asyncio.run(run())
-    finally:
-        provider.shutdown()  # flushes the batch processors
-        logger_provider.shutdown()
-    return 0
+async def run(scenario_name: str, agent: Any) -> None:
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    runner = InMemoryRunner(agent=agent, app_name="corpus")
+    session = await runner.session_service.create_session(app_name="corpus", user_id="user")
+    for user in turns(scenario_name):
+        message = types.Content(role="user", parts=[types.Part(text=user)])
+        final = None
+        async for event in runner.run_async(user_id="user", session_id=session.id, new_message=message):
+            if event.is_final_response() and event.content and event.content.parts:
+                final = "".join(p.text or "" for p in event.content.parts)
+        log(scenario_name, user, final)
+    await runner.close()
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(MODES, record))

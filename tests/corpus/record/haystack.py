@@ -20,62 +20,15 @@ the agent's State) runs billing_agent on that conversation plus its own result, 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+from corpus import INSTRUCTIONS, TRANSFERRED, get_time, get_weather, issue_refund, log, main, otel, turns
 
 MODES: dict[str, dict[str, str]] = {
     "content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "true"},
     "no_content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "false"},
 }
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def get_weather(city: str) -> dict:
-    """Get the current weather for a city."""
-    if city in WEATHER:
-        return dict(WEATHER[city])
-    raise ValueError(f"unknown city: {city}")
-
-
-def get_time(city: str) -> dict:
-    """Get the current local time in a city."""
-    return {"city": city, "time": "14:00"}
-
-
-def issue_refund(order_id: int) -> dict:
-    """Refund an order."""
-    return {"order_id": order_id, "status": "refunded"}
-
-
-def setup_otel() -> Any:
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-
-    from haystack import tracing
-    from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
-
-    tracing.enable_tracing(OpenTelemetryTracer(trace.get_tracer("haystack")))
-    return provider
 
 
 def tool(function: Any, **kwargs: Any) -> Any:
@@ -102,19 +55,19 @@ def build(scenario: str) -> Any:
         return Agent(
             chat_generator=generator(),
             tools=[tool(get_weather), tool(get_time)],
-            system_prompt="You are a weather assistant. Use the tools to answer.",
+            system_prompt=INSTRUCTIONS["weather_agent"],
         )
     billing = Agent(
         chat_generator=generator(),
         tools=[tool(issue_refund)],
-        system_prompt="You are the billing agent. Refund orders with issue_refund.",
+        system_prompt=INSTRUCTIONS["billing_agent"],
     )
 
     def transfer_to_billing_agent(messages: list) -> str:
         """Hand the conversation to the billing agent, which handles refunds."""
         call = next(c for c in reversed(messages[-1].tool_calls) if c.tool_name == "transfer_to_billing_agent")
         history = [m for m in messages if not m.is_from("system")]
-        history.append(ChatMessage.from_tool("Transferred to billing_agent.", origin=ToolCall(**call.to_dict())))
+        history.append(ChatMessage.from_tool(TRANSFERRED, origin=ToolCall(**call.to_dict())))
         result = billing.run(messages=history)
         return result["last_message"].text or ""
 
@@ -128,7 +81,7 @@ def build(scenario: str) -> Any:
     return Agent(
         chat_generator=generator(),
         tools=[transfer],
-        system_prompt="You are the triage agent. Send billing questions to the billing agent.",
+        system_prompt=INSTRUCTIONS["triage_agent"],
         exit_conditions=["transfer_to_billing_agent"],
     )
 
@@ -138,28 +91,22 @@ def run_scenario(scenario: str) -> None:
 
     agent = build(scenario)
     history: list[Any] = []
-    for turn in SCENARIOS[scenario]["turns"]:
-        result = agent.run(messages=[*history, ChatMessage.from_user(turn["user"])])
+    for user in turns(scenario):
+        result = agent.run(messages=[*history, ChatMessage.from_user(user)])
         history = [m for m in result["messages"] if not m.is_from("system")]
         last = result["last_message"]  # the transfer tool's message when the triage run exits through it
-        answer = last.text if last.text is not None else last.tool_call_result.result
-        print(f"[{scenario}] {turn['user']!r} -> {answer!r}", file=sys.stderr)
+        log(scenario, user, last.text if last.text is not None else last.tool_call_result.result)
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    provider = setup_otel()
-    try:
-        run_scenario(argv[0])
-    finally:
-        provider.shutdown()
-    return 0
+def record(scenario: str) -> None:
+    with otel():
+        from haystack import tracing
+        from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
+        from opentelemetry import trace
+
+        tracing.enable_tracing(OpenTelemetryTracer(trace.get_tracer("haystack")))
+        run_scenario(scenario)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

@@ -12,10 +12,13 @@ import { MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/l
 import { createHandoffTool } from "@langchain/langgraph-supervisor";
 import { ChatOpenAI } from "@langchain/openai";
 import { createAgent } from "langchain";
-import { z } from "zod";
-import { DESCRIPTIONS, env, getTime, getWeather, INSTRUCTIONS, issueRefund, log } from "./corpus.mjs";
+import { env, INSTRUCTIONS, log, TOOLS } from "./corpus.mjs";
 
-export const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
+const tools = (...names) =>
+  names.map((n) => {
+    const { description, inputSchema, execute } = TOOLS[n];
+    return tool(execute, { name: n, description, schema: inputSchema });
+  });
 
 function build(name) {
   const model = new ChatOpenAI({
@@ -23,15 +26,11 @@ function build(name) {
     apiKey: env("OPENAI_API_KEY", "sim"),
     configuration: { baseURL: env("OPENAI_BASE_URL") },
   });
-  const city = z.object({ city: z.string() });
   const checkpointer = new MemorySaver();
   if (name !== "handoff") {
     return createAgent({
       model,
-      tools: [
-        tool(getWeather, { name: "get_weather", description: DESCRIPTIONS.get_weather, schema: city }),
-        tool(getTime, { name: "get_time", description: DESCRIPTIONS.get_time, schema: city }),
-      ],
+      tools: tools("get_weather", "get_time"),
       systemPrompt: INSTRUCTIONS.weather_agent,
       name: "weather_agent",
       checkpointer,
@@ -45,13 +44,7 @@ function build(name) {
   });
   const billing = createAgent({
     model,
-    tools: [
-      tool(issueRefund, {
-        name: "issue_refund",
-        description: DESCRIPTIONS.issue_refund,
-        schema: z.object({ order_id: z.number().int() }),
-      }),
-    ],
+    tools: tools("issue_refund"),
     systemPrompt: INSTRUCTIONS.billing_agent,
     name: "billing_agent",
   });

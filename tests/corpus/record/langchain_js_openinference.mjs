@@ -13,13 +13,13 @@
 import { LangChainInstrumentation } from "@arizeai/openinference-instrumentation-langchain";
 import * as CallbackManagerModule from "@langchain/core/callbacks/manager";
 import { cli, env, startTracing } from "./corpus.mjs";
-import { runScenario, SCENARIOS } from "./langchain_js.mjs";
+import { runScenario } from "./langchain_js.mjs";
 
 const MODES = {
   default: { CORPUS_OI_HIDE: "0" },
   hidden: { CORPUS_OI_HIDE: "1" },
 };
-const { name, scenario } = cli(MODES, SCENARIOS);
+const { name, scenario } = cli(MODES);
 const sdk = await startTracing({ json: true });
 // OPENINFERENCE_HIDE_* variables are read only when a traceConfig object is given (openinference-core 2.7.1
 // returns its defaults for none), so the hidden mode passes the options themselves.

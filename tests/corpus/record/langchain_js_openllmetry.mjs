@@ -5,33 +5,24 @@
 //   node langchain_js_openllmetry.mjs --scenarios    # the scenarios it runs
 //   node langchain_js_openllmetry.mjs <scenario>     # run one (see run.py)
 //
-// `traceloop.initialize()` sets up its own OpenTelemetry Node SDK with an OTLP/HTTP protobuf exporter to
-// `baseUrl` (here OTEL_EXPORTER_OTLP_ENDPOINT, no API key, no prompt-registry sync) and always enables its
-// LangChain instrumentation (it patches @langchain/core's callback manager, ESM included); `appName` is the
-// service name. Like the Python `langgraph_openllmetry` recorder, the session
+// `traceloop.initialize()` (corpus.mjs's startTraceloop) sets up its own OpenTelemetry Node SDK with an OTLP/HTTP
+// protobuf exporter to OTEL_EXPORTER_OTLP_ENDPOINT and always enables its LangChain instrumentation (it patches
+// @langchain/core's callback manager, ESM included). Like the Python `langgraph_openllmetry` recorder, the session
 // is only the checkpointer thread (LangGraph's `thread_id` run metadata).
 
 import * as traceloop from "@traceloop/node-server-sdk";
-import { cli, env } from "./corpus.mjs";
-import { runScenario, SCENARIOS } from "./langchain_js.mjs";
+import { cli, startTraceloop } from "./corpus.mjs";
+import { runScenario } from "./langchain_js.mjs";
 
 // One mode: `traceContent: false` (or TRACELOOP_TRACE_CONTENT=false) does not reach the LangChain instrumentation
 // in 0.27.0 (initialize() turns content off for the other instrumentations only), so a content-off recording
 // would hold the same content as this one.
 const MODES = { default: {} };
-const { name, scenario } = cli(MODES, SCENARIOS);
-// Traceloop's NodeSDK runs every resource detector (host id, process command line ...): a recording holds no
-// machine names or paths, so only the environment's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
-process.env.OTEL_NODE_RESOURCE_DETECTORS = "env";
-traceloop.initialize({
-  appName: env("OTEL_SERVICE_NAME"),
-  baseUrl: env("OTEL_EXPORTER_OTLP_ENDPOINT"),
-  traceloopSyncEnabled: false,
-  silenceInitializationMessage: true,
-});
+const { name, scenario } = cli(MODES);
+const tracing = startTraceloop(traceloop);
 
 try {
   await runScenario(name, scenario);
 } finally {
-  await traceloop.forceFlush();
+  await tracing.shutdown();
 }

@@ -22,66 +22,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# Other recorders live beside this file (one is `mcp.py`): keep them from shadowing installed packages.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
+from corpus import INSTRUCTIONS, OPENINFERENCE_HIDDEN, get_time, get_weather, issue_refund, log, main, otel, turns
 
 _HANDOFF = {"CORPUS_HANDOFF_ARGUMENTS": json.dumps({"to_agent": "billing_agent", "reason": "a refund"})}
-_HIDE = {
-    "OPENINFERENCE_HIDE_INPUTS": "true",
-    "OPENINFERENCE_HIDE_OUTPUTS": "true",
-    "OPENINFERENCE_HIDE_INPUT_MESSAGES": "true",
-    "OPENINFERENCE_HIDE_OUTPUT_MESSAGES": "true",
-    "OPENINFERENCE_HIDE_INPUT_TEXT": "true",
-    "OPENINFERENCE_HIDE_OUTPUT_TEXT": "true",
-}
 MODES: dict[str, dict[str, str]] = {
     "openinference": {**_HANDOFF},
-    "openinference_hidden": {**_HANDOFF, **_HIDE},
+    "openinference_hidden": {**_HANDOFF, **OPENINFERENCE_HIDDEN},
 }
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def get_weather(city: str) -> dict:
-    """Get the current weather for a city."""
-    if city in WEATHER:
-        return dict(WEATHER[city])
-    raise ValueError(f"unknown city: {city}")
-
-
-def get_time(city: str) -> dict:
-    """Get the current local time in a city."""
-    return {"city": city, "time": "14:00"}
-
-
-def issue_refund(order_id: int) -> dict:
-    """Refund an order."""
-    return {"order_id": order_id, "status": "refunded"}
-
-
-def setup_otel() -> Any:
-    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    LlamaIndexInstrumentor().instrument(tracer_provider=provider)
-    return provider
 
 
 def build(scenario: str) -> Any:
@@ -110,7 +59,7 @@ def build(scenario: str) -> Any:
         billing = FunctionAgent(
             name="billing_agent",
             description="Handles refunds.",
-            system_prompt="You are the billing agent. Refund orders with issue_refund.",
+            system_prompt=INSTRUCTIONS["billing_agent"],
             llm=llm,
             tools=[issue_refund],
         )
@@ -118,7 +67,7 @@ def build(scenario: str) -> Any:
     return FunctionAgent(
         name="weather_agent",
         description="Answers questions about the weather.",
-        system_prompt="You are a weather assistant. Use the tools to answer.",
+        system_prompt=INSTRUCTIONS["weather_agent"],
         llm=llm,
         tools=[get_weather, get_time],
     )
@@ -131,25 +80,18 @@ async def run_scenario(scenario: str) -> None:
     agent = build(scenario)
     memory = ChatMemoryBuffer.from_defaults()  # the conversation across turns (LlamaIndex's default memory class)
     with using_session(f"corpus-{scenario}"):
-        for turn in SCENARIOS[scenario]["turns"]:
-            result = await agent.run(user_msg=turn["user"], memory=memory)
-            print(f"[{scenario}] {turn['user']!r} -> {str(result)!r}", file=sys.stderr)
+        for user in turns(scenario):
+            result = await agent.run(user_msg=user, memory=memory)
+            log(scenario, user, str(result))
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    provider = setup_otel()
-    try:
-        asyncio.run(run_scenario(argv[0]))
-    finally:
-        provider.shutdown()
-    return 0
+def record(scenario: str) -> None:
+    with otel() as providers:
+        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+        LlamaIndexInstrumentor().instrument(tracer_provider=providers.tracer)
+        asyncio.run(run_scenario(scenario))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

@@ -32,24 +32,13 @@ import { Memory } from "@mastra/memory";
 import { Observability } from "@mastra/observability";
 import { OtelExporter } from "@mastra/otel-exporter";
 import { z } from "zod";
-import {
-  cli,
-  DESCRIPTIONS,
-  env,
-  getTime,
-  getWeather,
-  INSTRUCTIONS,
-  issueRefund,
-  log,
-  TRANSFERRED,
-} from "./corpus.mjs";
+import { cli, DESCRIPTIONS, env, INSTRUCTIONS, log, TOOLS, TRANSFERRED } from "./corpus.mjs";
 
 const MODES = {
   default: { MASTRA_HIDE: "0" },
   hidden: { MASTRA_HIDE: "1" },
 };
-const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
-const { name, scenario } = cli(MODES, SCENARIOS);
+const { name, scenario } = cli(MODES);
 process.env.MASTRA_TELEMETRY_DISABLED = "true"; // Mastra's own usage analytics (PostHog), not the traces
 const hide = env("MASTRA_HIDE", "0") === "1";
 
@@ -70,27 +59,12 @@ const memory = new Memory({ storage: new InMemoryStore() });
 const thread = randomUUID();
 const tracingOptions = hide ? { hideInput: true, hideOutput: true } : {};
 
-const city = z.object({ city: z.string() });
-const tools = {
-  get_weather: createTool({
-    id: "get_weather",
-    description: DESCRIPTIONS.get_weather,
-    inputSchema: city,
-    execute: async (input) => getWeather(input),
-  }),
-  get_time: createTool({
-    id: "get_time",
-    description: DESCRIPTIONS.get_time,
-    inputSchema: city,
-    execute: async (input) => getTime(input),
-  }),
-  issue_refund: createTool({
-    id: "issue_refund",
-    description: DESCRIPTIONS.issue_refund,
-    inputSchema: z.object({ order_id: z.number().int() }),
-    execute: async (input) => issueRefund(input),
-  }),
-};
+const tools = Object.fromEntries(
+  Object.entries(TOOLS).map(([id, { description, inputSchema, execute }]) => [
+    id,
+    createTool({ id, description, inputSchema, execute: async (input) => execute(input) }),
+  ]),
+);
 
 const agent = (id, agentTools) =>
   new Agent({ id, name: id, instructions: INSTRUCTIONS[id], model, tools: agentTools, memory });

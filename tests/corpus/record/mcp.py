@@ -22,16 +22,7 @@ import os
 import sys
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# This file is named like the package it records: keep its own folder off the import path.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
-SCENARIO_FILE = os.path.join(HERE, "scenarios.json")
-
-
-def _scenarios() -> dict[str, Any]:
-    with open(SCENARIO_FILE) as f:
-        return json.load(f)
-
+from corpus import SCENARIOS, described, get_time, get_weather, issue_refund, main, otel, turns
 
 MODES = {
     "content": {
@@ -43,58 +34,17 @@ MODES = {
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "NO_CONTENT",
     },
 }
-SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error"]
 AGENT = "weather_agent"
 
 
-def setup(service_suffix: str = "") -> Any:
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create()
-    if service_suffix:
-        resource = resource.merge(Resource({SERVICE_NAME: resource.attributes[SERVICE_NAME] + service_suffix}))
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    return provider
-
-
 def serve() -> None:
-    provider = setup("-server")
-    from mcp.server.mcpserver import MCPServer
+    with otel(service_suffix="-server"):
+        from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("weather")
-    weather = {
-        "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-        "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-        "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-    }
-
-    @server.tool()
-    def get_weather(city: str) -> dict:
-        """Get the current weather for a city."""
-        if city not in weather:
-            raise ValueError(f"unknown city: {city}")
-        return dict(weather[city])
-
-    @server.tool()
-    def get_time(city: str) -> dict:
-        """Get the local time in a city."""
-        return {"city": city, "time": "14:00"}
-
-    @server.tool()
-    def issue_refund(order_id: int) -> dict:
-        """Refund an order."""
-        return {"order_id": order_id, "status": "refunded"}
-
-    try:
+        server = MCPServer("weather")
+        for function in (get_weather, described(get_time, "Get the local time in a city."), issue_refund):
+            server.tool()(function)
         server.run("stdio")
-    finally:
-        provider.shutdown()
 
 
 async def agent(scenario: str) -> None:
@@ -103,7 +53,6 @@ async def agent(scenario: str) -> None:
     from mcp.client.stdio import StdioServerParameters
     from opentelemetry import trace
 
-    turns = _scenarios()[scenario]["turns"]
     tracer = trace.get_tracer("corpus.mcp_agent")
     # The stdio client passes the server only a safe subset of the environment: hand it the OTel settings.
     env = {k: v for k, v in os.environ.items() if k.startswith("OTEL_")}
@@ -120,8 +69,8 @@ async def agent(scenario: str) -> None:
             for t in listed.tools
         ]
         messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a weather assistant."}]
-        for turn in turns:
-            messages.append({"role": "user", "content": turn["user"]})
+        for user in turns(scenario):
+            messages.append({"role": "user", "content": user})
             with tracer.start_as_current_span(
                 f"invoke_agent {AGENT}",
                 attributes={
@@ -151,28 +100,16 @@ async def agent(scenario: str) -> None:
                     messages += await asyncio.gather(*(call(c) for c in message.tool_calls))
 
 
-def run(scenario: str) -> None:
-    provider = setup()
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+def record(scenario: str) -> None:
+    with otel() as providers:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
-    try:
+        OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
         asyncio.run(agent(scenario))
-    finally:
-        provider.shutdown()
-
-
-def main() -> int:
-    if sys.argv[1:] == ["--modes"]:
-        print(json.dumps(MODES))
-    elif sys.argv[1:] == ["--scenarios"]:
-        print(json.dumps(SCENARIOS))
-    elif sys.argv[1:] == ["--server"]:
-        serve()
-    else:
-        run(sys.argv[1])
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    if sys.argv[1:] == ["--server"]:
+        serve()
+    else:
+        raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))

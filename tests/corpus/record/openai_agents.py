@@ -22,29 +22,14 @@ with the session id as the run's `group_id` and, for OpenInference, as `session.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-# Other recorders live beside this file (one is `mcp.py`): keep them from shadowing installed packages.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
-
-_HIDE = {
-    "OPENINFERENCE_HIDE_INPUTS": "true",
-    "OPENINFERENCE_HIDE_OUTPUTS": "true",
-    "OPENINFERENCE_HIDE_INPUT_MESSAGES": "true",
-    "OPENINFERENCE_HIDE_OUTPUT_MESSAGES": "true",
-    "OPENINFERENCE_HIDE_INPUT_TEXT": "true",
-    "OPENINFERENCE_HIDE_OUTPUT_TEXT": "true",
-}
+from corpus import OPENINFERENCE_HIDDEN, get_time, get_weather, issue_refund, log, main, otel, turns
 
 MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
-    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **_HIDE},
+    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **OPENINFERENCE_HIDDEN},
     "otel_v2_span_only": {
         "CORPUS_INSTRUMENTATION": "otel_v2",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
@@ -58,32 +43,6 @@ MODES: dict[str, dict[str, str]] = {
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "no_content",
     },
 }
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
-
-
-def setup_otel() -> tuple[Any, Any]:
-    from opentelemetry import _logs, trace
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(tracer_provider)
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
-    _logs.set_logger_provider(logger_provider)
-    return tracer_provider, logger_provider
 
 
 def instrument(tracer_provider: Any) -> None:
@@ -109,30 +68,12 @@ def build_agents(scenario: str) -> Any:
 
     client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
     model = OpenAIChatCompletionsModel(model=os.environ["CORPUS_MODEL"], openai_client=client)
-
-    @function_tool
-    def get_weather(city: str) -> dict:
-        """Get the current weather for a city."""
-        if city in WEATHER:
-            return dict(WEATHER[city])
-        raise ValueError(f"unknown city: {city}")
-
-    @function_tool
-    def get_time(city: str) -> dict:
-        """Get the current local time in a city."""
-        return {"city": city, "time": "14:00"}
-
-    @function_tool
-    def issue_refund(order_id: int) -> dict:
-        """Refund an order."""
-        return {"order_id": order_id, "status": "refunded"}
-
     if scenario == "handoff":
         billing = Agent(
             name="billing_agent",
             instructions="You handle billing: refunds with issue_refund.",
             model=model,
-            tools=[issue_refund],
+            tools=[function_tool(issue_refund)],
         )
         return Agent(
             name="triage_agent",
@@ -144,7 +85,7 @@ def build_agents(scenario: str) -> Any:
         name="weather_agent",
         instructions="You are a weather assistant. Use the tools for weather and time.",
         model=model,
-        tools=[get_weather, get_time],
+        tools=[function_tool(get_weather), function_tool(get_time)],
     )
 
 
@@ -154,38 +95,28 @@ async def run_scenario(scenario: str) -> None:
     agent = build_agents(scenario)
     session_id = f"corpus-{scenario}"
     session = SQLiteSession(session_id)
-    for turn in SCENARIOS[scenario]["turns"]:
+    for user in turns(scenario):
         config = RunConfig(workflow_name=f"corpus {scenario}", group_id=session_id)
         if os.environ.get("CORPUS_INSTRUMENTATION", "openinference") == "openinference":
             from openinference.instrumentation import using_session
 
             with using_session(session_id):
-                result = await Runner.run(agent, turn["user"], session=session, run_config=config)
+                result = await Runner.run(agent, user, session=session, run_config=config)
         else:
-            result = await Runner.run(agent, turn["user"], session=session, run_config=config)
-        print(f"[{scenario}] {turn['user']!r} -> {result.final_output!r}", file=sys.stderr)
+            result = await Runner.run(agent, user, session=session, run_config=config)
+        log(scenario, user, result.final_output)
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    scenario = argv[0]
-    tracer_provider, logger_provider = setup_otel()
-    instrument(tracer_provider)
-    try:
-        asyncio.run(run_scenario(scenario))
-    finally:
-        from agents.tracing import get_trace_provider
+def record(scenario: str) -> None:
+    with otel(logs=True) as providers:
+        instrument(providers.tracer)
+        try:
+            asyncio.run(run_scenario(scenario))
+        finally:
+            from agents.tracing import get_trace_provider
 
-        get_trace_provider().shutdown()  # ends the SDK's traces, so the bridges end their spans
-        tracer_provider.shutdown()
-        logger_provider.shutdown()
-    return 0
+            get_trace_provider().shutdown()  # ends the SDK's traces, so the bridges end their spans
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record))

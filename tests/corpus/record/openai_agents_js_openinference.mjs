@@ -22,18 +22,7 @@ import { OpenAIAgentsInstrumentation } from "@arizeai/openinference-instrumentat
 import * as agents from "@openai/agents";
 import { context } from "@opentelemetry/api";
 import OpenAI from "openai";
-import { z } from "zod";
-import {
-  cli,
-  DESCRIPTIONS,
-  env,
-  getTime,
-  getWeather,
-  INSTRUCTIONS,
-  issueRefund,
-  log,
-  startTracing,
-} from "./corpus.mjs";
+import { cli, env, INSTRUCTIONS, log, startTracing, TOOLS } from "./corpus.mjs";
 
 const { Agent, MemorySession, Runner, setDefaultOpenAIClient, setOpenAIAPI, tool } = agents;
 const MODES = {
@@ -41,8 +30,7 @@ const MODES = {
   hidden: { CORPUS_OI_HIDE: "1", CORPUS_SENSITIVE: "1" },
   sdk_no_sensitive: { CORPUS_OI_HIDE: "0", CORPUS_SENSITIVE: "0" },
 };
-const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
-const { name, scenario } = cli(MODES, SCENARIOS);
+const { name, scenario } = cli(MODES);
 const sdk = await startTracing();
 // As for LangChain.js, openinference-core 2.7.1 reads OPENINFERENCE_HIDE_* only when a traceConfig is given.
 const hide = env("CORPUS_OI_HIDE", "0") === "1";
@@ -52,7 +40,11 @@ new OpenAIAgentsInstrumentation({ traceConfig }).manuallyInstrument(agents);
 setDefaultOpenAIClient(new OpenAI({ baseURL: env("OPENAI_BASE_URL"), apiKey: env("OPENAI_API_KEY", "sim") }));
 setOpenAIAPI("chat_completions");
 const model = env("CORPUS_MODEL");
-const city = z.object({ city: z.string() });
+const tools = (...names) =>
+  names.map((n) => {
+    const { description, inputSchema, execute } = TOOLS[n];
+    return tool({ name: n, description, parameters: inputSchema, execute });
+  });
 
 function build() {
   if (name !== "handoff") {
@@ -60,24 +52,14 @@ function build() {
       name: "weather_agent",
       instructions: INSTRUCTIONS.weather_agent,
       model,
-      tools: [
-        tool({ name: "get_weather", description: DESCRIPTIONS.get_weather, parameters: city, execute: getWeather }),
-        tool({ name: "get_time", description: DESCRIPTIONS.get_time, parameters: city, execute: getTime }),
-      ],
+      tools: tools("get_weather", "get_time"),
     });
   }
   const billing = new Agent({
     name: "billing_agent",
     instructions: INSTRUCTIONS.billing_agent,
     model,
-    tools: [
-      tool({
-        name: "issue_refund",
-        description: DESCRIPTIONS.issue_refund,
-        parameters: z.object({ order_id: z.number().int() }),
-        execute: issueRefund,
-      }),
-    ],
+    tools: tools("issue_refund"),
   });
   return new Agent({ name: "triage_agent", instructions: INSTRUCTIONS.triage_agent, model, handoffs: [billing] });
 }

@@ -20,10 +20,10 @@ transfer tool's return), sharing the run's usage (`usage=ctx.usage`) as Pydantic
 """
 
 import asyncio
-import json
 import os
-import sys
-from pathlib import Path
+from typing import Any
+
+from corpus import HANDOFF_TOOL, INSTRUCTIONS, TOOLS, TRANSFERRED, described, log, main, otel, turns
 
 MODES = {
     "v5_content": {"PAI_INSTRUMENTATION_VERSION": "5", "PAI_INCLUDE_CONTENT": "1"},
@@ -31,45 +31,15 @@ MODES = {
     "v2_content": {"PAI_INSTRUMENTATION_VERSION": "2", "PAI_INCLUDE_CONTENT": "1"},
     "no_content": {"PAI_INSTRUMENTATION_VERSION": "5", "PAI_INCLUDE_CONTENT": "0"},
 }
-SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"]
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
 
 
-def _get_weather(city: str) -> dict:
-    if city not in WEATHER:
-        raise ValueError(f"unknown city: {city}")
-    return dict(WEATHER[city])
+def record(scenario_name: str) -> None:
+    with otel() as providers:
+        asyncio.run(run(scenario_name, build(scenario_name, providers.tracer)))
 
 
-def main() -> int:
-    if sys.argv[1:] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if sys.argv[1:] == ["--scenarios"]:
-        print(json.dumps(SCENARIOS))
-        return 0
-    scenario_name = sys.argv[1]
-    scenario = json.loads((HERE / "scenarios.json").read_text())[scenario_name]
-
+def build(scenario_name: str, provider: Any) -> Any:
     import warnings
-
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_ENDPOINT
-    trace.set_tracer_provider(provider)
 
     from pydantic_ai import Agent, RunContext, ToolFailed, ToolOutput
     from pydantic_ai.messages import ModelRequest, ToolReturnPart
@@ -98,70 +68,43 @@ def main() -> int:
     def get_weather(city: str) -> dict:
         """Get the current weather for a city."""
         try:
-            return _get_weather(city)
+            return TOOLS["get_weather"](city)
         except ValueError as error:
             raise ToolFailed(str(error)) from error
 
-    def get_time(city: str) -> dict:
-        """Get the local time in a city."""
-        return {"city": city, "time": "14:00"}
+    if scenario_name != "handoff":
+        tools = [get_weather, described(TOOLS["get_time"], "Get the local time in a city.", resolved=True)]
+        return Agent(model, name="weather_agent", instructions=INSTRUCTIONS["weather_agent"], tools=tools)
+    billing_agent = Agent(
+        model,
+        name="billing_agent",
+        instructions=INSTRUCTIONS["billing_agent"],
+        tools=[described(TOOLS["issue_refund"], resolved=True)],
+    )
 
-    def issue_refund(order_id: int) -> dict:
-        """Refund an order."""
-        return {"order_id": order_id, "status": "refunded"}
+    async def transfer_to_billing_agent(ctx: RunContext[None]) -> str:
+        """Hand the conversation to the billing agent, which handles refunds."""
+        transferred = ToolReturnPart(tool_name=HANDOFF_TOOL, content=TRANSFERRED, tool_call_id=ctx.tool_call_id or "")
+        result = await billing_agent.run(
+            message_history=[*ctx.messages, ModelRequest(parts=[transferred])], usage=ctx.usage
+        )
+        return result.output
 
-    async def run() -> None:
-        if scenario_name == "handoff":
-            billing_agent = Agent(
-                model,
-                name="billing_agent",
-                instructions="You are the billing agent. Refund orders with issue_refund.",
-                tools=[issue_refund],
-            )
+    return Agent(
+        model,
+        name="triage_agent",
+        instructions=INSTRUCTIONS["triage_agent"],
+        output_type=[ToolOutput(transfer_to_billing_agent, name=HANDOFF_TOOL), str],
+    )
 
-            async def transfer_to_billing_agent(ctx: RunContext[None]) -> str:
-                """Hand the conversation to the billing agent, which handles refunds."""
-                history = [
-                    *ctx.messages,
-                    ModelRequest(
-                        parts=[
-                            ToolReturnPart(
-                                tool_name="transfer_to_billing_agent",
-                                content="Transferred to billing_agent.",
-                                tool_call_id=ctx.tool_call_id or "",
-                            )
-                        ]
-                    ),
-                ]
-                result = await billing_agent.run(message_history=history, usage=ctx.usage)
-                return result.output
 
-            triage_agent = Agent(
-                model,
-                name="triage_agent",
-                instructions="You are the triage agent. Send billing questions to the billing agent.",
-                output_type=[ToolOutput(transfer_to_billing_agent, name="transfer_to_billing_agent"), str],
-            )
-            agent = triage_agent
-        else:
-            agent = Agent(
-                model,
-                name="weather_agent",
-                instructions="You are a weather assistant. Use the tools to answer.",
-                tools=[get_weather, get_time],
-            )
-        history = None
-        for turn in scenario["turns"]:
-            result = await agent.run(turn["user"], message_history=history)
-            print(f"[{scenario_name}] {turn['user']!r} -> {result.output!r}", file=sys.stderr)
-            history = result.all_messages()
-
-    try:
-        asyncio.run(run())
-    finally:
-        provider.shutdown()  # flushes the batch processor
-    return 0
+async def run(scenario_name: str, agent: Any) -> None:
+    history = None
+    for user in turns(scenario_name):
+        result = await agent.run(user, message_history=history)
+        log(scenario_name, user, result.output)
+        history = result.all_messages()
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(MODES, record))

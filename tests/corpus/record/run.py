@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/corpus/record/run.py openai_agents            # every mode and scenario
     .venv/bin/python tests/corpus/record/run.py langgraph --mode openinference --scenario tool_loop
+    .venv/bin/python tests/corpus/record/run.py logfire --out /tmp/again   # elsewhere, to compare with tests/corpus
 
 Run from the project's own environment. For each framework, `tests/corpus/record/<framework>.txt` pins what
 its recorder needs; it is installed once into its own virtual environment under
@@ -50,6 +51,7 @@ from tracevals.simulator.server import SimulatedModelServer
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent
+ROOT = CORPUS.parent.parent
 SCENARIOS = {k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")}
 KNOWN_TOOLS = {"get_weather", "get_time", "issue_refund"}
 MODEL = "corpus"
@@ -249,7 +251,9 @@ def recorder(framework: str) -> list[str]:
     return [str(venv_python(framework)), str(HERE / f"{framework}.py")]
 
 
-def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, command: list[str]) -> Path:
+def record(
+    framework: str, mode: str, env_mode: dict[str, str], scenario: str, command: list[str], corpus: Path = CORPUS
+) -> Path:
     registry = ProfileRegistry()
     handoff_arguments = json.loads(env_mode.get("CORPUS_HANDOFF_ARGUMENTS", "null"))
     by_call_order = env_mode.get("CORPUS_SCRIPT_ORDER") == "calls"
@@ -257,7 +261,7 @@ def record(framework: str, mode: str, env_mode: dict[str, str], scenario: str, c
     model = RecordingModel(registry)
     capture = Capture()
     threading.Thread(target=capture.serve_forever, daemon=True).start()
-    out = CORPUS / framework / mode
+    out = corpus / framework / mode
     out.mkdir(parents=True, exist_ok=True)
     server = SimulatedModelServer(registry=registry)
     server.model = model  # the same simulated model, keeping its answers
@@ -293,6 +297,7 @@ def main() -> int:
     parser.add_argument("framework")
     parser.add_argument("--mode", action="append", help="only these content modes")
     parser.add_argument("--scenario", action="append", help="only these scenarios")
+    parser.add_argument("--out", type=Path, default=CORPUS, help="the corpus folder to write (default: tests/corpus)")
     args = parser.parse_args()
     command = recorder(args.framework)
     listed = subprocess.run([*command, "--modes"], capture_output=True, text=True, check=True)
@@ -305,7 +310,8 @@ def main() -> int:
         for scenario in scenarios:
             if args.scenario and scenario not in args.scenario:
                 continue
-            print(record(args.framework, mode, env_mode, scenario, command).relative_to(CORPUS.parent.parent))
+            path = record(args.framework, mode, env_mode, scenario, command, args.out.resolve())
+            print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     return 0
 
 

@@ -24,21 +24,11 @@ alone, and the scenario's scripted model (which needs the conversation to show t
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import sys
-from pathlib import Path
 from typing import Annotated, Any
 
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-SCENARIOS = {
-    k: v
-    for k, v in json.loads((HERE / "scenarios.json").read_text()).items()
-    if not k.startswith("_") and k != "handoff"
-}
+from corpus import INSTRUCTIONS, SCENARIOS, TOOLS, log, main, otel, turns
 
 _ON = "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"
 MODES: dict[str, dict[str, str]] = {
@@ -46,36 +36,17 @@ MODES: dict[str, dict[str, str]] = {
     "diagnostics": {_ON: "true", f"{_ON}_SENSITIVE": "false"},
 }
 
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
 
+def export_logs(logger_provider: Any) -> None:
+    """Semantic Kernel's content is Python log records: a `LoggingHandler` on the root logger, behind a
+    `logging.Filter("semantic_kernel")`, at level INFO, as Semantic Kernel's telemetry sample wires it."""
+    from opentelemetry.sdk._logs import LoggingHandler
 
-def setup_otel() -> tuple[Any, Any]:
-    from opentelemetry import _logs, trace
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(tracer_provider)
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
-    _logs.set_logger_provider(logger_provider)
     handler = LoggingHandler(logger_provider=logger_provider)
     handler.addFilter(logging.Filter("semantic_kernel"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    return tracer_provider, logger_provider
 
 
 def build() -> Any:
@@ -84,24 +55,19 @@ def build() -> Any:
     from semantic_kernel.connectors.ai.open_ai import OpenAIChatCompletion
     from semantic_kernel.functions import kernel_function
 
-    class Weather:
+    class Weather:  # a plugin's kernel functions are methods, their arguments described with Annotated
         @kernel_function(description="Get the current weather for a city.")
         def get_weather(self, city: Annotated[str, "the city"]) -> dict:
-            if city in WEATHER:
-                return dict(WEATHER[city])
-            raise ValueError(f"unknown city: {city}")
+            return TOOLS["get_weather"](city)
 
         @kernel_function(description="Get the current local time in a city.")
         def get_time(self, city: Annotated[str, "the city"]) -> dict:
-            return {"city": city, "time": "14:00"}
+            return TOOLS["get_time"](city)
 
     client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
     service = OpenAIChatCompletion(ai_model_id=os.environ["CORPUS_MODEL"], async_client=client)
     return ChatCompletionAgent(
-        service=service,
-        name="weather_agent",
-        instructions="You are a weather assistant. Use the tools to answer.",
-        plugins=[Weather()],
+        service=service, name="weather_agent", instructions=INSTRUCTIONS["weather_agent"], plugins=[Weather()]
     )
 
 
@@ -110,27 +76,17 @@ async def run_scenario(scenario: str) -> None:
 
     agent = build()
     thread = ChatHistoryAgentThread()
-    for turn in SCENARIOS[scenario]["turns"]:
-        response = await agent.get_response(messages=turn["user"], thread=thread)
+    for user in turns(scenario):
+        response = await agent.get_response(messages=user, thread=thread)
         thread = response.thread
-        print(f"[{scenario}] {turn['user']!r} -> {str(response.content)!r}", file=sys.stderr)
+        log(scenario, user, str(response.content))
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if argv[:1] == ["--scenarios"]:
-        print(json.dumps(list(SCENARIOS)))
-        return 0
-    tracer_provider, logger_provider = setup_otel()
-    try:
-        asyncio.run(run_scenario(argv[0]))
-    finally:
-        tracer_provider.shutdown()
-        logger_provider.shutdown()
-    return 0
+def record(scenario: str) -> None:
+    with otel(logs=True) as providers:
+        export_logs(providers.logger)
+        asyncio.run(run_scenario(scenario))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))

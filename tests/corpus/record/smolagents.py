@@ -23,43 +23,15 @@ simulated model and the scenario are untouched):
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# This file is named like the package it records: keep its own folder off the import path.
-sys.path = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
-SCENARIO_FILE = os.path.join(HERE, "scenarios.json")
-
-
-def _scenarios() -> dict[str, Any]:
-    with open(SCENARIO_FILE) as f:
-        return json.load(f)
-
+from corpus import TOOLS, log, main, otel, turns
 
 MODES = {
     "openinference": {},
     "openinference_hidden": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
 }
-SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"]
-
-
-def setup() -> Any:
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create())
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
-
-    SmolagentsInstrumentor().instrument(tracer_provider=provider)
-    return provider
 
 
 def build(scenario: str) -> Any:
@@ -93,12 +65,6 @@ def build(scenario: str) -> Any:
             client_kwargs={"max_retries": 0},
         )
 
-    weather = {
-        "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-        "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-        "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-    }
-
     @tool
     def get_weather(city: str) -> dict:
         """Get the current weather for a city.
@@ -106,9 +72,7 @@ def build(scenario: str) -> Any:
         Args:
             city: The city's name.
         """
-        if city not in weather:
-            raise ValueError(f"unknown city: {city}")
-        return dict(weather[city])
+        return TOOLS["get_weather"](city)
 
     @tool
     def get_time(city: str) -> dict:
@@ -117,7 +81,7 @@ def build(scenario: str) -> Any:
         Args:
             city: The city's name.
         """
-        return {"city": city, "time": "14:00"}
+        return TOOLS["get_time"](city)
 
     @tool
     def issue_refund(order_id: int) -> dict:
@@ -126,7 +90,7 @@ def build(scenario: str) -> Any:
         Args:
             order_id: The order's number.
         """
-        return {"order_id": order_id, "status": "refunded"}
+        return TOOLS["issue_refund"](order_id)
 
     from smolagents.memory import ToolCall
 
@@ -142,7 +106,7 @@ def build(scenario: str) -> Any:
     if scenario != "handoff":
         return Agent(tools=[get_weather, get_time], model=model(), name="weather_agent", max_steps=6, verbosity_level=0)
 
-    user_text = _scenarios()["handoff"]["turns"][0]["user"]
+    user_text = turns("handoff")[0]
 
     class Billing(Agent):
         def __call__(self, task: str | None = None, **kwargs: Any) -> Any:
@@ -168,30 +132,17 @@ def build(scenario: str) -> Any:
     return triage
 
 
-def run(scenario: str) -> None:
-    turns = _scenarios()[scenario]["turns"]
-    provider = setup()
-    from openinference.instrumentation import using_session
+def record(scenario: str) -> None:
+    with otel() as providers:
+        from openinference.instrumentation import using_session
+        from openinference.instrumentation.smolagents import SmolagentsInstrumentor
 
-    try:
+        SmolagentsInstrumentor().instrument(tracer_provider=providers.tracer)
         agent = build(scenario)
         with using_session(f"corpus-{scenario}"):
-            for i, turn in enumerate(turns):
-                answer = agent.run(turn["user"], reset=(i == 0))
-                print(f"[{scenario}] turn {i}: {answer!r}", file=sys.stderr)
-    finally:
-        provider.shutdown()
-
-
-def main() -> int:
-    if sys.argv[1:] == ["--modes"]:
-        print(json.dumps(MODES))
-    elif sys.argv[1:] == ["--scenarios"]:
-        print(json.dumps(SCENARIOS))
-    else:
-        run(sys.argv[1])
-    return 0
+            for i, user in enumerate(turns(scenario)):
+                log(scenario, user, agent.run(user, reset=(i == 0)))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(MODES, record))

@@ -22,10 +22,10 @@ hand-off does (a thin subclass of Strands' agent-as-tool adapter; see `_Handoff`
 """
 
 import copy
-import json
 import os
-import sys
-from pathlib import Path
+from typing import Any
+
+from corpus import HANDOFF_TOOL, INSTRUCTIONS, TOOLS, TRANSFERRED, described, log, main, turns
 
 MODES = {
     "legacy": {"OTEL_SEMCONV_STABILITY_OPT_IN": ""},
@@ -36,35 +36,30 @@ MODES = {
         "gen_ai_unredacted_attributes="
     },
 }
-SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"]
-HERE = Path(__file__).resolve().parent
-# this file is named like the package it records: keep its own folder off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-
-WEATHER = {
-    "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
-    "London": {"city": "London", "forecast": "rainy", "temp_c": 14},
-    "Rome": {"city": "Rome", "forecast": "cloudy", "temp_c": 18},
-}
+# Strands reads a tool's description, and its arguments', from the docstring (an Args section): worded so here,
+# with types for annotations (this recorder always had them)
+ARGS = "\n\nArgs:\n    "
+get_weather = described(TOOLS["get_weather"], f"Get the current weather for a city.{ARGS}city: the city", True)
+get_time = described(TOOLS["get_time"], f"Get the local time in a city.{ARGS}city: the city", True)
+issue_refund = described(TOOLS["issue_refund"], f"Refund an order.{ARGS}order_id: the order to refund", True)
 
 
-def main() -> int:
-    if sys.argv[1:] == ["--modes"]:
-        print(json.dumps(MODES))
-        return 0
-    if sys.argv[1:] == ["--scenarios"]:
-        print(json.dumps(SCENARIOS))
-        return 0
-    scenario_name = sys.argv[1]
-    scenario = json.loads((HERE / "scenarios.json").read_text())[scenario_name]
-
+def record(scenario_name: str) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
 
     provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
     trace.set_tracer_provider(provider)
+    try:
+        agent = build(scenario_name, provider)
+        for user in turns(scenario_name):
+            log(scenario_name, user, str(agent(user)).strip())
+    finally:
+        provider.shutdown()  # flushes the batch processor
 
+
+def build(scenario_name: str, provider: Any) -> Any:
     from strands import Agent, tool
     from strands.agent._agent_as_tool import _AgentAsTool
     from strands.models.openai import OpenAIModel
@@ -77,35 +72,6 @@ def main() -> int:
         model_id=os.environ["CORPUS_MODEL"],
     )
     trace_attributes = {"session.id": f"corpus-{scenario_name}"}
-
-    @tool
-    def get_weather(city: str) -> dict:
-        """Get the current weather for a city.
-
-        Args:
-            city: the city
-        """
-        if city not in WEATHER:
-            raise ValueError(f"unknown city: {city}")
-        return dict(WEATHER[city])
-
-    @tool
-    def get_time(city: str) -> dict:
-        """Get the local time in a city.
-
-        Args:
-            city: the city
-        """
-        return {"city": city, "time": "14:00"}
-
-    @tool
-    def issue_refund(order_id: int) -> dict:
-        """Refund an order.
-
-        Args:
-            order_id: the order to refund
-        """
-        return {"order_id": order_id, "status": "refunded"}
 
     class _Handoff(_AgentAsTool):
         """Strands' agent-as-tool adapter, giving the delegate the caller's conversation (a list of messages is a
@@ -122,7 +88,7 @@ def main() -> int:
                             "toolResult": {
                                 "toolUseId": tool_use["toolUseId"],
                                 "status": "success",
-                                "content": [{"text": "Transferred to billing_agent."}],
+                                "content": [{"text": TRANSFERRED}],
                             }
                         }
                     ],
@@ -131,42 +97,22 @@ def main() -> int:
             async for event in super().stream({**tool_use, "input": {"input": history}}, invocation_state, **kwargs):
                 yield event
 
-    if scenario_name == "handoff":
-        billing_agent = Agent(
+    def agent(name: str, tools: list[Any], **options: Any) -> Any:
+        return Agent(
             model=model,
-            name="billing_agent",
-            description="Handles billing: refunds orders.",
-            system_prompt="You are the billing agent. Refund orders with issue_refund.",
-            tools=[issue_refund],
+            name=name,
+            system_prompt=INSTRUCTIONS[name],
+            tools=tools,
             trace_attributes=trace_attributes,
             callback_handler=None,
-        )
-        agent = Agent(
-            model=model,
-            name="triage_agent",
-            system_prompt="You are the triage agent. Send billing questions to the billing agent.",
-            tools=[_Handoff(billing_agent, name="transfer_to_billing_agent", delegate=True)],
-            trace_attributes=trace_attributes,
-            callback_handler=None,
-        )
-    else:
-        agent = Agent(
-            model=model,
-            name="weather_agent",
-            system_prompt="You are a weather assistant. Use the tools to answer.",
-            tools=[get_weather, get_time],
-            trace_attributes=trace_attributes,
-            callback_handler=None,
+            **options,
         )
 
-    try:
-        for turn in scenario["turns"]:
-            result = agent(turn["user"])
-            print(f"[{scenario_name}] {turn['user']!r} -> {str(result).strip()!r}", file=sys.stderr)
-    finally:
-        provider.shutdown()  # flushes the batch processor
-    return 0
+    if scenario_name == "handoff":
+        billing_agent = agent("billing_agent", [tool(issue_refund)], description="Handles billing: refunds orders.")
+        return agent("triage_agent", [_Handoff(billing_agent, name=HANDOFF_TOOL, delegate=True)])
+    return agent("weather_agent", [tool(get_weather), tool(get_time)])
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(MODES, record))

@@ -16,22 +16,36 @@ import { randomUUID } from "node:crypto";
 import { createOpenAI } from "@ai-sdk/openai";
 import * as ai from "ai";
 import { z } from "zod";
-import {
-  cli,
-  DESCRIPTIONS,
-  env,
-  getTime,
-  getWeather,
-  INSTRUCTIONS,
-  issueRefund,
-  log,
-  TRANSFERRED,
-} from "./corpus.mjs";
+import { cli, DESCRIPTIONS, env, INSTRUCTIONS, log, TOOLS, TRANSFERRED } from "./corpus.mjs";
 
-export const SCENARIOS = ["single", "tool_loop", "parallel", "multi_turn", "tool_error", "handoff"];
 const { tool, hasToolCall } = ai;
 const stepCountIs = ai.stepCountIs ?? ai.isStepCount;
 const Agent = ai.ToolLoopAgent ?? ai.Experimental_Agent;
+
+/** The modes of the versions that turn telemetry on per call (`experimental_telemetry`, AI SDK 5 and 6). */
+export const MODES = {
+  content: { AI_RECORD_CONTENT: "1", AI_STREAM: "0" },
+  stream: { AI_RECORD_CONTENT: "1", AI_STREAM: "1" },
+  no_content: { AI_RECORD_CONTENT: "0", AI_STREAM: "0" },
+};
+
+/**
+ * `experimental_telemetry` (AI SDK 5 and 6) as `settings` for recordScenario: the AI SDK has no agent name in its
+ * spans, `functionId` is the documented label, so it carries the agent's name; it has no session either:
+ * `metadata.sessionId` (one id per conversation) is the convention trace backends read
+ * (`ai.telemetry.metadata.sessionId`). `metadata(agent)` adds what a stack's convention wants there.
+ */
+export const experimentalTelemetry =
+  (metadata = () => ({})) =>
+  (agent, { record, sessionId }) => ({
+    experimental_telemetry: {
+      isEnabled: true,
+      functionId: agent,
+      metadata: { ...metadata(agent), sessionId },
+      recordInputs: record,
+      recordOutputs: record,
+    },
+  });
 
 /**
  * Run the scenario named on the command line. `modes` as run.py wants them (each sets AI_RECORD_CONTENT and
@@ -40,7 +54,7 @@ const Agent = ai.ToolLoopAgent ?? ai.Experimental_Agent;
  * settings key of the system prompt.
  */
 export async function recordScenario({ modes, start, settings, instructions = "instructions" }) {
-  const { name, scenario } = cli(modes, SCENARIOS);
+  const { name, scenario } = cli(modes);
   const tracing = await start();
   const options = { record: env("AI_RECORD_CONTENT", "1") === "1", sessionId: randomUUID() };
   const stream = env("AI_STREAM", "0") === "1";
@@ -67,21 +81,17 @@ export async function recordScenario({ modes, start, settings, instructions = "i
     return { text: await result.text, steps: await result.steps, response: await result.response };
   }
 
-  function agents() {
-    const city = z.object({ city: z.string() });
-    if (name !== "handoff") {
-      return agent("weather_agent", {
-        get_weather: tool({ description: DESCRIPTIONS.get_weather, inputSchema: city, execute: getWeather }),
-        get_time: tool({ description: DESCRIPTIONS.get_time, inputSchema: city, execute: getTime }),
-      });
-    }
-    const billing = agent("billing_agent", {
-      issue_refund: tool({
-        description: DESCRIPTIONS.issue_refund,
-        inputSchema: z.object({ order_id: z.number().int() }),
-        execute: issueRefund,
+  const tools = (...names) =>
+    Object.fromEntries(
+      names.map((n) => {
+        const { description, inputSchema, execute } = TOOLS[n];
+        return [n, tool({ description, inputSchema, execute })];
       }),
-    });
+    );
+
+  function agents() {
+    if (name !== "handoff") return agent("weather_agent", tools("get_weather", "get_time"));
+    const billing = agent("billing_agent", tools("issue_refund"));
     const transfer = tool({
       description: DESCRIPTIONS.transfer_to_billing_agent,
       inputSchema: z.object({}),

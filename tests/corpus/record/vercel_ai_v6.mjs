@@ -11,22 +11,10 @@
 // conversation) is the convention trace backends read (`ai.telemetry.metadata.sessionId`).
 
 import { startTracing } from "./corpus.mjs";
-import { recordScenario } from "./vercel_ai.mjs";
+import { experimentalTelemetry, MODES, recordScenario } from "./vercel_ai.mjs";
 
 await recordScenario({
-  modes: {
-    content: { AI_RECORD_CONTENT: "1", AI_STREAM: "0" },
-    stream: { AI_RECORD_CONTENT: "1", AI_STREAM: "1" },
-    no_content: { AI_RECORD_CONTENT: "0", AI_STREAM: "0" },
-  },
+  modes: MODES,
   start: () => startTracing(),
-  settings: (agent, { record, sessionId }) => ({
-    experimental_telemetry: {
-      isEnabled: true,
-      functionId: agent,
-      metadata: { sessionId },
-      recordInputs: record,
-      recordOutputs: record,
-    },
-  }),
+  settings: experimentalTelemetry(),
 });

@@ -47,18 +47,29 @@ def production_mode(lake: Lake, runs: tuple[str, ...], forced: bool) -> bool:
 
 
 def load_production(
-    lake: Lake, since: datetime | None, until: datetime | None, sample: float | None, seed: int, z: float, alpha: float
+    lake: Lake,
+    since: datetime | None,
+    until: datetime | None,
+    sample: float | None,
+    seed: int,
+    z: float,
+    alpha: float,
+    config_file: str | None = None,
 ) -> Any:
-    """The `ProductionSummary` of a range; every user error one `click.ClickException` line."""
+    """The `ProductionSummary` of a range; every user error one `click.ClickException` line. `config_file`:
+    the scoring config `tracevals score --config` takes (the policy traces without a stored score are
+    scored against now, as the nightly job would)."""
     import duckdb
 
     from tracevals.queries import LakeError
     from tracevals.queries.selection import SelectionError
+    from tracevals.scoring.config import load_config
     from tracevals.scoring.production_data import load_production_data
     from tracevals.stats.production import summarize_production
 
     try:
-        data = load_production_data(lake, since, until, sample, seed)
+        config = load_config(config_file) if config_file else None
+        data = load_production_data(lake, since, until, sample, seed, config)
     except (LakeError, SelectionError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except duckdb.Error as exc:
@@ -138,16 +149,22 @@ def gate_production(
     evaluators: tuple[str, ...],
     significant: bool | None,
     fmt: str,
+    min_pass_rate: float | None = None,
+    forbid: tuple[str, ...] = (),
 ) -> None:
-    """Pass (exit 0) or fail (exit 1) the night of a production lake."""
-    from tracevals.stats.production import ProductionThresholds, run_production_gate
+    """Pass (exit 0) or fail (exit 1) the night of a production lake; NOT JUDGED (exit 0) when nothing
+    failed and there was nothing to compare (the first night: its floors still applied)."""
+    from tracevals.stats.production_gate import ALL_HAZARDS, ProductionThresholds, run_production_gate
 
+    chosen = (ALL_HAZARDS,) if not forbid else () if forbid == ("none",) else forbid
     try:
         thresholds = ProductionThresholds(
             fail_on_significant_fall=True if significant is None else significant,
             max_drop=max_drop,
             min_rate=min_rate,
             evaluators=evaluators,
+            min_pass_rate=min_pass_rate,
+            forbid=chosen,
         )
         result = run_production_gate(summary, thresholds)
     except ValueError as exc:
@@ -158,24 +175,27 @@ def gate_production(
     where = shlex.quote(str(lake))
     hint = f"tracevals report --lake {where} --production --since {since} --until {until} --out night.html"
     checks = [
-        {"check": c.name, "passed": c.passed, "threshold": c.threshold, "value": c.value, "message": c.message}
+        {"check": c.name, "status": c.status, "passed": c.passed, "threshold": c.threshold, "value": c.value,
+         "message": c.message, "sessions": c.tasks}
         for c in result.checks
-    ]
+    ]  # fmt: skip
+    order = {"fail": 0, "not_judged": 1, "pass": 2}
     quality = summary.meta.get("data_quality")  # odd span times: said, never the basis of the verdict
     if fmt == "json":
-        doc = {"passed": result.passed, "source": "production", "night": str(night), "baseline": result.baseline,
-               "sessions": summary.sessions, "checks": checks, "next": None if result.passed else hint,
-               "data_quality": quality}  # fmt: skip
+        doc = {"passed": result.passed, "verdict": result.verdict, "source": "production", "night": str(night),
+               "baseline": result.baseline, "sessions": summary.sessions, "checks": checks,
+               "next": None if result.passed else hint, "data_quality": quality}  # fmt: skip
         click.echo(json.dumps(doc, default=str))
     elif fmt == "csv":
-        columns = ["check", "passed", "threshold", "value", "message"]
-        rows = sorted(([c[k] for k in columns] for c in checks), key=lambda r: bool(r[1]))
+        columns = ["check", "passed", "threshold", "value", "message", "status"]
+        rows = sorted(([c[k] for k in columns] for c in checks), key=lambda r: order[r[-1]])
         print_rows(columns, rows, "csv")
     else:
-        verdict = "PASS" if result.passed else "FAIL"
+        verdict = {"fail": "FAIL", "not_judged": "NOT JUDGED", "pass": "PASS"}[result.verdict]
+        marks = {"fail": "FAIL", "not_judged": "n/a ", "pass": "ok  "}
         lines = [f"{verdict}: {result.candidate} against {result.baseline} ({summary.sessions} sessions)"]
-        for check in sorted(result.checks, key=lambda c: c.passed):
-            lines.append(f"  {'ok  ' if check.passed else 'FAIL'} {check.name}: {check.message}")
+        for check in sorted(result.checks, key=lambda c: order[c.status]):
+            lines.append(f"  {marks[check.status]} {check.name}: {check.message}")
         if not result.passed:
             lines.append(f"  see the failed sessions: {hint}")
         lines += [f"  note: {n}" for n in summary.meta.get("notes", ()) if str(n).startswith("data quality:")]

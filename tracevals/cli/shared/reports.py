@@ -59,6 +59,13 @@ def selection_options(func: F) -> F:
             envvar=env.TASKS,
             help="Task file (JSONL) to score the attempts against. Default: the cases each run kept in the lake.",
         ),
+        click.option(
+            "--scoring-config",
+            type=click.Path(dir_okay=False),
+            envvar=env.SCORING_CONFIG,
+            help="The scoring config `tracevals score --config` takes (policy, evaluators, prices): attempts "
+            "scored now are scored with it, and its prices price every attempt. Env: TRACEVALS_SCORING_CONFIG.",
+        ),
         click.option("-k", "k", type=click.IntRange(1), help="Headline k of pass^k. Default: the smallest per-task n."),
         click.option(
             "--z",
@@ -117,8 +124,13 @@ def load_report(
     baseline: str | None = None,
     candidate: str | None = None,
     vary: tuple[str, ...] = (),
+    baseline_optional: bool = False,
+    config_file: str | None = None,
 ) -> Any:
-    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line."""
+    """The `ReportData` of a selection; every user error becomes one `click.ClickException` line.
+    `baseline_optional` (the gate): only a candidate is needed; a baseline with no attempts in the
+    selection leaves nothing to compare. `config_file`: the scoring config `tracevals score` takes, for
+    the attempts scored now and their prices."""
     import duckdb
 
     from tracevals.lake.run_cases import RunCasesConflict, digest
@@ -126,7 +138,7 @@ def load_report(
     from tracevals.queries import LakeError
     from tracevals.queries.selection import Selection, SelectionError
 
-    if (baseline is None) != (candidate is None):
+    if (baseline is None) != (candidate is None) and not (baseline_optional and candidate is not None):
         raise click.ClickException("give both --baseline and --candidate, or neither")
     if baseline is not None and baseline == candidate:
         raise click.ClickException(f"--baseline and --candidate are both {baseline!r}; compare two variants")
@@ -135,9 +147,10 @@ def load_report(
         if tasks_file:  # else: the cases each run kept in the lake
             data = _read_tasks(tasks_file)
             cases, sha = {c.case_id: c for c in cases_from_bytes(data, tasks_file)}, digest(data)
+        config = _config(config_file)
         selection = Selection(
             runs=runs,
-            variants=(baseline, candidate) if baseline and candidate else (),
+            variants=(baseline, candidate) if baseline and candidate and not baseline_optional else (),
             since=since,
             until=until,
             fraction=sample,
@@ -155,11 +168,22 @@ def load_report(
             meta=meta,
             tasks_sha256=sha,
             vary=vary,
+            baseline_optional=baseline_optional,
+            config=config,
         )
     except (LakeError, SelectionError, TaskFileError, RunCasesConflict, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     except duckdb.Error as exc:  # a lake whose files or views do not read: say so in one line
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
+
+
+def _config(path: str | None) -> Any:
+    """The scoring config of `--scoring-config` (the one `tracevals score --config` reads), or None."""
+    if path is None:
+        return None
+    from tracevals.scoring.config import load_config
+
+    return load_config(path)  # a ConfigError is a ValueError: one line, from the caller's handler
 
 
 def _read_tasks(path: str) -> bytes:
@@ -183,13 +207,19 @@ def report_from_lake(
     meta: Mapping[str, Any] | None = None,
     tasks_sha256: str | None = None,
     vary: tuple[str, ...] = (),
+    baseline_optional: bool = False,
+    config: Any = None,
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
-    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each."""
+    `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each.
+    `config`: a scoring config, as `tracevals score --config` takes it (its policy and prices)."""
     from tracevals.scoring.lake_data import load_lake_data
 
-    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256)
-    return report_from_data(lake, data, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, vary=vary)
+    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256, config=config)
+    return report_from_data(
+        lake, data, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, vary=vary,
+        baseline_optional=baseline_optional,
+    )  # fmt: skip
 
 
 def report_from_data(
@@ -202,6 +232,7 @@ def report_from_data(
     candidate: str | None = None,
     meta: Mapping[str, Any] | None = None,
     vary: tuple[str, ...] = (),
+    baseline_optional: bool = False,
 ) -> Any:
     """`report.build_report` over what `scoring.load_lake_data` read (a `LakeData`): the one way a report
     is made from a lake, for `report`, `gate` and `tracevals ui` alike."""
@@ -222,6 +253,7 @@ def report_from_data(
         prices=data.prices,
         environments=data.environments,
         vary=vary,
+        baseline_optional=baseline_optional,
     )
     for note in built.reliability.notes if built.reliability is not None else []:
         click.echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load

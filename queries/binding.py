@@ -1,0 +1,127 @@
+"""What the views read, decided in one place: every relation a view can find by name on a connection is
+created (and undone) here, and nowhere else (`tests/test_binding_seam.py` holds every other module of
+`queries/` and `tracevals/scoring/` to it).
+
+A view names the relations it reads (`raw_spans`, `span_facts`, `tool_calls` …); DuckDB looks a name up
+in the temporary schema first, then in the connection's own catalog. So there are three kinds of object:
+
+- a **binding**: a base relation in the connection's own catalog, what the views read unless something
+  shadows it (`bind`): the lake's files in range (`sources`), one group's files (`groups.read_group`),
+  the rows of a live round (`live_source`), a snapshot of a small lake (`connection.open_lake`);
+- a **shadow**: a temporary view of the same name as a base relation or a view, for as long as a job
+  needs it (`shadow`, `unshadow`): the rows of some sessions (`selection.Restriction`), of one session
+  (`lookup`), of a group of hours (`export`), a view computed once into a table (`materialize`); with
+  `table`, its rows are copied once into that temporary table, which the shadow reads;
+- a **work table**: a temporary table of ids or rows a query joins with (`tv_traces`, `tv_batch`,
+  `tv_crossing` …): `work_table`, `drop_tables`.
+
+Undoing is by name and never fails on what is not there, so that a `finally` can undo whatever part of a
+job ran (`release`: every shadow and work table a scoring job leaves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import duckdb
+
+RAW = ("raw_spans", "raw_logs")  # the base relations of the lake's span and log rows
+# The work tables a scoring job (selection, chunks, the loader) leaves on a connection: `release` drops them.
+JOB_TABLES = (
+    *("tv_traces", "tv_wanted", "tv_batch", "tv_scope", "tv_chunk", "tv_chunked", "tv_trajectories"),
+    *("tv_derived_hours", "tv_taken", "tv_rest"),  # `derived.take_derived`
+)
+
+
+def catalog(con: duckdb.DuckDBPyConnection) -> str:
+    """The connection's own catalog (where `bind` puts base relations, beneath any shadow)."""
+    [(name,)] = con.execute("SELECT current_database()").fetchall()
+    return str(name)
+
+
+def own(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """`name` as bound in the connection's own catalog, whatever shadows it: a bare `main.raw_spans` would
+    find the temporary view of an earlier shadow first."""
+    return f"{catalog(con)}.main.{name}"
+
+
+def bind(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
+    """The connection's own relation `name` reads `select` (until bound again)."""
+    con.execute(f"CREATE OR REPLACE VIEW {own(con, name)} AS {select}")
+
+
+def bind_statement(con: duckdb.DuckDBPyConnection, name: str, select: str) -> str:
+    """`bind` as a statement, for a caller that sends several in one call (each call is a round trip)."""
+    return f"CREATE OR REPLACE VIEW {own(con, name)} AS {select}"
+
+
+def shadow(con: duckdb.DuckDBPyConnection, name: str, select: str, table: str | None = None) -> None:
+    """Every query on `con` that names `name` reads `select` instead, until `unshadow`. table: copy the rows
+    of `select` once into that temporary table, and read them from there."""
+    if table is not None:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {select}")
+        select = f"SELECT * FROM temp.main.{table}"
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
+
+
+def unshadow(con: duckdb.DuckDBPyConnection, *names: str, tables: Iterable[str] = ()) -> None:
+    """Drop the shadows `names` (and the temporary tables they read, `tables`): the names read what is
+    bound beneath again. Missing ones are ignored."""
+    statements = [f"DROP VIEW IF EXISTS temp.main.{n}" for n in names]
+    statements += [f"DROP TABLE IF EXISTS temp.main.{t}" for t in tables]
+    if statements:  # one call: each statement costs a round trip
+        con.execute(";".join(statements))
+
+
+def is_shadowed(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    [(count,)] = con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [name]).fetchall()
+    return bool(count)
+
+
+def work_table(con: duckdb.DuckDBPyConnection, name: str, select: str | None = None, columns: str = "") -> None:
+    """The temporary table `name`: the rows of `select`, or empty with `columns` (e.g. "trace_id VARCHAR")."""
+    if select is None:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {select}")
+
+
+def drop_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
+    if names:
+        con.execute(";".join(f"DROP TABLE IF EXISTS temp.main.{n}" for n in names))
+
+
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    [(count,)] = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()
+    return bool(count)
+
+
+def shadow_copy(name: str) -> str:
+    """The temporary table a shadow of the base relation `name` copies its rows into (`selection`)."""
+    return f"tv_{name}"
+
+
+def snapshot_view(con: duckdb.DuckDBPyConnection, name: str, schema: str) -> None:
+    """Compute view `name` once into the table `<schema>.<name>_snapshot` (`temp`, or an attached file) and
+    bind the name to it, so every view defined after it reads the table. It reads the table through a
+    temporary view, `tv_read_<name>`, that a restriction to some sessions narrows (`narrow_snapshot`)."""
+    temp = "TEMP " if schema == "temp" else ""
+    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS SELECT * FROM {name}")
+    shadow(con, f"tv_read_{name}", f"SELECT * FROM {schema}.{name}_snapshot")
+    bind(con, name, f"SELECT * FROM tv_read_{name}")
+
+
+def narrow_snapshot(con: duckdb.DuckDBPyConnection, name: str, schema: str, traces: str | None) -> None:
+    """The snapshot of `name` read only for the traces of table `traces` (None: all of them again); a
+    snapshot without trace ids is left whole."""
+    table = f"{schema}.{name}_snapshot"
+    keyed = traces is not None and "trace_id" in {d[0] for d in con.execute(f"FROM {table} LIMIT 0").description}
+    where = f" WHERE trace_id IN (SELECT trace_id FROM {traces})" if keyed else ""
+    shadow(con, f"tv_read_{name}", f"SELECT * FROM {table}{where}")
+
+
+def release(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop every shadow of the raw relations and every work table a scoring job left (`JOB_TABLES`), so
+    that the views read what is bound again."""
+    unshadow(con, *RAW, tables=[shadow_copy(r) for r in RAW])
+    drop_tables(con, *JOB_TABLES)

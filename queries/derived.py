@@ -1,0 +1,213 @@
+"""Derived tables: what the scoring loader rebuilds through the views, written once per closed hour.
+
+Rebuilding a session's trajectory through the views (`queries/views/`: de-duplication, span facts, call
+collapsing, message parts) costs more than scoring it, and a closed hour's spans do not change. So once an
+hour is closed (`tracevals compact`, the end of `tracevals run`), `derive` writes the loader's frames of its
+traces (`trajectories.load_batch`: traces, calls, hand-offs) as Parquet beside the spans:
+
+    LAKE/derived/batch/date=D/hour=H/{traces,calls,handoffs}-<key>.parquet
+
+`key` names what they were computed from: the hour's span and log files (a file is never changed once
+written: a new file, a compaction, a late span give the hour another key) and the loader and its views
+(`LOADER_DIGEST`: their SQL text and this module's version). A reader uses an hour's frames only while
+both still match; otherwise the hour is read through the views, as an open hour is.
+
+Frames computed over one hour are right for the sessions whose every span and log record lies in that
+hour; a session that crosses an hour (or is cut by the reader's selection) is rebuilt through the views.
+`usable_hours` and `derived_batch` are the reader's half (`scoring.groups`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import io
+from dataclasses import dataclass
+from functools import cache
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+from tracevals.lake.lake import Lake, partition_key
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
+from tracevals.queries.binding import RAW, bind, work_table
+from tracevals.queries.catalog import query_sql, view_sql
+
+DERIVED_DIR = "derived/batch"
+VERSION = 1  # raise when what is written changes in a way the SQL digest does not show
+_FRAMES = (("traces", TRACE_SCHEMA), ("calls", CALL_SCHEMA), ("handoffs", HANDOFF_SCHEMA))
+_LOADER_QUERIES = ("batch_traces", "batch_calls", "batch_handoffs", "trace_facts", "select_sessions")
+
+Hour = tuple[str, int]  # (YYYY-MM-DD, hour)
+
+
+@cache
+def loader_digest() -> str:
+    """What the frames depend on besides the spans: the view files, the loader's queries, `VERSION`."""
+    digest = hashlib.sha256(f"derived {VERSION}\n".encode())
+    for name, sql in view_sql():
+        digest.update(f"{name}\n{sql}\n".encode())
+    for name in _LOADER_QUERIES:
+        digest.update(f"{name}\n{query_sql(name)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class HourFiles:
+    """One `date=/hour=` partition's span and log files, as `source_file` names them."""
+
+    hour: Hour
+    spans: tuple[str, ...]
+    logs: tuple[str, ...]
+    key: str  # the files' paths in the lake (a copied lake keeps its frames) and `loader_digest`
+
+    @property
+    def folder(self) -> str:
+        return f"{DERIVED_DIR}/date={self.hour[0]}/hour={self.hour[1]:02d}"
+
+
+def hours_of(lake: Lake) -> dict[Hour, HourFiles]:
+    """Every partition of the lake's spans (with its log files), from the listing alone."""
+    found: dict[Hour, tuple[list[str], list[str], list[str]]] = {}
+    root = lake.path("") + "/"
+    for sub in (SPANS_DIR, LOGS_DIR):
+        for info in lake.list_parquet(sub):
+            key = partition_key(info.path)
+            if key is None:
+                continue
+            spans, logs, relative = found.setdefault((key[0].isoformat(), key[1]), ([], [], []))
+            (spans if sub == SPANS_DIR else logs).append(lake.name_of(info.path))
+            relative.append(info.path.removeprefix(root))
+    return {h: HourFiles(h, tuple(s), tuple(lg), _key(relative)) for h, (s, lg, relative) in sorted(found.items()) if s}
+
+
+def _key(relative: list[str]) -> str:
+    listed = "\n".join([loader_digest(), *sorted(relative)])
+    return hashlib.sha256(listed.encode()).hexdigest()[:16]
+
+
+def is_derived(lake: Lake, hour: HourFiles) -> bool:
+    """Whether the hour's frames are there for its files as they are now."""
+    names = set(lake.list_names(hour.folder, ".parquet"))
+    return all(f"{table}-{hour.key}.parquet" in names for table, _ in _FRAMES)
+
+
+def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
+    """The hours whose frames are written for their files as they are now (three listings in all)."""
+    written = {lake.name_of(i.path) for i in lake.list_parquet(DERIVED_DIR)}
+    return {
+        hour: files
+        for hour, files in hours_of(lake).items()
+        if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t, _ in _FRAMES)
+    }
+
+
+def derive_closed(lake: Lake, ended_before: float, since: float | None = None) -> list[HourFiles]:
+    """`derive` every hour that ended before `ended_before` (and after `since`), UNIX times: what
+    compaction calls once it has merged the hours' files. An hour whose merged inputs are still kept for
+    readers (`lake.retention`: deletions pending) waits for the compaction that deletes them: its files
+    are about to change."""
+    from tracevals.lake.retention import pending_partitions
+
+    pending = set(pending_partitions(lake, float("inf")))
+    chosen = []
+    for hour, files in hours_of(lake).items():
+        start = dt.datetime.fromisoformat(f"{hour[0]}T{hour[1]:02d}:00:00+00:00").timestamp()
+        partition = f"date={hour[0]}/hour={hour[1]:02d}"
+        if pending & {f"{SPANS_DIR}/{partition}", f"{LOGS_DIR}/{partition}"}:
+            continue
+        if start + 3600 <= ended_before and (since is None or start + 3600 > since):
+            chosen.append(files)
+    return derive(lake, chosen)
+
+
+def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
+    """Write the loader's frames of each hour not derived yet for its current files; the hours written.
+    One connection for all of them, its views bound once."""
+    todo = [h for h in hours if not is_derived(lake, h)]
+    if not todo:
+        return []
+    from tracevals.queries.connection import open_lake
+    from tracevals.queries.sources import files_sql
+    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
+
+    con = open_lake(lake, read_spans=False, views=LOADER_VIEWS, materialize=False)
+    try:
+        con.execute("SET enable_progress_bar = false")
+        for hour in todo:
+            for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
+                bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
+            batch = load_batch(con)
+            _write(lake, hour, batch)
+        for raw in RAW:
+            bind(con, raw, f"SELECT * FROM {raw}_empty")
+    finally:
+        con.close()
+    return todo
+
+
+def _write(lake: Lake, hour: HourFiles, batch: Batch) -> None:
+    stale = [n for n in lake.list_names(hour.folder, ".parquet") if not n.endswith(f"-{hour.key}.parquet")]
+    for table, schema in _FRAMES:  # the traces last: a reader checks for all three
+        frame: pl.DataFrame = getattr(batch, table)
+        buffer = io.BytesIO()
+        pq.write_table(frame.select(list(schema)).to_arrow(), buffer, compression="zstd")
+        lake.write_bytes(f"{hour.folder}/{table}-{hour.key}.parquet", buffer.getvalue())
+    for name in stale:  # frames of files that are gone: nothing reads them any more
+        with contextlib.suppress(OSError):
+            lake.filesystem.delete_file(lake.path(hour.folder, name))
+
+
+def derived_batch(lake: Lake, hours: list[HourFiles], traces: pl.DataFrame) -> Batch:
+    """The derived frames of `hours`, kept to the traces of `traces` (column `trace_id`)."""
+    frames: dict[str, list[pl.DataFrame]] = {table: [] for table, _ in _FRAMES}
+    wanted = traces.select(pl.col("trace_id").cast(pl.Utf8)).unique()
+    for hour in hours:
+        for table, schema in _FRAMES:
+            path = lake.path(hour.folder, f"{table}-{hour.key}.parquet")
+            read = pl.from_arrow(pq.read_table(path, filesystem=lake.filesystem))
+            assert isinstance(read, pl.DataFrame)
+            read = read.select([pl.col(n).cast(t) for n, t in schema.items()])
+            frames[table].append(read.join(wanted, on="trace_id", how="semi", maintain_order="left"))
+    out = {
+        table: pl.concat(frames[table], how="vertical") if frames[table] else pl.DataFrame(schema=schema)
+        for table, schema in _FRAMES
+    }
+    return Batch(traces=out["traces"], calls=out["calls"], handoffs=out["handoffs"])
+
+
+# The traces of the connection's raw relations (as bound: a group's files) that lie wholly in one hour with
+# their whole session: (trace_id, hour date, hour). A session's key is the loader's (`trace_facts`: its
+# largest session id, else its trace id).
+_WHOLE_IN_ONE_HOUR = """
+WITH r AS (
+    SELECT trace_id, session_id, CAST(date AS VARCHAR) AS d, CAST(hour AS BIGINT) AS h FROM raw_spans
+    UNION ALL
+    SELECT trace_id, NULL, CAST(date AS VARCHAR), CAST(hour AS BIGINT) FROM raw_logs WHERE trace_id IS NOT NULL
+),
+t AS (
+    SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(d) AS d, min(h) AS h,
+           count(DISTINCT (d, h)) AS hours
+    FROM r GROUP BY trace_id
+),
+s AS (SELECT sid FROM t GROUP BY sid HAVING max(hours) = 1 AND count(DISTINCT (d, h)) = 1)
+SELECT t.trace_id, t.d, t.h FROM t JOIN s USING (sid)
+"""
+
+
+def take_derived(con: duckdb.DuckDBPyConnection, hours: list[HourFiles]) -> pl.DataFrame:
+    """Split what `raw_spans` / `raw_logs` read on `con` (a group's files) in two work tables: `tv_taken`,
+    the traces whose session lies wholly in one of `hours` (their frames are derived), and `tv_rest`, the
+    other traces (rebuilt through the views). Returns `tv_taken` (column `trace_id`)."""
+    work_table(con, "tv_derived_hours", columns="d VARCHAR, h BIGINT")
+    con.executemany("INSERT INTO tv_derived_hours VALUES (?, ?)", [h.hour for h in hours])
+    taken = f"SELECT w.trace_id FROM ({_WHOLE_IN_ONE_HOUR}) AS w JOIN tv_derived_hours USING (d, h)"
+    work_table(con, "tv_taken", taken)
+    rest = "SELECT DISTINCT trace_id FROM raw_spans WHERE trace_id NOT IN (SELECT trace_id FROM tv_taken)"
+    work_table(con, "tv_rest", rest)
+    frame = pl.from_arrow(con.sql("SELECT trace_id FROM tv_taken").to_arrow_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame

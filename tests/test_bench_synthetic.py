@@ -1,0 +1,39 @@
+"""The scoring benchmarks' synthetic lake (bench/synthetic.py) is what today's writers write: every row's
+canonical columns are the lake normalizer's answer for that row's own attributes, so a benchmark never
+measures a path the collector no longer takes (issue 38: its generator wrote normalizer-2 rows)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tracevals.lake.schema import CANONICAL_FIELDS, SPAN_SCHEMA
+from tracevals.spans.normalize import NORMALIZER_VERSION, normalize
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+synthetic = pytest.importorskip("synthetic")
+
+
+def test_every_generated_row_is_the_normalizers_answer_for_its_attributes(tmp_path: Path) -> None:
+    written = synthetic.write_lake(tmp_path / "lake", 300, seed=3)
+    files = sorted((tmp_path / "lake" / "spans").rglob("*.parquet"))
+    rows = [row for f in files for row in pq.read_table(f).to_pylist()]
+    assert len(rows) == written > 2000
+    assert {r["normalizer_version"] for r in rows} == {NORMALIZER_VERSION}
+    assert pq.read_schema(files[0]).remove_metadata() == SPAN_SCHEMA.remove_metadata()
+    canonical = [f.name for f in CANONICAL_FIELDS]
+    for row in rows:
+        expected = normalize(json.loads(row["attributes"]), row["name"], row["status_code"])
+        assert {k: row[k] for k in canonical} == {k: expected[k] for k in canonical}, row["span_id"]
+        assert "@@" not in json.dumps(row, default=str)  # every placeholder filled in
+    kinds = {r["kind"] for r in rows}
+    assert {"llm", "tool", "agent", "handoff", "session_end"} <= kinds
+    tools = [r for r in rows if r["kind"] == "tool"]
+    assert all(r["tool_args"] and r["tool_args_hash"] and r["tool_call_id"] for r in tools)
+    assert len({r["tool_args_hash"] for r in tools}) > 100  # digests of each session's own arguments
+    assert len({r["trace_id"] for r in rows}) == 300

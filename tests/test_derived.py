@@ -1,0 +1,111 @@
+"""Derived tables (queries/derived.py): a closed hour's loader frames written once at compaction are the
+rows the views give, and the nightly job that reads them scores exactly as the one that rebuilds them.
+
+The lake is the engines' two-writer lake (sessions over three hours, a second turn 40 minutes later, a
+session split over two hours and two writers, a trace over the hour, a trace with two session ids, OTLP
+retries filed later, a log record filed an hour after its span) plus ADK recordings of the shared corpus
+(content in log records) and the hand-made dialect fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from fixtures.engine_lakes import build_two_writer_lake, rows
+from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest_doc, moved
+
+from tracevals.lake.lake import Lake
+from tracevals.queries import open_lake
+from tracevals.queries.binding import bind
+from tracevals.queries.derived import (
+    derive_closed,
+    derived_batch,
+    derived_hours,
+    hours_of,
+    take_derived,
+)
+from tracevals.queries.sources import files_sql
+from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
+from tracevals.scoring.offline import score_lake
+
+FAR = 4e9  # a UNIX time after every hour of these lakes: all of them closed
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = build_two_writer_lake(tmp_path_factory.mktemp("derived") / "lake", sessions=24)
+    for i, dialect in enumerate(DIALECTS):
+        ingest_doc(path, moved(fixture_doc(dialect), 10 + i, hours=0))
+    for i, recording in enumerate(corpus_recordings()[:4]):
+        ingest_doc(path, moved(json.loads(recording.read_text()), 20 + i, hours=i % 2))
+    return path
+
+
+@pytest.fixture(scope="module")
+def derived_lake(lake: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("derived-hours") / "lake"
+    shutil.copytree(lake, copy)
+    derive_closed(Lake.open(copy), FAR)
+    return copy
+
+
+def _sorted(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    return frame.sort(keys, nulls_last=True)
+
+
+def test_an_hours_frames_are_the_views_rows_for_the_sessions_wholly_in_it(derived_lake: Path) -> None:
+    copy = derived_lake
+    written = derived_hours(Lake.open(copy))
+    assert written and set(written) == set(hours_of(Lake.open(copy)))
+    con = open_lake(copy, read_spans=False, views=LOADER_VIEWS, materialize=False)
+    for raw, sub in (("raw_spans", "spans"), ("raw_logs", "logs")):  # the whole lake, as one group reads it
+        bind(con, raw, files_sql(con, Lake.open(copy), sub))
+    taken = take_derived(con, list(written.values()))
+    derived = derived_batch(Lake.open(copy), list(written.values()), taken)
+    con.close()
+    whole = open_lake(copy, materialize=False)  # the views over the whole lake, for the same traces' sessions
+    ids = ", ".join(f"'{t}'" for t in taken.get_column("trace_id").to_list())
+    views = load_batch(whole, f"trace_id IN ({ids})")
+    whole.close()
+    assert _sorted(derived.traces, ["trace_id"]).equals(_sorted(views.traces, ["trace_id"]))
+    assert _sorted(derived.calls, ["trace_id", "pos"]).equals(_sorted(views.calls, ["trace_id", "pos"]))
+    key = ["trace_id", "at_ms", "reason"]
+    assert _sorted(derived.handoffs, key).equals(_sorted(views.handoffs, key))
+    taken_total = taken.height
+    assert taken_total > 20  # most sessions lie in one hour; the others are left to the views
+
+
+def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    before = score_lake(copy, write=False, max_rows=60)
+    assert before.groups > 2  # several groups, crossing sessions among them
+    result = CliRunner().invoke(_main(), ["compact", "--lake", str(copy), "--min-age", "0", "--retention", "0"])
+    assert result.exit_code == 0, result.output
+    assert "derived the frames of" in result.stderr
+    after = score_lake(copy, write=False, max_rows=60)
+    assert rows(after.scores).equals(rows(before.scores))
+    assert (after.traces, after.sessions) == (before.traces, before.sessions)
+
+
+def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "lake"
+    shutil.copytree(derived_lake, copy)
+    hours = derived_hours(Lake.open(copy))
+    (hour, files), *_ = hours.items()
+    late = Path(files.spans[0]).with_name("part-late.parquet")
+    shutil.copyfile(files.spans[0], late)  # the same rows again: an OTLP retry, say
+    assert hour not in derived_hours(Lake.open(copy)) and len(derived_hours(Lake.open(copy))) == len(hours) - 1
+    late.unlink()
+    assert hour in derived_hours(Lake.open(copy))  # the files it was derived from, as they were
+
+
+def _main():  # type: ignore[no-untyped-def]
+    from tracevals.cli import main
+
+    return main
