@@ -382,3 +382,18 @@ def test_a_result_recorded_as_its_python_repr_is_its_value(tmp_path: Path) -> No
     assert [(c[0], c[2]) for c in calls(turn(tmp_path, doc(spans)))] == [
         ("get_weather", WEATHER), ("get_time", {"city": "Paris", "time": "14:00", "dst": True}),
     ]  # fmt: skip
+
+
+def test_a_text_whose_finish_reason_asked_for_tools_is_intermediate(tmp_path: Path) -> None:
+    """OpenLLMetry JS over the AI SDK writes an answer of a text and tool calls as the text alone, its finish reason
+    `tool_call` (tests/corpus/vercel_ai_v6_openllmetry). Before: no intermediate text, as for an answer of text."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    user = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
+    first = [{"role": "assistant", "finish_reason": "tool_call", "parts": [{"type": "text", "content": "Let me look."}]}]
+    last = [{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": ANSWER}]}]
+    spans = [
+        span("1" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": first}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": last}, 2000),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER

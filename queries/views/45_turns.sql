@@ -48,7 +48,7 @@ turn_of AS (
 parts AS (
     -- read once, shared by responses, user_messages and answers
     SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
-           tool_response
+           tool_response, finish_reason
     FROM message_parts
     WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
        OR (direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL)
@@ -87,7 +87,11 @@ responses AS (
         call_span_id,
         string_agg(content, chr(10) ORDER BY message_index, part_index)
             FILTER (WHERE part_type = 'text' AND content <> '') AS text,
-        count(*) FILTER (WHERE part_type = 'tool_call') AS tool_call_parts
+        -- a response that asked for tools: its tool-call parts, or its finish reason where an exporter dropped
+        -- them (OpenLLMetry JS keeps a text and loses the calls beside it)
+        count(*) FILTER (WHERE part_type = 'tool_call'
+                            OR lower(finish_reason) IN ('tool_call', 'tool_calls', 'tool-calls', 'tool_use',
+                                                        'function_call')) AS tool_asks
     FROM parts
     WHERE direction = 'output'
     GROUP BY trace_id, call_span_id
@@ -103,9 +107,9 @@ per_turn AS (
         c.turn_id,
         -- a framework's prompt around the user's text (CrewAI's task prompt, smolagents' `New task:`) unwrapped
         max(/*@ user_text(u.text) @*/) FILTER (WHERE c.call_order = 1) AS user_text,
-        max(CASE WHEN coalesce(r.tool_call_parts, 0) = 0 THEN r.text END)
+        max(CASE WHEN coalesce(r.tool_asks, 0) = 0 THEN r.text END)
             FILTER (WHERE c.call_order_desc = 1) AS final_text,
-        list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
+        list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_asks > 0 AND r.text IS NOT NULL)
             AS intermediate_texts,
         count(*) AS model_call_count,
         CAST(sum(c.input_tokens) AS BIGINT) AS input_tokens,
