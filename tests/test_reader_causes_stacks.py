@@ -389,7 +389,8 @@ def test_a_text_whose_finish_reason_asked_for_tools_is_intermediate(tmp_path: Pa
     `tool_call` (tests/corpus/vercel_ai_v6_openllmetry). Before: no intermediate text, as for an answer of text."""
     chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
     user = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
-    first = [{"role": "assistant", "finish_reason": "tool_call", "parts": [{"type": "text", "content": "Let me look."}]}]
+    look = [{"type": "text", "content": "Let me look."}]
+    first = [{"role": "assistant", "finish_reason": "tool_call", "parts": look}]
     last = [{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": ANSWER}]}]
     spans = [
         span("1" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": first}, 1000),
