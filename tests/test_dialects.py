@@ -190,6 +190,8 @@ def test_the_views_hold_every_declared_shape_and_placeholder() -> None:
             assert f"'$.{key}'" in rendered, (dialect.name, key)
         for source in dialect.messages:
             assert f'$."{source.key}"' in rendered, (dialect.name, source.key)
+        if dialect.error_results:  # the turns view reads its failed tools' messages
+            assert f"'{dialect.name}'" in rendered, dialect.name
     for placeholder in (*reading.PLACEHOLDERS, *reading.PLACEHOLDER_PREFIXES):
         assert "'" + placeholder.replace("'", "''") + "'" in rendered
 

@@ -152,7 +152,8 @@ def test_mastra_reads_the_user_text_from_the_agent_run_and_its_placeholder_error
     """Before: user_text was None (the chat spans carry no input) and the tool's error type Mastra's `unknown`."""
     row = turn(tmp_path, mastra())
     assert said(row) == (USER, ANSWER, 30, 10, 2)
-    assert calls(row) == [("get_weather", {"city": "X"}, None, True, "Error")]
+    # the result: the error's message, which Mastra hands the model (test_a_failed_tool_of_the_ai_sdk_answered_...)
+    assert calls(row) == [("get_weather", {"city": "X"}, "unknown city: X", True, "Error")]
 
 
 def test_a_turn_spans_the_traces_its_span_links_join(tmp_path: Path) -> None:
@@ -398,3 +399,23 @@ def test_a_text_whose_finish_reason_asked_for_tools_is_intermediate(tmp_path: Pa
     ]  # fmt: skip
     row = turn(tmp_path, doc(spans))
     assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER
+
+
+def test_a_failed_tool_of_the_ai_sdk_answered_its_error_message(tmp_path: Path) -> None:
+    """The AI SDK (up to 6, and through OpenLLMetry JS, whose tool spans keep `ai.toolCall.*` only) and Mastra hand
+    the model a failing tool's error message as its result: with content off only the span's status says it. A
+    framework that declares no such thing keeps no result. Before: no result for either."""
+    failed = {"status": {"code": 2, "message": "unknown city: Atlantis"}}
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    tools = {
+        "ai.toolCall": {"ai.operationId": "ai.toolCall", "ai.toolCall.name": "get_weather", "ai.toolCall.id": "c1"},
+        "execute_tool get_weather": {"ai.toolCall.name": "get_weather", "gen_ai.tool.name": "get_weather",
+                                     "gen_ai.tool.call.id": "c1"},  # OpenLLMetry JS
+        "execute_tool": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"},  # conventions
+    }  # fmt: skip
+    read = []
+    for name, attrs in tools.items():
+        spans = [span("1" * 16, None, "chat m", chat, 1000), span("2" * 16, None, name, attrs, 2000, **failed)]
+        read.append(calls(turn(tmp_path / name, doc(spans)))[0][2:])
+    assert read == [("unknown city: Atlantis", True, "_OTHER"), ("unknown city: Atlantis", True, "_OTHER"),
+                    (None, True, "_OTHER")]  # fmt: skip

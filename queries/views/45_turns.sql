@@ -73,6 +73,15 @@ answers AS (
         GROUP BY trace_id, tool_call_id
     ) AS answered
 ),
+errors AS (
+    -- a failed tool's error message, of a framework that hands the model that message as the tool's result (the
+    -- AI SDK, Mastra: declared, `error_results`), for a call neither its spans nor the conversation say the result of
+    SELECT trace_id, span_id, min(status_message) AS message
+    FROM raw_spans
+    WHERE kind = 'tool' AND status_code = 'error' AND /*@ error_results(dialect) @*/
+      AND status_message <> '' AND NOT /*@ placeholder(status_message) @*/
+    GROUP BY trace_id, span_id
+),
 calls AS (
     SELECT
         t.turn_id, m.trace_id, m.span_id, m.input_tokens, m.output_tokens, m.cost_usd,
@@ -211,7 +220,7 @@ tools AS (
                 args := CASE WHEN s.args IS NULL OR coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR')
                                                     NOT IN ('OBJECT', 'ARRAY')
                              THEN coalesce(q.tool_args, s.args) ELSE s.args END,
-                result := coalesce(s.result, w.tool_response, v.tool_response),
+                result := coalesce(s.result, w.tool_response, v.tool_response, e.message),
                 is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
                 tool_call_id := s.tool_call_id, span_id := s.span_id
             )
@@ -228,6 +237,7 @@ tools AS (
     LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
     LEFT JOIN answers AS v
         ON s.result IS NULL AND v.trace_id = s.trace_id AND v.tool_call_id = q.tool_call_id
+    LEFT JOIN errors AS e ON s.result IS NULL AND s.is_error AND e.trace_id = s.trace_id AND e.span_id = s.span_id
     WHERE s.step_kind = 'tool'
     GROUP BY t.turn_id
 ),

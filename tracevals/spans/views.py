@@ -6,6 +6,7 @@ the files stay plain SQL, and a declaration added is read by the views with no S
     /*@ attribute_sources @*/        the message_sources rows of every declared attribute on a model span
     /*@ agent_sources @*/            the agent_messages rows of every declared attribute on an agent span
     /*@ placeholder(expr) @*/        whether a text is a placeholder (a declared value or prefix)
+    /*@ error_results(dialect) @*/   whether a dialect hands the model a failed tool's error message as its result
     /*@ python_literal(expr) @*/     a dict or list recorded as its Python repr, as JSON text (`rules.python_literal`)
     /*@ call_type(part) @*/          whether a message part is a tool call by its declared shapes
     /*@ result_type(part) @*/        ... a tool result
@@ -163,6 +164,12 @@ def message_parts(message: str) -> str:
     return ",\n             ".join(out) or "[]"
 
 
+def error_results(dialect: str) -> str:
+    """Whether a span's dialect hands the model a failed tool's error message as its result (`error_results`)."""
+    names = ", ".join(_literal(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
+    return f"({dialect} IN ({names}))"
+
+
 def not_call(name: str) -> str:
     """Whether a tool name is one a framework declares no call (`not_calls`)."""
     names = ", ".join(_literal(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
@@ -187,6 +194,7 @@ GENERATED: dict[str, Callable[..., str]] = {
     "agent_from_span_name": agent_from_span_name,
     "message_parts": message_parts,
     "not_call": not_call,
+    "error_results": error_results,
     "user_text": user_text,
     "attribute_sources": attribute_sources,
     "agent_sources": agent_sources,
