@@ -419,3 +419,21 @@ def test_a_failed_tool_of_the_ai_sdk_answered_its_error_message(tmp_path: Path) 
         read.append(calls(turn(tmp_path / name, doc(spans)))[0][2:])
     assert read == [("unknown city: Atlantis", True, "_OTHER"), ("unknown city: Atlantis", True, "_OTHER"),
                     (None, True, "_OTHER")]  # fmt: skip
+
+
+def test_a_text_the_history_shows_beside_tool_calls_is_intermediate(tmp_path: Path) -> None:
+    """The OpenAI Agents SDK's OTel v2 bridge records an answer of a text and a tool call as the text alone; the
+    next call's history has both in one assistant message. Before: no intermediate text."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    user = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
+    look = {"role": "assistant", "parts": [{"type": "text", "content": "Let me look."}]}
+    asked = {"role": "assistant", "parts": [*look["parts"], {"type": "tool_call", "id": "c1", "name": "get_weather",
+             "arguments": '{"city": "Paris"}'}]}  # fmt: skip
+    last = [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+    spans = [
+        span("1" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": [look]}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.input.messages": [*user, asked],
+             "gen_ai.output.messages": last}, 2000),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER

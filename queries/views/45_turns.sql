@@ -90,7 +90,19 @@ calls AS (
     FROM model_calls AS m
     JOIN turn_of AS t ON t.trace_id = m.trace_id
 ),
-responses AS (
+asked_in_history AS (
+    -- the texts a later call's history shows beside tool calls in one assistant message: answers that asked for
+    -- tools, whatever their own call recorded (the OTel v2 bridge of the OpenAI Agents SDK keeps the text alone)
+    SELECT DISTINCT p.trace_id, p.content
+    FROM message_parts AS p
+    WHERE p.direction = 'input' AND p.role = 'assistant' AND p.part_type = 'text' AND p.content <> ''
+      AND EXISTS (
+          SELECT 1 FROM message_parts AS c
+          WHERE c.trace_id = p.trace_id AND c.call_span_id = p.call_span_id AND c.direction = 'input'
+            AND c.message_index = p.message_index AND c.part_type = 'tool_call'
+      )
+),
+answered AS (
     SELECT
         trace_id,
         call_span_id,
@@ -104,6 +116,12 @@ responses AS (
     FROM parts
     WHERE direction = 'output'
     GROUP BY trace_id, call_span_id
+),
+responses AS (
+    SELECT r.trace_id, r.call_span_id, r.text,
+           r.tool_asks + CASE WHEN h.content IS NOT NULL AND r.tool_asks = 0 THEN 1 ELSE 0 END AS tool_asks
+    FROM answered AS r
+    LEFT JOIN asked_in_history AS h ON h.trace_id = r.trace_id AND h.content = r.text
 ),
 user_messages AS (
     SELECT trace_id, call_span_id, message_index, string_agg(content, chr(10) ORDER BY part_index) AS text
