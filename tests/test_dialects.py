@@ -221,6 +221,7 @@ REPRS = [
     "",
     '{"already": "json"}',
     "[1, 2]",
+    "[" * 100_000 + "]" * 100_000,  # nested past what Python's parser recurses into: as it is
 ]
 
 
@@ -229,7 +230,7 @@ def test_a_python_repr_is_read_alike_by_the_rule_and_the_views() -> None:
     value for every text, a repr or not: a dict or list's value, else the text as it is."""
     import duckdb
 
-    from tracevals.spans.rules import python_literal
+    from tracevals.spans.rules import python_literal, unwrap
     from tracevals.spans.views import python_literal as python_literal_sql
 
     read = duckdb.connect().execute(
@@ -243,3 +244,4 @@ def test_a_python_repr_is_read_alike_by_the_rule_and_the_views() -> None:
                             "ok": False}  # fmt: skip
     assert by_python[2] == {"True": "None of it, False", "n": 0} and by_python[12] == {"a": 1}
     assert [i for i, r in enumerate(by_python) if not isinstance(r, str)] == [0, 1, 2, 12, 23]
+    assert unwrap(REPRS[-1]) == REPRS[-1]  # a tool's value so nested is kept as recorded, not a crash

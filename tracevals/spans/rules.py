@@ -72,7 +72,7 @@ def parsed(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # no JSON, or nested past what the parser recurses into
             return value
     return value
 
@@ -98,7 +98,7 @@ def python_literal(value: Any) -> Any:
             return value
     try:
         found = json.loads('"'.join(pieces), parse_constant=_no_constant)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
     return found if isinstance(found, (dict, list)) else value
 
