@@ -437,3 +437,26 @@ def test_a_text_the_history_shows_beside_tool_calls_is_intermediate(tmp_path: Pa
     ]  # fmt: skip
     row = turn(tmp_path, doc(spans))
     assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER
+
+
+def test_a_choice_event_whose_message_is_text_is_the_answer(tmp_path: Path) -> None:
+    """Strands' legacy conventions: the model span's `gen_ai.choice` event holds `message` (its Bedrock blocks as
+    JSON text) and `finish_reason`, no role and no content. Before: no answer, no tool call's arguments."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.system": "strands-agents", "gen_ai.usage.input_tokens": 1}
+
+    def event(name: str, **attrs: Any) -> dict[str, Any]:
+        return {"name": name, "timeUnixNano": "1", "attributes": [kv(k, v) for k, v in attrs.items()]}
+
+    ask = [{"text": "Let me look."}, {"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}}]
+    user = event("gen_ai.user.message", content=json.dumps([{"text": USER}]))
+    spans = [
+        span("1" * 16, None, "chat", chat, 1000,
+             events=[user, event("gen_ai.choice", message=json.dumps(ask), finish_reason="tool_use")]),
+        span("2" * 16, None, "execute_tool get_weather", {"gen_ai.operation.name": "execute_tool",
+             "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "t1"}, 2000),
+        span("3" * 16, None, "chat", chat, 3000,
+             events=[user, event("gen_ai.choice", message=json.dumps([{"text": ANSWER}]), finish_reason="end_turn")]),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert (row["user_text"], row["final_text"], row["intermediate_texts"]) == (USER, ANSWER, ["Let me look."])
+    assert calls(row) == [("get_weather", {"city": "Paris"}, None, False, None)]
