@@ -447,7 +447,8 @@ def test_a_choice_event_whose_message_is_text_is_the_answer(tmp_path: Path) -> N
     def event(name: str, **attrs: Any) -> dict[str, Any]:
         return {"name": name, "timeUnixNano": "1", "attributes": [kv(k, v) for k, v in attrs.items()]}
 
-    ask = [{"text": "Let me look."}, {"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}}]
+    use = {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}
+    ask = [{"text": "Let me look."}, {"toolUse": use}]
     user = event("gen_ai.user.message", content=json.dumps([{"text": USER}]))
     spans = [
         span("1" * 16, None, "chat", chat, 1000,
