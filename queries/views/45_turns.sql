@@ -57,15 +57,10 @@ answers AS (
     -- what the tool message answering a call said (the history repeats it in every later call: one copy), for
     -- a call no span recorded the result of (a framework without tool spans: a gap, with its request's id)
     SELECT trace_id, tool_call_id,
-           CASE
-               -- a tool message of one text block (`[{"text": ...}]`, Strands, MCP): its text
-               WHEN r LIKE '[{%"text"%' AND json_array_length(try_cast(r AS JSON)) = 1
-                    AND json_type(try_cast(r AS JSON), '$[0].text') = 'VARCHAR'
-                   THEN json_extract_string(try_cast(r AS JSON), '$[0].text')
-               -- a dict or list the framework handed the model as its Python repr (AutoGen, Semantic Kernel:
-               -- `{'city': 'Paris'}`), as JSON (`rules.python_literal`: the same rule as a tool span's result)
-               ELSE /*@ python_literal(r) @*/
-           END AS tool_response
+           -- a tool message of one text block (`[{"text": ...}]`, Strands, MCP): its text (as a step's result);
+           -- a dict or list the framework handed the model as its Python repr (AutoGen, Semantic Kernel:
+           -- `{'city': 'Paris'}`), as JSON (`rules.python_literal`: the same rule as a tool span's result)
+           coalesce(/*@ one_text_block(r) @*/, /*@ python_literal(r) @*/) AS tool_response
     FROM (
         SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS r
         FROM parts

@@ -7,6 +7,7 @@ the files stay plain SQL, and a declaration added is read by the views with no S
     /*@ agent_sources @*/            the agent_messages rows of every declared attribute on an agent span
     /*@ placeholder(expr) @*/        whether a text is a placeholder (a declared value or prefix)
     /*@ error_results(dialect) @*/   whether a dialect hands the model a failed tool's error message as its result
+    /*@ one_text_block(expr) @*/     the text of content blocks of one text block, else NULL
     /*@ python_literal(expr) @*/     a dict or list recorded as its Python repr, as JSON text (`rules.python_literal`)
     /*@ call_type(part) @*/          whether a message part is a tool call by its declared shapes
     /*@ result_type(part) @*/        ... a tool result
@@ -164,6 +165,16 @@ def message_parts(message: str) -> str:
     return ",\n             ".join(out) or "[]"
 
 
+def one_text_block(expr: str) -> str:
+    """The text of a value that is content blocks of one text block (`[{"text": ...}]`: Strands, MCP), else NULL:
+    a tool's result, from its span or from the tool message answering it."""
+    doc = f"try_cast({expr} AS JSON)"
+    return (
+        f"(CASE WHEN {expr} LIKE '[{{%\"text\"%' AND json_array_length({doc}) = 1 "
+        f"AND json_type({doc}, '$[0].text') = 'VARCHAR' THEN json_extract_string({doc}, '$[0].text') END)"
+    )
+
+
 def error_results(dialect: str) -> str:
     """Whether a span's dialect hands the model a failed tool's error message as its result (`error_results`)."""
     names = ", ".join(_literal(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
@@ -195,6 +206,7 @@ GENERATED: dict[str, Callable[..., str]] = {
     "message_parts": message_parts,
     "not_call": not_call,
     "error_results": error_results,
+    "one_text_block": one_text_block,
     "user_text": user_text,
     "attribute_sources": attribute_sources,
     "agent_sources": agent_sources,
