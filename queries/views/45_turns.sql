@@ -6,13 +6,16 @@
 --                       framework wraps it in, where one is declared)
 --   final_text          the text of the turn's last model call, when that response asked for no tool
 --                       (a run that stopped after a tool call has no final text)
---   intermediate_texts  non-empty text the model produced next to tool calls, in order
+--   intermediate_texts  non-empty text the model produced next to tool calls, in order (a response asked for
+--                       tools by its tool-call parts, its finish reason, or a later call's history showing the
+--                       text beside tool calls)
 --   agents              the agents that ran in the turn (delegates included), sorted by name
 --   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap. What
 --                       no span recorded comes from the conversation: a result is the answer of the tool
 --                       message for the call (by its id, or by the id of the model request it was matched to);
 --                       arguments a span recorded as no object (a bare value, or none) are the request's;
---                       the calls one model response asked for are in the order it asked for them
+--                       the calls one model response asked for are in the order it asked for them; a failed
+--                       call of a framework that hands the model its error message (declared) has that result
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
