@@ -31,12 +31,11 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, partition_key
-from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
 from tracevals.queries.binding import RAW, bind, work_table
 from tracevals.queries.catalog import query_sql, view_sql
 
-DERIVED_DIR = "derived/batch"
 VERSION = 1  # raise when what is written changes in a way the SQL digest does not show
 _FRAMES = (("traces", TRACE_SCHEMA), ("calls", CALL_SCHEMA), ("handoffs", HANDOFF_SCHEMA))
 _LOADER_QUERIES = ("batch_traces", "batch_calls", "batch_handoffs", "trace_facts", "select_sessions")

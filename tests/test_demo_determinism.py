@@ -21,9 +21,9 @@ from typing import Any
 import duckdb
 import pytest
 
-# what differs between two runs by nature: when they ran (ids and dates), how fast (latency) and
+# what differs between two runs by nature: when they ran (run and trace ids, dates), how fast (latency) and
 # where their lake lies (the report names it, for provenance)
-_BY_NATURE = {"selected_by", "date_from", "date_to", "runs", "p50_latency_ms", "p95_latency_ms", "lake"}
+_BY_NATURE = {"selected_by", "date_from", "date_to", "runs", "p50_latency_ms", "p95_latency_ms", "lake", "trace_id"}
 
 
 @pytest.fixture

@@ -190,5 +190,58 @@ def test_the_views_hold_every_declared_shape_and_placeholder() -> None:
             assert f"'$.{key}'" in rendered, (dialect.name, key)
         for source in dialect.messages:
             assert f'$."{source.key}"' in rendered, (dialect.name, source.key)
+        if dialect.error_results:  # the turns view reads its failed tools' messages
+            assert f"'{dialect.name}'" in rendered, dialect.name
     for placeholder in (*reading.PLACEHOLDERS, *reading.PLACEHOLDER_PREFIXES):
         assert "'" + placeholder.replace("'", "''") + "'" in rendered
+
+
+REPRS = [
+    str({"city": "Paris", "time": "14:00", "dst": True, "rain": None, "wind": [1, -2.5, 3e20], "ok": False}),
+    str([{"a": {}}, [], {"b": [None]}]),
+    "{'True': 'None of it, False', 'n': 0}",  # a word inside a string stays the string's
+    "{'a': 1,}",  # a trailing comma (JSON parsers differ on it): as it is
+    "[NaN]",
+    "[1, Infinity]",
+    "{'a': 'it\\'s'}",
+    """{"a": "it's"}""",
+    "{'a': (1, 2)}",
+    "{1, 2}",
+    "{'a': b'x'}",
+    "{'a': 'line\none'}",  # a control character inside a string: as it is
+    "{'a':\n  1}",
+    "{'a': datetime.date(2020, 1, 1)}",
+    "{'a': 1",
+    "['unbalanced]",
+    "{'a': 01}",
+    "{'é': 'ü', 'x': éTrue}",
+    "['a' 'b']",
+    "[True]x",
+    "Paris",
+    "",
+    '{"already": "json"}',
+    "[1, 2]",
+    "[" * 100_000 + "]" * 100_000,  # nested past what Python's parser recurses into: as it is
+]
+
+
+def test_a_python_repr_is_read_alike_by_the_rule_and_the_views() -> None:
+    """`rules.python_literal` and its SQL (`/*@ python_literal(expr) @*/`, read by the turns view) give the same
+    value for every text, a repr or not: a dict or list's value, else the text as it is."""
+    import duckdb
+
+    from tracevals.spans.rules import python_literal, unwrap
+    from tracevals.spans.views import python_literal as python_literal_sql
+
+    read = duckdb.connect().execute(
+        f"SELECT i, {python_literal_sql('r')} FROM unnest(?) WITH ORDINALITY AS t(r, i) ORDER BY i", [REPRS]
+    )
+    by_sql = [text for _, text in read.fetchall()]
+    by_python = [python_literal(r) for r in REPRS]
+    # the same text where the rule declines, the same value where it reads one
+    assert [s if isinstance(r, str) else json.loads(s) for r, s in zip(by_python, by_sql, strict=True)] == by_python
+    assert by_python[0] == {"city": "Paris", "time": "14:00", "dst": True, "rain": None, "wind": [1, -2.5, 3e20],
+                            "ok": False}  # fmt: skip
+    assert by_python[2] == {"True": "None of it, False", "n": 0} and by_python[12] == {"a": 1}
+    assert [i for i, r in enumerate(by_python) if not isinstance(r, str)] == [0, 1, 2, 12, 23]
+    assert unwrap(REPRS[-1]) == REPRS[-1]  # a tool's value so nested is kept as recorded, not a crash

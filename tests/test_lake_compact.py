@@ -17,7 +17,7 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc, ingest_scrambled, moved
 
 from tracevals.lake.compact import MARKER, ROW_GROUP_ROWS, CompactError, compact, compacted_from
-from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.schema import DERIVED_DIR, SPAN_SCHEMA
 from tracevals.lake.writer import write_table_atomically
 from tracevals.queries import VIEW_NAMES, open_lake, session_lookup
 
@@ -244,8 +244,14 @@ def test_a_second_compaction_waits_and_a_killed_runs_temporary_files_go_whatever
     old.write_bytes(b"half a file")
     fresh.write_bytes(b"a killed run's half file")
     os.utime(old, (time.time() - 86400,) * 2)
-    result = compact(built, min_age_s=0)
-    assert result.stale_removed == 2 and not old.exists() and not fresh.exists()
+    # and a derived table a killed `tracevals compact` was writing (it derives under the same lock)
+    derived = built / DERIVED_DIR / "date=2026-01-01" / "hour=00" / ".calls-x.parquet.0123456789ab.tmp"
+    derived.parent.mkdir(parents=True)
+    derived.write_bytes(b"half a derived table")
+    seen: list[bool] = []
+    result = compact(built, min_age_s=0, then=lambda: seen.append(derived.exists()))
+    assert result.stale_removed == 3 and not old.exists() and not fresh.exists() and not derived.exists()
+    assert seen == [False]  # what else a compaction writes runs once, under the lock, after the sweep
 
 
 def test_an_unreadable_file_leaves_its_hour_alone_and_says_which(built: Path) -> None:

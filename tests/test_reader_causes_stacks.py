@@ -152,7 +152,8 @@ def test_mastra_reads_the_user_text_from_the_agent_run_and_its_placeholder_error
     """Before: user_text was None (the chat spans carry no input) and the tool's error type Mastra's `unknown`."""
     row = turn(tmp_path, mastra())
     assert said(row) == (USER, ANSWER, 30, 10, 2)
-    assert calls(row) == [("get_weather", {"city": "X"}, None, True, "Error")]
+    # the result: the error's message, which Mastra hands the model (test_a_failed_tool_of_the_ai_sdk_answered_...)
+    assert calls(row) == [("get_weather", {"city": "X"}, "unknown city: X", True, "Error")]
 
 
 def test_a_turn_spans_the_traces_its_span_links_join(tmp_path: Path) -> None:
@@ -363,3 +364,100 @@ def test_a_bare_argument_value_is_the_request_whose_arguments_hold_it(tmp_path: 
     row = turn(tmp_path, doc(spans))
     london, paris = {"city": "London"}, {"city": "Paris"}
     assert [(c[1], c[2]) for c in calls(row)] == [(paris, paris), (london, london)]  # in the order asked
+
+
+def test_a_result_recorded_as_its_python_repr_is_its_value(tmp_path: Path) -> None:
+    """Agno's TOOL spans and AutoGen's tool messages hand the model `str(value)`: a dict's Python repr. Before:
+    the repr, as text, for both."""
+    oi = "openinference.span.kind"
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    ask = [{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "get_time", "arguments": '{"city": "Paris"}'}}]}]  # fmt: skip
+    answer = [{"role": "tool", "tool_call_id": "call_1", "content": "{'city': 'Paris', 'time': '14:00', 'dst': True}"}]
+    spans = [
+        span("1" * 16, None, "get_weather", {oi: "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Paris"}',
+             "output.value": str(WEATHER)}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.output.messages": ask}, 2000),
+        span("3" * 16, None, "chat m", {**chat, "gen_ai.input.messages": answer}, 4000),
+    ]  # fmt: skip
+    assert [(c[0], c[2]) for c in calls(turn(tmp_path, doc(spans)))] == [
+        ("get_weather", WEATHER), ("get_time", {"city": "Paris", "time": "14:00", "dst": True}),
+    ]  # fmt: skip
+
+
+def test_a_text_whose_finish_reason_asked_for_tools_is_intermediate(tmp_path: Path) -> None:
+    """OpenLLMetry JS over the AI SDK writes an answer of a text and tool calls as the text alone, its finish reason
+    `tool_call` (tests/corpus/vercel_ai_v6_openllmetry). Before: no intermediate text, as for an answer of text."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    user = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
+    look = [{"type": "text", "content": "Let me look."}]
+    first = [{"role": "assistant", "finish_reason": "tool_call", "parts": look}]
+    last = [{"role": "assistant", "finish_reason": "stop", "parts": [{"type": "text", "content": ANSWER}]}]
+    spans = [
+        span("1" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": first}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": last}, 2000),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER
+
+
+def test_a_failed_tool_of_the_ai_sdk_answered_its_error_message(tmp_path: Path) -> None:
+    """The AI SDK (up to 6, and through OpenLLMetry JS, whose tool spans keep `ai.toolCall.*` only) and Mastra hand
+    the model a failing tool's error message as its result: with content off only the span's status says it. A
+    framework that declares no such thing keeps no result. Before: no result for either."""
+    failed = {"status": {"code": 2, "message": "unknown city: Atlantis"}}
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    tools = {
+        "ai.toolCall": {"ai.operationId": "ai.toolCall", "ai.toolCall.name": "get_weather", "ai.toolCall.id": "c1"},
+        "execute_tool get_weather": {"ai.toolCall.name": "get_weather", "gen_ai.tool.name": "get_weather",
+                                     "gen_ai.tool.call.id": "c1"},  # OpenLLMetry JS
+        "execute_tool": {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"},  # conventions
+    }  # fmt: skip
+    read = []
+    for name, attrs in tools.items():
+        spans = [span("1" * 16, None, "chat m", chat, 1000), span("2" * 16, None, name, attrs, 2000, **failed)]
+        read.append(calls(turn(tmp_path / name, doc(spans)))[0][2:])
+    assert read == [("unknown city: Atlantis", True, "_OTHER"), ("unknown city: Atlantis", True, "_OTHER"),
+                    (None, True, "_OTHER")]  # fmt: skip
+
+
+def test_a_text_the_history_shows_beside_tool_calls_is_intermediate(tmp_path: Path) -> None:
+    """The OpenAI Agents SDK's OTel v2 bridge records an answer of a text and a tool call as the text alone; the
+    next call's history has both in one assistant message. Before: no intermediate text."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 1}
+    user = [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
+    look = {"role": "assistant", "parts": [{"type": "text", "content": "Let me look."}]}
+    asked = {"role": "assistant", "parts": [*look["parts"], {"type": "tool_call", "id": "c1", "name": "get_weather",
+             "arguments": '{"city": "Paris"}'}]}  # fmt: skip
+    last = [{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}]
+    spans = [
+        span("1" * 16, None, "chat m", {**chat, "gen_ai.input.messages": user, "gen_ai.output.messages": [look]}, 1000),
+        span("2" * 16, None, "chat m", {**chat, "gen_ai.input.messages": [*user, asked],
+             "gen_ai.output.messages": last}, 2000),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert row["intermediate_texts"] == ["Let me look."] and row["final_text"] == ANSWER
+
+
+def test_a_choice_event_whose_message_is_text_is_the_answer(tmp_path: Path) -> None:
+    """Strands' legacy conventions: the model span's `gen_ai.choice` event holds `message` (its Bedrock blocks as
+    JSON text) and `finish_reason`, no role and no content. Before: no answer, no tool call's arguments."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.system": "strands-agents", "gen_ai.usage.input_tokens": 1}
+
+    def event(name: str, **attrs: Any) -> dict[str, Any]:
+        return {"name": name, "timeUnixNano": "1", "attributes": [kv(k, v) for k, v in attrs.items()]}
+
+    use = {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}
+    ask = [{"text": "Let me look."}, {"toolUse": use}]
+    user = event("gen_ai.user.message", content=json.dumps([{"text": USER}]))
+    spans = [
+        span("1" * 16, None, "chat", chat, 1000,
+             events=[user, event("gen_ai.choice", message=json.dumps(ask), finish_reason="tool_use")]),
+        span("2" * 16, None, "execute_tool get_weather", {"gen_ai.operation.name": "execute_tool",
+             "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "t1"}, 2000),
+        span("3" * 16, None, "chat", chat, 3000,
+             events=[user, event("gen_ai.choice", message=json.dumps([{"text": ANSWER}]), finish_reason="end_turn")]),
+    ]  # fmt: skip
+    row = turn(tmp_path, doc(spans))
+    assert (row["user_text"], row["final_text"], row["intermediate_texts"]) == (USER, ANSWER, ["Let me look."])
+    assert calls(row) == [("get_weather", {"city": "Paris"}, None, False, None)]

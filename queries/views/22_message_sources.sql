@@ -214,10 +214,18 @@ found AS (
     WHERE a.value IS NOT NULL
 ),
 decoded AS (
-    -- text holding JSON parsed, text that is no JSON one message's content; {"message": {...}} unwrapped
+    -- text holding JSON parsed, text that is no JSON one message's content; {"message": {...}} unwrapped, and
+    -- {"message": "text"} an answer of that content
     SELECT trace_id, span_id, source, priority, direction, role_hint, seq,
            CASE WHEN json_type(doc, '$.message') = 'OBJECT' AND json_type(doc, '$.role') IS NULL
-                THEN json_extract(doc, '$.message') ELSE doc END AS doc
+                THEN json_extract(doc, '$.message')
+                -- a choice whose message is text (Strands' legacy gen_ai.choice events: Bedrock blocks as JSON
+                -- text) is an answer of that content
+                WHEN json_type(doc, '$.message') = 'VARCHAR' AND json_type(doc, '$.role') IS NULL
+                     AND json_type(doc, '$.content') IS NULL AND direction = 'output'
+                THEN json_object('role', 'assistant', 'content', json_extract_string(doc, '$.message'),
+                                 'finish_reason', json_extract_string(doc, '$.finish_reason'))
+                ELSE doc END AS doc
     FROM (
         SELECT *,
                CASE

@@ -17,7 +17,8 @@
 --           / {"tool_call_result": {...}} ...): the marked places below are generated from them.
 -- part_type: text | tool_call | tool_call_response | whatever else the part calls itself.
 -- tool_args / tool_response are JSON text (a JSON string argument is unwrapped to the JSON it holds); a text,
--- argument or response that is a placeholder (`<elided>` ...) is NULL: no content.
+-- argument or response that is a placeholder (`<elided>` ...) is NULL: no content. finish_reason: the message's
+-- own (`$.finish_reason`), on each of its parts.
 CREATE OR REPLACE VIEW message_parts AS
 WITH messages AS (
     SELECT
@@ -105,7 +106,9 @@ SELECT
     tool_name,
     CASE WHEN NOT coalesce(/*@ placeholder(args_value) @*/, FALSE) THEN args_value END AS tool_args,
     CASE WHEN NOT coalesce(/*@ placeholder(response_value) @*/, FALSE) THEN response_value END AS tool_response,
-    part AS raw_part
+    part AS raw_part,
+    -- why the model stopped, where the message says (GenAI's output messages: `tool_call`, `stop` ...)
+    json_extract_string(message, '$.finish_reason') AS finish_reason
 FROM (
     SELECT
         *,

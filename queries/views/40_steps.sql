@@ -26,10 +26,7 @@ FROM (
     SELECT trace_id, span_id, session_id, run_id, task_id, attempt, variant,
            'tool', tool_name, agent_name, tool_call_id, tool_args,
            -- a result given as content blocks, one text block (`[{"text": ...}]`: Strands, MCP): its text
-           CASE WHEN raw_result LIKE '[{%"text"%' AND json_array_length(try_cast(raw_result AS JSON)) = 1
-                     AND json_type(try_cast(raw_result AS JSON), '$[0].text') = 'VARCHAR'
-                THEN json_extract_string(try_cast(raw_result AS JSON), '$[0].text')
-                ELSE raw_result END,
+           coalesce(/*@ one_text_block(raw_result) @*/, raw_result),
            tool_effect, tool_args_hash, error_type, is_error, FALSE, http_status_code, retry_after_ms,
            idempotency_key, start_time, end_time, duration_ms, NULL, NULL, NULL, NULL, 0
     FROM (

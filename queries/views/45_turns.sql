@@ -6,13 +6,16 @@
 --                       framework wraps it in, where one is declared)
 --   final_text          the text of the turn's last model call, when that response asked for no tool
 --                       (a run that stopped after a tool call has no final text)
---   intermediate_texts  non-empty text the model produced next to tool calls, in order
+--   intermediate_texts  non-empty text the model produced next to tool calls, in order (a response asked for
+--                       tools by its tool-call parts, its finish reason, or a later call's history showing the
+--                       text beside tool calls)
 --   agents              the agents that ran in the turn (delegates included), sorted by name
 --   tool_calls          the tool calls, in step order: name, args, result, is_error, error_type, is_gap. What
 --                       no span recorded comes from the conversation: a result is the answer of the tool
 --                       message for the call (by its id, or by the id of the model request it was matched to);
 --                       arguments a span recorded as no object (a bare value, or none) are the request's;
---                       the calls one model response asked for are in the order it asked for them
+--                       the calls one model response asked for are in the order it asked for them; a failed
+--                       call of a framework that hands the model its error message (declared) has that result
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
@@ -48,7 +51,7 @@ turn_of AS (
 parts AS (
     -- read once, shared by responses, user_messages and answers
     SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
-           tool_response
+           tool_response, finish_reason
     FROM message_parts
     WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
        OR (direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL)
@@ -57,16 +60,25 @@ answers AS (
     -- what the tool message answering a call said (the history repeats it in every later call: one copy), for
     -- a call no span recorded the result of (a framework without tool spans: a gap, with its request's id)
     SELECT trace_id, tool_call_id,
-           -- a tool message of one text block (`[{"text": ...}]`, Strands, MCP): its text
-           CASE WHEN r LIKE '[{%"text"%' AND json_array_length(try_cast(r AS JSON)) = 1
-                     AND json_type(try_cast(r AS JSON), '$[0].text') = 'VARCHAR'
-                THEN json_extract_string(try_cast(r AS JSON), '$[0].text') ELSE r END AS tool_response
+           -- a tool message of one text block (`[{"text": ...}]`, Strands, MCP): its text (as a step's result);
+           -- a dict or list the framework handed the model as its Python repr (AutoGen, Semantic Kernel:
+           -- `{'city': 'Paris'}`), as JSON (`rules.python_literal`: the same rule as a tool span's result)
+           coalesce(/*@ one_text_block(r) @*/, /*@ python_literal(r) @*/) AS tool_response
     FROM (
         SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS r
         FROM parts
         WHERE part_type = 'tool_call_response'
         GROUP BY trace_id, tool_call_id
     ) AS answered
+),
+errors AS (
+    -- a failed tool's error message, of a framework that hands the model that message as the tool's result (the
+    -- AI SDK, Mastra: declared, `error_results`), for a call neither its spans nor the conversation say the result of
+    SELECT trace_id, span_id, min(status_message) AS message
+    FROM raw_spans
+    WHERE kind = 'tool' AND status_code = 'error' AND /*@ error_results(dialect) @*/
+      AND status_message <> '' AND NOT /*@ placeholder(status_message) @*/
+    GROUP BY trace_id, span_id
 ),
 calls AS (
     SELECT
@@ -76,16 +88,38 @@ calls AS (
     FROM model_calls AS m
     JOIN turn_of AS t ON t.trace_id = m.trace_id
 ),
-responses AS (
+asked_in_history AS (
+    -- the texts a later call's history shows beside tool calls in one assistant message: answers that asked for
+    -- tools, whatever their own call recorded (the OTel v2 bridge of the OpenAI Agents SDK keeps the text alone)
+    SELECT DISTINCT p.trace_id, p.content
+    FROM message_parts AS p
+    WHERE p.direction = 'input' AND p.role = 'assistant' AND p.part_type = 'text' AND p.content <> ''
+      AND EXISTS (
+          SELECT 1 FROM message_parts AS c
+          WHERE c.trace_id = p.trace_id AND c.call_span_id = p.call_span_id AND c.direction = 'input'
+            AND c.message_index = p.message_index AND c.part_type = 'tool_call'
+      )
+),
+answered AS (
     SELECT
         trace_id,
         call_span_id,
         string_agg(content, chr(10) ORDER BY message_index, part_index)
             FILTER (WHERE part_type = 'text' AND content <> '') AS text,
-        count(*) FILTER (WHERE part_type = 'tool_call') AS tool_call_parts
+        -- a response that asked for tools: its tool-call parts, or its finish reason where an exporter dropped
+        -- them (OpenLLMetry JS keeps a text and loses the calls beside it)
+        count(*) FILTER (WHERE part_type = 'tool_call'
+                            OR lower(finish_reason) IN ('tool_call', 'tool_calls', 'tool-calls', 'tool_use',
+                                                        'function_call')) AS tool_asks
     FROM parts
     WHERE direction = 'output'
     GROUP BY trace_id, call_span_id
+),
+responses AS (
+    SELECT r.trace_id, r.call_span_id, r.text,
+           r.tool_asks + CASE WHEN h.content IS NOT NULL AND r.tool_asks = 0 THEN 1 ELSE 0 END AS tool_asks
+    FROM answered AS r
+    LEFT JOIN asked_in_history AS h ON h.trace_id = r.trace_id AND h.content = r.text
 ),
 user_messages AS (
     SELECT trace_id, call_span_id, message_index, string_agg(content, chr(10) ORDER BY part_index) AS text
@@ -98,9 +132,9 @@ per_turn AS (
         c.turn_id,
         -- a framework's prompt around the user's text (CrewAI's task prompt, smolagents' `New task:`) unwrapped
         max(/*@ user_text(u.text) @*/) FILTER (WHERE c.call_order = 1) AS user_text,
-        max(CASE WHEN coalesce(r.tool_call_parts, 0) = 0 THEN r.text END)
+        max(CASE WHEN coalesce(r.tool_asks, 0) = 0 THEN r.text END)
             FILTER (WHERE c.call_order_desc = 1) AS final_text,
-        list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_call_parts > 0 AND r.text IS NOT NULL)
+        list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_asks > 0 AND r.text IS NOT NULL)
             AS intermediate_texts,
         count(*) AS model_call_count,
         CAST(sum(c.input_tokens) AS BIGINT) AS input_tokens,
@@ -202,7 +236,7 @@ tools AS (
                 args := CASE WHEN s.args IS NULL OR coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR')
                                                     NOT IN ('OBJECT', 'ARRAY')
                              THEN coalesce(q.tool_args, s.args) ELSE s.args END,
-                result := coalesce(s.result, w.tool_response, v.tool_response),
+                result := coalesce(s.result, w.tool_response, v.tool_response, e.message),
                 is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
                 tool_call_id := s.tool_call_id, span_id := s.span_id
             )
@@ -219,6 +253,7 @@ tools AS (
     LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
     LEFT JOIN answers AS v
         ON s.result IS NULL AND v.trace_id = s.trace_id AND v.tool_call_id = q.tool_call_id
+    LEFT JOIN errors AS e ON s.result IS NULL AND s.is_error AND e.trace_id = s.trace_id AND e.span_id = s.span_id
     WHERE s.step_kind = 'tool'
     GROUP BY t.turn_id
 ),

@@ -94,6 +94,7 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
                 group_bytes=group_mib * 1024**2,
                 dry_run=dry_run,
                 progress=lambda done, total: progress.update(bar, completed=done, total=total),
+                then=lambda: _derive(lake, time.time() - _seconds(min_age), console),
             )
     except CompactError as exc:
         raise click.ClickException(str(exc)) from None
@@ -117,8 +118,6 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
             f"compacted once it has ended): {', '.join(result.too_young[:3])}"
             + (f" +{len(result.too_young) - 3} more" if len(result.too_young) > 3 else ""),
         )
-    if not dry_run:
-        _derive(lake, time.time() - _seconds(min_age), console)
     failed = [p for p in result.partitions if p.error]
     if failed:
         raise click.ClickException(f"{len(failed)} partitions left as they were; first: {failed[0].error}")

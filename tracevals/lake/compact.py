@@ -28,14 +28,12 @@ object storage is compacted the same way (`lake.compact_remote`), its lock a lea
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
 import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from tracevals.lake.compact_lock import TMP_PREFIX, CompactError, locked, remove_stale
 from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.retention import (
     COMPACTED_AT,
@@ -58,7 +57,6 @@ from tracevals.lake.retention import (
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.sink import DICTIONARY_COLUMNS
 from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
-from tracevals.model.errors import UserError
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the
@@ -72,7 +70,6 @@ MARKER = b"tracevals.compacted_from"
 # than this is rewritten on its own (the collector's are bounded by its rotation, 500,000 rows by default).
 GROUP_BYTES = 128 * 1024**2
 MIN_AGE_S = 3600.0
-_TMP_PREFIX = ".compact-"
 
 # The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
 COMPACTED_NAME = re.compile(r"(-c[0-9a-f]{8})+(?=\.parquet$)")
@@ -81,10 +78,6 @@ SORT_KEYS: dict[str, list[str]] = {
     SPANS_DIR: ["session_id", "trace_id", "start_time", "span_id"],
     LOGS_DIR: ["trace_id", "span_id", "time"],
 }
-
-
-class CompactError(UserError):
-    """The lake cannot be compacted (not a lake, another compaction holds its lock)."""
 
 
 @dataclass
@@ -129,6 +122,7 @@ def compact(
     since: float | None = None,
     retention_s: float | None = None,
     wait_s: float = 0.0,
+    then: Callable[[], object] | None = None,
 ) -> CompactResult:
     """Compact every hour partition of the lake's spans and logs that ended at least `min_age_s` ago
     and is not compacted yet; `dry_run` lists what would be done. progress(done, total) per partition.
@@ -136,22 +130,27 @@ def compact(
     that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in), and the
     hours elsewhere whose merged inputs are due for deletion. `retention_s`: how long merged inputs stay for
     readers (default `retention.retention_seconds()`; 0 deletes them at once). `wait_s`: how long to wait
-    for another compaction of the lake to finish before raising `CompactError`."""
+    for another compaction of the lake to finish before raising `CompactError`. `then`: what else a compaction writes
+    (the derived tables, `queries.derived`), run under the same lock once the merges are done (not on a
+    dry run), so a killed one's temporary files are swept by the next compaction like a merge's."""
     retention = retention_seconds() if retention_s is None else retention_s
     lake = Lake.open(lake)
     root = lake.local_folder
     if root is None:  # object storage: no rename, no lock file (see the module's docstring)
         from tracevals.lake.compact_remote import compact_remote
 
-        return compact_remote(lake, min_age_s, group_bytes, now, dry_run, progress, since, retention, wait_s)
+        remote = compact_remote(lake, min_age_s, group_bytes, now, dry_run, progress, since, retention, wait_s)
+        if then is not None and not dry_run:
+            then()
+        return remote
     if not root.is_dir():
         raise CompactError(f"lake {lake.location!r} is not a directory; pass the folder that holds spans/")
     started = time.monotonic()
     now = time.time() if now is None else now
     result = CompactResult()
-    with _locked(root, dry_run, wait_s):
+    with locked(root, dry_run, wait_s):
         if not dry_run:
-            result.stale_removed = _remove_stale(root)
+            result.stale_removed = remove_stale(root, tuple(SORT_KEYS))
         todo = [
             (table, d)
             for table in SORT_KEYS
@@ -182,34 +181,10 @@ def compact(
                 result.partitions.append(partition)
             if progress is not None and merge:
                 progress(done, len(todo))
+        if then is not None and not dry_run:
+            then()
     result.seconds = time.monotonic() - started
     return result
-
-
-@contextmanager
-def _locked(root: Path, dry_run: bool, wait_s: float = 0.0) -> Iterator[None]:
-    if dry_run:
-        yield
-        return
-    try:
-        fd = os.open(root / ".compact.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise CompactError(
-            f"cannot compact {root}: {exc.strerror or exc}; the lake must be writable by this user"
-        ) from None
-    deadline = time.monotonic() + wait_s
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise CompactError(f"another compaction of {root} is running; wait for it to finish") from None
-                time.sleep(0.1)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _hour_end(directory: Path) -> float:
@@ -229,20 +204,6 @@ def _closed_partitions(table_dir: Path, ended_before: float) -> list[Path]:
         if end != float("inf") and end <= ended_before:
             found.append(directory)
     return found
-
-
-def _remove_stale(root: Path) -> int:
-    """Delete every compaction's temporary file: called with the lock held, so no compaction is writing one
-    and each is a killed run's leftover, whatever its age."""
-    removed = 0
-    for table in SORT_KEYS:
-        for path in (root / table).rglob(f"{_TMP_PREFIX}*.parquet.tmp"):
-            try:
-                path.unlink()
-                removed += 1
-            except FileNotFoundError:
-                continue
-    return removed
 
 
 def compacted_from(path: Path) -> list[str] | None:
@@ -378,7 +339,7 @@ def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | No
 
 def _rewrite(table_name: str, directory: Path, group: list[Path], delete_inputs: bool) -> Path:
     stem, write = _merged(table_name, group)
-    tmp = directory / f"{_TMP_PREFIX}{stem}.parquet.tmp"
+    tmp = directory / f"{TMP_PREFIX}{stem}.parquet.tmp"
     final = directory / f"{stem}.parquet"
     try:
         write(tmp)

@@ -12,6 +12,8 @@ import pyarrow as pa
 LAKE_FORMAT_VERSION = 1
 SPANS_DIR = "spans"
 LOGS_DIR = "logs"
+# Tables derived from closed hours at compaction (`queries.derived`), written under the compaction lock.
+DERIVED_DIR = "derived/batch"
 SCORES_DIR = "scores"
 
 _TS = pa.timestamp("ns", tz="UTC")

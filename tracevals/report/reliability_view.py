@@ -236,12 +236,15 @@ def _steps_html(rel: Reliability, caption: Any) -> str:
           num(r.rate)] for r in rel.tools],
         table_id="tool-steps",
     )  # fmt: skip
-    note = (
-        "<p>A step is reached when every earlier step was done right; called: the call there was of the step's "
-        "tool (else another tool, or none); its rate is succeeded / reached, so the product of a task's step "
-        "rates is the share of attempts that did every step right, beside the end-to-end pass rate. First "
+    # the reading in one visible line; its details are reference, one click away (the page stays short)
+    reading = "<p>A step is reached when every earlier step was done right; its rate is succeeded / reached.</p>"
+    note = reading + details(
+        "how the steps are read",
+        "<p>Called: the call there was of the step's tool (else another tool, or none). The product of a task's "
+        "step rates is the share of attempts that did every step right, beside the end-to-end pass rate. First "
         "divergence: the step where attempts stopped doing it right (reached minus succeeded), by the same "
-        "reading.</p>"
+        "reading.</p>",
+        cls="more",
     )
     n = sum(t.attempts for t in rel.steps)
     more = details("every task: step rates, their product, first divergence", product_table, cls="more") + details(

@@ -165,7 +165,9 @@ class Dialect:
     - `error_flags`: attributes whose true value says the span failed where its status does not (Haystack's
       `haystack.tool.error`); `error_levels`: an attribute and its value that says so (Langfuse's level
       `ERROR`); `error_messages`: where such a failure's message is (the class it names is the error type);
-      `no_error_types`: `error.type` values that name no type (Mastra's `unknown`).
+      `no_error_types`: `error.type` values that name no type (Mastra's `unknown`); `error_results`: a failed
+      tool's result, where neither its spans nor the conversation record one, is its span's status message (the
+      framework hands the model the message as the tool's result: the AI SDK, Mastra; read by the turns view).
     - `agent_span_names`: regular expressions on the name of an agent span that no attribute names, whose first
       group is the agent (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a
       turn's first model call whose first group is the user's own text (a framework's prompt around it).
@@ -193,6 +195,7 @@ class Dialect:
     error_levels: Mapping[str, str] = field(default_factory=dict)
     error_messages: tuple[Source, ...] = ()
     no_error_types: tuple[str, ...] = ()
+    error_results: bool = False
     agent_span_names: tuple[str, ...] = ()
     user_texts: tuple[str, ...] = ()
     precedence: int = 100

@@ -33,8 +33,10 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 #    framework's family names the span's dialect; placeholders are no value in any column; a tool's arguments
 #    and result in a framework's envelope are unwrapped by rule; an error of no type keeps the class its message
 #    names; a tool span that is bookkeeping (ADK's merged tools) is no call
-# From 8 on, a declaration raises it (its `since`): the version is the highest any declaration names.
-NORMALIZER_VERSION = max(8, *(d.since for d in reading.DIALECTS))
+# From 8 on, a declaration raises it (its `since`): the version is the highest any declaration names, or a
+# generic rule's (rules.py):
+# 11: a tool's arguments or result recorded as the Python repr of a dict or list is read as that value
+NORMALIZER_VERSION = max(11, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
 UNKNOWN_ERROR_TYPE = "_OTHER"

@@ -5,6 +5,7 @@
 - A tool's arguments or result recorded in a framework's generic input / output attribute may sit in a single
   wrapper object (`{"kwargs": {...}}`, `{"args": [], "kwargs": {...}}`, `{"result": x}`, `{"output": x}`, a
   serialised ToolMessage, LlamaIndex's ToolOutput): it is unwrapped by rule (`unwrap`).
+- A dict or list recorded as its Python repr is read as that value (`python_literal`).
 - An error without a type keeps its class from the exception or status message when the message names one
   (`ValueError: unknown city`, `ValueError('unknown city')`, `<class 'ValueError'>`): `error_class`.
 
@@ -54,14 +55,52 @@ def _take(value: Any, path: tuple[str | int, ...]) -> Any:
     return value
 
 
+# A Python repr of a dict or list (`python_literal`), read the same way in Python and in SQL (`views.python_literal`):
+# split at its single quotes, the pieces outside the quoted strings (the odd ones, from 1) get JSON's words for
+# True / False / None and must then hold JSON's structure, numbers and words only (no NaN, no trailing comma:
+# where JSON parsers differ); the pieces inside must hold no control character; joined with double quotes, JSON.
+# Text with a double quote or a backslash is no such repr (a string repr holding `'` or an escape): as it is.
+PY_WORDS: dict[str, str] = {"True": "true", "False": "false", "None": "null"}
+PY_WORD = r"\b(True|False|None)\b"
+PY_OUTSIDE = r"(?:[\[\]{}:,0-9.eE+\- \t\n\r]|true|false|null)*"
+PY_TRAILING_COMMA = r",[ \t\n\r]*[\]}]"
+PY_CONTROL = r"[\x00-\x1f]"
+
+
 def parsed(value: Any) -> Any:
     """A value recorded as JSON text, parsed; any other value (or text that is no JSON) as it is."""
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # no JSON, or nested past what the parser recurses into
             return value
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def python_literal(value: Any) -> Any:
+    """A dict or list recorded as its Python repr (`{'city': 'Paris', 'dst': True}`: what AutoGen, Semantic Kernel
+    and Agno hand the model as a tool's result, `str(value)`), read as that value; any other value as it is. No code
+    runs and nothing is evaluated: the text is rewritten as JSON by the rule above (`PY_WORDS` ...), the one the
+    views apply (`views.python_literal`)."""
+    if not isinstance(value, str) or value[:1] not in ("{", "[") or '"' in value or "\\" in value:
+        return value
+    pieces = value.split("'")
+    for i, piece in enumerate(pieces):
+        if i % 2 == 0:
+            piece = pieces[i] = re.sub(PY_WORD, lambda m: PY_WORDS[m.group(1)], piece, flags=re.ASCII)
+            if not re.fullmatch(PY_OUTSIDE, piece) or re.search(PY_TRAILING_COMMA, piece):
+                return value
+        elif re.search(PY_CONTROL, piece):
+            return value
+    try:
+        found = json.loads('"'.join(pieces), parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return value
+    return found if isinstance(found, (dict, list)) else value
 
 
 def unwrap(value: Any) -> Any:
@@ -76,6 +115,10 @@ def unwrap(value: Any) -> Any:
     if is_placeholder(value):
         return None
     current = parsed(value)
+    if current is value and isinstance(value, str):
+        literal = python_literal(value)
+        if literal is not value:
+            return literal
     unwrapped = False
     for _ in range(_MAX_WRAPPERS):
         rule = next((r for r in UNWRAPS if _matches(r, current)), None) if isinstance(current, dict) else None

@@ -6,6 +6,9 @@ the files stay plain SQL, and a declaration added is read by the views with no S
     /*@ attribute_sources @*/        the message_sources rows of every declared attribute on a model span
     /*@ agent_sources @*/            the agent_messages rows of every declared attribute on an agent span
     /*@ placeholder(expr) @*/        whether a text is a placeholder (a declared value or prefix)
+    /*@ error_results(dialect) @*/   whether a dialect hands the model a failed tool's error message as its result
+    /*@ one_text_block(expr) @*/     the text of content blocks of one text block, else NULL
+    /*@ python_literal(expr) @*/     a dict or list recorded as its Python repr, as JSON text (`rules.python_literal`)
     /*@ call_type(part) @*/          whether a message part is a tool call by its declared shapes
     /*@ result_type(part) @*/        ... a tool result
     /*@ args(part) @*/ /*@ results(part) @*/ /*@ ids(part) @*/ /*@ names(part) @*/
@@ -18,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tracevals.spans import reading
+from tracevals.spans import reading, rules
 from tracevals.spans.declare import Messages
 
 _MARKER = re.compile(r"/\*@\s*(\w+)(?:\((.*?)\))?\s*@\*/", re.S)
@@ -91,6 +94,28 @@ def placeholder(expr: str) -> str:
     return f"({expr} IN ({values}){prefixes})"
 
 
+def python_literal(expr: str) -> str:
+    """`rules.python_literal` in SQL, by the same constants: the text as JSON text when it is a Python repr of a
+    dict or list, else as it is (tests/test_dialects.py checks both give the same value)."""
+    words = "s"
+    for word, json_word in rules.PY_WORDS.items():
+        pattern = _literal(r"\b" + word + r"\b")
+        words = f"regexp_replace({words}, {pattern}, {_literal(json_word)}, 'g')"
+    outside = f"regexp_full_match({words}, {_literal(rules.PY_OUTSIDE)})"
+    trailing = f"regexp_matches({words}, {_literal(rules.PY_TRAILING_COMMA)})"
+    control = f"regexp_matches(s, {_literal(rules.PY_CONTROL)})"
+    pieces = (
+        f"list_transform(string_split({expr}, ''''), lambda s, i: CASE WHEN i % 2 = 1 THEN CASE WHEN {outside} "
+        f"AND NOT {trailing} THEN {words} END WHEN NOT {control} THEN s END)"
+    )
+    gate = f"regexp_matches({expr}, '^[\\[{{]') AND NOT contains({expr}, '\"') AND NOT contains({expr}, '\\')"
+    return (
+        f"(CASE WHEN {gate} AND list_bool_and(list_transform({pieces}, lambda p: p IS NOT NULL))\n"
+        f"     THEN coalesce(CAST(try_cast(array_to_string({pieces}, '\"') AS JSON) AS VARCHAR), {expr}) "
+        f"ELSE {expr} END)"
+    )
+
+
 def _parts(attribute: str) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for dialect in reading.DIALECTS:
@@ -140,6 +165,22 @@ def message_parts(message: str) -> str:
     return ",\n             ".join(out) or "[]"
 
 
+def one_text_block(expr: str) -> str:
+    """The text of a value that is content blocks of one text block (`[{"text": ...}]`: Strands, MCP), else NULL:
+    a tool's result, from its span or from the tool message answering it."""
+    doc = f"try_cast({expr} AS JSON)"
+    return (
+        f"(CASE WHEN {expr} LIKE '[{{%\"text\"%' AND json_array_length({doc}) = 1 "
+        f"AND json_type({doc}, '$[0].text') = 'VARCHAR' THEN json_extract_string({doc}, '$[0].text') END)"
+    )
+
+
+def error_results(dialect: str) -> str:
+    """Whether a span's dialect hands the model a failed tool's error message as its result (`error_results`)."""
+    names = ", ".join(_literal(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
+    return f"({dialect} IN ({names}))"
+
+
 def not_call(name: str) -> str:
     """Whether a tool name is one a framework declares no call (`not_calls`)."""
     names = ", ".join(_literal(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
@@ -164,10 +205,13 @@ GENERATED: dict[str, Callable[..., str]] = {
     "agent_from_span_name": agent_from_span_name,
     "message_parts": message_parts,
     "not_call": not_call,
+    "error_results": error_results,
+    "one_text_block": one_text_block,
     "user_text": user_text,
     "attribute_sources": attribute_sources,
     "agent_sources": agent_sources,
     "placeholder": placeholder,
+    "python_literal": python_literal,
     "call_type": call_type,
     "result_type": result_type,
     "args": _paths("args", "json_extract"),

@@ -22,6 +22,7 @@ DIALECT = Dialect(
     ),
     parts=Parts(message_texts=("$.text",), message_calls=("$.toolCalls",)),
     no_error_types=("unknown",),  # Mastra's error id where it has none: not a type
+    error_results=True,  # a failing tool's error message is what the agent hands the model (its tool result)
     precedence=5,
     since=10,
 )

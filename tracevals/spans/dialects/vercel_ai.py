@@ -6,7 +6,7 @@ in `ai.prompt`, the final `ai.response.text`, usage summed), one `ai.generateTex
 tool call (`ai.toolCall.name`, `.id`, `.args`, `.result`). Every span names the call's `functionId` (the
 agent, as far as the SDK knows one) and carries its metadata as `ai.telemetry.metadata.<key>` (the session,
 under a key the application chose). AI SDK 7 moved telemetry to `@ai-sdk/otel`, which writes the GenAI
-conventions."""
+conventions. A failing tool's error message is what the SDK hands the model as the tool's result."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ _CALLS = (
 DIALECT = Dialect(
     "vercel_ai",
     "Vercel AI SDK up to 6 (ai.*; only its model spans also carry gen_ai.*)",
-    recognise_keys=("ai.operationId",),
+    # a tool span OpenLLMetry JS re-exports keeps `ai.toolCall.*` and loses `ai.operationId`
+    recognise_keys=("ai.operationId", "ai.toolCall.name"),
     kind=(
         By(
             "ai.operationId",
@@ -57,5 +58,7 @@ DIALECT = Dialect(
         ids=("$.toolCallId",),
         names=("$.toolName",),
     ),
+    error_results=True,  # a failing tool's error message is what the SDK hands the model (its `tool-error`)
     precedence=2,
+    since=12,
 )
