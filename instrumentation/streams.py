@@ -61,14 +61,19 @@ class WatchedStream(wrapt.ObjectProxy):
     def __iter__(self) -> WatchedStream:
         return self
 
+    def _self_raised(self, exc: BaseException, end: type[BaseException]) -> None:
+        """What the wrapped stream raised instead of an event: `end` (Stop[Async]Iteration) stops the watch
+        complete, a failure stops it with the error, anything else passes by."""
+        if isinstance(exc, end):
+            self._self_stop(complete=True)
+        elif isinstance(exc, self._self_failures):
+            self._self_stop(error=exc)
+
     def __next__(self) -> Any:
         try:
             event = next(self.__wrapped__)
-        except StopIteration:
-            self._self_stop(complete=True)
-            raise
-        except self._self_failures as exc:
-            self._self_stop(error=exc)
+        except BaseException as exc:
+            self._self_raised(exc, StopIteration)
             raise
         self._self_event(event)
         return event
@@ -95,11 +100,8 @@ class WatchedAsyncStream(WatchedStream):
     async def __anext__(self) -> Any:
         try:
             event = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._self_stop(complete=True)
-            raise
-        except self._self_failures as exc:
-            self._self_stop(error=exc)
+        except BaseException as exc:
+            self._self_raised(exc, StopAsyncIteration)
             raise
         self._self_event(event)
         return event
