@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, on_engine, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, check_summary_run, lake_fixture, on_engine, rows
 from fixtures.fleet import SPLIT as FLEET_SPLIT
 from fixtures.fleet import write_fleet_lake
 from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
@@ -47,9 +47,7 @@ def ray_session() -> Iterator[None]:
         ray.shutdown()
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_two_writer_lake(tmp_path_factory.mktemp("ray") / "lake")
+lake = lake_fixture("ray")
 
 
 SELECTIONS = {

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, lake_fixture, rows
 
 from tracevals.lake.lake import Lake
 from tracevals.lake.schema import SCORE_SCHEMA
@@ -35,10 +35,7 @@ from tracevals.scoring.engine import (
 from tracevals.scoring.job import SESSION_MARGIN
 from tracevals.scoring.offline import score_lake
 
-
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_two_writer_lake(tmp_path_factory.mktemp("seam") / "lake")
+lake = lake_fixture("seam")
 
 
 def _read(lake: Path, since: dt.datetime | None) -> tuple[pa.Table, pa.Table]:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.engine_lakes import CASES, SPLIT, T0, build_two_writer_lake, check_summary_run, on_engine, rows
+from fixtures.engine_lakes import CASES, SPLIT, T0, check_summary_run, lake_fixture, on_engine, rows
 
 from tracevals.queries.selection import Selection
 from tracevals.scoring.offline import score_lake
@@ -39,9 +39,7 @@ def spark_session() -> Iterator[None]:
         session.stop()
 
 
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_two_writer_lake(tmp_path_factory.mktemp("spark") / "lake")
+lake = lake_fixture("spark")
 
 
 @pytest.mark.parametrize(
