@@ -52,11 +52,13 @@ def test_turns_are_rebuilt_the_same_in_every_dialect(dialect_lake: tuple[str, du
         (c["name"], _json(c["args"]), _json(c["result"]), c["is_error"], c["error_type"], c["is_gap"])
         for c in first["tool_calls"]
     ]
+    # the calls one response asked for in the order it asked (refund_order, then send_message), the retry
+    # beside the call it retries (the `steps` view keeps time order: the gap right after the response)
     assert calls == [
         ("lookup_order", LOOKUP, {"order_id": 7, "status": "delivered"}, False, None, False),
-        ("send_message", SEND, None, False, None, True),  # asked for, never executed: rebuilt from the message
         ("refund_order", REFUND, None, True, "rate_limit", False),
         ("refund_order", REFUND, {"refunded": True}, False, None, False),
+        ("send_message", SEND, None, False, None, True),  # asked for, never executed: rebuilt from the message
     ]
     # hand calculation: 100 + 200 + 300 in, 10 + 20 + 30 out; turn 2: 50 / 5
     assert (first["input_tokens"], first["output_tokens"], first["model_call_count"]) == (600, 60, 3)

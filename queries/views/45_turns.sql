@@ -14,7 +14,8 @@
 --                       no span recorded comes from the conversation: a result is the answer of the tool
 --                       message for the call (by its id, or by the id of the model request it was matched to);
 --                       arguments a span recorded as no object (a bare value, or none) are the request's;
---                       the calls one model response asked for are in the order it asked for them; a failed
+--                       the calls one model response asked for are in the order it asked for them (a gap in
+--                       its request's place, a retry beside the call it retries); a failed
 --                       call of a framework that hands the model its error message (declared) has that result
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
@@ -227,35 +228,58 @@ requests AS (
     )
     GROUP BY trace_id, executed_span_id
 ),
-tools AS (
+asked AS (
+    -- each tool step of a turn with the request that asked for it: the model call's start and the request's
+    -- index in its trace (an executed call: the request it was matched to; a gap: the request it is). An
+    -- execution no request was matched to repeating a tool called before in its trace (a retry) keeps the
+    -- key of that call, so it stands beside the call it retries; any other keeps its own start.
     SELECT
-        t.turn_id,
-        list(
-            struct_pack(
-                name := s.name,
-                args := CASE WHEN s.args IS NULL OR coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR')
-                                                    NOT IN ('OBJECT', 'ARRAY')
-                             THEN coalesce(q.tool_args, s.args) ELSE s.args END,
-                result := coalesce(s.result, w.tool_response, v.tool_response, e.message),
-                is_error := s.is_error, error_type := s.error_type, is_gap := s.is_gap,
-                tool_call_id := s.tool_call_id, span_id := s.span_id
-            )
-            -- the calls one model response asked for (a parallel batch, started in any order) in the order asked
-            ORDER BY a.start_time, s.trace_id, coalesce(q.model_start_time, s.start_time), q.request_index NULLS LAST,
-                     s.start_time, s.step_index
-        ) AS tool_calls,
-        count(*) FILTER (WHERE NOT s.is_gap) AS tool_call_count,
-        count(*) FILTER (WHERE s.is_gap) AS gap_count
+        s.*, t.turn_id, a.start_time AS trace_start, q.tool_args AS requested_args,
+        w.tool_response AS answered_by_id, v.tool_response AS answered_by_request, e.message AS error_message,
+        coalesce(
+            q.model_start_time, m.start_time,
+            last_value(coalesce(q.model_start_time, m.start_time) IGNORE NULLS) OVER previous_calls, s.start_time
+        ) AS ask_time,
+        coalesce(
+            q.request_index, CASE WHEN s.is_gap THEN s.request_index END,
+            last_value(coalesce(q.request_index, CASE WHEN s.is_gap THEN s.request_index END) IGNORE NULLS)
+                OVER previous_calls
+        ) AS ask_index
     FROM steps AS s
     JOIN turn_of AS t ON t.trace_id = s.trace_id
     JOIN attempts AS a ON a.trace_id = s.trace_id
     LEFT JOIN requests AS q ON NOT s.is_gap AND q.trace_id = s.trace_id AND q.executed_span_id = s.span_id
+    LEFT JOIN steps AS m
+        ON s.is_gap AND m.trace_id = s.trace_id AND m.span_id = s.requested_by_span_id AND m.step_kind = 'llm'
     LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
     LEFT JOIN answers AS v
         ON s.result IS NULL AND v.trace_id = s.trace_id AND v.tool_call_id = q.tool_call_id
     LEFT JOIN errors AS e ON s.result IS NULL AND s.is_error AND e.trace_id = s.trace_id AND e.span_id = s.span_id
     WHERE s.step_kind = 'tool'
-    GROUP BY t.turn_id
+    WINDOW previous_calls AS (
+        PARTITION BY s.trace_id, s.name ORDER BY s.start_time, s.step_index ROWS UNBOUNDED PRECEDING
+    )
+),
+tools AS (
+    SELECT
+        turn_id,
+        list(
+            struct_pack(
+                name := name,
+                args := CASE WHEN args IS NULL OR coalesce(json_type(try_cast(args AS JSON)), 'VARCHAR')
+                                                  NOT IN ('OBJECT', 'ARRAY')
+                             THEN coalesce(requested_args, args) ELSE args END,
+                result := coalesce(result, answered_by_id, answered_by_request, error_message),
+                is_error := is_error, error_type := error_type, is_gap := is_gap,
+                tool_call_id := tool_call_id, span_id := span_id
+            )
+            -- the calls one model response asked for (a parallel batch, started in any order) in the order asked
+            ORDER BY trace_start, trace_id, ask_time, ask_index NULLS LAST, start_time, step_index
+        ) AS tool_calls,
+        count(*) FILTER (WHERE NOT is_gap) AS tool_call_count,
+        count(*) FILTER (WHERE is_gap) AS gap_count
+    FROM asked
+    GROUP BY turn_id
 ),
 spans_of_turn AS (
     SELECT t.turn_id, min(a.start_time) AS start_time, max(a.end_time) AS end_time,
