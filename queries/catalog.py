@@ -19,7 +19,16 @@ def view_sql() -> tuple[tuple[str, str], ...]:
     replaced by the SQL the dialect declarations give (`tracevals.spans.views`)."""
     folder = resources.files("tracevals.queries").joinpath("views")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    return tuple((f.name, render(f.read_text(encoding="utf-8"), f.name)) for f in files)
+    return tuple((f.name, render(_included(f.read_text(encoding="utf-8")), f.name)) for f in files)
+
+
+_INCLUDE = re.compile(r"/\*@\s*include\((\w+)\)\s*@\*/")
+
+
+def _included(sql: str) -> str:
+    """A view file with each `/*@ include(NAME) @*/` replaced by `queries/sql/NAME.sql`: SQL two views share
+    (the matching of tool-call requests to executions), written once."""
+    return _INCLUDE.sub(lambda m: query_sql(m.group(1)).strip(), sql)
 
 
 @cache

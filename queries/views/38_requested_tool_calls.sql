@@ -17,53 +17,11 @@ from_messages AS (
     FROM message_parts
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
-from_attributes AS (
-    -- ids and names only, recorded whatever the content setting; for the model calls whose messages
-    -- were not captured. (A select-list unnest: DuckDB plans UNNEST ... WITH ORDINALITY as a join.)
-    SELECT trace_id, model_span_id, 'span:tracevals.tool_calls' AS source, 0 AS message_order,
-           CAST(i AS INTEGER) AS part_order, ids[i] AS tool_call_id, names[i] AS tool_name,
-           CAST(NULL AS VARCHAR) AS tool_args
-    FROM (
-        SELECT m.trace_id, m.call_span_id AS model_span_id, m.requested_tool_call_ids AS ids,
-               m.requested_tool_names AS names, unnest(range(1, len(m.requested_tool_names) + 1)) AS i
-        FROM model AS m
-        LEFT JOIN (SELECT DISTINCT trace_id, model_span_id FROM from_messages) AS x
-            ON x.trace_id = m.trace_id AND x.model_span_id = m.call_span_id
-        WHERE x.trace_id IS NULL AND len(m.requested_tool_names) > 0
-    ) AS listed
-),
-req AS (
-    SELECT
-        u.*,
-        c.start_time AS model_start_time,
-        c.end_time AS model_end_time,
-        row_number() OVER (
-            PARTITION BY u.trace_id ORDER BY c.start_time, u.model_span_id, u.message_order, u.part_order
-        ) AS request_index
-    FROM (SELECT * FROM from_messages UNION ALL SELECT * FROM from_attributes) AS u
-    JOIN model AS c ON c.trace_id = u.trace_id AND c.span_id = u.model_span_id
-),
+/*@ include(request_rows) @*/,
 exe AS (
     SELECT trace_id, span_id, tool_call_id, tool_name, start_time FROM tool_calls
 ),
-by_id AS (
-    SELECT r.trace_id, r.request_index, min(e.span_id) AS span_id
-    FROM req AS r
-    JOIN exe AS e ON e.trace_id = r.trace_id AND e.tool_call_id = r.tool_call_id
-    GROUP BY r.trace_id, r.request_index
-),
-req_rest AS (
-    SELECT r.trace_id, r.request_index, r.tool_name,
-           row_number() OVER (PARTITION BY r.trace_id, r.tool_name ORDER BY r.request_index) AS name_ordinal
-    FROM req AS r
-    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = r.trace_id AND b.request_index = r.request_index)
-),
-exe_rest AS (
-    SELECT e.trace_id, e.span_id, e.tool_name,
-           row_number() OVER (PARTITION BY e.trace_id, e.tool_name ORDER BY e.start_time, e.span_id) AS name_ordinal
-    FROM exe AS e
-    WHERE NOT EXISTS (SELECT 1 FROM by_id AS b WHERE b.trace_id = e.trace_id AND b.span_id = e.span_id)
-),
+/*@ include(request_matching) @*/,
 by_order AS (
     SELECT r.trace_id, r.request_index, e.span_id
     FROM req_rest AS r
