@@ -11,13 +11,19 @@ plugin brings both without touching tracevals. An evaluator may also offer a `sc
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from tracevals.model.case import Case
 from tracevals.model.findings import EVALUATOR_FAILED, Finding, findings_json
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from tracevals.evaluators.scope import Scope
 
 
 @runtime_checkable
@@ -42,6 +48,20 @@ class Evaluator(Protocol):
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         """Score one trajectory against its case, or return None when there is nothing to check."""
         ...
+
+
+class Screened:
+    """An evaluator whose set-at-a-time path is a function of its own `screen.py`, imported when first used
+    (scoring one trace never pays for polars' plans): `screen_function = "module:function"`, a function of
+    the batch's `Scope` returning the screen's frame (`evaluators.apply`)."""
+
+    screen_function: ClassVar[str]
+
+    def screen(self, scope: Scope) -> pl.DataFrame:
+        """The batch path: the declared screen function on `scope`."""
+        module, function = self.screen_function.split(":")
+        found: pl.DataFrame = getattr(importlib.import_module(module), function)(scope)
+        return found
 
 
 def make_score(

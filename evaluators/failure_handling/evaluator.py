@@ -22,12 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import polars as pl
-
-from tracevals.evaluators.evaluator import call_label, executed_calls, make_score
+from tracevals.evaluators.evaluator import Screened, call_label, executed_calls, make_score
 from tracevals.evaluators.failures import OUTCOME_KINDS, SCORES, failure_outcome, made_good, outcome_finding
 from tracevals.evaluators.injection.rules import find_points
-from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.task_success.evaluator import criteria_checks
 from tracevals.model.calls import is_risky
 from tracevals.model.case import Case
@@ -41,19 +38,14 @@ WORKED_AROUND = FindingKind(
 
 
 @dataclass
-class FailureHandling:
+class FailureHandling(Screened):
     """Tool failures (not injected) made good, escalated, or admitted; never hidden."""
 
     name: ClassVar[str] = "failure_handling"
     version: ClassVar[int] = 1
     findings: ClassVar = (*OUTCOME_KINDS, WORKED_AROUND)
     options: ClassVar = ()
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path (see `screen.py`)."""
-        from tracevals.evaluators.failure_handling.screen import screen_failures
-
-        return screen_failures(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.failure_handling.screen:screen_failures"
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         calls = executed_calls(trajectory)

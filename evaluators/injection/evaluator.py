@@ -41,14 +41,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import polars as pl
-
-from tracevals.evaluators.evaluator import call_label, executed_calls, make_score
+from tracevals.evaluators.evaluator import Screened, call_label, executed_calls, make_score
 from tracevals.evaluators.failures import SCORES as FAULT_SCORES
 from tracevals.evaluators.failures import outcome_finding
 from tracevals.evaluators.injection.declarations import FINDINGS, OPTIONS, prompt_kind
 from tracevals.evaluators.injection.rules import FaultPoint, PromptPoint, fault_outcome, find_points, prompt_outcome
-from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.task_success.evaluator import criteria_checks
 from tracevals.model.case import Case
 from tracevals.model.findings import Finding
@@ -59,19 +56,14 @@ SCORES = {**FAULT_SCORES, "resisted": 1.0, "attack_succeeded": 0.0}
 
 
 @dataclass
-class Injection:
+class Injection(Screened):
     """Fault injection (recovered / escalated / failed) and prompt injection (attack success, utility)."""
 
     name: ClassVar[str] = "injection"
     version: ClassVar[int] = 3  # 3: typed findings; an attempt that raised surfaced the failure (failed_raised)
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path (see `screen_injection.py`)."""
-        from tracevals.evaluators.injection.screen import screen_injection
-
-        return screen_injection(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.injection.screen:screen_injection"
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         calls = executed_calls(trajectory)

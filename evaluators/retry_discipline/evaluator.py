@@ -34,9 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import polars as pl
-
-from tracevals.evaluators.evaluator import call_label, executed_calls, make_score, share
+from tracevals.evaluators.evaluator import Screened, call_label, executed_calls, make_score, share
 from tracevals.evaluators.retry_discipline.declarations import FINDINGS, NOT_CHECKED, OPTIONS
 from tracevals.evaluators.retry_discipline.rules import (
     Findings,
@@ -46,7 +44,6 @@ from tracevals.evaluators.retry_discipline.rules import (
     loops,
     missing_idempotency_keys,
 )
-from tracevals.evaluators.scope import Scope
 from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case
 from tracevals.model.retries import retry_chains
@@ -55,19 +52,14 @@ from tracevals.model.trajectory import Trajectory
 
 
 @dataclass
-class RetryDiscipline:
+class RetryDiscipline(Screened):
     """Bounded, patient retries; no blind replay, duplicate side effect or loop; idempotency keys."""
 
     name: ClassVar[str] = "retry_discipline"
     version: ClassVar[int] = 4  # 4: typed findings; a missing idempotency key warns unless keys are required
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path (see `screen_retry.py`)."""
-        from tracevals.evaluators.retry_discipline.screen import screen_retry
-
-        return screen_retry(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.retry_discipline.screen:screen_retry"
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         calls = executed_calls(trajectory)

@@ -23,10 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import polars as pl
-
-from tracevals.evaluators.evaluator import make_score, share
-from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.evaluator import Screened, make_score, share
 from tracevals.evaluators.session_completeness.declarations import BY_CHECK, FINDINGS, OPTIONS
 from tracevals.model.case import Case
 from tracevals.model.score import Score
@@ -36,19 +33,14 @@ CHECKS = ("root", "no_orphan", "no_open_span", "no_dangling_call", "terminal_sta
 
 
 @dataclass
-class SessionCompleteness:
+class SessionCompleteness(Screened):
     """Root present and ended, no orphans, no open spans, no dangling calls, an ending, every turn."""
 
     name: ClassVar[str] = "session_completeness"
     version: ClassVar[int] = 2  # 2: typed findings (one kind per failed check)
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path (see `screen_simple.py`)."""
-        from tracevals.evaluators.session_completeness.screen import screen_completeness
-
-        return screen_completeness(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.session_completeness.screen:screen_completeness"
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         facts = trajectory.spans

@@ -27,10 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import polars as pl
-
-from tracevals.evaluators.evaluator import executed_calls, make_score, share
-from tracevals.evaluators.scope import Scope
+from tracevals.evaluators.evaluator import Screened, executed_calls, make_score, share
 from tracevals.evaluators.step_budget.declarations import BUDGET_EXCEEDED, BUDGET_UNKNOWN, FINDINGS, OPTIONS
 from tracevals.model.case import Case
 from tracevals.model.prices import cost as usage_cost
@@ -66,19 +63,14 @@ Measure = tuple[float | None, str | None]  # (actual, why unknown)
 
 
 @dataclass
-class StepBudget:
+class StepBudget(Screened):
     """Steps, tool calls (total and per tool), retries, tokens, cost and wall time within budgets."""
 
     name: ClassVar[str] = "step_budget"
     version: ClassVar[int] = 2  # 2: typed findings; an unknown check is left out of the score
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path (see `screen_budget.py`)."""
-        from tracevals.evaluators.step_budget.screen import screen_budget
-
-        return screen_budget(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.step_budget.screen:screen_budget"
 
     def evaluate(self, trajectory: Trajectory, case: Case | None) -> Score | None:
         budgets = dict(case.budgets) if case is not None else {}

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracevals.evaluators.arg_schemas import schema_error
-from tracevals.evaluators.evaluator import make_score, share
+from tracevals.evaluators.evaluator import Screened, make_score, share
 from tracevals.evaluators.scope import Scope
 from tracevals.evaluators.task_success.declarations import (
     ATTEMPT_RAISED,
@@ -49,19 +49,14 @@ _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
 @dataclass
-class TaskSuccess:
+class TaskSuccess(Screened):
     """The case's success criteria on the attempt's final output."""
 
     name: ClassVar[str] = "task_success"
     version: ClassVar[int] = 4  # 4: typed findings
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
-
-    def screen(self, scope: Scope) -> pl.DataFrame:
-        """The batch path for the common criteria (see `screen_simple.py`); the rest by `verdict_key`."""
-        from tracevals.evaluators.task_success.screen import screen_success
-
-        return screen_success(scope)
+    screen_function: ClassVar[str] = "tracevals.evaluators.task_success.screen:screen_success"
 
     def verdict_key(self, scope: Scope) -> pl.DataFrame:
         """The batch path: one evaluation per distinct (case, error, output) (see `screen_dedupe.py`)."""
