@@ -30,7 +30,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact import COMPACTED_NAME, compacted_from
-from tracevals.lake.schema import LOG_SCHEMA, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR, STEP_RELIABILITY_SCHEMA, empty_table
+from tracevals.lake.schema import (
+    LOG_SCHEMA,
+    SCORE_SCHEMA,
+    SPAN_SCHEMA,
+    SPANS_DIR,
+    STEP_RELIABILITY_SCHEMA,
+    ColumnMismatch,
+    conformed_columns,
+    empty_table,
+)
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import bind
 from tracevals.queries.catalog import view_sql
@@ -216,16 +225,10 @@ def _rows(path: Path, schema: pa.Schema, required: tuple[str, ...], what: str, m
     missing = [name for name in required if name not in table.column_names]
     if missing:
         raise Unreadable(f"no {what} columns (no {', '.join(missing)}): not a {what} file")
-    columns = []
-    for f in schema:
-        if f.name not in table.column_names:
-            columns.append(pa.nulls(table.num_rows, f.type))
-            continue
-        column = table.column(f.name)
-        try:
-            columns.append(column if column.type == f.type else column.cast(f.type))
-        except (pa.ArrowException, ValueError):
-            raise Unreadable(f"column {f.name} is {column.type}, not {f.type}") from None
+    try:
+        columns = conformed_columns(table, schema)
+    except ColumnMismatch as exc:
+        raise Unreadable(str(exc)) from None
     n = table.num_rows
     columns += [
         pa.repeat(pa.scalar(day, pa.date32()), n),

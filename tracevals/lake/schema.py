@@ -157,3 +157,40 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     """A table of `schema` with no rows. (`pa.Schema.empty_table()` imports pandas, ~0.4 s that a command
     reading a small lake would otherwise pay for an empty relation.)"""
     return pa.Table.from_batches([], schema=schema)
+
+
+class ColumnMismatch(ValueError):
+    """A column that cannot be read as its schema's type (`conformed_columns`)."""
+
+    def __init__(self, name: str, found: pa.DataType, wanted: pa.DataType) -> None:
+        super().__init__(f"column {name} is {found}, not {wanted}")
+        self.name = name
+
+
+def conformed_columns(table: pa.Table, schema: pa.Schema) -> list[pa.ChunkedArray | pa.Array]:
+    """The columns of `schema`, in order and of its types, from `table`: dictionary columns decoded, large
+    strings, timestamps of another unit (or int64 nanoseconds, as Spark's `nanosAsLong` reads them) and a
+    `date` read as text cast; a column `table` lacks (an older file) is null; extra columns are left out.
+    Raises `ColumnMismatch` for a column that cannot be cast. What every reader of rows from elsewhere
+    (an engine's partition, a file live scoring reads) does to them."""
+    import pyarrow.compute as pc
+
+    columns: list[pa.ChunkedArray | pa.Array] = []
+    for f in schema:
+        if f.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        column = found = table.column(f.name)
+        try:
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            if column.type != f.type:
+                if pa.types.is_large_string(column.type):
+                    column = column.cast(pa.string())
+                if f.name == "date" and pa.types.is_string(column.type):
+                    column = pc.strptime(column, format="%Y-%m-%d", unit="s").cast(pa.date32())
+                column = column.cast(f.type)
+        except (pa.ArrowException, ValueError):
+            raise ColumnMismatch(f.name, found.type, f.type) from None
+        columns.append(column)
+    return columns

@@ -37,7 +37,7 @@ from tracevals.evaluators.evaluator import Evaluator
 from tracevals.evaluators.registry import instances
 from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import bucket
-from tracevals.lake.schema import SCORE_SCHEMA, empty_table
+from tracevals.lake.schema import SCORE_SCHEMA, conformed_columns, empty_table
 from tracevals.model.case import Case
 from tracevals.model.errors import UserError
 from tracevals.queries.binding import release, work_table
@@ -151,22 +151,8 @@ def normalise(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """`table` with exactly the columns of `schema` (`SPAN_COLUMNS` / `LOG_COLUMNS`), in order and of its
     types: large strings and lists, dictionary columns, timestamps of another unit (or int64 nanoseconds,
     as Spark's `nanosAsLong` reads them) and partition columns read as text are cast; a missing column
-    (an older file, no `source_file`) is null; extra columns are dropped."""
-    columns = []
-    for f in schema:
-        if f.name not in table.column_names:
-            columns.append(pa.nulls(table.num_rows, f.type))
-            continue
-        column = table.column(f.name)
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
-        if column.type != f.type:
-            if pa.types.is_large_string(column.type):
-                column = column.cast(pa.string())
-            if f.name == "date" and pa.types.is_string(column.type):
-                column = pc.strptime(column, format="%Y-%m-%d", unit="s").cast(pa.date32())
-            column = column.cast(f.type)
-        columns.append(column)
+    (an older file, no `source_file`) is null; extra columns are dropped (`lake.schema.conformed_columns`)."""
+    columns = conformed_columns(table, schema)
     fields = [pa.field(f.name, f.type) for f in schema]  # nullable: a missing column is null
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
 
