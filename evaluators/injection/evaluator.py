@@ -115,25 +115,13 @@ def utility_under_attack(trajectory: Trajectory, case: Case | None) -> tuple[boo
 
 
 def _result(point: FaultPoint | PromptPoint, labels: list[str], outcome: str, why: str) -> dict[str, Any]:
+    """One injected point's result: what it was (a fault of a type, a prompt injection with a goal), where,
+    and what became of it."""
     where = labels[point.index] if point.index >= 0 else "the input"
     if isinstance(point, FaultPoint):
+        head: dict[str, Any] = {"kind": "fault", "type": point.type}
         what = f"fault {point.type} at {where}"
-        return {
-            "kind": "fault",
-            "type": point.type,
-            "id": point.id,
-            "at": where,
-            "what": what,
-            "outcome": outcome,
-            "why": why,
-        }
-    what = f"prompt injection{' ' + point.id if point.id else ''} via {where}"
-    return {
-        "kind": "prompt",
-        "goal": point.goal,
-        "id": point.id,
-        "at": where,
-        "what": what,
-        "outcome": outcome,
-        "why": why,
-    }
+    else:
+        head = {"kind": "prompt", "goal": point.goal}
+        what = f"prompt injection{' ' + point.id if point.id else ''} via {where}"
+    return {**head, "id": point.id, "at": where, "what": what, "outcome": outcome, "why": why}
