@@ -28,20 +28,7 @@ by_order AS (
     JOIN exe_rest AS e ON e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal
 )
 SELECT
-    r.trace_id,
-    a.session_id,
-    a.run_id,
-    a.task_id,
-    a.attempt,
-    a.variant,
-    r.request_index,
-    r.model_span_id,
-    r.model_start_time,
-    r.model_end_time,
-    r.source,
-    r.tool_call_id,
-    r.tool_name,
-    r.tool_args,
+    /*@ include(request_columns) @*/,
     coalesce(b.span_id, o.span_id) AS executed_span_id,
     CASE WHEN b.span_id IS NOT NULL THEN 'id' WHEN o.span_id IS NOT NULL THEN 'order' END AS matched_by,
     (b.span_id IS NULL AND o.span_id IS NULL) AS is_gap

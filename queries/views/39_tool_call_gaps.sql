@@ -60,20 +60,7 @@ exe AS (
 ),
 /*@ include(request_matching) @*/
 SELECT
-    r.trace_id,
-    a.session_id,
-    a.run_id,
-    a.task_id,
-    a.attempt,
-    a.variant,
-    r.request_index,
-    r.model_span_id,
-    r.model_start_time,
-    r.model_end_time,
-    r.source,
-    r.tool_call_id,
-    r.tool_name,
-    r.tool_args
+    /*@ include(request_columns) @*/
 FROM req_rest AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
 WHERE NOT EXISTS (
