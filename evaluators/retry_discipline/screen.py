@@ -32,6 +32,12 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
         min_backoff=(lambda c: c.min_backoff_ms if c is not None else 0.0, pl.Float64),
     )
     calls = calls.join(params, on="case_key", how="left", maintain_order="left")
+    return _verdicts(_per_trace(_flagged(calls)))
+
+
+def _flagged(calls: pl.DataFrame) -> pl.DataFrame:
+    """Each call flagged as `rules` reads it: a retry (of the previous call's failed operation), in doubt
+    (too soon, after a non-retryable error, of an unknown operation), in a loop, suspicious."""
     prev = {
         name: _prev(name)
         for name in (
@@ -85,6 +91,11 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
             | pl.any_horizontal("loop_1", "loop_2", "loop_3")
         ),
     )
+    return calls
+
+
+def _per_trace(calls: pl.DataFrame) -> pl.DataFrame:
+    """A trace's calls, retries and chains, and whether anything in it needs the full evaluator."""
     # two successful risky calls of one operation in a trace: few calls are risky, so group those only
     done = calls.filter(pl.col("risky") & ~pl.col("failed") & pl.col("identity_known"))
     repeated = done.group_by("tix", "op_key").len().filter(pl.col("len") > 1).select("tix").unique()
@@ -100,6 +111,12 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
     per_trace = per_trace.with_columns(
         over_bound=pl.col("max_retries").is_not_null() & (pl.col("retries") > pl.col("max_retries"))
     )
+    return per_trace
+
+
+def _verdicts(per_trace: pl.DataFrame) -> pl.DataFrame:
+    """The screen's rows: `check` for a trace with anything in doubt, else `clean` with the evaluator's reason
+    and details for a trace with nothing to flag."""
     status = (
         pl.when(pl.col("doubt") | pl.col("over_bound") | pl.col("dup").fill_null(False))
         .then(pl.lit("check"))

@@ -12,7 +12,7 @@ from typing import Any
 
 from tracevals.report.formatting import PathArg, atomic_write, clean, interval, num
 from tracevals.report.formatting import markdown_cell as _esc
-from tracevals.stats.production import GroupRate, ProductionSummary, Rate
+from tracevals.stats.production import GroupRate, ProductionSummary, Rate, SessionFailure, Trend
 
 __all__ = [
     "PRODUCTION_CSV_COLUMNS",
@@ -58,35 +58,8 @@ def production_json(s: ProductionSummary) -> dict[str, Any]:
             "by_group": [_group(g) for g in s.by_group],
             "by_day": [_group(g) for g in s.by_day],
             "by_group_day": [_group(g) for g in s.by_group_day],
-            "trends": [
-                {
-                    "evaluator": t.evaluator,
-                    "night": t.night.isoformat(),
-                    "night_rate": _rate(t.night_rate),
-                    "before": _rate(t.before),
-                    "before_days": t.before_days,
-                    "drop": t.drop,
-                    "p_value": t.p_value,
-                    "significant": t.significant,
-                    "statement": t.statement,
-                }
-                for t in s.trends
-            ],
-            "worst_sessions": [
-                {
-                    "session_id": w.session_id,
-                    "service": w.service,
-                    "agent": w.agent,
-                    "day": w.day.isoformat(),
-                    "traces": list(w.traces),
-                    "failed": w.failed,
-                    "verdicts": w.verdicts,
-                    "evaluators": list(w.evaluators),
-                    "kinds": list(w.kinds),
-                    "reasons": list(w.reasons),
-                }
-                for w in s.worst_sessions
-            ],
+            "trends": [_trend(t) for t in s.trends],
+            "worst_sessions": [_worst(w) for w in s.worst_sessions],
             "hazards": [
                 {
                     "session_id": h.session_id,
@@ -124,6 +97,37 @@ def production_json(s: ProductionSummary) -> dict[str, Any]:
             ],
         }
     )
+
+
+def _trend(t: Trend) -> dict[str, Any]:
+    """One evaluator's last night against the days before it."""
+    return {
+        "evaluator": t.evaluator,
+        "night": t.night.isoformat(),
+        "night_rate": _rate(t.night_rate),
+        "before": _rate(t.before),
+        "before_days": t.before_days,
+        "drop": t.drop,
+        "p_value": t.p_value,
+        "significant": t.significant,
+        "statement": t.statement,
+    }
+
+
+def _worst(w: SessionFailure) -> dict[str, Any]:
+    """One of the worst sessions: where it ran, its traces and why it failed."""
+    return {
+        "session_id": w.session_id,
+        "service": w.service,
+        "agent": w.agent,
+        "day": w.day.isoformat(),
+        "traces": list(w.traces),
+        "failed": w.failed,
+        "verdicts": w.verdicts,
+        "evaluators": list(w.evaluators),
+        "kinds": list(w.kinds),
+        "reasons": list(w.reasons),
+    }
 
 
 def _csv(s: ProductionSummary) -> str:
