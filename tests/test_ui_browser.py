@@ -200,7 +200,7 @@ def test_k_attempts_highlight_the_divergence_step_reliability_records(demo: dict
     consistency = {t["task_id"]: t for t in demo["report"]["reliability"]["properties"][variant]["tasks"]}
     summary = page.locator("#task-summary").inner_text()
     assert consistency[task]["verdict"].replace("_", " ") in summary
-    assert f"{consistency[task]['output_classes']} answer class" in summary
+    assert f"{consistency[task]['output_classes']} result class" in summary
     demo_ui.clean()
 
 

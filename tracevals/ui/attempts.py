@@ -3,7 +3,8 @@
 Every number here is the report's (`report.reliability.Reliability`): the per-step funnel is the task's
 `TaskSteps` rows (the rows `step_reliability` stores), each attempt's aligned calls are the reading of its
 calls those figures used (`TaskSteps.paths`), its first divergence is the one they counted
-(`TaskSteps.diverged`), the stability class and the answer classes are the task's `TaskConsistency`.
+(`TaskSteps.diverged`), the stability class and the result classes (verdict and answer) are the task's
+`TaskConsistency`.
 Nothing is recounted: the page shows where the figures come from.
 """
 
