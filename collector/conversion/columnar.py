@@ -51,7 +51,7 @@ from tracevals.collector.conversion.values import (
     in_range,
     nonempty,
 )
-from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.schema import SPAN_SCHEMA, empty_table
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
 
@@ -268,7 +268,7 @@ def table_of(flat: _Spans, max_value_bytes: int | None = None, keep: Keep | None
     """The spans of `flat` as a table of `SPAN_SCHEMA` (the stages of the module docstring)."""
     n = len(flat.spans)
     if n == 0:
-        return SPAN_SCHEMA.empty_table()
+        return empty_table(SPAN_SCHEMA)
     raw, valid = _raw_columns(flat.spans)
     attrs = _Attributes.of(flat.spans)
     sigs = Signatures(attrs.values, attrs.starts, attrs.signature_id, attrs.signatures)

@@ -53,7 +53,7 @@ from tracevals.collector.conversion.values import (
     c,
 )
 from tracevals.lake.rows import service_name
-from tracevals.lake.schema import SPAN_SCHEMA
+from tracevals.lake.schema import SPAN_SCHEMA, empty_table
 
 __all__ = ["BLOCK_BYTES", "GROUP_BYTES", "MAX_NESTING", "Refused", "refusal", "tables"]
 
@@ -143,16 +143,16 @@ def _decoded(kind: Any, raw: dict[str, Any]) -> Any:
 def _spans_table(group: _Group) -> pa.Table:
     traces = group.traces
     if traces is None or group.raw_resources is None:
-        return SPAN_SCHEMA.empty_table()
+        return empty_table(SPAN_SCHEMA)
     n_resources = len(traces.array)
     scope_spans = traces.get("scope_spans")
     if scope_spans is None:
-        return SPAN_SCHEMA.empty_table()
+        return empty_table(SPAN_SCHEMA)
     scopes = scope_spans.items
     n_scopes = len(scopes.array)
     spans = scopes.get("spans")
     if spans is None:
-        return SPAN_SCHEMA.empty_table()
+        return empty_table(SPAN_SCHEMA)
     scope = scopes.get("scope")
     if scope is None:
         scope_array = pa.nulls(n_scopes, pa.struct([("name", pa.string()), ("version", pa.string())]))

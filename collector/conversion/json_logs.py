@@ -18,7 +18,7 @@ from tracevals.collector.conversion.values import (
     Values,
     c,
 )
-from tracevals.lake.schema import LOG_SCHEMA
+from tracevals.lake.schema import LOG_SCHEMA, empty_table
 
 # ---------------------------------------------------------------- log records
 
@@ -70,19 +70,19 @@ def _ts(values: pa.Array) -> pa.Array:
 def _logs_table(group: _Group) -> pa.Table:
     resources = group.logs
     if resources is None:
-        return LOG_SCHEMA.empty_table()
+        return empty_table(LOG_SCHEMA)
     n_resources = len(resources.array)
     scope_logs = resources.get("scope_logs")
     if scope_logs is None:
-        return LOG_SCHEMA.empty_table()
+        return empty_table(LOG_SCHEMA)
     scopes = scope_logs.items
     records = scopes.get("log_records")
     if records is None:
-        return LOG_SCHEMA.empty_table()
+        return empty_table(LOG_SCHEMA)
     items = records.items
     n = len(items.array)
     if n == 0:
-        return LOG_SCHEMA.empty_table()
+        return empty_table(LOG_SCHEMA)
     resource_json, service = _resource_columns(resources, n_resources)
     scope_of = _parents(records.lengths)
     resource_of = pc.take(_parents(scope_logs.lengths), scope_of)
