@@ -130,9 +130,10 @@ def compact(
     that is still running: `tracevals run` compacts the hours it wrote once its attempts are all in), and the
     hours elsewhere whose merged inputs are due for deletion. `retention_s`: how long merged inputs stay for
     readers (default `retention.retention_seconds()`; 0 deletes them at once). `wait_s`: how long to wait
-    for another compaction of the lake to finish before raising `CompactError`. `then`: what else a compaction writes
-    (the derived tables, `queries.derived`), run under the same lock once the merges are done (not on a
-    dry run), so a killed one's temporary files are swept by the next compaction like a merge's."""
+    for another compaction of the lake to finish before raising `CompactError`. `then`: what else a compaction
+    writes (the derived tables, `queries.derived`), run once the merges are done (not on a dry run): on local
+    disk under the same lock, so a killed one's temporary files are swept by the next compaction like a merge's;
+    on object storage after the compaction (each object is one PUT: nothing half-written to sweep)."""
     retention = retention_seconds() if retention_s is None else retention_s
     lake = Lake.open(lake)
     root = lake.local_folder
