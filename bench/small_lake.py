@@ -17,9 +17,9 @@ both see the same machine:
   duckdb     plain DuckDB in a process of its own reading the same files (`count(*)` of the spans and
              the scores): the floor the targets compare with
 
-Targets (issue 24): each command <= 1 s wall beyond a start-up of <= 0.3 s, and within 3x of plain
-DuckDB reading the same files. A verdict line per target is printed beside its figure. The scores
-written by `tracevals score --lake L` (once per tree, each on its own copy of the lake) are compared
+Targets: a start-up of <= 0.3 s, and (issue 38) each command within 2x of plain DuckDB reading the same
+files, as whole processes (issue 24 asked for 3x). A verdict line per target is printed beside its
+figure. The scores written by `tracevals score --lake L` (once per tree, each on its own copy of the lake) are compared
 with the baseline tree's, row for row (`scores identical`).
 """
 
@@ -75,7 +75,10 @@ def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
 
 def timed(tree: Path, args: list[str], cwd: Path) -> tuple[float, int, str]:
     """(wall seconds, exit code, stderr tail) of one run of the project's Python with `tree` first on PYTHONPATH."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    # As an installed package runs: its bytecode written once (the untimed first run) and read after; an
+    # environment that forbids writing it (PYTHONDONTWRITEBYTECODE) would time compiling every module.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
     started = time.perf_counter()
     done = subprocess.run([str(PROJECT_PYTHON), *args], env=env, capture_output=True, text=True, cwd=cwd)
     return time.perf_counter() - started, done.returncode, done.stderr[-400:]
@@ -173,9 +176,9 @@ def main() -> None:
             print(f"target start-up <= 0.3 s: {startup:.3f} s -- {verdict}")
             for name in ("sql select 1", "sql sessions", "score", "report", "gate"):
                 beyond = med[name]["now"] - startup
-                ok = beyond <= 1.0 and med[name]["now"] <= 3 * floor
+                ok = med[name]["now"] <= 2 * floor
                 print(
-                    f"target {name} <= 1 s beyond start-up and <= 3x plain DuckDB ({floor:.3f} s): "
+                    f"target {name} <= 2x plain DuckDB ({floor:.3f} s): "
                     f"{beyond:.3f} s beyond, {med[name]['now'] / floor:.2f}x DuckDB -- {'met' if ok else 'NOT MET'}"
                 )
             if len(trees) == 2:

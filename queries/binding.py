@@ -111,6 +111,15 @@ def snapshot_view(con: duckdb.DuckDBPyConnection, name: str, schema: str) -> Non
     bind(con, name, f"SELECT * FROM tv_read_{name}")
 
 
+def snapshot_binding(con: duckdb.DuckDBPyConnection, name: str, schema: str) -> None:
+    """Copy the rows the base relation `name` reads (the lake's files in range) once into the table
+    `<schema>.<name>_snapshot` and bind the name to it: every view then reads memory, not the files again
+    (a small lake's views scan the span files six times; each scan pays every file's open and footer)."""
+    temp = "TEMP " if schema == "temp" else ""
+    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS SELECT * FROM {own(con, name)}")
+    bind(con, name, f"SELECT * FROM {schema}.{name}_snapshot")
+
+
 def narrow_snapshot(con: duckdb.DuckDBPyConnection, name: str, schema: str, traces: str | None) -> None:
     """The snapshot of `name` read only for the traces of table `traces` (None: all of them again); a
     snapshot without trace ids is left whole."""

@@ -45,7 +45,7 @@ from tracevals.lake.schema import (
     STEP_RELIABILITY_SCHEMA,
 )
 from tracevals.model.prices import default_prices
-from tracevals.queries.binding import narrow_snapshot, snapshot_view
+from tracevals.queries.binding import RAW, snapshot_binding, narrow_snapshot, snapshot_view
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
@@ -113,6 +113,9 @@ def _define_views(
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
         schema = "tv_snapshot"
+    if snapshot:  # the span and log rows read from their files once, not once per view that scans them
+        for raw in RAW:
+            snapshot_binding(con, raw, schema)
     for file_name, sql in view_sql():
         if wanted is not None and not defined_views(sql) & wanted:
             continue
