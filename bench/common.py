@@ -148,6 +148,7 @@ class Measured:
     returncode: int
     stdout: str
     stderr: str
+    cpu_s: float = 0.0  # user + system CPU seconds of the child and its waited-for children
 
 
 class Child:
@@ -193,7 +194,8 @@ def run_measured(
         timer.cancel()
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, *child.output())
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, *child.output(), cpu_s=cpu)
 
 
 def last_lines(text: str, n: int = 3) -> str:

@@ -10,13 +10,19 @@ For each size, each phase runs in its own process (or process tree), so that its
             (linear from the size before) would end after --deadline; the results then give the projection.
   build     a lake of the same size written directly by bench/scoring.py's vectorised generator (nine
             session shapes of an order-support agent, ~7.5 spans each, with their task cases, a scoring
-            config with budgets): not a figure, the input of the next phases.
+            config with budgets): not a figure, the input of the next phases. Then `tracevals compact
+            --min-age 0 --retention 0` (every hour closed, as the hourly compaction leaves a day: one file
+            an hour, and its derived tables), timed as a figure of its own.
+  floor     one plain-DuckDB GROUP BY per session with the views' session key, one thread, a process of
+            its own (issue 38's floor): CPU seconds.
   nightly   the nightly job as a user runs it: `tracevals score --lake L --tasks cases.jsonl --config
             scoring.json --summary --workers N` (rebuild, every built-in evaluator, scores written to
             L/scores/), a group of whole sessions at a time (`queries.selection.plan_groups`). Sessions/s
             is sessions over the command's wall time (start-up included); peak memory is the largest sum,
             sampled every 50 ms, of the proportional set sizes (PSS: a shared library page counted once)
-            of the command and its worker processes, next to the largest single process's RSS.
+            of the command and its worker processes, next to the largest single process's RSS; CPU seconds
+            (user + system, the workers included). At --floor-spans the job runs again on one worker:
+            its CPU seconds against the floor's are the ratio of issue 38's first target.
   breakdown where the time goes, on one process with one DuckDB and one Polars thread (as a worker):
             per group of the same plan, `load_batch` rebuilds each chunk's trajectories through the views
             into frames (the rebuild figure), `score_batch` scores them with trajectory_match and again
@@ -47,7 +53,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PROJECT_PYTHON, ROOT, Figure, Section, last_lines, run_measured
+from common import PROJECT_PYTHON, ROOT, Child, Figure, Section, last_lines, run_measured
+
+# The floor (issue 38): one plain-DuckDB GROUP BY per session, with the views' session key (a trace's
+# session id, else the trace itself), on one thread, in a process of its own: its CPU seconds.
+FLOOR = """
+import duckdb
+con = duckdb.connect()
+con.execute("SET threads = 1")
+con.execute(
+    "WITH t AS (SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, count(*) AS n, min(start_time) AS s, "
+    "max(end_time) AS e, sum(input_tokens) AS i, sum(output_tokens) AS o FROM read_parquet('{files}') "
+    "GROUP BY trace_id) "
+    "SELECT sid, sum(n), min(s), max(e), sum(i), sum(o) FROM t GROUP BY sid"
+).fetchall()
+"""
+TARGET_FLOOR_RATIO = 3.0  # issue 38: the nightly job at 10^6 spans, one worker, <= 3x the floor (CPU seconds)
+TARGET_ONE_WORKER_MIB = 600
 
 SPANS_PER_SESSION = 7.49  # bench/scoring.py's shapes, measured
 BASELINE = "b588f12"  # main when issue 24's work on the nightly job began
@@ -182,7 +204,8 @@ def run_tree(
 ) -> dict[str, Any]:
     """Run `cmd`; its wall time, output, and the peaks of the summed PSS and RSS of its process tree."""
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    child = Child(cmd, cwd, env)  # its output read by threads of its own: only wait4 below reaps it
+    proc = child.proc
     peaks = {"pss": 0, "rss": 0, "single_rss": 0}
     done = threading.Event()
 
@@ -198,11 +221,19 @@ def run_tree(
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out, err = proc.communicate(timeout=3600)
+    timer = threading.Timer(3600, proc.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)  # the CPU time of the command and its (waited-for) workers
+    finally:
+        timer.cancel()
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out, err = child.output()
     return {
+        "cpu": usage.ru_utime + usage.ru_stime,
         "returncode": proc.returncode,
         "stdout": out,
         "stderr": err,
@@ -298,6 +329,17 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
     built, _, w1 = _phase(["--phase", "build", "--lake", str(lake), "--spans", str(spans)])
     row: dict[str, Any] = {"size": spans, "spans": built["spans"], "sessions": built["sessions"]}
     row["build_seconds"] = built["seconds"]
+    compacted = run_measured(
+        [str(PROJECT_PYTHON), "-m", "tracevals", "compact", "--lake", str(lake), "--min-age", "0", "--retention", "0"],
+        timeout=3600,
+    )  # fmt: skip
+    if compacted.returncode != 0 or "derived the frames" not in compacted.stderr + compacted.stdout:
+        raise RuntimeError(f"tracevals compact exited {compacted.returncode}: {last_lines(compacted.stderr)}")
+    row.update(compact_seconds=compacted.wall_s, compact_cpu=compacted.cpu_s, compact_rss_mb=compacted.peak_rss_mb)
+    floor = run_measured([str(PROJECT_PYTHON), "-c", FLOOR.format(files=f"{lake}/spans/**/*.parquet")], timeout=3600)
+    if floor.returncode != 0:
+        raise RuntimeError(f"the plain-DuckDB floor exited {floor.returncode}: {last_lines(floor.stderr)}")
+    row.update(floor_cpu=floor.cpu_s, floor_seconds=floor.wall_s)
     started = time.perf_counter()
     job = nightly(lake, *inputs, args.workers)
     row.update(
@@ -308,7 +350,12 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
         nightly_single_rss_mb=job["single_rss_mb"],
         nightly_load=job["load"],
         scored_sessions=job["sessions"],
+        nightly_cpu=job["cpu"],
     )
+    if spans == args.floor_spans:  # the floor's comparison: one worker, as the floor runs on one thread
+        shutil.rmtree(lake / "scores", ignore_errors=True)
+        one = nightly(lake, *inputs, 1)
+        row.update(one_worker_cpu=one["cpu"], one_worker_seconds=one["wall"], one_worker_pss_mb=one["pss_mb"])
     print(f"{spans:,} spans: nightly {job['wall']:.1f}s, {job['sessions_per_s']:,.0f} sessions/s, "
           f"peak PSS {job['pss_mb']:,.0f} MiB", file=sys.stderr)  # fmt: skip
     if spans == args.identical_spans:
@@ -409,6 +456,21 @@ def verdicts(rows: list[dict[str, Any]], sizes: list[int]) -> list[str]:
             f"target nightly peak memory <= 1.5 GB at 10^7 spans and flat: {figures}{ran} -- "
             f"{'met' if met else 'NOT MET'}"
         )
+        one = next((r for r in rows if "one_worker_cpu" in r), None)
+        if one is not None:
+            ratio = one["one_worker_cpu"] / one["floor_cpu"]
+            lines.append(
+                f"target nightly at {one['spans']:,} spans, 1 worker, <= {TARGET_FLOOR_RATIO:.0f}x the plain-DuckDB "
+                f"floor: {one['one_worker_cpu']:.1f} CPU-s against {one['floor_cpu']:.2f} CPU-s, {ratio:.1f}x -- "
+                f"{'met' if ratio <= TARGET_FLOOR_RATIO else 'NOT MET'}"
+            )
+            lines.append(
+                f"target nightly at {one['spans']:,} spans, 1 worker, peak <= {TARGET_ONE_WORKER_MIB} MiB: "
+                f"{one['one_worker_pss_mb']:,.0f} MiB PSS -- "
+                f"{'met' if one['one_worker_pss_mb'] <= TARGET_ONE_WORKER_MIB else 'NOT MET'}"
+            )
+        else:
+            lines.append("target nightly <= 3x the plain-DuckDB floor: --floor-spans not run -- NOT MET")
     else:
         lines.append(f"target nightly scoring >= {TARGET_SESSIONS_PER_S} sessions/s: no size run -- NOT MET")
         lines.append("target nightly peak memory <= 1.5 GB at 10^7 spans and flat: no size run -- NOT MET")
@@ -421,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingest-max", type=int, default=10_000_000, help="largest size sent through the collector")
     parser.add_argument("--workers", type=int, default=2, help="`tracevals score --workers` (the target: 2 cores)")
     parser.add_argument("--breakdown-max", type=int, default=1_000_000, help="largest size timed step by step")
+    parser.add_argument("--floor-spans", type=int, default=1_000_000, help="the size scored again on one worker")
     parser.add_argument("--identical-spans", type=int, default=1_000_000, help="the size scored by both trees")
     parser.add_argument("--baseline", default=BASELINE, help="the commit whose scores must be the same")
     parser.add_argument("--deadline", type=float, help="epoch seconds: skip what is projected to end later")
@@ -482,6 +545,10 @@ def main(argv: list[str] | None = None) -> int:
         ("ingest_spans_per_s", "ingest to queryable", "spans/s", True),
         ("nightly_sessions_per_s", "nightly scoring (rebuild + every evaluator + write)", "sessions/s", True),
         ("nightly_pss_mb", "nightly scoring peak memory (PSS, all processes)", "MiB", False),
+        ("nightly_cpu", "nightly scoring CPU time (all processes)", "CPU-s", False),
+        ("one_worker_cpu", "nightly scoring CPU time, 1 worker", "CPU-s", False),
+        ("floor_cpu", "plain-DuckDB floor (GROUP BY per session, 1 thread)", "CPU-s", False),
+        ("compact_seconds", "hourly compaction + derived tables, every hour at once", "s", False),
         ("rebuild_seconds", "trajectory rebuild (load_batch, one process)", "s", False),
         ("match_seconds", "scoring: trajectory_match", "s", False),
         ("all_seconds", "scoring: every built-in evaluator", "s", False),
@@ -493,7 +560,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         load = r["nightly_load"]
         section.notes.append(
-            f"{r['spans']:,} spans: nightly job load average {load[0]:.1f} → {load[1]:.1f}; largest single process "
+            f"{r['spans']:,} spans: compaction and derived tables {r['compact_seconds']:.1f} s "
+            f"({r['compact_cpu']:.1f} CPU-s, peak {r['compact_rss_mb']:,.0f} MiB RSS), paid once per closed hour "
+            f"by the hourly `tracevals compact`; nightly job load average {load[0]:.1f} → {load[1]:.1f}; largest "
+            "single process "
             f"{r['nightly_single_rss_mb']:,.0f} MiB RSS; summed RSS {r['nightly_rss_mb']:,.0f} MiB."
         )
         if "identical" in r:

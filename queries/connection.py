@@ -45,7 +45,7 @@ from tracevals.lake.schema import (
     STEP_RELIABILITY_SCHEMA,
 )
 from tracevals.model.prices import default_prices
-from tracevals.queries.binding import RAW, snapshot_binding, narrow_snapshot, snapshot_view
+from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 

@@ -197,16 +197,18 @@ SELECT t.trace_id, t.d, t.h FROM t JOIN s USING (sid)
 """
 
 
-def take_derived(con: duckdb.DuckDBPyConnection, hours: list[HourFiles]) -> pl.DataFrame:
-    """Split what `raw_spans` / `raw_logs` read on `con` (a group's files) in two work tables: `tv_taken`,
-    the traces whose session lies wholly in one of `hours` (their frames are derived), and `tv_rest`, the
-    other traces (rebuilt through the views). Returns `tv_taken` (column `trace_id`)."""
+def take_derived(con: duckdb.DuckDBPyConnection, hours: list[HourFiles], within: str | None = None) -> pl.DataFrame:
+    """Split what `raw_spans` / `raw_logs` read on `con` (a group's files), or the traces of the work table
+    `within` (whole sessions: `selection.selected_traces`), in two work tables: `tv_taken`, the traces whose
+    session lies wholly in one of `hours` (their frames are derived), and `tv_rest`, the other traces
+    (rebuilt through the views). Returns `tv_taken` (column `trace_id`)."""
     work_table(con, "tv_derived_hours", columns="d VARCHAR, h BIGINT")
     con.executemany("INSERT INTO tv_derived_hours VALUES (?, ?)", [h.hour for h in hours])
-    taken = f"SELECT w.trace_id FROM ({_WHOLE_IN_ONE_HOUR}) AS w JOIN tv_derived_hours USING (d, h)"
+    kept = f" WHERE w.trace_id IN (SELECT trace_id FROM {within})" if within else ""
+    taken = f"SELECT w.trace_id FROM ({_WHOLE_IN_ONE_HOUR}) AS w JOIN tv_derived_hours USING (d, h){kept}"
     work_table(con, "tv_taken", taken)
-    rest = "SELECT DISTINCT trace_id FROM raw_spans WHERE trace_id NOT IN (SELECT trace_id FROM tv_taken)"
-    work_table(con, "tv_rest", rest)
+    every = f"SELECT trace_id FROM {within}" if within else "SELECT DISTINCT trace_id FROM raw_spans"
+    work_table(con, "tv_rest", f"SELECT trace_id FROM ({every}) WHERE trace_id NOT IN (SELECT trace_id FROM tv_taken)")
     frame = pl.from_arrow(con.sql("SELECT trace_id FROM tv_taken").to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame

@@ -136,6 +136,15 @@ class Restriction:
 
 def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Restriction:
     """Restrict this connection's views to the selected sessions (the restriction holds how many traces)."""
+    count = selected_traces(con, selection)
+    restriction = restrict_to(con, "tv_traces")
+    restriction.count = count
+    return restriction
+
+
+def selected_traces(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    """The traces of the selected sessions, into the work table `tv_traces` (trace_id, sid), restricting
+    nothing; how many."""
     only = ""
     if selection.trace_ids is not None:
         work_table(con, "tv_wanted", columns="trace_id VARCHAR")
@@ -147,11 +156,9 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Res
             " AND s.sid IN (SELECT t.sid FROM t WHERE t.trace_id IN (SELECT trace_id FROM attempts WHERE "
             f"{selection.trace_condition()}))"
         )
-    con.execute(query_sql("select_sessions").format(condition=selection.sql_condition(), only=only))
-    restriction = restrict_to(con, "tv_traces")
+    work_table(con, "tv_traces", query_sql("select_sessions").format(condition=selection.sql_condition(), only=only))
     [(count,)] = con.execute("SELECT count(*) FROM tv_traces").fetchall()
-    restriction.count = int(count)
-    return restriction
+    return int(count)
 
 
 def session_chunks(

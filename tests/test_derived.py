@@ -9,6 +9,7 @@ retries filed later, a log record filed an hour after its span) plus ADK recordi
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -29,6 +30,7 @@ from tracevals.queries.derived import (
     hours_of,
     take_derived,
 )
+from tracevals.queries.selection import Selection
 from tracevals.queries.sources import files_sql
 from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
 from tracevals.scoring.offline import score_lake
@@ -91,6 +93,12 @@ def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path,
     after = score_lake(copy, write=False, max_rows=60)
     assert rows(after.scores).equals(rows(before.scores))
     assert (after.traces, after.sessions) == (before.traces, before.sessions)
+    # a nightly selection (a range that `score` always caps at now, a sample): the same sessions, the same rows
+    nightly = Selection(since=dt.datetime(2026, 11, 29, 9, 30, tzinfo=dt.timezone.utc), until=dt.datetime(2099, 1, 1,
+                        tzinfo=dt.timezone.utc), fraction=0.6, seed=3)  # fmt: skip
+    assert after.scores.height and rows(score_lake(copy, write=False, max_rows=60, selection=nightly).scores).equals(
+        rows(score_lake(lake, write=False, max_rows=60, selection=nightly).scores)
+    )
 
 
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:

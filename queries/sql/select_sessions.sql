@@ -2,7 +2,6 @@
 -- trace with the same session id (a trace without one is its own session); it is chosen by its first
 -- span's start and by the sample rule (`{condition}`, on `s`), and then all its traces are read.
 -- `{only}`: further conditions on `s.sid` (the sessions of some traces, or of some runs' attempts).
-CREATE OR REPLACE TEMP TABLE tv_traces AS
 WITH t AS (
     SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(start_time) AS start_time
     FROM spans GROUP BY trace_id

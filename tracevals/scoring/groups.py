@@ -26,11 +26,11 @@ from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
 from tracevals.queries.derived import HourFiles, derived_batch, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
-from tracevals.queries.selection import Selection, restrict_to
+from tracevals.queries.selection import Selection, restrict_to, selected_traces
 from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.offline import combine, score_connection, score_loaded
-from tracevals.scoring.results import ScoringRun, tally
+from tracevals.scoring.results import ScoringRun, tally, with_sample
 from tracevals.scoring.store import write_score_frame
 
 # Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
@@ -104,27 +104,10 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
 def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     scoring = job.scoring
     whole = scoring.selection is None or scoring.selection == Selection()  # every session: nothing to select
-    usable = _usable(plan, group) if whole and not group.crossing else []
+    usable = _usable(plan, group, scoring.selection)
     read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
     try:
-        derived = _derived_run(con, usable, job) if usable else None
-        rest = restrict_to(con, "tv_rest") if derived is not None else None
-        if derived is not None and rest is not None and not _count(con, "tv_rest"):
-            run = derived  # every session of the group was derived: no view to compute
-        else:
-            run = score_connection(
-                con,
-                tasks=scoring.tasks,
-                config=scoring.config,
-                evaluators=job.evaluators,
-                selection=None if whole else scoring.selection,
-                keep_batch=scoring.keep_batch,
-                chunk_sessions=job.chunk_sessions,
-                copy_chunks=False,
-            )
-            run = run if derived is None else combine([derived, run])
-        if rest is not None:
-            rest.undo()
+        run = _derived_and_rest(con, usable, job) if usable else _through_views(con, job, select=not whole)
     finally:
         release_group(con)
     written = write_score_frame(scoring.lake, run.scores) if scoring.write else None
@@ -133,29 +116,61 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
     return _Scored(run.traces, run.sessions, tally(run.scores), kept, roots, written, run.batch)
 
 
-def _usable(plan: GroupPlan, group: Group) -> list[HourFiles]:
-    """The derived hours all of whose files `group` reads."""
+def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
+    """The group's sessions rebuilt through the views: the job's selection of them, or (select False) all."""
+    scoring = job.scoring
+    return score_connection(
+        con,
+        tasks=scoring.tasks,
+        config=scoring.config,
+        evaluators=job.evaluators,
+        selection=scoring.selection if select else None,
+        keep_batch=scoring.keep_batch,
+        chunk_sessions=job.chunk_sessions,
+        copy_chunks=False,
+    )
+
+
+def _usable(plan: GroupPlan, group: Group, selection: Selection | None) -> list[HourFiles]:
+    """The derived hours all of whose files `group` reads (none for a crossing group, or for a selection
+    of runs or traces: those are chosen through the views)."""
+    if group.crossing or (selection is not None and (selection.runs or selection.trace_ids is not None)):
+        return []
     names = set(group.spans) | set(group.logs)
     return [h for h in plan.derived.values() if set(h.spans) <= names and set(h.logs) <= names]
 
 
-def _derived_run(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> ScoringRun | None:
-    """Score the sessions of the group bound on `con` that lie wholly in one of the closed hours `usable`
-    from their derived frames (`queries.derived`), and leave the others, listed in `tv_rest`, to the views;
-    None when there is no such session."""
-    taken = take_derived(con, usable)
-    if not taken.height:
-        return None
+def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> ScoringRun:
+    """The group's (selected) sessions that lie wholly in one of the closed hours `usable` scored from their
+    derived frames (`queries.derived`), the others rebuilt through the views, restricted to them."""
     scoring = job.scoring
-    batch = derived_batch(scoring.lake, usable, taken)
-    return score_loaded(
-        batch,
-        tasks=scoring.tasks,
-        config=scoring.config,
-        evaluators=job.evaluators,
-        chunk_sessions=job.chunk_sessions,
-        keep_batch=scoring.keep_batch,
-    )
+    selection = scoring.selection if scoring.selection != Selection() else None
+    if selection is not None:
+        selected_traces(con, selection)
+    taken = take_derived(con, usable, None if selection is None else "tv_traces")
+    runs = []
+    if taken.height:
+        batch = derived_batch(scoring.lake, usable, taken)
+        runs.append(
+            score_loaded(
+                batch,
+                tasks=scoring.tasks,
+                config=scoring.config,
+                evaluators=job.evaluators,
+                chunk_sessions=job.chunk_sessions,
+                keep_batch=scoring.keep_batch,
+            )
+        )
+    if _count(con, "tv_rest"):
+        rest = restrict_to(con, "tv_rest")
+        try:
+            runs.append(_through_views(con, job, select=False))
+        finally:
+            rest.undo()
+    run = combine(runs)
+    if selection is not None and selection.fraction is not None:
+        run = replace(run, scores=with_sample(run.scores, selection.fraction, selection.seed))
+    return run
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -111,6 +111,8 @@ def score_loaded(
 
 def combine(runs: Sequence[ScoringRun]) -> ScoringRun:
     """Several runs over disjoint sessions as one (their rows, counts, roots and batches together)."""
+    if not runs:
+        return ScoringRun(pl.DataFrame(schema=SCORE_FRAME_SCHEMA), 0, 0)
     scores = pl.concat([r.scores for r in runs], how="vertical")
     roots = {k: v for r in runs for k, v in r.root_spans.items()}
     batches = [r.batch for r in runs if r.batch is not None]
