@@ -8,8 +8,10 @@ with message content, two variants, its task cases kept) and bench/scoring.py's 
 cases. Each lake is copied once per tree and scored there with `tracevals score` (every evaluator, scores
 written); the two trees' `scores/` tables must then hold the same rows, every column but `scored_at`.
 REV (default: the commit before issue 24's performance work) runs from a `git worktree`, first on
-PYTHONPATH. Prints one line per lake, `scores identical (<lake>): yes (N rows)` or what differs, and a
-target line; exits 1 when they differ.
+PYTHONPATH. The synthetic lake is compacted first by this tree (`tracevals compact --min-age 0`, as the
+hourly compaction leaves a day), so this tree scores its closed hours from their derived tables and the
+baseline (whose loader's SQL differs, or that has none) through the views. Prints one line per lake,
+`scores identical (<lake>): yes (N rows)` or what differs, and a target line; exits 1 when they differ.
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def main() -> int:
 
         synth = work / "synthetic"
         spans = synthetic.write_lake(synth, args.sessions, seed=7)
+        compact = [str(PROJECT_PYTHON), "-m", "tracevals", "compact", "--lake", str(synth), "--min-age", "0"]
+        done = subprocess.run([*compact, "--retention", "0"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"tracevals compact failed: {done.stderr[-600:]}")
         tasks = work / "cases.jsonl"
         tasks.write_text("".join(json.dumps(c.raw) + "\n" for c in synthetic.cases()), encoding="utf-8")
         old = work / "baseline"

@@ -10,6 +10,8 @@ worktree`, default: the commit before issue 24's work; `--baseline none` skips i
 both see the same machine:
 
   startup    `python -c "import tracevals.cli"` (what every command pays before it reads anything)
+  imports    `python -c "import duckdb, pyarrow, polars, click, rich.console"`: the core dependencies
+             alone, in a process of their own (the part of a command's time no change here can remove)
   sql        `tracevals sql "select count(*) from sessions"` and `sql "select 1"`
   score      `tracevals score --lake L --summary --no-write` (every attempt of the lake scored again)
   report     `tracevals report --lake L --run A --run B --out r.json` (the latest two runs)
@@ -121,6 +123,7 @@ def main() -> None:
         two_runs = ["--run", before_last, "--run", last]
         commands: dict[str, list[str]] = {
             "startup": ["-c", "import tracevals.cli"],
+            "imports": ["-c", "import duckdb, pyarrow, polars, click, rich.console"],
             "duckdb": ["-c", plain],
             "sql select 1": [*cli, "sql", "--lake", str(lake), "select 1"],
             "sql sessions": [*cli, "sql", "--lake", str(lake), "select count(*) from sessions"],
@@ -174,6 +177,12 @@ def main() -> None:
             floor = med["duckdb"]["now"]
             verdict = "met" if startup <= 0.3 else "NOT MET"
             print(f"target start-up <= 0.3 s: {startup:.3f} s -- {verdict}")
+            imports = med["imports"]["now"]
+            print(
+                f"the core dependencies' imports alone (duckdb, pyarrow, polars, click, rich): {imports:.3f} s, "
+                f"{imports / floor:.2f}x plain DuckDB: what a command that scores (score, report, gate) pays before "
+                "it reads a file"
+            )
             for name in ("sql select 1", "sql sessions", "score", "report", "gate"):
                 beyond = med[name]["now"] - startup
                 ok = med[name]["now"] <= 2 * floor
