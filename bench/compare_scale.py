@@ -108,12 +108,13 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
     from tracevals.evaluators.registry import instances
     from tracevals.evaluators.trajectory_match.evaluator import TrajectoryMatch
     from tracevals.lake.lake import Lake
+    from tracevals.queries.connection import define_views
     from tracevals.queries.groups import find_crossing, plan_groups, read_group, release_group
     from tracevals.queries.selection import session_chunks
     from tracevals.queries.trajectories import load_batch
     from tracevals.scoring.cases import attach_cases
     from tracevals.scoring.config import config_from_dict
-    from tracevals.scoring.groups import GROUP_CHUNK_SESSIONS, GROUP_MEMORY, _group_connection, _Job
+    from tracevals.scoring.groups import GROUP_CHUNK_SESSIONS, GROUP_MEMORY, GROUP_VIEWS, _group_connection, _Job
     from tracevals.scoring.job import ScoringJob
     from tracevals.scoring.store import write_score_frame
 
@@ -131,6 +132,7 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
             ScoringJob(Lake.open(lake), tasks=scoring.cases(), config=config, write=False), tuple(evaluators), False
         )
         con = _group_connection(job, 1, work)
+        define_views(con, GROUP_VIEWS)  # the breakdown rebuilds every group through the views
         for group in plan.groups:
             started = time.perf_counter()
             read_group(con, plan, group, copy=True)

@@ -132,6 +132,16 @@ def _define_views(
     return schema
 
 
+def define_views(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | list[str]) -> None:
+    """Define `views` and those they read on a connection `open_lake` opened with fewer (`views=`), live
+    (no snapshot); the view files already defined are not bound again (binding a tree of views costs
+    DuckDB tenths of a second, whether or not a query then reads them)."""
+    have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT temporary").fetchall()}
+    wanted = set(closure_of(views)) - {PRICES_VIEW}
+    if not wanted <= have:
+        _define_views(con, wanted - have, set(), None)
+
+
 def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
     """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
     snapshots off). The sizes come from the lake's listing (on object storage one LIST request per 1,000

@@ -24,6 +24,7 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
+from tracevals.queries.connection import define_views
 from tracevals.queries.derived import HourFiles, derived_batch, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
 from tracevals.queries.selection import Selection, restrict_to, selected_traces
@@ -77,11 +78,16 @@ GROUP_VIEWS = LOADER_VIEWS
 GROUP_MEMORY = "160MB"
 
 
+# What a group's connection defines at first: what selecting sessions and finding the derived ones read.
+# The loader's views (GROUP_VIEWS) are defined when a group has sessions to rebuild (`_through_views`): a
+# group whose sessions are all derived never pays for binding them.
+SELECT_VIEWS = ("spans",)
+
+
 def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.DuckDBPyConnection:
     limit = job.memory_limit or GROUP_MEMORY
-    views = GROUP_VIEWS
     lake = job.scoring.lake
-    con = open_lake(lake, read_spans=False, views=views, materialize=False, memory_limit=limit, threads=threads)
+    con = open_lake(lake, read_spans=False, views=SELECT_VIEWS, materialize=False, memory_limit=limit, threads=threads)
     con.execute("SET temp_directory = ?", [workdir])  # where a memory_limit spills (not `.tmp` in the cwd)
     con.execute("SET enable_progress_bar = false")  # a group's queries are short, and a bar per worker is noise
     return con
@@ -119,6 +125,7 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
     """The group's sessions rebuilt through the views: the job's selection of them, or (select False) all."""
     scoring = job.scoring
+    define_views(con, GROUP_VIEWS)
     return score_connection(
         con,
         tasks=scoring.tasks,
