@@ -32,6 +32,7 @@ from tracevals.collector.conversion.values import (
     first,
     map_distinct,
 )
+from tracevals.lake.arrow import arrow_array
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
@@ -53,7 +54,7 @@ class Signatures:
         if all(a is None for a in at):
             n = len(self.signature_id)
             return Coded(pa.repeat(TAGS[NONE], n), pa.nulls(n, pa.string()), pa.nulls(n, pa.string()))
-        position = pc.take(pa.array(at, pa.int64()), self.signature_id)
+        position = pc.take(arrow_array(at, pa.int64()), self.signature_id)
         return Coded(*self.values.take(pc.add(self.starts, position)))
 
 
@@ -69,7 +70,7 @@ def kinds(sigs: Signatures, plans: list[norm.Plan], names: pa.Array) -> pa.Array
     decide = [sigs.value_of(k) for k in reading.KIND_VALUE_KEYS]
     by_name = [any(d.name in reading.BY_NAME for d in p.dialects) for p in plans]
     named = Coded(pa.repeat(TAGS[STRING], len(names)), pa.nulls(len(names), pa.string()), names)
-    name_part = pc.if_else(pc.take(pa.array(by_name, pa.bool_()), sigs.signature_id), named.codes, c("-:-"))
+    name_part = pc.if_else(pc.take(arrow_array(by_name, pa.bool_()), sigs.signature_id), named.codes, c("-:-"))
     kind_key = pc.binary_join_element_wise(
         pc.cast(sigs.signature_id, pa.string()), name_part, *(d.codes for d in decide), c("\x01")
     )
@@ -84,7 +85,7 @@ def kinds(sigs: Signatures, plans: list[norm.Plan], names: pa.Array) -> pa.Array
             elif not code.endswith(":-"):
                 values[attribute] = coded.decode(code)
         out.append(reading.kind_of(values, plans[int(sig)].dialects, named.decode(name) if name != "-:-" else ""))
-    return pc.take(pa.array(out, pa.string()), kind_codes.indices)
+    return pc.take(arrow_array(out, pa.string()), kind_codes.indices)
 
 
 def _arguments(text: str) -> str | None:
@@ -110,11 +111,13 @@ def _deep(
         table = [
             k.index(key) if key is not None and key in k else None for key, k in zip(keys_at, sig_keys, strict=True)
         ]
-        position = pc.take(pa.array(table, pa.int64()), plan_of)
+        position = pc.take(arrow_array(table, pa.int64()), plan_of)
         tag, text, string = sigs.values.take(pc.add(sigs.starts, position))
         for pattern in {k.on_names for ks in candidates if rank < len(ks) and (k := ks[rank]).on_names is not None}:
             # a key read only on some names: no value on the others (as `normalize.pick` skips it there)
-            keyed = pc.take(pa.array([rank < len(ks) and ks[rank].on_names == pattern for ks in candidates]), plan_of)
+            keyed = pc.take(
+                arrow_array([rank < len(ks) and ks[rank].on_names == pattern for ks in candidates], pa.bool_()), plan_of
+            )
             elsewhere = pc.and_kleene(keyed, pc.invert(pc.match_substring_regex(names, "^(?:" + pattern + ")")))
             tag = pc.if_else(elsewhere, TAGS[NONE], tag)
         coded.append(Coded(tag, text, string))
@@ -147,7 +150,7 @@ def _columns(sigs: Signatures, names: pa.Array, both: list[norm.Plan], plan_of: 
         if any(k.envelope for ks in candidates for k in ks):
             table = [i < len(ks) and ks[i].envelope for ks in candidates for i in range(width)]
             at = pc.add(pc.multiply(pc.cast(plan_of, pa.int64()), c(width, pa.int64())), rank)
-            envelope = pc.coalesce(pc.take(pa.array(table, pa.bool_()), at), c(False))
+            envelope = pc.coalesce(pc.take(arrow_array(table, pa.bool_()), at), c(False))
             if pc.any(envelope).as_py():
                 chosen = Coded(tag, text, string)
 
@@ -159,7 +162,7 @@ def _columns(sigs: Signatures, names: pa.Array, both: list[norm.Plan], plan_of: 
                                                           pa.string()), value)  # fmt: skip
         deep = [any(k.path or k.regex for k in ks) for ks in candidates]
         if any(deep):
-            mask = pc.take(pa.array(deep, pa.bool_()), plan_of)
+            mask = pc.take(arrow_array(deep, pa.bool_()), plan_of)
             value = pc.if_else(mask, _deep(sigs, names, candidates, plan_of, mask, convert, _TYPES[column]), value)
         columns[column] = value
     if "tool_args" in columns:  # arguments a framework injected (an object's repr) are none the model gave
@@ -192,11 +195,13 @@ def canonical_columns(
     tool_plans = [norm.plan_for(keys, is_tool=True) for keys in sigs.keys]
     both = [p for pair in zip(plans, tool_plans, strict=True) for p in pair]
     columns: dict[str, pa.Array] = {
-        "dialect": pc.take(pa.array([p.dialect for p in plans], pa.string()), sigs.signature_id),
+        "dialect": pc.take(arrow_array([p.dialect for p in plans], pa.string()), sigs.signature_id),
         "normalizer_version": pa.repeat(c(norm.NORMALIZER_VERSION, pa.int32()), n),
         **_columns(sigs, names, both, plan_of),
     }
-    not_call = pc.and_kleene(is_tool, pc.is_in(columns["tool_name"], pa.array(sorted(reading.NOT_CALLS), pa.string())))
+    not_call = pc.and_kleene(
+        is_tool, pc.is_in(columns["tool_name"], arrow_array(sorted(reading.NOT_CALLS), pa.string()))
+    )
     columns["kind"] = pc.if_else(pc.coalesce(not_call, c(False)), c("other"), span_kind)
     columns["error_type"] = _error_type(columns["error_type"], status_label, status_message)
     # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text
@@ -219,6 +224,6 @@ def canonical_columns(
         tag, text, string, _ = first(sigs.values, sigs.starts, positions, facts=True, convert=convert_fact)
         columns[column] = convert_fact(tag, text, string)
     columns["has_message_attributes"] = pc.take(
-        pa.array([p.has_messages for p in plans], pa.bool_()), sigs.signature_id
+        arrow_array([p.has_messages for p in plans], pa.bool_()), sigs.signature_id
     )
     return columns, unknown_tool

@@ -51,14 +51,15 @@ from tracevals.collector.conversion.values import (
     in_range,
     nonempty,
 )
+from tracevals.lake.arrow import arrow_array
 from tracevals.lake.schema import SPAN_SCHEMA, empty_table
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
 
 __all__ = ["decode", "spans_table", "spans_table_columnar", "table_of"]
 
-_KIND_LABELS = pa.array(["unspecified", "internal", "server", "client", "producer", "consumer"])
-_STATUS_LABELS = pa.array(["unset", "ok", "error"])
+_KIND_LABELS = arrow_array(["unspecified", "internal", "server", "client", "producer", "consumer"], pa.string())
+_STATUS_LABELS = arrow_array(["unset", "ok", "error"], pa.string())
 # Every key whose value the normalizer reads (not only its presence): an array, map or bytes value under one of them
 # takes the Python path, which reads it as such; under any other key it is only written.
 _READ_KEYS = frozenset(
@@ -166,7 +167,7 @@ class _Attributes:
         ends = pc.cumulative_sum(lengths)
         starts = pc.subtract(ends, lengths)
         values = Values(pc.list_flatten(attr_lists))
-        offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cast(ends, pa.int32())])
+        offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cast(ends, pa.int32())])
         joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values.fragment), c(","))
         attributes_json = pc.binary_join_element_wise(c("{"), joined, c("}"), EMPTY)
         # a span's key set, as one binary value: the numbers of its keys in the batch's dictionary of keys, as
@@ -189,7 +190,7 @@ def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) 
     # an array, map or bytes value is only written into the attributes JSON here: where the normalizer reads
     # it (a key it reads), or where its JSON text is not known, the span takes the Python path
     read = [k in _READ_KEYS or k.startswith(reading.READ_PREFIXES) for k in values.key_codes.dictionary.to_pylist()]
-    key_read = pc.take(pa.array(read, pa.bool_()), values.key_codes.indices)
+    key_read = pc.take(arrow_array(read, pa.bool_()), values.key_codes.indices)
     python_value = pc.and_kleene(is_other, pc.or_kleene(key_read, pc.is_null(values.other_json)))
     fallback = pc.or_kleene(
         pc.or_kleene(nonempty(spans.field("events")), nonempty(spans.field("links"))),
@@ -201,7 +202,7 @@ def _fallback(spans: pa.Array, attrs: _Attributes, max_value_bytes: int | None) 
         long = pc.greater(pc.coalesce(pc.cast(sizes, pa.int64()), ZERO), c(max_value_bytes, pa.int64()))
         fallback = pc.or_kleene(fallback, any_per_span(offsets, long))
     python_signature = python_signatures(attrs.signatures)
-    return pc.or_kleene(fallback, pc.take(pa.array(python_signature, pa.bool_()), attrs.signature_id))
+    return pc.or_kleene(fallback, pc.take(arrow_array(python_signature, pa.bool_()), attrs.signature_id))
 
 
 def _python_rows(flat: _Spans, fallback: pa.Array, max_value_bytes: int | None) -> dict[int, tuple[Any, ...] | None]:
@@ -233,7 +234,7 @@ def _sample(
             kept[i] = keep(session_ids[i], trace_ids[i])
         elif row is not None:
             kept[i] = keep(row[session_at], row[0])
-    return pc.and_kleene(fast, pa.array(kept)), {i: row for i, row in slow.items() if kept[i]}
+    return pc.and_kleene(fast, arrow_array(kept, pa.bool_())), {i: row for i, row in slow.items() if kept[i]}
 
 
 def _assemble(columns: dict[str, pa.Array], fast: pa.Array, slow: dict[int, tuple[Any, ...] | None]) -> pa.Table:
@@ -245,7 +246,7 @@ def _assemble(columns: dict[str, pa.Array], fast: pa.Array, slow: dict[int, tupl
     written = {i: row for i, row in slow.items() if row is not None}
     if written:
         parts.append(rows_table(list(written.values()), SPAN_SCHEMA))
-        order.append(pa.array(list(written), pa.uint64()))
+        order.append(arrow_array(list(written), pa.uint64()))
     merged = pa.concat_tables(parts)
     if len(parts) == 1:
         return merged
@@ -284,7 +285,7 @@ def table_of(flat: _Spans, max_value_bytes: int | None = None, keep: Keep | None
     scope_columns = scope_columns_of(flat.resources, flat.scope_lists, flat.per_scope, used)
     if scope_columns is None:  # values only the Python path writes exactly (a map in a resource ...)
         scope_columns = [
-            pa.array(list(col), pa.string())
+            arrow_array(list(col), pa.string())
             for col in zip(*[s[:4] if i in used else (None,) * 4 for i, s in enumerate(flat.scope_list())], strict=True)
         ]
     per_span = [pc.take(col, flat.scope_of) for col in scope_columns]

@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tracevals.collector.conversion.values import (
     c,
 )
+from tracevals.lake.arrow import arrow_array
 
 MAX_NESTING = 16  # arrays and maps inside each other, at most (the validating decoder allows more: it reads those)
 GROUP_BYTES = 32 << 20  # newline-free documents parsed in one call up to this many bytes (memory stays bounded)
@@ -149,8 +150,8 @@ def _scalar(fd: FieldDescriptor, array: pa.Array, where: str) -> pa.Array:
                 names = {v.name: v.number for v in fd.enum_type.values}
                 distinct = pc.unique(array.drop_null()).to_pylist()
                 if all(name in names for name in distinct):
-                    numbers = pa.array([names[name] for name in distinct], pa.int32())
-                    return pc.take(numbers, pc.index_in(array, pa.array(distinct, pa.string())))
+                    numbers = arrow_array([names[name] for name in distinct], pa.int32())
+                    return pc.take(numbers, pc.index_in(array, arrow_array(distinct, pa.string())))
         elif kind in _INT_TYPES:
             if pa.types.is_int64(t):
                 return pc.cast(array, _INT_TYPES[kind])  # safe: out of the field's range is refused

@@ -52,6 +52,7 @@ from tracevals.collector.conversion.rows import _attrs, _dumps
 from tracevals.collector.conversion.values import (
     c,
 )
+from tracevals.lake.arrow import arrow_array
 from tracevals.lake.rows import service_name
 from tracevals.lake.schema import SPAN_SCHEMA, empty_table
 
@@ -218,7 +219,7 @@ def _per_document(group: _Group, lengths: pa.Array | None, items: str) -> list[i
 
 def _sum_by(values: pa.Array, lengths: pa.Array) -> pa.Array:
     """The sum of `values` over each run of `lengths` consecutive ones."""
-    running = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(pc.cast(values, pa.int64()))])
+    running = pa.concat_arrays([arrow_array([0], pa.int64()), pc.cumulative_sum(pc.cast(values, pa.int64()))])
     ends = pc.cumulative_sum(pc.cast(lengths, pa.int64()))
     starts = pc.subtract(ends, pc.cast(lengths, pa.int64()))
     return pc.cast(pc.subtract(pc.take(running, ends), pc.take(running, starts)), pa.int64())

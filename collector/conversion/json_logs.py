@@ -10,6 +10,7 @@ from tracevals.collector.conversion.json_check import Refused, _Conformed, _Grou
 from tracevals.collector.conversion.json_values import _any_json, _ids, _key_values, _list_of, _parents
 from tracevals.collector.conversion.values import (
     EMPTY,
+    FALSE,
     NONE,
     NULL_TEXT,
     OTHER,
@@ -18,6 +19,7 @@ from tracevals.collector.conversion.values import (
     Values,
     c,
 )
+from tracevals.lake.arrow import arrow_array
 from tracevals.lake.schema import LOG_SCHEMA, empty_table
 
 # ---------------------------------------------------------------- log records
@@ -57,10 +59,10 @@ def _service(kvs: pa.Array) -> pa.Array:
         ),
     )
     position: list[int | None] = [None] * len(kvs)  # per resource, its service.name (a key twice was refused)
-    hits = pc.indices_nonzero(pc.fill_null(here, False))
+    hits = pc.indices_nonzero(pc.fill_null(here, FALSE))
     for resource, hit in zip(pc.take(owner, hits).to_pylist(), hits.to_pylist(), strict=True):
         position[resource] = hit
-    return pc.take(text, pa.array(position, pa.int64()))
+    return pc.take(text, arrow_array(position, pa.int64()))
 
 
 def _ts(values: pa.Array) -> pa.Array:
@@ -124,4 +126,4 @@ def _log_id(strings: pa.Array, size: int, where: str) -> pa.Array:
     """A log record's id as lower-case hex, null where absent (`rows.log_tuples`)."""
     _ids(strings, (0, size), where)
     lowered = pc.utf8_lower(strings)
-    return pc.if_else(pc.fill_null(pc.equal(lowered, EMPTY), True), NULL_TEXT, lowered)
+    return pc.if_else(pc.fill_null(pc.equal(lowered, EMPTY), c(True)), NULL_TEXT, lowered)

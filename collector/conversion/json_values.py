@@ -12,12 +12,14 @@ from tracevals.collector.conversion.json_check import Refused, _all, _Conformed,
 from tracevals.collector.conversion.rows import _dumps
 from tracevals.collector.conversion.values import (
     EMPTY,
+    FALSE,
     NULL_TEXT,
     c,
     doubles_json,
     map_distinct,
     string_json,
 )
+from tracevals.lake.arrow import arrow_array
 
 # ---------------------------------------------------------------- values
 
@@ -47,7 +49,7 @@ def _any_json(value: _Conformed | None, n: int, scalars: bool = True) -> pa.Arra
             continue
         parts = _any_json(items.items, len(items.items.array)) if name == "array_value" else _pairs(items)
         offsets = pc.cumulative_sum(pc.cast(items.lengths, pa.int32()))
-        offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets])
+        offsets = pa.concat_arrays([arrow_array([0], pa.int32()), offsets])
         joined = pc.binary_join(pa.ListArray.from_arrays(offsets, parts), c(","))
         texts.append(pc.if_else(valid, pc.binary_join_element_wise(c(opening), joined, c(closing), EMPTY), NULL_TEXT))
     if (raw := value.get("bytes_value")) is not None:
@@ -71,7 +73,7 @@ def _keys(kv: _Conformed) -> pa.Array:
 def _pairs(kvlist: _Repeated) -> pa.Array:
     """`"key":value` of each key-value of a map (a key twice in one map: Refused, a dict keeps one)."""
     keys = _keys(kvlist.items)
-    owner = pa.array(range(len(kvlist.lengths)), pa.int64())
+    owner = arrow_array(range(len(kvlist.lengths)), pa.int64())
     owner = pc.take(owner, _parents(kvlist.lengths))
     if len(pc.unique(pc.binary_join_element_wise(pc.cast(owner, pa.string()), keys, c("\x00")))) != len(keys):
         raise Refused("a key twice in one map")
@@ -81,7 +83,7 @@ def _pairs(kvlist: _Repeated) -> pa.Array:
 
 def _parents(lengths: pa.Array) -> pa.Array:
     """The parent index of each element of lists of these lengths."""
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
+    offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
     return pc.list_parent_indices(pa.ListArray.from_arrays(offsets, pa.nulls(offsets[-1].as_py())))
 
 
@@ -109,7 +111,7 @@ def _key_values(kvs: _Repeated | None, parents: int) -> pa.Array:
             fields=list(_VALUE), mask=pc.is_null(value.array),
         )  # fmt: skip
     kv = pa.StructArray.from_arrays([_keys(items), values], fields=list(_KV))
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(kvs.lengths, pa.int32()))])
+    offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cumulative_sum(pc.cast(kvs.lengths, pa.int32()))])
     return pa.ListArray.from_arrays(offsets, kv)
 
 
@@ -118,17 +120,17 @@ def _lengths(repeated: _Repeated | None, parents: int) -> pa.Array:
 
 
 def _list_of(lengths: pa.Array, items: pa.Array) -> pa.Array:
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
+    offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
     return pa.ListArray.from_arrays(offsets, items)
 
 
 def _ids(strings: pa.Array, sizes: tuple[int, ...], where: str) -> pa.Array:
     """Hex ids as bytes; Refused unless every one is hex of one of `sizes` bytes (0: absent), which the
     decoder reads alike (anything else it reads as base64, or refuses, and says so)."""
-    frame = pl.from_arrow(pa.table({"s": pc.fill_null(strings, "")}))
+    frame = pl.from_arrow(pa.table({"s": pc.fill_null(strings, EMPTY)}))
     assert isinstance(frame, pl.DataFrame)
     # not hex (an odd length, another character, spaces, which bytes.fromhex reads): null
     raw = frame.select(pl.col("s").str.decode("hex", strict=False)).to_series().to_arrow().cast(pa.binary())
-    if not _all(pc.fill_null(pc.is_in(pc.binary_length(raw), pa.array(sizes, pa.int32())), False)):
+    if not _all(pc.fill_null(pc.is_in(pc.binary_length(raw), arrow_array(sizes, pa.int32())), FALSE)):
         raise Refused(f"{where}: an id that is not hex of its size")
     return raw

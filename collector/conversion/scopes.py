@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracevals.collector.conversion.values import NONE, OTHER, STRING, Values, c, small_values
+from tracevals.lake.arrow import arrow_array
 
 SMALL_VALUES = 2048  # up to this many resource key-values, `values.small_values`; above, `Values`' kernels
 
@@ -29,7 +30,7 @@ def scope_columns_of(
     scope = per_scope.field("scope")
     scope_fields = dict(zip([f.name for f in scope.type], scope.flatten(), strict=True))
     owner = pc.list_parent_indices(scope_lists)
-    written = pc.is_in(pa.array(range(len(per_scope)), pa.int64()), pa.array(sorted(used), pa.int64()))
+    written = pc.is_in(arrow_array(range(len(per_scope)), pa.int64()), arrow_array(sorted(used), pa.int64()))
     columns = [
         pc.take(resource_json, owner),
         pc.take(service, owner),
@@ -40,7 +41,7 @@ def scope_columns_of(
 
 
 def _none_if_empty(strings: pa.Array) -> pa.Array:
-    return pc.if_else(pc.fill_null(pc.equal(strings, c("")), True), c(None, pa.string()), strings)
+    return pc.if_else(pc.fill_null(pc.equal(strings, c("")), c(True)), c(None, pa.string()), strings)
 
 
 def _small(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | None:
@@ -60,14 +61,14 @@ def _small(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | No
         resource_json.append("{" + ",".join(f for f in fragments[start : start + length] if f is not None) + "}")
         service.append(strings[at] if at is not None else None)
         start += length
-    return pa.array(resource_json, pa.string()), pa.array(service, pa.string())
+    return arrow_array(resource_json, pa.string()), arrow_array(service, pa.string())
 
 
 def _kernels(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | None:
     """Per resource (attributes JSON, service.name), column by column (`Values`): as `_small`."""
     values = Values(kv)
     lengths = pc.coalesce(pc.list_value_length(attr_lists), c(0, pa.int32()))
-    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(lengths)])
+    offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cumulative_sum(lengths)])
     owner = pc.list_parent_indices(pa.ListArray.from_arrays(offsets, pa.nulls(len(kv))))
     keys = pc.fill_null(values.key, c(""))
     if len(pc.unique(pc.binary_join_element_wise(pc.cast(owner, pa.string()), keys, c("\x00")))) != len(kv):
@@ -76,11 +77,11 @@ def _kernels(attr_lists: pa.Array, kv: pa.Array) -> tuple[pa.Array, pa.Array] | 
     if pc.any(pc.and_kleene(other, pc.is_null(values.other_json))).as_py():
         return None
     is_service = pc.equal(keys, c("service.name"))
-    typed = pc.is_in(values.tag, pa.array([STRING, NONE], pa.int8()))
+    typed = pc.is_in(values.tag, arrow_array([STRING, NONE], pa.int8()))
     if pc.any(pc.and_kleene(is_service, pc.invert(typed))).as_py():
         return None
     joined = pc.binary_join(pa.ListArray.from_arrays(offsets, values.fragment), c(","))
     resource_json = pc.binary_join_element_wise(c("{"), joined, c("}"), c(""))
     hits = pc.indices_nonzero(is_service)
-    at = pc.index_in(pa.array(range(len(attr_lists)), pa.int64()), pc.cast(pc.take(owner, hits), pa.int64()))
+    at = pc.index_in(arrow_array(range(len(attr_lists)), pa.int64()), pc.cast(pc.take(owner, hits), pa.int64()))
     return resource_json, pc.take(pc.take(values.string, hits), at)

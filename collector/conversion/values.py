@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValueList
 
 from tracevals.collector.conversion.rows import _dumps, any_value
+from tracevals.lake.arrow import arrow_array, arrow_scalar
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
 
@@ -25,17 +26,18 @@ _ESCAPED = [chr(c) for c in range(32)] + ['"', "\\"]  # what JSON escapes in a s
 _ESCAPES = [json.dumps(ch, ensure_ascii=False)[1:-1] for ch in _ESCAPED]  # and how: \n, \u001b, \", \\ ...
 # value type tags
 NONE, STRING, INT, DOUBLE, BOOL, OTHER = range(6)
-TAGS = [pa.scalar(code, pa.int8()) for code in range(6)]
-EMPTY, QUOTE, NULL_TEXT = pa.scalar(""), pa.scalar('"'), pa.scalar(None, pa.string())
-FALSE, ZERO = pa.scalar(False), pa.scalar(0, pa.int64())
+TAGS = list(arrow_array(range(6), pa.int8()))
+EMPTY, QUOTE, NULL_TEXT = arrow_array(["", '"', None], pa.string())
+FALSE, ZERO = arrow_scalar(False, pa.bool_()), arrow_scalar(0, pa.int64())
 _SCALARS: dict[tuple[Any, Any, Any], pa.Scalar] = {}
+_TYPES = {str: pa.string(), bool: pa.bool_(), int: pa.int64(), float: pa.float64(), type(None): pa.null()}
 
 
 def c(value: Any, type_: pa.DataType | None = None) -> pa.Scalar:
-    """An Arrow scalar, made once: pa.scalar() itself tries the optional imports for every value."""
+    """An Arrow scalar, made once (`lake.arrow.arrow_scalar`: pyarrow's own conversion imports pandas)."""
     key = (type(value), value, type_)
     if key not in _SCALARS:
-        _SCALARS[key] = pa.scalar(value, type_)
+        _SCALARS[key] = arrow_scalar(value, type_ or _TYPES[type(value)])
     return _SCALARS[key]
 
 
@@ -44,7 +46,7 @@ def map_distinct(values: pa.Array, func: Callable[[Any], Any], out_type: pa.Data
     if values.null_count == len(values):
         return pa.nulls(len(values), out_type)
     distinct = pc.unique(values.drop_null())
-    mapped = pa.array([func(v) for v in distinct.to_pylist()], out_type)
+    mapped = arrow_array([func(v) for v in distinct.to_pylist()], out_type)
     return pc.take(mapped, pc.index_in(values, distinct))
 
 
@@ -55,7 +57,7 @@ def doubles_json(doubles: pa.Array) -> pa.Array:
     if not pc.any(valid).as_py():
         return pa.nulls(len(doubles), pa.string())
     bits = pc.dictionary_encode(pc.coalesce(doubles, c(0.0)).view(pa.int64()))
-    texts = pa.array([_dumps(v) for v in bits.dictionary.view(pa.float64()).to_pylist()], pa.string())
+    texts = arrow_array([_dumps(v) for v in bits.dictionary.view(pa.float64()).to_pylist()], pa.string())
     return pc.if_else(valid, pc.take(texts, bits.indices), NULL_TEXT)
 
 
@@ -142,7 +144,7 @@ class Values:
         )
         strings = escaped(self.string) if self.string.null_count < len(self.string) else self.string
         self.fragment: pa.Array = pc.binary_join_element_wise(
-            pc.take(pa.array(prefixes, pa.string()), prefix_at),
+            pc.take(arrow_array(prefixes, pa.string()), prefix_at),
             pc.coalesce(strings, self.other_json, self.json),
             pc.if_else(is_string, QUOTE, EMPTY),
             EMPTY,
@@ -194,7 +196,7 @@ def first(
 def placeholder(strings: pa.Array) -> pa.Array:
     """Whether each string is a placeholder (`rules.is_placeholder`: a declared value, or one of the declared
     prefixes); false for a null."""
-    out = pc.is_in(strings, pa.array(sorted(reading.PLACEHOLDERS), pa.string()))
+    out = pc.is_in(strings, arrow_array(sorted(reading.PLACEHOLDERS), pa.string()))
     for prefix in reading.PLACEHOLDER_PREFIXES:
         out = pc.or_kleene(out, pc.starts_with(strings, pattern=prefix))
     return pc.coalesce(out, FALSE)
@@ -317,7 +319,7 @@ def any_per_span(offsets: pa.Array, flags: pa.Array) -> pa.Array:
     """Per span, whether any of its key-value rows is flagged (a running count of flags, read at the spans'
     offsets)."""
     running = pc.cumulative_sum(pc.cast(pc.coalesce(flags, FALSE), pa.int64()))
-    at = pc.take(pa.concat_arrays([pa.array([0], pa.int64()), running]), offsets)
+    at = pc.take(pa.concat_arrays([arrow_array([0], pa.int64()), running]), offsets)
     return pc.greater(pc.subtract(at[1:], at[:-1]), ZERO)
 
 
@@ -329,5 +331,5 @@ def candidate_positions(
     out = []
     for rank in range(ranks):
         table = [k.index(c[rank]) if rank < len(c) else None for c, k in zip(keys_per_plan, sig_keys, strict=True)]
-        out.append(pc.take(pa.array(table, pa.int64()), plan_of))
+        out.append(pc.take(arrow_array(table, pa.int64()), plan_of))
     return out

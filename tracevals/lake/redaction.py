@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracevals import env
+from tracevals.lake.schema import string_array
 
 PII_ENV = env.REDACT_PII
 NAMES_ENV = env.REDACT_NAMES
@@ -227,6 +228,8 @@ _TRIGGER = (
 def redact_table(table: pa.Table, columns: Sequence[str], redactor: Redactor) -> pa.Table:
     """`table` with `redactor` applied to every value of the content `columns` it has (string columns);
     values the RE2 first pass rules out are not touched (the common case costs one Arrow scan)."""
+    if not table.num_rows:  # nothing to redact (and combining no chunk would convert Python values)
+        return table
     for name in columns:
         index = table.schema.get_field_index(name)
         if index < 0 or not pa.types.is_string(table.schema.field(index).type):
@@ -235,10 +238,10 @@ def redact_table(table: pa.Table, columns: Sequence[str], redactor: Redactor) ->
         if redactor.pii or redactor.extra:  # their patterns are not in the first pass: every value
             hit = pc.is_valid(column)
         else:
-            hit = pc.fill_null(pc.match_substring_regex(column, _TRIGGER), False)
+            hit = pc.and_kleene(pc.match_substring_regex(column, _TRIGGER), pc.is_valid(column))  # null: no hit
         if not pc.any(hit).as_py():
             continue
         values = pc.filter(column, hit).to_pylist()
-        redacted = pa.array([v if v is None else redactor.redact(v) for v in values], pa.string())
+        redacted = string_array([redactor.redact(v) for v in values])  # `hit` holds no null
         table = table.set_column(index, table.schema.field(index), pc.replace_with_mask(column, hit, redacted))
     return table

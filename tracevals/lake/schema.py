@@ -7,6 +7,10 @@ queries it with `->>` / `json_extract`. Canonical columns are derived, never the
 
 from __future__ import annotations
 
+import array
+import itertools
+import struct
+
 import pyarrow as pa
 
 LAKE_FORMAT_VERSION = 1
@@ -157,6 +161,21 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     """A table of `schema` with no rows. (`pa.Schema.empty_table()` imports pandas, ~0.4 s that a command
     reading a small lake would otherwise pay for an empty relation.)"""
     return pa.Table.from_batches([], schema=schema)
+
+
+def int64_scalar(value: int) -> pa.Scalar:
+    """An int64 scalar from its bytes. `pa.scalar` (and a Python int given to a compute function) imports
+    pandas whenever it is installed (~0.2 s); this runs in agents' processes too, where `lake.arrow`'s
+    Polars is not imported."""
+    return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(struct.pack("<q", value))])[0]
+
+
+def string_array(texts: list[str]) -> pa.Array:
+    """Python strings (no null) as an Arrow string array from its buffers (see `int64_scalar`)."""
+    encoded = [t.encode() for t in texts]
+    offsets = array.array("q", [0, *itertools.accumulate(len(e) for e in encoded)])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.large_string(), len(encoded), buffers).cast(pa.string())
 
 
 class ColumnMismatch(ValueError):

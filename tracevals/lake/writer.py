@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, LakeLike
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, int64_scalar
 
 
 class ObjectURL(str):
@@ -57,11 +57,15 @@ _HOUR_NS = 3_600 * 10**9
 def hour_parts(table: pa.Table, table_name: str) -> list[tuple[tuple[str, str], pa.Table]]:
     """A non-empty table's rows by the UTC (date, hour) of its time column, in time order: the
     partitions both writers (this one and the collector's sink) put them in."""
-    buckets = pc.divide(table[TABLES[table_name][1]].cast(pa.int64()), _HOUR_NS)  # times are never negative
+    times = table[TABLES[table_name][1]].cast(pa.int64())  # never negative
+    buckets = pc.divide(times, int64_scalar(_HOUR_NS))
     bounds = pc.min_max(buckets).as_py()
     if bounds["min"] == bounds["max"]:
         return [(_partition(bounds["min"]), table)]
-    return [(_partition(b), table.filter(pc.equal(buckets, b))) for b in sorted(pc.unique(buckets).to_pylist())]
+    return [
+        (_partition(b), table.filter(pc.equal(buckets, int64_scalar(b))))
+        for b in sorted(pc.unique(buckets).to_pylist())
+    ]
 
 
 def _partition(hour_bucket: int) -> tuple[str, str]:

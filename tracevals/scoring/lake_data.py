@@ -257,7 +257,9 @@ def _stored_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
 def _id_table(ids: Sequence[str]) -> Any:
     import pyarrow as pa  # only here: the rest of the module needs no Arrow
 
-    return pa.table({"trace_id": pa.array(list(ids), pa.string())})
+    from tracevals.lake.arrow import arrow_array
+
+    return pa.table({"trace_id": arrow_array(ids, pa.string())})
 
 
 def _details(text: str | None) -> dict[str, Any]:
