@@ -79,8 +79,9 @@ GROUP_MEMORY = "160MB"
 
 
 # What a group's connection defines at first: what selecting sessions and finding the derived ones read.
-# The loader's views (GROUP_VIEWS) are defined when a group has sessions to rebuild (`_through_views`): a
-# group whose sessions are all derived never pays for binding them.
+# The loader's views (GROUP_VIEWS) are defined once a group has sessions to rebuild: before its files are
+# bound when none of its hours is derived, else for its rest (`_through_views`). A connection whose groups
+# are all derived never pays for binding them.
 SELECT_VIEWS = ("spans",)
 
 
