@@ -30,7 +30,9 @@ CREATE OR REPLACE VIEW message_sources AS
 WITH llm AS (
     -- the model spans that may hold content (span_facts.has_content), once each. Read from the files
     -- for just those spans, so a lake without content skips this whole view at the cost of one lookup.
-    SELECT trace_id, span_id, attributes, events
+    -- `attr_keys`: the attributes' keys, parsed once; each declared source below looks its key up in
+    -- them rather than scanning the whole attribute text again (a model span's text is often kilobytes).
+    SELECT trace_id, span_id, attributes, events, coalesce(try(json_keys(attributes)), []) AS attr_keys
     FROM (
         SELECT
             r.trace_id, r.span_id, r.attributes, r.events,
@@ -81,8 +83,8 @@ flat AS (
                ['family', 'idx', 'field']
            ) AS k
     FROM llm AS l, json_each(l.attributes) AS kv
-    WHERE l.attributes LIKE '%"gen_ai.prompt.%' OR l.attributes LIKE '%"gen_ai.completion.%'
-       OR l.attributes LIKE '%"llm.input_messages.%' OR l.attributes LIKE '%"llm.output_messages.%'
+    WHERE len(list_filter(l.attr_keys, lambda k: starts_with(k, 'gen_ai.prompt.') OR starts_with(k, 'gen_ai.completion.')
+              OR starts_with(k, 'llm.input_messages.') OR starts_with(k, 'llm.output_messages.'))) > 0
 ),
 flat_fields AS (
     SELECT trace_id, span_id, k.family, CAST(k.idx AS INTEGER) AS idx, k.field,

@@ -54,7 +54,7 @@ def attribute_sources() -> str:
     out = []
     for source in (m for m in reading.MESSAGES if m.on == "llm"):
         role = "'assistant'" if source.direction == "output" else "NULL"
-        where = f"attributes LIKE {_like(source.key)}"
+        where = f"list_contains(attr_keys, {_literal(source.key)})"  # `llm`'s keys, parsed once
         value = _value(source)
         if source.tool_calls is not None:  # a text beside the tool calls the same answer asked for: one message
             calls = f"try_cast(json_extract_string(attributes, {_path(source.tool_calls)}) AS JSON)"
@@ -62,7 +62,7 @@ def attribute_sources() -> str:
                 f"json_object('role', 'assistant', 'content', json_extract_string(attributes, {_path(source.key)}), "
                 f"'tool_calls', {calls})"
             )
-            where = f"({where} OR attributes LIKE {_like(source.tool_calls)})"
+            where = f"({where} OR list_contains(attr_keys, {_literal(source.tool_calls)}))"
         out.append(
             f"    UNION ALL\n    SELECT trace_id, span_id, {_literal('span:' + source.key)} AS source, "
             f"{source.priority} AS priority, {_literal(source.direction)} AS direction,\n"
