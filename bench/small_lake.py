@@ -21,8 +21,8 @@ both see the same machine:
 
 Targets: a start-up of <= 0.3 s, and (issue 38) each command within 2x of plain DuckDB reading the same
 files, as whole processes (issue 24 asked for 3x). A verdict line per target is printed beside its
-figure. The scores written by `tracevals score --lake L` (once per tree, each on its own copy of the lake) are compared
-with the baseline tree's, row for row (`scores identical`).
+figure. The scores written by `tracevals score --lake L` (once per tree, each on its own copy of the
+lake) are compared with the baseline tree's, row for row (`scores identical`).
 """
 
 from __future__ import annotations

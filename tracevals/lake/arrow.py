@@ -8,7 +8,8 @@ dependency, imported when first needed; `tracevals.spans`, which must not import
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import pyarrow as pa
@@ -21,20 +22,21 @@ def arrow_array(values: Iterable[Any], type_: pa.DataType) -> pa.Array:
     one small array. A value that is not of the type raises `pa.ArrowInvalid`, as `pa.array` does."""
     import polars as pl
 
-    dtype = pl.from_arrow(pa.nulls(0, type_)).dtype  # type: ignore[union-attr]
     try:
-        array = pl.Series("values", list(values), dtype=dtype, strict=True).to_arrow()
+        array = pl.Series("values", list(values), dtype=_polars_type(type_), strict=True).to_arrow()
     except (TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
         raise pa.ArrowInvalid(f"cannot read the values as {type_}: {exc}") from exc
     return array if array.type == type_ else array.cast(type_)
 
 
-def arrow_table(rows: Iterable[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
-    """Rows (mappings by column name; a missing column is null) as a table of `schema` (`arrow_array`)."""
-    listed = list(rows)
-    return pa.Table.from_arrays([arrow_array([r.get(f.name) for r in listed], f.type) for f in schema], schema=schema)
-
-
 def arrow_scalar(value: Any, type_: pa.DataType) -> pa.Scalar:
     """`value` as an Arrow scalar of `type_`, without pyarrow's conversion (see `arrow_array`)."""
     return arrow_array([value], type_)[0]
+
+
+@cache
+def _polars_type(type_: pa.DataType) -> Any:
+    """The Polars type of an Arrow one (once per type: the collector asks for a few types per batch)."""
+    import polars as pl
+
+    return pl.from_arrow(pa.nulls(0, type_)).dtype  # type: ignore[union-attr]

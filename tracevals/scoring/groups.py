@@ -80,8 +80,8 @@ GROUP_MEMORY = "160MB"
 
 # What a group's connection defines at first: what selecting sessions and finding the derived ones read.
 # The loader's views (GROUP_VIEWS) are defined once a group has sessions to rebuild: before its files are
-# bound when none of its hours is derived, else for its rest (`_through_views`). A connection whose groups
-# are all derived never pays for binding them.
+# bound when none of its hours is derived, else for its rest (`_derived_and_rest`). A connection whose
+# groups are all derived never pays for binding them.
 SELECT_VIEWS = ("spans",)
 
 
@@ -126,9 +126,9 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
 
 
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
-    """The group's sessions rebuilt through the views: the job's selection of them, or (select False) all."""
+    """The group's sessions rebuilt through the views (defined: `define_views`): the job's selection of them, or
+    (select False) all."""
     scoring = job.scoring
-    define_views(con, GROUP_VIEWS)  # a derived group's rest: bound now, over the group's (few) files
     return score_connection(
         con,
         tasks=scoring.tasks,
@@ -172,6 +172,7 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
             )
         )
     if _count(con, "tv_rest"):
+        define_views(con, GROUP_VIEWS)  # bound now, over the group's (few) files
         rest = restrict_to(con, "tv_rest")
         try:
             runs.append(_through_views(con, job, select=False))
