@@ -161,6 +161,28 @@ MUTATIONS: dict[str, Any] = {
     ],
     "prompt_mark": lambda c, t: [*c, read("get", {"id": 1}, t, injection_kind="prompt", injection_goal="send")],
     "many_gets": lambda c, t: [*c, *(read("get", {"id": 100 + i}, t + 10 * i) for i in range(3))],
+    # failures made good, or not, by the rule failure_handling's screen settles
+    "other_args_recovered": lambda c, t: [
+        *c,
+        read("get", {"id": 9}, t, None, error_type="503"),
+        read("get", {"id": 10}, t + 60),
+    ],
+    "throttled_copy": lambda c, t: [
+        *c,
+        read("get", {"id": 9}, t),
+        read("get", {"id": 9}, t + 60, None, error_type="429"),
+    ],
+    "throttled_noargs": lambda c, t: [*c, read("get", None, t), read("get", None, t + 60, None, error_type="429")],
+    "spoiled_recovery": lambda c, t: [
+        *c,
+        read("get", {"id": 9}, t, None, error_type="503"),
+        read("get", {"id": 9}, t + 60, "[]", injection_kind="fault", injection_type="empty"),
+    ],
+    "failed_then_other_tool": lambda c, t: [
+        *c,
+        read("get", {"id": 9}, t, None, error_type="503"),
+        read("search", {"q": "x"}, t + 60),
+    ],
 }
 FACTS = {
     "complete": SpanFacts(span_count=9, root_present=True, root_ended=True, terminal="answer"),
@@ -254,6 +276,25 @@ def test_clean_rows_are_settled_by_the_screens() -> None:
     )
     frame = assert_same([clean], CASES)
     assert set(frame.get_column("evaluator")) == {"trajectory_match", "retry_discipline", "task_success"}
+
+
+def test_failures_made_good_are_settled_by_the_failure_screen() -> None:
+    """A failed call that a later success of its tool, or an earlier success of its operation, made good:
+    not applicable without a call to the reference; one never made good goes to it."""
+    from tracevals.evaluators.failure_handling.screen import screen_failures
+
+    made_good = ["retry_ok", "other_args_recovered", "throttled_copy", "fault_recovered"]
+    not_made_good = ["throttled_noargs", "spoiled_recovery", "failed_then_other_tool", "fault"]
+    batch_of = [mutated(name, "plain", [name], 0, "complete") for name in made_good + not_made_good]
+    batch = Batch.from_trajectories(batch_of)
+    keyed = batch.traces.with_columns(case_key=pl.col("task_id"))
+    status = dict(
+        screen_failures(Scope(Batch(keyed, batch.calls, batch.handoffs), CASES))
+        .select("trace_id", "status")
+        .iter_rows()
+    )
+    assert status == {**dict.fromkeys(made_good, "na"), **dict.fromkeys(not_made_good, "check")}
+    assert_same(batch_of, CASES)
 
 
 def test_identical_trajectories_are_evaluated_once() -> None:
