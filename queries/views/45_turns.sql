@@ -22,7 +22,15 @@
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
-WITH links AS (
+WITH
+-- the views this one reads more than once, each computed once per query (inlined, a view is computed again at
+-- every mention: on a lake read live, `steps` alone five times)
+turn_attempts AS MATERIALIZED (SELECT * FROM attempts),
+turn_facts AS MATERIALIZED (SELECT * FROM span_facts),
+turn_parts AS MATERIALIZED (SELECT * FROM message_parts),
+turn_steps AS MATERIALIZED (SELECT * FROM steps),
+turn_requests AS MATERIALIZED (SELECT * FROM requested_tool_calls),
+links AS (
     -- trace -> an earlier trace one of its spans links to (a message delivery -> the one that sent it)
     SELECT DISTINCT r.trace_id, json_extract_string(l.value, '$.trace_id') AS linked_trace_id
     FROM (SELECT trace_id, links FROM raw_spans WHERE links <> '[]' AND links LIKE '[{%') AS r,
@@ -31,14 +39,14 @@ WITH links AS (
 joined AS (
     SELECT k.trace_id, k.linked_trace_id
     FROM links AS k
-    JOIN attempts AS a ON a.trace_id = k.trace_id
-    JOIN attempts AS b ON b.trace_id = k.linked_trace_id
+    JOIN turn_attempts AS a ON a.trace_id = k.trace_id
+    JOIN turn_attempts AS b ON b.trace_id = k.linked_trace_id
     WHERE k.linked_trace_id <> k.trace_id AND (b.start_time, b.trace_id) < (a.start_time, a.trace_id)
 ),
 turn_of AS (
     -- each trace's turn: the earliest trace its links lead back to (a bounded walk: a cycle cannot loop)
     WITH RECURSIVE up(trace_id, root_id, depth) AS (
-        SELECT trace_id, trace_id, 0 FROM attempts
+        SELECT trace_id, trace_id, 0 FROM turn_attempts
         UNION ALL
         SELECT u.trace_id, j.linked_trace_id, u.depth + 1
         FROM up AS u JOIN joined AS j ON j.trace_id = u.root_id
@@ -46,14 +54,14 @@ turn_of AS (
     )
     SELECT u.trace_id, min_by(u.root_id, (a.start_time, a.root_id)) AS turn_id
     FROM up AS u
-    JOIN (SELECT trace_id AS root_id, start_time FROM attempts) AS a ON a.root_id = u.root_id
+    JOIN (SELECT trace_id AS root_id, start_time FROM turn_attempts) AS a ON a.root_id = u.root_id
     GROUP BY u.trace_id
 ),
 parts AS (
     -- read once, shared by responses, user_messages and answers
     SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
            tool_response, finish_reason
-    FROM message_parts
+    FROM turn_parts
     WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
        OR (direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL)
 ),
@@ -93,10 +101,10 @@ asked_in_history AS (
     -- the texts a later call's history shows beside tool calls in one assistant message: answers that asked for
     -- tools, whatever their own call recorded (the OTel v2 bridge of the OpenAI Agents SDK keeps the text alone)
     SELECT DISTINCT p.trace_id, p.content
-    FROM message_parts AS p
+    FROM turn_parts AS p
     WHERE p.direction = 'input' AND p.role = 'assistant' AND p.part_type = 'text' AND p.content <> ''
       AND EXISTS (
-          SELECT 1 FROM message_parts AS c
+          SELECT 1 FROM turn_parts AS c
           WHERE c.trace_id = p.trace_id AND c.call_span_id = p.call_span_id AND c.direction = 'input'
             AND c.message_index = p.message_index AND c.part_type = 'tool_call'
       )
@@ -165,7 +173,7 @@ walk AS (
     -- Eight hops, and never through a cycle's span twice (the depth bound ends any loop).
     WITH RECURSIVE up(trace_id, call_id, span_id, depth) AS (
         SELECT trace_id, span_id, parent_span_id, 1
-        FROM span_facts
+        FROM turn_facts
         WHERE kind IN ('llm', 'tool') AND call_depth = 0 AND parent_span_id IS NOT NULL
         UNION ALL
         SELECT u.trace_id, u.call_id, s.parent_span_id, u.depth + 1
@@ -191,13 +199,13 @@ agents AS (
              ELSE list(DISTINCT agent ORDER BY agent) END AS agents
     FROM (
         SELECT f.trace_id, coalesce(w.agent, f.agent_name) AS agent, 1 AS rank
-        FROM span_facts AS f
+        FROM turn_facts AS f
         LEFT JOIN walk AS w ON w.trace_id = f.trace_id AND w.call_id = f.span_id
         WHERE f.kind IN ('llm', 'tool') AND f.call_depth = 0
         UNION ALL
         SELECT trace_id, agent, 2 FROM agent_spans
         UNION ALL
-        SELECT trace_id, coalesce(agent_name, entity_name), 3 FROM span_facts
+        SELECT trace_id, coalesce(agent_name, entity_name), 3 FROM turn_facts
     ) AS named
     JOIN turn_of AS t ON t.trace_id = named.trace_id
     WHERE agent IS NOT NULL
@@ -211,8 +219,8 @@ requests AS (
     SELECT s.trace_id, s.span_id AS executed_span_id, min_by(r.tool_call_id, r.request_index) AS tool_call_id,
            min_by(r.tool_args, r.request_index) AS tool_args, min(r.request_index) AS request_index,
            min(r.model_start_time) AS model_start_time
-    FROM steps AS s
-    JOIN requested_tool_calls AS r ON r.trace_id = s.trace_id AND r.tool_name = s.name
+    FROM turn_steps AS s
+    JOIN turn_requests AS r ON r.trace_id = s.trace_id AND r.tool_name = s.name
     WHERE NOT s.is_gap AND s.step_kind = 'tool' AND s.args IS NOT NULL
       AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
       AND list_contains(CAST(json_extract_string(try_cast(r.tool_args AS JSON), '$.*') AS VARCHAR[]), s.args)
@@ -220,9 +228,9 @@ requests AS (
     UNION ALL
     SELECT trace_id, executed_span_id, min_by(tool_call_id, request_index), min_by(tool_args, request_index),
            min(request_index), min(model_start_time)
-    FROM requested_tool_calls AS r
+    FROM turn_requests AS r
     WHERE executed_span_id IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM steps AS s
+        SELECT 1 FROM turn_steps AS s
         WHERE s.trace_id = r.trace_id AND s.span_id = r.executed_span_id AND s.args IS NOT NULL
           AND coalesce(json_type(try_cast(s.args AS JSON)), 'VARCHAR') NOT IN ('OBJECT', 'ARRAY')
     )
@@ -245,11 +253,11 @@ asked AS (
             last_value(coalesce(q.request_index, CASE WHEN s.is_gap THEN s.request_index END) IGNORE NULLS)
                 OVER previous_calls
         ) AS ask_index
-    FROM steps AS s
+    FROM turn_steps AS s
     JOIN turn_of AS t ON t.trace_id = s.trace_id
-    JOIN attempts AS a ON a.trace_id = s.trace_id
+    JOIN turn_attempts AS a ON a.trace_id = s.trace_id
     LEFT JOIN requests AS q ON NOT s.is_gap AND q.trace_id = s.trace_id AND q.executed_span_id = s.span_id
-    LEFT JOIN steps AS m
+    LEFT JOIN turn_steps AS m
         ON s.is_gap AND m.trace_id = s.trace_id AND m.span_id = s.requested_by_span_id AND m.step_kind = 'llm'
     LEFT JOIN answers AS w ON s.result IS NULL AND w.trace_id = s.trace_id AND w.tool_call_id = s.tool_call_id
     LEFT JOIN answers AS v
@@ -284,7 +292,7 @@ tools AS (
 spans_of_turn AS (
     SELECT t.turn_id, min(a.start_time) AS start_time, max(a.end_time) AS end_time,
            bool_or(a.run_id IS NOT NULL) AS has_run, bool_or(f.trace_id IS NOT NULL) AS has_agent
-    FROM attempts AS a
+    FROM turn_attempts AS a
     JOIN turn_of AS t ON t.trace_id = a.trace_id
     LEFT JOIN (SELECT DISTINCT trace_id FROM agent_spans) AS f ON f.trace_id = a.trace_id
     GROUP BY t.turn_id
@@ -311,7 +319,7 @@ SELECT
     a.root_error_type AS error_type,
     o.start_time,
     o.end_time
-FROM attempts AS a
+FROM turn_attempts AS a
 JOIN spans_of_turn AS o ON o.turn_id = a.trace_id  -- a turn is named by its first trace
 LEFT JOIN per_turn AS p ON p.turn_id = a.trace_id
 LEFT JOIN agents AS g ON g.turn_id = a.trace_id

@@ -93,6 +93,7 @@ HANDOFF_SCHEMA: dict[str, Any] = {
     "candidates": pl.List(_STR),
 }
 _CALL_FIELDS = [f.name for f in fields(ToolCall) if f.name != "op_key"]
+_CALL_POSITIONAL = [f.name for f in fields(ToolCall)]  # op_key included, last
 # SpanFacts are built positionally from these columns (it is the hot loop of the reference path)
 assert list(FACT_COLUMNS) == [f.name for f in fields(SpanFacts)], "FACT_COLUMNS must follow SpanFacts"
 _TRAJECTORY_COLUMNS = [n for n in TRACE_SCHEMA if n not in FACT_COLUMNS and n not in ("facts_loaded", "root_span_id")]
@@ -156,21 +157,18 @@ class Batch:
         """Every trace as a `Trajectory`, in `traces` order. Reads whole columns at a time (row dicts
         cost more than the objects they build)."""
         calls: dict[str, list[ToolCall]] = {}
-        ordered = self.calls.sort(["trace_id", "pos"])
-        names = [n for n in _CALL_FIELDS if n != "args"]
-        columns = [ordered.get_column(n).to_list() for n in names]
-        for trace_id, args, op_key, values in zip(
-            ordered.get_column("trace_id").to_list(),
-            ordered.get_column("args").to_list(),
-            ordered.get_column("op_key").to_list(),
-            zip(*columns, strict=True),
-            strict=True,
-        ):
-            fields_ = dict(zip(names, values, strict=True))
-            for name, default in _CALL_DEFAULTS:
-                if fields_[name] is None:
-                    fields_[name] = default
-            calls.setdefault(trace_id, []).append(ToolCall(args=parse_args(args), op_key=op_key, **fields_))
+        ordered = self.calls.sort(["trace_id", "pos"]).with_columns(
+            pl.col(name).fill_null(default) for name, default in _CALL_DEFAULTS
+        )
+        # ToolCall is built positionally, its fields in order (the hot loop of the reference path)
+        columns = [
+            [parse_args(a) for a in ordered.get_column("args").to_list()]
+            if name == "args"
+            else ordered.get_column(name).to_list()
+            for name in _CALL_POSITIONAL
+        ]
+        for trace_id, values in zip(ordered.get_column("trace_id").to_list(), zip(*columns, strict=True), strict=True):
+            calls.setdefault(trace_id, []).append(ToolCall(*values))
         handoffs: dict[str, list[Handoff]] = {}
         for row in self.handoffs.sort(["trace_id", "at_ms"]).iter_rows(named=True):
             handoffs.setdefault(row["trace_id"], []).append(
