@@ -109,6 +109,16 @@ def test_bad_sql_and_missing_lake_are_one_line_errors(filled_lake: Path, tmp_pat
     assert missing.exit_code == 1 and "is not a directory" in missing.output
 
 
+def test_out_of_memory_is_a_one_line_error(filled_lake: Path, tmp_path: Path) -> None:
+    """DuckDB running out of the memory it was given ends as one line that says what to change, not its traceback."""
+    args = ["export", "steps", "--lake", str(filled_lake), "--out", str(tmp_path / "out"), "--memory-limit", "1MB"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: Out of Memory Error") and "raise --memory-limit" in last
+    assert "Traceback" not in result.output
+
+
 def test_table_keeps_square_brackets_in_values(filled_lake: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select '[a, b]' as v"])
     assert result.exit_code == 0 and "[a, b]" in result.output

@@ -123,3 +123,26 @@ def test_a_kept_batch_holds_every_scored_trajectory(varied: Path) -> None:
     kept = score_lake(varied, tasks=CASES, selection=selection, write=False, max_rows=40, keep_batch=True)
     assert kept.groups > 6 and len(kept.trajectories()) == whole.traces == kept.traces > 0
     assert sorted(t.trace_id for t in kept.trajectories()) == sorted(whole.scores.get_column("trace_id").unique())
+
+
+def test_a_crossing_pass_out_of_the_default_memory_runs_again_without_it(
+    varied: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crossing pass holds every trace id of the lake: beyond the default group limit (at 10^7 spans) it
+    ran out, and `tracevals score` ended in a traceback. Out of the default limit it runs again without it, as
+    a group does; out of a limit the caller gave, it still fails."""
+    import duckdb
+
+    from tracevals.scoring import groups
+
+    tiny = "1MB"
+    plan = plan_groups(Lake.open(varied), max_rows=40)
+    assert plan is not None
+    with pytest.raises(duckdb.OutOfMemoryException):
+        find_crossing(plan, tmp_path, tiny)  # the pass really runs out at this limit
+    monkeypatch.setattr(groups, "GROUP_MEMORY", tiny)
+    whole = _whole(varied, None)
+    scored = score_lake(varied, tasks=CASES, write=False, max_rows=40)
+    assert scored.groups > 6 and _rows(scored.scores).equals(_rows(whole.scores))
+    with pytest.raises(duckdb.OutOfMemoryException):
+        score_lake(varied, tasks=CASES, write=False, max_rows=40, memory_limit=tiny)

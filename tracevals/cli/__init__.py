@@ -91,7 +91,8 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         """Every command's errors a user can fix end as one line and exit code 1, wherever they are raised:
         a `UserError` (`tracevals.model.errors`: a bad file, option or lake), and an operational `OSError`
-        (a read-only lake, missing permissions, a full disk); a command catches none of them itself."""
+        (a read-only lake, missing permissions, a full disk), and DuckDB running out of memory; a command
+        catches none of them itself."""
         from tracevals.model.errors import UserError
 
         try:
@@ -105,6 +106,14 @@ class LazyGroup(click.Group):
             if exc.errno in (errno.EROFS, errno.EACCES) and ctx.invoked_subcommand in _READ_ONLY_WAYS:
                 message += f" ({_READ_ONLY_WAYS[ctx.invoked_subcommand]})"
             raise click.ClickException(message) from None
+        except Exception as exc:
+            if type(exc).__name__ != "OutOfMemoryException" or "duckdb" not in type(exc).__module__:
+                raise
+            # DuckDB ran out of the memory it was given or could get: one line, not its traceback
+            first = str(exc).splitlines()[0] if str(exc) else "out of memory"
+            raise click.ClickException(
+                f"{first}: free memory, lower --workers where the command has it, or raise --memory-limit"
+            ) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short_help(name)) for name in self.list_commands(ctx)]

@@ -238,7 +238,7 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
     if workers > 1 and not _picklable(job):
         workers = 1  # a custom evaluator or checker that cannot travel to another process: score here
     if workers <= 1 or len(plan.groups) == 1:
-        find_crossing(plan, work, job.memory_limit or GROUP_MEMORY)
+        _find_bounded(plan, work, job.memory_limit)
         con = _group_connection(job, None, work)
         try:
             for group in plan.groups:
@@ -248,7 +248,7 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
         return
     with _pool(workers, job, work) as pool:
         # the crossing sessions are found by a worker (this process stays small: it only collects counts)
-        plan = pool.submit(_find_in_worker, plan, work, job.memory_limit or GROUP_MEMORY).result()
+        plan = pool.submit(_find_in_worker, plan, work, job.memory_limit).result()
         light = replace(plan, groups=[])  # what a worker needs besides its group: the lake, the crossing list
         futures: list[Future[_Scored]] = [pool.submit(_run_in_worker, light, group) for group in plan.groups]
         try:
@@ -303,9 +303,21 @@ def _ready() -> None:
     """A task that only makes the pool start a worker."""
 
 
-def _find_in_worker(plan: GroupPlan, work: str, memory_limit: str) -> GroupPlan:
-    find_crossing(plan, work, memory_limit, threads=2)  # the other workers wait for it
+def _find_in_worker(plan: GroupPlan, work: str, memory_limit: str | None) -> GroupPlan:
+    _find_bounded(plan, work, memory_limit, threads=2)  # the other workers wait for it
     return plan
+
+
+def _find_bounded(plan: GroupPlan, work: str, memory_limit: str | None, threads: int | None = None) -> None:
+    """The crossing pass within `GROUP_MEMORY` unless a limit is given; one that runs out of the default
+    limit runs again without it, as a group does (its tables of every trace id of the lake grow with the
+    lake: 1.3 million traces at 10^7 spans)."""
+    try:
+        find_crossing(plan, work, memory_limit or GROUP_MEMORY, threads=threads)
+    except duckdb.OutOfMemoryException:
+        if memory_limit is not None:
+            raise  # the caller's own limit
+        find_crossing(plan, work, None, threads=threads)
 
 
 def _run_in_worker(plan: GroupPlan, group: Group) -> _Scored:
