@@ -21,7 +21,8 @@ job ran (`release`: every shadow and work table a scoring job leaves).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 
@@ -134,3 +135,33 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
     that the views read what is bound again."""
     unshadow(con, *RAW, tables=[shadow_copy(r) for r in RAW])
     drop_tables(con, *JOB_TABLES)
+
+
+@contextmanager
+def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[Callable[[Iterable[str]], None]]:
+    """While views are defined: `stand_in(names)` shadows each relation of `names` (as it reads now) with an
+    empty temporary table of its columns, so that DuckDB binds the next view against tables instead of the
+    whole tree of views and files beneath (binding a view binds everything it reads, again for every view
+    defined on top: defining every view over a lake of 109 files took 7.3 s, 0.17 s this way). A view keeps
+    its SQL and is bound again when a query names it, so nothing of a stand-in stays; every stand-in is
+    dropped on exit. A name that already has a temporary relation (a shadow) keeps it."""
+    taken = {
+        name
+        for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE temporary "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary"
+        ).fetchall()
+    }
+    made: list[str] = []
+
+    def stand_in(names: Iterable[str]) -> None:
+        for name in names:
+            if name not in taken:
+                con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {own(con, name)} LIMIT 0")
+                taken.add(name)
+                made.append(name)
+
+    try:
+        yield stand_in
+    finally:
+        drop_tables(con, *made)

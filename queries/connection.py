@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 import duckdb
@@ -45,7 +46,7 @@ from tracevals.lake.schema import (
     STEP_RELIABILITY_SCHEMA,
 )
 from tracevals.model.prices import default_prices
-from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view
+from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
@@ -116,20 +117,48 @@ def _define_views(
     if snapshot:  # the span and log rows read from their files once, not once per view that scans them
         for raw in RAW:
             snapshot_binding(con, raw, schema)
-    for file_name, sql in view_sql():
-        if wanted is not None and not defined_views(sql) & wanted:
-            continue
-        try:
-            con.execute(sql)
-            for name in defined_views(sql) & snapshot:
-                # The snapshot takes the view's name, so every view defined after it reads the snapshot
-                # (and binds against a table, not the whole tree of views beneath). It reads the table
-                # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
-                # (`restrict_snapshots`) as it narrows the raw files.
-                snapshot_view(con, name, schema)
-        except duckdb.Error as exc:
-            raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+    files = [(f, sql) for f, sql in view_sql() if wanted is None or defined_views(sql) & wanted]
+    with stand_ins(con) as stand_in:
+        if not snapshot:  # a snapshot's views are bound against its tables already
+            stand_in(_read_relations(con, " ".join(sql for _, sql in files)))
+        for file_name, sql in files:
+            _define_file(con, file_name, sql, snapshot, schema, stand_in)
     return schema
+
+
+def _read_relations(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
+    """The relations of the connection's own catalog (the raw relations, views defined before) that `sql` names."""
+    words = set(re.findall(r"\w+", sql))
+    own_relations = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND database_name = current_database() "
+        "UNION SELECT view_name FROM duckdb_views() WHERE NOT temporary AND NOT internal "
+        "AND database_name = current_database()"
+    ).fetchall()
+    return sorted(name for (name,) in own_relations if name in words)
+
+
+def _define_file(
+    con: duckdb.DuckDBPyConnection,
+    file_name: str,
+    sql: str,
+    snapshot: set[str],
+    schema: str,
+    stand_in: Callable[[Iterable[str]], None],
+) -> None:
+    """One view file's views, each computed into its snapshot when it is one, else stood in for (see
+    `binding.stand_ins`) while the views after it are defined."""
+    try:
+        con.execute(sql)
+        if not snapshot:
+            stand_in(sorted(defined_views(sql)))
+        for name in defined_views(sql) & snapshot:
+            # The snapshot takes the view's name, so every view defined after it reads the snapshot
+            # (and binds against a table, not the whole tree of views beneath). It reads the table
+            # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
+            # (`restrict_snapshots`) as it narrows the raw files.
+            snapshot_view(con, name, schema)
+    except duckdb.Error as exc:
+        raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
 
 
 def define_views(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | list[str]) -> None:

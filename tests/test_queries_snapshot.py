@@ -117,3 +117,15 @@ def test_sql_answers_over_a_snapshot_and_lists_every_view(lakes: dict[str, Path]
     assert tables.returncode == 0 and {"sessions", "steps", "turns"} <= set(tables.stdout.split()), tables.stderr
     typo = sql("select * from sesions")
     assert typo.returncode == 1 and "the views are spans" in typo.stderr and "sessions" in typo.stderr
+
+
+def test_views_defined_live_keep_no_stand_in(lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live, each view is bound against empty stand-ins of what it reads (`binding.stand_ins`); none of them
+    stays, so every name reads the views and the files again."""
+    monkeypatch.setenv(env.SNAPSHOT_MB, "0")
+    con = open_lake(lakes["mixed"])
+    temporary = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+    assert not temporary & {*VIEW_NAMES, "raw_spans", "raw_logs"}, temporary
+    [(spans,)] = con.execute("SELECT count(*) FROM spans").fetchall()
+    [(traces,)] = con.execute("SELECT count(DISTINCT trace_id) FROM trajectories").fetchall()
+    assert spans > 0 and traces >= len(DIALECTS)

@@ -140,7 +140,10 @@ def test_a_crossing_pass_out_of_the_default_memory_runs_again_without_it(
     assert plan is not None
     with pytest.raises(duckdb.OutOfMemoryException):
         find_crossing(plan, tmp_path, tiny)  # the pass really runs out at this limit
-    monkeypatch.setattr(groups, "GROUP_MEMORY", tiny)
+    # the pass gets the tiny limit where it would get the default (the groups keep theirs)
+    monkeypatch.setattr(groups, "find_crossing", lambda p, w, limit, threads=None: find_crossing(
+        p, w, tiny if limit == groups.GROUP_MEMORY else limit, threads=threads
+    ))  # fmt: skip
     whole = _whole(varied, None)
     scored = score_lake(varied, tasks=CASES, write=False, max_rows=40)
     assert scored.groups > 6 and _rows(scored.scores).equals(_rows(whole.scores))
