@@ -215,12 +215,17 @@ def rows(scores: Any) -> dict[tuple[str, str], tuple[Any, ...]]:
     }
 
 
-def assert_same(batch_of: list[Trajectory], cases: dict[str, Case]) -> pl.DataFrame:
+def scope_of(batch_of: list[Trajectory], cases: dict[str, Case]) -> Scope:
+    """The trajectories as one batch, each keyed to its case by task id (none: `NO_CASE`)."""
     batch = Batch.from_trajectories(batch_of)
     keyed = batch.traces.with_columns(
         case_key=pl.when(pl.col("task_id").is_in(list(cases))).then(pl.col("task_id")).otherwise(pl.lit(NO_CASE))
     )
-    frame = score_batch(Scope(Batch(keyed, batch.calls, batch.handoffs), cases), default_evaluators())
+    return Scope(Batch(keyed, batch.calls, batch.handoffs), cases)
+
+
+def assert_same(batch_of: list[Trajectory], cases: dict[str, Case]) -> pl.DataFrame:
+    frame = score_batch(scope_of(batch_of, cases), default_evaluators())
     expected = rows(evaluate_all(batch_of, cases))
     got = rows(scores_of(frame))
     assert got.keys() == expected.keys()
@@ -286,13 +291,7 @@ def test_failures_made_good_are_settled_by_the_failure_screen() -> None:
     made_good = ["retry_ok", "other_args_recovered", "throttled_copy", "fault_recovered"]
     not_made_good = ["throttled_noargs", "spoiled_recovery", "failed_then_other_tool", "fault"]
     batch_of = [mutated(name, "plain", [name], 0, "complete") for name in made_good + not_made_good]
-    batch = Batch.from_trajectories(batch_of)
-    keyed = batch.traces.with_columns(case_key=pl.col("task_id"))
-    status = dict(
-        screen_failures(Scope(Batch(keyed, batch.calls, batch.handoffs), CASES))
-        .select("trace_id", "status")
-        .iter_rows()
-    )
+    status = dict(screen_failures(scope_of(batch_of, CASES)).select("trace_id", "status").iter_rows())
     assert status == {**dict.fromkeys(made_good, "na"), **dict.fromkeys(not_made_good, "check")}
     assert_same(batch_of, CASES)
 

@@ -92,8 +92,8 @@ HANDOFF_SCHEMA: dict[str, Any] = {
     "pending": pl.List(_STR),
     "candidates": pl.List(_STR),
 }
-_CALL_FIELDS = [f.name for f in fields(ToolCall) if f.name != "op_key"]
-_CALL_POSITIONAL = [f.name for f in fields(ToolCall)]  # op_key included, last
+_CALL_POSITIONAL = [f.name for f in fields(ToolCall)]  # the fields in order, op_key (computed here) last
+_CALL_FIELDS = [n for n in _CALL_POSITIONAL if n != "op_key"]
 # SpanFacts are built positionally from these columns (it is the hot loop of the reference path)
 assert list(FACT_COLUMNS) == [f.name for f in fields(SpanFacts)], "FACT_COLUMNS must follow SpanFacts"
 _TRAJECTORY_COLUMNS = [n for n in TRACE_SCHEMA if n not in FACT_COLUMNS and n not in ("facts_loaded", "root_span_id")]

@@ -9,11 +9,12 @@ import multiprocessing
 import os
 import pickle
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import duckdb
 import polars as pl
@@ -71,6 +72,9 @@ class _Scored:
 GROUP_VIEWS = LOADER_VIEWS
 
 
+_T = TypeVar("_T")
+
+
 # DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
 # group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
 # one file of half a million rows) stays within bounds. A group that still runs out is scored again
@@ -94,18 +98,32 @@ def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.Du
     return con
 
 
-def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
-    """Select, rebuild, score and write one group's sessions on `con` (a `_group_connection`)."""
+def _beyond_default_memory(memory_limit: str | None, run: Callable[[str | None], _T]) -> _T:
+    """`run(limit)` within the caller's `memory_limit`, else within `GROUP_MEMORY`; one that runs out of the
+    default limit runs again without any (DuckDB's default: most of the machine's memory). The caller's own
+    limit holds."""
     try:
-        return _score_group_once(con, plan, group, job)
+        return run(memory_limit or GROUP_MEMORY)
     except duckdb.OutOfMemoryException:
-        if job.memory_limit is not None:
-            raise  # the caller's own limit
-    con.execute("RESET memory_limit")  # DuckDB's default: most of the machine's memory
-    try:
-        return _score_group_once(con, plan, group, job)
-    finally:
-        con.execute("SET memory_limit = ?", [GROUP_MEMORY])
+        if memory_limit is not None:
+            raise
+    return run(None)
+
+
+def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
+    """Select, rebuild, score and write one group's sessions on `con` (a `_group_connection`, opened within
+    the limit), without a limit when the default one is not enough."""
+
+    def run(limit: str | None) -> _Scored:
+        if limit is not None:
+            return _score_group_once(con, plan, group, job)
+        con.execute("RESET memory_limit")
+        try:
+            return _score_group_once(con, plan, group, job)
+        finally:
+            con.execute("SET memory_limit = ?", [GROUP_MEMORY])
+
+    return _beyond_default_memory(job.memory_limit, run)
 
 
 def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
@@ -309,15 +327,9 @@ def _find_in_worker(plan: GroupPlan, work: str, memory_limit: str | None) -> Gro
 
 
 def _find_bounded(plan: GroupPlan, work: str, memory_limit: str | None, threads: int | None = None) -> None:
-    """The crossing pass within `GROUP_MEMORY` unless a limit is given; one that runs out of the default
-    limit runs again without it, as a group does (its tables of every trace id of the lake grow with the
-    lake: 1.3 million traces at 10^7 spans)."""
-    try:
-        find_crossing(plan, work, memory_limit or GROUP_MEMORY, threads=threads)
-    except duckdb.OutOfMemoryException:
-        if memory_limit is not None:
-            raise  # the caller's own limit
-        find_crossing(plan, work, None, threads=threads)
+    """The crossing pass, within the limit a group has (its tables of every trace id of the lake grow with
+    the lake: 1.3 million traces at 10^7 spans ran out of `GROUP_MEMORY`)."""
+    _beyond_default_memory(memory_limit, lambda limit: find_crossing(plan, work, limit, threads=threads))
 
 
 def _run_in_worker(plan: GroupPlan, group: Group) -> _Scored:
