@@ -106,29 +106,52 @@ def score_batch(scope: Scope, evaluators: Sequence[Evaluator]) -> pl.DataFrame:
         else:
             plans.append((evaluator, "all", traces.select("trace_id")))
             needed.update(traces.get_column("trace_id").to_list())
-    reference = {t.trace_id: t for t in scope.batch.select(sorted(needed)).trajectories()} if needed else {}
     wanted = traces.filter(pl.col("trace_id").is_in(pl.Series(sorted(needed), dtype=pl.Utf8).implode()))
     cases = dict(wanted.select("trace_id", "case_key").iter_rows())  # only the traces `evaluate` will see
+    evaluated = _evaluated(plans, sorted(needed), cases, scope)
     ids = traces.select(_IDS)
-    frames = [_plan_rows(evaluator, kind, plan, reference, cases, scope, ids) for evaluator, kind, plan in plans]
+    frames = [_plan_rows(e, kind, plan, done, ids) for (e, kind, plan), done in zip(plans, evaluated, strict=True)]
     frames = [f for f in frames if f.height]
     if not frames:
         return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     return pl.concat(frames, how="vertical")
 
 
-def _plan_rows(
-    evaluator: Evaluator,
-    kind: str,
-    plan: pl.DataFrame,
-    reference: dict[str, Trajectory],
-    cases: dict[str, str],
-    scope: Scope,
-    ids: pl.DataFrame,
-) -> pl.DataFrame:
-    def run(trace_id: str) -> Score | None:
-        return evaluate_safely(evaluator, reference[trace_id], scope.case(cases[trace_id] or NO_CASE))
+# Trajectories built at once for `evaluate`. The Python objects of a batch's flagged traces are what its memory
+# follows (a chunk of 15,000 sessions whose traces all had a finding held ~400 MiB of them), so they are built,
+# evaluated by every plan that needs them, and dropped this many at a time.
+EVALUATE_SLICE = 2_000
 
+
+def _evaluated(
+    plans: list[tuple[Evaluator, str, pl.DataFrame]], needed: list[str], cases: dict[str, str], scope: Scope
+) -> list[dict[str, Score | None]]:
+    """Each plan's `evaluate` results by trace id, in the plan's order: of its representatives (a "key"
+    plan), of its traces ("all"), of none ("screen"). The trajectories of `needed` are built
+    `EVALUATE_SLICE` at a time."""
+    order: list[list[str]] = []
+    for _, kind, plan in plans:
+        if kind == "key":
+            order.append(plan.get_column("rep").unique(maintain_order=True).to_list())
+        else:
+            order.append(plan.get_column("trace_id").to_list() if kind == "all" else [])
+    sets = [set(o) for o in order]
+    out: list[dict[str, Score | None]] = [{} for _ in plans]
+    for first in range(0, len(needed), EVALUATE_SLICE):
+        for trajectory in scope.batch.select(needed[first : first + EVALUATE_SLICE]).trajectories():
+            trace_id = trajectory.trace_id
+            case = scope.case(cases[trace_id] or NO_CASE)
+            for (evaluator, _, _), wanted, results in zip(plans, sets, out, strict=True):
+                if trace_id in wanted:
+                    results[trace_id] = evaluate_safely(evaluator, trajectory, case)
+    return [{t: results[t] for t in o} for o, results in zip(order, out, strict=True)]
+
+
+def _plan_rows(
+    evaluator: Evaluator, kind: str, plan: pl.DataFrame, evaluated: dict[str, Score | None], ids: pl.DataFrame
+) -> pl.DataFrame:
+    """One plan's score rows: its screen's clean traces, the verdict of each key for every trace with that key,
+    or each trace's own (`evaluated`: `evaluate`'s results by trace id, in the plan's order)."""
     if kind == "screen":
         clean = plan.select(
             "trace_id",
@@ -142,11 +165,11 @@ def _plan_rows(
         clean = ids.join(clean, on="trace_id", how="inner")
         return clean.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
     if kind == "key":
-        verdicts = {}
-        for rep in plan.get_column("rep").unique(maintain_order=True).to_list():
-            score = run(rep)
-            if score is not None:
-                verdicts[rep] = (score.passed, score.score, score.reason, score_details(score))
+        verdicts = {
+            rep: (score.passed, score.score, score.reason, score_details(score))
+            for rep, score in evaluated.items()
+            if score is not None
+        }
         if not verdicts:
             return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
         table = pl.DataFrame(
@@ -163,7 +186,7 @@ def _plan_rows(
             )
         )
         return rows.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
-    return score_rows_frame([s for t in plan.get_column("trace_id") if (s := run(t))])
+    return score_rows_frame([s for s in evaluated.values() if s is not None])
 
 
 def _representatives(keys: pl.DataFrame) -> pl.DataFrame:

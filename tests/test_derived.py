@@ -30,6 +30,7 @@ from tracevals.queries.derived import (
     hours_of,
     take_derived,
 )
+from tracevals.queries.groups import plan_groups
 from tracevals.queries.selection import Selection
 from tracevals.queries.sources import files_sql
 from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
@@ -99,6 +100,62 @@ def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path,
     assert after.scores.height and rows(score_lake(copy, write=False, max_rows=60, selection=nightly).scores).equals(
         rows(score_lake(lake, write=False, max_rows=60, selection=nightly).scores)
     )
+
+
+def test_an_hour_cut_between_blocks_is_read_from_its_frames_by_each(
+    lake: Path, derived_lake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An hour of several files, or of big ones, is cut between blocks of files: each block's sessions still lie
+    wholly in its files once the crossing pass has run, so each block reads them from the hour's frames."""
+    from tracevals.scoring import groups as scoring_groups
+
+    source = Lake.open(derived_lake)
+    plan = plan_groups(source, max_rows=20)
+    plan.derived = derived_hours(source)
+    blocks = plan.groups[: plan.blocks]
+    cut = {
+        hour: [g for g in blocks if set(g.spans) & set(files.spans)]
+        for hour, files in plan.derived.items()
+        if sum(bool(set(g.spans) & set(files.spans)) for g in blocks) > 1
+    }
+    assert cut  # the lake has hours cut between blocks at this size
+    for hour, cut_blocks in cut.items():
+        for group in cut_blocks:
+            assert plan.derived[hour] in scoring_groups._usable(plan, group, None)
+    taken: list[int] = []
+    read = scoring_groups.derived_batch
+
+    def counted(lake_: Lake, hours: list, traces: pl.DataFrame):  # type: ignore[no-untyped-def]
+        taken.append(traces.height)
+        return read(lake_, hours, traces)
+
+    monkeypatch.setattr(scoring_groups, "derived_batch", counted)
+    scored = score_lake(derived_lake, write=False, max_rows=20)
+    assert len(taken) > len(plan.derived) and sum(taken) > 0
+    assert rows(scored.scores).equals(rows(score_lake(lake, write=False, max_rows=20).scores))
+
+
+def test_a_group_writes_its_scores_a_chunk_of_sessions_at_a_time(
+    derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group scored from frames writes each chunk's rows as they are scored (its memory holds one chunk's):
+    more files, the same rows as one chunk a group."""
+    import functools
+
+    from tracevals.scoring import groups as scoring_groups
+
+    copies = {chunk: tmp_path / f"lake-{chunk}" for chunk in ("whole", "small")}
+    for copy in copies.values():
+        shutil.copytree(derived_lake, copy)
+    whole = score_lake(copies["whole"], max_rows=60)
+    monkeypatch.setattr(scoring_groups, "_Job", functools.partial(scoring_groups._Job, chunk_sessions=3))
+    chunked = score_lake(copies["small"], max_rows=60)
+    assert len(chunked.files) > len(whole.files) == whole.groups  # a file a chunk, not a group
+    assert rows(chunked.scores).equals(rows(whole.scores))
+    written = {
+        name: rows(pl.read_parquet(f"{copy}/scores/**/*.parquet").drop("scored_at")) for name, copy in copies.items()
+    }
+    assert written["small"].height == chunked.scores.height and written["small"].equals(written["whole"])
 
 
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:

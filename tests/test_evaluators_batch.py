@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -245,6 +246,22 @@ def test_batch_equals_reference_for_every_mutation_and_case() -> None:
     batch_of += [mutated(f"facts-{facts}", "plain", [], 2, facts) for facts in FACTS]
     frame = assert_same(batch_of, CASES)
     assert frame.height > 500
+
+
+def test_trajectories_built_a_slice_at_a_time_give_the_same_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evaluate`'s trajectories are built `EVALUATE_SLICE` at a time: slices of a few traces (the
+    representatives of one key, a screen's flagged traces, spread over slices) give the reference's rows."""
+    from tracevals.evaluators import apply
+
+    monkeypatch.setattr(apply, "EVALUATE_SLICE", 3)
+    batch_of = [
+        mutated(f"{name}-{task}-{n}", task, [name], n, "complete")
+        for name in MUTATIONS
+        for task in [None, "plain"]
+        for n in (0, 2)
+    ]
+    assert len(batch_of) > 3 * apply.EVALUATE_SLICE
+    assert assert_same(batch_of, CASES).height > 100
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

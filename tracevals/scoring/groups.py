@@ -31,7 +31,7 @@ from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group
 from tracevals.queries.selection import Selection, restrict_to, selected_traces
 from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
-from tracevals.scoring.offline import combine, score_connection, score_loaded
+from tracevals.scoring.offline import combine, loaded_chunks, score_connection
 from tracevals.scoring.results import ScoringRun, tally, with_sample
 from tracevals.scoring.store import write_score_frame
 
@@ -64,7 +64,7 @@ class _Scored:
     tallies: pl.DataFrame
     scores: pl.DataFrame | None
     root_spans: dict[str, str]
-    written: LakeFile | None
+    written: tuple[LakeFile, ...]  # its scores files, in the order written
     batch: Batch | None = None
 
 
@@ -133,14 +133,26 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
     if not usable:  # rebuilt through the views: bind them while the raw relations read no file (~10x quicker)
         define_views(con, GROUP_VIEWS)
     read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
+    parts: list[ScoringRun] = []
+    written: list[LakeFile] = []
+    tallies: list[pl.DataFrame] = []
     try:
-        run = _derived_and_rest(con, usable, job) if usable else _through_views(con, job, select=not whole)
+        runs = _derived_and_rest(con, usable, job) if usable else iter([_through_views(con, job, select=not whole)])
+        for run in runs:  # each part written as it comes: a big group holds one part's rows at a time
+            if scoring.write and (file := write_score_frame(scoring.lake, run.scores)) is not None:
+                written.append(file)
+            tallies.append(tally(run.scores))
+            parts.append(run if job.keep else replace(run, scores=run.scores.clear(), root_spans={}))
     finally:
         release_group(con)
-    written = write_score_frame(scoring.lake, run.scores) if scoring.write else None
+    run = combine(parts)
+    summed = (
+        pl.concat(tallies, how="vertical").group_by("evaluator", maintain_order=True).sum()
+        if tallies
+        else tally(run.scores)
+    )
     kept = run.scores if job.keep else None
-    roots = run.root_spans if job.keep else {}
-    return _Scored(run.traces, run.sessions, tally(run.scores), kept, roots, written, run.batch)
+    return _Scored(run.traces, run.sessions, summed, kept, run.root_spans, tuple(written), run.batch)
 
 
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
@@ -160,46 +172,60 @@ def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> S
 
 
 def _usable(plan: GroupPlan, group: Group, selection: Selection | None) -> list[HourFiles]:
-    """The derived hours all of whose files `group` reads (none for a crossing group, or for a selection
-    of runs or traces: those are chosen through the views)."""
+    """The derived hours whose frames hold the rows of `group`'s sessions (none for a crossing group, or for a
+    selection of runs or traces: those are chosen through the views).
+
+    That is an hour all of whose files the group reads; or, once the crossing pass has run (more than one
+    block), any hour of whose files the group reads one: every session of a block of files lies wholly in
+    its files (a session that does not is a crossing group's), so a session of the group that lies in one
+    hour has all of its rows among that hour's files, from which its frames were computed. An hour cut
+    between two blocks (an hour of many files, or of big ones) is read from its frames by both."""
     if group.crossing or (selection is not None and (selection.runs or selection.trace_ids is not None)):
         return []
     names = set(group.spans) | set(group.logs)
+    if plan.blocks > 1:
+        return [h for h in plan.derived.values() if names.intersection(h.spans) or names.intersection(h.logs)]
     return [h for h in plan.derived.values() if set(h.spans) <= names and set(h.logs) <= names]
 
 
-def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> ScoringRun:
+def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], job: _Job) -> Iterator[ScoringRun]:
     """The group's (selected) sessions that lie wholly in one of the closed hours `usable` scored from their
-    derived frames (`queries.derived`), the others rebuilt through the views, restricted to them."""
+    derived frames (`queries.derived`), a chunk of sessions at a time, then the others rebuilt through the
+    views, restricted to them: each part's run as it is scored."""
     scoring = job.scoring
     selection = scoring.selection if scoring.selection != Selection() else None
+
+    def sampled(run: ScoringRun) -> ScoringRun:
+        if selection is None or selection.fraction is None:
+            return run
+        return replace(run, scores=with_sample(run.scores, selection.fraction, selection.seed))
+
     if selection is not None:
         selected_traces(con, selection)
     taken = take_derived(con, usable, None if selection is None else "tv_traces")
-    runs = []
     if taken.height:
         batch = derived_batch(scoring.lake, usable, taken)
-        runs.append(
-            score_loaded(
+        del taken
+        yield from map(
+            sampled,
+            loaded_chunks(
                 batch,
                 tasks=scoring.tasks,
                 config=scoring.config,
                 evaluators=job.evaluators,
                 chunk_sessions=job.chunk_sessions,
                 keep_batch=scoring.keep_batch,
-            )
+            ),
         )
+        del batch
     if _count(con, "tv_rest"):
         define_views(con, GROUP_VIEWS)  # bound now, over the group's (few) files
         rest = restrict_to(con, "tv_rest")
         try:
-            runs.append(_through_views(con, job, select=False))
+            rebuilt = _through_views(con, job, select=False)
         finally:
             rest.undo()
-    run = combine(runs)
-    if selection is not None and selection.fraction is not None:
-        run = replace(run, scores=with_sample(run.scores, selection.fraction, selection.seed))
-    return run
+        yield sampled(rebuilt)
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:
@@ -225,8 +251,7 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
             traces += scored.traces
             sessions += scored.sessions
             tallies.append(scored.tallies)
-            if scored.written is not None:
-                files.append(scored.written)
+            files.extend(scored.written)
             if scored.batch is not None:
                 batches.append(scored.batch)
             if scored.scores is not None:

@@ -14,7 +14,7 @@ of finished sessions (`scoring.live`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -93,20 +93,45 @@ def score_loaded(
 ) -> ScoringRun:
     """Score rows for traces already loaded as frames (a closed hour's derived frames, `queries.derived`),
     `chunk_sessions` whole sessions at a time, as `score_connection` scores what it loads."""
+    return combine(
+        list(
+            loaded_chunks(
+                batch,
+                tasks=tasks,
+                config=config,
+                evaluators=evaluators,
+                chunk_sessions=chunk_sessions,
+                keep_batch=keep_batch,
+            )
+        )
+    )
+
+
+def loaded_chunks(
+    batch: Batch,
+    *,
+    tasks: Sequence[Case] | None,
+    config: ScoringConfig,
+    evaluators: Sequence[Evaluator],
+    chunk_sessions: int = CHUNK_SESSIONS,
+    keep_batch: bool = False,
+) -> Iterator[ScoringRun]:
+    """`score_loaded`'s runs, one per chunk of about `chunk_sessions` whole sessions (a session's traces share
+    a chunk: `sid`'s hash), as each is scored: a caller that writes each and lets it go holds one chunk's
+    rows, not the batch's."""
     sid = pl.coalesce("session_id", "trace_id")
     sessions = batch.traces.select(sid).n_unique() if len(batch) else 0
     count = max(1, -(-sessions // max(1, chunk_sessions)))
-    frames: list[pl.DataFrame] = []
     for chunk in range(count):
         part = (
             batch
             if count == 1
             else batch.select(batch.traces.filter(sid.hash(7) % count == chunk).get_column("trace_id"))
         )
-        frames.append(score_batch(attach_cases(part, tasks, config), evaluators))
-    roots = dict(batch.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
-    scores = frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical")
-    return ScoringRun(scores, len(batch), sessions, root_spans=roots, batch=batch if keep_batch else None)
+        scores = score_batch(attach_cases(part, tasks, config), evaluators)
+        roots = dict(part.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
+        sessions_in = part.traces.select(sid).n_unique() if len(part) else 0
+        yield ScoringRun(scores, len(part), sessions_in, root_spans=roots, batch=part if keep_batch else None)
 
 
 def combine(runs: Sequence[ScoringRun]) -> ScoringRun:
