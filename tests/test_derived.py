@@ -158,6 +158,37 @@ def test_a_group_writes_its_scores_a_chunk_of_sessions_at_a_time(
     assert written["small"].height == chunked.scores.height and written["small"].equals(written["whole"])
 
 
+def test_a_group_that_runs_out_of_memory_after_writing_a_chunk_leaves_no_rows_twice(
+    derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group that runs out of the default memory limit runs again without it (`_beyond_default_memory`):
+    the chunks it had written are withdrawn first, so each score row is in the lake once."""
+    import functools
+
+    import duckdb
+
+    from tracevals.scoring import groups as scoring_groups
+
+    expected = score_lake(derived_lake, write=False, max_rows=60)
+    copy = tmp_path / "lake"
+    shutil.copytree(derived_lake, copy)
+    monkeypatch.setattr(scoring_groups, "_Job", functools.partial(scoring_groups._Job, chunk_sessions=3))
+    tallied = scoring_groups.tally
+    calls = []
+
+    def failing_once(scores: pl.DataFrame) -> pl.DataFrame:
+        calls.append(scores.height)
+        if len(calls) == 2:  # after a group's first chunk was written
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate (a test)")
+        return tallied(scores)
+
+    monkeypatch.setattr(scoring_groups, "tally", failing_once)
+    scored = score_lake(copy, max_rows=60)
+    on_disk = rows(pl.read_parquet(f"{copy}/scores/**/*.parquet").drop("scored_at"))
+    assert len(calls) > 2 and len(list((copy / "scores").rglob("*.parquet"))) == len(scored.files)
+    assert on_disk.equals(rows(expected.scores)) and rows(scored.scores).equals(rows(expected.scores))
+
+
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:
     copy = tmp_path / "lake"
     shutil.copytree(derived_lake, copy)

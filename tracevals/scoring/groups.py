@@ -5,6 +5,7 @@ big lake (`offline.score_job`), on this process or on `workers` processes at onc
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -20,7 +21,9 @@ import duckdb
 import polars as pl
 
 from tracevals.evaluators.evaluator import Evaluator
+from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
+from tracevals.lake.schema import SCORES_DIR
 from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
@@ -143,6 +146,9 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
                 written.append(file)
             tallies.append(tally(run.scores))
             parts.append(run if job.keep else replace(run, scores=run.scores.clear(), root_spans={}))
+    except BaseException:
+        _withdraw(scoring.lake, written)  # a group's rows are written whole or not at all: it may run again
+        raise
     finally:
         release_group(con)
     run = combine(parts)
@@ -153,6 +159,13 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
     )
     kept = run.scores if job.keep else None
     return _Scored(run.traces, run.sessions, summed, kept, run.root_spans, tuple(written), run.batch)
+
+
+def _withdraw(lake: Lake, files: list[LakeFile]) -> None:
+    """Delete the scores files a group wrote before it failed."""
+    for file in files:
+        with contextlib.suppress(OSError):
+            lake.filesystem.delete_file(lake.path(SCORES_DIR, file.name))
 
 
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
