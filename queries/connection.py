@@ -48,6 +48,7 @@ from tracevals.lake.schema import (
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
+from tracevals.queries.interrupts import connect
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
 
@@ -281,7 +282,7 @@ def open_lake(
     """
     lake = Lake.open(lake)
     lake.check()
-    con = con or duckdb.connect(":memory:")
+    con = con or connect()
     con.execute("SET parquet_metadata_cache = true")
     if memory_limit:
         con.execute("SET memory_limit = ?", [memory_limit])

@@ -36,6 +36,7 @@ from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import open_lake
+from tracevals.queries.interrupts import connect
 from tracevals.queries.materialize import materialized
 from tracevals.queries.sources import files_sql, register_source
 
@@ -271,7 +272,7 @@ def export_view(
 def _find_crossing(lake: Lake, groups: list[list[_Hour]], path: Path) -> int:
     """Write the ids of the traces with spans or log records in more than one group of hours to `path`
     (Parquet); how many there are."""
-    con = duckdb.connect()
+    con = connect()
     try:
         register_source(con, "raw_spans", lake, SPANS_DIR, SPAN_SCHEMA, True)
         register_source(con, "raw_logs", lake, LOGS_DIR, LOG_SCHEMA, True)

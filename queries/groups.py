@@ -25,6 +25,7 @@ from tracevals.queries.binding import (
 )
 from tracevals.queries.catalog import query_sql
 from tracevals.queries.derived import HourFiles
+from tracevals.queries.interrupts import connect
 
 # Span and log rows one group reads at most (about: a group is cut between files, and a session is never
 # split); memory follows this, not the lake. See `plan_groups`.
@@ -152,7 +153,7 @@ def find_crossing(
     """
     if plan.blocks <= 1:
         return
-    con = duckdb.connect()
+    con = connect()
     try:
         if memory_limit:
             con.execute("SET memory_limit = ?", [memory_limit])

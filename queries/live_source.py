@@ -43,6 +43,7 @@ from tracevals.lake.schema import (
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import bind
 from tracevals.queries.catalog import view_sql
+from tracevals.queries.interrupts import connect
 from tracevals.queries.sources import register_arrow, register_prices
 
 _log = logging.getLogger(__name__)
@@ -270,7 +271,7 @@ class LiveConnection:
     scoring: binding the whole tree of views costs about two CPU seconds, every time)."""
 
     def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
-        self.con = duckdb.connect(":memory:")
+        self.con = connect()
         scores = empty_table(SCORE_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         steps = empty_table(STEP_RELIABILITY_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         bases = (("raw_spans", empty_spans()), ("raw_logs", empty_logs()), ("raw_scores", scores),

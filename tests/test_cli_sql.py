@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,40 @@ def test_out_of_memory_is_a_one_line_error(filled_lake: Path, tmp_path: Path) ->
     last = result.output.strip().splitlines()[-1]
     assert last.startswith("Error: Out of Memory Error") and "raise --memory-limit" in last
     assert "Traceback" not in result.output
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.parametrize("after_cpu_s", [0.6, 0.8, 1.0, 3.0])
+def test_ctrl_c_stops_a_query_with_one_line(filled_lake: Path, after_cpu_s: float) -> None:
+    """Ctrl-C (a real SIGINT to a real `tracevals sql` process) as it opens the lake, starts or runs a long
+    query: the command stops as Ctrl-C stops any other, one line, no traceback. DuckDB drops a SIGINT that
+    falls while a statement starts (the query then ran to its end: minutes here); `queries.interrupts`."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    query = "select count(*) from range(1000000000000) a"  # minutes of work: still running when signalled
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracevals", "sql", "--lake", str(filled_lake), query],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )
+    try:
+        while _cpu_seconds(process.pid) < after_cpu_s and process.poll() is None:
+            time.sleep(0.01)  # past the imports (~0.5 CPU-s): opening the lake, starting the query, well into it
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 1, err
+    assert "Traceback" not in err and err.strip().splitlines() == ["Aborted!"], err
 
 
 def test_table_keeps_square_brackets_in_values(filled_lake: Path) -> None:

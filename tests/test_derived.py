@@ -24,13 +24,14 @@ from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
 from tracevals.queries.binding import bind
 from tracevals.queries.derived import (
+    HourFiles,
     derive_closed,
     derived_batch,
     derived_hours,
     hours_of,
     take_derived,
 )
-from tracevals.queries.groups import plan_groups
+from tracevals.queries.groups import Group, plan_groups
 from tracevals.queries.selection import Selection
 from tracevals.queries.sources import files_sql
 from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
@@ -113,25 +114,30 @@ def test_an_hour_cut_between_blocks_is_read_from_its_frames_by_each(
     plan = plan_groups(source, max_rows=20)
     plan.derived = derived_hours(source)
     blocks = plan.groups[: plan.blocks]
+
+    def holds(group: Group, files: HourFiles) -> bool:  # the group reads one of the hour's files
+        return bool((set(group.spans) | set(group.logs)) & (set(files.spans) | set(files.logs)))
+
     cut = {
-        hour: [g for g in blocks if set(g.spans) & set(files.spans)]
+        hour: [g for g in blocks if holds(g, files)]
         for hour, files in plan.derived.items()
-        if sum(bool(set(g.spans) & set(files.spans)) for g in blocks) > 1
+        if sum(holds(g, files) for g in blocks) > 1
     }
     assert cut  # the lake has hours cut between blocks at this size
     for hour, cut_blocks in cut.items():
         for group in cut_blocks:
             assert plan.derived[hour] in scoring_groups._usable(plan, group, None)
-    taken: list[int] = []
-    read = scoring_groups.derived_batch
+    offered: list[list[HourFiles]] = []  # the derived hours each group reads its sessions from
+    take = scoring_groups.take_derived
 
-    def counted(lake_: Lake, hours: list, traces: pl.DataFrame):  # type: ignore[no-untyped-def]
-        taken.append(traces.height)
-        return read(lake_, hours, traces)
+    def counted(con, hours, within=None):  # type: ignore[no-untyped-def]
+        offered.append(list(hours))
+        return take(con, hours, within)
 
-    monkeypatch.setattr(scoring_groups, "derived_batch", counted)
+    monkeypatch.setattr(scoring_groups, "take_derived", counted)
     scored = score_lake(derived_lake, write=False, max_rows=20)
-    assert len(taken) > len(plan.derived) and sum(taken) > 0
+    for hour, cut_blocks in cut.items():  # each block of a cut hour reads the hour's frames
+        assert sum(plan.derived[hour].key in {h.key for h in hours} for hours in offered) == len(cut_blocks)
     assert rows(scored.scores).equals(rows(score_lake(lake, write=False, max_rows=20).scores))
 
 
@@ -187,6 +193,48 @@ def test_a_group_that_runs_out_of_memory_after_writing_a_chunk_leaves_no_rows_tw
     on_disk = rows(pl.read_parquet(f"{copy}/scores/**/*.parquet").drop("scored_at"))
     assert len(calls) > 2 and len(list((copy / "scores").rglob("*.parquet"))) == len(scored.files)
     assert on_disk.equals(rows(expected.scores)) and rows(scored.scores).equals(rows(expected.scores))
+
+
+def test_ctrl_c_between_chunks_stops_the_group_and_withdraws_its_rows(
+    derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C that no query saw (it fell in Polars or in an evaluator, or reached a worker process, whose handler
+    raises nothing): the group stops at its next chunk, and the chunks it wrote are withdrawn."""
+    import functools
+
+    from tracevals.queries import interrupts
+    from tracevals.scoring import groups as scoring_groups
+
+    copy = tmp_path / "lake"
+    shutil.copytree(derived_lake, copy)
+    monkeypatch.setattr(scoring_groups, "_Job", functools.partial(scoring_groups._Job, chunk_sessions=3))
+    write, chunks = scoring_groups.write_score_frame, scoring_groups.loaded_chunks
+    written: list[Path] = []
+    interrupted: list[int] = []  # how many files had been written when the group's first chunk was scored
+
+    def recorded(lake_: Lake, scores: pl.DataFrame):  # type: ignore[no-untyped-def]
+        file = write(lake_, scores)
+        written.append(file)
+        return file
+
+    def ctrl_c_after_the_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, run in enumerate(chunks(*args, **kwargs)):
+            if i == 1:  # the group's first chunk is written: Ctrl-C comes, as a worker's handler takes it
+                interrupted.append(len(written))
+                interrupts._on_sigint_quietly(2, None)
+            yield run
+
+    monkeypatch.setattr(scoring_groups, "write_score_frame", recorded)
+    monkeypatch.setattr(scoring_groups, "loaded_chunks", ctrl_c_after_the_first)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            score_lake(copy, max_rows=60)
+    finally:
+        interrupts._STOPPING[0] = False
+    [at] = interrupted
+    assert at >= 1 and not written[at - 1].exists()  # the interrupted group's chunk: withdrawn
+    assert all(file.exists() for file in written[: at - 1])  # the groups done before it stay
+    assert sorted((copy / "scores").rglob("*.parquet")) == sorted(written[: at - 1])
 
 
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:

@@ -75,6 +75,15 @@ def operational_error(exc: OSError) -> str | None:
     return f"cannot use{where}: {exc.strerror or exc}; {fix}"
 
 
+def _interrupted(exc: Exception) -> bool:
+    """Whether `exc` is DuckDB's answer to Ctrl-C: it takes the SIGINT that arrives while a query runs and
+    raises `RuntimeError("Query interrupted")` (or its `InterruptException`) instead of KeyboardInterrupt.
+    Known by class name and message, so that the error handler does not import duckdb."""
+    if type(exc).__name__ == "InterruptException" and "duckdb" in type(exc).__module__:
+        return True
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -92,11 +101,14 @@ class LazyGroup(click.Group):
         """Every command's errors a user can fix end as one line and exit code 1, wherever they are raised:
         a `UserError` (`tracevals.model.errors`: a bad file, option or lake), and an operational `OSError`
         (a read-only lake, missing permissions, a full disk), and DuckDB running out of memory; a command
-        catches none of them itself."""
+        catches none of them itself. Ctrl-C while DuckDB runs a query ends as Ctrl-C does elsewhere
+        ("Aborted!", click's own)."""
         from tracevals.model.errors import UserError
+        from tracevals.queries.interrupts import installed
 
         try:
-            return super().invoke(ctx)
+            with installed():  # Ctrl-C stops a DuckDB query wherever it falls
+                return super().invoke(ctx)
         except UserError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
@@ -107,6 +119,8 @@ class LazyGroup(click.Group):
                 message += f" ({_READ_ONLY_WAYS[ctx.invoked_subcommand]})"
             raise click.ClickException(message) from None
         except Exception as exc:
+            if _interrupted(exc):  # Ctrl-C inside a DuckDB query: what Ctrl-C anywhere else gives
+                raise click.Abort() from None
             if type(exc).__name__ != "OutOfMemoryException" or "duckdb" not in type(exc).__module__:
                 raise
             # DuckDB ran out of the memory it was given or could get: one line, not its traceback

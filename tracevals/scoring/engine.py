@@ -42,6 +42,7 @@ from tracevals.model.case import Case
 from tracevals.model.errors import UserError
 from tracevals.queries.binding import release, work_table
 from tracevals.queries.groups import components
+from tracevals.queries.interrupts import connect
 from tracevals.queries.live_source import LiveConnection, empty_logs, empty_spans
 from tracevals.queries.selection import Selection
 from tracevals.scoring.config import ScoringConfig
@@ -74,7 +75,7 @@ def session_keys(rows: pa.Table) -> pa.Table:
 
     Any rows of the lake will do, repeated or not, as long as every span row of the traces is among them
     (the engines hand it the distinct (trace_id, session_id) pairs of every file)."""
-    con = duckdb.connect()
+    con = connect()
     try:
         con.execute("SET enable_progress_bar = false")
         pairs = rows.select(["trace_id", "session_id"])

@@ -31,6 +31,8 @@ from tracevals.queries import open_lake
 from tracevals.queries.connection import define_views
 from tracevals.queries.derived import HourFiles, derived_batch, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
+from tracevals.queries.interrupts import check as check_interrupt
+from tracevals.queries.interrupts import install as install_interrupts
 from tracevals.queries.selection import Selection, restrict_to, selected_traces
 from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
@@ -142,6 +144,7 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
     try:
         runs = _derived_and_rest(con, usable, job) if usable else iter([_through_views(con, job, select=not whole)])
         for run in runs:  # each part written as it comes: a big group holds one part's rows at a time
+            check_interrupt()
             if scoring.write and (file := write_score_frame(scoring.lake, run.scores)) is not None:
                 written.append(file)
             tallies.append(tally(run.scores))
@@ -351,6 +354,7 @@ _WORKER: dict[str, object] = {}
 
 
 def _start_worker(job: _Job, work: str) -> None:
+    install_interrupts()  # Ctrl-C (sent to the whole process group) stops a worker's query too
     _WORKER["job"] = job
     _WORKER["con"] = _group_connection(job, 1, work)
 

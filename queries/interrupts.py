@@ -1,0 +1,88 @@
+"""Ctrl-C that stops a DuckDB query.
+
+DuckDB's Python client takes a SIGINT that arrives while it works: during a query it usually ends the query
+with `RuntimeError("Query interrupted")`, but one that arrives while a statement is being prepared or
+started is dropped, and the query then runs to its end (seen on DuckDB 2.0 in about one Ctrl-C in three
+against a long `tracevals sql`). So every connection tracevals opens is made by `connect`, which keeps a weak
+reference to it, and the command line's SIGINT handler (`installed`) interrupts every open one before raising
+KeyboardInterrupt as Python's own handler does: the query stops wherever the signal fell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import weakref
+from collections.abc import Iterator
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+_OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
+def connect(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """`duckdb.connect(database)`, interrupted by Ctrl-C under `installed` (or `install`)."""
+    import duckdb
+
+    con = duckdb.connect(database)
+    _OPEN.add(con)
+    return con
+
+
+def interrupt_all() -> None:
+    """Interrupt the query each open connection runs (a closed one, or one running none, is left alone)."""
+    for con in list(_OPEN):
+        with contextlib.suppress(Exception):
+            con.interrupt()
+
+
+_STOPPING = [False]  # Ctrl-C came: `check` raises at the next checkpoint
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _STOPPING[0] = True
+    interrupt_all()
+    raise KeyboardInterrupt
+
+
+def _on_sigint_quietly(signum: int, frame: FrameType | None) -> None:
+    _STOPPING[0] = True
+    interrupt_all()
+
+
+def check() -> None:
+    """Raise KeyboardInterrupt if Ctrl-C came: a checkpoint between chunks of work. The handler's own
+    KeyboardInterrupt can fall inside a callback from C (Polars, pyarrow) that drops it ("Exception ignored
+    in ..."), and a worker process's handler raises none; both stop here."""
+    if _STOPPING[0]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """While inside: SIGINT interrupts every open connection, then raises KeyboardInterrupt; the handler
+    before is put back after. Only on the main thread (a signal handler cannot be set elsewhere), and not
+    where SIGINT is ignored (a background job's): there nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield
+        return
+    before = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def install() -> None:
+    """For the rest of the process (a worker process of `tracevals score`, which Ctrl-C reaches with the whole
+    process group): SIGINT interrupts every open connection and makes `check` raise; it raises nothing
+    itself, so nothing is printed from inside a library's callback. The command's own process says "Aborted!"."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _on_sigint_quietly)
