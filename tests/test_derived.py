@@ -144,9 +144,11 @@ def test_an_hour_cut_between_blocks_is_read_from_its_frames_by_each(
 def test_a_group_writes_its_scores_a_chunk_of_sessions_at_a_time(
     derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A group scored from frames writes each chunk's rows as they are scored (its memory holds one chunk's):
-    more files, the same rows as one chunk a group."""
+    """A group scored from frames writes each chunk's rows as they are scored (its memory holds one chunk's), as
+    row groups of its one file: the same files and rows as one chunk a group."""
     import functools
+
+    import pyarrow.parquet as pq
 
     from tracevals.scoring import groups as scoring_groups
 
@@ -156,7 +158,10 @@ def test_a_group_writes_its_scores_a_chunk_of_sessions_at_a_time(
     whole = score_lake(copies["whole"], max_rows=60)
     monkeypatch.setattr(scoring_groups, "_Job", functools.partial(scoring_groups._Job, chunk_sessions=3))
     chunked = score_lake(copies["small"], max_rows=60)
-    assert len(chunked.files) > len(whole.files) == whole.groups  # a file a chunk, not a group
+    assert len(chunked.files) == len(whole.files) == whole.groups  # a file a group
+    row_groups = {name: [pq.ParquetFile(f).num_row_groups for f in run.files] for name, run in (("whole", whole),
+                  ("small", chunked))}  # fmt: skip
+    assert max(row_groups["small"]) > 1 and sum(row_groups["small"]) > sum(row_groups["whole"])
     assert rows(chunked.scores).equals(rows(whole.scores))
     written = {
         name: rows(pl.read_parquet(f"{copy}/scores/**/*.parquet").drop("scored_at")) for name, copy in copies.items()
@@ -168,7 +173,7 @@ def test_a_group_that_runs_out_of_memory_after_writing_a_chunk_leaves_no_rows_tw
     derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A group that runs out of the default memory limit runs again without it (`_beyond_default_memory`):
-    the chunks it had written are withdrawn first, so each score row is in the lake once."""
+    the file it was writing never appears, so each score row is in the lake once."""
     import functools
 
     import duckdb
@@ -199,7 +204,7 @@ def test_ctrl_c_between_chunks_stops_the_group_and_withdraws_its_rows(
     derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C that no query saw (it fell in Polars or in an evaluator, or reached a worker process, whose handler
-    raises nothing): the group stops at its next chunk, and the chunks it wrote are withdrawn."""
+    raises nothing): the group stops at its next chunk and its file never appears; the groups done stay."""
     import functools
 
     from tracevals.queries import interrupts
@@ -208,23 +213,23 @@ def test_ctrl_c_between_chunks_stops_the_group_and_withdraws_its_rows(
     copy = tmp_path / "lake"
     shutil.copytree(derived_lake, copy)
     monkeypatch.setattr(scoring_groups, "_Job", functools.partial(scoring_groups._Job, chunk_sessions=3))
-    write, chunks = scoring_groups.write_score_frame, scoring_groups.loaded_chunks
-    written: list[Path] = []
-    interrupted: list[int] = []  # how many files had been written when the group's first chunk was scored
+    score_group, chunks = scoring_groups._score_group, scoring_groups.loaded_chunks
+    done: list[Path | None] = []  # each group's file, as the groups end
+    interrupted: list[int] = []  # how many groups were done when Ctrl-C came
 
-    def recorded(lake_: Lake, scores: pl.DataFrame):  # type: ignore[no-untyped-def]
-        file = write(lake_, scores)
-        written.append(file)
-        return file
+    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        scored = score_group(*args, **kwargs)
+        done.append(scored.written)
+        return scored
 
     def ctrl_c_after_the_first(*args, **kwargs):  # type: ignore[no-untyped-def]
         for i, run in enumerate(chunks(*args, **kwargs)):
             if i == 1:  # the group's first chunk is written: Ctrl-C comes, as a worker's handler takes it
-                interrupted.append(len(written))
+                interrupted.append(len(done))
                 interrupts._on_sigint_quietly(2, None)
             yield run
 
-    monkeypatch.setattr(scoring_groups, "write_score_frame", recorded)
+    monkeypatch.setattr(scoring_groups, "_score_group", recorded)
     monkeypatch.setattr(scoring_groups, "loaded_chunks", ctrl_c_after_the_first)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -232,9 +237,9 @@ def test_ctrl_c_between_chunks_stops_the_group_and_withdraws_its_rows(
     finally:
         interrupts._STOPPING[0] = False
     [at] = interrupted
-    assert at >= 1 and not written[at - 1].exists()  # the interrupted group's chunk: withdrawn
-    assert all(file.exists() for file in written[: at - 1])  # the groups done before it stay
-    assert sorted((copy / "scores").rglob("*.parquet")) == sorted(written[: at - 1])
+    assert len(done) == at  # the interrupted group did not end
+    files = sorted((copy / "scores").glob("*"))  # its partial file (a temporary one) is gone too
+    assert files == sorted(f for f in done if f is not None)
 
 
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:

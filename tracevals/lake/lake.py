@@ -34,6 +34,8 @@ import pyarrow.fs as pafs
 from tracevals.lake.paths import Bound, LakeError, bounds
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from tracevals.lake.objects import ObjectLake
     from tracevals.lake.writer import LakeFile
 
@@ -252,6 +254,14 @@ class Lake(ABC):
     ) -> LakeFile:
         """Write `table` as a new Parquet file in `folder` (`spans/date=…/hour=…`, `scores`), atomically.
         `filesystem`: the driver's, for an engine's worker that may not have the driver's settings."""
+
+    @abstractmethod
+    def write_tables(
+        self, folder: str, tables: Iterable[pa.Table], schema: pa.Schema, compression: str = "zstd"
+    ) -> LakeFile | None:
+        """Write `tables` (of `schema`) as one new Parquet file in `folder`, a table after another, each let go
+        once written (memory holds one); the file appears once the last is written, or not at all if
+        iterating `tables` fails. None when they held no row."""
 
     # -- files finished elsewhere (the collector's sink) --------------------------------------------
     @abstractmethod

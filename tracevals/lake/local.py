@@ -14,6 +14,8 @@ from tracevals.lake.lake import Lake, LocalScan, When, check_entries, partition_
 from tracevals.lake.paths import LakeError, bounds
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from tracevals.lake.writer import LakeFile
 
 
@@ -152,6 +154,13 @@ class LocalLake(Lake):
         from tracevals.lake.writer import write_table_atomically
 
         return write_table_atomically(table, self.folder / folder, compression)
+
+    def write_tables(
+        self, folder: str, tables: Iterable[pa.Table], schema: pa.Schema, compression: str = "zstd"
+    ) -> LakeFile | None:
+        from tracevals.lake.writer import write_tables_atomically
+
+        return write_tables_atomically(tables, schema, self.folder / folder, compression)
 
     def staging(self, staging: Path | None) -> Path:
         return self.folder

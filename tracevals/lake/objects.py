@@ -22,6 +22,8 @@ from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.storage import lake_filesystem, map_threads, put_bytes, put_file, put_table, storage_error
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pyarrow.dataset
 
     from tracevals.lake.writer import LakeFile
@@ -129,6 +131,21 @@ class ObjectLake(Lake):
                 row_group_size=ROW_GROUP_ROWS,
                 bloom_filter_options=bloom_filter_options(table.schema),
             )
+        except OSError as exc:
+            raise self.error(exc, f"writing {folder}/ to") from None
+        return ObjectURL(self.name_of(path))
+
+    def write_tables(
+        self, folder: str, tables: Iterable[pa.Table], schema: pa.Schema, compression: str = "zstd"
+    ) -> LakeFile | None:
+        from tracevals.lake.writer import ObjectURL, new_file_name, write_stream
+
+        path = self.path(folder, new_file_name())
+        sink = pa.BufferOutputStream()  # encoded in memory (compressed), then one upload: all or nothing
+        if not write_stream(tables, schema, sink, compression):
+            return None
+        try:
+            put_bytes(self._fs, path, sink.getvalue())
         except OSError as exc:
             raise self.error(exc, f"writing {folder}/ to") from None
         return ObjectURL(self.name_of(path))

@@ -113,6 +113,36 @@ def write_table_atomically(table: pa.Table, directory: Path, compression: str = 
     return final
 
 
+def write_stream(tables: Iterable[pa.Table], schema: pa.Schema, sink: Any, compression: str = "zstd") -> int:
+    """Write each of `tables` (of `schema`) as row groups of one Parquet file to `sink` (a path or a stream),
+    as `write_table_atomically` writes one table; the rows written."""
+    rows = 0
+    options = bloom_filter_options(schema)
+    with pq.ParquetWriter(sink, schema, compression=compression, bloom_filter_options=options) as writer:
+        for table in tables:
+            if table.num_rows:
+                writer.write_table(table.select(schema.names).cast(schema), row_group_size=ROW_GROUP_ROWS)
+                rows += table.num_rows
+    return rows
+
+
+def write_tables_atomically(
+    tables: Iterable[pa.Table], schema: pa.Schema, directory: Path, compression: str = "zstd"
+) -> Path | None:
+    """Write `tables` as one new Parquet file in `directory`, a table after another (each dropped once
+    written): a temporary file published (renamed) after the last, so a reader sees all of them or none, and
+    a failure on the way (an exception from `tables` itself) leaves nothing. None when they held no row."""
+    directory.mkdir(parents=True, exist_ok=True)
+    name = new_file_name()
+    tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
+    with discarded_on_error(tmp):
+        if not write_stream(tables, schema, str(tmp), compression):
+            tmp.unlink()
+            return None
+        commit(tmp, directory / name)
+    return directory / name
+
+
 @contextlib.contextmanager
 def discarded_on_error(tmp: Path) -> Iterator[None]:
     """Delete the temporary file `tmp` if the block fails: a write that fails (a full disk) may have created

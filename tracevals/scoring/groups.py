@@ -5,7 +5,6 @@ big lake (`offline.score_job`), on this process or on `workers` processes at onc
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import pickle
@@ -21,9 +20,7 @@ import duckdb
 import polars as pl
 
 from tracevals.evaluators.evaluator import Evaluator
-from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
-from tracevals.lake.schema import SCORES_DIR
 from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
@@ -38,7 +35,7 @@ from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.offline import combine, loaded_chunks, score_connection
 from tracevals.scoring.results import ScoringRun, tally, with_sample
-from tracevals.scoring.store import write_score_frame
+from tracevals.scoring.store import write_score_frames
 
 # Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
 # evaluators' frames and objects follow this, DuckDB's tables the group.
@@ -69,7 +66,7 @@ class _Scored:
     tallies: pl.DataFrame
     scores: pl.DataFrame | None
     root_spans: dict[str, str]
-    written: tuple[LakeFile, ...]  # its scores files, in the order written
+    written: LakeFile | None
     batch: Batch | None = None
 
 
@@ -139,19 +136,24 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
         define_views(con, GROUP_VIEWS)
     read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
     parts: list[ScoringRun] = []
-    written: list[LakeFile] = []
     tallies: list[pl.DataFrame] = []
-    try:
-        runs = _derived_and_rest(con, usable, job) if usable else iter([_through_views(con, job, select=not whole)])
-        for run in runs:  # each part written as it comes: a big group holds one part's rows at a time
+
+    def scored(runs: Iterator[ScoringRun]) -> Iterator[pl.DataFrame]:
+        """Each part's rows as it is scored (a big group holds one part's at a time), counted and kept."""
+        for run in runs:
             check_interrupt()
-            if scoring.write and (file := write_score_frame(scoring.lake, run.scores)) is not None:
-                written.append(file)
             tallies.append(tally(run.scores))
             parts.append(run if job.keep else replace(run, scores=run.scores.clear(), root_spans={}))
-    except BaseException:
-        _withdraw(scoring.lake, written)  # a group's rows are written whole or not at all: it may run again
-        raise
+            yield run.scores
+
+    try:
+        runs = _derived_and_rest(con, usable, job) if usable else iter([_through_views(con, job, select=not whole)])
+        if scoring.write:  # one file, written part by part, that appears once the group is done (or never)
+            written = write_score_frames(scoring.lake, scored(runs))
+        else:
+            written = None
+            for _ in scored(runs):
+                pass
     finally:
         release_group(con)
     run = combine(parts)
@@ -161,14 +163,7 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
         else tally(run.scores)
     )
     kept = run.scores if job.keep else None
-    return _Scored(run.traces, run.sessions, summed, kept, run.root_spans, tuple(written), run.batch)
-
-
-def _withdraw(lake: Lake, files: list[LakeFile]) -> None:
-    """Delete the scores files a group wrote before it failed."""
-    for file in files:
-        with contextlib.suppress(OSError):
-            lake.filesystem.delete_file(lake.path(SCORES_DIR, file.name))
+    return _Scored(run.traces, run.sessions, summed, kept, run.root_spans, written, run.batch)
 
 
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
@@ -267,7 +262,8 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
             traces += scored.traces
             sessions += scored.sessions
             tallies.append(scored.tallies)
-            files.extend(scored.written)
+            if scored.written is not None:
+                files.append(scored.written)
             if scored.batch is not None:
                 batches.append(scored.batch)
             if scored.scores is not None:

@@ -53,12 +53,17 @@ def write_scores(lake: Lake, scores: Sequence[Score]) -> LakeFile | None:
 
 def write_score_frame(lake: Lake, scores: pl.DataFrame, scored_at_ns: int | None = None) -> LakeFile | None:
     """Append a frame of score rows (`model.score.SCORE_FRAME_SCHEMA`) to `LAKE/scores/`, one file."""
-    if scores.height == 0:
-        return None
+    return write_score_frames(lake, [scores], scored_at_ns)
+
+
+def write_score_frames(lake: Lake, frames: Iterable[pl.DataFrame], scored_at_ns: int | None = None) -> LakeFile | None:
+    """Append frames of score rows to `LAKE/scores/` as one file, a frame at a time (each let go once written:
+    a group of sessions scored a chunk at a time holds one chunk's rows); the file appears once the last is
+    written, or not at all when iterating `frames` fails. None when they held no row."""
     now = time.time_ns() if scored_at_ns is None else scored_at_ns
-    table = scores.with_columns(pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")).to_arrow()
-    table = table.select(SCORE_SCHEMA.names).cast(SCORE_SCHEMA)
-    return lake.write_table(SCORES_DIR, table)
+    stamp = pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")
+    tables = (scores.with_columns(stamp).to_arrow() for scores in frames if scores.height)
+    return lake.write_tables(SCORES_DIR, tables, SCORE_SCHEMA)
 
 
 def write_step_reliability(lake: Lake, rows: Sequence[Mapping[str, Any]]) -> LakeFile | None:
