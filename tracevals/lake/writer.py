@@ -97,31 +97,27 @@ def new_file_name() -> str:
 
 def write_table_atomically(table: pa.Table, directory: Path, compression: str = "zstd") -> Path:
     """Write `table` as a new Parquet file in `directory`: temp file, fsync, rename, fsync dir."""
-    directory.mkdir(parents=True, exist_ok=True)
-    name = new_file_name()
-    tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
-    final = directory / name
+    tmp, final = _new_file(directory)
     with discarded_on_error(tmp):
-        pq.write_table(
-            table,
-            tmp,
-            compression=compression,
-            row_group_size=ROW_GROUP_ROWS,
-            bloom_filter_options=bloom_filter_options(table.schema),
-        )
+        write_stream([table], table.schema, str(tmp), compression, keep_empty=True)
         commit(tmp, final)
     return final
 
 
-def write_stream(tables: Iterable[pa.Table], schema: pa.Schema, sink: Any, compression: str = "zstd") -> int:
+def write_stream(
+    tables: Iterable[pa.Table], schema: pa.Schema, sink: Any, compression: str = "zstd", keep_empty: bool = False
+) -> int:
     """Write each of `tables` (of `schema`) as row groups of one Parquet file to `sink` (a path or a stream),
-    as `write_table_atomically` writes one table; the rows written."""
+    with the lake's row groups and bloom filters; the rows written (an empty table is written only with
+    `keep_empty`: a file of no row)."""
     rows = 0
     options = bloom_filter_options(schema)
     with pq.ParquetWriter(sink, schema, compression=compression, bloom_filter_options=options) as writer:
         for table in tables:
-            if table.num_rows:
-                writer.write_table(table.select(schema.names).cast(schema), row_group_size=ROW_GROUP_ROWS)
+            if table.num_rows or keep_empty:
+                if table.schema != schema:
+                    table = table.select(schema.names).cast(schema)
+                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
                 rows += table.num_rows
     return rows
 
@@ -132,15 +128,20 @@ def write_tables_atomically(
     """Write `tables` as one new Parquet file in `directory`, a table after another (each dropped once
     written): a temporary file published (renamed) after the last, so a reader sees all of them or none, and
     a failure on the way (an exception from `tables` itself) leaves nothing. None when they held no row."""
-    directory.mkdir(parents=True, exist_ok=True)
-    name = new_file_name()
-    tmp = directory / f".{name.removesuffix('.parquet')}.parquet.tmp"
+    tmp, final = _new_file(directory)
     with discarded_on_error(tmp):
         if not write_stream(tables, schema, str(tmp), compression):
             tmp.unlink()
             return None
-        commit(tmp, directory / name)
-    return directory / name
+        commit(tmp, final)
+    return final
+
+
+def _new_file(directory: Path) -> tuple[Path, Path]:
+    """A new file's temporary path and final path in `directory` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    name = new_file_name()
+    return directory / f".{name.removesuffix('.parquet')}.parquet.tmp", directory / name
 
 
 @contextlib.contextmanager
