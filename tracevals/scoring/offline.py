@@ -82,31 +82,6 @@ def score_connection(
     return ScoringRun(scores, traces, sessions, root_spans=roots, batch=Batch.concat(kept) if keep_batch else None)
 
 
-def score_loaded(
-    batch: Batch,
-    *,
-    tasks: Sequence[Case] | None,
-    config: ScoringConfig,
-    evaluators: Sequence[Evaluator],
-    chunk_sessions: int = CHUNK_SESSIONS,
-    keep_batch: bool = False,
-) -> ScoringRun:
-    """Score rows for traces already loaded as frames (a closed hour's derived frames, `queries.derived`),
-    `chunk_sessions` whole sessions at a time, as `score_connection` scores what it loads."""
-    return combine(
-        list(
-            loaded_chunks(
-                batch,
-                tasks=tasks,
-                config=config,
-                evaluators=evaluators,
-                chunk_sessions=chunk_sessions,
-                keep_batch=keep_batch,
-            )
-        )
-    )
-
-
 def loaded_chunks(
     batch: Batch,
     *,
@@ -116,9 +91,10 @@ def loaded_chunks(
     chunk_sessions: int = CHUNK_SESSIONS,
     keep_batch: bool = False,
 ) -> Iterator[ScoringRun]:
-    """`score_loaded`'s runs, one per chunk of about `chunk_sessions` whole sessions (a session's traces share
-    a chunk: `sid`'s hash), as each is scored: a caller that writes each and lets it go holds one chunk's
-    rows, not the batch's."""
+    """Score rows for traces already loaded as frames (a closed hour's derived frames, `queries.derived`), a
+    run per chunk of about `chunk_sessions` whole sessions (a session's traces share a chunk: `sid`'s hash),
+    as each is scored, as `score_connection` scores what it loads: a caller that writes each and lets it go
+    holds one chunk's rows, not the batch's (`offline.combine` makes them one run)."""
     sid = pl.coalesce("session_id", "trace_id")
     sessions = batch.traces.select(sid).n_unique() if len(batch) else 0
     count = max(1, -(-sessions // max(1, chunk_sessions)))
