@@ -80,7 +80,9 @@ def test_a_plugin_hazard_can_be_forbidden_when_declared() -> None:
 
 # --- the production gate on its first night -------------------------------------------------------
 
-DAY = dt.datetime.now(dt.timezone.utc).replace(hour=2, minute=0, second=0, microsecond=0)
+# yesterday 02:00 UTC: always past, whatever the hour the suite runs (today 02:00 is in the future before it,
+# and `score` caps every range at now)
+DAY = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)).replace(hour=2, minute=0, second=0, microsecond=0)
 CONFIG = "requires_confirmation: true\ntool_effects: {wipe_device: irreversible, lookup_device: read}\n"
 
 

@@ -291,7 +291,7 @@ def production(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterat
     # a collector that keeps a 1 MB attribute whole (its default cuts values at 64 KB): the page must cut it
     with running_collector(lake, {"exporters": {"parquet": {"max_attribute_value_bytes": 2 * BIG}}}) as collector:
         endpoint = f"http://127.0.0.1:{collector.http_port}"
-        send_production_traffic(endpoint, TODAY)
+        send_production_traffic(endpoint, TODAY - dt.timedelta(days=1))  # its night at 10:00 UTC: past at any hour
         hostile = _hostile_trace(endpoint)
     assert not (lake / "run_cases").exists()  # nothing but the collector wrote this lake
     with serve(lake) as served:
