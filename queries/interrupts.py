@@ -61,14 +61,22 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
+def _settable() -> bool:
+    """Whether this process may take SIGINT here: on the main thread only (a signal handler cannot be set
+    elsewhere), and not where SIGINT is ignored (a background job's)."""
+    import threading
+
+    return (
+        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    )
+
+
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
     """While inside: SIGINT interrupts every open connection, then raises KeyboardInterrupt; the handler
-    before is put back after. Only on the main thread (a signal handler cannot be set elsewhere), and not
-    where SIGINT is ignored (a background job's): there nothing changes."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    before is put back after, and a Ctrl-C taken is forgotten (a long-lived process, a test runner, goes on).
+    Where `_settable` says no, nothing changes."""
+    if not _settable():
         yield
         return
     before = signal.signal(signal.SIGINT, _on_sigint)
@@ -76,13 +84,12 @@ def installed() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+        _STOPPING[0] = False
 
 
 def install() -> None:
     """For the rest of the process (a worker process of `tracevals score`, which Ctrl-C reaches with the whole
     process group): SIGINT interrupts every open connection and makes `check` raise; it raises nothing
     itself, so nothing is printed from inside a library's callback. The command's own process says "Aborted!"."""
-    import threading
-
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    if _settable():
         signal.signal(signal.SIGINT, _on_sigint_quietly)

@@ -200,7 +200,7 @@ def test_a_group_that_runs_out_of_memory_after_writing_a_chunk_leaves_no_rows_tw
     assert on_disk.equals(rows(expected.scores)) and rows(scored.scores).equals(rows(expected.scores))
 
 
-def test_ctrl_c_between_chunks_stops_the_group_and_withdraws_its_rows(
+def test_ctrl_c_between_chunks_stops_the_group_and_leaves_no_file_of_it(
     derived_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C that no query saw (it fell in Polars or in an evaluator, or reached a worker process, whose handler

@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 
 from tracevals.lake.lake import Lake, ObjectScan, When, partition_key, skip_unreadable
 from tracevals.lake.paths import LakeError, bounds
-from tracevals.lake.storage import lake_filesystem, map_threads, put_bytes, put_file, put_table, storage_error
+from tracevals.lake.storage import lake_filesystem, map_threads, put_bytes, put_file, storage_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -119,33 +119,34 @@ class ObjectLake(Lake):
     def write_table(
         self, folder: str, table: pa.Table, compression: str = "zstd", filesystem: pafs.FileSystem | None = None
     ) -> LakeFile:
-        from tracevals.lake.writer import ROW_GROUP_ROWS, ObjectURL, bloom_filter_options, new_file_name
-
-        path = self.path(folder, new_file_name())
-        try:
-            put_table(
-                filesystem or self._fs,
-                path,
-                table,
-                compression=compression,
-                row_group_size=ROW_GROUP_ROWS,
-                bloom_filter_options=bloom_filter_options(table.schema),
-            )
-        except OSError as exc:
-            raise self.error(exc, f"writing {folder}/ to") from None
-        return ObjectURL(self.name_of(path))
+        written = self._put_tables(folder, [table], table.schema, compression, filesystem or self._fs, True)
+        assert written is not None  # a file of no row too
+        return written
 
     def write_tables(
         self, folder: str, tables: Iterable[pa.Table], schema: pa.Schema, compression: str = "zstd"
     ) -> LakeFile | None:
+        return self._put_tables(folder, tables, schema, compression, self._fs, False)
+
+    def _put_tables(
+        self,
+        folder: str,
+        tables: Iterable[pa.Table],
+        schema: pa.Schema,
+        compression: str,
+        filesystem: pafs.FileSystem,
+        keep_empty: bool,
+    ) -> LakeFile | None:
+        """`tables` encoded as one Parquet file in memory (the lake's writer: `writer.write_stream`), then one
+        upload: all of them or nothing. None when they held no row (unless `keep_empty`)."""
         from tracevals.lake.writer import ObjectURL, new_file_name, write_stream
 
         path = self.path(folder, new_file_name())
-        sink = pa.BufferOutputStream()  # encoded in memory (compressed), then one upload: all or nothing
-        if not write_stream(tables, schema, sink, compression):
+        sink = pa.BufferOutputStream()
+        if not write_stream(tables, schema, sink, compression, keep_empty) and not keep_empty:
             return None
         try:
-            put_bytes(self._fs, path, sink.getvalue())
+            put_bytes(filesystem, path, sink.getvalue())
         except OSError as exc:
             raise self.error(exc, f"writing {folder}/ to") from None
         return ObjectURL(self.name_of(path))

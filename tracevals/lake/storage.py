@@ -32,7 +32,6 @@ from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from tracevals import env
 from tracevals.lake.paths import LakeError
@@ -157,12 +156,3 @@ def put_file(fs: pafs.FileSystem, local: Path, path: str) -> None:
     client's part size, which completes atomically as well)."""
     with open(local, "rb") as src, fs.open_output_stream(path) as out:
         shutil.copyfileobj(src, out, 8 * 1024**2)
-
-
-def put_table(fs: pafs.FileSystem, path: str, table: pa.Table, **write_options: object) -> int:
-    """Write `table` as Parquet to the object `path`: encoded in memory, then one upload. Its size."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, **write_options)
-    buffer = sink.getvalue()
-    put_bytes(fs, path, buffer)
-    return buffer.size
