@@ -106,18 +106,12 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
 
 def derive_closed(lake: Lake, ended_before: float, since: float | None = None) -> list[HourFiles]:
     """`derive` every hour that ended before `ended_before` (and after `since`), UNIX times: what
-    compaction calls once it has merged the hours' files. An hour whose merged inputs are still kept for
-    readers (`lake.retention`: deletions pending) waits for the compaction that deletes them: its files
-    are about to change."""
-    from tracevals.lake.retention import pending_partitions
-
-    pending = set(pending_partitions(lake, float("inf")))
+    compaction calls once it has merged the hours' files. An hour's files are those its readers read
+    (`Lake.list_parquet`: not the merged inputs kept for readers that listed them before), so deleting
+    those later leaves its frames current."""
     chosen = []
     for hour, files in hours_of(lake).items():
         start = dt.datetime.fromisoformat(f"{hour[0]}T{hour[1]:02d}:00:00+00:00").timestamp()
-        partition = f"date={hour[0]}/hour={hour[1]:02d}"
-        if pending & {f"{SPANS_DIR}/{partition}", f"{LOGS_DIR}/{partition}"}:
-            continue
         if start + 3600 <= ended_before and (since is None or start + 3600 > since):
             chosen.append(files)
     return derive(lake, chosen)

@@ -258,3 +258,23 @@ def _main():  # type: ignore[no-untyped-def]
     from tracevals.cli import main
 
     return main
+
+
+def test_an_hour_is_derived_at_its_merge_and_stays_derived_when_the_inputs_go(lake: Path, tmp_path: Path) -> None:
+    """The merged inputs kept for readers are not the hour's files (readers leave them out), so compaction
+    derives the hour at once, and deleting the inputs later leaves its frames current."""
+    import time
+
+    from tracevals.lake.compact import compact
+
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    compact(copy, min_age_s=0, retention_s=30)  # the inputs stay: deletions pending
+    every = Lake.open(copy).list_parquet("spans", replaced=True)
+    merged = hours_of(Lake.open(copy))
+    assert len(every) > sum(len(h.spans) for h in merged.values())  # the inputs are listed, not the hour's
+    assert {h.hour for h in derive_closed(Lake.open(copy), FAR)} == set(merged)
+    time.sleep(0.3)
+    compact(copy, min_age_s=0, retention_s=0.2)  # the inputs deleted
+    assert len(Lake.open(copy).list_parquet("spans", replaced=True)) < len(every)
+    assert derived_hours(Lake.open(copy)) == merged and not derive_closed(Lake.open(copy), FAR)

@@ -164,3 +164,59 @@ def test_a_reader_of_an_s3_lake_that_listed_before_a_merge_reads_every_row(s3: S
     con = open_lake(lake, materialize=False)  # its datasets hold the listing made now
     compact(lake, min_age_s=0)  # the default retention
     assert con.execute("SELECT count(*) FROM spans").fetchone() == (written,)
+
+
+def _read_files(lake: str | Path, **kw: object) -> tuple[set[str], int]:
+    """The files a reader opened after the listing (`raw_spans`' source files) and the rows it read."""
+    con = open_lake(lake, materialize=False, **kw)  # type: ignore[arg-type]
+    [(rows,)] = con.execute("SELECT count(*) FROM raw_spans").fetchall()
+    files = con.execute("SELECT DISTINCT source_file FROM raw_spans").fetchall()
+    return {str(f).rpartition("/")[2] for (f,) in files}, rows
+
+
+def test_a_reader_that_lists_after_a_merge_reads_the_merged_files_alone(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    written = _write(lake, hours=2)
+    before = _parquet(lake)
+    assert _read_files(lake) == ({p.name for p in before}, written)
+    compact(lake, min_age_s=0, retention_s=30)  # the inputs stay for readers that listed them
+    merged = {p.name for p in _parquet(lake) if compacted_from(p)}
+    assert len(merged) == 2 and all(p.exists() for p in before)
+    assert _read_files(lake) == (merged, written)  # every row once, from 2 files, not 8 files and 2x the rows
+    hour = sorted((lake / "spans").glob("date=*/hour=*"))[-1]
+    day, h = hour.parent.name[5:], int(hour.name[5:])
+    in_hour = {p.name for p in hour.glob("*.parquet") if compacted_from(p)}
+    assert _read_files(lake, since=f"{day}T{h:02d}", until=f"{day}T{h:02d}") == (in_hour, written // 2)
+    listed = [i.base_name for i in Lake.open(lake).list_parquet("spans")]  # every listing of the lake
+    assert sorted(listed) == sorted(merged)
+    assert len(Lake.open(lake).list_parquet("spans", replaced=True)) == 8  # compaction's: every file
+    # a late file for a merged hour is read beside the merged file, and a merge of both (a chain) alone
+    late = _write(lake, hours=1, files=1, first=10_000)
+    names, rows = _read_files(lake)
+    assert rows == written + late and len(names) == 3
+    compact(lake, min_age_s=0, retention_s=30)
+    names, rows = _read_files(lake)
+    assert rows == written + late and len(names) == 2 and all(COMPACTED_NAME.search(n) for n in names)
+
+
+def test_a_merged_file_that_cannot_be_read_leaves_its_inputs_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lake = tmp_path / "lake"
+    written = _write(lake, hours=1)
+    inputs = {p.name for p in _parquet(lake)}
+    compact(lake, min_age_s=0, retention_s=30)
+    [merged] = [p for p in _parquet(lake) if compacted_from(p)]
+    merged.write_bytes(merged.read_bytes()[:-100])  # a copy cut short
+    assert _read_files(lake) == (inputs, written)
+    assert f"skipped 1 unreadable lake files: {merged}" in capsys.readouterr().err
+
+
+def test_a_reader_of_an_s3_lake_that_lists_after_a_merge_reads_the_merged_files_alone(s3: S3) -> None:  # noqa: F811
+    lake = s3.lake("after")
+    written = _write(lake, hours=2)
+    compact(lake, min_age_s=0, retention_s=30)
+    keys = [k for k in s3.keys("after/spans/") if k.endswith(".parquet")]
+    merged = {k.rpartition("/")[2] for k in keys if COMPACTED_NAME.search(k)}
+    assert len(keys) == 8 and len(merged) == 2
+    assert _read_files(lake) == (merged, written)

@@ -17,8 +17,9 @@ columns an older file lacks as null, columns this version does not know kept.
 The commit is the writers' (temporary file, fsync, rename, fsync the folder). The new file names the
 files it replaced in its footer (`tracevals.compacted_from`) with the time of the merge, and they stay
 for readers that listed them for a retention period (`tracevals.lake.retention`: 10 minutes by default),
-then a later compaction deletes them: every row is twice on disk meanwhile, which the views count once
-(`spans` and `logs` deduplicate), and a file some footer names is never merged again. A crash between
+then a later compaction deletes them: every row is twice on disk meanwhile, but a reader that lists the
+files after the merge reads the merged file alone (`retention.superseded`), and a file some footer names
+is never merged again. A crash between
 the commit and the deletions leaves the same state, finished by the next run. Files that arrive while a
 partition is being compacted are left for the next run. An exclusive lock on `LAKE/.compact.lock` keeps
 two compactions apart (`wait_s`: how long to wait for it); writers and readers do not take it. A lake on
@@ -30,7 +31,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable
@@ -47,7 +47,10 @@ from tracevals.lake.compact_lock import TMP_PREFIX, CompactError, locked, remove
 from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.retention import (
     COMPACTED_AT,
+    COMPACTED_NAME,
+    MARKER,
     Footers,
+    marked,
     note_pending,
     pending_partitions,
     read_footers,
@@ -62,17 +65,12 @@ from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the
 # rows (bench/queries_scale.py, docs/lake.md).
 ROW_GROUP_ROWS = 16384
-# The footer key that names the files a compacted file replaced (a JSON list of file names).
-MARKER = b"tracevals.compacted_from"
 # Uncompressed bytes (the files' own row-group sizes) compacted into one file. Peak memory is about four
 # times the group's bytes plus ~80 MB (the rows in Arrow are ~2x their Parquet size, then the sort and the
 # row group being written): 790-900 MB for an hour of 500,000 bench spans, 176 MB uncompressed. A file larger
 # than this is rewritten on its own (the collector's are bounded by its rotation, 500,000 rows by default).
 GROUP_BYTES = 128 * 1024**2
 MIN_AGE_S = 3600.0
-
-# The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
-COMPACTED_NAME = re.compile(r"(-c[0-9a-f]{8})+(?=\.parquet$)")
 
 SORT_KEYS: dict[str, list[str]] = {
     SPANS_DIR: ["session_id", "trace_id", "start_time", "span_id"],
@@ -209,12 +207,7 @@ def _closed_partitions(table_dir: Path, ended_before: float) -> list[Path]:
 
 def compacted_from(path: Path) -> list[str] | None:
     """The file names a compacted file replaced; None for a file a writer wrote."""
-    return _marked(pq.read_metadata(path))
-
-
-def _marked(meta: pq.FileMetaData) -> list[str] | None:
-    value = (meta.metadata or {}).get(MARKER)
-    return None if value is None else [str(name) for name in json.loads(value)]
+    return marked(pq.read_metadata(path))
 
 
 def _compact_partition(
@@ -223,7 +216,7 @@ def _compact_partition(
     """Merge a partition's files (unless `merge` is False) and delete the merged inputs whose retention has
     passed; the partition's result and when its next pending deletion is due."""
     listed = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
-    footers = read_footers(listed, pq.read_metadata, _marked, retention)
+    footers = read_footers(listed, pq.read_metadata, marked, retention)
     if isinstance(footers, str):
         return PartitionResult(table, "", error=footers), None
     next_due = footers.next_due

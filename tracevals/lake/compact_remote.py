@@ -27,14 +27,13 @@ from tracevals.lake.compact import (
     CompactResult,
     PartitionResult,
     _hour_end,
-    _marked,
     _merged,
     _merges,
     _partition_result,
 )
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
-from tracevals.lake.retention import note_pending, pending_partitions, read_footers
+from tracevals.lake.retention import marked, note_pending, pending_partitions, read_footers
 
 
 def compact_remote(
@@ -54,7 +53,7 @@ def compact_remote(
         now = time.time() if now is None else now
         fs = lake.filesystem
         try:
-            listed = {table: lake.list_parquet(table) for table in SORT_KEYS}
+            listed = {table: lake.list_parquet(table, replaced=True) for table in SORT_KEYS}
         except LakeError as exc:
             raise CompactError(str(exc)) from None
         due = set() if dry_run else set(pending_partitions(lake, time.time()))
@@ -128,7 +127,7 @@ def _partition(
     from tracevals.lake.storage import put_bytes
 
     sizes = {Path(i.path): i.size or 0 for i in infos}
-    footers = read_footers(list(sizes), lambda p: pq.read_metadata(p.as_posix(), filesystem=fs), _marked, retention)
+    footers = read_footers(list(sizes), lambda p: pq.read_metadata(p.as_posix(), filesystem=fs), marked, retention)
     if isinstance(footers, str):
         return PartitionResult(table, "", error=footers), None
     next_due = footers.next_due

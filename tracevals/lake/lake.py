@@ -138,14 +138,16 @@ class Lake(ABC):
         return bool(self.list_parquet("spans"))
 
     # -- listing ----------------------------------------------------------------------------------
-    def list_parquet(self, sub: str) -> list[pafs.FileInfo]:
-        """The committed Parquet files under `sub` (not hidden ones: temporary files), in path order."""
+    def list_parquet(self, sub: str, replaced: bool = False) -> list[pafs.FileInfo]:
+        """The committed Parquet files under `sub` (not hidden ones: temporary files), in path order, but
+        the merged inputs a compaction keeps for readers that listed them before (`current`); replaced=True
+        lists those too (compaction, which deletes them)."""
         selector = pafs.FileSelector(self.path(sub), allow_not_found=True, recursive=True)
         try:
             infos = self.filesystem.get_file_info(selector)
         except OSError as exc:
             raise self.error(exc, f"listing {sub}/ of") from None
-        return sorted(
+        listed = sorted(
             (
                 i
                 for i in infos
@@ -153,6 +155,22 @@ class Lake(ABC):
             ),
             key=lambda i: i.path,
         )
+        return listed if replaced else self.current(listed)
+
+    def current(self, infos: list[pafs.FileInfo]) -> list[pafs.FileInfo]:
+        """`infos` without the files a merged file among them replaced (`retention.superseded`): what every
+        reader of the lake reads."""
+        from tracevals.lake.retention import superseded
+
+        gone = superseded([i.path for i in infos], self.read_footer)
+        return [i for i in infos if i.path not in gone] if gone else infos
+
+    def read_footer(self, path: str) -> Any:
+        """The Parquet footer (`pyarrow.parquet.FileMetaData`) of the file at `path`."""
+        import pyarrow.parquet as pq
+
+        with self.filesystem.open_input_file(path) as fh:
+            return pq.read_metadata(fh)
 
     def list_names(self, folder: str, suffix: str = ".json") -> list[str]:
         """The names of the files directly in `folder` that end in `suffix`, sorted."""

@@ -12,6 +12,7 @@ import pyarrow.fs as pafs
 
 from tracevals.lake.lake import Lake, LocalScan, When, check_entries, partition_key, skip_unreadable
 from tracevals.lake.paths import LakeError, bounds
+from tracevals.lake.retention import superseded
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -120,10 +121,16 @@ class LocalLake(Lake):
         else:
             files = sorted(Path(p) for g in globs for p in glob.glob(g))
         bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
-        if not bad:
+        if bad:
+            skip_unreadable(bad)
+        left = [str(p) for p in files if str(p) not in bad]
+        gone = superseded(left, self.read_footer)
+        if not bad and not gone:
             return globs
-        skip_unreadable(bad)
-        return [str(p) for p in files if str(p) not in bad]
+        # a folder with nothing left out stays a glob: a lake of many hours keeps a short list
+        out = {p.rpartition("/")[0] for p in [*bad, *gone]}
+        kept = [p for p in left if p not in gone and p.rpartition("/")[0] in out]
+        return kept + sorted({f"{folder}/*.parquet" for p in left if (folder := p.rpartition("/")[0]) not in out})
 
     def problem(self, info: pafs.FileInfo) -> str | None:
         return unreadable(Path(info.path))

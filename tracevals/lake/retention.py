@@ -7,9 +7,11 @@ an explicit list of files). So, as a table format's vacuum does, the merged inpu
 period after the merge (`RETENTION_S`, 10 minutes; `TRACEVALS_COMPACT_RETENTION`, or `tracevals compact
 --retention`), and a later compaction deletes them:
 
-- a reader that started before the merge reads the inputs, one that started after reads the merged file and
-  the inputs: every row twice on disk, which the views count once (`spans` and `logs` deduplicate), so both
-  see every row once; a reader that runs longer than the retention period can still fail (say a longer one);
+- a reader that started before the merge reads the inputs; one that lists the files after it reads the merged
+  file alone, leaving out the inputs its footer names (`superseded`, applied by every listing of the lake,
+  `Lake.current`), as a table format's reader reads its latest snapshot; so both see every row once (and
+  should a copy of a row reach a reader twice, the views count it once: `spans` and `logs` deduplicate); a
+  reader that runs longer than the retention period can still fail (say a longer one);
 - the merged file's footer names its inputs (`tracevals.compacted_from`) and when it was written
   (`tracevals.compacted_at`, the compacting host's clock): a compaction never merges a file some footer
   names again (no row is ever merged twice), and deletes it once `compacted_at + retention` has passed and
@@ -30,7 +32,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,10 @@ from tracevals.lake.paths import LakeError
 
 RETENTION_S = 600.0
 COMPACTED_AT = b"tracevals.compacted_at"
+# The footer key that names the files a compacted file replaced (a JSON list of file names).
+MARKER = b"tracevals.compacted_from"
+# The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
+COMPACTED_NAME = re.compile(r"(-c[0-9a-f]{8})+(?=\.parquet$)")
 PENDING_DIR = "compaction/pending"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -67,6 +73,47 @@ def retention_seconds() -> float:
         return parse_seconds(text, env.COMPACT_RETENTION)
     except ValueError as exc:
         raise LakeError(f"{exc}; unset it or set e.g. 10m") from None
+
+
+def marked(meta: pq.FileMetaData) -> list[str] | None:
+    """The file names a merged file's footer says it replaced; None for a writer's file."""
+    value = (meta.metadata or {}).get(MARKER)
+    return None if value is None else [str(name) for name in json.loads(value)]
+
+
+def replaced_names(marks: Mapping[str, list[str] | None]) -> set[str]:
+    """Of a partition's files (`marks`: file name -> the names its footer says it replaced, or None), the
+    names some merged file holds (a file never names itself): the inputs kept for readers that listed them."""
+    return {name for merged, names in marks.items() for name in names or () if name != merged}
+
+
+def superseded(paths: Iterable[str], read: Callable[[str], pq.FileMetaData]) -> set[str]:
+    """Of a table's listed files (paths, '/'-separated), those a reader leaves out: the merged inputs kept
+    for readers that listed them before the merge (a file some merged file of the same partition holds).
+    A reader that lists after the merge reads the merged file alone, as a table format's reader reads
+    its latest snapshot: every row once, from one file instead of the dozens a run or a collector wrote.
+
+    Only the footers of merged files (`COMPACTED_NAME`) in a folder of two files or more are read: an hour
+    compacted to one file costs nothing. A merged file whose footer cannot be read replaces nothing (its
+    inputs are read as before, and the file itself is skipped or fails as any unreadable file does)."""
+    folders: dict[str, list[str]] = {}
+    for path in paths:
+        folders.setdefault(path.rpartition("/")[0], []).append(path)
+    gone: set[str] = set()
+    for files in folders.values():
+        if len(files) < 2:
+            continue
+        marks: dict[str, list[str] | None] = {}
+        for path in files:
+            name = path.rpartition("/")[2]
+            if COMPACTED_NAME.search(name):
+                try:
+                    marks[name] = marked(read(path))
+                except (pa.ArrowInvalid, OSError, ValueError):
+                    continue
+        names = replaced_names(marks)
+        gone.update(p for p in files if p.rpartition("/")[2] in names)
+    return gone
 
 
 def compacted_at(meta: pq.FileMetaData) -> float | None:
@@ -143,8 +190,8 @@ def read_footers(
             return f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
     files = [p for p in files if p in metas]
     marks = {p: marked(m) for p, m in metas.items()}
-    # files a merged file already holds (a file never names itself): kept for readers, never merged again
-    replaced = {name for p, names in marks.items() if names for name in names if name != p.name}
+    # files a merged file already holds: kept for readers that listed them, never merged again
+    replaced = replaced_names({p.name: names for p, names in marks.items()})
     pending = [p for p in files if p.name in replaced]
     stamps = {p.name: compacted_at(m) for p, m in metas.items()}
     gone, next_due = deletable({p.name: marks[p] for p in files}, stamps, time.time(), retention)
