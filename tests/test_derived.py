@@ -260,6 +260,38 @@ def _main():  # type: ignore[no-untyped-def]
     return main
 
 
+def test_a_chunk_of_derived_sessions_is_read_from_its_own_row_groups(derived_lake: Path) -> None:
+    """Frames are written a bucket of sessions to a row group; `derived_chunks` reads a range of buckets at a
+    time: every taken trace once, whole sessions per chunk, the rows of the whole read."""
+    import pyarrow.parquet as pq
+
+    from tracevals.queries.derived import BUCKETS, derived_chunks
+
+    lake = Lake.open(derived_lake)
+    hours = list(derived_hours(lake).values())
+    for path in (derived_lake / "derived").rglob("*.parquet"):
+        meta = pq.ParquetFile(path).metadata
+        column = meta.schema.names.index("bucket")
+        stats = [meta.row_group(i).column(column).statistics for i in range(meta.num_row_groups)]
+        assert all(st.min == st.max for st in stats) and len({st.min for st in stats}) == meta.num_row_groups
+    con = open_lake(derived_lake, read_spans=False, views=LOADER_VIEWS, materialize=False)
+    for raw, sub in (("raw_spans", "spans"), ("raw_logs", "logs")):
+        bind(con, raw, files_sql(con, lake, sub))
+    taken = take_derived(con, hours)
+    con.close()
+    whole = derived_batch(lake, hours, taken)
+    parts = list(derived_chunks(lake, hours, taken, chunk_sessions=3))
+    assert 1 < len(parts) <= BUCKETS
+    sid = pl.coalesce("session_id", "trace_id")
+    sessions = [set(p.traces.select(sid).to_series().to_list()) for p in parts]
+    assert sum(len(x) for x in sessions) == len(set().union(*sessions))  # a session in one chunk
+    joined = pl.concat([p.traces for p in parts])
+    assert joined.height == taken.height == whole.traces.height
+    assert _sorted(joined, ["trace_id"]).equals(_sorted(whole.traces, ["trace_id"]))
+    calls = pl.concat([p.calls for p in parts])
+    assert _sorted(calls, ["trace_id", "pos"]).equals(_sorted(whole.calls, ["trace_id", "pos"]))
+
+
 def test_an_hour_is_derived_at_its_merge_and_stays_derived_when_the_inputs_go(lake: Path, tmp_path: Path) -> None:
     """The merged inputs kept for readers are not the hour's files (readers leave them out), so compaction
     derives the hour at once, and deleting the inputs later leaves its frames current."""

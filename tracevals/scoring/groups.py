@@ -26,7 +26,7 @@ from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
 from tracevals.queries.connection import define_views
-from tracevals.queries.derived import HourFiles, derived_batch, take_derived
+from tracevals.queries.derived import HourFiles, derived_chunks, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
 from tracevals.queries.interrupts import check as check_interrupt
 from tracevals.queries.interrupts import install as install_interrupts
@@ -215,12 +215,13 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
         selected_traces(con, selection)
     taken = take_derived(con, usable, None if selection is None else "tv_traces")
     if taken.height:
-        batch = derived_batch(scoring.lake, usable, taken)
+        # the frames a chunk of sessions at a time, from their row groups: never an hour's frames whole
+        parts = derived_chunks(scoring.lake, usable, taken, job.chunk_sessions)
         del taken
         yield from map(
             sampled,
             loaded_chunks(
-                batch,
+                parts,
                 tasks=scoring.tasks,
                 config=scoring.config,
                 evaluators=job.evaluators,
@@ -228,7 +229,6 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
                 keep_batch=scoring.keep_batch,
             ),
         )
-        del batch
     if _count(con, "tv_rest"):
         define_views(con, GROUP_VIEWS)  # bound now, over the group's (few) files
         rest = restrict_to(con, "tv_rest")

@@ -14,7 +14,7 @@ of finished sessions (`scoring.live`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -83,7 +83,7 @@ def score_connection(
 
 
 def loaded_chunks(
-    batch: Batch,
+    batches: Batch | Iterable[Batch],
     *,
     tasks: Sequence[Case] | None,
     config: ScoringConfig,
@@ -94,20 +94,23 @@ def loaded_chunks(
     """Score rows for traces already loaded as frames (a closed hour's derived frames, `queries.derived`), a
     run per chunk of about `chunk_sessions` whole sessions (a session's traces share a chunk: `sid`'s hash),
     as each is scored, as `score_connection` scores what it loads: a caller that writes each and lets it go
-    holds one chunk's rows, not the batch's (`offline.combine` makes them one run)."""
+    holds one chunk's rows, not the batch's (`offline.combine` makes them one run). `batches`: one batch, or
+    batches of whole sessions read a chunk at a time (`derived.derived_chunks`), each cut again if larger."""
     sid = pl.coalesce("session_id", "trace_id")
-    sessions = batch.traces.select(sid).n_unique() if len(batch) else 0
-    count = max(1, -(-sessions // max(1, chunk_sessions)))
-    for chunk in range(count):
-        part = (
-            batch
-            if count == 1
-            else batch.select(batch.traces.filter(sid.hash(7) % count == chunk).get_column("trace_id"))
-        )
-        scores = score_batch(attach_cases(part, tasks, config), evaluators)
-        roots = dict(part.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
-        sessions_in = part.traces.select(sid).n_unique() if len(part) else 0
-        yield ScoringRun(scores, len(part), sessions_in, root_spans=roots, batch=part if keep_batch else None)
+    for batch in [batches] if isinstance(batches, Batch) else batches:
+        sessions = batch.traces.select(sid).n_unique() if len(batch) else 0
+        count = max(1, -(-sessions // max(1, chunk_sessions)))
+        for chunk in range(count):
+            part = (
+                batch
+                if count == 1
+                else batch.select(batch.traces.filter(sid.hash(7) % count == chunk).get_column("trace_id"))
+            )
+            scores = score_batch(attach_cases(part, tasks, config), evaluators)
+            roots = dict(part.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
+            sessions_in = part.traces.select(sid).n_unique() if len(part) else 0
+            yield ScoringRun(scores, len(part), sessions_in, root_spans=roots, batch=part if keep_batch else None)
+        del batch
 
 
 def combine(runs: Sequence[ScoringRun]) -> ScoringRun:
