@@ -210,8 +210,12 @@ def derived_chunks(
             table: pl.concat(frames[table], how="vertical") if frames[table] else pl.DataFrame(schema=schema)
             for table, schema in _FRAMES
         }
+        del frames
         if out["traces"].height:
-            yield Batch(traces=out["traces"], calls=out["calls"], handoffs=out["handoffs"])
+            batch = Batch(traces=out["traces"], calls=out["calls"], handoffs=out["handoffs"])
+            del out
+            yield batch
+            del batch  # not held while the next chunk is read
 
 
 def _bucket_ranges(sessions: list[int], chunk_sessions: int) -> list[tuple[int, int]]:

@@ -119,6 +119,7 @@ def write_stream(
                     table = table.select(schema.names).cast(schema)
                 writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
                 rows += table.num_rows
+            del table  # not held while the next one is made
     return rows
 
 

@@ -144,7 +144,10 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
             check_interrupt()
             tallies.append(tally(run.scores))
             parts.append(run if job.keep else replace(run, scores=run.scores.clear(), root_spans={}))
-            yield run.scores
+            scores = run.scores
+            del run
+            yield scores
+            del scores  # not held while the next part is scored
 
     try:
         runs = _derived_and_rest(con, usable, job) if usable else iter([_through_views(con, job, select=not whole)])
@@ -152,8 +155,8 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
             written = write_score_frames(scoring.lake, scored(runs))
         else:
             written = None
-            for _ in scored(runs):
-                pass
+            for scores in scored(runs):
+                del scores
     finally:
         release_group(con)
     run = combine(parts)

@@ -109,7 +109,10 @@ def loaded_chunks(
             scores = score_batch(attach_cases(part, tasks, config), evaluators)
             roots = dict(part.traces.select("trace_id", "root_span_id").drop_nulls().iter_rows())
             sessions_in = part.traces.select(sid).n_unique() if len(part) else 0
-            yield ScoringRun(scores, len(part), sessions_in, root_spans=roots, batch=part if keep_batch else None)
+            run = ScoringRun(scores, len(part), sessions_in, root_spans=roots, batch=part if keep_batch else None)
+            del part, scores, roots
+            yield run
+            del run  # not held while the next chunk is scored
         del batch
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -62,8 +62,16 @@ def write_score_frames(lake: Lake, frames: Iterable[pl.DataFrame], scored_at_ns:
     written, or not at all when iterating `frames` fails. None when they held no row."""
     now = time.time_ns() if scored_at_ns is None else scored_at_ns
     stamp = pl.lit(now).cast(pl.Datetime("ns", "UTC")).alias("scored_at")
-    tables = (scores.with_columns(stamp).to_arrow() for scores in frames if scores.height)
-    return lake.write_tables(SCORES_DIR, tables, SCORE_SCHEMA)
+
+    def tables() -> Iterator[pa.Table]:
+        for scores in frames:  # each frame let go before the next is made
+            if scores.height:
+                table = scores.with_columns(stamp).to_arrow()
+                del scores
+                yield table
+                del table
+
+    return lake.write_tables(SCORES_DIR, tables(), SCORE_SCHEMA)
 
 
 def write_step_reliability(lake: Lake, rows: Sequence[Mapping[str, Any]]) -> LakeFile | None:
