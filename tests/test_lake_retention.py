@@ -220,3 +220,14 @@ def test_a_reader_of_an_s3_lake_that_lists_after_a_merge_reads_the_merged_files_
     merged = {k.rpartition("/")[2] for k in keys if COMPACTED_NAME.search(k)}
     assert len(keys) == 8 and len(merged) == 2
     assert _read_files(lake) == (merged, written)
+
+
+def test_a_file_named_like_a_merge_that_is_none_replaces_nothing(tmp_path: Path) -> None:
+    """A writer's file that happens to end like a merged file (`-c<8 hex>`), its footer naming nothing: every
+    file is read."""
+    lake = tmp_path / "lake"
+    written = _write(lake, hours=1)
+    first, *_ = _parquet(lake)
+    first.rename(first.with_name(first.name.replace(".parquet", "-cdeadbeef.parquet")))
+    names, rows = _read_files(lake)
+    assert rows == written and len(names) == 3 and any(n.endswith("-cdeadbeef.parquet") for n in names)
