@@ -38,10 +38,10 @@ from tracevals.scoring.results import ScoringRun, tally, with_sample
 from tracevals.scoring.store import write_score_frames
 
 # Sessions of a group rebuilt and scored at once (the group's rows are read once, into memory): the
-# evaluators' frames and objects follow this, DuckDB's tables the group. One worker at 10^7 spans (hours of
-# 56,000 sessions): 15,000 peaked at 628-643 MiB RSS, 8,000 at 503-528 MiB for the same CPU, 5,000 at 453
-# (groups; 476 the crossing pass) for 24% more CPU; at 10^6 spans 8,000 costs about 5% more CPU than 15,000
-# and 70 MiB less.
+# evaluators' frames and objects follow this, DuckDB's tables the group. Fewer hold less and pay each
+# chunk's fixed cost (the screens' queries) more often: measured by hand with one worker at 10^7 spans
+# (hours of 56,000 sessions), 15,000 peaked at 628-643 MiB RSS, 8,000 at 503-528 MiB for the same CPU,
+# 5,000 at 453 MiB for 24% more CPU; at 10^6 spans 8,000 costs about 5% more CPU than 15,000 and 70 MiB less.
 GROUP_CHUNK_SESSIONS = 8_000
 
 
