@@ -4,7 +4,9 @@
 
 The lake is real: `--runs` runs of `tracevals run` (the demo's order-support agent against the simulated
 model server, the first five demo tasks x 5 attempts = 25 attempts a run, alternately two variants),
-each as the command leaves it (its files merged into one per hour, its scores written, its cases kept).
+each as the command leaves it (its files merged into one per hour, its scores written, its cases kept);
+the span files are counted as listed and as a reader reads them (the merged inputs a compaction keeps for
+earlier readers left out).
 Then each command runs as a whole process, `--repeat` times, for this tree and for REV (a `git
 worktree`, default: the commit before issue 24's work; `--baseline none` skips it), pair by pair, so
 both see the same machine:
@@ -44,6 +46,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PROJECT_PYTHON, ROOT, Figure, Section
 
 ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
+
+
+def _span_files(lake: Path) -> str:
+    """The span files listed and those a reader reads (the merged inputs kept for earlier readers left out),
+    with their rows."""
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(ROOT))
+    from tracevals.lake.lake import Lake
+
+    opened = Lake.open(lake)
+    every, read = opened.list_parquet("spans", replaced=True), opened.list_parquet("spans")
+    rows = [sum(pq.read_metadata(i.path).num_rows for i in infos) for infos in (every, read)]
+    return f"span files {len(every)} ({rows[0]:,} rows), of which a reader reads {len(read)} ({rows[1]:,} rows)"
 
 
 def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
@@ -111,6 +127,7 @@ def main() -> None:
         files = sorted(lake.rglob("*.parquet"))
         size = sum(p.stat().st_size for p in files)
         print(f"lake: {len(files)} Parquet files, {size / 1e6:.1f} MB")
+        print(f"lake: {_span_files(lake)}")
         out = work / "out"
         out.mkdir()
         cli = ["-c", "from tracevals.cli import main; main()"]
