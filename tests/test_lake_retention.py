@@ -231,3 +231,22 @@ def test_a_file_named_like_a_merge_that_is_none_replaces_nothing(tmp_path: Path)
     first.rename(first.with_name(first.name.replace(".parquet", "-cdeadbeef.parquet")))
     names, rows = _read_files(lake)
     assert rows == written and len(names) == 3 and any(n.endswith("-cdeadbeef.parquet") for n in names)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_files_named_before_a_merge_are_read_after_it(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A reader that chose files from an earlier listing (a scoring group's files, read by name) reads them
+    even once a merge has replaced them: what a run scoring its attempts beside another run's merge needs."""
+    from tracevals.queries.sources import files_sql
+
+    lake: str | Path = tmp_path / "lake" if where == "local" else request.getfixturevalue("s3").lake("named")
+    written = _write(lake, hours=1)
+    opened = Lake.open(lake)
+    names = [opened.name_of(i.path) for i in opened.list_parquet("spans")]  # the group's files, listed now
+    compact(lake, min_age_s=0, retention_s=30)  # a merge replaces them (kept for readers that listed them)
+    assert not {opened.name_of(i.path) for i in opened.list_parquet("spans")} & set(names)
+    con = duckdb.connect()
+    [(rows,)] = con.execute(f"SELECT count(*) FROM ({files_sql(con, opened, 'spans', names)})").fetchall()
+    assert rows == written

@@ -103,13 +103,14 @@ class LocalLake(Lake):
         return LocalScan(paths, partitioned)
 
     def scan_named(self, sub: str, names: list[str] | None) -> LocalScan:
-        """The files (or globs) `names` of `sub`, as `source_file` names them; None: all of the table."""
+        """The files (or globs) `names` of `sub`, as `source_file` names them; None: all of the table, as every
+        reader lists it (`scan`). A file named is read even when a merge since replaced it: it was chosen from
+        an earlier listing (a scoring group's files)."""
         if names == []:
             return LocalScan([], False)
-        if names is None and not self.has_table(sub):
-            return LocalScan([], False)
-        paths = names if names is not None else [f"{self.folder / sub}/**/*.parquet"]
-        return LocalScan(list(paths), all("/date=" in p for p in paths))
+        if names is None:
+            return self.scan(sub)
+        return LocalScan(list(names), all("/date=" in p for p in names))
 
     def readable(self, sub: str, globs: list[str] | None) -> list[str] | None:
         """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet

@@ -101,17 +101,19 @@ class ObjectLake(Lake):
         return ObjectScan(self, infos)
 
     def scan_named(self, sub: str, names: list[str] | None) -> ObjectScan:
-        """The objects of `sub` named by `names` (their URLs, as `source_file` names them, or globs of them)."""
-        infos = self.list_parquet(sub)
-        if names is not None:
-            wanted = set(names)
-            patterns = [g for g in names if any(c in g for c in "*?[")]
-            infos = [
-                i
-                for i in infos
-                if (u := self.name_of(i.path)) in wanted or any(fnmatch.fnmatch(u, g) for g in patterns)
-            ]
-        return ObjectScan(self, infos)
+        """The objects of `sub` named by `names` (their URLs, as `source_file` names them, or globs of them).
+        An object named is read even when a merge since replaced it (it was chosen from an earlier listing:
+        a scoring group's files); what a glob or None matches is listed as every reader lists (`current`)."""
+        every = self.list_parquet(sub, replaced=True)
+        if names is None:
+            return ObjectScan(self, self.current(every))
+        wanted = set(names)
+        patterns = [g for g in names if any(c in g for c in "*?[")]
+        named = {i.path for i in every if self.name_of(i.path) in wanted}
+        matched = {
+            i.path for i in self.current(every) if any(fnmatch.fnmatch(self.name_of(i.path), g) for g in patterns)
+        }
+        return ObjectScan(self, [i for i in every if i.path in named or i.path in matched])
 
     def put(self, path: str, data: bytes) -> None:
         put_bytes(self._fs, path, data)
