@@ -33,18 +33,9 @@ from typing import Literal
 import duckdb
 
 from tracevals import env
+from tracevals.lake.columns import LOGS_DIR, SCORES_DIR, SPANS_DIR, STEP_RELIABILITY_DIR
 from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError
-from tracevals.lake.schema import (
-    LOG_SCHEMA,
-    LOGS_DIR,
-    SCORE_SCHEMA,
-    SCORES_DIR,
-    SPAN_SCHEMA,
-    SPANS_DIR,
-    STEP_RELIABILITY_DIR,
-    STEP_RELIABILITY_SCHEMA,
-)
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
@@ -91,13 +82,13 @@ SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and l
 def _bind_sources(con: duckdb.DuckDBPyConnection, lake: Lake, read_spans: bool, since: When, until: When) -> None:
     """The raw relations every view reads (`queries.sources`): spans and log records in range (none:
     `read_spans=False`), scores, the per-step table."""
-    for raw, sub, schema in (("raw_spans", SPANS_DIR, SPAN_SCHEMA), ("raw_logs", LOGS_DIR, LOG_SCHEMA)):
+    for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
         if read_spans:
-            register_source(con, raw, lake, sub, schema, True, since, until)
+            register_source(con, raw, lake, sub, True, since, until)
         else:
-            register_empty(con, raw, schema, True)
-    register_source(con, "raw_scores", lake, SCORES_DIR, SCORE_SCHEMA, False)
-    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA, False)
+            register_empty(con, raw, sub, True)
+    register_source(con, "raw_scores", lake, SCORES_DIR, False)
+    register_source(con, "raw_step_reliability", lake, STEP_RELIABILITY_DIR, False)
 
 
 def _define_views(

@@ -30,9 +30,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from tracevals.lake.columns import LOGS_DIR, SPANS_DIR
 from tracevals.lake.lake import Lake, LakeLike, partition_key
 from tracevals.lake.paths import LakeError
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import open_lake
@@ -274,8 +274,8 @@ def _find_crossing(lake: Lake, groups: list[list[_Hour]], path: Path) -> int:
     (Parquet); how many there are."""
     con = connect()
     try:
-        register_source(con, "raw_spans", lake, SPANS_DIR, SPAN_SCHEMA, True)
-        register_source(con, "raw_logs", lake, LOGS_DIR, LOG_SCHEMA, True)
+        register_source(con, "raw_spans", lake, SPANS_DIR, True)
+        register_source(con, "raw_logs", lake, LOGS_DIR, True)
         _mark_crossing(con, groups)
         con.execute(f"COPY tv_crossing TO '{path}' (FORMAT parquet)")
         [(count,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
+from tracevals.lake.columns import COLUMNS, LOGS_DIR, SCORES_DIR, SPANS_DIR
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SCORE_SCHEMA, SPAN_SCHEMA, SPANS_DIR
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 from tracevals.queries.binding import own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.sources import STRICT, files_sql
@@ -136,10 +139,7 @@ def _without_content(con: duckdb.DuckDBPyConnection, computed: str) -> list[str]
     return [] if content else list(_CONTENT_VIEWS)
 
 
-_RAW_SCHEMAS = {"raw_spans": SPAN_SCHEMA, "raw_logs": LOG_SCHEMA, "raw_scores": SCORE_SCHEMA}
-
-
-_DIR_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
+_RAW_TABLES = {"raw_spans": SPANS_DIR, "raw_logs": LOGS_DIR, "raw_scores": SCORES_DIR}
 
 
 def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, strict: str) -> bool:
@@ -151,7 +151,7 @@ def _copied_strictly(con: duckdb.DuckDBPyConnection, copy: str, name: str, stric
     except duckdb.InvalidInputException:  # a file without a column the first one has
         return False
     copied = {d[0] for d in con.execute(f"SELECT * FROM {_copy(name)} LIMIT 0").description}
-    return set(_RAW_SCHEMAS[name].names) <= copied  # else the first file lacked a column a later one has
+    return {c[0] for c in COLUMNS[_RAW_TABLES[name]]} <= copied  # else the first file lacked a column a later one has
 
 
 def _set_disabled_optimizers(con: duckdb.DuckDBPyConnection, value: str) -> bool:

@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.dataset
 
+from tracevals.lake.columns import COLUMNS, sql_columns
 from tracevals.lake.lake import Lake, LocalScan, ObjectScan
 from tracevals.lake.paths import LakeError, partition_filter
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, empty_table
 from tracevals.queries.binding import bind, work_table
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
@@ -32,7 +32,7 @@ PricesT = Mapping[str, tuple[float, float]]
 def bind_sql(
     con: duckdb.DuckDBPyConnection,
     scan: LocalScan | ObjectScan,
-    schema: pa.Schema,
+    sub: str,
     hive: bool,
     where: str = "",
     union_by_name: bool = True,
@@ -44,7 +44,9 @@ def bind_sql(
     does not apply)."""
     if isinstance(scan, LocalScan):
         return local_sql(scan, hive, where, union_by_name) if scan.paths else None
-    dataset = scan.lake.dataset(scan.infos, schema, hive) if scan.infos else None
+    from tracevals.lake.schema import SCHEMAS
+
+    dataset = scan.lake.dataset(scan.infos, SCHEMAS[sub], hive) if scan.infos else None
     if dataset is None:
         return None
     name = "tv_ds_" + hashlib.sha1("\n".join([scan.lake.root, *(i.path for i in scan.infos)]).encode()).hexdigest()[:16]
@@ -83,7 +85,6 @@ def register_source(
     name: str,
     lake: Lake,
     sub: str,
-    schema: pa.Schema,
     hive: bool,
     since: dt.date | dt.datetime | str | None = None,
     until: dt.date | dt.datetime | str | None = None,
@@ -93,13 +94,13 @@ def register_source(
     table when there are no files. Columns no file has (an older lake format) read as NULL."""
     scan = lake.scan(sub, since, until, hive)
     where = partition_filter(since, until) if hive else ""
-    select = bind_sql(con, scan, schema, hive, where)
+    select = bind_sql(con, scan, sub, hive, where)
     if select is None:
-        register_empty(con, name, schema, hive)
+        register_empty(con, name, sub, hive)
         return
-    missing = missing_columns(con, select, schema)
+    missing = missing_columns(con, select, sub)
     bind(con, name, f"SELECT *{missing} FROM ({select})")
-    strict = bind_sql(con, scan, schema, hive, where, union_by_name=False)
+    strict = bind_sql(con, scan, sub, hive, where, union_by_name=False)
     bind(con, f"{STRICT}{name}", f"SELECT *{missing} FROM ({strict})")
 
 
@@ -109,37 +110,23 @@ def register_arrow(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table | p
     con.from_arrow(data).create_view(name, replace=True)
 
 
-def register_empty(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, hive: bool) -> None:
-    """`name` (and its strict twin) as a typed empty table: a lake with no such files yet."""
-    empty = empty_table(schema)
-    if hive:
-        empty = empty.append_column("date", pa.nulls(0, pa.date32())).append_column("hour", pa.nulls(0, pa.int64()))
-    empty = empty.append_column("source_file", pa.nulls(0, pa.string()))
-    register_arrow(con, f"{name}_empty", empty)
+def register_empty(con: duckdb.DuckDBPyConnection, name: str, sub: str, hive: bool) -> None:
+    """`name` (and its strict twin) as a typed empty relation of the table `sub`'s columns (`lake.columns`),
+    its partition columns and `source_file`: a lake with no such files yet."""
+    columns = [*sql_columns(COLUMNS[sub]), *([("date", "DATE"), ("hour", "BIGINT")] if hive else [])]
+    listed = ", ".join(f"CAST(NULL AS {kind}) AS {column}" for column, kind in [*columns, ("source_file", "VARCHAR")])
+    bind(con, f"{name}_empty", f"SELECT {listed} WHERE false")
     bind(con, name, f"SELECT * FROM {name}_empty")
     bind(con, f"{STRICT}{name}", f"SELECT * FROM {name}_empty")
 
 
-def missing_columns(con: duckdb.DuckDBPyConnection, select: str, schema: pa.Schema) -> str:
-    """Select-list items (", CAST(NULL AS type) AS name ...") for the columns of `schema` that no file read
-    by `select` has (a lake written by an older version of the lake format): they read as NULL."""
+def missing_columns(con: duckdb.DuckDBPyConnection, select: str, sub: str) -> str:
+    """Select-list items (", CAST(NULL AS type) AS name ...") for the columns of the table `sub` that no
+    file read by `select` has (a lake written by an older version of the lake format): they read as NULL."""
     have = {row[0] for row in con.execute(f"DESCRIBE {select}").fetchall()}
-    return "".join(f", CAST(NULL AS {_sql_type(f.type)}) AS {f.name}" for f in schema if f.name not in have)
-
-
-_SQL_TYPES = {
-    pa.string(): "VARCHAR",
-    pa.int64(): "BIGINT",
-    pa.int32(): "INTEGER",
-    pa.float64(): "DOUBLE",
-    pa.bool_(): "BOOLEAN",
-    pa.list_(pa.string()): "VARCHAR[]",
-    pa.timestamp("ns", tz="UTC"): "TIMESTAMPTZ",
-}
-
-
-def _sql_type(arrow_type: pa.DataType) -> str:
-    return _SQL_TYPES[arrow_type]
+    return "".join(
+        f", CAST(NULL AS {kind}) AS {column}" for column, kind in sql_columns(COLUMNS[sub]) if column not in have
+    )
 
 
 def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
@@ -156,9 +143,6 @@ def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
     bind(con, "model_prices", "SELECT * FROM model_prices_table")
 
 
-_DIR_SCHEMAS = {SPANS_DIR: SPAN_SCHEMA, LOGS_DIR: LOG_SCHEMA}
-
-
 def files_sql(
     con: duckdb.DuckDBPyConnection, lake: Lake, sub: str, globs: list[str] | None = None, union_by_name: bool = True
 ) -> str:
@@ -169,12 +153,11 @@ def files_sql(
     union_by_name=False reads the columns of the first file only (and fails on a later file that lacks
     one): the columns that some later file has and the first lacks are then missing from the result, not
     NULL, so that a caller can tell (`_copied_strictly`) and read through union_by_name instead."""
-    schema = _DIR_SCHEMAS[sub]
     scan = lake.scan_named(sub, globs)
-    select = bind_sql(con, scan, schema, True, union_by_name=union_by_name)
+    select = bind_sql(con, scan, sub, True, union_by_name=union_by_name)
     if select is None:
         empty = f"tv_files_empty_{sub}"
-        register_empty(con, empty, schema, True)
+        register_empty(con, empty, sub, True)
         return f"SELECT * FROM {empty}"
-    every = select if union_by_name else bind_sql(con, scan, schema, True)
-    return f"SELECT *{missing_columns(con, every or select, schema)} FROM ({select})"
+    every = select if union_by_name else bind_sql(con, scan, sub, True)
+    return f"SELECT *{missing_columns(con, every or select, sub)} FROM ({select})"

@@ -444,3 +444,63 @@ def test_a_command_on_a_small_lake_imports_no_pandas(filled_lake: Path, args: li
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
+
+
+def _imported(lake: Path, args: list[str]) -> tuple[str, set[str]]:
+    """`tracevals sql --lake LAKE ARGS` in a process of its own: its output, and which of pyarrow, polars,
+    numpy and pandas it imported."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from tracevals.cli import main\n"
+        "try:\n"
+        f"    main(['sql', '--lake', {str(lake)!r}, *{args!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (None, 0), exc.code\n"
+        "heavy = {'pyarrow', 'polars', 'numpy', 'pandas'}\n"
+        "print('\\nIMPORTED', *sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    out, _, imported = done.stdout.rpartition("\nIMPORTED")
+    return out, set(imported.split())
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_a_query_of_plain_columns_imports_no_pyarrow(filled_lake: Path, fmt: str) -> None:
+    """pyarrow's import alone is a third of `tracevals sql "select 1"` on a small lake: a local lake is
+    listed, its footers read and its result printed without it, when every column is of a type DuckDB
+    returns as Arrow would (numbers, text, dates, booleans). Other types still print through Arrow."""
+    out, imported = _imported(filled_lake, ["--format", fmt, "select count(*) as n from trajectories"])
+    assert imported == set() and "1" in out
+    out, imported = _imported(filled_lake, ["--format", fmt, "select 1 as one"])
+    assert imported == set() and "1" in out
+    out, imported = _imported(filled_lake, ["--format", fmt, "select start_time from spans limit 1"])
+    assert "pyarrow" in imported and ":" in out  # a timestamp: its full text, through Arrow
+
+
+HOSTILE = (
+    "select 'a[b] [bold]x[/bold]' as s, NULL as n, 1.5::DOUBLE as d, -12345678901234::BIGINT as b, "
+    "1.25::DECIMAL(10,2) as dec, DATE '2026-12-04' as dt, true as t, 'é💥\n\"x\",y' as u, 3::UTINYINT as small, "
+    "0.1::FLOAT as f, 18446744073709551615::UBIGINT as big, "
+    "'<script>alert(1)</script>' as html from range(2)"
+)
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_plain_columns_print_as_arrow_would_print_them(filled_lake: Path, tmp_path: Path, fmt: str) -> None:
+    """The result printed without pyarrow is the one printed through Arrow (`render`), value for value."""
+    import duckdb
+
+    from tracevals.cli.sql import _PLAIN_TYPES, render
+
+    con = duckdb.connect()
+    types = con.sql(HOSTILE).types
+    assert all(str(t) in _PLAIN_TYPES or str(t).startswith("DECIMAL") for t in types), types
+    render(con.sql(HOSTILE).to_arrow_table(), fmt, tmp_path / "arrow.out")
+    result = CliRunner().invoke(
+        main, ["sql", "--lake", str(filled_lake), "--format", fmt, "--out", str(tmp_path / "plain.out"), HOSTILE]
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "plain.out").read_text() == (tmp_path / "arrow.out").read_text()

@@ -137,3 +137,43 @@ def test_embedded_writer_keeps_spans_whose_service_name_is_not_text(tmp_path: Pa
         f"select service_name, resource_attributes from read_parquet('{tmp_path}/spans/**/*.parquet')"
     ).fetchall()
     assert [(r[0], json.loads(r[1])["service.name"]) for r in rows] == [("7", 7)]
+
+
+def test_a_local_lake_lists_what_pyarrow_lists(tmp_path: Path) -> None:
+    """`LocalLake.files` (os.scandir, no pyarrow import) gives what the pyarrow listing every lake has gives:
+    files beneath folders, links followed, hidden and non-Parquet files listed (callers filter), folders not."""
+    import os
+
+    from tracevals.lake.lake import Lake
+
+    root = tmp_path / "lake"
+    (root / "spans" / "date=2026-12-04" / "hour=10").mkdir(parents=True)
+    (root / "spans" / "date=2026-12-04" / "hour=10" / "a.parquet").write_bytes(b"x" * 10)
+    (root / "spans" / "date=2026-12-04" / "hour=10" / ".tmp-b.parquet").write_bytes(b"y")
+    (root / "spans" / "notes.txt").write_text("z")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "c.parquet").write_bytes(b"c" * 3)
+    os.symlink(tmp_path / "elsewhere", root / "spans" / "linked")
+    os.symlink(tmp_path / "elsewhere" / "c.parquet", root / "spans" / "d.parquet")
+    lake = Lake.open(root)
+
+    def seen(infos: list[object]) -> list[tuple[str, str, int]]:
+        return sorted((i.path, i.base_name, i.size) for i in infos)  # type: ignore[attr-defined]
+
+    for recursive in (True, False):
+        assert seen(lake.files("spans", recursive)) == seen(Lake.files(lake, "spans", recursive)), recursive
+    assert lake.files("nothing", True) == [] == Lake.files(lake, "nothing", True)
+    assert [i.base_name for i in lake.list_parquet("spans")] == ["d.parquet", "a.parquet", "c.parquet"]  # by path
+
+
+def test_an_empty_table_has_the_columns_and_types_of_its_files(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    """A lake without span files yet reads as a typed empty relation: the same columns, of the same types,
+    as the relation over files (`lake.columns` is the one definition of both)."""
+    empty = open_lake(lake)
+    before = empty.execute("DESCRIBE raw_spans").fetchall()
+    with tracevals.session("s-1"):
+        send_message("cus_001", "hi")
+    telemetry.force_flush()
+    after = open_lake(lake).execute("DESCRIBE raw_spans").fetchall()
+    assert [(r[0], r[1]) for r in before] == [(r[0], r[1]) for r in after]
+    assert empty.execute("SELECT count(*) FROM sessions").fetchall() == [(0,)]

@@ -103,6 +103,7 @@ class LazyGroup(click.Group):
         (a read-only lake, missing permissions, a full disk), and DuckDB running out of memory; a command
         catches none of them itself. Ctrl-C while DuckDB runs a query ends as Ctrl-C does elsewhere
         ("Aborted!", click's own)."""
+        from tracevals.lake import paths
         from tracevals.model.errors import UserError
         from tracevals.queries.interrupts import installed
 
@@ -128,6 +129,8 @@ class LazyGroup(click.Group):
             raise click.ClickException(
                 f"{first}: free memory, lower --workers where the command has it, or raise --memory-limit"
             ) from None
+        finally:
+            paths.strict_files = None  # --strict was this invocation's: after it, the environment decides
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short_help(name)) for name in self.list_commands(ctx)]

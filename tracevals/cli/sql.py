@@ -6,12 +6,10 @@ import re
 from contextlib import redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tracevals import env
 from tracevals.cli.shared.output import FORMATS, lake_option, print_rows, table_rows
@@ -21,6 +19,8 @@ from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import views_read_by
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from tracevals.lake.lake import Lake
 
 # What may run: a SELECT (WITH, FROM-first, VALUES, DESCRIBE, SUMMARIZE, SHOW parse as one), or an
@@ -119,30 +119,51 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
     check_read_only(con, query)
     try:
         result = con.sql(query)
-        table = result.to_arrow_table() if result is not None else None
+        if result is None:  # EXPLAIN of nothing, or a statement with no result
+            return
+        if fmt != "parquet" and all(str(t) in _PLAIN_TYPES or str(t).startswith("DECIMAL") for t in result.types):
+            columns, rows = result.columns, result.fetchall()
+            table = None
+        else:
+            table = result.to_arrow_table()
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
         hint = f"; the views are {', '.join(VIEW_NAMES)} (docs/queries.md)" if "does not exist" in first else ""
         raise click.ClickException(f"query failed: {first}{hint}") from exc
     except duckdb.Error as exc:
         raise click.ClickException(f"query failed: {str(exc).splitlines()[0]}") from exc
-    if table is None:  # EXPLAIN of nothing, or a statement with no result
-        return
-    render(table, fmt, out)
+    if table is None:
+        print_result(columns, rows, fmt, out)
+    else:
+        render(table, fmt, out)
+
+
+# Result types that DuckDB returns as the same Python values as Arrow's `to_pylist` (and DECIMAL(p, s)): a
+# result of only these is printed without pyarrow, whose import alone is a third of a small query's time.
+_PLAIN_TYPES = frozenset(
+    {"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"}
+    | {"FLOAT", "DOUBLE", "VARCHAR", "DATE", '"NULL"'}
+)
 
 
 def render(table: pa.Table, fmt: str, out: Path | None = None) -> None:
     """Print (or write to `out`) a query's result in `fmt`: table, csv, json or parquet; every column
     type prints (nanosecond timestamps at any depth, lists, structs, maps)."""
     if fmt == "parquet":
+        import pyarrow.parquet as pq
+
         assert out is not None
         pq.write_table(table, out)
         click.echo(f"{table.num_rows} rows -> {out}", err=True)
         return
-    columns, rows = table_rows(table)
+    print_result(*table_rows(table), fmt, out)
+
+
+def print_result(columns: list[str], rows: list[tuple[Any, ...]], fmt: str, out: Path | None) -> None:
+    """Print rows (or write them to `out`) in `fmt`: table, csv or json."""
     if out is None:
         print_rows(columns, rows, fmt)
         return
     with open(out, "w", encoding="utf-8") as fh, redirect_stdout(fh):
         print_rows(columns, rows, fmt)
-    click.echo(f"{table.num_rows} rows -> {out}", err=True)
+    click.echo(f"{len(rows)} rows -> {out}", err=True)

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-
 from tracevals.lake.paths import Bound, LakeError, bounds
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pyarrow is imported where it is used: reading a local lake never needs it
     from collections.abc import Iterable
+
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
     from tracevals.lake.objects import ObjectLake
     from tracevals.lake.writer import LakeFile
@@ -44,6 +44,28 @@ When = dt.date | dt.datetime | str | None
 #: What a lake directory holds; a directory with none of them (but other files) is a wrong --lake.
 LAKE_ENTRIES = ("spans", "logs", "scores", "run_cases", "prices.json")
 PRICES_FILE = "prices.json"  # a lake's own model prices, over the default table (`tracevals.model.prices`)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A file as a local lake lists it: the attributes of `pyarrow.fs.FileInfo` that readers use (a local
+    listing is `os.scandir`: importing pyarrow alone costs a small command a third of its time)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def base_name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+    @property
+    def mtime(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.mtime_ns / 1e9, dt.timezone.utc)
+
+
+#: A listed file: pyarrow's `FileInfo` (object storage) or a `Listed` (a local lake).
+FileInfo = Any
 
 
 @dataclass(frozen=True)
@@ -59,7 +81,7 @@ class ObjectScan:
     """What DuckDB reads of a table on object storage: the listed objects, read through pyarrow."""
 
     lake: ObjectLake
-    infos: list[pafs.FileInfo]
+    infos: list[FileInfo]
 
 
 class Lake(ABC):
@@ -138,49 +160,49 @@ class Lake(ABC):
         return bool(self.list_parquet("spans"))
 
     # -- listing ----------------------------------------------------------------------------------
-    def list_parquet(self, sub: str, replaced: bool = False) -> list[pafs.FileInfo]:
-        """The committed Parquet files under `sub` (not hidden ones: temporary files), in path order, but
-        the merged inputs a compaction keeps for readers that listed them before (`current`); replaced=True
-        lists those too (compaction, which deletes them)."""
-        selector = pafs.FileSelector(self.path(sub), allow_not_found=True, recursive=True)
+    def files(self, folder: str, recursive: bool) -> list[FileInfo]:
+        """The files (not folders) in `folder` (and beneath it: recursive), in no particular order; none
+        when it does not exist."""
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self.path(folder), allow_not_found=True, recursive=recursive)
         try:
             infos = self.filesystem.get_file_info(selector)
         except OSError as exc:
-            raise self.error(exc, f"listing {sub}/ of") from None
+            raise self.error(exc, f"listing {folder}/ of") from None
+        return [i for i in infos if i.type == pafs.FileType.File]
+
+    def list_parquet(self, sub: str, replaced: bool = False) -> list[FileInfo]:
+        """The committed Parquet files under `sub` (not hidden ones: temporary files), in path order, but
+        the merged inputs a compaction keeps for readers that listed them before (`current`); replaced=True
+        lists those too (compaction, which deletes them)."""
         listed = sorted(
-            (
-                i
-                for i in infos
-                if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith(".")
-            ),
+            (i for i in self.files(sub, True) if i.base_name.endswith(".parquet") and not i.base_name.startswith(".")),
             key=lambda i: i.path,
         )
         return listed if replaced else self.current(listed)
 
-    def current(self, infos: list[pafs.FileInfo]) -> list[pafs.FileInfo]:
+    def current(self, infos: list[FileInfo]) -> list[FileInfo]:
         """`infos` without the files a merged file among them replaced (`retention.superseded`): what every
         reader of the lake reads."""
         from tracevals.lake.retention import superseded
 
-        gone = superseded([i.path for i in infos], self.read_footer)
+        gone = superseded([i.path for i in infos], self.footer_metadata)
         return [i for i in infos if i.path not in gone] if gone else infos
 
-    def read_footer(self, path: str) -> Any:
-        """The Parquet footer (`pyarrow.parquet.FileMetaData`) of the file at `path`."""
+    def footer_metadata(self, path: str) -> dict[bytes, bytes] | None:
+        """The key-value metadata of the Parquet footer of the file at `path`; an `OSError` or a `ValueError`
+        when it cannot be read."""
         import pyarrow.parquet as pq
 
         with self.filesystem.open_input_file(path) as fh:
-            return pq.read_metadata(fh)
+            return pq.read_metadata(fh).metadata
 
     def list_names(self, folder: str, suffix: str = ".json") -> list[str]:
         """The names of the files directly in `folder` that end in `suffix`, sorted."""
-        try:
-            infos = self.filesystem.get_file_info(pafs.FileSelector(self.path(folder), allow_not_found=True))
-        except OSError as exc:
-            raise self.error(exc, f"listing {folder}/ of") from None
-        return sorted(i.base_name for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(suffix))
+        return sorted(i.base_name for i in self.files(folder, False) if i.base_name.endswith(suffix))
 
-    def partition_files(self, sub: str, since: When = None, until: When = None) -> list[pafs.FileInfo]:
+    def partition_files(self, sub: str, since: When = None, until: When = None) -> list[FileInfo]:
         """The Parquet files of `sub` whose `date=/hour=` partition is in range (every file: no range)."""
         infos = self.list_parquet(sub)
         low, high = bounds(since, until)
@@ -188,7 +210,7 @@ class Lake(ABC):
             return infos
         return [i for i in infos if (key := partition_key(i.path)) is not None and in_range(key, low, high)]
 
-    def row_counts(self, infos: list[pafs.FileInfo]) -> list[tuple[pafs.FileInfo, int]]:
+    def row_counts(self, infos: list[FileInfo]) -> list[tuple[FileInfo, int]]:
         """The readable files of `infos` with their row counts (from their Parquet footers); unreadable ones
         skipped with one warning, or failed with --strict (`skip_unreadable`)."""
         import pyarrow.parquet as pq
@@ -201,7 +223,7 @@ class Lake(ABC):
                     with self.filesystem.open_input_file(info.path) as fh:
                         counted.append((info, pq.read_metadata(fh).num_rows))
                     continue
-                except (OSError, pa.ArrowInvalid) as exc:
+                except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
                     text = str(exc).strip().splitlines()
                     problem = f"not Parquet: {text[0] if text else type(exc).__name__}"
             bad[self.name_of(info.path)] = problem
@@ -209,7 +231,7 @@ class Lake(ABC):
             skip_unreadable(bad)
         return counted
 
-    def problem(self, info: pafs.FileInfo) -> str | None:
+    def problem(self, info: FileInfo) -> str | None:
         """Why a listed file cannot be read, when a cheap look can tell (None: it looks whole)."""
         return None
 

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-
-from tracevals.lake.lake import Lake, LocalScan, When, check_entries, partition_key, skip_unreadable
+from tracevals.lake.footer import footer_metadata
+from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key, skip_unreadable
 from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.retention import superseded
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
     from tracevals.lake.writer import LakeFile
 
@@ -29,7 +31,46 @@ class LocalLake(Lake):
 
     @property
     def filesystem(self) -> pafs.FileSystem:
+        import pyarrow.fs as pafs
+
         return pafs.LocalFileSystem()
+
+    def files(self, folder: str, recursive: bool) -> list[FileInfo]:
+        """`os.scandir`, as pyarrow's local filesystem lists (a link is what it points to; a file gone or
+        unreadable between listing and look is left out)."""
+        found: list[FileInfo] = []
+        pending = [self.path(folder)]
+        while pending:
+            try:
+                entries = os.scandir(pending.pop())
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                raise self.error(exc, f"listing {folder}/ of") from None
+            with entries:
+                for entry in entries:
+                    try:
+                        if entry.is_file():
+                            found.append(Listed(entry.path, (st := entry.stat()).st_size, st.st_mtime_ns))
+                        elif recursive and entry.is_dir():
+                            pending.append(entry.path)
+                    except FileNotFoundError:
+                        continue
+        return found
+
+    def footer_metadata(self, path: str) -> dict[bytes, bytes] | None:
+        """Read by `lake.footer` (pyarrow's footer reader costs its import), once per process while the file
+        stays the same (a command lists the lake several times)."""
+        st = os.stat(path)
+        return _footer_metadata(path, st.st_mtime_ns, st.st_size)
+
+    def read_text(self, name: str) -> str | None:
+        try:
+            return Path(self.path(name)).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise self.error(exc, f"reading {name} of") from None
 
     @property
     def folder(self) -> Path:
@@ -125,7 +166,7 @@ class LocalLake(Lake):
         if bad:
             skip_unreadable(bad)
         left = [str(p) for p in files if str(p) not in bad]
-        gone = superseded(left, self.read_footer)
+        gone = superseded(left, self.footer_metadata)
         if not bad and not gone:
             return globs
         # a folder with nothing left out stays a glob: a lake of many hours keeps a short list
@@ -133,7 +174,7 @@ class LocalLake(Lake):
         kept = [p for p in left if p not in gone and p.rpartition("/")[0] in out]
         return kept + sorted({f"{folder}/*.parquet" for p in left if (folder := p.rpartition("/")[0]) not in out})
 
-    def problem(self, info: pafs.FileInfo) -> str | None:
+    def problem(self, info: FileInfo) -> str | None:
         return unreadable(Path(info.path))
 
     def readable_files(self, sub: str, since: When = None) -> list[str]:
@@ -187,6 +228,11 @@ class LocalLake(Lake):
             directories.add(final.parent)
         for directory in directories:
             fsync_path(directory)
+
+
+@functools.lru_cache(maxsize=1024)
+def _footer_metadata(path: str, mtime_ns: int, size: int) -> dict[bytes, bytes] | None:
+    return footer_metadata(path)
 
 
 def has_parquet(directory: Path) -> bool:

@@ -35,14 +35,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
+
+if TYPE_CHECKING:  # pyarrow is imported where it is used: a reader of a local lake never needs it
+    import pyarrow.parquet as pq
 
 RETENTION_S = 600.0
 COMPACTED_AT = b"tracevals.compacted_at"
@@ -77,7 +77,12 @@ def retention_seconds() -> float:
 
 def marked(meta: pq.FileMetaData) -> list[str] | None:
     """The file names a merged file's footer says it replaced; None for a writer's file."""
-    value = (meta.metadata or {}).get(MARKER)
+    return marker(meta.metadata)
+
+
+def marker(metadata: Mapping[bytes, bytes] | None) -> list[str] | None:
+    """The file names a footer's key-value metadata says its file replaced; None for a writer's file."""
+    value = (metadata or {}).get(MARKER)
     return None if value is None else [str(name) for name in json.loads(value)]
 
 
@@ -87,15 +92,16 @@ def replaced_names(marks: Mapping[str, list[str] | None]) -> set[str]:
     return {name for merged, names in marks.items() for name in names or () if name != merged}
 
 
-def superseded(paths: Iterable[str], read: Callable[[str], pq.FileMetaData]) -> set[str]:
+def superseded(paths: Iterable[str], read: Callable[[str], Mapping[bytes, bytes] | None]) -> set[str]:
     """Of a table's listed files (paths, '/'-separated), those a reader leaves out: the merged inputs kept
     for readers that listed them before the merge (a file some merged file of the same partition holds).
     A reader that lists after the merge reads the merged file alone, as a table format's reader reads
     its latest snapshot: every row once, from one file instead of the dozens a run or a collector wrote.
 
-    Only the footers of merged files (`COMPACTED_NAME`) in a folder of two files or more are read: an hour
-    compacted to one file costs nothing. A merged file whose footer cannot be read replaces nothing (its
-    inputs are read as before, and the file itself is skipped or fails as any unreadable file does)."""
+    `read`: a file's footer key-value metadata (`Lake.footer_metadata`). Only the footers of merged files
+    (`COMPACTED_NAME`) in a folder of two files or more are read: an hour compacted to one file costs
+    nothing. A merged file whose footer cannot be read replaces nothing (its inputs are read as before, and
+    the file itself is skipped or fails as any unreadable file does)."""
     folders: dict[str, list[str]] = {}
     for path in paths:
         folders.setdefault(path.rpartition("/")[0], []).append(path)
@@ -108,8 +114,8 @@ def superseded(paths: Iterable[str], read: Callable[[str], pq.FileMetaData]) -> 
             name = path.rpartition("/")[2]
             if COMPACTED_NAME.search(name):
                 try:
-                    marks[name] = marked(read(path))
-                except (pa.ArrowInvalid, OSError, ValueError):
+                    marks[name] = marker(read(path))
+                except (OSError, ValueError):  # an unreadable footer (pyarrow's ArrowInvalid is a ValueError)
                     continue
         names = replaced_names(marks)
         gone.update(p for p in files if p.rpartition("/")[2] in names)
@@ -180,6 +186,8 @@ def read_footers(
 ) -> Footers | str:
     """The `Footers` of a partition's `files` (a file gone since it was listed is left out), or the line that
     says which one is not Parquet (then nothing of the partition may be touched)."""
+    import pyarrow as pa
+
     metas: dict[Path, pq.FileMetaData] = {}
     for path in files:
         try:
@@ -218,6 +226,8 @@ def note_pending(lake: Lake, partition: str, due: float | None) -> None:
 
 def pending_partitions(lake: Lake, now: float) -> list[str]:
     """The partitions (relative to the lake) whose noted deletions are due by `now`."""
+    import pyarrow.fs as pafs
+
     fs = lake.filesystem
     try:
         infos = fs.get_file_info(pafs.FileSelector(lake.path(PENDING_DIR), allow_not_found=True))

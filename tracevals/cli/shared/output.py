@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -22,6 +21,7 @@ from rich.text import Text
 from tracevals import env
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from rich.progress import Progress
 
 FORMATS = ("table", "csv", "json")
@@ -143,6 +143,8 @@ def lake_option(help: str, default: str | None = None, reads: bool = True) -> An
 
 def _without_nanoseconds(t: pa.DataType) -> pa.DataType:
     """`t` with every timestamp (at any depth) as text: Python's datetime stops at microseconds."""
+    import pyarrow as pa
+
     if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
         return pa.string()
     if pa.types.is_list(t) or pa.types.is_large_list(t):
