@@ -38,3 +38,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
     for mark in item.iter_markers("needs"):
         need(mark.args[0])
+
+
+@pytest.fixture(autouse=True)
+def _no_collector_left_running() -> Iterator[None]:
+    """A fault scenario that fails half-way leaves the `tracevals collect` processes it started: kill those
+    a test started (the servers a test starts are stopped by it, pass or fail)."""
+    import sys
+
+    faults = sys.modules.get("fixtures.faults")
+    before = len(faults.STARTED) if faults is not None else 0
+    yield
+    faults = sys.modules.get("fixtures.faults")
+    if faults is not None:
+        faults.reap_collectors(before)

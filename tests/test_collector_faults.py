@@ -106,3 +106,14 @@ def test_compressed_bodies_are_charged_decompressed_and_memory_stays_near_the_li
     assert figures.extra["requests accepted"] > 0
     assert figures.extra["peak RSS MiB"] <= 512 + 8 * 20, figures.line()
     assert figures.lost == 0
+
+
+def test_a_scenario_that_fails_half_way_leaves_no_collector_running(tmp_path: Path) -> None:
+    """What the conftest's reaper does after every test, here on a collector left running on purpose."""
+    from fixtures.faults import STARTED, CollectorProcess, reap_collectors, write_config
+
+    keep = len(STARTED)
+    left = CollectorProcess(write_config(tmp_path / "c.yaml", tmp_path / "lake"))
+    assert left.proc.poll() is None
+    assert reap_collectors(keep) == [left.proc.pid]
+    assert left.proc.poll() is not None and len(STARTED) == keep
