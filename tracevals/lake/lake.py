@@ -26,7 +26,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tracevals.lake.paths import Bound, LakeError, bounds
 
@@ -64,8 +64,17 @@ class Listed:
         return dt.datetime.fromtimestamp(self.mtime_ns / 1e9, dt.timezone.utc)
 
 
-#: A listed file: pyarrow's `FileInfo` (object storage) or a `Listed` (a local lake).
-FileInfo = Any
+class FileInfo(Protocol):
+    """A listed file, as readers use it: pyarrow's `FileInfo` (object storage) or a `Listed` (a local lake)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def base_name(self) -> str: ...
+    @property
+    def size(self) -> int | None: ...
+    @property
+    def mtime_ns(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
