@@ -144,7 +144,7 @@ def phase_breakdown(lake: Path) -> dict[str, float]:
                 out["traces"] += len(batch)
                 out["chunks"] += 1
                 started = time.perf_counter()
-                scope = attach_cases(batch, job.tasks, config)
+                scope = attach_cases(batch, job.scoring.tasks, config)
                 score_batch(scope, [TrajectoryMatch()])
                 out["match_seconds"] += time.perf_counter() - started
                 started = time.perf_counter()

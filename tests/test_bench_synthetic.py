@@ -37,3 +37,16 @@ def test_every_generated_row_is_the_normalizers_answer_for_its_attributes(tmp_pa
     assert all(r["tool_args"] and r["tool_args_hash"] and r["tool_call_id"] for r in tools)
     assert len({r["tool_args_hash"] for r in tools}) > 100  # digests of each session's own arguments
     assert len({r["trace_id"] for r in rows}) == 300
+
+
+def test_the_scale_curves_breakdown_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make bench`'s scale curve times the nightly job's steps one by one (`--phase breakdown`); that phase
+    had gone out of step with the scoring job it takes apart (`_Job.tasks` moved) and the whole curve failed
+    in `make bench` (the runs of it by hand skipped the phase): run it on a small lake."""
+    compare_scale = pytest.importorskip("compare_scale")
+    import scoring  # bench/scoring.py: the scale curve's lake
+
+    monkeypatch.setenv("POLARS_MAX_THREADS", "1")  # the phase sets it for its process; restored after
+    scoring.write_lake(tmp_path / "lake", 150, 7)
+    out = compare_scale.phase_breakdown(tmp_path / "lake")
+    assert out["traces"] == 150 and out["groups"] >= 1 and out["all_scores"] > out["traces"]
