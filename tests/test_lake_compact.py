@@ -290,3 +290,21 @@ def test_the_compact_command(built: Path, tmp_path: Path) -> None:
     assert len(remote.output.strip().splitlines()) == 1
     bad = CliRunner().invoke(main, ["compact", "--lake", str(built), "--min-age", "soon"])
     assert bad.exit_code == 2 and "not a duration" in bad.output
+
+
+def test_a_foreign_merge_marker_leaves_its_hour_alone_and_says_which(built: Path) -> None:
+    """A file whose footer has tracevals' merge key but no list of names under it (a foreign writer, a
+    hostile file): the hour is left alone with one line naming it, as for an unreadable file; the other hours
+    are compacted. Readers of the lake read every file of that hour (`superseded`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tracevals.lake.retention import MARKER
+
+    partition = max(built.glob("spans/date=*/hour=*"), key=lambda d: len(list(d.glob("*.parquet"))))
+    odd = partition / "part-9-odd.parquet"
+    pq.write_table(pa.table({"trace_id": ["0" * 32]}).replace_schema_metadata({MARKER: b"5"}), odd)
+    result = compact(built, min_age_s=0)
+    [failed] = [p for p in result.partitions if p.error]
+    assert "part-9-odd.parquet has a footer that is not tracevals'" in failed.error and failed.files_out == 0
+    assert odd.exists() and all(p.files_out for p in result.partitions if not p.error)

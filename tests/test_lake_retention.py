@@ -250,3 +250,16 @@ def test_files_named_before_a_merge_are_read_after_it(
     con = duckdb.connect()
     [(rows,)] = con.execute(f"SELECT count(*) FROM ({files_sql(con, opened, 'spans', names)})").fetchall()
     assert rows == written
+
+
+@pytest.mark.parametrize("value", [b"5", b'{"a": 1}', b"not json", b"null", b'"x.parquet"'])
+def test_a_footer_marker_that_is_not_a_list_of_names_replaces_nothing(value: bytes) -> None:
+    """A file named like a merge whose footer marker is not a JSON list (a foreign writer, a hostile file):
+    nothing is left out, as for an unreadable footer; before, a number or an object raised a TypeError out
+    of every reader of the lake."""
+    from tracevals.lake.retention import MARKER, superseded
+
+    paths = ["spans/date=2026-12-04/hour=10/a.parquet", "spans/date=2026-12-04/hour=10/b-c0123abcd.parquet"]
+    assert superseded(paths, lambda _path: {MARKER: value}) == set()
+    good = {MARKER: b'["a.parquet"]'}
+    assert superseded(paths, lambda _path: good) == {paths[0]}

@@ -83,7 +83,12 @@ def marked(meta: pq.FileMetaData) -> list[str] | None:
 def marker(metadata: Mapping[bytes, bytes] | None) -> list[str] | None:
     """The file names a footer's key-value metadata says its file replaced; None for a writer's file."""
     value = (metadata or {}).get(MARKER)
-    return None if value is None else [str(name) for name in json.loads(value)]
+    if value is None:
+        return None
+    names = json.loads(value)  # a ValueError when it is not JSON
+    if not isinstance(names, list):  # a foreign or hostile footer: replaces nothing (superseded's rule)
+        raise ValueError(f"{MARKER.decode()} is not a list of file names")
+    return [str(name) for name in names]
 
 
 def replaced_names(marks: Mapping[str, list[str] | None]) -> set[str]:
@@ -197,7 +202,12 @@ def read_footers(
         except (pa.ArrowInvalid, OSError) as exc:  # not Parquet, truncated, unreadable: touch nothing here
             return f"{path.name} is not a readable Parquet file ({exc}); move it out of the lake"
     files = [p for p in files if p in metas]
-    marks = {p: marked(m) for p, m in metas.items()}
+    marks: dict[Path, list[str] | None] = {}
+    for path, meta in metas.items():
+        try:
+            marks[path] = marked(meta)
+        except ValueError as exc:  # a marker that names no files: touch nothing of the partition
+            return f"{path.name} has a footer that is not tracevals' ({exc}); move it out of the lake"
     # files a merged file already holds: kept for readers that listed them, never merged again
     replaced = replaced_names({p.name: names for p, names in marks.items()})
     pending = [p for p in files if p.name in replaced]
