@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 
-_MAGIC = b"PAR1"
 _KEY_VALUE_METADATA = 5
 # compact-protocol wire types
 _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT, _UUID = range(1, 14)
@@ -24,17 +23,29 @@ def footer_metadata(path: str | os.PathLike[str]) -> dict[bytes, bytes] | None:
         size = fh.seek(0, os.SEEK_END)
         if size < 12:
             raise ValueError(f"{size} bytes, too small for Parquet")
+        fh.seek(0)
+        head = fh.read(4)
         fh.seek(size - 8)
         tail = fh.read(8)
+        problem = parquet_problem(head, tail, size)
+        if problem is not None:
+            raise ValueError(problem)
         length = int.from_bytes(tail[:4], "little")
-        if tail[4:] != _MAGIC or length + 12 > size:
-            raise ValueError("not a Parquet file (no PAR1 magic, or a footer longer than the file)")
         fh.seek(size - 8 - length)
         data = fh.read(length)
     try:
         return _Reader(data).file_metadata()
     except IndexError:
         raise ValueError("Parquet footer cut short") from None
+
+
+def parquet_problem(head: bytes, tail: bytes, size: int) -> str | None:
+    """What the first 4 and last 8 bytes of a file of `size` bytes say is wrong with it as Parquet."""
+    if head != b"PAR1" or tail[4:] != b"PAR1":
+        return "not Parquet: no PAR1 magic"
+    if int.from_bytes(tail[:4], "little") + 12 > size:
+        return "footer cut short"
+    return None
 
 
 class _Reader:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracevals.lake.footer import footer_metadata
+from tracevals.lake.footer import footer_metadata, parquet_problem
 from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key, skip_unreadable
 from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.retention import superseded
@@ -254,12 +254,3 @@ def unreadable(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     return parquet_problem(head, tail, size)
-
-
-def parquet_problem(head: bytes, tail: bytes, size: int) -> str | None:
-    """What the first 4 and last 8 bytes of a file of `size` bytes say is wrong with it as Parquet."""
-    if head != b"PAR1" or tail[4:] != b"PAR1":
-        return "not Parquet: no PAR1 magic"
-    if int.from_bytes(tail[:4], "little") + 12 > size:
-        return "footer cut short"
-    return None
