@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 _MAX_MESSAGE = 120
 
@@ -27,11 +27,15 @@ def schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # imported when a schema is checked, not by every command
+
     return Draft202012Validator(json.loads(schema_text))
 
 
 @lru_cache(maxsize=65536)
 def _cached_error(schema_text: str, args_text: str) -> str | None:
+    from jsonschema.exceptions import best_match
+
     error = best_match(_validator(schema_text).iter_errors(json.loads(args_text)))
     if error is None:
         return None

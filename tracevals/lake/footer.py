@@ -86,50 +86,8 @@ class _Reader:
         return (zigzag >> 1) ^ -(zigzag & 1), kind
 
     def skip(self, kind: int) -> None:
-        if kind in (_TRUE, _FALSE):
-            return
-        if kind == _BYTE:
-            self.at += 1
-        elif kind in (_I16, _I32, _I64):
-            self.varint()
-        elif kind == _DOUBLE:
-            self.at += 8
-        elif kind == _UUID:
-            self.at += 16
-        elif kind == _BINARY:
-            self.binary()
-        elif kind in (_LIST, _SET):
-            count, element = self.list_header()
-            for _ in range(count):
-                self.skip_element(element)
-        elif kind == _MAP:
-            count = self.count(self.varint())
-            if count:
-                types = self.byte()
-                for _ in range(count):
-                    self.skip_element(types >> 4)
-                    self.skip_element(types & 0x0F)
-        elif kind == _STRUCT:
-            self.skip_struct()
-        else:
-            raise ValueError(f"Parquet footer: unknown Thrift type {kind}")
-        if self.at > len(self.data):
-            raise IndexError
-
-    def skip_element(self, kind: int) -> None:
-        """A list's, set's or map's element: a boolean is a byte of its own there."""
-        if kind in (_TRUE, _FALSE):
-            self.at += 1
-        else:
-            self.skip(kind)
-
-    def skip_struct(self) -> None:
-        last = 0
-        while True:
-            last, kind = self.field(last)
-            if kind == 0:
-                return
-            self.skip(kind)
+        """Past one value of wire type `kind` (a field's value: a boolean has none)."""
+        self.at = _skip(self.data, self.at, kind)
 
     def list_header(self) -> tuple[int, int]:
         header = self.byte()
@@ -172,3 +130,107 @@ class _Reader:
                         self.skip(item)
                 if key is not None:
                     found[key] = b"" if value is None else value
+
+
+def _skip(data: bytes, at: int, kind: int) -> int:
+    """The position past one value of wire type `kind` at `at` (a field's value: a boolean has none there, and
+    one byte in a list, set or map). One loop over an explicit stack, not a call per value: most of a footer is
+    skipped (the row groups' column chunks, thousands of values), and a call per value made the footers of a
+    lake's merged files a visible part of every command's start. An IndexError when the data ends first."""
+    end = len(data)
+    # the wire types as locals (a global's lookup is a dict's, in the innermost loop)
+    true, false, byte, i16, i32, i64, double, binary, list_, set_, map_, struct, uuid = range(1, 14)
+    booleans, collections, integers = (true, false), (list_, set_), (i16, i32, i64)
+    # frames: a struct (None) reads field headers up to its stop byte; a collection [left, type of even, of odd]
+    # counts down its elements (a map's keys and values alternate; a list's types are the same)
+    stack: list[list[int] | None] = []
+    while True:
+        if kind == struct:
+            stack.append(None)
+        elif kind in collections:
+            header = data[at]
+            at += 1
+            count = header >> 4
+            if count == 15:
+                count = shift = 0
+                while True:
+                    b = data[at]
+                    at += 1
+                    count |= (b & 0x7F) << shift
+                    if not b & 0x80:
+                        break
+                    shift += 7
+            if count > end - at:  # every element takes a byte at least: a corrupt size must not loop
+                raise IndexError
+            if count:
+                stack.append([count, header & 0x0F, header & 0x0F])
+        elif kind == map_:
+            count = shift = 0
+            while True:
+                b = data[at]
+                at += 1
+                count |= (b & 0x7F) << shift
+                if not b & 0x80:
+                    break
+                shift += 7
+            if count > end - at:
+                raise IndexError
+            if count:
+                types = data[at]
+                at += 1
+                stack.append([2 * count, types >> 4, types & 0x0F])  # key type, value type
+        elif kind in integers:
+            while data[at] & 0x80:
+                at += 1
+            at += 1
+        elif kind == binary:
+            n = shift = 0
+            while True:
+                b = data[at]
+                at += 1
+                n |= (b & 0x7F) << shift
+                if not b & 0x80:
+                    break
+                shift += 7
+            at += n
+        elif kind == byte:
+            at += 1
+        elif kind == double:
+            at += 8
+        elif kind == uuid:
+            at += 16
+        elif kind not in booleans:
+            raise ValueError(f"Parquet footer: unknown Thrift type {kind}")
+        if at > end:
+            raise IndexError
+        # the next value to skip: the top frame's next field or element; done when the stack is empty
+        while stack:
+            top = stack[-1]
+            if top is None:
+                header = data[at]
+                at += 1
+                if header == 0:
+                    stack.pop()
+                    continue
+                kind = header & 0x0F
+                if not header >> 4:  # a long field id (zigzag varint): skipped
+                    while data[at] & 0x80:
+                        at += 1
+                    at += 1
+                if kind in booleans:  # a field's boolean is in its header
+                    continue
+                break
+            left = top[0]
+            if not left:
+                stack.pop()
+                continue
+            top[0] = left - 1
+            kind = top[1 + (left & 1)]
+            if kind in booleans:  # an element's boolean is a byte of its own
+                at += 1
+                continue
+            break
+        else:
+            if at > end:
+                raise IndexError
+            return at

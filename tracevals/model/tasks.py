@@ -23,15 +23,15 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from typing import TYPE_CHECKING, Any
 
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.errors import UserError
 from tracevals.model.options import extra_options, options_version
 from tracevals.model.trajectory import HANDOFF_TOOL
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 SCHEMA_PATH = Path(__file__).parent.parent / "schemas" / "task_case.schema.json"
 _MAX_MESSAGE = 160
@@ -82,6 +82,8 @@ def _validator() -> Draft202012Validator:
 
 @cache
 def _validator_at(version: int, names: tuple[str, ...]) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # imported when a task file is read, not by every command
+
     return Draft202012Validator(_assembled(version, names))
 
 
@@ -196,6 +198,8 @@ def _schema_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
 
 def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | None, str] | None:
     """The most relevant error of `obj` under `validator`, as (dotted field path, one-line message)."""
+    from jsonschema.exceptions import best_match
+
     error = best_match(validator.iter_errors(obj))
     if error is None:
         return None
@@ -223,6 +227,9 @@ def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | Non
 
 def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
     """What the schema cannot say: steps that contradict the tool lists, schemas and patterns that don't compile."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     allowed = obj.get("allowed_tools")
     forbidden = set(obj.get("forbidden_actions", []))
     for i, step in enumerate(obj.get("expected_steps", [])):

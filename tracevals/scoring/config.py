@@ -21,16 +21,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from tracevals.model.case import Case
 from tracevals.model.documents import DocumentError, read_document
 from tracevals.model.errors import UserError
 from tracevals.model.options import extra_options, options_version
 from tracevals.model.tasks import SCHEMA_PATH, build_case, schema_problem, task_case_schema
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 CONFIG_SCHEMA_PATH = SCHEMA_PATH.parent / "scoring_config.schema.json"
 # Object-valued fields a case merges key by key into the config's (a case's budget for steps leaves
@@ -95,6 +95,9 @@ def _validator() -> Draft202012Validator:
 
 @cache
 def _validator_at(_version: int, _names: tuple[str, ...]) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # imported when a config is read, not by every command
+    from referencing import Registry, Resource
+
     case_schema = task_case_schema()
     schema = json.loads(json.dumps(config_schema()))
     for name, (_, option) in extra_options().items():

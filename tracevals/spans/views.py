@@ -126,11 +126,19 @@ def _parts(attribute: str) -> tuple[str, ...]:
 def _typed(part: str, types: str, objects: str, keys: str = "") -> str:
     listed = ", ".join(_literal(t) for t in _parts(types))
     tests = [f"json_extract_string({part}, '$.type') IN ({listed})"]
-    tests += [f"json_type({part}, {_literal('$.' + o)}) = 'OBJECT'" for o in _parts(objects)]
+    if _parts(objects):
+        tests.append(f"list_contains({_types_at(part, ['$.' + o for o in _parts(objects)])}, 'OBJECT')")
     if keys and _parts(keys):
-        present = " OR ".join(f"json_type({part}, {_literal('$.' + k)}) IS NOT NULL" for k in _parts(keys))
-        tests.append(f"(json_type({part}, '$.type') IS NULL AND ({present}))")
+        found = _types_at(part, ["$." + k for k in _parts(keys)])
+        present = f"list_bool_or(list_transform({found}, lambda t: t IS NOT NULL))"
+        tests.append(f"(json_type({part}, '$.type') IS NULL AND {present})")
     return "(" + "\n                OR ".join(tests) + ")"
+
+
+def _types_at(part: str, paths: list[str]) -> str:
+    """The JSON types at `paths` of `part`, a list (NULL where a path is absent): one parse of `part` for all of
+    them, where a call per path parses it once each (a message part's JSON, the views' costliest work)."""
+    return f"json_type({part}, [{', '.join(_literal(p) for p in paths)}])"
 
 
 def call_type(part: str) -> str:
@@ -142,8 +150,12 @@ def result_type(part: str) -> str:
 
 
 def _paths(attribute: str, extract: str) -> Callable[[str], str]:
+    """The value at the first of the declared paths `attribute` that `part` has (NULL: none). The paths are
+    extracted in one call, which parses `part` once, not once a path."""
+
     def paths(part: str) -> str:
-        return ",\n            ".join(f"{extract}({part}, {_literal(p)})" for p in _parts(attribute))
+        listed = ", ".join(_literal(p) for p in _parts(attribute))
+        return f"list_filter({extract}({part}, [{listed}]), lambda v: v IS NOT NULL)[1]"
 
     return paths
 
