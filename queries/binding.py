@@ -102,12 +102,13 @@ def shadow_copy(name: str) -> str:
     return f"tv_{name}"
 
 
-def snapshot_view(con: duckdb.DuckDBPyConnection, name: str, schema: str) -> None:
-    """Compute view `name` once into the table `<schema>.<name>_snapshot` (`temp`, or an attached file) and
-    bind the name to it, so every view defined after it reads the table. It reads the table through a
-    temporary view, `tv_read_<name>`, that a restriction to some sessions narrows (`narrow_snapshot`)."""
+def snapshot_view(con: duckdb.DuckDBPyConnection, name: str, schema: str, query: str) -> None:
+    """Compute view `name` from its query (the view file's, not defined as a view first: that would bind the
+    query twice) once into the table `<schema>.<name>_snapshot` (`temp`, or an attached file) and bind the
+    name to it, so every view defined after it reads the table. It reads the table through a temporary view,
+    `tv_read_<name>`, that a restriction to some sessions narrows (`narrow_snapshot`)."""
     temp = "TEMP " if schema == "temp" else ""
-    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS SELECT * FROM {name}")
+    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS {query}")
     shadow(con, f"tv_read_{name}", f"SELECT * FROM {schema}.{name}_snapshot")
     bind(con, name, f"SELECT * FROM tv_read_{name}")
 

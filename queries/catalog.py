@@ -47,6 +47,19 @@ def defined_views(sql: str) -> set[str]:
     return set(views_in(sql))
 
 
+_CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE)
+
+
+def view_bodies(sql: str) -> list[tuple[str, str]]:
+    """The views a file defines, in order: (name, its query as written, up to the next view's statement).
+    A query keeps its closing `;` and the comments that introduce the next view."""
+    starts = list(_CREATE.finditer(sql))
+    return [
+        (match.group(1), sql[match.end() : starts[i + 1].start() if i + 1 < len(starts) else len(sql)])
+        for i, match in enumerate(starts)
+    ]
+
+
 PRICES_VIEW = "model_prices"  # registered from Python (`sources.register_prices`), read by the views
 VIEW_NAMES: tuple[str, ...] = (*(name for _, sql in view_sql() for name in views_in(sql)), PRICES_VIEW)
 

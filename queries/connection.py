@@ -38,7 +38,7 @@ from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
-from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_sql
+from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
 from tracevals.queries.interrupts import connect
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
@@ -140,15 +140,20 @@ def _define_file(
     """One view file's views, each computed into its snapshot when it is one, else stood in for (see
     `binding.stand_ins`) while the views after it are defined."""
     try:
-        con.execute(sql)
-        if not snapshot:
-            stand_in(sorted(defined_views(sql)))
-        for name in defined_views(sql) & snapshot:
+        if not defined_views(sql) & snapshot:
+            con.execute(sql)
+            if not snapshot:
+                stand_in(sorted(defined_views(sql)))
+            return
+        for name, query in view_bodies(sql):
+            if name not in snapshot:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+                continue
             # The snapshot takes the view's name, so every view defined after it reads the snapshot
             # (and binds against a table, not the whole tree of views beneath). It reads the table
             # through a temporary view, `tv_read_<name>`, that a restriction to some sessions narrows
             # (`restrict_snapshots`) as it narrows the raw files.
-            snapshot_view(con, name, schema)
+            snapshot_view(con, name, schema, query)
     except duckdb.Error as exc:
         raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
 

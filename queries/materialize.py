@@ -19,21 +19,14 @@ from functools import cache
 import duckdb
 
 from tracevals.queries.binding import has_table, shadow, unshadow, work_table
-from tracevals.queries.catalog import view_sql
-
-_CREATE = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+(\w+)\s+AS", re.IGNORECASE)
+from tracevals.queries.catalog import view_bodies, view_sql
 
 
 @cache
 def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
     """(view, the views its SQL names, outside comments and string literals) for every view of the view
     files, in the order they are defined."""
-    pieces: list[tuple[str, str]] = []
-    for _, sql in view_sql():
-        starts = list(_CREATE.finditer(sql))
-        for i, match in enumerate(starts):
-            end = starts[i + 1].start() if i + 1 < len(starts) else len(sql)
-            pieces.append((match.group(1), sql[match.end() : end]))
+    pieces = [piece for _, sql in view_sql() for piece in view_bodies(sql)]
     names = {name for name, _ in pieces}
     graph = []
     for name, body in pieces:
