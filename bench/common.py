@@ -12,6 +12,7 @@ Each comparison script prints its figures and, with `--json FILE`, writes them a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -155,10 +156,13 @@ class Child:
     """A child process whose stdout and stderr are read to the end by two threads (neither pipe fills up
     while the caller waits for it, wait4 included)."""
 
-    def __init__(self, cmd: Sequence[str], cwd: Path | None, env: dict[str, str] | None) -> None:
+    def __init__(
+        self, cmd: Sequence[str], cwd: Path | None, env: dict[str, str] | None, new_session: bool = False
+    ) -> None:
         self.proc = subprocess.Popen(
-            list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+            list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=new_session,
+        )  # fmt: skip
         self._out: list[str] = []
         self._err: list[str] = []
         self._readers = [
@@ -179,23 +183,64 @@ class Child:
         return "".join(self._out), "".join(self._err)
 
 
+# The launcher every measured command runs under (`python -S -c LAUNCHER RESULT CMD...`): it starts CMD (stdin,
+# stdout, stderr, cwd and environment its own), forwards SIGTERM and SIGINT to it, reaps it with wait4 and
+# writes its wall seconds, CPU seconds and peak RSS to the file RESULT as JSON; its exit code is CMD's.
+# Why a launcher: Linux starts a child's peak RSS (ru_maxrss) at the peak of the memory it was spawned from
+# (a vfork child execs out of its parent's memory; a fork child copies it), so a command started by a
+# benchmark that has held 4 GB reports 4 GB however little it uses. The launcher's own memory is a bare
+# interpreter's, and a command it starts reports its own peak.
+LAUNCHER = """
+import json, os, signal, subprocess, sys, time
+child = subprocess.Popen(sys.argv[2:])
+for s in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(s, lambda signum, frame: child.send_signal(signum))
+started = time.perf_counter()
+while True:
+    try:
+        _, status, usage = os.wait4(child.pid, 0)
+        break
+    except InterruptedError:
+        continue
+result = {"wall_s": time.perf_counter() - started, "cpu_s": usage.ru_utime + usage.ru_stime,
+          "peak_rss_mb": usage.ru_maxrss / 1024}
+with open(sys.argv[1], "w") as out:
+    json.dump(result, out)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_measured(
     cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 1800
 ) -> Measured:
-    """Run `cmd` to completion; its wall time and peak RSS from the kernel's accounting (wait4)."""
-    started = time.perf_counter()
-    child = Child(cmd, cwd, env)
-    proc = child.proc
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        timer.cancel()
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
-    return Measured(wall, usage.ru_maxrss / 1024, proc.returncode, *child.output(), cpu_s=cpu)
+    """Run `cmd` to completion under `LAUNCHER`: its wall time, CPU time and peak RSS from the kernel's
+    accounting (wait4 of it, its waited-for children included), not the parent's memory."""
+    import signal
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tracevals-measured-") as scratch:
+        result = Path(scratch) / "result.json"
+        child = Child([sys.executable, "-S", "-c", LAUNCHER, str(result), *cmd], cwd, env, new_session=True)
+        proc = child.proc
+
+        def kill() -> None:  # the launcher and the command: a process group of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            returncode = proc.wait()
+        finally:
+            timer.cancel()
+        out, err = child.output()
+        try:
+            measured = json.loads(result.read_text())
+        except (OSError, ValueError):  # killed before it wrote: the command's figures are unknown
+            measured = {"wall_s": float("nan"), "cpu_s": float("nan"), "peak_rss_mb": float("nan")}
+    return Measured(measured["wall_s"], measured["peak_rss_mb"], returncode, out, err, cpu_s=measured["cpu_s"])
 
 
 def last_lines(text: str, n: int = 3) -> str:

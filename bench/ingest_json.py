@@ -28,17 +28,15 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import duckdb
-from common import PROJECT_PYTHON, ROOT, last_lines
+from common import PROJECT_PYTHON, ROOT, last_lines, run_measured
 from google.protobuf import json_format
 from ingest import genai_request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -55,18 +53,15 @@ class Run:
 
 
 def ingest(files: list[Path], lake: Path, fast: bool = True) -> Run:
-    """One `tracevals ingest` child over `files`: its CPU seconds (user + system), wall seconds, peak RSS."""
+    """One `tracevals ingest` child over `files`: its CPU seconds (user + system), wall seconds, peak RSS (from
+    `run_measured`: the child's own, not this process's)."""
     shutil.rmtree(lake, ignore_errors=True)
     env = {**os.environ, "TRACEVALS_INGEST_FAST": "1" if fast else "0"}
     cmd = [str(PROJECT_PYTHON), "-m", "tracevals", "ingest", "--lake", str(lake), "--format", "csv", *map(str, files)]
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"tracevals ingest failed: {last_lines(err)}")
-    return Run(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024)
+    done = run_measured(cmd, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"tracevals ingest failed: {last_lines(done.stderr)}")
+    return Run(done.cpu_s, done.wall_s, done.peak_rss_mb)
 
 
 def lake_digest(lake: Path) -> tuple[int, int, int]:
