@@ -135,10 +135,11 @@ def register_prices(con: duckdb.DuckDBPyConnection, prices: PricesT) -> None:
     work_table(
         con, "model_prices_table", columns="model VARCHAR, input_usd_per_mtok DOUBLE, output_usd_per_mtok DOUBLE"
     )
-    if prices:
-        con.executemany(
-            "INSERT INTO model_prices_table VALUES (?, ?, ?)",
-            [(m, float(prices[m][0]), float(prices[m][1])) for m in sorted(prices)],
+    if prices:  # one statement for every row (executemany runs one a row)
+        rows = [(m, float(prices[m][0]), float(prices[m][1])) for m in sorted(prices)]
+        con.execute(
+            "INSERT INTO model_prices_table VALUES " + ", ".join(["(?, ?, ?)"] * len(rows)),
+            [value for row in rows for value in row],
         )
     bind(con, "model_prices", "SELECT * FROM model_prices_table")
 
