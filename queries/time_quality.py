@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import duckdb
 
 from tracevals.lake.clock import EPOCH_FLOOR
+from tracevals.lake.lake import Lake
+from tracevals.lake.schema import SPANS_DIR
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,18 @@ def time_quality(con: duckdb.DuckDBPyConnection, horizon: dt.datetime, since: dt
         params,
     ).fetchall()
     return TimeQuality(horizon, int(future or 0), latest, int(epoch_zero or 0), int(negative_count or 0))
+
+
+def lake_time_quality(lake: Lake, horizon: dt.datetime, since: dt.datetime | None = None) -> TimeQuality:
+    """`time_quality` of a lake, on a connection of its own that binds the span files alone (`raw_spans`, as
+    `open_lake` binds it): a command that has scored the lake pays no second binding of every table and view."""
+    from tracevals.queries.interrupts import connect
+    from tracevals.queries.sources import register_source
+
+    con = connect()
+    try:
+        con.execute("SET parquet_metadata_cache = true")
+        register_source(con, "raw_spans", lake, SPANS_DIR, True)
+        return time_quality(con, horizon, since)
+    finally:
+        con.close()

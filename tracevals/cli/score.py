@@ -174,10 +174,9 @@ def _cores() -> int:
 
 def _say_odd_times(lake: Lake, horizon: datetime, since: datetime | None, console: Console) -> None:
     """The data-quality finding of `lake.clock`: odd span times, counted, one warning line each."""
-    from tracevals.queries import open_lake
-    from tracevals.queries.time_quality import time_quality
+    from tracevals.queries.time_quality import lake_time_quality
 
-    for finding in time_quality(open_lake(lake, views=()), horizon, since).findings:
+    for finding in lake_time_quality(lake, horizon, since).findings:
         say(console, f"warning: data quality: {finding}", markup=False)
 
 
