@@ -308,3 +308,33 @@ def test_a_foreign_merge_marker_leaves_its_hour_alone_and_says_which(built: Path
     [failed] = [p for p in result.partitions if p.error]
     assert "part-9-odd.parquet has a footer that is not tracevals'" in failed.error and failed.files_out == 0
     assert odd.exists() and all(p.files_out for p in result.partitions if not p.error)
+
+
+def test_a_fifo_named_like_a_part_file_is_never_opened(built: Path) -> None:
+    """A FIFO opened for reading blocks until something writes to it: compaction and readers must not open
+    one (both did: compaction hung on its footer). Each runs in a thread, so that a hang fails the test."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from tracevals.cli import main
+
+    partition = max(built.glob("spans/date=*/hour=*"), key=lambda d: len(list(d.glob("*.parquet"))))
+    os.mkfifo(partition / "part-9-pipe.parquet")
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        outcome["compacted"] = compact(built, min_age_s=0)
+        query = ["sql", "--lake", str(built), "--format", "json", "select count(*) as n from spans"]
+        outcome["sql"] = CliRunner().invoke(main, query)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "a FIFO in the lake blocked compaction or a reader"
+    assert all(not p.error for p in outcome["compacted"].partitions) and outcome["compacted"].files_out
+    sql = outcome["sql"]
+    assert sql.exit_code == 0, sql.output
+    assert json.loads(sql.stdout)[0]["n"] > 0
+    assert f"{partition / 'part-9-pipe.parquet'} (0 bytes, too small)" in sql.stderr
+    assert (partition / "part-9-pipe.parquet").exists()  # not a lake file: left where it is

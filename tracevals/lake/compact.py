@@ -215,7 +215,8 @@ def _compact_partition(
 ) -> tuple[PartitionResult, float | None]:
     """Merge a partition's files (unless `merge` is False) and delete the merged inputs whose retention has
     passed; the partition's result and when its next pending deletion is due."""
-    listed = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith("."))
+    # regular files (or links to them) only: a FIFO named like a part file would block the footer's read
+    listed = sorted(p for p in directory.glob("*.parquet") if not p.name.startswith(".") and p.is_file())
     footers = read_footers(listed, pq.read_metadata, marked, retention)
     if isinstance(footers, str):
         return PartitionResult(table, "", error=footers), None

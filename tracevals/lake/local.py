@@ -244,11 +244,11 @@ def unreadable(path: Path) -> str | None:
     magic at either end (a copy cut short, a disk that filled, a foreign file), or a footer longer than
     the file; None when it looks whole. Two small reads: cheap on a lake of thousands of files."""
     try:  # os-level calls, unbuffered: a buffered open and seek cost 6x as much a file
+        size = os.stat(path).st_size  # before any open: a FIFO (size 0) would block it
+        if size < 12:
+            return f"{size} bytes, too small"
         fd = os.open(path, os.O_RDONLY)
         try:
-            size = os.fstat(fd).st_size
-            if size < 12:
-                return f"{size} bytes, too small"
             head, tail = os.pread(fd, 4, 0), os.pread(fd, 8, size - 8)
         finally:
             os.close(fd)
