@@ -233,6 +233,9 @@ def run_measured(
         timer.start()
         try:
             returncode = proc.wait()
+        except BaseException:  # Ctrl-C: the command is in a session of its own, which the terminal's SIGINT misses
+            kill()
+            raise
         finally:
             timer.cancel()
         out, err = child.output()
