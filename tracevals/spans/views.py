@@ -154,6 +154,8 @@ def _paths(attribute: str, extract: str) -> Callable[[str], str]:
     extracted in one call, which parses `part` once, not once a path."""
 
     def paths(part: str) -> str:
+        if not _parts(attribute):  # nothing declared: no value
+            return "NULL"
         listed = ", ".join(_literal(p) for p in _parts(attribute))
         return f"list_filter({extract}({part}, [{listed}]), lambda v: v IS NOT NULL)[1]"
 
