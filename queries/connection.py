@@ -37,7 +37,7 @@ from tracevals.lake.columns import LOGS_DIR, SCORES_DIR, SPANS_DIR, STEP_RELIABI
 from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError
 from tracevals.model.prices import default_prices
-from tracevals.queries.binding import RAW, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
+from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
 from tracevals.queries.interrupts import connect
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
@@ -147,7 +147,7 @@ def _define_file(
             return
         for name, query in view_bodies(sql):
             if name not in snapshot:
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS {query}")
+                bind(con, name, query)
                 continue
             # The snapshot takes the view's name, so every view defined after it reads the snapshot
             # (and binds against a table, not the whole tree of views beneath). It reads the table
