@@ -40,7 +40,7 @@ def query_sql(name: str) -> str:
 
 def views_in(sql: str) -> list[str]:
     """The views a file defines, in the order it defines them."""
-    return re.findall(r"CREATE OR REPLACE VIEW (\w+)", sql)
+    return [name for name, _ in view_bodies(sql)]
 
 
 def defined_views(sql: str) -> set[str]:
