@@ -58,13 +58,8 @@ class _Reader:
         return value
 
     def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
+        value, self.at = _varint(self.data, self.at)
+        return value
 
     def binary(self) -> bytes:
         n = self.varint()
@@ -152,27 +147,13 @@ def _skip(data: bytes, at: int, kind: int) -> int:
             at += 1
             count = header >> 4
             if count == 15:
-                count = shift = 0
-                while True:
-                    b = data[at]
-                    at += 1
-                    count |= (b & 0x7F) << shift
-                    if not b & 0x80:
-                        break
-                    shift += 7
+                count, at = _varint(data, at)
             if count > end - at:  # every element takes a byte at least: a corrupt size must not loop
                 raise IndexError
             if count:
                 stack.append([count, header & 0x0F, header & 0x0F])
         elif kind == map_:
-            count = shift = 0
-            while True:
-                b = data[at]
-                at += 1
-                count |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
+            count, at = _varint(data, at)
             if count > end - at:
                 raise IndexError
             if count:
@@ -184,15 +165,12 @@ def _skip(data: bytes, at: int, kind: int) -> int:
                 at += 1
             at += 1
         elif kind == binary:
-            n = shift = 0
-            while True:
-                b = data[at]
-                at += 1
-                n |= (b & 0x7F) << shift
-                if not b & 0x80:
-                    break
-                shift += 7
-            at += n
+            n = data[at]
+            if n < 0x80:  # a length under 128, nearly every one: its one byte read here
+                at += 1 + n
+            else:
+                n, at = _varint(data, at)
+                at += n
         elif kind == byte:
             at += 1
         elif kind == double:
@@ -234,3 +212,15 @@ def _skip(data: bytes, at: int, kind: int) -> int:
             if at > end:
                 raise IndexError
             return at
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned varint at `at`: (its value, the position past it)."""
+    value = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, at
+        shift += 7
