@@ -312,7 +312,7 @@ def test_a_foreign_merge_marker_leaves_its_hour_alone_and_says_which(built: Path
 
 def test_a_fifo_named_like_a_part_file_is_never_opened(built: Path) -> None:
     """A FIFO opened for reading blocks until something writes to it: compaction and readers must not open
-    one (both did: compaction hung on its footer). Each runs in a thread, so that a hang fails the test."""
+    one (compaction did: it hung on its footer). Each runs in a thread, so that a hang fails the test."""
     import threading
 
     from click.testing import CliRunner
@@ -336,5 +336,5 @@ def test_a_fifo_named_like_a_part_file_is_never_opened(built: Path) -> None:
     sql = outcome["sql"]
     assert sql.exit_code == 0, sql.output
     assert json.loads(sql.stdout)[0]["n"] > 0
-    assert f"{partition / 'part-9-pipe.parquet'} (0 bytes, too small)" in sql.stderr
-    assert (partition / "part-9-pipe.parquet").exists()  # not a lake file: left where it is
+    # not a lake file (DuckDB's glob and the lake's listings read regular files only): no warning, left as is
+    assert "unreadable" not in sql.stderr and (partition / "part-9-pipe.parquet").exists()

@@ -158,10 +158,12 @@ class LocalLake(Lake):
         files, the explicit list of the others: those are skipped with one warning naming them (a query
         over the rest of the lake still answers), or, with `--strict` (TRACEVALS_STRICT), a `LakeError`."""
         root = self.folder / sub
+        # regular files (or links to them), as `files` lists and DuckDB's glob reads: a FIFO or a folder
+        # named *.parquet is no lake file (and opening a FIFO would block)
         if globs is None:
-            files = sorted(root.rglob("*.parquet"))
+            files = sorted(p for p in root.rglob("*.parquet") if p.is_file())
         else:
-            files = sorted(Path(p) for g in globs for p in glob.glob(g))
+            files = sorted(p for g in globs for p in map(Path, glob.glob(g)) if p.is_file())
         bad = {str(p): why for p in files if (why := unreadable(p)) is not None}
         if bad:
             skip_unreadable(bad)
