@@ -68,28 +68,34 @@ parts AS (
     WHERE m.source_rank = 1
 ),
 typed AS (
+    -- a part's arguments and response are looked for only in the parts of the kind that has them (most parts
+    -- are text, and each look parses the part's JSON)
     SELECT
         *,
-        CASE
-            WHEN json_type(part) = 'VARCHAR' AND role = 'tool' THEN 'tool_call_response'
-            WHEN json_type(part) = 'VARCHAR' THEN 'text'
-            WHEN /*@ call_type(part) @*/ THEN 'tool_call'
-            WHEN /*@ result_type(part) @*/ THEN 'tool_call_response'
-            WHEN role = 'tool' THEN 'tool_call_response'
-            WHEN json_extract_string(part, '$.type') = 'text'
-                OR (json_type(part, '$.type') IS NULL AND json_type(part, '$.text') = 'VARCHAR') THEN 'text'
-            ELSE coalesce(json_extract_string(part, '$.type'), 'other')
-        END AS part_type,
-        coalesce(
+        CASE WHEN part_type = 'tool_call' THEN coalesce(
             /*@ args(part) @*/
-        ) AS args_json,
-        coalesce(
+        ) END AS args_json,
+        CASE WHEN part_type = 'tool_call_response' THEN coalesce(
             /*@ results(part) @*/,
             CASE WHEN json_type(part) = 'VARCHAR' THEN part END,
             json_extract(part, '$.content'),
             json_extract(part, '$.text')
-        ) AS response_json
-    FROM parts
+        ) END AS response_json
+    FROM (
+        SELECT
+            *,
+            CASE
+                WHEN json_type(part) = 'VARCHAR' AND role = 'tool' THEN 'tool_call_response'
+                WHEN json_type(part) = 'VARCHAR' THEN 'text'
+                WHEN /*@ call_type(part) @*/ THEN 'tool_call'
+                WHEN /*@ result_type(part) @*/ THEN 'tool_call_response'
+                WHEN role = 'tool' THEN 'tool_call_response'
+                WHEN json_extract_string(part, '$.type') = 'text'
+                    OR (json_type(part, '$.type') IS NULL AND json_type(part, '$.text') = 'VARCHAR') THEN 'text'
+                ELSE coalesce(json_extract_string(part, '$.type'), 'other')
+            END AS part_type
+        FROM parts
+    ) AS kinds
 )
 SELECT
     trace_id,
