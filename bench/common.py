@@ -18,8 +18,11 @@ import http.client
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -216,10 +219,6 @@ def run_measured(
 ) -> Measured:
     """Run `cmd` to completion under `LAUNCHER`: its wall time, CPU time and peak RSS from the kernel's
     accounting (wait4 of it, its waited-for children included), not the parent's memory."""
-    import signal
-    import sys
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="tracevals-measured-") as scratch:
         result = Path(scratch) / "result.json"
         child = Child([sys.executable, "-S", "-c", LAUNCHER, str(result), *cmd], cwd, env, new_session=True)

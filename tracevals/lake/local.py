@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracevals.lake.footer import footer_metadata, parquet_problem
+from tracevals.lake.footer import file_problem, footer_metadata, open_file
 from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key, skip_unreadable
 from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.retention import superseded
@@ -245,15 +245,11 @@ def unreadable(path: Path) -> str | None:
     """Why a file cannot be a Parquet file, from its first and last bytes (no parse): too small, no `PAR1`
     magic at either end (a copy cut short, a disk that filled, a foreign file), or a footer longer than
     the file; None when it looks whole. Two small reads: cheap on a lake of thousands of files."""
-    try:  # os-level calls, unbuffered: a buffered open and seek cost 6x as much a file
-        size = os.stat(path).st_size  # before any open: a FIFO (size 0) would block it
-        if size < 12:
-            return f"{size} bytes, too small"
-        fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = open_file(path)
         try:
-            head, tail = os.pread(fd, 4, 0), os.pread(fd, 8, size - 8)
+            return file_problem(fd, os.fstat(fd).st_size)
         finally:
             os.close(fd)
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
-    return parquet_problem(head, tail, size)

@@ -19,7 +19,7 @@ the files stay plain SQL, and a declaration added is read by the views with no S
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tracevals.spans import reading, rules
 from tracevals.spans.declare import Messages
@@ -127,18 +127,19 @@ def _typed(part: str, types: str, objects: str, keys: str = "") -> str:
     listed = ", ".join(_literal(t) for t in _parts(types))
     tests = [f"json_extract_string({part}, '$.type') IN ({listed})"]
     if _parts(objects):
-        tests.append(f"list_contains({_types_at(part, ['$.' + o for o in _parts(objects)])}, 'OBJECT')")
+        tests.append(f"list_contains({_at('json_type', part, ['$.' + o for o in _parts(objects)])}, 'OBJECT')")
     if keys and _parts(keys):
-        found = _types_at(part, ["$." + k for k in _parts(keys)])
+        found = _at("json_type", part, ["$." + k for k in _parts(keys)])
         present = f"list_bool_or(list_transform({found}, lambda t: t IS NOT NULL))"
         tests.append(f"(json_type({part}, '$.type') IS NULL AND {present})")
     return "(" + "\n                OR ".join(tests) + ")"
 
 
-def _types_at(part: str, paths: list[str]) -> str:
-    """The JSON types at `paths` of `part`, a list (NULL where a path is absent): one parse of `part` for all of
-    them, where a call per path parses it once each (a message part's JSON, the views' costliest work)."""
-    return f"json_type({part}, [{', '.join(_literal(p) for p in paths)}])"
+def _at(function: str, part: str, paths: Sequence[str]) -> str:
+    """`function` (json_type, json_extract, json_extract_string) of `part` at every one of `paths`, a list (NULL
+    where a path is absent): one parse of `part` for all of them, where a call per path parses it once each (a
+    message part's JSON, the views' costliest work)."""
+    return f"{function}({part}, [{', '.join(_literal(p) for p in paths)}])"
 
 
 def call_type(part: str) -> str:
@@ -156,8 +157,7 @@ def _paths(attribute: str, extract: str) -> Callable[[str], str]:
     def paths(part: str) -> str:
         if not _parts(attribute):  # nothing declared: no value
             return "NULL"
-        listed = ", ".join(_literal(p) for p in _parts(attribute))
-        return f"list_filter({extract}({part}, [{listed}]), lambda v: v IS NOT NULL)[1]"
+        return f"list_filter({_at(extract, part, _parts(attribute))}, lambda v: v IS NOT NULL)[1]"
 
     return paths
 
