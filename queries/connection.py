@@ -96,9 +96,11 @@ def _define_views(
     wanted: set[str] | None,
     snapshot: set[str],
     snapshot_path: str | os.PathLike[str] | None,
+    inline: set[str],
 ) -> str:
     """Define the view files (only those defining `wanted`, None: all), computing each view of `snapshot`
-    once into a table that takes its name; the schema the snapshots are in (`temp`, or the attached file)."""
+    once into a table that takes its name; the schema the snapshots are in (`temp`, or the attached file).
+    inline: views defined nowhere, but written into the one view that reads them (`inlined`)."""
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:
         raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
@@ -110,12 +112,49 @@ def _define_views(
         for raw in RAW:
             snapshot_binding(con, raw, schema)
     files = [(f, sql) for f, sql in view_sql() if wanted is None or defined_views(sql) & wanted]
+    bodies: dict[str, str] = {}  # an inlined view's query, with the views it inlines in turn
     with stand_ins(con) as stand_in:
         if not snapshot:  # a snapshot's views are bound against its tables already
             stand_in(_read_relations(con, " ".join(sql for _, sql in files)))
         for file_name, sql in files:
-            _define_file(con, file_name, sql, snapshot, schema, stand_in)
+            _define_file(con, file_name, sql, snapshot, schema, stand_in, inline, bodies)
     return schema
+
+
+def inlined(names: list[str], asked: set[str], snapshot: set[str]) -> set[str]:
+    """The views of `names` (a closure: every view they read is in it) that a connection for the queries of
+    `asked` need not define: each is read by one other view of `names` alone, which holds its query as a
+    common table expression (`NOT MATERIALIZED`: expanded where it is named, as a view is). Defining a view
+    binds its whole tree; one defined only to be read by one other is bound twice for nothing (a `sql` of
+    `sessions` on a small lake binds seven such views)."""
+    from tracevals.queries.materialize import view_graph
+
+    deps = dict(view_graph())
+    kept = asked | snapshot | LEFT_AS_VIEWS
+    return {n for n in names if n in deps and n not in kept and sum(n in deps[r] for r in names if r in deps) == 1}
+
+
+def _with_inlined(name: str, query: str, bodies: dict[str, str]) -> str:
+    """View `name`'s query holding the inlined views it reads (`bodies`) as common table expressions."""
+    if not bodies:
+        return query
+    from tracevals.queries.materialize import view_graph
+
+    reads = dict(view_graph())[name]
+    held = [n for n in bodies if n in reads]
+    if not held:
+        return query
+    ctes = ", ".join(f"{n} AS NOT MATERIALIZED ({_subquery(bodies[n])}\n)" for n in held)
+    return f"WITH {ctes} SELECT * FROM ({_subquery(query)}\n)"
+
+
+def _subquery(query: str) -> str:
+    """A view file's query without its closing `;` and the comment lines after it (a `;` left anywhere
+    else fails as the view file's one-line error)."""
+    lines = query.rstrip().splitlines()
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("--")):
+        lines.pop()
+    return "\n".join(lines).rstrip().removesuffix(";")
 
 
 def _read_relations(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
@@ -136,16 +175,23 @@ def _define_file(
     snapshot: set[str],
     schema: str,
     stand_in: Callable[[Iterable[str]], None],
+    inline: set[str],
+    bodies: dict[str, str],
 ) -> None:
     """One view file's views, each computed into its snapshot when it is one, else stood in for (see
-    `binding.stand_ins`) while the views after it are defined."""
+    `binding.stand_ins`) while the views after it are defined; a view of `inline` kept in `bodies`, for
+    its reader to hold."""
     try:
-        if not defined_views(sql) & snapshot:
+        if not defined_views(sql) & (snapshot | inline) and not bodies:
             con.execute(sql)
             if not snapshot:
                 stand_in(sorted(defined_views(sql)))
             return
         for name, query in view_bodies(sql):
+            query = _with_inlined(name, query, bodies)
+            if name in inline:
+                bodies[name] = query
+                continue
             if name not in snapshot:
                 bind(con, name, query)
                 continue
@@ -165,7 +211,7 @@ def define_views(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | list[s
     have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT temporary").fetchall()}
     wanted = set(closure_of(views)) - {PRICES_VIEW}
     if not wanted <= have:
-        _define_views(con, wanted - have, set(), None)
+        _define_views(con, wanted - have, set(), None, set())
 
 
 def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
@@ -291,7 +337,9 @@ def open_lake(
         snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
-    schema = _define_views(con, None if views is None else set(closure_of(views)), snapshot, snapshot_path)
+    wanted = None if views is None else closure_of(views)
+    inline = inlined(wanted, set(views or ()), snapshot) if snapshot and wanted is not None else set()
+    schema = _define_views(con, None if wanted is None else set(wanted), snapshot, snapshot_path, inline)
     # for session_lookup: where the span files are, and which views are snapshots on this connection
     con.execute("SET VARIABLE tracevals_lake = ?", [lake.location if read_spans else None])
     con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])

@@ -15,6 +15,7 @@ from fixtures.plain import plain_rows
 from tracevals.lake.lake import Lake, LocalScan
 from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.queries import LakeError, open_lake, partition_filter, session_lookup
+from tracevals.queries.connection import define_views
 from tracevals.queries.sources import local_sql
 from tracevals.spans.normalize import normalize
 from tracevals.spans.rules import unwrap
@@ -192,9 +193,16 @@ def test_open_lake_can_define_only_the_views_one_needs(tmp_path: Path) -> None:
     ingest_fixture(lake, "genai_current")
     con = open_lake(lake, views=("trajectories",))
     defined = {row[0] for row in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert {"trajectories", "steps", "span_facts", "tool_call_gaps"} <= defined
+    assert {"trajectories", "span_facts", "attempts"} <= defined
     assert not {"sessions", "turns", "runs", "retries"} & defined
+    # a view only one other reads is written into that one (`inlined`), not defined: its rows are still there
+    assert not {"steps", "tool_call_gaps", "spans"} & defined  # tool_call_gaps within steps within trajectories
     assert con.execute("SELECT count(*), sum(gap_count) FROM trajectories").fetchall() == [(2, 1)]
+    define_views(con, ("tool_call_gaps",))  # and a later query that names one defines it
+    assert con.execute("SELECT count(*) FROM tool_call_gaps").fetchall() == [(1,)]
+    live = open_lake(lake, views=("trajectories",), materialize=False)  # no snapshot: every view defined
+    assert "tool_call_gaps" in {r[0] for r in live.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert live.execute("SELECT count(*), sum(gap_count) FROM trajectories").fetchall() == [(2, 1)]
     with pytest.raises(LakeError, match="unknown views"):
         open_lake(lake, views=("trajectory",))
     # and without the span files: the views bind against empty tables

@@ -19,7 +19,7 @@ from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest
 from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.queries import VIEW_NAMES, open_lake
-from tracevals.queries.connection import LakeError, is_small, shared_views, views_read_by
+from tracevals.queries.connection import LakeError, closure_of, is_small, shared_views, views_read_by
 from tracevals.queries.selection import Selection, select_sessions
 
 
@@ -66,6 +66,21 @@ def test_every_view_of_a_snapshot_equals_the_live_view(lakes: dict[str, Path], m
     assert traces >= len(DIALECTS), "every dialect's conversation is a trajectory"  # compared something
 
 
+def test_a_connection_for_one_view_equals_the_live_view(lakes: dict[str, Path]) -> None:
+    """`open_lake(views=...)` (what `tracevals sql` opens for a query) snapshots the shared views and writes
+    each view only one other reads into that one (`inlined`): every view so opened reads as on a connection
+    with every view defined (which reads as the live views: the test above)."""
+    lake = lakes["mixed"]
+    every = open_lake(lake)
+    inlined_somewhere = set()
+    for view in VIEW_NAMES:
+        one = open_lake(lake, views=(view,))
+        defined = {r[0] for r in one.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        inlined_somewhere |= set(closure_of((view,))) - defined - {"model_prices"}
+        assert _rows(one, view) == _rows(every, view), view
+    assert {"spans", "turns", "trajectories", "tool_call_gaps"} <= inlined_somewhere  # the case was exercised
+
+
 def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(
     lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,7 +104,12 @@ def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(
 def test_only_the_named_views_and_those_they_read_are_defined(lakes: dict[str, Path]) -> None:
     con = open_lake(lakes["genai_current"], views=("tool_calls",))
     defined = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert {"tool_calls", "span_facts", "spans"} <= defined and not defined & {"sessions", "trajectories", "turns"}
+    assert {"tool_calls", "span_facts"} <= defined and not defined & {"sessions", "trajectories", "turns"}
+    # `spans`, read by `span_facts` alone here, is written into it (`inlined`), not defined: the rows are the same
+    assert "spans" not in defined
+    live = open_lake(lakes["genai_current"], views=("tool_calls",), materialize=False)
+    assert "spans" in {r[0] for r in live.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert _rows(con, "tool_calls") == _rows(live, "tool_calls")
     with pytest.raises(LakeError, match="unknown views"):
         open_lake(lakes["genai_current"], views=("sesions",))
 
