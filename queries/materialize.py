@@ -85,19 +85,32 @@ def materialized(
     read as an empty table of their columns, which costs nothing to bind, instead of their SQL."""
     created: list[str] = []
     emptied: list[str] = []
+    computing = worth_computing(names, compute_asked)
+    defined = _defined(con)
+    if not set(computing) <= defined:  # a view the connection inlined (`connection.inlined`): define it now
+        from tracevals.queries.connection import define_views
+
+        define_views(con, [n for n in computing if n not in defined])
+        defined = _defined(con)
     try:
-        for name in worth_computing(names, compute_asked):
+        for name in computing:
             if name in emptied:
                 continue
             shadow(con, name, f"SELECT * FROM {name}", table=f"tv_m_{name}")
             created.append(name)
             for empty in known_empty(con, name) if known_empty is not None else ():
-                if empty not in created and empty not in emptied:
+                # a view inlined into its reader (`connection.inlined`) is not defined: nothing to shadow
+                if empty not in created and empty not in emptied and empty in defined:
                     _read_as_empty(con, empty)
                     emptied.append(empty)
         yield
     finally:
         unshadow(con, *reversed(emptied), *reversed(created), tables=[f"tv_m_{n}" for n in reversed(created)])
+
+
+def _defined(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The views the connection defines (its own, and temporary ones)."""
+    return {name for (name,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 def _read_as_empty(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -20,6 +20,7 @@ from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.queries import VIEW_NAMES, open_lake
 from tracevals.queries.connection import LakeError, closure_of, is_small, shared_views, views_read_by
+from tracevals.queries.materialize import materialized
 from tracevals.queries.selection import Selection, select_sessions
 
 
@@ -79,6 +80,12 @@ def test_a_connection_for_one_view_equals_the_live_view(lakes: dict[str, Path]) 
         inlined_somewhere |= set(closure_of((view,))) - defined - {"model_prices"}
         assert _rows(one, view) == _rows(every, view), view
     assert {"spans", "turns", "trajectories", "tool_call_gaps"} <= inlined_somewhere  # the case was exercised
+    # a job that computes an inlined view once (`materialized`) gets it defined first
+    one = open_lake(lake, views=("trajectories",))
+    assert "steps" not in {r[0] for r in one.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    with materialized(one, ["steps"]):
+        assert _rows(one, "steps") == _rows(every, "steps")
+    assert _rows(one, "trajectories") == _rows(every, "trajectories")
 
 
 def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(

@@ -29,10 +29,14 @@ from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
-from tracevals.queries.trajectories import load_trajectories
+from tracevals.queries.trajectories import LOADER_VIEWS, load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
 from tracevals.scoring.runs import kept_cases
+
+# What a report reads (`open_lake(views=...)`): the loader's views, the runs, the stored scores, the attempts and
+# their environments. Defining every view would bind and snapshot views no report reads (`sessions`, `turns` ...).
+REPORT_VIEWS = (*LOADER_VIEWS, "attempts", "runs", "scores", "environments")
 
 __all__ = [
     "LakeData",
@@ -71,7 +75,7 @@ def load_lake_data(
     for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
     `tasks_sha256`) that differ from what a run kept make every attempt scored again against them, not
     read from the scores stored for the cases the run had."""
-    con = con or open_lake(lake)
+    con = con or open_lake(lake, views=REPORT_VIEWS)
     restriction = None
     if selection.since is not None or selection.until is not None:
         restriction = select_sessions(con, Selection(since=selection.since, until=selection.until))
