@@ -21,6 +21,7 @@ job ran (`release`: every shadow and work table a scoring job leaves).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
@@ -35,9 +36,17 @@ JOB_TABLES = (
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> str:
-    """The connection's own catalog (where `bind` puts base relations, beneath any shadow)."""
-    [(name,)] = con.execute("SELECT current_database()").fetchall()
-    return str(name)
+    """The connection's own catalog (where `bind` puts base relations, beneath any shadow). Asked once per
+    connection (every `bind` names it, and each question is a round trip): tracevals never changes a
+    connection's current database (no `USE`)."""
+    name = _CATALOGS.get(con)
+    if name is None:
+        [(found,)] = con.execute("SELECT current_database()").fetchall()
+        name = _CATALOGS[con] = str(found)
+    return name
+
+
+_CATALOGS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
 
 
 def own(con: duckdb.DuckDBPyConnection, name: str) -> str:

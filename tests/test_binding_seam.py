@@ -43,3 +43,14 @@ def test_a_shadow_is_undone_by_name_and_the_binding_beneath_reads_again() -> Non
     binding.release(con)  # what a scoring job leaves, all of it
     assert not binding.has_table(con, "tv_traces") and not binding.is_shadowed(con, "raw_spans")
     assert not binding.has_table(con, binding.shadow_copy("raw_spans"))
+
+
+def test_each_connection_binds_in_its_own_catalog(tmp_path: Path) -> None:
+    """`catalog` is asked once per connection and kept: connections of other catalogs, taken in turn, each
+    keep theirs (a file database's catalog is its file's name, an in-memory one's `memory`)."""
+    in_memory, on_file = duckdb.connect(), duckdb.connect(str(tmp_path / "other.db"))
+    for round_ in range(2):
+        for con, name in ((in_memory, "memory"), (on_file, "other")):
+            assert binding.catalog(con) == name
+            binding.bind(con, "raw_spans", f"SELECT {round_} AS trace_id")
+            assert con.execute(f"SELECT trace_id FROM {name}.main.raw_spans").fetchall() == [(round_,)]
