@@ -127,11 +127,10 @@ def inlined(names: list[str], asked: set[str], snapshot: set[str]) -> set[str]:
     common table expression (`NOT MATERIALIZED`: expanded where it is named, as a view is). Defining a view
     binds its whole tree; one defined only to be read by one other is bound twice for nothing (a `sql` of
     `sessions` on a small lake binds seven such views)."""
-    from tracevals.queries.materialize import view_graph
+    from tracevals.queries.materialize import readers
 
-    deps = dict(view_graph())
     kept = asked | snapshot | LEFT_AS_VIEWS
-    return {n for n in names if n in deps and n not in kept and sum(n in deps[r] for r in names if r in deps) == 1}
+    return {n for n, count in readers(names).items() if n not in kept and count == 1}
 
 
 def _with_inlined(name: str, query: str, bodies: dict[str, str]) -> str:
@@ -237,11 +236,9 @@ def shared_views(names: tuple[str, ...] | list[str]) -> set[str]:
     """The views of `names` that two or more others of `names` read: what a snapshot computes once. The
     rest stay views over those tables, computed when a query names them (binding one over tables costs
     milliseconds; a view no query names costs nothing)."""
-    from tracevals.queries.materialize import view_graph
+    from tracevals.queries.materialize import readers
 
-    deps = dict(view_graph())
-    wanted = [n for n in names if n in deps]
-    return {n for n in wanted if n not in LEFT_AS_VIEWS and sum(n in deps[o] for o in wanted) >= 2}
+    return {n for n, count in readers(names).items() if n not in LEFT_AS_VIEWS and count >= 2}
 
 
 def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:

@@ -48,6 +48,13 @@ def closure(names: Iterable[str]) -> list[str]:
     return [name for name, _ in view_graph() if name in wanted]
 
 
+def readers(names: Iterable[str]) -> dict[str, int]:
+    """For each view of `names`, how many views of `names` read it (other names are left out)."""
+    deps = dict(view_graph())
+    views = [n for n in names if n in deps]
+    return {name: sum(name in deps[other] for other in views) for name in views}
+
+
 # Views that only filter or project one other relation: computed into a table they copy every row and
 # column once more, where their readers, left to read the view, get only the columns they use.
 PASS_THROUGH = frozenset({"call_spans"})
@@ -60,9 +67,8 @@ def worth_computing(names: Iterable[str], compute_asked: bool = True) -> list[st
     wide columns out of a copy), pass-through views excepted."""
     asked = set(names)
     wanted = closure(asked)
-    deps = dict(view_graph())
-    readers = {name: sum(name in deps[other] for other in wanted) for name in wanted}
-    return [n for n in wanted if (compute_asked if n in asked else n not in PASS_THROUGH and readers[n] >= 2)]
+    read_by = readers(wanted)
+    return [n for n in wanted if (compute_asked if n in asked else n not in PASS_THROUGH and read_by[n] >= 2)]
 
 
 # A caller's rule for views it knows to be empty once a view is computed (see `materialized`).
