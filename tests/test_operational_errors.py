@@ -77,7 +77,8 @@ def test_missing_permissions_are_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     def denied(*_args: object, **_kwargs: object) -> None:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(tmp_path / "lake" / "spans"))
 
-    monkeypatch.setattr(writer, "write_table_atomically", denied)
+    monkeypatch.setattr(writer, "write_table_atomically", denied)  # a table written at once
+    monkeypatch.setattr(writer, "write_tables_atomically", denied)  # tables streamed into one file (ingest)
     result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(OTLP)])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [

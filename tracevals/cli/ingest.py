@@ -9,6 +9,7 @@ conversion, many files at a time); a file it does not take is read by the valida
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,8 @@ from tracevals.collector.otlp_json import (
     parse_json_traces,
 )
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
-from tracevals.lake.schema import LOG_SCHEMA, empty_table
-from tracevals.lake.writer import LakeWriter
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR, empty_table
+from tracevals.lake.writer import LakeWriter, Spill
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -87,15 +88,18 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
 Read = tuple[pa.Table, pa.Table, str]  # a file's spans, log records, and the format it was read as
 
 
-def _fast(files: tuple[Path, ...], given: str, then: Callable[[Read], Read]) -> dict[int, Read]:
-    """The files the fast path takes (by position): their span and log tables, read as OTLP/JSON. Files are
-    read and converted `json_columnar.GROUP_BYTES` at a time, a batch's tables passed through `then` together
-    (then cut per file again) and what is left of its arrays freed before the next: memory stays bounded by
-    the tables."""
+Counts = tuple[int, int, str]  # a file's span and log rows, and the format it was read as
+
+
+def _fast(files: tuple[Path, ...], given: str, keep: Callable[[Read], None]) -> dict[int, Counts]:
+    """The files the fast path takes (by position): their span and log rows counted, the tables handed to
+    `keep`, read as OTLP/JSON. Files are read and converted `json_columnar.GROUP_BYTES` at a time, a batch's
+    tables kept together, and what is left of its arrays freed before the next: memory stays bounded by a
+    batch."""
     if os.environ.get("TRACEVALS_INGEST_FAST", "1") == "0" or given in ("otlp-proto", "jaeger"):
         return {}
     json_files = [i for i, path in enumerate(files) if given != "auto" or path.suffix not in _PROTOBUF_SUFFIXES]
-    out: dict[int, Read] = {}
+    out: dict[int, Counts] = {}
     batch: list[int] = []
     size = 0
 
@@ -105,13 +109,10 @@ def _fast(files: tuple[Path, ...], given: str, then: Callable[[Read], Read]) -> 
         batch.clear()
         del bodies
         if taken:
-            spans, logs, _ = then(
-                (pa.concat_tables([s for _, (s, _) in taken]), pa.concat_tables([g for _, (_, g) in taken]), "")
-            )
-            span_at = log_at = 0
+            keep((pa.concat_tables([s for _, (s, _) in taken]), pa.concat_tables([g for _, (_, g) in taken]), ""))
             for i, (s, g) in taken:
-                out[i] = (spans.slice(span_at, s.num_rows), logs.slice(log_at, g.num_rows), "otlp-json")
-                span_at, log_at = span_at + s.num_rows, log_at + g.num_rows
+                out[i] = (s.num_rows, g.num_rows, "otlp-json")
+        del taken
         pa.default_memory_pool().release_unused()
 
     for i in json_files:
@@ -184,26 +185,32 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
             found,
         )
 
-    fast = _fast(files, input_format, redacted)
-    decoded = []
-    for i, path in enumerate(files):
-        if i in fast:
-            decoded.append((path, fast[i]))
-            continue
-        try:
-            decoded.append((path, redacted(_read(path, input_format))))
-        except OTLPDecodeError as exc:
-            raise click.ClickException(f"{path}: {exc}") from None
-    # one write for all the files: a file per hour partition, not per input file and hour
-    writer = LakeWriter(lake)
-    spans = pa.concat_tables([t for _, (t, _, _) in decoded])
-    logs = pa.concat_tables([t for _, (_, t, _) in decoded])
-    if spans.num_rows:
-        writer.write_table(spans)
-    if logs.num_rows:
-        writer.write_table(logs, "logs")
-    report = [(str(path), found, tables.num_rows, logs_.num_rows) for path, (tables, logs_, found) in decoded]
-    for path, (span_rows, log_rows, _) in decoded:  # a file that held nothing must say so, not pass as read
-        if span_rows.num_rows == 0 and log_rows.num_rows == 0:
-            click.echo(f"warning: {path}: no spans and no log records in it (is it an OTLP export?)", err=True)
+    # nothing is written before every file is read: what was read waits on disk (`Spill`), not in memory
+    with tempfile.TemporaryDirectory(prefix="tracevals-ingest-") as folder:
+        spill = Spill(Path(folder))
+
+        def keep(read: Read) -> None:
+            spans, logs, _ = redacted(read)
+            spill.add(spans, SPANS_DIR)
+            spill.add(logs, LOGS_DIR)
+
+        counts = _fast(files, input_format, keep)
+        for i, path in enumerate(files):
+            if i in counts:
+                continue
+            try:
+                read = _read(path, input_format)
+            except OTLPDecodeError as exc:
+                raise click.ClickException(f"{path}: {exc}") from None
+            keep(read)
+            counts[i] = (read[0].num_rows, read[1].num_rows, read[2])
+            del read
+        # one write for all the files: a file per hour partition, not per input file and hour
+        writer = LakeWriter(lake)
+        writer.write_spilled(spill, SPANS_DIR)
+        writer.write_spilled(spill, LOGS_DIR)
+    report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(files)]
+    for name, _, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
+        if span_rows == 0 and log_rows == 0:
+            click.echo(f"warning: {name}: no spans and no log records in it (is it an OTLP export?)", err=True)
     print_rows(["file", "format", "spans", "logs"], report, fmt)

@@ -54,11 +54,16 @@ TABLES: dict[str, tuple[pa.Schema, str]] = {
 _HOUR_NS = 3_600 * 10**9
 
 
+def _hours(table: pa.Table | pa.RecordBatch, table_name: str) -> Any:
+    """Each row's hour (whole hours since the epoch, UTC) of its table's time column: its partition."""
+    times = table[TABLES[table_name][1]].cast(pa.int64())  # never negative
+    return pc.divide(times, int64_scalar(_HOUR_NS))
+
+
 def hour_parts(table: pa.Table, table_name: str) -> list[tuple[tuple[str, str], pa.Table]]:
     """A non-empty table's rows by the UTC (date, hour) of its time column, in time order: the
     partitions both writers (this one and the collector's sink) put them in."""
-    times = table[TABLES[table_name][1]].cast(pa.int64())  # never negative
-    buckets = pc.divide(times, int64_scalar(_HOUR_NS))
+    buckets = _hours(table, table_name)
     bounds = pc.min_max(buckets).as_py()
     if bounds["min"] == bounds["max"]:
         return [(_partition(bounds["min"]), table)]
@@ -183,6 +188,72 @@ def write_bytes_atomically(data: bytes, path: Path) -> Path:
     return path
 
 
+class Spill:
+    """Rows of lake tables kept on disk until they are written (`LakeWriter.write_spilled`), so that a command
+    that writes only once everything it read is checked (`tracevals ingest`) holds one batch of rows in
+    memory, not all of them: an Arrow IPC file per table in `folder` (a temporary directory the caller
+    removes), appended a table at a time, with the hours each of its record batches holds."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._writers: dict[str, Any] = {}
+        self.hours: dict[str, list[set[int]]] = {}  # table name -> per record batch, the hours it holds
+
+    def path(self, table_name: str) -> Path:
+        return self.folder / f"{table_name}.arrow"
+
+    def add(self, table: pa.Table, table_name: str = SPANS_DIR) -> None:
+        """Append `table` (of the table's schema, or one it casts to) to the table's file."""
+        if table.num_rows == 0:
+            return
+        schema = TABLES[table_name][0]
+        writer = self._writers.get(table_name)
+        if writer is None:
+            writer = self._writers[table_name] = pa.ipc.new_file(str(self.path(table_name)), schema)
+            self.hours[table_name] = []
+        for batch in table.cast(schema).to_batches():
+            if batch.num_rows:
+                writer.write_batch(batch)
+                self.hours[table_name].append(set(pc.unique(_hours(batch, table_name)).to_pylist()))
+
+    def close(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+
+    def parts(self, table_name: str) -> Iterator[tuple[tuple[str, str], Iterator[pa.Table]]]:
+        """The table's rows by (date, hour) partition, in time order, each as tables of whole row groups
+        (`ROW_GROUP_ROWS`, the last one the rest): read from the file a record batch at a time, in the order
+        they were added."""
+        self.close()
+        per_batch = self.hours.get(table_name, [])
+        if not per_batch:
+            return
+        with pa.OSFile(str(self.path(table_name))) as source:
+            reader = pa.ipc.open_file(source)
+            for hour in sorted(set().union(*per_batch)):
+                batches = [(i, len(hours) > 1) for i, hours in enumerate(per_batch) if hour in hours]
+                yield _partition(hour), self._rows_of(reader, batches, hour, table_name)
+
+    @staticmethod
+    def _rows_of(reader: Any, batches: list[tuple[int, bool]], hour: int, table_name: str) -> Iterator[pa.Table]:
+        held: list[pa.RecordBatch] = []
+        rows = 0
+        for i, mixed in batches:
+            batch = reader.get_batch(i)
+            if mixed:  # it holds rows of other hours too
+                batch = batch.filter(pc.equal(_hours(batch, table_name), int64_scalar(hour)))
+            held.append(batch)
+            rows += batch.num_rows
+            if rows >= ROW_GROUP_ROWS:
+                table = pa.Table.from_batches(held)
+                whole = rows - rows % ROW_GROUP_ROWS
+                yield table.slice(0, whole)
+                held, rows = table.slice(whole).to_batches(), rows - whole
+        if rows:
+            yield pa.Table.from_batches(held, schema=reader.schema)
+
+
 class LakeWriter:
     """Writes rows (dicts with the columns of `SPAN_SCHEMA` or `LOG_SCHEMA`) into a lake: a `Lake`, or what
     `Lake.open` takes (a directory, an object-store URL `s3://bucket/prefix`)."""
@@ -212,3 +283,33 @@ class LakeWriter:
                 self.files_written += 1
                 self.rows_written += part.num_rows
         return written
+
+    def write_spilled(self, spill: Spill, table_name: str = SPANS_DIR) -> list[LakeFile]:
+        """Write a table's rows held in `spill` as `write_table` writes them (a file per hour, the same row
+        groups), with one batch of them in memory at a time."""
+        schema = TABLES[table_name][0]
+        written: list[LakeFile] = []
+        with self._lock:
+            for (date, hour), tables in spill.parts(table_name):
+                counted = _Counted(tables)
+                file = self.lake.write_tables(
+                    f"{table_name}/date={date}/hour={hour}", counted, schema, self.compression
+                )
+                if file is not None:
+                    written.append(file)
+                    self.files_written += 1
+                    self.rows_written += counted.rows
+        return written
+
+
+class _Counted:
+    """Tables passed through, their rows counted."""
+
+    def __init__(self, tables: Iterator[pa.Table]) -> None:
+        self._tables = tables
+        self.rows = 0
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        for table in self._tables:
+            self.rows += table.num_rows
+            yield table

@@ -1,0 +1,105 @@
+"""`tracevals ingest` holds what it read on disk, not in memory, until every file is checked (`writer.Spill`):
+the files it writes are those one write of everything would give, and a bad file leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from tracevals.cli import main
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
+from tracevals.lake.writer import ROW_GROUP_ROWS, LakeWriter, Spill
+
+HOUR_NS = 3_600 * 10**9
+BASE_NS = 498_888 * HOUR_NS  # 2026-11-29 21:00 UTC, on an hour
+
+
+def _table(schema: pa.Schema, rows: int, seed: int) -> pa.Table:
+    """`rows` rows of `schema` whose times fall in three hours, the hours mixed row by row (every batch of
+    them crosses an hour), ids numbered: nothing else set."""
+    rng = random.Random(seed)
+    times = [BASE_NS + rng.randrange(3) * HOUR_NS + rng.randrange(HOUR_NS) for _ in range(rows)]
+    time_column = "start_time" if schema is SPAN_SCHEMA else "time"
+    columns = {}
+    for field in schema:
+        if field.name == time_column:
+            columns[field.name] = pa.array(times, pa.int64()).cast(field.type)
+        elif field.name in ("trace_id", "span_id"):
+            columns[field.name] = pa.array([f"{field.name}-{seed}-{i:06d}" for i in range(rows)], field.type)
+        elif field.name == "name":
+            columns[field.name] = pa.array(["call"] * rows, field.type)
+        else:
+            columns[field.name] = pa.nulls(rows, field.type)
+    return pa.table(columns, schema=schema)
+
+
+def _files(lake: Path, table_name: str) -> dict[str, pq.ParquetFile]:
+    return {
+        p.parent.parent.name + "/" + p.parent.name: pq.ParquetFile(p) for p in (lake / table_name).rglob("*.parquet")
+    }
+
+
+@pytest.mark.parametrize(("schema", "table_name"), [(SPAN_SCHEMA, SPANS_DIR), (LOG_SCHEMA, LOGS_DIR)])
+def test_spilled_rows_are_written_as_one_write_of_them_all(tmp_path: Path, schema: pa.Schema, table_name: str) -> None:
+    # pieces of uneven sizes, one of several chunks: record batches that cross hours and row groups
+    pieces = [_table(schema, n, seed) for seed, n in enumerate([5_000, 1, 13_000, 0, 9_999, 20_000])]
+    pieces[2] = pa.concat_tables([pieces[2].slice(0, 6_000), pieces[2].slice(6_000)])
+    whole = pa.concat_tables(pieces)
+    LakeWriter(tmp_path / "once").write_table(whole, table_name)
+
+    spill = Spill(tmp_path / "spill")
+    (tmp_path / "spill").mkdir()
+    for piece in pieces:
+        spill.add(piece, table_name)
+    writer = LakeWriter(tmp_path / "spilled")
+    written = writer.write_spilled(spill, table_name)
+
+    once, spilled = _files(tmp_path / "once", table_name), _files(tmp_path / "spilled", table_name)
+    assert len(written) == len(spilled) == len(once) == 3 and writer.rows_written == whole.num_rows
+    for hour, file in once.items():
+        other = spilled[hour]
+        assert other.read().equals(file.read()), hour  # the same rows, in the same order
+        groups = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
+        assert [other.metadata.row_group(i).num_rows for i in range(other.metadata.num_row_groups)] == groups
+        assert groups[0] == ROW_GROUP_ROWS
+
+
+def _document(trace: str, start_ns: int) -> dict[str, object]:
+    span = {
+        "traceId": trace * 32,
+        "spanId": "1" * 16,
+        "name": "chat m",
+        "kind": 3,
+        "startTimeUnixNano": str(start_ns),
+        "endTimeUnixNano": str(start_ns + 10**9),
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}],
+    }
+    return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}]}
+
+
+def test_a_bad_file_leaves_neither_rows_nor_what_was_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spills = tmp_path / "tmp"
+    spills.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spills))  # where ingest keeps what it read
+    good = [tmp_path / f"good{i}.json" for i in range(3)]
+    for i, path in enumerate(good):
+        path.write_text(json.dumps(_document("abc"[i], BASE_NS + i * HOUR_NS)))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 7}]}]}]}')
+    lake = tmp_path / "lake"
+
+    failed = CliRunner().invoke(main, ["ingest", "--lake", str(lake), *map(str, good), str(bad)])
+    assert failed.exit_code == 1 and str(bad) in failed.output, failed.output
+    assert not list(lake.rglob("*.parquet")) and not list(spills.iterdir())
+
+    done = CliRunner().invoke(main, ["ingest", "--lake", str(lake), "--format", "json", *map(str, good)])
+    assert done.exit_code == 0, done.output
+    assert [(r["file"], r["spans"]) for r in json.loads(done.output)] == [(str(p), 1) for p in good]
+    assert len(list((lake / "spans").rglob("*.parquet"))) == 3 and not list(spills.iterdir())
