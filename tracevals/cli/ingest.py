@@ -160,7 +160,8 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
     JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
     resourceLogs, or are a Jaeger export (data[].spans, as its UI and API give them) or a
     Tempo one (batches, or {"trace": ...}); `.pb` files hold a protobuf
-    ExportTraceServiceRequest. Every file is checked before anything is written.
+    ExportTraceServiceRequest. Every file is checked before anything is written;
+    until then what was read waits in a temporary folder (TMPDIR), not in memory.
     Secrets in content (API keys, tokens, passwords, ...) are redacted on the way in,
     as the collector's `redaction` processor does.
 
