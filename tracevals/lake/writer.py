@@ -192,12 +192,13 @@ class Spill:
     """Rows of lake tables kept on disk until they are written (`LakeWriter.write_spilled`), so that a command
     that writes only once everything it read is checked (`tracevals ingest`) holds one batch of rows in
     memory, not all of them: an Arrow IPC file per table in `folder` (a temporary directory the caller
-    removes), appended a table at a time, with the hours each of its record batches holds."""
+    removes), appended a table at a time, each record batch the rows of one hour (a batch across hours is
+    cut by hour as it is added, so that each row is read back once, whatever the hours an input spans)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._writers: dict[str, Any] = {}
-        self.hours: dict[str, list[set[int]]] = {}  # table name -> per record batch, the hours it holds
+        self.hours: dict[str, list[int]] = {}  # table name -> the hour of each record batch, in file order
 
     def path(self, table_name: str) -> Path:
         return self.folder / f"{table_name}.arrow"
@@ -212,9 +213,9 @@ class Spill:
             writer = self._writers[table_name] = pa.ipc.new_file(str(self.path(table_name)), schema)
             self.hours[table_name] = []
         for batch in table.cast(schema).to_batches():
-            if batch.num_rows:
-                writer.write_batch(batch)
-                self.hours[table_name].append(set(pc.unique(_hours(batch, table_name)).to_pylist()))
+            for hour, part in _by_hour(batch, table_name):
+                writer.write_batch(part)
+                self.hours[table_name].append(hour)
 
     def close(self) -> None:
         for writer in self._writers.values():
@@ -226,23 +227,20 @@ class Spill:
         (`ROW_GROUP_ROWS`, the last one the rest): read from the file a record batch at a time, in the order
         they were added."""
         self.close()
-        per_batch = self.hours.get(table_name, [])
-        if not per_batch:
+        hours = self.hours.get(table_name, [])
+        if not hours:
             return
         with pa.OSFile(str(self.path(table_name))) as source:
             reader = pa.ipc.open_file(source)
-            for hour in sorted(set().union(*per_batch)):
-                batches = [(i, len(hours) > 1) for i, hours in enumerate(per_batch) if hour in hours]
-                yield _partition(hour), self._rows_of(reader, batches, hour, table_name)
+            for hour in sorted(set(hours)):
+                yield _partition(hour), self._rows_of(reader, [i for i, h in enumerate(hours) if h == hour])
 
     @staticmethod
-    def _rows_of(reader: Any, batches: list[tuple[int, bool]], hour: int, table_name: str) -> Iterator[pa.Table]:
+    def _rows_of(reader: Any, batches: list[int]) -> Iterator[pa.Table]:
         held: list[pa.RecordBatch] = []
         rows = 0
-        for i, mixed in batches:
+        for i in batches:
             batch = reader.get_batch(i)
-            if mixed:  # it holds rows of other hours too
-                batch = batch.filter(pc.equal(_hours(batch, table_name), int64_scalar(hour)))
             held.append(batch)
             rows += batch.num_rows
             if rows >= ROW_GROUP_ROWS:
@@ -252,6 +250,24 @@ class Spill:
                 held, rows = table.slice(whole).to_batches(), rows - whole
         if rows:
             yield pa.Table.from_batches(held, schema=reader.schema)
+
+
+def _by_hour(batch: pa.RecordBatch, table_name: str) -> list[tuple[int, pa.RecordBatch]]:
+    """A record batch's rows by hour (`_hours`), in hour order, each hour's rows in their order."""
+    if not batch.num_rows:
+        return []
+    hours = _hours(batch, table_name)
+    bounds = pc.min_max(hours).as_py()
+    if bounds["min"] == bounds["max"]:
+        return [(bounds["min"], batch)]
+    order = pc.sort_indices(hours)  # a stable sort: rows of one hour keep their order
+    batch, hours = batch.take(order), hours.take(order)
+    counts = pc.value_counts(hours)  # in order of appearance: the hours ascending
+    out, at = [], 0
+    for hour, count in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+        out.append((hour, batch.slice(at, count)))
+        at += count
+    return out
 
 
 class LakeWriter:
