@@ -71,6 +71,18 @@ def test_spilled_rows_are_written_as_one_write_of_them_all(tmp_path: Path, schem
         assert groups[0] == ROW_GROUP_ROWS
 
 
+def test_each_spilled_record_batch_holds_one_hour(tmp_path: Path) -> None:
+    # so that writing an hour reads only its own rows: an export over many hours in random order would
+    # otherwise read every batch once per hour it holds
+    spill = Spill(tmp_path)
+    spill.add(_table(SPAN_SCHEMA, 30_000, seed=3), SPANS_DIR)
+    spill.close()
+    batches = pa.ipc.open_file(str(spill.path(SPANS_DIR))).read_all().to_batches()
+    hours = [{t // HOUR_NS for t in b.column("start_time").cast(pa.int64()).to_pylist()} for b in batches]
+    assert [h.pop() for h in hours if len(h) == 1] == spill.hours[SPANS_DIR]
+    assert sum(b.num_rows for b in batches) == 30_000 and len(set(spill.hours[SPANS_DIR])) == 3
+
+
 def _document(trace: str, start_ns: int) -> dict[str, object]:
     span = {
         "traceId": trace * 32,
