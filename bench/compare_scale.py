@@ -31,7 +31,10 @@ For each size, each phase runs in its own process (or process tree), so that its
 Then, at --identical-spans (a size of --sizes), the same lake is scored again by the tree of --baseline
 (a `git worktree` of that commit, first on PYTHONPATH, with its own `tracevals score`) and the two
 `scores/` tables are compared row for row, every column but `scored_at` (the time of scoring):
-`scores identical: yes (N rows)`, or the rows that differ. The targets are stated last, one line each.
+`scores identical: yes (N rows)`, or the rows that differ, led by where they differ per evaluator: the
+(trace, evaluator) verdicts (`passed`, `score`) the same, those that differ, the evaluators only one side
+has, the other columns that differ (a rule changed on purpose since --baseline shows there by name). The
+targets are stated last, one line each.
 
 A size whose phases are projected (linearly, from the size before) to end after --deadline, or to need
 more than 80% of the available memory, is not run, and the results say so with the projection.
@@ -307,9 +310,40 @@ def identical(base_lake: Path, lake: Path) -> tuple[bool, str]:
     with pl.Config(tbl_rows=10, tbl_cols=-1, fmt_str_lengths=60):
         return False, (
             f"scores identical: NO ({before.height:,} rows before, {after.height:,} after; "
-            f"{only_before.height:,} only before, {only_after.height:,} only after)\n"
+            f"{only_before.height:,} only before, {only_after.height:,} only after) — "
+            f"{verdict_changes(before, after)}\n"
             f"only before:\n{only_before.head(10)}\nonly after:\n{only_after.head(10)}"
         )
+
+
+def verdict_changes(before: Any, after: Any) -> str:
+    """Where two sets of score rows differ, per evaluator: the (trace, evaluator) verdicts (`passed`, `score`)
+    that are the same, that differ, that only one side has; and the other columns that differ on rows both
+    have (a rule changed on purpose shows as one evaluator's verdicts, a new evaluator as rows only after)."""
+    import polars as pl
+
+    key, verdict = ["trace_id", "evaluator"], ["passed", "score"]
+    rest = [c for c in before.columns if c in after.columns and c not in key]
+    both = before.join(after, on=key, how="inner", suffix="_after", nulls_equal=True)
+
+    def differs(column: str) -> Any:
+        return pl.col(column).ne_missing(pl.col(f"{column}_after"))
+
+    changed = both.with_columns(changed=pl.any_horizontal([differs(c) for c in verdict]))
+    per = changed.group_by("evaluator").agg(rows=pl.len(), changed=pl.col("changed").sum()).sort("evaluator")
+    same = per.filter(pl.col("changed") == 0)
+    parts = [f"verdicts (passed, score) the same on {int(same['rows'].sum()):,} rows of {same.height} evaluators"]
+    differ = per.filter(pl.col("changed") > 0)
+    if differ.height:
+        parts.append("differ: " + ", ".join(f"{e} {c:,} of {n:,}" for e, n, c in differ.iter_rows()))
+    for name, side, other in (("only before", before, after), ("only after", after, before)):
+        alone = side.join(other, on=key, how="anti", nulls_equal=True).group_by("evaluator").len().sort("evaluator")
+        if alone.height:
+            parts.append(f"{name}: " + ", ".join(f"{e} {n:,}" for e, n in alone.iter_rows()))
+    others = [c for c in rest if c not in verdict and both.select(differs(c).any()).item()]
+    if others:
+        parts.append("other columns that differ: " + ", ".join(others))
+    return "; ".join(parts)
 
 
 def worktree(rev: str, into: Path) -> Path:
