@@ -50,3 +50,28 @@ def test_the_scale_curves_breakdown_runs(tmp_path: Path, monkeypatch: pytest.Mon
     scoring.write_lake(tmp_path / "lake", 150, 7)
     out = compare_scale.phase_breakdown(tmp_path / "lake")
     assert out["traces"] == 150 and out["groups"] >= 1 and out["all_scores"] > out["traces"]
+
+
+def test_the_baseline_comparison_says_where_scores_differ() -> None:
+    """`scores identical: NO` alone told nobody whether a verdict moved: the line names, per evaluator, the
+    verdicts that differ, the evaluators one side alone has and the other columns that differ."""
+    compare_scale = pytest.importorskip("compare_scale")
+    import polars as pl
+
+    rows = {"trace_id": ["t1", "t1", "t2", "t2"], "evaluator": ["a", "b", "a", "b"], "evaluator_version": [1] * 4}
+    before = pl.DataFrame({**rows, "passed": [True, False, True, None], "score": [1.0, 0.0, 1.0, None]})
+    after = pl.concat(
+        [
+            before.with_columns(evaluator_version=pl.lit(2, pl.Int64), score=pl.Series([1.0, 0.5, 1.0, None])),
+            pl.DataFrame({"trace_id": ["t1"], "evaluator": ["c"], "evaluator_version": [1], "passed": [True],
+                          "score": [1.0]}),
+        ]
+    )  # fmt: skip
+    line = compare_scale.verdict_changes(before, after)
+    assert line == (
+        "verdicts (passed, score) the same on 2 rows of 1 evaluators; differ: b 1 of 2; only after: c 1; "
+        "other columns that differ: evaluator_version"
+    )
+    assert (
+        compare_scale.verdict_changes(before, before) == "verdicts (passed, score) the same on 4 rows of 2 evaluators"
+    )
