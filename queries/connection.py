@@ -133,14 +133,19 @@ def inlined(names: list[str], asked: set[str], snapshot: set[str]) -> set[str]:
     return {n for n, count in readers(names).items() if n not in kept and count == 1}
 
 
-def _with_inlined(name: str, query: str, bodies: dict[str, str]) -> str:
-    """View `name`'s query holding the inlined views it reads (`bodies`) as common table expressions."""
+def _held(name: str, bodies: dict[str, str]) -> list[str]:
+    """The inlined views (`bodies`) that view `name` reads: those its query holds."""
     if not bodies:
-        return query
+        return []
     from tracevals.queries.materialize import view_graph
 
-    reads = dict(view_graph())[name]
-    held = [n for n in bodies if n in reads]
+    reads = dict(view_graph()).get(name, ())
+    return [n for n in bodies if n in reads]
+
+
+def _with_inlined(name: str, query: str, bodies: dict[str, str]) -> str:
+    """View `name`'s query holding the inlined views it reads (`bodies`) as common table expressions."""
+    held = _held(name, bodies)
     if not held:
         return query
     ctes = ", ".join(f"{n} AS NOT MATERIALIZED ({_subquery(bodies[n])}\n)" for n in held)
@@ -181,10 +186,11 @@ def _define_file(
     `binding.stand_ins`) while the views after it are defined; a view of `inline` kept in `bodies`, for
     its reader to hold."""
     try:
-        if not defined_views(sql) & (snapshot | inline) and not bodies:
+        views = defined_views(sql)
+        if not views & (snapshot | inline) and not any(_held(n, bodies) for n in views):
             con.execute(sql)
             if not snapshot:
-                stand_in(sorted(defined_views(sql)))
+                stand_in(sorted(views))
             return
         for name, query in view_bodies(sql):
             query = _with_inlined(name, query, bodies)
