@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,6 +54,9 @@ TABLES: dict[str, tuple[pa.Schema, str]] = {
 _HOUR_NS = 3_600 * 10**9
 
 
+_Rows = TypeVar("_Rows", pa.Table, pa.RecordBatch)
+
+
 def _hours(table: pa.Table | pa.RecordBatch, table_name: str) -> Any:
     """Each row's hour (whole hours since the epoch, UTC) of its table's time column: its partition."""
     times = table[TABLES[table_name][1]].cast(pa.int64())  # never negative
@@ -61,16 +64,9 @@ def _hours(table: pa.Table | pa.RecordBatch, table_name: str) -> Any:
 
 
 def hour_parts(table: pa.Table, table_name: str) -> list[tuple[tuple[str, str], pa.Table]]:
-    """A non-empty table's rows by the UTC (date, hour) of its time column, in time order: the
-    partitions both writers (this one and the collector's sink) put them in."""
-    buckets = _hours(table, table_name)
-    bounds = pc.min_max(buckets).as_py()
-    if bounds["min"] == bounds["max"]:
-        return [(_partition(bounds["min"]), table)]
-    return [
-        (_partition(b), table.filter(pc.equal(buckets, int64_scalar(b))))
-        for b in sorted(pc.unique(buckets).to_pylist())
-    ]
+    """A non-empty table's rows by the UTC (date, hour) of its time column, in time order, each hour's rows
+    in their order: the partitions both writers (this one and the collector's sink) put them in."""
+    return [(_partition(hour), part) for hour, part in _by_hour(table, table_name)]
 
 
 def _partition(hour_bucket: int) -> tuple[str, str]:
@@ -252,20 +248,20 @@ class Spill:
             yield pa.Table.from_batches(held, schema=reader.schema)
 
 
-def _by_hour(batch: pa.RecordBatch, table_name: str) -> list[tuple[int, pa.RecordBatch]]:
-    """A record batch's rows by hour (`_hours`), in hour order, each hour's rows in their order."""
-    if not batch.num_rows:
+def _by_hour(rows: _Rows, table_name: str) -> list[tuple[int, _Rows]]:
+    """A table's or record batch's rows by hour (`_hours`), in hour order, each hour's rows in their order."""
+    if not rows.num_rows:
         return []
-    hours = _hours(batch, table_name)
+    hours = _hours(rows, table_name)
     bounds = pc.min_max(hours).as_py()
     if bounds["min"] == bounds["max"]:
-        return [(bounds["min"], batch)]
+        return [(bounds["min"], rows)]
     order = pc.sort_indices(hours)  # a stable sort: rows of one hour keep their order
-    batch, hours = batch.take(order), hours.take(order)
+    rows, hours = rows.take(order), hours.take(order)
     counts = pc.value_counts(hours)  # in order of appearance: the hours ascending
     out, at = [], 0
     for hour, count in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
-        out.append((hour, batch.slice(at, count)))
+        out.append((hour, rows.slice(at, count)))
         at += count
     return out
 
