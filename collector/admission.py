@@ -8,7 +8,8 @@ received (`check_memory`). Clients retry.
 
 Receivers reserve what they hold as it arrives (`admit`, `resize`), and the pipeline releases it once
 the rows are in a row group (`release`). A step that holds much for a moment (a large JSON parse) takes
-its turn (`large`). All of it under the pipeline's lock, which the exporter shares.
+its turn (`large`), and starts only once resident memory has room for it or nothing more can be freed
+(`_room`). All of it under the pipeline's lock, which the exporter shares.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import ctypes
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
@@ -42,6 +44,18 @@ def release_unused_memory() -> None:
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: not glibc
         ctypes.CDLL(None).malloc_trim(0)
+
+
+def fewer_malloc_arenas(arenas: int = 2) -> None:
+    """At most `arenas` glibc malloc arenas in this process, unless `MALLOC_ARENA_MAX` says how many. By
+    default glibc gives each thread that allocates at once an arena of its own (up to eight per core), and
+    what a request's thread frees stays in its arena, fragmented between others' live blocks: the
+    collector's resident memory grew by 200-300 MiB that `malloc_trim` could not give back. Call before
+    the threads start."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: not glibc
+        ctypes.CDLL(None).mallopt(-8, arenas)  # -8: M_ARENA_MAX (malloc.h)
 
 
 def resident_bytes() -> int:
@@ -77,6 +91,7 @@ class Admission:
         self._lock = lock
         self._queued = queued
         self._large_step = threading.Lock()  # see `large`
+        self._parked = 0  # bytes held by requests waiting for the large step's turn (they free nothing meanwhile)
         self._idle_over_warned = False
 
     @property
@@ -99,20 +114,54 @@ class Admission:
             self.stats.reserved_high_water = max(self.stats.reserved_high_water, self.reserved)
 
     @contextlib.contextmanager
-    def large(self, nbytes: int, timeout: float) -> Iterator[bool]:
-        """Around a step that holds `nbytes` for a moment (a JSON parse): True if that is over a quarter of
-        the queue, once this caller's turn came (one such step at a time; `Throttled` after `timeout`)."""
+    def large(self, nbytes: int, held: int, timeout: float) -> Iterator[bool]:
+        """Around a step that holds `nbytes` for a moment (a JSON parse) for a request that holds `held`
+        already: True if that is over a quarter of the queue, once this caller's turn came (one such step at
+        a time) and there is room for it (`_room`); `Throttled` after `timeout`."""
         if nbytes <= self.queue_bytes // 4:
             yield False
             return
-        if not self._large_step.acquire(timeout=timeout):
-            self.stats.requests_throttled += 1
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._parked += held
+        try:
+            turn = self._large_step.acquire(timeout=timeout)
+        finally:
+            with self._lock:
+                self._parked -= held
+        if not turn:
+            with self._lock:
+                self.stats.requests_throttled += 1
             raise Throttled("another large request is being decoded", self.retry_after)
         try:
+            self._room(nbytes, held, deadline)
             yield True
         finally:
             release_unused_memory()  # the parse's objects are freed: hand their pages back now
             self._large_step.release()
+
+    def _room(self, nbytes: int, held: int, deadline: float) -> None:
+        """Wait until resident memory plus `nbytes` fits under `limit_mib`, while waiting can free memory:
+        the exporter has rows to write out (others' requests, not parked behind this step, are held). The
+        periodic check alone would let a large step start just under the limit and end far over it. When
+        nothing more can be freed the step goes ahead (a request alone is always let in); `Throttled` at
+        `deadline`."""
+        if self.limiter is None:
+            return
+        hard = self.limiter.limit_mib * 1024**2
+        while resident_bytes() + nbytes > hard:
+            with self._lock:
+                if not (self._queued() or self.reserved - held - self._parked > 0):
+                    return
+                if time.monotonic() >= deadline:
+                    self.stats.requests_throttled += 1
+                    raise Throttled("memory limit reached", self.retry_after)
+                if not self.memory_over:
+                    _log.warning("tracevals collector: memory over the limit (room for a large request)")
+                self.memory_over = True  # refuse new data, and the exporter writes the queue out now
+                self._lock.notify_all()
+                self._lock.wait(0.05)
+            release_unused_memory()  # what the exporter freed, back to the system before RSS is read again
 
     def resize(self, old: int, new: int) -> int:
         """Change a reservation (no throttling: the request is already read); returns `new`."""
@@ -151,10 +200,10 @@ class Admission:
         with self._lock:
             rss = resident_bytes()
             busy = self._queued() or self.reserved > 0
-            if soft < rss <= hard and not busy:
+            if rss > soft and not busy:
                 release_unused_memory()
                 rss = resident_bytes()
-                if rss > soft and not self._idle_over_warned:
+                if soft < rss <= hard and not self._idle_over_warned:
                     self._idle_over_warned = True
                     _log.warning(
                         "tracevals collector: %d MiB resident with nothing queued, over the memory limiter's soft "

@@ -321,3 +321,24 @@ def post_chunked(port: int, body: bytes, size: int) -> tuple[http.client.HTTPRes
         return response, response.read()
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("cut", ["POST /v1/tra", "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Ty"])
+def test_a_client_that_resets_mid_request_leaves_no_traceback(
+    collector: Collector, capfd: pytest.CaptureFixture[str], cut: str
+) -> None:
+    """A connection reset by the client inside its request line or headers (an exporter killed, a proxy that
+    gave up) is the client's business: no traceback on the collector's stderr, and the next request is served."""
+    import struct
+
+    sock = socket.create_connection(("127.0.0.1", collector.http_port), timeout=10)
+    sock.sendall(cut.encode())
+    time.sleep(0.2)  # the collector is waiting inside the line for the rest
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+    sock.close()
+    time.sleep(0.2)
+    status, _, _ = raw(collector.http_port, head(**{"Content-Length": str(len(request(["after-reset"])))}),
+                       request(["after-reset"]))  # fmt: skip
+    assert status == 200
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ConnectionResetError" not in err, err

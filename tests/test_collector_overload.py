@@ -254,3 +254,49 @@ def test_memory_limiter_refuses_only_when_refusing_can_help(
             pipeline.admission.admit(1024)
     else:
         pipeline.admission.admit(1024)
+
+
+@pytest.mark.parametrize("drained", [True, False])
+def test_a_large_parse_waits_for_room_while_the_exporter_can_free_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drained: bool
+) -> None:
+    """A parse that would take resident memory past `limit_mib` waits while the exporter has rows to write
+    out (it frees memory), and starts once they are written; if they never are, it is refused at its
+    deadline. The periodic check alone let such a parse start just under the limit and end far over it."""
+    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
+    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
+    resident = {"mib": 450}
+    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident["mib"] * 1024**2)
+    pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    written = threading.Event()
+
+    def exporter() -> None:  # what the exporter does: the queue written out, its memory handed back
+        time.sleep(0.3)
+        with pipeline._cond:
+            pipeline._pending.clear()
+            resident["mib"] = 200
+            written.set()
+
+    if drained:
+        threading.Thread(target=exporter).start()
+        with pipeline.admission.large(100 * 1024**2, 0, timeout=30) as large:
+            assert large and written.is_set()
+        assert pipeline.admission.memory_over  # meanwhile new data was refused (until the next check)
+    else:
+        with pytest.raises(Throttled, match="memory limit"), pipeline.admission.large(100 * 1024**2, 0, timeout=0.3):
+            pytest.fail("the parse started with no room for it")
+
+
+@pytest.mark.parametrize(("resident_mib", "queued"), [(300, True), (450, False)])
+def test_a_large_parse_starts_at_once_with_room_or_with_nothing_to_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_mib: int, queued: bool
+) -> None:
+    """Room under the limit, or nothing the exporter could write out (waiting would free nothing): no wait."""
+    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
+    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
+    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident_mib * 1024**2)
+    if queued:
+        pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    with pipeline.admission.large(100 * 1024**2, 0, timeout=0.0) as large:
+        assert large
+    assert not pipeline.admission.memory_over

@@ -92,8 +92,10 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
             pin(chosen)  # checks the list, then pins, before the collector starts its threads
     except CpuError as exc:
         raise click.ClickException(str(exc)) from None
+    from tracevals.collector.admission import fewer_malloc_arenas
     from tracevals.collector.service import Collector  # imported here: --validate stays fast
 
+    fewer_malloc_arenas()  # this process is the collector's own: before any of its threads
     collector = Collector(config)
     for warning in collector.warnings():
         click.echo(f"tracevals collect: warning: {warning}", err=True)
