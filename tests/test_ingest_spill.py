@@ -115,3 +115,35 @@ def test_a_bad_file_leaves_neither_rows_nor_what_was_read(tmp_path: Path, monkey
     assert done.exit_code == 0, done.output
     assert [(r["file"], r["spans"]) for r in json.loads(done.output)] == [(str(p), 1) for p in good]
     assert len(list((lake / "spans").rglob("*.parquet"))) == 3 and not list(spills.iterdir())
+
+
+def test_a_full_temporary_disk_is_one_line_naming_tmpdir_and_the_lake_is_untouched(tmp_path: Path) -> None:
+    """The rows read wait in TMPDIR; when that disk fills, the error names it and what to do (not the lake's
+    advice for a full lake), nothing reaches the lake and nothing is left in TMPDIR. A real full disk: a 1 MiB
+    tmpfs in a private mount namespace."""
+    import os
+    import subprocess
+
+    from fixtures.faults import PYTHON_CLI, DiskNamespace, otlp_json_body
+
+    if DiskNamespace.available():
+        pytest.skip(DiskNamespace.available())
+    export = tmp_path / "export.json"
+    export.write_bytes(otlp_json_body(20_000, seed=3, value_bytes=40))  # ~8 MB of rows to spill
+    disk = DiskNamespace(tmp_path / "tmp", 1)
+    try:
+        result = subprocess.run(
+            [*disk.prefix, *PYTHON_CLI, "ingest", "--lake", str(tmp_path / "lake"), str(export)],
+            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        left = sorted(p.name for p in disk.path(tmp_path / "tmp").iterdir())
+    finally:
+        disk.close()
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: no room left in {tmp_path / 'tmp'} for the rows read"), line
+    assert "set TMPDIR" in line and "Nothing was written to the lake" in line and "compact" not in line, line
+    assert not list((tmp_path / "lake").rglob("*.parquet")) and left == []

@@ -71,8 +71,8 @@ def operational_error(exc: OSError) -> str | None:
     fix = _FIXES.get(exc.errno or 0)
     if fix is None:
         return None
-    where = f" {exc.filename}" if exc.filename else ""
-    return f"cannot use{where}: {exc.strerror or exc}; {fix}"
+    where = f"cannot use {exc.filename}: " if exc.filename else ""  # Arrow's errors name no file
+    return f"{where}{exc.strerror or exc}; {fix}"
 
 
 def _interrupted(exc: Exception) -> bool:

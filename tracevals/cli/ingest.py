@@ -8,6 +8,7 @@ conversion, many files at a time); a file it does not take is read by the valida
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -192,8 +193,17 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
 
         def keep(read: Read) -> None:
             spans, logs, _ = redacted(read)
-            spill.add(spans, SPANS_DIR)
-            spill.add(logs, LOGS_DIR)
+            try:
+                spill.add(spans, SPANS_DIR)
+                spill.add(logs, LOGS_DIR)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                raise click.ClickException(
+                    f"no room left in {Path(folder).parent} for the rows read ({exc.strerror or exc}): they wait "
+                    "there until every file is checked; set TMPDIR to a folder on a disk with room for about the "
+                    "input's size. Nothing was written to the lake"
+                ) from None
 
         counts = _fast(files, input_format, keep)
         for i, path in enumerate(files):
