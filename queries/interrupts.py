@@ -1,4 +1,4 @@
-"""Ctrl-C that stops a DuckDB query.
+"""Ctrl-C (and SIGTERM) that stops a DuckDB query.
 
 DuckDB's Python client takes a SIGINT that arrives while it works: during a query it usually ends the query
 with `RuntimeError("Query interrupted")`, but one that arrives while a statement is being prepared or
@@ -6,6 +6,11 @@ started is dropped, and the query then runs to its end (seen on DuckDB 2.0 in ab
 against a long `tracevals sql`). So every connection tracevals opens is made by `connect`, which keeps a weak
 reference to it, and the command line's SIGINT handler (`installed`) interrupts every open one before raising
 KeyboardInterrupt as Python's own handler does: the query stops wherever the signal fell.
+
+SIGTERM (a process manager, CI cancelling a job, `timeout`, `kill`) is taken the same way: Python's default
+ends the process on the spot, so no `finally` ran and a command left its temporary files behind (`ingest`'s
+rows waiting in TMPDIR, DuckDB's spill folder). Under `installed` it unwinds like Ctrl-C; `stopped_by` says
+which signal it was (the command line then exits 143, as a shell reports a SIGTERM).
 """
 
 from __future__ import annotations
@@ -40,12 +45,19 @@ def interrupt_all() -> None:
 
 
 _STOPPING = [False]  # Ctrl-C came: `check` raises at the next checkpoint
+_SIGNAL = [0]  # the signal `installed`'s handler last took (SIGINT or SIGTERM), until the next `installed`
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     _STOPPING[0] = True
+    _SIGNAL[0] = signum
     interrupt_all()
     raise KeyboardInterrupt
+
+
+def stopped_by() -> int:
+    """The signal that stopped the last `installed` block (0: none)."""
+    return _SIGNAL[0]
 
 
 def _on_sigint_quietly(signum: int, frame: FrameType | None) -> None:
@@ -73,17 +85,22 @@ def _settable() -> bool:
 
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
-    """While inside: SIGINT interrupts every open connection, then raises KeyboardInterrupt; the handler
-    before is put back after, and a Ctrl-C taken is forgotten (a long-lived process, a test runner, goes on).
-    Where `_settable` says no, nothing changes."""
+    """While inside: SIGINT (and SIGTERM, unless it is ignored) interrupts every open connection, then
+    raises KeyboardInterrupt; the handlers before are put back after, and a signal taken is forgotten (a
+    long-lived process, a test runner, goes on; `stopped_by` still says which it was). A command that sets
+    its own handlers inside (`collect`, `run`, `score`) keeps them. Where `_settable` says no, nothing
+    changes."""
+    _SIGNAL[0] = 0
     if not _settable():
         yield
         return
-    before = signal.signal(signal.SIGINT, _on_sigint)
+    signals = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN else [])
+    before = {sig: signal.signal(sig, _on_sigint) for sig in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, before)
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
         _STOPPING[0] = False
 
 

@@ -154,6 +154,39 @@ def test_ctrl_c_stops_a_query_with_one_line(filled_lake: Path, after_cpu_s: floa
     assert "Traceback" not in err and err.strip().splitlines() == ["Aborted!"], err
 
 
+@pytest.mark.parametrize("after_cpu_s", [1.0, 3.0])
+def test_sigterm_stops_a_query_and_removes_the_spill_folder(
+    filled_lake: Path, tmp_path: Path, after_cpu_s: float
+) -> None:
+    """SIGTERM (`timeout`, a process manager) during a long query: it stops as Ctrl-C does, one line, exit 143
+    as a shell reports a SIGTERM, and DuckDB's spill folder (removed at exit) is gone; Python's default
+    ended the process on the spot and left it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    query = "select count(*) from range(1000000000000) a"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracevals", "sql", "--lake", str(filled_lake), query],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    try:
+        while _cpu_seconds(process.pid) < after_cpu_s and process.poll() is None:
+            time.sleep(0.01)  # well past the imports: into the query
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143, err
+    assert err.strip().splitlines() == ["Aborted! (SIGTERM)"], err
+    assert not list(tmp_path.glob("tracevals-spill-*"))
+
+
 def test_table_keeps_square_brackets_in_values(filled_lake: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "select '[a, b]' as v"])
     assert result.exit_code == 0 and "[a, b]" in result.output

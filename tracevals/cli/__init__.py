@@ -84,6 +84,18 @@ def _interrupted(exc: Exception) -> bool:
     return type(exc) is RuntimeError and str(exc) == "Query interrupted"
 
 
+def _exit_if_terminated() -> None:
+    """After a stop: a SIGTERM's unwound command (temporary files removed) exits 143, as a shell reports it;
+    Ctrl-C goes on to click's "Aborted!"."""
+    import signal
+
+    from tracevals.queries.interrupts import stopped_by
+
+    if stopped_by() == signal.SIGTERM:
+        click.echo("Aborted! (SIGTERM)", err=True)
+        raise SystemExit(128 + signal.SIGTERM)
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -108,8 +120,11 @@ class LazyGroup(click.Group):
         from tracevals.queries.interrupts import installed
 
         try:
-            with installed():  # Ctrl-C stops a DuckDB query wherever it falls
+            with installed():  # Ctrl-C (and SIGTERM) stops a DuckDB query wherever it falls
                 return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _exit_if_terminated()
+            raise
         except UserError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
@@ -121,6 +136,7 @@ class LazyGroup(click.Group):
             raise click.ClickException(message) from None
         except Exception as exc:
             if _interrupted(exc):  # Ctrl-C inside a DuckDB query: what Ctrl-C anywhere else gives
+                _exit_if_terminated()
                 raise click.Abort() from None
             if type(exc).__name__ != "OutOfMemoryException" or "duckdb" not in type(exc).__module__:
                 raise
