@@ -45,12 +45,59 @@ FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
 _PROTOBUF_SUFFIXES = (".pb", ".bin", ".protobuf")
 
 
+# compressed files, by their first bytes: what a file exporter or `gzip` / `zstd` leave
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bz2"}
+_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2")
+
+
+def _compression(path: Path) -> str | None:
+    """The codec a file is compressed with (gzip, zstd, bz2), from its first bytes; None: not compressed."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return next((codec for magic, codec in _COMPRESSED.items() if head.startswith(magic)), None)
+
+
+def _file_bytes(path: Path) -> bytes:
+    """A file's bytes, decompressed when it is gzip, zstd or bz2 (whatever its name)."""
+    codec = _compression(path)
+    if codec is None:
+        return path.read_bytes()
+    try:
+        return bytes(pa.CompressedInputStream(pa.OSFile(str(path)), codec).read())
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise OTLPDecodeError(f"not a whole {codec} file: {str(exc).splitlines()[0]}") from None
+
+
+def _is_protobuf(path: Path, given: str) -> bool:
+    """Whether a file is read as OTLP protobuf: `--input-format otlp-proto`, or its name (`.pb`, `.bin`,
+    `.protobuf`, before a compression suffix)."""
+    if given != "auto":
+        return given == "otlp-proto"
+    name = path.name.lower()
+    for suffix in _COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name.endswith(_PROTOBUF_SUFFIXES)
+
+
+def _documents(data: bytes) -> list[tuple[int, bytes]]:
+    """A JSON file's documents, each with the line it starts on: a JSON Lines file (the OTLP file exporter's
+    format, one TracesData or LogsData document a line, `.jsonl`; the Collector's `file` exporter writes it)
+    gives each non-blank line; any other file is one document (line 1)."""
+    body = data.removeprefix(b"\xef\xbb\xbf")  # a byte order mark, as some editors write
+    first, newline, rest = body.lstrip().partition(b"\n")
+    first = first.strip()
+    if newline and first.startswith(b"{") and first.endswith(b"}") and rest.strip():
+        return [(n, line) for n, line in enumerate(body.split(b"\n"), 1) if line.strip()]
+    return [(1, data)]
+
+
 def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
     """A file's span and log tables, and the format it was read as (`given`, or detected: `.pb` / `.bin` /
     `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
-    Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON)."""
-    data = path.read_bytes()
-    if given == "otlp-proto" or (given == "auto" and path.suffix in _PROTOBUF_SUFFIXES):
+    Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON). A compressed file is read
+    decompressed, a JSON Lines file document by document (an error names the line)."""
+    data = _file_bytes(path)
+    if _is_protobuf(path, given):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         request = ExportTraceServiceRequest()
@@ -59,6 +106,24 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
         return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
+    documents = _documents(data)
+    del data
+    if len(documents) == 1:
+        return _read_document(documents[0][1], given, path)
+    spans, logs, found = [], [], set()
+    for line, document in documents:
+        try:
+            s, g, f = _read_document(document, given, path)
+        except OTLPDecodeError as exc:
+            raise OTLPDecodeError(f"line {line}: {exc}") from None
+        spans.append(s)
+        logs.append(g)
+        found.add(f)
+    return pa.concat_tables(spans), pa.concat_tables(logs), "/".join(sorted(found)) + " lines"
+
+
+def _read_document(data: bytes, given: str, path: Path) -> tuple[pa.Table, pa.Table, str]:
+    """One JSON document's span and log tables, and the format it was read as (see `_read`)."""
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     found = "otlp-json"
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and "resourceSpans" not in doc:
@@ -96,33 +161,53 @@ def _fast(files: tuple[Path, ...], given: str, keep: Callable[[Read], None]) -> 
     """The files the fast path takes (by position): their span and log rows counted, the tables handed to
     `keep`, read as OTLP/JSON. Files are read and converted `json_columnar.GROUP_BYTES` at a time, a batch's
     tables kept together, and what is left of its arrays freed before the next: memory stays bounded by a
-    batch."""
+    batch. A compressed file is a batch of its own (its size on disk says little of what it holds); a JSON
+    Lines file's documents are converted together, and the file is taken only if every one of them is."""
     if os.environ.get("TRACEVALS_INGEST_FAST", "1") == "0" or given in ("otlp-proto", "jaeger"):
         return {}
-    json_files = [i for i, path in enumerate(files) if given != "auto" or path.suffix not in _PROTOBUF_SUFFIXES]
+    json_files = [i for i, path in enumerate(files) if not _is_protobuf(path, given)]
     out: dict[int, Counts] = {}
     batch: list[int] = []
     size = 0
 
     def convert() -> None:
-        bodies = [files[i].read_bytes() for i in batch]
-        taken = [(i, t) for i, t in zip(batch, json_columnar.tables(bodies), strict=True) if t is not None]
+        owners: list[int] = []  # the file of each document
+        lines: set[int] = set()  # the JSON Lines files
+        bodies: list[bytes] = []
+        for i in batch:
+            try:
+                documents = _documents(_file_bytes(files[i]))
+            except OTLPDecodeError:
+                continue  # the slow path says what is wrong with it
+            owners += [i] * len(documents)
+            bodies += [document for _, document in documents]
+            if len(documents) > 1:
+                lines.add(i)
+        converted = json_columnar.tables(bodies)
         batch.clear()
         del bodies
+        refused = {i for i, t in zip(owners, converted, strict=True) if t is None}
+        taken = [(i, t) for i, t in zip(owners, converted, strict=True) if t is not None and i not in refused]
+        del converted
         if taken:
             keep((pa.concat_tables([s for _, (s, _) in taken]), pa.concat_tables([g for _, (_, g) in taken]), ""))
             for i, (s, g) in taken:
-                out[i] = (s.num_rows, g.num_rows, "otlp-json")
+                spans, logs, _ = out.get(i, (0, 0, ""))
+                out[i] = (spans + s.num_rows, logs + g.num_rows, "otlp-json lines" if i in lines else "otlp-json")
         del taken
         pa.default_memory_pool().release_unused()
 
     for i in json_files:
+        compressed = _compression(files[i]) is not None
         length = files[i].stat().st_size
-        if batch and size + length > json_columnar.GROUP_BYTES:
+        if batch and (compressed or size + length > json_columnar.GROUP_BYTES):
             convert()
             size = 0
         batch.append(i)
         size += length
+        if compressed:
+            convert()
+            size = 0
     if batch:
         convert()
     return out
@@ -159,9 +244,11 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
 
     \b
     JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
-    resourceLogs, or are a Jaeger export (data[].spans, as its UI and API give them) or a
-    Tempo one (batches, or {"trace": ...}); `.pb` files hold a protobuf
-    ExportTraceServiceRequest. Every file is checked before anything is written;
+    resourceLogs, one document a file or one a line (JSON Lines, as the Collector's
+    `file` exporter writes them), or are a Jaeger export (data[].spans, as its UI and
+    API give them) or a Tempo one (batches, or {"trace": ...}); `.pb` files hold a
+    protobuf ExportTraceServiceRequest. Any of them may be gzip, zstd or bz2 compressed.
+    Every file is checked before anything is written;
     until then what was read waits in a temporary folder (TMPDIR), not in memory.
     Secrets in content (API keys, tokens, passwords, ...) are redacted on the way in,
     as the collector's `redaction` processor does.
@@ -171,6 +258,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
       tracevals ingest --lake lake traces/*.json
       tracevals ingest --lake lake --format json export.pb
       tracevals ingest --lake lake jaeger-trace.json      # detected as Jaeger
+      tracevals ingest --lake lake otelcol-traces.jsonl.gz   # the Collector's file exporter, gzipped
     """
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         # the C allocator gives back what a batch of files freed before the next (mimalloc keeps ~15% more)
