@@ -231,6 +231,17 @@ def test_after_the_garbage_everything_accepted_is_written(shared: Collector, tmp
     assert shared.pipeline.stats.spans_accepted >= 1 and TRACES == 1
 
 
+def _limited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_mib: int, queued: bool) -> Pipeline:
+    """A pipeline under a 512 MiB memory limiter (soft limit 410) whose process holds `resident_mib`, with one
+    request waiting for the exporter when `queued`."""
+    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
+    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
+    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident_mib * 1024**2)
+    if queued:
+        pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    return pipeline
+
+
 @pytest.mark.parametrize(
     ("resident_mib", "queued", "refused"),
     [
@@ -243,11 +254,7 @@ def test_after_the_garbage_everything_accepted_is_written(shared: Collector, tmp
 def test_memory_limiter_refuses_only_when_refusing_can_help(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_mib: int, queued: bool, refused: bool
 ) -> None:
-    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
-    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
-    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident_mib * 1024**2)
-    if queued:
-        pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    pipeline = _limited(tmp_path, monkeypatch, resident_mib, queued)
     pipeline.admission.check_memory()
     if refused:
         with pytest.raises(Throttled, match="memory limit"):
@@ -263,11 +270,9 @@ def test_a_large_parse_waits_for_room_while_the_exporter_can_free_memory(
     """A parse that would take resident memory past `limit_mib` waits while the exporter has rows to write
     out (it frees memory), and starts once they are written; if they never are, it is refused at its
     deadline. The periodic check alone let such a parse start just under the limit and end far over it."""
-    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
-    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
+    pipeline = _limited(tmp_path, monkeypatch, 450, True)
     resident = {"mib": 450}
     monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident["mib"] * 1024**2)
-    pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
     written = threading.Event()
 
     def exporter() -> None:  # what the exporter does: the queue written out, its memory handed back
@@ -292,11 +297,7 @@ def test_a_large_parse_starts_at_once_with_room_or_with_nothing_to_free(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resident_mib: int, queued: bool
 ) -> None:
     """Room under the limit, or nothing the exporter could write out (waiting would free nothing): no wait."""
-    limits = {"processors": {"memory_limiter": {"limit_mib": 512, "spike_limit_mib": 102}}}
-    pipeline = Pipeline(parse_config(config_document(tmp_path / "lake", limits)))
-    monkeypatch.setattr(admission_module, "resident_bytes", lambda: resident_mib * 1024**2)
-    if queued:
-        pipeline._pending.append(Queued(TRACES, b"", ref=Ref(1, 8), reserved=0, count=1))
+    pipeline = _limited(tmp_path, monkeypatch, resident_mib, queued)
     with pipeline.admission.large(100 * 1024**2, 0, timeout=0.0) as large:
         assert large
     assert not pipeline.admission.memory_over
