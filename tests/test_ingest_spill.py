@@ -172,7 +172,9 @@ def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path) -> 
         text=True,
     )
     try:
-        assert until(lambda: any((tmp_path / "tmp").iterdir()), timeout=120), "ingest never made its folder"
+        # its own folder, not any file: `tempfile` probes TMPDIR with a short-lived file of its own at start
+        folder = lambda: any(p.name.startswith("tracevals-ingest-") for p in (tmp_path / "tmp").iterdir())  # noqa: E731
+        assert until(folder, timeout=120), "ingest never made its folder"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
