@@ -73,14 +73,12 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
-def _settable() -> bool:
-    """Whether this process may take SIGINT here: on the main thread only (a signal handler cannot be set
-    elsewhere), and not where SIGINT is ignored (a background job's)."""
+def _settable(sig: int = signal.SIGINT) -> bool:
+    """Whether this process may take `sig` here: on the main thread only (a signal handler cannot be set
+    elsewhere), and not where it is ignored (SIGINT in a shell's background job, `nohup`'s SIGHUP)."""
     import threading
 
-    return (
-        threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    )
+    return threading.current_thread() is threading.main_thread() and signal.getsignal(sig) is not signal.SIG_IGN
 
 
 @contextlib.contextmanager
@@ -89,13 +87,10 @@ def installed() -> Iterator[None]:
     raises KeyboardInterrupt; the handlers before are put back after, and a signal taken is forgotten (a
     long-lived process, a test runner, goes on; `stopped_by` still says which it was). A command that sets
     its own handlers inside (`collect`, `run`, `score`) keeps them. Where `_settable` says no, nothing
-    changes."""
+    changes. Each signal is judged on its own: a background job (`tracevals ingest ... &` from a script)
+    ignores SIGINT, and a SIGTERM must still unwind it."""
     _SIGNAL[0] = 0
-    if not _settable():
-        yield
-        return
-    signals = [signal.SIGINT] + ([signal.SIGTERM] if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN else [])
-    before = {sig: signal.signal(sig, _on_sigint) for sig in signals}
+    before = {sig: signal.signal(sig, _on_sigint) for sig in (signal.SIGINT, signal.SIGTERM) if _settable(sig)}
     try:
         yield
     finally:
