@@ -339,6 +339,34 @@ def test_every_command_reads_one_time_grammar() -> None:
     assert sorted(ranged) == ["cases extract", "gate", "report", "score", "sql"]
 
 
+# What each command that needs --lake is given besides, so that --lake is all it lacks (`{tmp}`: a folder).
+_ALL_BUT_THE_LAKE = {
+    "cases extract": ["--out", "{tmp}/cases"],
+    "compact": [],
+    "export": ["--out", "{tmp}/spans.parquet", "spans"],
+    "gate": [],
+    "ingest": ["{tmp}/spans.json"],
+    "report": ["--out", "{tmp}/report.json"],
+    "sql": ["select 1"],
+    "ui": [],
+}
+
+
+def test_a_command_without_its_lake_says_which_option_is_missing(tmp_path: Path, monkeypatch: Any) -> None:
+    """Every command that requires --lake (and has no TRACEVALS_LAKE) stops with click's usage error, exit 2.
+    An explicit `default=None` made click 8.3+ take the option as given: the command ran with no lake and
+    ended in a TypeError traceback."""
+    monkeypatch.delenv("TRACEVALS_LAKE", raising=False)
+    (tmp_path / "spans.json").write_text('{"resourceSpans": []}', encoding="utf-8")
+    needing = sorted(name for name, command in _commands() for p in command.params if p.name == "lake" and p.required)
+    assert needing == sorted(_ALL_BUT_THE_LAKE)  # a new command that needs a lake is added above
+    for name in needing:
+        rest = [a.format(tmp=tmp_path) for a in _ALL_BUT_THE_LAKE[name]]
+        result = CliRunner().invoke(main, [*name.split(), *rest])
+        assert result.exit_code == 2 and "Missing option '--lake'" in result.output, (name, result.output)
+        assert isinstance(result.exception, SystemExit), (name, result.exception)
+
+
 def test_a_missing_sql_file_is_a_clear_error(filled_lake: Path) -> None:
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "nope/question.sql"])
     assert result.exit_code == 1 and "no such .sql file" in result.output

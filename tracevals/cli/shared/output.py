@@ -109,15 +109,10 @@ def lake_option(help: str, default: str | None = None, reads: bool = True) -> An
     """`--lake` (env TRACEVALS_LAKE): required unless a default is given. `reads`: the command reads the
     lake's files, so it also takes `--strict` (env TRACEVALS_STRICT): an unreadable file fails the command
     instead of being skipped with a warning (`queries.sources`)."""
-    lake = click.option(
-        "--lake",
-        type=LakeType(),
-        envvar=env.LAKE,
-        required=default is None,
-        default=default,
-        show_default=default is not None,
-        help=help,
-    )
+    # No `default=None` for a required option: click (8.3+) takes an explicit None as a value given, so a
+    # missing --lake reached the command as None (a TypeError traceback) instead of "Missing option".
+    given: dict[str, Any] = {} if default is None else {"default": default, "show_default": True}
+    lake = click.option("--lake", type=LakeType(), envvar=env.LAKE, required=default is None, help=help, **given)
     if not reads:
         return lake
 
