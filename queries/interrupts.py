@@ -1,4 +1,4 @@
-"""Ctrl-C (and SIGTERM) that stops a DuckDB query.
+"""Ctrl-C (and SIGTERM, SIGHUP) that stops a DuckDB query.
 
 DuckDB's Python client takes a SIGINT that arrives while it works: during a query it usually ends the query
 with `RuntimeError("Query interrupted")`, but one that arrives while a statement is being prepared or
@@ -7,10 +7,11 @@ against a long `tracevals sql`). So every connection tracevals opens is made by 
 reference to it, and the command line's SIGINT handler (`installed`) interrupts every open one before raising
 KeyboardInterrupt as Python's own handler does: the query stops wherever the signal fell.
 
-SIGTERM (a process manager, CI cancelling a job, `timeout`, `kill`) is taken the same way: Python's default
-ends the process on the spot, so no `finally` ran and a command left its temporary files behind (`ingest`'s
-rows waiting in TMPDIR, DuckDB's spill folder). Under `installed` it unwinds like Ctrl-C; `stopped_by` says
-which signal it was (the command line then exits 143, as a shell reports a SIGTERM).
+SIGTERM (a process manager, CI cancelling a job, `timeout`, `kill`) and SIGHUP (the terminal closed) are taken
+the same way: Python's default ends the process on the spot, so no `finally` ran and a command left its
+temporary files behind (`ingest`'s rows waiting in TMPDIR, DuckDB's spill folder). Under `installed` they
+unwind like Ctrl-C; `stopped_by` says which signal it was (the command line then exits 128 + the signal, 143
+for SIGTERM, as a shell reports it).
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ def interrupt_all() -> None:
             con.interrupt()
 
 
+# What stops a command: Ctrl-C, SIGTERM, and SIGHUP (the terminal closed, an ssh session dropped; not where
+# `nohup` ignores it; Windows has none)
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))
 _STOPPING = [False]  # Ctrl-C came: `check` raises at the next checkpoint
-_SIGNAL = [0]  # the signal `installed`'s handler last took (SIGINT or SIGTERM), until the next `installed`
+_SIGNAL = [0]  # the signal `installed`'s handler last took (of STOPPING_SIGNALS), until the next `installed`
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -56,7 +60,7 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
 
 
 def stopped_by() -> int:
-    """The signal that stopped the last `installed` block (0: none)."""
+    """The signal that stopped the last `installed` block (0: none): SIGINT, SIGTERM or SIGHUP."""
     return _SIGNAL[0]
 
 
@@ -83,14 +87,14 @@ def _settable(sig: int = signal.SIGINT) -> bool:
 
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
-    """While inside: SIGINT (and SIGTERM, unless it is ignored) interrupts every open connection, then
+    """While inside: SIGINT (and SIGTERM, SIGHUP: `STOPPING_SIGNALS`) interrupts every open connection, then
     raises KeyboardInterrupt; the handlers before are put back after, and a signal taken is forgotten (a
     long-lived process, a test runner, goes on; `stopped_by` still says which it was). A command that sets
-    its own handlers inside (`collect`, `run`, `score`) keeps them. Where `_settable` says no, nothing
-    changes. Each signal is judged on its own: a background job (`tracevals ingest ... &` from a script)
-    ignores SIGINT, and a SIGTERM must still unwind it."""
+    its own handlers inside (`collect`, `run`, `score`) keeps them. Each signal is judged on its own
+    (`_settable`): one that is ignored stays ignored (a shell's background job ignores SIGINT, `nohup`
+    SIGHUP), and the others still unwind the command."""
     _SIGNAL[0] = 0
-    before = {sig: signal.signal(sig, _on_sigint) for sig in (signal.SIGINT, signal.SIGTERM) if _settable(sig)}
+    before = {sig: signal.signal(sig, _on_sigint) for sig in STOPPING_SIGNALS if _settable(sig)}
     try:
         yield
     finally:

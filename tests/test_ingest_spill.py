@@ -149,14 +149,15 @@ def test_a_full_temporary_disk_is_one_line_naming_tmpdir_and_the_lake_is_untouch
     assert not list((tmp_path / "lake").rglob("*.parquet")) and left == []
 
 
-@pytest.mark.parametrize("sigint", ["default", "ignored"])
-def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, sigint: str) -> None:
+@pytest.mark.parametrize(("stop", "sigint"), [("SIGTERM", "default"), ("SIGTERM", "ignored"), ("SIGHUP", "default")])
+def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, stop: str, sigint: str) -> None:
     """SIGTERM (a process manager, `timeout`, CI cancelling a job) used to end `ingest` on the spot, leaving
     the rows it had read in TMPDIR (88 MB after 2 s of a 40-file export). It unwinds like Ctrl-C now: the
     temporary folder is removed, nothing reaches the lake, one line, exit 143. The export's last file is a
     FIFO nobody writes to, so the signal lands while `ingest` is inside its temporary folder. "ignored":
     started as a shell's background job (`tracevals ingest ... &`), which ignores SIGINT; SIGTERM was then
-    left to Python's default too (seen on CI, whose runner starts the suite that way)."""
+    left to Python's default too (seen on CI, whose runner starts the suite that way). SIGHUP (the terminal
+    closed) is taken the same way: exit 129."""
     import os
     import signal
     import subprocess
@@ -179,12 +180,12 @@ def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, sig
         # its own folder, not any file: `tempfile` probes TMPDIR with a short-lived file of its own at start
         folder = lambda: any(p.name.startswith("tracevals-ingest-") for p in (tmp_path / "tmp").iterdir())  # noqa: E731
         assert until(folder, timeout=120), "ingest never made its folder"
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.Signals[stop])
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
         proc.wait()
-    assert proc.returncode == 143, err
-    assert err.strip().splitlines() == ["Aborted! (SIGTERM)"], err
+    assert proc.returncode == 128 + signal.Signals[stop], err
+    assert err.strip().splitlines() == [f"Aborted! ({stop})"], err
     assert list((tmp_path / "tmp").iterdir()) == []
     assert not list((tmp_path / "lake").rglob("*.parquet"))

@@ -85,15 +85,16 @@ def _interrupted(exc: Exception) -> bool:
 
 
 def _exit_if_terminated() -> None:
-    """After a stop: a SIGTERM's unwound command (temporary files removed) exits 143, as a shell reports it;
-    Ctrl-C goes on to click's "Aborted!"."""
+    """After a stop: a SIGTERM's (or SIGHUP's) unwound command (temporary files removed) exits 128 + the
+    signal (143, 129), as a shell reports it; Ctrl-C goes on to click's "Aborted!"."""
     import signal
 
     from tracevals.queries.interrupts import stopped_by
 
-    if stopped_by() == signal.SIGTERM:
-        click.echo("Aborted! (SIGTERM)", err=True)
-        raise SystemExit(128 + signal.SIGTERM)
+    taken = stopped_by()
+    if taken and taken != signal.SIGINT:
+        click.echo(f"Aborted! ({signal.Signals(taken).name})", err=True)
+        raise SystemExit(128 + taken)
 
 
 class LazyGroup(click.Group):
@@ -120,7 +121,7 @@ class LazyGroup(click.Group):
         from tracevals.queries.interrupts import installed
 
         try:
-            with installed():  # Ctrl-C (and SIGTERM) stops a DuckDB query wherever it falls
+            with installed():  # Ctrl-C (and SIGTERM, SIGHUP) stops a DuckDB query wherever it falls
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             _exit_if_terminated()
