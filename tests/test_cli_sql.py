@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import json
 import os
 from pathlib import Path
@@ -565,3 +567,80 @@ def test_plain_columns_print_as_arrow_would_print_them(filled_lake: Path, tmp_pa
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "plain.out").read_text() == (tmp_path / "arrow.out").read_text()
+
+
+# A session id and an agent name a hostile agent (or a prompt injection) could make: colour, clear-screen and
+# window-title sequences, rich markup, a carriage return, an 8-bit CSI, a right-to-left override.
+HOSTILE_ID = "s-\x1b[1mBOLD\x1b[0m\x1b]0;pwned\x07\x1b[2J[bold]x[/bold]\rback\x9b31m\u202eevil"
+
+
+@pytest.fixture
+def hostile_lake(lake: Path, telemetry: tracevals.Telemetry) -> Path:
+    with tracevals.session(HOSTILE_ID), tracevals.agent("agent\x1b[5m"):
+        get_orders(customer_id="cus_001")
+    telemetry.force_flush()
+    return lake
+
+
+def _acted_on(text: str) -> list[str]:
+    """The characters of `text` a terminal would act on rather than show (newline and tab aside)."""
+    return sorted({c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F or c == "\u202e"})
+
+
+def test_a_table_shows_a_hostile_value_escaped_and_piped_data_keeps_it_exact(hostile_lake: Path) -> None:
+    """A table (`sql`, `score`) is for reading: every control character of a value is shown as its escape,
+    so a span cannot clear the screen, set the title or reorder the line. CSV and JSON into a pipe keep the
+    value exact: `click.echo` stripped what looked like a colour code from a value (`\\x1b[1m`) there."""
+    import subprocess
+    import sys
+
+    query = "select session_id, agent_name from spans where session_id is not null order by 2 nulls last limit 1"
+    for args in (["sql", "--lake", str(hostile_lake), query], ["score", "--lake", str(hostile_lake), "--no-write"]):
+        table = CliRunner().invoke(main, args)
+        assert table.exit_code == 0, table.output
+        assert _acted_on(table.stdout) == [], (args[0], table.stdout)
+        assert "s-\\u001b[1mBOLD\\u001b[0m\\u001b]0;pwned\\u0007" in table.stdout.replace("\n", ""), table.stdout
+    for fmt in ("csv", "json"):
+        piped = subprocess.run(
+            [sys.executable, "-m", "tracevals", "sql", "--lake", str(hostile_lake), "--format", fmt, query],
+            capture_output=True, check=True, timeout=120,
+        )  # fmt: skip
+        text = piped.stdout.decode()  # bytes: universal newlines would turn the value's CR into a newline
+        if fmt == "json":
+            assert json.loads(text)[0]["session_id"] == HOSTILE_ID
+        else:
+            assert list(csv.reader(io.StringIO(text, newline="")))[1][0] == HOSTILE_ID, text
+
+
+def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: Path) -> None:
+    """CSV and JSON written to a terminal (a pty here) pass through the same escaping: nothing of a value
+    acts on the terminal, and the JSON still reads back to the exact value."""
+    import pty
+    import subprocess
+    import sys
+
+    query = "select session_id from spans where session_id is not null limit 1"
+    for fmt in ("csv", "json"):
+        leader, follower = pty.openpty()
+        with subprocess.Popen(
+            [sys.executable, "-m", "tracevals", "sql", "--lake", str(hostile_lake), "--format", fmt, query],
+            stdout=follower, stderr=subprocess.PIPE,
+        ) as process:  # fmt: skip
+            os.close(follower)
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: the process closed the terminal
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            assert process.wait(timeout=120) == 0, process.stderr.read() if process.stderr else ""
+        os.close(leader)
+        text = b"".join(chunks).decode().replace("\r\n", "\n")  # the terminal's own line endings
+        assert _acted_on(text) == [], (fmt, text)
+        if fmt == "json":
+            assert json.loads(text)[0]["session_id"] == HOSTILE_ID
+        else:
+            assert "\\u001b]0;pwned\\u0007" in text, text

@@ -19,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from tracevals.harness.cassettes import cassette_name
+from tracevals.model.display import ACTS_ON_A_TERMINAL
 from tracevals.model.errors import UserError
 from tracevals.model.tasks import cases_from_bytes
 from tracevals.report.formatting import atomic_write
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# What a terminal acts on (`model.display`), and what breaks a line (newline, tab, the Unicode line and
+# paragraph separators): each line of a review stays one line of plain text
+_CONTROL = re.compile(rf"{ACTS_ON_A_TERMINAL.pattern}|[\n\t\u2028\u2029]")
 
 
 class ReviewError(UserError, ValueError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tracevals.cases.groups import GROUPS
-from tracevals.cli.shared.output import format_option, lake_errors, lake_option, print_rows
+from tracevals.cli.shared.output import echo, format_option, lake_errors, lake_option, print_rows
 from tracevals.cli.shared.times import time_range_options
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def review(folder: Path, accept: tuple[str, ...], drop: tuple[str, ...], fmt: st
     except (ReviewError, TaskFileError) as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
-        click.echo(json.dumps(as_json(kept), ensure_ascii=False))
+        echo(json.dumps(as_json(kept), ensure_ascii=False))
         return
     if fmt == "csv":
         rows = [
@@ -181,8 +181,8 @@ def review(folder: Path, accept: tuple[str, ...], drop: tuple[str, ...], fmt: st
         print_rows(("case", "group", "status", "source_session", "input", "expected_steps"), rows, fmt)
         return
     for r in kept:
-        click.echo("\n".join(render(r)))
-        click.echo("")
+        echo("\n".join(render(r)))
+        echo("")
     drafts = sum(1 for r in kept if r.status == "draft")
     click.echo(
         f"{len(kept)} cases: {drafts} drafts, {len(kept) - drafts} confirmed"

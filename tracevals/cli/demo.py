@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from tracevals.cli.shared.output import format_option, print_rows, progress_bar
+from tracevals.cli.shared.output import echo, format_option, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
@@ -207,9 +207,9 @@ def _print_demo(
     head, regress = regression_table(comparison)
     if regress:
         print_rows(head, regress, "table", title="Regressions (worst first)")
-    click.echo(comparison.statement)
+    echo(comparison.statement)
     for line in environment_lines(data.reliability):
-        click.echo(line)
+        echo(line)
     click.echo(f"\n{done}")
     click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
     for name, path in paths.items():

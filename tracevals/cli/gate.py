@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import file_option, format_option, print_rows
+from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
@@ -222,7 +222,7 @@ def _emit(
         rows = [[c[k] if k != "tasks" else ";".join(c[k] or []) for k in columns] for c in checks]
         print_rows(columns, sorted(rows, key=lambda r: _ORDER[r[-1]]), "csv")
     else:
-        click.echo(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
+        echo(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
     if not result.passed:
         raise SystemExit(1)
 

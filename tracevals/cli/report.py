@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import file_option, format_option, print_rows
+from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
 from tracevals.cli.shared.production import report_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 
@@ -98,10 +98,10 @@ def report(
     for title, head, body in reliability_tables(data.reliability):
         print_rows(head, body, "table", title=title)
     if cmp is not None:
-        click.echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
+        echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
     for line in environment_lines(data.reliability):
-        click.echo(line)
-    click.echo(f"{kind} report: {Path(path)}")
+        echo(line)
+    echo(f"{kind} report: {Path(path)}")
     _strict(data, strict_env)
 
 

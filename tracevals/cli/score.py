@@ -15,7 +15,7 @@ import polars as pl
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, say
+from tracevals.cli.shared.output import echo, file_option, format_option, lake_option, print_rows, say, shown
 from tracevals.cli.shared.times import time_range_options
 from tracevals.lake import clock
 from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
@@ -209,14 +209,14 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
         if scores.height == 0:
             return
         if fmt == "json":  # one object per line: a stream has no end to close an array at
-            click.echo("\n".join(json_lines(scores)))
+            echo("\n".join(json_lines(scores)))
         elif fmt == "csv":
             _print_csv(scores, header[0])
             header[0] = False
         elif scores.height <= RICH_ROWS:
             _print(scores, "table", summary=False)
         else:
-            click.echo(plain_table(scores))
+            echo(plain_table(scores))
         sys.stdout.flush()
 
     follower = Follower(replace(job, sinks=(show, *job.sinks)), idle_s=idle)  # a lake on object storage: one line
@@ -273,10 +273,11 @@ def json_lines(scores: pl.DataFrame) -> list[str]:
 
 
 def plain_table(scores: pl.DataFrame) -> str:
-    """The rows as columns aligned with spaces, a header above, the reason (the last column) unpadded."""
+    """The rows as columns aligned with spaces, a header above, the reason (the last column) unpadded; values
+    `shown` (a table is for reading, piped or not)."""
     columns = []
     for name in COLUMNS:
-        text = [name, *("" if v is None else str(v) for v in scores.get_column(name).to_list())]
+        text = [name, *("" if v is None else shown(str(v)) for v in scores.get_column(name).to_list())]
         if name != COLUMNS[-1]:
             width = max(map(len, text))
             text = [t.ljust(width) for t in text]
@@ -297,7 +298,7 @@ def _print_csv(scores: pl.DataFrame, header: bool) -> None:
     if header:
         writer.writerow(COLUMNS)
     writer.writerows(["" if v is None else v for v in row] for row in _rows(scores))
-    click.echo(buffer.getvalue(), nl=False)
+    echo(buffer.getvalue(), nl=False)
 
 
 def _print(scores: pl.DataFrame, fmt: str, summary: bool) -> None:

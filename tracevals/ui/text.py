@@ -18,13 +18,15 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from tracevals.model.display import HIDDEN_ON_A_PAGE
+
 __all__ = ["CONTROL", "LIMIT", "REDACTED", "inert", "pretty"]
 
 LIMIT = 2_000  # characters of one value shown on a page
 
-# Characters that reorder or hide text: bidi embeddings, overrides, isolates and marks, zero-width
-# characters, the word joiner, the byte-order mark, and the other C0/C1 controls but tab and newline.
-CONTROL = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Characters that reorder or hide text, and the C0/C1 controls but tab and line endings: the one definition
+# (`tracevals.model.display`) the command line's tables read too.
+CONTROL = HIDDEN_ON_A_PAGE
 # The marker `tracevals.lake.redaction` puts where it removed a secret (`[REDACTED:kind]`).
 REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")
 

@@ -19,12 +19,30 @@ from rich.table import Table
 from rich.text import Text
 
 from tracevals import env
+from tracevals.model.display import ACTS_ON_A_TERMINAL
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from rich.progress import Progress
 
 FORMATS = ("table", "csv", "json")
+
+
+def shown(text: str) -> str:
+    """`text` as a terminal may show it: each character it would act on instead (`ACTS_ON_A_TERMINAL`, the
+    definition the UI's pages read too) written as its JSON escape (`\\u001b`, `\\u202e`). Every value read from
+    a lake is untrusted: shown raw, `\\x1b]0;...` sets the window's title, `\\x1b[2J` clears the screen, OSC 52
+    writes the clipboard, U+202E reverses what follows. The escape is valid inside a JSON string, so JSON on a
+    terminal stays JSON."""
+    return ACTS_ON_A_TERMINAL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(text: str, nl: bool = True, err: bool = False) -> None:
+    """Data or a report on stdout (stderr: `err`): exact into a pipe or a file, `shown` on a terminal.
+    Not `click.echo` alone: into a pipe it strips whatever looks like a colour code, a value's text too
+    (`--format csv > out.csv` lost the `\\x1b[1m` of a session id)."""
+    stream = sys.stderr if err else sys.stdout
+    click.echo(shown(text) if stream.isatty() else text, nl=nl, err=err, color=True)
 
 
 def format_option(default: str = "table") -> Any:
@@ -102,7 +120,7 @@ def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: b
 def say(console: Console, text: str, *, markup: bool = True) -> None:
     """One line (or paragraph) to the user, as it is: no highlighting, wrapped by the terminal, not by rich;
     `markup=False` where the text holds what the user wrote (a run id, a path) or square brackets."""
-    console.print(text, highlight=False, soft_wrap=True, markup=markup)
+    console.print(text if markup else shown(text), highlight=False, soft_wrap=True, markup=markup)
 
 
 def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:
@@ -192,16 +210,17 @@ def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
     if fmt == "json":
         objects = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
-        click.echo(json.dumps(objects, ensure_ascii=False, default=str))
+        echo(json.dumps(objects, ensure_ascii=False, default=str))
     elif fmt == "csv":
-        click.echo(csv_text(columns, rows), nl=False)
+        echo(csv_text(columns, rows), nl=False)
     else:
         table = Table(title=title, show_lines=False)
         for c in columns:
             table.add_column(c, overflow="fold")
         for row in rows:
-            # Text, not str: rich would read "[a, b]" in a value as markup and drop it
-            table.add_row(*[Text("" if v is None else str(_plain(v))) for v in row])
+            # Text, not str: rich would read "[a, b]" in a value as markup and drop it; `shown`: a table is
+            # for reading, piped or not
+            table.add_row(*[Text("" if v is None else shown(str(_plain(v)))) for v in row])
         # Piped or captured output has no terminal width: let the table be as wide as it needs
         # rather than fold headers and values at rich's default of 80 columns.
         width = Console().width if sys.stdout.isatty() else 240

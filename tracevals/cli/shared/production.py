@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import lake_errors, print_rows
+from tracevals.cli.shared.output import echo, lake_errors, print_rows
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -193,6 +193,6 @@ def gate_production(
         if not result.passed:
             lines.append(f"  see the failed sessions: {hint}")
         lines += [f"  note: {n}" for n in summary.meta.get("notes", ()) if str(n).startswith("data quality:")]
-        click.echo("\n".join(lines))
+        echo("\n".join(lines))
     if not result.passed:
         raise SystemExit(1)
