@@ -176,6 +176,7 @@ def test_sigterm_stops_a_query_and_removes_the_spill_folder(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "TMPDIR": str(tmp_path)},
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),  # whatever started the test run
     )
     try:
         while _cpu_seconds(process.pid) < after_cpu_s and process.poll() is None:

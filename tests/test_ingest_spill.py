@@ -169,12 +169,19 @@ def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, sto
     first.write_bytes(otlp_json_body(2_000, seed=4))
     fifo = tmp_path / "b.json"
     os.mkfifo(fifo)
+
+    def dispositions() -> None:
+        """Set here, not inherited from whatever started the test run (`nohup` ignores SIGHUP, a shell's
+        background job SIGINT): the stopping signal as a terminal leaves it, SIGINT as the case says."""
+        signal.signal(signal.Signals[stop], signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if sigint == "ignored" else signal.SIG_DFL)
+
     proc = subprocess.Popen(
         [*PYTHON_CLI, "ingest", "--lake", str(tmp_path / "lake"), str(first), str(fifo)],
         env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint == "ignored" else None,
+        preexec_fn=dispositions,
     )
     try:
         # its own folder, not any file: `tempfile` probes TMPDIR with a short-lived file of its own at start
