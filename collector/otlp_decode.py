@@ -24,7 +24,7 @@ from tracevals.collector.wal_format import LOGS, TRACES
 
 _log = logging.getLogger(__name__)
 _said = {"base64": False}
-_INT64_MAX = 2**63 - 1
+_INT64_MAX = LATEST_NS = 2**63 - 1  # the last time a lake's timestamp[ns] holds (2262-04-11); OTLP's are uint64
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
@@ -167,6 +167,23 @@ def _check(request: Any, kind: int) -> tuple[int, int, str]:
     return accepted, rejected, first
 
 
+def first_rejected(request: Any, kind: int) -> str:
+    """What the collector would reject first in `request` (`_bad_span`, `_bad_record`: ids of the wrong size
+    or all zero, times past year 2262), or "" when it takes every item. `tracevals ingest` takes a file
+    whole or not at all, so it refuses the file with this line where the collector answers partial success."""
+    if kind == TRACES and _spans_all_valid(request) is not None:
+        return ""
+    outer = request.resource_spans if kind == TRACES else request.resource_logs
+    check = _bad_span if kind == TRACES else _bad_record
+    for resource in outer:
+        for scope in resource.scope_spans if kind == TRACES else resource.scope_logs:
+            for item in scope.spans if kind == TRACES else scope.log_records:
+                problem = check(item)
+                if problem:
+                    return problem
+    return ""
+
+
 def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
     """Decode and check an export request body; raises `OTLPDecodeError` for bad data."""
     if is_json:
@@ -187,4 +204,7 @@ def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
     return Decoded(kind, request, payload, accepted, rejected, error)
 
 
-__all__ = ["LOGS", "TRACES", "Decoded", "OTLPDecodeError", "TooLarge", "UnsupportedEncoding", "decode", "inflate"]
+__all__ = [
+    "LATEST_NS", "LOGS", "TRACES", "Decoded", "OTLPDecodeError", "TooLarge", "UnsupportedEncoding", "decode",
+    "first_rejected", "inflate",
+]  # fmt: skip

@@ -122,3 +122,73 @@ def test_a_bad_line_or_a_cut_archive_is_one_error_and_nothing_is_written(
     (line,) = result.output.strip().splitlines()
     assert line.startswith(f"Error: {cut}: not a whole gzip file"), line
     assert not (tmp_path / "lake").exists() or not list((tmp_path / "lake").rglob("*.parquet"))
+
+
+_TRACE, _SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+LAST_NS = 2**63 - 1  # the last time a lake's timestamp[ns] holds (2262-04-11)
+
+
+def _span_document(**span: Any) -> dict[str, Any]:
+    base = {"traceId": _TRACE, "spanId": _SPAN, "name": "odd", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [{**base, **span}]}]}]}
+
+
+def _log_document(**record: Any) -> dict[str, Any]:
+    return {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "1", **record}]}]}]}
+
+
+# What OTLP allows (its times are uint64) and the collector rejects with partial success: each ended in an
+# Arrow traceback in `ingest`, on every one of its paths.
+REJECTED = {
+    "start past 2262": (_span_document(startTimeUnixNano=str(2**64 - 1)), "span 'odd': times past year 2262"),
+    "end past 2262": (_span_document(endTimeUnixNano=str(LAST_NS + 1)), "span 'odd': times past year 2262"),
+    "zero trace id": (_span_document(traceId="0" * 32), "span 'odd': traceId must be 16 bytes, not all zero"),
+    "zero span id": (_span_document(spanId="0" * 16), "span 'odd': spanId must be 8 bytes, not all zero"),
+    "log past 2262": (_log_document(timeUnixNano=str(2**64 - 1)), "log record: times past year 2262"),
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "case"),
+    # a protobuf file of `ingest` holds spans only (an ExportTraceServiceRequest)
+    [
+        (p, c)
+        for p in ("fast", "validating", "protobuf")
+        for c in sorted(REJECTED)
+        if not (p == "protobuf" and "log" in c)
+    ],
+)
+def test_what_the_collector_rejects_is_one_line_naming_the_item(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, path: str
+) -> None:
+    """A file holding an item the collector rejects (ids of zeros, a time a lake cannot store) is refused as
+    the collector words it, in one line naming the file; nothing reaches the lake, not even another file's
+    rows. The last time that fits is taken."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    document, said = REJECTED[case]
+    if path == "protobuf":
+        import base64
+        import copy
+
+        document = copy.deepcopy(document)  # protobuf's JSON mapping writes bytes in base64, OTLP's in hex
+        for span in document["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            for key in ("traceId", "spanId"):
+                span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+        bad = tmp_path / "bad.pb"
+        bad.write_bytes(ParseDict(document, ExportTraceServiceRequest()).SerializeToString())
+    else:
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(document), encoding="utf-8")
+    result = _ingest(
+        tmp_path / "lake", FIXTURES / DOCUMENTS[0], bad, fast=path != "validating", monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and result.exception is not None
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {bad}: {said}") and "nothing was written to the lake" in line, line
+    assert not (tmp_path / "lake").exists() or not list((tmp_path / "lake").rglob("*.parquet"))
+    edge = tmp_path / "edge.json"
+    edge.write_text(json.dumps(_span_document(startTimeUnixNano=str(LAST_NS - 1), endTimeUnixNano=str(LAST_NS))))
+    assert _ingest(tmp_path / "edge", edge, fast=path != "validating", monkeypatch=monkeypatch).exit_code == 0

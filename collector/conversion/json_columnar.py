@@ -47,7 +47,7 @@ from tracevals.collector.conversion.json_check import (
     _repeated,
 )
 from tracevals.collector.conversion.json_logs import _logs_table
-from tracevals.collector.conversion.json_values import _ids, _key_values, _lengths, _list_of
+from tracevals.collector.conversion.json_values import _ids, _key_values, _lengths, _list_of, _nonzero, _storable
 from tracevals.collector.conversion.rows import _attrs, _dumps
 from tracevals.collector.conversion.values import (
     c,
@@ -73,13 +73,13 @@ def _span_read_shape(spans: _Conformed) -> pa.StructArray:
             names=["message", "code"], mask=pc.is_null(status.array),
         )  # fmt: skip
     arrays = {
-        "trace_id": _ids(spans.scalar("trace_id"), (16,), "traceId"),
-        "span_id": _ids(spans.scalar("span_id"), (8,), "spanId"),
+        "trace_id": _nonzero(_ids(spans.scalar("trace_id"), (16,), "traceId"), 16, "traceId"),
+        "span_id": _nonzero(_ids(spans.scalar("span_id"), (8,), "spanId"), 8, "spanId"),
         "parent_span_id": _ids(spans.scalar("parent_span_id"), (0, 8), "parentSpanId"),
         "name": spans.scalar("name", c("")),
         "kind": spans.scalar("kind", c(0, pa.int32())),
-        "start_time_unix_nano": spans.scalar("start_time_unix_nano", c(0, pa.uint64())),
-        "end_time_unix_nano": spans.scalar("end_time_unix_nano", c(0, pa.uint64())),
+        "start_time_unix_nano": _storable(spans.scalar("start_time_unix_nano", c(0, pa.uint64())), "startTimeUnixNano"),
+        "end_time_unix_nano": _storable(spans.scalar("end_time_unix_nano", c(0, pa.uint64())), "endTimeUnixNano"),
         "attributes": _key_values(spans.get("attributes"), n),
         "status": status_array,
         # only whether a span has events or links is read here (those spans take the Python path)

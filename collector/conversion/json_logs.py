@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracevals.collector.conversion.json_check import Refused, _Conformed, _Group
-from tracevals.collector.conversion.json_values import _any_json, _ids, _key_values, _list_of, _parents
+from tracevals.collector.conversion.json_values import _any_json, _ids, _key_values, _list_of, _parents, _storable
 from tracevals.collector.conversion.values import (
     EMPTY,
     FALSE,
@@ -92,8 +92,8 @@ def _logs_table(group: _Group) -> pa.Table:
     scope_name = scope.scalar("name") if scope is not None else pa.nulls(len(scopes.array), pa.string())
     trace_id = _log_id(items.scalar("trace_id"), 16, "traceId")
     span_id = _log_id(items.scalar("span_id"), 8, "spanId")
-    time = items.scalar("time_unix_nano", c(0, pa.uint64()))
-    observed = items.scalar("observed_time_unix_nano", c(0, pa.uint64()))
+    time = _storable(items.scalar("time_unix_nano", c(0, pa.uint64())), "timeUnixNano")
+    observed = _storable(items.scalar("observed_time_unix_nano", c(0, pa.uint64())), "observedTimeUnixNano")
     zero = c(0, pa.uint64())
     observed_or_none = pc.if_else(pc.equal(observed, zero), c(None, pa.uint64()), observed)
     body = items.get("body")

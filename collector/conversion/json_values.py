@@ -19,6 +19,7 @@ from tracevals.collector.conversion.values import (
     map_distinct,
     string_json,
 )
+from tracevals.collector.otlp_decode import LATEST_NS
 from tracevals.lake.arrow import arrow_array
 
 # ---------------------------------------------------------------- values
@@ -122,6 +123,22 @@ def _lengths(repeated: _Repeated | None, parents: int) -> pa.Array:
 def _list_of(lengths: pa.Array, items: pa.Array) -> pa.Array:
     offsets = pa.concat_arrays([arrow_array([0], pa.int32()), pc.cumulative_sum(pc.cast(lengths, pa.int32()))])
     return pa.ListArray.from_arrays(offsets, items)
+
+
+def _storable(times: pa.Array, where: str) -> pa.Array:
+    """OTLP times (uint64) as given; Refused when one is past the last a lake stores (`LATEST_NS`, year 2262):
+    the validating decoder's path then says which item (`otlp_decode.first_rejected`), as the collector does."""
+    if len(times) and (pc.max(times).as_py() or 0) > LATEST_NS:
+        raise Refused(f"{where}: a time past year 2262")
+    return times
+
+
+def _nonzero(ids: pa.Array, size: int, where: str) -> pa.Array:
+    """Ids (bytes) as given; Refused when one is `size` zero bytes (OTLP's invalid id, which the collector
+    rejects): the validating decoder's path then says which item."""
+    if len(ids) and pc.any(pc.equal(ids, pa.scalar(bytes(size), ids.type))).as_py():
+        raise Refused(f"{where}: an id of zeros")
+    return ids
 
 
 def _ids(strings: pa.Array, sizes: tuple[int, ...], where: str) -> pa.Array:

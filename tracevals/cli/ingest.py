@@ -23,6 +23,7 @@ from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
 from tracevals.collector.jaeger import JaegerError, is_jaeger, jaeger_to_otlp
+from tracevals.collector.otlp_decode import LOGS, TRACES, first_rejected
 from tracevals.collector.otlp_json import (
     OTLPDecodeError,
     base64_ids_read,
@@ -105,6 +106,7 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
             request.ParseFromString(data)
         except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
             raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
+        _refuse_rejected(request, TRACES)
         return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
     documents = _documents(data)
     del data
@@ -148,6 +150,8 @@ def _read_document(data: bytes, given: str, path: Path) -> tuple[pa.Table, pa.Ta
         click.echo(
             f"note: {path}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True
         )
+    _refuse_rejected(traces, TRACES)
+    _refuse_rejected(logs, LOGS)
     return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs), found
 
 
@@ -211,6 +215,14 @@ def _fast(files: tuple[Path, ...], given: str, keep: Callable[[Read], None]) -> 
     if batch:
         convert()
     return out
+
+
+def _refuse_rejected(request: Any, kind: int) -> None:
+    """An error naming the first item the collector would reject (`otlp_decode.first_rejected`): a file is
+    ingested whole or not at all. A time past year 2262 ended in an Arrow traceback here."""
+    problem = first_rejected(request, kind)
+    if problem:
+        raise OTLPDecodeError(f"{problem} (the collector rejects such an item too); nothing was written to the lake")
 
 
 def _checked(table: pa.Table, request: Any) -> pa.Table:
