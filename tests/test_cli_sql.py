@@ -7,6 +7,7 @@ import functools
 import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -639,9 +640,11 @@ def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: P
                 chunks.append(chunk)
             assert process.wait(timeout=120) == 0, process.stderr.read() if process.stderr else ""
         os.close(leader)
-        text = b"".join(chunks).decode().replace("\r\n", "\n")  # the terminal's own line endings
+        # the terminal writes each newline as CRLF (CSV's own CRLF becomes CR CR LF): line ends back to "\n"
+        text = re.sub("\r+\n", "\n", b"".join(chunks).decode())
         assert _acted_on(text) == [], (fmt, text)
         if fmt == "json":
             assert json.loads(text)[0]["session_id"] == HOSTILE_ID
         else:
             assert "\\u001b]0;pwned\\u0007" in text, text
+            assert "\\u000d\n" not in text and text.count("\n") == 2, text  # CSV's CRLF stays a line end

@@ -136,7 +136,7 @@ def _storable(times: pa.Array, where: str) -> pa.Array:
 def _nonzero(ids: pa.Array, size: int, where: str) -> pa.Array:
     """Ids (bytes) as given; Refused when one is `size` zero bytes (OTLP's invalid id, which the collector
     rejects): the validating decoder's path then says which item."""
-    if len(ids) and pc.any(pc.equal(ids, pa.scalar(bytes(size), ids.type))).as_py():
+    if len(ids) and pc.any(pc.equal(ids, c(bytes(size), ids.type))).as_py():
         raise Refused(f"{where}: an id of zeros")
     return ids
 

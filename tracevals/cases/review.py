@@ -24,9 +24,9 @@ from tracevals.model.errors import UserError
 from tracevals.model.tasks import cases_from_bytes
 from tracevals.report.formatting import atomic_write
 
-# What a terminal acts on (`model.display`), and what breaks a line (newline, tab, the Unicode line and
+# What a terminal acts on (`model.display`), and what breaks a line (CR, newline, tab, the Unicode line and
 # paragraph separators): each line of a review stays one line of plain text
-_CONTROL = re.compile(rf"{ACTS_ON_A_TERMINAL.pattern}|[\n\t\u2028\u2029]")
+_CONTROL = re.compile(rf"{ACTS_ON_A_TERMINAL.pattern}|[\r\n\t\u2028\u2029]")
 
 
 class ReviewError(UserError, ValueError):

@@ -15,5 +15,6 @@ _INVISIBLE = r"\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
 
 # On a page a carriage return is a line ending like any other; everything else here is shown as a code.
 HIDDEN_ON_A_PAGE = re.compile(rf"[{_CONTROLS}{_INVISIBLE}]")
-# On a terminal a carriage return also acts: it goes back to the line's start, and what follows overwrites it.
-ACTS_ON_A_TERMINAL = re.compile(rf"[{_CONTROLS}\r{_INVISIBLE}]")
+# On a terminal a carriage return also acts: it goes back to the line's start, and what follows overwrites it
+# (but before a newline, CRLF, the line ending CSV writes, it overwrites nothing).
+ACTS_ON_A_TERMINAL = re.compile(rf"[{_CONTROLS}{_INVISIBLE}]|\r(?!\n)")
