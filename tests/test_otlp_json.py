@@ -127,7 +127,8 @@ def test_ingest_refuses_a_protobuf_file_with_a_malformed_span_id(tmp_path: Path)
     path = tmp_path / "export.pb"
     path.write_bytes(request.SerializeToString())
     result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake"), str(path)])
-    assert result.exit_code == 1 and "spanId must be 8 bytes, got 3" in result.output
+    # in the collector's words (`otlp_decode.first_rejected`): a file is refused for what a request is
+    assert result.exit_code == 1 and "spanId must be 8 bytes, not all zero (got 3)" in result.output
     assert not (tmp_path / "lake").exists()
 
 
