@@ -618,6 +618,7 @@ def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: P
     """CSV and JSON written to a terminal (a pty here) pass through the same escaping: nothing of a value
     acts on the terminal, and the JSON still reads back to the exact value."""
     import pty
+    import select
     import subprocess
     import sys
 
@@ -631,6 +632,10 @@ def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: P
             os.close(follower)
             chunks = []
             while True:
+                ready, _, _ = select.select([leader], [], [], 120)
+                if not ready:  # a process that never writes nor exits: fail, do not hang the suite
+                    process.kill()
+                    raise AssertionError(f"--format {fmt} on a terminal: no output and no exit in 120 s")
                 try:
                     chunk = os.read(leader, 65536)
                 except OSError:  # EIO: the process closed the terminal
