@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from tracevals.model.signals import STOPPING
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -45,9 +47,7 @@ def interrupt_all() -> None:
             con.interrupt()
 
 
-# What stops a command: Ctrl-C, SIGTERM, and SIGHUP (the terminal closed, an ssh session dropped; not where
-# `nohup` ignores it; Windows has none)
-STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else []))
+STOPPING_SIGNALS = STOPPING  # what stops a command (`tracevals.model.signals`: Ctrl-C, SIGTERM, SIGHUP)
 _STOPPING = [False]  # Ctrl-C came: `check` raises at the next checkpoint
 _SIGNAL = [0]  # the signal `installed`'s handler last took (of STOPPING_SIGNALS), until the next `installed`
 

@@ -199,3 +199,41 @@ def test_an_object_storage_lake(s3: S3) -> None:  # noqa: F811  (the fixture)
         assert response.status == 200 and "<td><bdi>2</bdi></td>" in body.decode()
         response, body = _get(served, "/", cookie=cookie)
         assert response.status == 200 and b'data-run="r1"' in body
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_a_stopping_signal_ends_the_ui_in_one_line(small_lake: Path, stop: str) -> None:
+    """SIGTERM and SIGHUP (the terminal closed) stop the server gently, as Ctrl-C does: one line, exit 128 + the
+    signal. uvicorn takes SIGINT and SIGTERM itself; SIGHUP reached the command line's handler inside
+    uvicorn's loop, which printed two tracebacks."""
+    import signal
+    import subprocess
+    import sys
+
+    def dispositions() -> None:  # as a terminal leaves them, whatever started the test run
+        signal.signal(signal.Signals[stop], signal.SIG_DFL)
+
+    command = [sys.executable, "-m", "tracevals", "ui", "--lake", str(small_lake), "--port", "0"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=dispositions
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip().removeprefix("tracevals ui: ")
+        port = int(url.split(":")[2].split("/")[0])
+        for _ in range(600):  # until uvicorn's loop answers: the signal must land inside it
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                connection.request("GET", "/")
+                connection.getresponse().read()
+                connection.close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        process.send_signal(signal.Signals[stop])
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 128 + signal.Signals[stop], err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == f"Aborted! ({stop})", err

@@ -17,6 +17,7 @@ from tracevals.cli.shared.output import file_option, format_option, print_rows
 from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError
+from tracevals.model.signals import taken_here
 
 DEFAULT_CONFIG = "otel-config.yaml"
 _DEFAULTS = {
@@ -108,7 +109,7 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in taken_here()}  # Ctrl-C, SIGTERM, SIGHUP
     stats = collector.pipeline.stats
     if collector.pipeline.segments_to_replay:
         click.echo(

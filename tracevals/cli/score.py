@@ -18,6 +18,7 @@ from tracevals import env
 from tracevals.cli.shared.output import echo, file_option, format_option, lake_option, print_rows, say, shown
 from tracevals.cli.shared.times import time_range_options
 from tracevals.lake import clock
+from tracevals.model.signals import taken_here
 from tracevals.scoring.engines import DEFAULT_ENGINE, ENGINES
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
         sys.stdout.flush()
 
     follower = Follower(replace(job, sinks=(show, *job.sinks)), idle_s=idle)  # a lake on object storage: one line
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, stop) for s in taken_here()}  # Ctrl-C, SIGTERM, SIGHUP
     if max_file_rows:
         follower.max_file_rows = max_file_rows
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import click
 
 from tracevals import env
 from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.model.signals import taken_here
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -89,4 +92,20 @@ def ui(lake: Lake, port: int, query_seconds: float, row_cap: int, fmt: str) -> N
         print_rows(["url", "port", "lake"], [[url, bound, lake]], fmt)
     click.echo(f"tracevals ui: serving {lake} read-only; Ctrl-C stops it", err=True)
     sys.stdout.flush()
-    server.run(sockets=[sock])
+    # uvicorn shuts down gently on SIGINT and SIGTERM, then raises the signal again for the command line's
+    # handler ("Aborted!"); SIGHUP (the terminal closed) is given the same course, unless it is ignored
+    hup = [s for s in taken_here() if s not in (signal.SIGINT, signal.SIGTERM)]
+    taken: list[int] = []
+
+    def on_hup(signum: int, frame: FrameType | None) -> None:
+        taken.append(signum)
+        server.handle_exit(signum, frame)
+
+    previous = {s: signal.signal(s, on_hup) for s in hup}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if taken:
+        signal.raise_signal(taken[0])

@@ -1,11 +1,12 @@
-"""Stopping a run on a signal: SIGINT (Ctrl-C) or SIGTERM (CI cancelling a job, `kill`, a container stopping).
+"""Stopping a run on a signal: SIGINT (Ctrl-C), SIGTERM (CI cancelling a job, `kill`, a container stopping) or
+SIGHUP (the terminal closed): `tracevals.model.signals`.
 
 The first signal stops launching attempts at once: none starts after it. The attempts in flight are
 finished, not cancelled (an agent is arbitrary code that may be half-way through an irreversible tool call,
 and a thread cannot be interrupted safely), and each is flushed to the lake as it finishes, so that a resumed
 run (the same `--run-id`) skips them. A second signal aborts those in flight: the process exits at once, and
 the resumed run repeats them (their spans never ended, so they are not done). The exit status is the
-shell's for a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM).
+shell's for a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from tracevals.model.signals import taken_here
 
 
 class StopRequest:
@@ -54,9 +55,10 @@ def stop_on_signals(
     on_second: Callable[[StopRequest], None],
     request: StopRequest | None = None,
 ) -> Iterator[StopRequest]:
-    """Within the block, SIGINT and SIGTERM set the `StopRequest` it yields (`request`, or a new one) and call
-    `on_first` (say what happens now), then, for a second signal, `on_second` (which aborts: it does not
-    return). Outside the main thread (where Python delivers signals) nothing is installed."""
+    """Within the block, SIGINT, SIGTERM and SIGHUP (those not ignored) set the `StopRequest` it yields
+    (`request`, or a new one) and call `on_first` (say what happens now), then, for a second signal,
+    `on_second` (which aborts: it does not return). Outside the main thread (where Python delivers signals)
+    nothing is installed."""
     request = request or StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -70,7 +72,7 @@ def stop_on_signals(
         else:
             on_second(request)
 
-    previous = {s: signal.signal(s, handle) for s in SIGNALS}
+    previous = {s: signal.signal(s, handle) for s in taken_here()}  # SIGHUP too; an ignored one stays so
     try:
         yield request
     finally:

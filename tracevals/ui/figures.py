@@ -26,6 +26,7 @@ from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
+from tracevals.queries.interrupts import interrupt_all
 
 __all__ = ["Entry", "Figures", "ProductionFigures", "RunFigures", "RunRow"]
 
@@ -125,13 +126,21 @@ class Figures:
         self._generation = 0
         self.version = 0  # raised whenever a figure or the index changes: an open page knows to redraw
         self._thread = threading.Thread(target=self._work, name="tracevals-ui-figures", daemon=True)
+        self._stopping = threading.Event()
 
     def start(self, generation: int = 1) -> None:
         self._thread.start()
         self.lake_changed(generation)
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = 10.0) -> None:
+        """No job starts after this; the one running is interrupted (its DuckDB query stops) and waited for
+        (at most `wait_s`). The process must not exit under a running query: DuckDB's threads then end it with
+        "terminate called … FATAL: exception not rethrown" (SIGABRT) instead of its exit status."""
+        self._stopping.set()
         self._jobs.put(None)
+        if self._thread.is_alive():
+            interrupt_all()
+            self._thread.join(wait_s)
 
     def lake_changed(self, generation: int) -> None:
         """The lake has new files: read its index again (then the runs whose content changed)."""
@@ -160,7 +169,7 @@ class Figures:
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
-            if job is None:
+            if job is None or self._stopping.is_set():
                 return
             key, signature, compute = job
             try:

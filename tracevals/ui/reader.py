@@ -148,8 +148,13 @@ class LakeReader:
             self.on_reopen(generation)
         return True
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 10.0) -> None:
+        """Stop watching and close the connections. The watcher is waited for (at most `wait_s`): a daemon
+        thread still inside DuckDB or Arrow when the process exits ends it with SIGABRT ("terminate called …
+        FATAL: exception not rethrown") instead of its exit status."""
         self._stop.set()
+        if self._watcher is not None and self._watcher.is_alive() and self._watcher is not threading.current_thread():
+            self._watcher.join(wait_s)
         with self._lock:
             for con in (self._con, self._sql_con):
                 if con is not None:
