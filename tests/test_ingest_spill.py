@@ -162,7 +162,7 @@ def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, sto
     import signal
     import subprocess
 
-    from fixtures.faults import PYTHON_CLI, otlp_json_body, until
+    from fixtures.faults import PYTHON_CLI, otlp_json_body, stop_with, until
 
     (tmp_path / "tmp").mkdir()
     first = tmp_path / "a.json"
@@ -187,12 +187,11 @@ def test_sigterm_unwinds_ingest_and_leaves_no_temporary_rows(tmp_path: Path, sto
         # its own folder, not any file: `tempfile` probes TMPDIR with a short-lived file of its own at start
         folder = lambda: any(p.name.startswith("tracevals-ingest-") for p in (tmp_path / "tmp").iterdir())  # noqa: E731
         assert until(folder, timeout=120), "ingest never made its folder"
-        proc.send_signal(signal.Signals[stop])
-        _, err = proc.communicate(timeout=60)
-    finally:
+    except BaseException:
         proc.kill()
         proc.wait()
-    assert proc.returncode == 128 + signal.Signals[stop], err
+        raise
+    err = stop_with(proc, stop)
     assert err.strip().splitlines() == [f"Aborted! ({stop})"], err
     assert list((tmp_path / "tmp").iterdir()) == []
     assert not list((tmp_path / "lake").rglob("*.parquet"))
