@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,19 +152,28 @@ def _check(request: Any, kind: int) -> tuple[int, int, str]:
             return valid, 0, ""
     accepted = rejected = 0
     first = ""
-    outer = request.resource_spans if kind == TRACES else request.resource_logs
-    for resource in outer:
-        for scope in resource.scope_spans if kind == TRACES else resource.scope_logs:
-            items = scope.spans if kind == TRACES else scope.log_records
-            check = _bad_span if kind == TRACES else _bad_record
-            bad = [i for i, item in enumerate(items) if check(item)]
-            if bad:
-                first = first or check(items[bad[0]])
-                for i in reversed(bad):
-                    del items[i]
-            rejected += len(bad)
-            accepted += len(items)
+    check = _bad_span if kind == TRACES else _bad_record
+    for items in _item_lists(request, kind):
+        bad = [i for i, item in enumerate(items) if check(item)]
+        if bad:
+            first = first or check(items[bad[0]])
+            for i in reversed(bad):
+                del items[i]
+        rejected += len(bad)
+        accepted += len(items)
     return accepted, rejected, first
+
+
+def _item_lists(request: Any, kind: int) -> Iterator[Any]:
+    """Each scope's spans (or log records) of `request`, as the repeated field itself (deletable in place)."""
+    if kind == TRACES:
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                yield scope.spans
+    else:
+        for resource in request.resource_logs:
+            for scope in resource.scope_logs:
+                yield scope.log_records
 
 
 def first_rejected(request: Any, kind: int) -> str:
@@ -173,15 +182,8 @@ def first_rejected(request: Any, kind: int) -> str:
     whole or not at all, so it refuses the file with this line where the collector answers partial success."""
     if kind == TRACES and _spans_all_valid(request) is not None:
         return ""
-    outer = request.resource_spans if kind == TRACES else request.resource_logs
     check = _bad_span if kind == TRACES else _bad_record
-    for resource in outer:
-        for scope in resource.scope_spans if kind == TRACES else resource.scope_logs:
-            for item in scope.spans if kind == TRACES else scope.log_records:
-                problem = check(item)
-                if problem:
-                    return problem
-    return ""
+    return next((problem for items in _item_lists(request, kind) for item in items if (problem := check(item))), "")
 
 
 def decode(kind: int, body: bytes, is_json: bool) -> Decoded:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from tracevals.model.signals import STOPPING
+from tracevals.model.signals import STOPPING, taken_here
 
 if TYPE_CHECKING:
     import duckdb
@@ -47,9 +47,8 @@ def interrupt_all() -> None:
             con.interrupt()
 
 
-STOPPING_SIGNALS = STOPPING  # what stops a command (`tracevals.model.signals`: Ctrl-C, SIGTERM, SIGHUP)
 _STOPPING = [False]  # Ctrl-C came: `check` raises at the next checkpoint
-_SIGNAL = [0]  # the signal `installed`'s handler last took (of STOPPING_SIGNALS), until the next `installed`
+_SIGNAL = [0]  # the signal `installed`'s handler last took (`model.signals.STOPPING`), until the next `installed`
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -79,22 +78,23 @@ def check() -> None:
 
 def _settable(sig: int = signal.SIGINT) -> bool:
     """Whether this process may take `sig` here: on the main thread only (a signal handler cannot be set
-    elsewhere), and not where it is ignored (SIGINT in a shell's background job, `nohup`'s SIGHUP)."""
+    elsewhere), and not where it is ignored (`model.signals.taken_here`: SIGINT in a shell's background job,
+    `nohup`'s SIGHUP)."""
     import threading
 
-    return threading.current_thread() is threading.main_thread() and signal.getsignal(sig) is not signal.SIG_IGN
+    return threading.current_thread() is threading.main_thread() and sig in taken_here()
 
 
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
-    """While inside: SIGINT (and SIGTERM, SIGHUP: `STOPPING_SIGNALS`) interrupts every open connection, then
+    """While inside: SIGINT (and SIGTERM, SIGHUP: `model.signals.STOPPING`) interrupts every open connection, then
     raises KeyboardInterrupt; the handlers before are put back after, and a signal taken is forgotten (a
     long-lived process, a test runner, goes on; `stopped_by` still says which it was). A command that sets
     its own handlers inside (`collect`, `run`, `score`) keeps them. Each signal is judged on its own
     (`_settable`): one that is ignored stays ignored (a shell's background job ignores SIGINT, `nohup`
     SIGHUP), and the others still unwind the command."""
     _SIGNAL[0] = 0
-    before = {sig: signal.signal(sig, _on_sigint) for sig in STOPPING_SIGNALS if _settable(sig)}
+    before = {sig: signal.signal(sig, _on_sigint) for sig in STOPPING if _settable(sig)}
     try:
         yield
     finally:

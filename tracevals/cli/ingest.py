@@ -227,7 +227,8 @@ def _refuse_rejected(request: Any, kind: int) -> None:
 
 def _checked(table: pa.Table, request: Any) -> pa.Table:
     """`table`, unless the request had items the table builders skip (malformed ids): an error here, with
-    the reference decoder's message naming the first bad id."""
+    the reference decoder's message naming the first bad id. A guard: `_refuse_rejected` turns such a file
+    away before the builders run, so a difference here would be rows lost by the conversion itself."""
     if hasattr(request, "resource_spans"):
         sent = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
         check: Any = rows_from_request
