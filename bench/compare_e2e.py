@@ -91,8 +91,8 @@ class Template:
                 fresh[old] = f"sess-{n}"
             elif len(old) == 32:
                 fresh[old] = f"{self.number:02x}{n:030x}"
-            else:
-                fresh[old] = f"{n:012x}{k:04x}"
+            else:  # never all zero (an invalid span id, refused as the collector refuses it)
+                fresh[old] = f"{n:012x}{k + 1:04x}"
         spans, logs = ("".join(fresh[p] if i % 2 else p for i, p in enumerate(parts)) for parts in self.parts)
         return spans, logs
 
