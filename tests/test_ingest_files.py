@@ -192,3 +192,28 @@ def test_what_the_collector_rejects_is_one_line_naming_the_item(
     edge = tmp_path / "edge.json"
     edge.write_text(json.dumps(_span_document(startTimeUnixNano=str(LAST_NS - 1), endTimeUnixNano=str(LAST_NS))))
     assert _ingest(tmp_path / "edge", edge, fast=path != "validating", monkeypatch=monkeypatch).exit_code == 0
+
+
+def test_ingest_imports_no_duckdb(tmp_path: Path) -> None:
+    """`tracevals ingest` writes Parquet and queries nothing: it does not pay DuckDB's import (and the view
+    catalog's), which the package `tracevals.queries` used to bring with the signal handling every command
+    reads (`queries.interrupts`): about a fifth of ingesting one small file."""
+    import subprocess
+    import sys
+
+    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "chat m", "kind": 3,
+            "startTimeUnixNano": "1764547200000000000", "endTimeUnixNano": "1764547201000000000"}  # fmt: skip
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
+    (tmp_path / "one.json").write_text(json.dumps(body), encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from tracevals.cli import main\n"
+        "try:\n"
+        f"    main(['ingest', '--lake', {str(tmp_path / 'lake')!r}, {str(tmp_path / 'one.json')!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (None, 0), exc.code\n"
+        "print('duckdb' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/lake/spans/**/*.parquet')").fetchall() == [(1,)]
