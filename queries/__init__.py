@@ -47,3 +47,8 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next lookup is a plain one
     return value
+
+
+def __dir__() -> list[str]:
+    """The lazy names too (a REPL's completion, `help()`)."""
+    return sorted({*globals(), *__all__})
