@@ -217,3 +217,50 @@ def test_ingest_imports_no_duckdb(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
     assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/lake/spans/**/*.parquet')").fetchall() == [(1,)]
+
+
+def _own_process_probe(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None) -> tuple[bool, str]:
+    """A command run as its process's own command line (`sys.argv`, as the `tracevals` script runs it): whether
+    the imports' objects were frozen for the cyclic collector, and OPENBLAS_NUM_THREADS as the command left it."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import gc, os, sys\n"
+        f"sys.argv = ['tracevals', *{argv!r}]\n"
+        "from tracevals.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (None, 0), exc.code\n"
+        "print(gc.get_freeze_count() > 0, os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (env or {})
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path, env=environment
+    )
+    frozen, blas = done.stdout.split()[-2:]
+    return frozen == "True", blas
+
+
+def test_a_commands_own_process_spins_no_blas_threads_and_freezes_its_imports(tmp_path: Path) -> None:
+    """numpy (pyarrow and Polars import it) starts OpenBLAS with a thread per core spinning for ~0.1 CPU-s, and
+    the cyclic collector walks every object the imports made at each full collection: a command's own process
+    asks for one BLAS thread and freezes what its imports made. A user's setting is kept; `run` (the user's
+    agent runs in its process) and a caller passing arguments (CliRunner: the tests' own process) are left
+    as they are."""
+    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "chat m",
+            "startTimeUnixNano": "1764547200000000000", "endTimeUnixNano": "1764547201000000000"}  # fmt: skip
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
+    (tmp_path / "one.json").write_text(json.dumps(body), encoding="utf-8")
+    ingest = ["ingest", "--lake", "lake", "one.json"]
+    assert _own_process_probe(tmp_path, ingest) == (True, "1")
+    assert _own_process_probe(tmp_path, ingest, {"OPENBLAS_NUM_THREADS": "4"}) == (True, "4")
+    assert _own_process_probe(tmp_path, ["run", "--help"]) == (False, "-")
+    import gc
+
+    before = gc.get_freeze_count()
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake2"), str(tmp_path / "one.json")])
+    assert result.exit_code == 0, result.output
+    assert gc.get_freeze_count() == before

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import ast
 import errno
+import gc
 import importlib
 import importlib.util
+import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -97,6 +101,18 @@ def _exit_if_terminated() -> None:
         raise SystemExit(128 + taken)
 
 
+# What a command's own process tunes for it (`LazyGroup.get_command`), but not for these: they run the user's
+# code in their process (`run` imports the agent), whose environment is the user's, BLAS threads included.
+_USER_CODE = frozenset({"run"})
+
+
+def _no_blas_threads() -> None:
+    """One OpenBLAS thread, unless the user chose a number (`OPENBLAS_NUM_THREADS`, before numpy loads).
+    numpy (which pyarrow and Polars import) starts OpenBLAS with a thread per core that spins on start-up:
+    about 0.1 CPU-s a process, on a 2-core machine the other core, for linear algebra no command does."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -106,9 +122,26 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
+        own = self._own_process and cmd_name not in _USER_CODE
+        if own:
+            _no_blas_threads()
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
+        if own:
+            # What the imports made lives as long as the process: the cyclic collector need not walk it again
+            # at every full collection (a twentieth of `ingest`'s CPU on 100,000 spans went on that)
+            gc.freeze()
         return command
+
+    _own_process = False
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        # No arguments given: the command line of this process (the `tracevals` script, `python -m
+        # tracevals`), which is the command's own. A caller that passes arguments (click's CliRunner, a
+        # program calling `main([...])`) keeps its process as it is: no environment set, nothing frozen.
+        if args is None:
+            self._own_process = True
+        return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> object:
         """Every command's errors a user can fix end as one line and exit code 1, wherever they are raised:
