@@ -182,20 +182,18 @@ def derived_chunks(
     wanted = traces.get_column("trace_id").cast(pl.Utf8).unique().implode()
     files = {(hour.key, table): _frame_source(lake, hour, table) for hour in hours for table, _ in _FRAMES}
     ranges = [(0, BUCKETS - 1)]
+    whole: set[str] = set()  # the hours all of whose traces are wanted: read without the lookup in `wanted`
     if chunk_sessions is not None and hours:
-        per_bucket = pl.concat(
-            [
-                _scan(files[(hour.key, "traces")])
-                .filter(pl.col("trace_id").is_in(wanted))
-                .select("bucket", sid=pl.coalesce("session_id", "trace_id"))
-                .unique()
-                .group_by("bucket")
-                .len()
-                .collect()
-                for hour in hours
-            ]
-        )
-        counts = dict(per_bucket.group_by("bucket").agg(pl.col("len").sum()).iter_rows())
+        per_bucket = []
+        for hour in hours:
+            read = _scan(files[(hour.key, "traces")]).select(
+                "bucket", sid=pl.coalesce("session_id", "trace_id"), wanted=pl.col("trace_id").is_in(wanted)
+            )
+            marked = read.collect()
+            if marked.get_column("wanted").all():
+                whole.add(hour.key)
+            per_bucket.append(marked.filter("wanted").select("bucket", "sid").unique().group_by("bucket").len())
+        counts = dict(pl.concat(per_bucket).group_by("bucket").agg(pl.col("len").sum()).iter_rows())
         ranges = _bucket_ranges([int(counts.get(b, 0)) for b in range(BUCKETS)], chunk_sessions)
     for low, high in ranges:
         frames: dict[str, list[pl.DataFrame]] = {table: [] for table, _ in _FRAMES}
@@ -204,7 +202,8 @@ def derived_chunks(
                 read = _scan(files[(hour.key, table)])
                 if (low, high) != (0, BUCKETS - 1):
                     read = read.filter(pl.col("bucket").is_between(low, high))  # the other row groups are skipped
-                read = read.filter(pl.col("trace_id").is_in(wanted))
+                if hour.key not in whole:  # a lookup of every row in every wanted trace id: only where needed
+                    read = read.filter(pl.col("trace_id").is_in(wanted))
                 frames[table].append(read.select([pl.col(n).cast(t) for n, t in schema.items()]).collect())
         out = {
             table: pl.concat(frames[table], how="vertical") if frames[table] else pl.DataFrame(schema=schema)
