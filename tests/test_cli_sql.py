@@ -636,6 +636,19 @@ def test_a_table_shows_a_hostile_value_escaped_and_piped_data_keeps_it_exact(hos
             assert list(csv.reader(io.StringIO(text, newline="")))[1][0] == HOSTILE_ID, text
 
 
+def test_an_error_line_shows_what_it_quotes_escaped(hostile_lake: Path, tmp_path: Path) -> None:
+    """An error line quotes what it was given or found (a run id, a span's name, a query): it is shown as a
+    table's values are, whatever raised it. A run id with the carriage return a shell pipeline leaves on a
+    CSV line (`... --format csv | tail -1`) went back to the line's start and the rest overwrote it."""
+    for run_id in (HOSTILE_ID, "run-049\r"):
+        result = CliRunner().invoke(
+            main, ["report", "--lake", str(hostile_lake), "--run", run_id, "--out", str(tmp_path / "r.json")]
+        )
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith("Error: ") and _acted_on(result.stderr) == [], result.stderr
+    assert "run-049\\u000d" in result.stderr
+
+
 def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: Path) -> None:
     """CSV and JSON written to a terminal (a pty here) pass through the same escaping: nothing of a value
     acts on the terminal, and the JSON still reads back to the exact value."""

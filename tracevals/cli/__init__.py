@@ -144,6 +144,18 @@ class LazyGroup(click.Group):
         return super().main(args, *rest, **options)
 
     def invoke(self, ctx: click.Context) -> object:
+        """`_invoke`, its error line shown as a table's values are (`output.shown`): it may quote what a file or a
+        lake holds (a span's name, a run id), or an argument holding a carriage return from a pipeline, and a
+        terminal would act on the control and bidi characters in it."""
+        try:
+            return self._invoke(ctx)
+        except click.ClickException as exc:
+            from tracevals.cli.shared.output import shown
+
+            exc.message = shown(exc.message)  # type: ignore[misc]  # Final in click's stubs, a plain attribute at runtime
+            raise
+
+    def _invoke(self, ctx: click.Context) -> object:
         """Every command's errors a user can fix end as one line and exit code 1, wherever they are raised:
         a `UserError` (`tracevals.model.errors`: a bad file, option or lake), and an operational `OSError`
         (a read-only lake, missing permissions, a full disk), and DuckDB running out of memory; a command
