@@ -65,6 +65,7 @@ def _span_files(lake: Path) -> str:
 def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
     """`runs` real `tracevals run`s into `lake`, two at a time; returns the run ids in order."""
     sys.path.insert(0, str(ROOT))
+    from tracevals.demo import BASELINE, CANDIDATE  # importing it registers the demo's two model profiles
     from tracevals.simulator import SimulatedModelServer
 
     tasks = (ROOT / "tracevals" / "demo" / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
@@ -75,7 +76,7 @@ def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
     with SimulatedModelServer() as server:
 
         def one(i: int) -> None:
-            variant, model = ("baseline", "sloppy") if i % 2 == 0 else ("candidate", "careful")
+            variant, model = ("baseline", BASELINE) if i % 2 == 0 else ("candidate", CANDIDATE)
             command = [
                 str(PROJECT_PYTHON), "-m", "tracevals", "run", "--tasks", str(work / "tasks.jsonl"),
                 "--agent", "tracevals.demo.agent:order_support_agent", "-k", str(k), "--variant", variant,
@@ -88,7 +89,24 @@ def build_lake(lake: Path, work: Path, runs: int, attempts: int) -> list[str]:
 
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(one, range(runs)))
+    _check_attempts(lake)
     return ids
+
+
+def _check_attempts(lake: Path) -> None:
+    """Stop unless the lake's attempts reached the model and called tools: a lake of attempts that all failed
+    at their first model call (a model name the simulator does not serve: 404) holds 4 spans an attempt and
+    times nothing a user's lake makes the commands do."""
+    import duckdb
+
+    spans = f"read_parquet('{lake}/spans/**/*.parquet', union_by_name = true)"
+    [(attempts, tools, refused)] = duckdb.sql(
+        f"SELECT count(DISTINCT trace_id), count(*) FILTER (WHERE kind = 'tool'), "
+        f"count(DISTINCT trace_id) FILTER (WHERE status_message LIKE '%does not exist%') FROM {spans}"
+    ).fetchall()
+    if not tools or refused:
+        raise SystemExit(f"the lake's {attempts} attempts made {tools} tool calls and {refused} found no model: "
+                         "the simulator serves none of the models asked for")  # fmt: skip
 
 
 def timed(tree: Path, args: list[str], cwd: Path) -> tuple[float, int, str]:
