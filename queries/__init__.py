@@ -7,8 +7,9 @@ files (`tracevals ingest`, `collect`) the import of DuckDB and the view catalog.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracevals.model.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from tracevals.queries.connection import open_lake
     from tracevals.queries.lookup import session_lookup
 
-_WHERE = {
+_HOME = {
     "Lake": "tracevals.lake.lake",
     "LakeError": "tracevals.lake.paths",
     "partition_filter": "tracevals.lake.paths",
@@ -39,16 +40,4 @@ __all__ = [
     "view_sql",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain one
-    return value
-
-
-def __dir__() -> list[str]:
-    """The lazy names too (a REPL's completion, `help()`)."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), __all__, _HOME)

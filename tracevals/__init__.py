@@ -15,8 +15,9 @@ command pays only for what it uses, never for the instrumentation and the OpenTe
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracevals.model.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -43,16 +44,7 @@ __all__ = [
 _HOME = {"AttemptContext": "tracevals.model.attempt"}
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'tracevals' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME.get(name, "tracevals.instrumentation")), name)
-    globals()[name] = value  # once imported, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(globals(), __all__, _HOME, default="tracevals.instrumentation")
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

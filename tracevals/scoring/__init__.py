@@ -21,8 +21,9 @@ engine list costs nothing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracevals.model.lazy import lazy_names
 
 _HOME = {
     "ConfigError": "tracevals.scoring.config",
@@ -56,16 +57,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'tracevals.scoring' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_names(globals(), __all__, _HOME)
 
 
 if TYPE_CHECKING:
