@@ -24,7 +24,7 @@ from tracevals.collector.wal_format import LOGS, TRACES
 
 _log = logging.getLogger(__name__)
 _said = {"base64": False}
-_INT64_MAX = LATEST_NS = 2**63 - 1  # the last time a lake's timestamp[ns] holds (2262-04-11); OTLP's are uint64
+LATEST_NS = 2**63 - 1  # the last time a lake's timestamp[ns] holds (2262-04-11); OTLP's are uint64
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
@@ -106,7 +106,7 @@ def _bad_span(span: Any) -> str:
         return f"span {span.name!r}: spanId must be 8 bytes, not all zero (got {len(span.span_id)})"
     if span.parent_span_id and len(span.parent_span_id) != 8:
         return f"span {span.name!r}: parentSpanId must be 8 bytes or empty (got {len(span.parent_span_id)})"
-    if span.start_time_unix_nano > _INT64_MAX or span.end_time_unix_nano > _INT64_MAX:
+    if span.start_time_unix_nano > LATEST_NS or span.end_time_unix_nano > LATEST_NS:
         return f"span {span.name!r}: times past year 2262 cannot be stored"
     return ""
 
@@ -116,7 +116,7 @@ def _bad_record(record: Any) -> str:
         return f"log record: traceId must be 16 bytes or empty (got {len(record.trace_id)})"
     if record.span_id and len(record.span_id) != 8:
         return f"log record: spanId must be 8 bytes or empty (got {len(record.span_id)})"
-    if record.time_unix_nano > _INT64_MAX or record.observed_time_unix_nano > _INT64_MAX:
+    if record.time_unix_nano > LATEST_NS or record.observed_time_unix_nano > LATEST_NS:
         return "log record: times past year 2262 cannot be stored"
     return ""
 
@@ -136,8 +136,8 @@ def _spans_all_valid(request: Any) -> int | None:
                     or trace == _ZERO_TRACE
                     or span_id == _ZERO_SPAN
                     or len(span.parent_span_id) not in (0, 8)
-                    or span.start_time_unix_nano > _INT64_MAX
-                    or span.end_time_unix_nano > _INT64_MAX
+                    or span.start_time_unix_nano > LATEST_NS
+                    or span.end_time_unix_nano > LATEST_NS
                 ):
                     return None
             count += len(spans)
