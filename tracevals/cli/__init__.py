@@ -114,6 +114,8 @@ def _no_blas_threads() -> None:
 
 
 class LazyGroup(click.Group):
+    _own_process = False  # `main` was called with no arguments: this process is the command's own
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -132,8 +134,6 @@ class LazyGroup(click.Group):
             # at every full collection (a twentieth of `ingest`'s CPU on 100,000 spans went on that)
             gc.freeze()
         return command
-
-    _own_process = False
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
         # No arguments given: the command line of this process (the `tracevals` script, `python -m
