@@ -56,7 +56,7 @@ def test_csv_and_table_formats(filled_lake: Path) -> None:
     assert table_out.exit_code == 0 and "get_orders" in table_out.output
 
 
-def test_a_table_shows_its_first_thousand_rows_and_counts_the_rest(filled_lake: Path) -> None:
+def test_a_table_shows_its_first_rows_and_counts_the_rest(filled_lake: Path) -> None:
     """A table is for reading, and rich lays one out in memory (~0.3 ms a row: a nightly lake's 819,757 score
     rows took minutes and 5 GB): it shows `TABLE_ROWS` rows and says how many there are and how to get them
     all; CSV and JSON print every row. At the bound itself nothing is left out."""

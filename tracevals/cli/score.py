@@ -15,7 +15,16 @@ import polars as pl
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.shared.output import echo, file_option, format_option, lake_option, print_rows, say, shown
+from tracevals.cli.shared.output import (
+    TABLE_ROWS,
+    echo,
+    file_option,
+    format_option,
+    lake_option,
+    print_rows,
+    say,
+    shown,
+)
 from tracevals.cli.shared.times import time_range_options
 from tracevals.lake import clock
 from tracevals.model.signals import taken_here
@@ -214,7 +223,7 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
         elif fmt == "csv":
             _print_csv(scores, header[0])
             header[0] = False
-        elif scores.height <= RICH_ROWS:
+        elif scores.height <= TABLE_ROWS:  # beyond: plain columns, not a rich table
             _print(scores, "table", summary=False)
         else:
             echo(plain_table(scores))
@@ -242,11 +251,6 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-# --follow, table format: a round of more scores than this prints as plain aligned columns, not as a rich
-# table (which takes about a millisecond a row: 100,000 sessions' scores would take minutes to print).
-RICH_ROWS = 500
 
 
 def json_lines(scores: pl.DataFrame) -> list[str]:
