@@ -194,34 +194,10 @@ def test_what_the_collector_rejects_is_one_line_naming_the_item(
     assert _ingest(tmp_path / "edge", edge, fast=path != "validating", monkeypatch=monkeypatch).exit_code == 0
 
 
-def test_ingest_imports_no_duckdb(tmp_path: Path) -> None:
-    """`tracevals ingest` writes Parquet and queries nothing: it does not pay DuckDB's import (and the view
-    catalog's), which the package `tracevals.queries` used to bring with the signal handling every command
-    reads (`queries.interrupts`): about a fifth of ingesting one small file."""
-    import subprocess
-    import sys
-
-    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "chat m", "kind": 3,
-            "startTimeUnixNano": "1764547200000000000", "endTimeUnixNano": "1764547201000000000"}  # fmt: skip
-    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
-    (tmp_path / "one.json").write_text(json.dumps(body), encoding="utf-8")
-    probe = (
-        "import sys\n"
-        "from tracevals.cli import main\n"
-        "try:\n"
-        f"    main(['ingest', '--lake', {str(tmp_path / 'lake')!r}, {str(tmp_path / 'one.json')!r}])\n"
-        "except SystemExit as exc:\n"
-        "    assert exc.code in (None, 0), exc.code\n"
-        "print('duckdb' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/lake/spans/**/*.parquet')").fetchall() == [(1,)]
-
-
-def _own_process_probe(tmp_path: Path, argv: list[str], env: dict[str, str] | None = None) -> tuple[bool, str]:
-    """A command run as its process's own command line (`sys.argv`, as the `tracevals` script runs it): whether
-    the imports' objects were frozen for the cyclic collector, and OPENBLAS_NUM_THREADS as the command left it."""
+def _in_own_process(tmp_path: Path, argv: list[str], shown: str, env: dict[str, str] | None = None) -> str:
+    """`tracevals ARGV` run as its process's own command line (`sys.argv`, as the `tracevals` script runs it), in
+    `tmp_path`, with OPENBLAS_NUM_THREADS unset unless `env` sets it; what the expression `shown` (over `gc`,
+    `os`, `sys`) then reads."""
     import os
     import subprocess
     import sys
@@ -234,14 +210,22 @@ def _own_process_probe(tmp_path: Path, argv: list[str], env: dict[str, str] | No
         "    main()\n"
         "except SystemExit as exc:\n"
         "    assert exc.code in (None, 0), exc.code\n"
-        "print(gc.get_freeze_count() > 0, os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+        f"print({shown})\n"
     )
     environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | (env or {})
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path, env=environment
     )
-    frozen, blas = done.stdout.split()[-2:]
-    return frozen == "True", blas
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_ingest_imports_no_duckdb(tmp_path: Path) -> None:
+    """`tracevals ingest` writes Parquet and queries nothing: it does not pay DuckDB's import (and the view
+    catalog's), which the package `tracevals.queries` used to bring with the signal handling every command
+    reads (`queries.interrupts`): about a fifth of ingesting one small file."""
+    (tmp_path / "one.json").write_text(json.dumps(_span_document()), encoding="utf-8")
+    assert _in_own_process(tmp_path, ["ingest", "--lake", "lake", "one.json"], "'duckdb' in sys.modules") == "False"
+    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/lake/spans/**/*.parquet')").fetchall() == [(1,)]
 
 
 def test_a_commands_own_process_spins_no_blas_threads_and_freezes_its_imports(tmp_path: Path) -> None:
@@ -250,14 +234,12 @@ def test_a_commands_own_process_spins_no_blas_threads_and_freezes_its_imports(tm
     asks for one BLAS thread and freezes what its imports made. A user's setting is kept; `run` (the user's
     agent runs in its process) and a caller passing arguments (CliRunner: the tests' own process) are left
     as they are."""
-    span = {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "chat m",
-            "startTimeUnixNano": "1764547200000000000", "endTimeUnixNano": "1764547201000000000"}  # fmt: skip
-    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
-    (tmp_path / "one.json").write_text(json.dumps(body), encoding="utf-8")
+    (tmp_path / "one.json").write_text(json.dumps(_span_document()), encoding="utf-8")
     ingest = ["ingest", "--lake", "lake", "one.json"]
-    assert _own_process_probe(tmp_path, ingest) == (True, "1")
-    assert _own_process_probe(tmp_path, ingest, {"OPENBLAS_NUM_THREADS": "4"}) == (True, "4")
-    assert _own_process_probe(tmp_path, ["run", "--help"]) == (False, "-")
+    state = "gc.get_freeze_count() > 0, os.environ.get('OPENBLAS_NUM_THREADS', '-')"
+    assert _in_own_process(tmp_path, ingest, state) == "True 1"
+    assert _in_own_process(tmp_path, ingest, state, {"OPENBLAS_NUM_THREADS": "4"}) == "True 4"
+    assert _in_own_process(tmp_path, ["run", "--help"], state) == "False -"
     import gc
 
     before = gc.get_freeze_count()
