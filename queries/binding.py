@@ -17,6 +17,10 @@ in the temporary schema first, then in the connection's own catalog. So there ar
 
 Undoing is by name and never fails on what is not there, so that a `finally` can undo whatever part of a
 job ran (`release`: every shadow and work table a scoring job leaves).
+
+Every table made here is computed by `computed`: on a connection whose memory limit is tracevals' own
+default (`default_memory_limit`, not one the user asked for), a statement that runs out of it runs again
+without a limit, and the limit holds again after it; the job goes on from there instead of starting over.
 """
 
 from __future__ import annotations
@@ -65,11 +69,39 @@ def bind_statement(con: duckdb.DuckDBPyConnection, name: str, select: str) -> st
     return f"CREATE OR REPLACE VIEW {own(con, name)} AS {select}"
 
 
+def default_memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
+    """Bound `con`'s memory by `limit`, a default of tracevals' own choosing: a statement of `computed` that
+    runs out of it runs again without one. (A limit the user gives is set as it is: it holds.)"""
+    con.execute("SET memory_limit = ?", [limit])
+    _DEFAULT_LIMITS[con] = limit
+
+
+_DEFAULT_LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, str] = weakref.WeakKeyDictionary()
+
+
+def computed(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+    """Run `statement` (one that computes a table); beyond a `default_memory_limit`, once more without any.
+    A view's query can need more memory than the table it makes (DuckDB holds each JSON function's parsed
+    documents of a whole vector of rows, so a model call's long conversation weighs more than a lake of
+    many short ones); running that one statement again costs less than the job over."""
+    try:
+        con.execute(statement)
+    except duckdb.OutOfMemoryException:
+        limit = _DEFAULT_LIMITS.get(con)
+        if limit is None:
+            raise
+        con.execute("RESET memory_limit")
+        try:
+            con.execute(statement)
+        finally:
+            con.execute("SET memory_limit = ?", [limit])
+
+
 def shadow(con: duckdb.DuckDBPyConnection, name: str, select: str, table: str | None = None) -> None:
     """Every query on `con` that names `name` reads `select` instead, until `unshadow`. table: copy the rows
-    of `select` once into that temporary table, and read them from there."""
+    of `select` once into that temporary table (`computed`), and read them from there."""
     if table is not None:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {select}")
+        computed(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {select}")
         select = f"SELECT * FROM temp.main.{table}"
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
 
@@ -93,7 +125,7 @@ def work_table(con: duckdb.DuckDBPyConnection, name: str, select: str | None = N
     if select is None:
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")
     else:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {select}")
+        computed(con, f"CREATE OR REPLACE TEMP TABLE {name} AS {select}")
 
 
 def drop_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
@@ -117,7 +149,7 @@ def snapshot_view(con: duckdb.DuckDBPyConnection, name: str, schema: str, query:
     name to it, so every view defined after it reads the table. It reads the table through a temporary view,
     `tv_read_<name>`, that a restriction to some sessions narrows (`narrow_snapshot`)."""
     temp = "TEMP " if schema == "temp" else ""
-    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS {query}")
+    computed(con, f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS {query}")
     shadow(con, f"tv_read_{name}", f"SELECT * FROM {schema}.{name}_snapshot")
     bind(con, name, f"SELECT * FROM tv_read_{name}")
 
@@ -127,7 +159,7 @@ def snapshot_binding(con: duckdb.DuckDBPyConnection, name: str, schema: str) -> 
     `<schema>.<name>_snapshot` and bind the name to it: every view then reads memory, not the files again
     (a small lake's views scan the span files six times; each scan pays every file's open and footer)."""
     temp = "TEMP " if schema == "temp" else ""
-    con.execute(f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS SELECT * FROM {own(con, name)}")
+    computed(con, f"CREATE OR REPLACE {temp}TABLE {schema}.{name}_snapshot AS SELECT * FROM {own(con, name)}")
     bind(con, name, f"SELECT * FROM {schema}.{name}_snapshot")
 
 

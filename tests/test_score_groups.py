@@ -149,3 +149,51 @@ def test_a_crossing_pass_out_of_the_default_memory_runs_again_without_it(
     assert scored.groups > 6 and _rows(scored.scores).equals(_rows(whole.scores))
     with pytest.raises(duckdb.OutOfMemoryException):
         score_lake(varied, tasks=CASES, write=False, max_rows=40, memory_limit=tiny)
+
+
+def _long_conversations(lake: Path, traces: int, history: int) -> Path:
+    """`traces` copies of the GenAI fixture's conversation, each model call's input led by `history` earlier
+    user messages of 2 KB (about 400 KB of input messages a call at 200): a long-running agent's calls."""
+    import copy
+    import json
+
+    from fixtures.otlp_lakes import fixture_doc, ingest_doc
+
+    past = [{"role": "user", "parts": [{"type": "text", "content": f"turn {i} " + "x" * 2000}]} for i in range(history)]
+    for n in range(traces):
+        doc = copy.deepcopy(fixture_doc("genai_current"))
+        for scope in (s for r in doc["resourceSpans"] for s in r["scopeSpans"]):
+            for span in scope["spans"]:
+                span["traceId"] = f"{n + 1:04x}" + span["traceId"][4:]
+                for attribute in span.get("attributes", []):
+                    if attribute["key"] == "gen_ai.input.messages":
+                        messages = json.loads(attribute["value"]["stringValue"])
+                        attribute["value"]["stringValue"] = json.dumps(past + messages)
+        ingest_doc(lake, doc)
+    return lake
+
+
+def test_a_group_whose_tables_outgrow_the_default_memory_is_scored_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view's table that needs more than the default group limit (160MB) is computed again without it
+    (`binding.computed`), not the whole group scored over: four sessions of long conversations made
+    `message_parts` outgrow it (DuckDB holds a vector of parsed documents per JSON function), and every view
+    was rebuilt twice; so was a small lake of `tracevals run`'s 1,250 attempts."""
+    from tracevals.scoring import groups
+
+    lake = _long_conversations(tmp_path / "lake", traces=4, history=200)
+    scored_once = groups._score_group_once
+    calls: list[int] = []
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return scored_once(*args, **kwargs)
+
+    monkeypatch.setattr(groups, "_score_group_once", counted)
+    scored = score_lake(lake, write=False)
+    assert scored.groups == 1 and calls == [1]
+    assert scored.traces == 8 and scored.scores.height > 0  # the fixture holds two traces
+    with open_lake(lake) as con:  # every message of the long inputs is read
+        [(parts,)] = con.execute("SELECT count(*) FROM message_parts WHERE content LIKE 'turn %'").fetchall()
+    assert parts >= 4 * 200

@@ -25,6 +25,7 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
+from tracevals.queries.binding import default_memory_limit
 from tracevals.queries.connection import define_views
 from tracevals.queries.derived import HourFiles, derived_chunks, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
@@ -82,8 +83,8 @@ _T = TypeVar("_T")
 
 # DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
 # group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
-# one file of half a million rows) stays within bounds. A group that still runs out is scored again
-# without the limit.
+# one file of half a million rows) stays within bounds. A table the group computes that runs out of it is
+# computed again without it (`binding.computed`); a group that still runs out is scored again without it.
 GROUP_MEMORY = "160MB"
 
 
@@ -95,9 +96,12 @@ SELECT_VIEWS = ("spans",)
 
 
 def _group_connection(job: _Job, threads: int | None, workdir: str) -> duckdb.DuckDBPyConnection:
-    limit = job.memory_limit or GROUP_MEMORY
     lake = job.scoring.lake
-    con = open_lake(lake, read_spans=False, views=SELECT_VIEWS, materialize=False, memory_limit=limit, threads=threads)
+    con = open_lake(
+        lake, read_spans=False, views=SELECT_VIEWS, materialize=False, memory_limit=job.memory_limit, threads=threads
+    )
+    if job.memory_limit is None:  # a view's table that needs more runs again without it (`computed`)
+        default_memory_limit(con, GROUP_MEMORY)
     con.execute("SET temp_directory = ?", [workdir])  # where a memory_limit spills (not `.tmp` in the cwd)
     con.execute("SET enable_progress_bar = false")  # a group's queries are short, and a bar per worker is noise
     return con
