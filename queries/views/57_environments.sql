@@ -24,18 +24,18 @@ WITH roots AS (
     WHERE f.parent_span_id IS NULL AND f.run_id IS NOT NULL
 ),
 calls AS (
-    SELECT
-        trace_id,
-        coalesce(json_extract_string(attributes, '$."gen_ai.request.model"'), model) AS requested,
-        json_extract_string(attributes, '$."gen_ai.response.model"') AS served,
-        json_extract_string(attributes, '$."gen_ai.request.temperature"') AS temperature,
-        json_extract_string(attributes, '$."gen_ai.request.top_p"') AS top_p,
-        json_extract_string(attributes, '$."gen_ai.request.max_tokens"') AS max_tokens,
-        json_extract_string(attributes, '$."gen_ai.request.seed"') AS seed,
-        json_extract_string(attributes, '$."tracevals.request.system_sha256"') AS system_sha256,
-        json_extract_string(attributes, '$."tracevals.request.tools_sha256"') AS tools_sha256
-    FROM spans
-    WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM roots)
+    -- the members read in one parse of each call's attributes (a call's are often kilobytes: its messages)
+    SELECT trace_id, coalesce(v[1], model) AS requested, v[2] AS served, v[3] AS temperature, v[4] AS top_p,
+           v[5] AS max_tokens, v[6] AS seed, v[7] AS system_sha256, v[8] AS tools_sha256
+    FROM (
+        SELECT trace_id, model, json_extract_string(attributes, [
+            '$."gen_ai.request.model"', '$."gen_ai.response.model"', '$."gen_ai.request.temperature"',
+            '$."gen_ai.request.top_p"', '$."gen_ai.request.max_tokens"', '$."gen_ai.request.seed"',
+            '$."tracevals.request.system_sha256"', '$."tracevals.request.tools_sha256"'
+        ]) AS v
+        FROM spans
+        WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM roots)
+    ) AS read
 ),
 per_trace AS (
     SELECT
