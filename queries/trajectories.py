@@ -65,17 +65,17 @@ _SCOPE_SQL = (
 
 
 def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restriction | None = None) -> Batch:
-    """Every trace of the lake's `trajectories` view (optionally those matching `where`) as a `Batch`.
+    """Every trace of the lake's `trajectories` view (optionally those matching `where`, a condition on the
+    columns of `TRAJECTORY_COLUMNS`) as a `Batch`.
 
     `within`: the restriction the connection's views are under (`selection.select_sessions`, or a chunk
-    of `session_chunks`); the batch is read from it as it is. Without one, `where` first restricts the
-    views to the sessions of the matching traces (whole sessions: completeness counts a session's
-    turns), and that restriction is undone afterwards.
+    of `session_chunks`); the batch is read from it as it is, `where` applied to the trajectories computed
+    for it. Without one, `where` first restricts the views to the sessions of the matching traces (whole
+    sessions: completeness counts a session's turns), and that restriction is undone afterwards.
     """
-    if where:
-        work_table(con, "tv_batch", f"SELECT trace_id, session_id FROM trajectories WHERE {where}")
     own = None
     if where and within is None:
+        work_table(con, "tv_batch", f"SELECT trace_id, session_id FROM trajectories WHERE {where}")
         work_table(con, "tv_scope", _SCOPE_SQL)
         own = restrict_to(con, "tv_scope")
     try:
@@ -83,8 +83,9 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
         # message parts: read as empty tables (`lookup._without_content`), they cost nothing to bind or run
         with materialized(con, READS, known_empty=_without_content):
             work_table(con, "tv_trajectories", f"SELECT {TRAJECTORY_COLUMNS} FROM trajectories")
-            if not where:
-                work_table(con, "tv_batch", _BATCH_SQL)
+            if within is not None or not where:
+                # over the computed tables: `trajectories` named before them plans its whole tree of views
+                work_table(con, "tv_batch", _BATCH_SQL + (f" WHERE {where}" if where else ""))
             work_table(con, "tv_scope", _SCOPE_SQL)
             return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
     finally:

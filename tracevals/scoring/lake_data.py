@@ -28,7 +28,7 @@ from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection, SelectionError, select_sessions
+from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import LOADER_VIEWS, load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
@@ -75,11 +75,13 @@ def load_lake_data(
     for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
     `tasks_sha256`) that differ from what a run kept make every attempt scored again against them, not
     read from the scores stored for the cases the run had."""
-    con = con or open_lake(lake, views=REPORT_VIEWS)
-    restriction = None
-    if selection.since is not None or selection.until is not None:
-        restriction = select_sessions(con, Selection(since=selection.since, until=selection.until))
+    # Not snapshotted at open (a small lake's every view, computed for all its runs): the views are narrowed
+    # to the selected sessions first, and the loader computes what it reads for them alone.
+    con = con or open_lake(lake, views=REPORT_VIEWS, materialize=False)
     runs = selection.runs or _default_runs(con, selection)
+    # the sessions of the runs' attempts (and of the date range): every view is computed per trace or per
+    # session, so their rows are those the whole lake gives, for the selection's cost
+    restriction = select_sessions(con, Selection(since=selection.since, until=selection.until, runs=tuple(runs)))
     trajectories = load_trajectories(con, where=_where(selection, runs), within=restriction)
     if not trajectories:
         raise SelectionError(
@@ -87,7 +89,7 @@ def load_lake_data(
             f'{lake} "select run_id, variant, count(*) from runs group by all"'
         )
     _check_variants(trajectories, selection.variants)
-    _check_runs(con, trajectories, selection.runs)
+    _check_runs(con, trajectories, selection.runs, restriction)
     run_ids = sorted({t.run_id for t in trajectories if t.run_id})
     ran = kept_cases(lake, run_ids)
     notes = [
@@ -212,11 +214,14 @@ def _describe(selection: Selection, runs: Sequence[str]) -> str:
     return ", ".join(parts)
 
 
-def _check_runs(con: duckdb.DuckDBPyConnection, trajectories: Sequence[Trajectory], wanted: Sequence[str]) -> None:
+def _check_runs(
+    con: duckdb.DuckDBPyConnection, trajectories: Sequence[Trajectory], wanted: Sequence[str], narrowed: Restriction
+) -> None:
     """Every run asked for is in the selection: a misspelt --run is an error, never silently dropped."""
     found = {t.run_id for t in trajectories}
     absent = [r for r in wanted if r not in found]
     if absent:
+        narrowed.undo()  # the runs of the whole lake
         have = [str(r[0]) for r in con.execute("SELECT DISTINCT run_id FROM runs WHERE run_id IS NOT NULL ORDER BY 1")
                 .fetchall()]  # fmt: skip
         listed = ", ".join(have[:8]) + (f" +{len(have) - 8} more" if len(have) > 8 else "")

@@ -254,17 +254,14 @@ class Figures:
 
     def _compute_run(self, run_id: str, pair: tuple[str, str] | None = None, vary: tuple[str, ...] = ()) -> RunFigures:
         from tracevals.cli.shared.reports import report_from_data
-        from tracevals.queries.selection import Selection, select_sessions
-        from tracevals.queries.selection import Selection as Sessions
+        from tracevals.queries.selection import Selection
         from tracevals.report import report_json
         from tracevals.scoring.lake_data import load_lake_data
 
         started = time.perf_counter()
         con = open_lake(self.lake)
         try:
-            # the views narrowed to the run's sessions first (one scan of the lake's session keys): every view
-            # is computed per trace, so the run's rows are those the whole lake gives, for a run's cost
-            select_sessions(con, Sessions(runs=(run_id,)))
+            # load_lake_data narrows the views to the run's sessions first: a run's cost, not the lake's
             variants = pair or ()
             lake_data = load_lake_data(self.lake, Selection(runs=(run_id,), variants=variants), None, con=con)
             baseline, candidate = pair if pair is not None else (None, None)

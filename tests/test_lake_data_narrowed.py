@@ -1,0 +1,54 @@
+"""A report reads the views for the sessions it selects, not for the whole lake.
+
+`report` and `gate` on a small lake of 50 runs computed every view (message parts, calls, steps) for all
+1,250 attempts at open, to report two runs' 50; the views are now narrowed to the selected runs' sessions
+before anything is computed, and the report is the same.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from fixtures.demo_run import shared_demo
+from fixtures.otlp_lakes import DIALECTS, ingest_fixture
+
+from tracevals.lake.lake import Lake
+from tracevals.queries import open_lake
+from tracevals.queries.selection import Selection
+from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    """The demo's lake (one run of 120 attempts) and production traffic beside it: four traces of no run."""
+    lake = tmp_path_factory.mktemp("narrowed") / "lake"
+    shutil.copytree(shared_demo(tmp_path_factory) / "lake", lake)
+    for dialect in DIALECTS:
+        ingest_fixture(lake, dialect)
+    return Lake.open(lake)
+
+
+def _traces(con: object, relation: str) -> int:
+    [(count,)] = con.execute(f"SELECT count(DISTINCT trace_id) FROM {relation}").fetchall()  # type: ignore[attr-defined]
+    return int(count)
+
+
+def test_the_views_are_computed_for_the_selected_runs_alone(mixed: Lake) -> None:
+    con = open_lake(mixed, views=REPORT_VIEWS, materialize=False)
+    every = _traces(con, "raw_spans")
+    [(run,)] = con.execute("SELECT DISTINCT run_id FROM runs").fetchall()
+    data = load_lake_data(mixed, Selection(runs=(run,)), con=con)
+    assert len(data.trajectories) == 120 < every
+    assert _traces(con, "raw_spans") == 120  # what the views read: the run's sessions
+    assert _traces(con, "message_parts") <= 120
+
+
+def test_the_report_is_the_one_a_whole_lake_snapshot_gives(mixed: Lake) -> None:
+    """A connection whose views were computed for the whole lake at open (a small lake's snapshot, as
+    `tracevals ui` opens it) gives the same attempts, scores, environments and provenance."""
+    narrowed = load_lake_data(mixed, Selection())
+    whole = load_lake_data(mixed, Selection(), con=open_lake(mixed))
+    assert narrowed.trajectories == whole.trajectories and len(narrowed.trajectories) == 120
+    assert narrowed.scores == whole.scores and len(narrowed.scores) > 0
+    assert narrowed.environments == whole.environments and narrowed.provenance == whole.provenance
