@@ -32,10 +32,15 @@ def _included(sql: str) -> str:
 
 
 @cache
-def query_sql(name: str) -> str:
+def query_sql(name: str, **values: object) -> str:
     """A loader's query from `queries/sql/NAME.sql` (the SQL that is not a view: the batch loader's, the
-    session selection's), its `{placeholders}` for the caller to fill."""
-    return resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    session selection's); with `values`, its `{placeholders}` filled, its comment lines left out first: a
+    value (a run id from a command line, a lake's) never lands in a comment, where a line break in it
+    would end the comment and have the rest of the line read as SQL."""
+    sql = resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    if not values:
+        return sql
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).format(**values)
 
 
 def views_in(sql: str) -> list[str]:

@@ -33,6 +33,6 @@ def span_facts(con: duckdb.DuckDBPyConnection, scope: str | None = None) -> pl.D
     """One row per trace of the `spans` view (only the traces listed in table `scope`, when given; give
     whole sessions, or the per-session columns count too few traces): the facts above."""
     where = f"WHERE trace_id IN (SELECT trace_id FROM {scope})" if scope else ""
-    result = pl.from_arrow(con.sql(query_sql("trace_facts").format(scope=where)).to_arrow_table())
+    result = pl.from_arrow(con.sql(query_sql("trace_facts", scope=where)).to_arrow_table())
     assert isinstance(result, pl.DataFrame)
     return result

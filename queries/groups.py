@@ -188,7 +188,7 @@ def _rows_sql(con: duckdb.DuckDBPyConnection, lake: Lake, groups: list[Group], l
 def _find_crossing(con: duckdb.DuckDBPyConnection, plan: GroupPlan, workdir: Path) -> None:
     """Append the crossing groups to `plan` and list their traces (see `find_crossing`)."""
     blocks = plan.groups[: plan.blocks]
-    con.execute(query_sql("session_blocks").format(rows=_rows_sql(con, plan.lake, blocks)))
+    con.execute(query_sql("session_blocks", rows=_rows_sql(con, plan.lake, blocks)))
     # Keys to join: a trace with several session ids (de-duplication keeps the copies it keeps, so its
     # session could be any of them), and a trace whose own id is some trace's session id (a trace
     # without one is the session of its id: de-duplication could leave it none).
@@ -210,7 +210,7 @@ def _find_crossing(con: duckdb.DuckDBPyConnection, plan: GroupPlan, workdir: Pat
     work_table(con, "tv_joined", columns="node VARCHAR, root VARCHAR")
     if edges:
         con.executemany("INSERT INTO tv_joined VALUES (?, ?)", sorted(components(edges).items()))
-    con.execute(query_sql("session_crossing").format(max_rows=int(plan.max_rows)))
+    con.execute(query_sql("session_crossing", max_rows=int(plan.max_rows)))
     [(count,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()
     plan.crossing_traces = int(count)
     if not count:

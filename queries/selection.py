@@ -156,7 +156,7 @@ def selected_traces(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
             " AND s.sid IN (SELECT t.sid FROM t WHERE t.trace_id IN (SELECT trace_id FROM attempts WHERE "
             f"{selection.trace_condition()}))"
         )
-    work_table(con, "tv_traces", query_sql("select_sessions").format(condition=selection.sql_condition(), only=only))
+    work_table(con, "tv_traces", query_sql("select_sessions", condition=selection.sql_condition(), only=only))
     [(count,)] = con.execute("SELECT count(*) FROM tv_traces").fetchall()
     return int(count)
 

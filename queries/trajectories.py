@@ -115,7 +115,7 @@ def _traces(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def _calls(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Executed tool calls and gaps (requested, never executed), in the `steps` view's order."""
-    sql = query_sql("batch_calls").format(op_key=OP_KEY_SQL.format(c="c"), key_in_args=KEY_IN_ARGS_SQL.format(c="c"))
+    sql = query_sql("batch_calls", op_key=OP_KEY_SQL.format(c="c"), key_in_args=KEY_IN_ARGS_SQL.format(c="c"))
     calls = frame(con, sql)
     # In the steps view's order (its step_index), numbered per trace here: a window over every step in
     # SQL sorts all of a lake's steps, where this sorts only the tool calls read.

@@ -15,7 +15,7 @@ from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
-from tracevals.queries.selection import Selection
+from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
 
 
@@ -52,3 +52,14 @@ def test_the_report_is_the_one_a_whole_lake_snapshot_gives(mixed: Lake) -> None:
     assert narrowed.trajectories == whole.trajectories and len(narrowed.trajectories) == 120
     assert narrowed.scores == whole.scores and len(narrowed.scores) > 0
     assert narrowed.environments == whole.environments and narrowed.provenance == whole.provenance
+
+
+@pytest.mark.parametrize("run_id", ["no-such-run\n) OR TRUE --", "x'\r\n-- ", "{only}"])
+def test_a_run_id_with_a_line_break_selects_nothing_and_says_so(mixed: Lake, run_id: str) -> None:
+    """The selection's SQL template said `{only}` in a comment, and the run ids went there too: a line break
+    in one ended the comment, the rest of the line was read as SQL (a parse error, `cannot read the lake`).
+    Comment lines are left out before a template is filled."""
+    con = open_lake(mixed, views=REPORT_VIEWS, materialize=False)
+    assert select_sessions(con, Selection(runs=(run_id,))).count == 0
+    with pytest.raises(SelectionError, match=r"^no attempts match run "):
+        load_lake_data(mixed, Selection(runs=(run_id,)))
