@@ -31,16 +31,21 @@ def _included(sql: str) -> str:
     return _INCLUDE.sub(lambda m: query_sql(m.group(1)).strip(), sql)
 
 
-@cache
 def query_sql(name: str, **values: object) -> str:
     """A loader's query from `queries/sql/NAME.sql` (the SQL that is not a view: the batch loader's, the
     session selection's); with `values`, its `{placeholders}` filled, its comment lines left out first: a
     value (a run id from a command line, a lake's) never lands in a comment, where a line break in it
     would end the comment and have the rest of the line read as SQL."""
-    sql = resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    sql = _template(name)
     if not values:
         return sql
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).format(**values)
+
+
+@cache
+def _template(name: str) -> str:
+    """The file's text, read once (the filled queries are not kept: their values vary without end)."""
+    return resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
 
 
 def views_in(sql: str) -> list[str]:
