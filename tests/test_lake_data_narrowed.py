@@ -46,7 +46,7 @@ def test_the_views_are_computed_for_the_selected_runs_alone(mixed: Lake) -> None
 
 def test_the_report_is_the_one_a_whole_lake_snapshot_gives(mixed: Lake) -> None:
     """A connection whose views were computed for the whole lake at open (a small lake's snapshot, as
-    `tracevals ui` opens it) gives the same attempts, scores, environments and provenance."""
+    `open_lake` makes it by default) gives the same attempts, scores, environments and provenance."""
     narrowed = load_lake_data(mixed, Selection())
     whole = load_lake_data(mixed, Selection(), con=open_lake(mixed))
     assert narrowed.trajectories == whole.trajectories and len(narrowed.trajectories) == 120
