@@ -74,7 +74,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
     sessions: completeness counts a session's turns), and that restriction is undone afterwards.
     """
     own = None
-    if where and within is None:
+    if where and within is None:  # the scope: the sessions of the matching traces, found through the views
         work_table(con, "tv_batch", f"SELECT trace_id, session_id FROM trajectories WHERE {where}")
         work_table(con, "tv_scope", _SCOPE_SQL)
         own = restrict_to(con, "tv_scope")
@@ -83,9 +83,9 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
         # message parts: read as empty tables (`lookup._without_content`), they cost nothing to bind or run
         with materialized(con, READS, known_empty=_without_content):
             work_table(con, "tv_trajectories", f"SELECT {TRAJECTORY_COLUMNS} FROM trajectories")
-            if within is not None or not where:
-                # over the computed tables: `trajectories` named before them plans its whole tree of views
-                work_table(con, "tv_batch", _BATCH_SQL + (f" WHERE {where}" if where else ""))
+            # the batch: the computed trajectories that match (naming `trajectories` before its views are
+            # computed plans their whole tree)
+            work_table(con, "tv_batch", _BATCH_SQL + (f" WHERE {where}" if where else ""))
             work_table(con, "tv_scope", _SCOPE_SQL)
             return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
     finally:
