@@ -69,11 +69,16 @@ class Scope:
         calls = calls.with_columns(tix=pl.col("trace_id").rle_id())
         first = pl.col("tix") != pl.col("tix").shift(1).fill_null(-1)
         start = pl.when(first).then(pl.int_range(pl.len())).forward_fill()
-        return calls.with_columns(
+        calls = calls.with_columns(
             epos=pl.int_range(pl.len()) - start,
             effect=pl.coalesce("case_effect", "effect"),  # the case's word wins (model.calls.effect_of)
             failed=pl.col("error_type").is_not_null(),
-        ).with_columns(
+        )
+        # `model.retries`: the same operation as the executed call before it in the trace, which failed. A shift
+        # masked where the trace changes: a window or a shift per group costs far more over many short traces.
+        same_trace = ~first
+        retry = same_trace & pl.col("failed").shift(1) & (pl.col("op_key") == pl.col("op_key").shift(1))
+        return calls.with_columns(retry=retry.fill_null(False)).with_columns(
             risky=(pl.col("effect").is_in(["write", "irreversible"]) & (pl.col("name") != HANDOFF_TOOL)).fill_null(
                 False
             ),
@@ -86,8 +91,9 @@ class Scope:
 
     def executed(self) -> pl.DataFrame:
         """The executed calls, sorted by trace then position, with `case_key`, `tix` (a number per trace),
-        `epos` (0-based among the trace's executed calls), the resolved `effect`, and `failed`, `risky`,
-        `timeout`, `identity_known`. Computed once per scope."""
+        `epos` (0-based among the trace's executed calls), the resolved `effect`, and `failed`, `retry` (the
+        call retries the one before it: `model.retries`), `risky`, `timeout`, `identity_known`. Computed once
+        per scope."""
         return self._executed
 
 

@@ -75,10 +75,7 @@ def _handoff_positions(scope: Scope) -> pl.DataFrame:
 def _retry_flags(scope: Scope) -> pl.DataFrame:
     """(trace_id, pos, retry): whether an executed call retries the executed call before it (`model.retries`:
     the same operation, right after it failed), which `trajectory_match` folds into one step."""
-    calls = scope.executed()
-    same_trace = pl.col("tix") == pl.col("tix").shift(1)
-    retry = same_trace & pl.col("failed").shift(1) & (pl.col("op_key") == pl.col("op_key").shift(1))
-    return calls.select("trace_id", "pos", retry.fill_null(False).alias("retry"))
+    return scope.executed().select("trace_id", "pos", "retry")
 
 
 def _tools_compared_by_args(case: Case, comparators: Collection[str]) -> set[str]:

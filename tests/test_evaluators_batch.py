@@ -24,7 +24,12 @@ CASES = {
     c.case_id: c
     for c in [
         case_json(
-            case_id="plain", expected_steps=["search", "get"], max_retries=1, success_criteria={"must_include": ["ok"]}
+            case_id="plain",
+            expected_steps=["search", "get"],
+            max_retries=1,
+            success_criteria={"must_include": ["ok"]},
+            # a fault at a tool's second call: the screen numbers a tool's calls in the trace as the reference does
+            faults=[{"tool": "search", "call": 2, "type": "timeout"}],
         ),
         case_json(
             case_id="strict",

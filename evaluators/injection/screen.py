@@ -18,7 +18,6 @@ _SHAPING = ["empty", "malformed"]
 
 def screen_injection(scope: Scope) -> pl.DataFrame:
     calls = scope.executed().with_columns(
-        nth=pl.int_range(pl.len()).over(["tix", "name"]) + 1,
         label=pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)]),
     )
     marked_traces = calls.filter(pl.col("injection_kind").is_not_null()).select("tix").unique()
@@ -152,6 +151,13 @@ def _declared_points(scope: Scope, calls: pl.DataFrame, marked: pl.DataFrame) ->
     ]
     schema = {"case_key": pl.Utf8, "name": pl.Utf8, "nth": pl.Int64, "type": pl.Utf8, "id": pl.Utf8, "order": pl.Int64}
     faults = pl.DataFrame(rows, schema=schema, orient="row")
-    unmarked = calls.join(marked, on="tix", how="anti").with_columns(pl.col("nth").cast(pl.Int64))
+    # the calls of the tools a case declares faults at, in traces with no mark: each one's number among its
+    # tool's calls in the trace (a window over these few, not over every call of the batch)
+    unmarked = calls.join(marked, on="tix", how="anti").join(
+        faults.select("case_key", "name").unique(), on=["case_key", "name"], how="semi"
+    )
+    unmarked = unmarked.sort("tix", "epos").with_columns(
+        nth=(pl.int_range(pl.len()).over(["tix", "name"]) + 1).cast(pl.Int64)
+    )
     hit = unmarked.join(faults, on=["case_key", "name", "nth"], how="inner")
     return hit.select("tix", "trace_id", "name", "epos", "label", "type", "id", "order")

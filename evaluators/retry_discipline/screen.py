@@ -41,8 +41,6 @@ def _flagged(calls: pl.DataFrame) -> pl.DataFrame:
     prev = {
         name: _prev(name)
         for name in (
-            "failed",
-            "op_key",
             "retry_after_ms",
             "end_ms",
             "status_code",
@@ -52,7 +50,7 @@ def _flagged(calls: pl.DataFrame) -> pl.DataFrame:
             "clock_end_ms",
         )
     }
-    is_retry = (prev["failed"] & (pl.col("op_key") == prev["op_key"])).fill_null(False)
+    is_retry = pl.col("retry")  # the scope's (`Scope.executed`)
     rate_limited = (prev["status_code"] == 429) | prev["error_type"].str.to_lowercase().is_in(_RATE_LIMIT_TYPES)
     # rules.waited_ms: the logical clock where both calls have it, else the spans' times
     clocked = prev["clock_end_ms"].is_not_null() & pl.col("clock_start_ms").is_not_null()

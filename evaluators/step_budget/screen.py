@@ -31,7 +31,7 @@ def screen_budget(scope: Scope) -> pl.DataFrame:
         **{key: (_limit(key), pl.Float64) for key in _SCALAR_KEYS},
     )
     calls = scope.executed()
-    counts = calls.group_by("trace_id").agg(tool_calls=pl.len(), retries=_retries())
+    counts = calls.group_by("trace_id").agg(tool_calls=pl.len(), retries=pl.col("retry").sum())
     frame = (
         traces.join(limits, on="case_key", how="left", suffix="_limit")
         .join(counts, on="trace_id", how="left")
@@ -127,12 +127,6 @@ def settled(scope: Scope, frame: pl.DataFrame) -> pl.DataFrame:
             rows.append((case_key, signature, score.reason, score_details(score)))
     schema = {"case_key": pl.Utf8, "signature": pl.Utf8, "settled_reason": pl.Utf8, "settled_details": pl.Utf8}
     return pl.DataFrame(rows, schema=schema, orient="row")
-
-
-def _retries() -> pl.Expr:
-    prev_failed = pl.col("failed").shift(1)
-    prev_key = pl.col("op_key").shift(1)
-    return (prev_failed & (pl.col("op_key") == prev_key)).fill_null(False).sum()
 
 
 def _check_count(case: Case | None) -> int:
