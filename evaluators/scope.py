@@ -11,6 +11,7 @@ exact about "clean", and the equivalence tests hold them to it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +21,7 @@ import polars as pl
 
 from tracevals.model.batch import Batch
 from tracevals.model.case import Case
+from tracevals.model.findings import FindingKind
 from tracevals.model.trajectory import HANDOFF_TOOL
 
 NO_CASE = "\x00"  # the case key of traces scored without a case
@@ -119,6 +121,19 @@ def json_bool(expr: pl.Expr) -> pl.Expr:
 def json_str(expr: pl.Expr) -> pl.Expr:
     """A string from a known vocabulary (no quotes or backslashes to escape), or null."""
     return pl.when(expr.is_null()).then(pl.lit("null")).otherwise(pl.concat_str([pl.lit('"'), expr, pl.lit('"')]))
+
+
+# Names (of tools, of fault types ...) that a screen may write into reasons and JSON details as they are: nothing
+# to escape. A trace with any other name is left to the reference (`check`), which escapes it.
+JSON_SAFE = r"^[A-Za-z0-9_.:\-]+$"
+
+
+def finding_json(kind: FindingKind, severity: str, **columns: pl.Expr) -> pl.Expr:
+    """One finding of `kind` as `findings_json` stores it in a score's details (`json.dumps(sort_keys=True)`):
+    the kind's own fields from the kind itself, the others (`message`, `step`, `call`, `evidence`) from
+    `columns`, each already JSON text (`json_str`, `json_int` ...; an absent one is the finding's default)."""
+    stored = kind("", severity=severity).to_json()
+    return json_object({key: columns.get(key, pl.lit(json.dumps(value))) for key, value in stored.items()})
 
 
 def share_text(good: pl.Expr, total: pl.Expr) -> pl.Expr:

@@ -318,6 +318,48 @@ def test_failures_made_good_are_settled_by_the_failure_screen() -> None:
     assert_same(batch_of, CASES)
 
 
+def test_missing_keys_that_only_warn_are_settled_by_the_retry_screen() -> None:
+    """Writes without an idempotency key where no case requires keys (a correct production agent whose tools
+    take none): the reference warns and scores 1; the screen writes those warnings itself. Where keys are
+    required, or a tool's name would need escaping in JSON, the reference decides."""
+    from tracevals.evaluators.retry_discipline.screen import screen_retry
+
+    def attempt(trace_id: str, task: str | None, *calls: ToolCall) -> Trajectory:
+        return trajectory(*calls, task_id=task, output="ok", trace_id=trace_id)
+
+    keyless = [
+        read("get", {"id": 1}, 1.0),
+        write("send", {"to": 1}, 10.0, key=None),
+        write("refund", {"id": 2}, 20.0, key=None, effect="irreversible"),
+    ]
+    cases = {
+        **CASES,
+        "keys": case_json(case_id="keys", retry_policy={"require_idempotency_key": True}),
+        "waived": case_json(case_id="waived", retry_policy={"require_idempotency_key": False}),
+    }
+    settled = [attempt("none", None, *keyless), attempt("plain", "plain", *keyless)]
+    settled.append(attempt("one", None, write("send", {"to": 1}, 10.0, key=None)))
+    settled.append(attempt("empty", None, write("send", {"to": 1}, 10.0, key="")))  # an empty key is none
+    checked = [
+        attempt("required", "keys", *keyless),
+        attempt("quoted", None, write('se"nd', {"to": 1}, 10.0, key=None)),
+    ]
+    clean = [attempt("waived", "waived", *keyless), attempt("keyed", None, write("send", {"to": 1}, 10.0))]
+    batch_of = settled + checked + clean
+    status = dict(screen_retry(scope_of(batch_of, cases)).select("trace_id", "status").iter_rows())
+    assert status == {
+        **{t.trace_id: "clean" for t in settled + clean},
+        **{t.trace_id: "check" for t in checked},
+    }
+    frame = assert_same(batch_of, cases)
+    warned = frame.filter((pl.col("evaluator") == "retry_discipline") & (pl.col("trace_id") == "none")).row(
+        0, named=True
+    )
+    assert warned["passed"] and warned["score"] == 1.0
+    assert warned["reason"].endswith("no idempotency key: send#2 (write); no idempotency key: refund#3 (irreversible)")
+    assert [f["severity"] for f in json.loads(warned["details"])["findings"]] == ["warning", "warning"]
+
+
 def test_identical_trajectories_are_evaluated_once() -> None:
     same = [trajectory(call("search"), call("get"), task_id="plain", output="ok", trace_id=f"t{i}") for i in range(50)]
     frame = assert_same(same, CASES)

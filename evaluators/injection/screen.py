@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.scope import Scope, finish, json_int, json_object, json_str
+from tracevals.evaluators.scope import JSON_SAFE, Scope, finish, json_int, json_object, json_str
 
-_SAFE = r"^[A-Za-z0-9_.:\-]+$"  # names written into reasons and details without escaping
 _SHAPING = ["empty", "malformed"]
 
 
@@ -43,9 +42,9 @@ def screen_injection(scope: Scope) -> pl.DataFrame:
     )
     points = points.join(recovery, on=["tix", "epos"], how="left").sort("tix", "order")
     safe = (
-        pl.col("name").str.contains(_SAFE)
-        & pl.col("type").str.contains(_SAFE)
-        & pl.col("id").fill_null("x").str.contains(_SAFE)
+        pl.col("name").str.contains(JSON_SAFE)
+        & pl.col("type").str.contains(JSON_SAFE)
+        & pl.col("id").fill_null("x").str.contains(JSON_SAFE)
     )
     what = pl.concat_str([pl.lit("fault "), pl.col("type"), pl.lit(" at "), pl.col("label")])
     why = pl.concat_str([pl.col("by"), pl.lit(" succeeded")])

@@ -3,16 +3,21 @@
 A trace is `check` when any rule might fire or any call might be unknown: more retries than the
 bound (all chains together, which over-approximates per chain), a retry that may not have waited,
 a retry of a non-retryable error, a retry whose identity is a guess, a write that timed out, a risky
-call without a key, two successful risky calls of one operation, a successful risky call of unknown
-identity, or a repeated block of calls with the same outcome at the loop threshold.
+call without a key when the case requires keys, two successful risky calls of one operation, a
+successful risky call of unknown identity, or a repeated block of calls with the same outcome at the
+loop threshold. A risky call without a key where keys are not required is a warning the reference
+notes and still scores 1: the screen writes those warnings itself (a correct agent whose tools take no
+key is the common case in production), unless a tool's name would need escaping in JSON.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.scope import Scope, finish, json_int, json_object
+from tracevals.evaluators.retry_discipline.declarations import MISSING_IDEMPOTENCY_KEY
+from tracevals.evaluators.scope import JSON_SAFE, Scope, finding_json, finish, json_int, json_object, json_str
 from tracevals.model.calls import RETRYABLE_4XX
+from tracevals.model.findings import WARNING
 
 _RATE_LIMIT_TYPES = ["429", "rate_limit", "ratelimiterror"]
 
@@ -28,7 +33,10 @@ def screen_retry(scope: Scope) -> pl.DataFrame:
     params = scope.case_frame(
         max_retries=(lambda c: c.max_retries if c is not None else None, pl.Int64),
         loop_repeats=(lambda c: c.loop_repeats if c is not None else 3, pl.Int64),
-        require_key=(lambda c: c is None or c.require_idempotency_key is not False, pl.Boolean),
+        # `rules.missing_idempotency_keys`: a missing key fails when the case requires keys, warns when it says
+        # nothing, is not checked when it waives them
+        key_required=(lambda c: c is not None and c.require_idempotency_key is True, pl.Boolean),
+        key_warned=(lambda c: c is None or c.require_idempotency_key is None, pl.Boolean),
         min_backoff=(lambda c: c.min_backoff_ms if c is not None else 0.0, pl.Float64),
     )
     calls = calls.join(params, on="case_key", how="left", maintain_order="left")
@@ -79,15 +87,19 @@ def _flagged(calls: pl.DataFrame) -> pl.DataFrame:
         step_key=pl.concat_str([pl.col("op_key"), pl.lit("->"), outcome]),
     )
     calls = _with_loop_flags(calls)
+    keyless = pl.col("risky") & (pl.col("idempotency_key").is_null() | (pl.col("idempotency_key") == ""))
     calls = calls.with_columns(
         chain_start=pl.col("is_retry") & ~_prev("is_retry").fill_null(False),
         suspicious=(
             pl.col("doubt")
             | (pl.col("risky") & pl.col("timeout"))
-            | (pl.col("risky") & pl.col("idempotency_key").is_null() & pl.col("require_key"))
+            | (keyless & pl.col("key_required"))
             | (pl.col("risky") & ~pl.col("failed") & ~pl.col("identity_known"))
             | pl.any_horizontal("loop_1", "loop_2", "loop_3")
+            # a warning the screen writes itself only for names it need not escape
+            | (keyless & pl.col("key_warned") & ~pl.col("name").str.contains(JSON_SAFE).fill_null(False))
         ),
+        key_warning=(keyless & pl.col("key_warned")).fill_null(False),
     )
     return calls
 
@@ -97,6 +109,16 @@ def _per_trace(calls: pl.DataFrame) -> pl.DataFrame:
     # two successful risky calls of one operation in a trace: few calls are risky, so group those only
     done = calls.filter(pl.col("risky") & ~pl.col("failed") & pl.col("identity_known"))
     repeated = done.group_by("tix", "op_key").len().filter(pl.col("len") > 1).select("tix").unique()
+    label = pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)])
+    message = pl.concat_str([pl.lit("no idempotency key: "), label, pl.lit(" ("), pl.col("effect"), pl.lit(")")])
+    warning = finding_json(
+        MISSING_IDEMPOTENCY_KEY,
+        WARNING,
+        message=json_str(message),
+        step=json_int(pl.col("epos") + 1),
+        call=json_str(label),
+    )
+    warned = pl.col("key_warning")
     per_trace = calls.group_by("tix").agg(
         trace_id=pl.col("trace_id").first(),
         n=pl.len(),
@@ -104,6 +126,10 @@ def _per_trace(calls: pl.DataFrame) -> pl.DataFrame:
         chains=pl.col("chain_start").sum(),
         max_retries=pl.col("max_retries").first(),
         doubt=pl.col("suspicious").any(),
+        # the missing keys' warnings, in call order: what the reference notes (and all it notes) of a clean trace
+        warnings=message.filter(warned).str.join("; "),
+        warned_problems=json_str(message).filter(warned).str.join(", "),
+        warned_findings=warning.filter(warned).str.join(", "),
     )
     per_trace = per_trace.join(repeated.with_columns(dup=pl.lit(True)), on="tix", how="left")
     per_trace = per_trace.with_columns(
@@ -122,19 +148,20 @@ def _verdicts(per_trace: pl.DataFrame) -> pl.DataFrame:
     )
     bound = pl.col("max_retries").cast(pl.Utf8).fill_null("not set")
     n = pl.col("n").cast(pl.Utf8)
+    warnings = pl.when(pl.col("warnings") != "").then(pl.concat_str([pl.lit("; "), pl.col("warnings")]))
     reason = pl.concat_str(
         n, pl.lit(" calls, "), pl.col("retries").cast(pl.Utf8), pl.lit(" retries in "), pl.col("chains").cast(pl.Utf8),
         pl.lit(" chains (max per call "), bound, pl.lit("), 0 flagged, 0 unknown; score="), n, pl.lit("/"), n,
-        pl.lit("=1.000"),
+        pl.lit("=1.000"), warnings.fill_null(""),
     )  # fmt: skip
     details = json_object(
         {
             "calls": json_int(pl.col("n")),
             "chains": json_int(pl.col("chains")),
-            "findings": pl.lit("[]"),
+            "findings": pl.concat_str([pl.lit("["), pl.col("warned_findings"), pl.lit("]")]),
             "flagged": pl.lit("[]"),
             "max_retries": json_int(pl.col("max_retries")),
-            "problems": pl.lit("[]"),
+            "problems": pl.concat_str([pl.lit("["), pl.col("warned_problems"), pl.lit("]")]),
             "retries": json_int(pl.col("retries")),
             "unknown": pl.lit("{}"),
         }
