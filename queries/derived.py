@@ -255,11 +255,12 @@ WITH r AS (
     SELECT trace_id, NULL, CAST(date AS VARCHAR), CAST(hour AS BIGINT) FROM raw_logs WHERE trace_id IS NOT NULL
 ),
 t AS (
-    SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(d) AS d, min(h) AS h,
-           count(DISTINCT (d, h)) AS hours
+    SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(d) AS d, max(d) AS d_max, min(h) AS h,
+           max(h) AS h_max
     FROM r GROUP BY trace_id
 ),
-s AS (SELECT sid FROM t GROUP BY sid HAVING max(hours) = 1 AND count(DISTINCT (d, h)) = 1)
+-- one hour: one date and one hour of the day (their least and greatest the same: no DISTINCT to count)
+s AS (SELECT sid FROM t GROUP BY sid HAVING min(d) = max(d_max) AND min(h) = max(h_max))
 SELECT t.trace_id, t.d, t.h FROM t JOIN s USING (sid)
 """
 
