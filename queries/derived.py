@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from tracevals.lake.lake import Lake, partition_key
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
-from tracevals.queries.binding import RAW, bind, work_table
+from tracevals.queries.binding import RAW, bind, drop_tables, work_table
 from tracevals.queries.catalog import query_sql, view_sql
 
 VERSION = 2  # raise when what is written changes in a way the SQL digest does not show (2: `bucket`)
@@ -245,23 +245,24 @@ def _scan(source: str | bytes) -> pl.LazyFrame:
     return pl.scan_parquet(source if isinstance(source, str) else io.BytesIO(source))
 
 
-# The traces of the connection's raw relations (as bound: a group's files) that lie wholly in one hour with
-# their whole session: (trace_id, hour date, hour). A session's key is the loader's (`trace_facts`: its
-# largest session id, else its trace id).
-_WHOLE_IN_ONE_HOUR = """
+# Each trace of the connection's raw relations (as bound: a group's files): its session key (the loader's,
+# `trace_facts`: its largest session id, else its trace id), the least and greatest hour date and hour of day
+# of its rows, and whether it has spans (a trace of log records alone is rebuilt by nobody).
+_TRACE_HOURS = """
 WITH r AS (
-    SELECT trace_id, session_id, CAST(date AS VARCHAR) AS d, CAST(hour AS BIGINT) AS h FROM raw_spans
+    SELECT trace_id, session_id, CAST(date AS VARCHAR) AS d, CAST(hour AS BIGINT) AS h, TRUE AS span FROM raw_spans
     UNION ALL
-    SELECT trace_id, NULL, CAST(date AS VARCHAR), CAST(hour AS BIGINT) FROM raw_logs WHERE trace_id IS NOT NULL
-),
-t AS (
-    SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(d) AS d, max(d) AS d_max, min(h) AS h,
-           max(h) AS h_max
-    FROM r GROUP BY trace_id
-),
--- one hour: one date and one hour of the day (their least and greatest the same: no DISTINCT to count)
-s AS (SELECT sid FROM t GROUP BY sid HAVING min(d) = max(d_max) AND min(h) = max(h_max))
-SELECT t.trace_id, t.d, t.h FROM t JOIN s USING (sid)
+    SELECT trace_id, NULL, CAST(date AS VARCHAR), CAST(hour AS BIGINT), FALSE FROM raw_logs WHERE trace_id IS NOT NULL
+)
+SELECT trace_id, coalesce(max(session_id), trace_id) AS sid, min(d) AS d, max(d) AS d_max, min(h) AS h,
+       max(h) AS h_max, bool_or(span) AS has_spans
+FROM r GROUP BY trace_id
+"""
+# The traces (of `tv_trace_hours`) that lie wholly in one hour with their whole session: (trace_id, date, hour).
+# One hour is one date and one hour of the day: their least and greatest the same (no DISTINCT to count).
+_WHOLE_IN_ONE_HOUR = """
+WITH s AS (SELECT sid FROM tv_trace_hours GROUP BY sid HAVING min(d) = max(d_max) AND min(h) = max(h_max))
+SELECT t.trace_id, t.d, t.h FROM tv_trace_hours AS t JOIN s USING (sid)
 """
 
 
@@ -272,11 +273,13 @@ def take_derived(con: duckdb.DuckDBPyConnection, hours: list[HourFiles], within:
     (rebuilt through the views). Returns `tv_taken` (column `trace_id`)."""
     work_table(con, "tv_derived_hours", columns="d VARCHAR, h BIGINT")
     con.executemany("INSERT INTO tv_derived_hours VALUES (?, ?)", [h.hour for h in hours])
+    work_table(con, "tv_trace_hours", _TRACE_HOURS)  # the raw rows read once, for both tables
     kept = f" WHERE w.trace_id IN (SELECT trace_id FROM {within})" if within else ""
     taken = f"SELECT w.trace_id FROM ({_WHOLE_IN_ONE_HOUR}) AS w JOIN tv_derived_hours USING (d, h){kept}"
     work_table(con, "tv_taken", taken)
-    every = f"SELECT trace_id FROM {within}" if within else "SELECT DISTINCT trace_id FROM raw_spans"
+    every = f"SELECT trace_id FROM {within}" if within else "SELECT trace_id FROM tv_trace_hours WHERE has_spans"
     work_table(con, "tv_rest", f"SELECT trace_id FROM ({every}) WHERE trace_id NOT IN (SELECT trace_id FROM tv_taken)")
+    drop_tables(con, "tv_trace_hours")
     frame = pl.from_arrow(con.sql("SELECT trace_id FROM tv_taken").to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame

@@ -142,6 +142,20 @@ def select_sessions(con: duckdb.DuckDBPyConnection, selection: Selection) -> Res
     return restriction
 
 
+def selects_all(con: duckdb.DuckDBPyConnection, selection: Selection) -> bool:
+    """Whether `selection` keeps every session of what `raw_spans` reads on `con`, so that there is nothing to
+    select: no sample, runs, variants or traces, and every span (so every session's first) starting within
+    `[since, until)` (a nightly job's `until` of now, on an hour closed long ago). One pass over one column."""
+    if selection.fraction is not None or selection.trace_ids is not None or selection.runs or selection.variants:
+        return False
+    bounds = [f"min(start_time) >= TIMESTAMPTZ '{selection.since.isoformat()}'"] if selection.since else []
+    bounds += [f"max(start_time) < TIMESTAMPTZ '{selection.until.isoformat()}'"] if selection.until else []
+    if not bounds:
+        return True
+    [(inside,)] = con.execute(f"SELECT {' AND '.join(bounds)} FROM raw_spans").fetchall()
+    return bool(inside)  # None (no spans): select as asked
+
+
 def selected_traces(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     """The traces of the selected sessions, into the work table `tv_traces` (trace_id, sid), restricting
     nothing; how many."""

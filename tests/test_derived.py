@@ -101,6 +101,15 @@ def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path,
     assert after.scores.height and rows(score_lake(copy, write=False, max_rows=60, selection=nightly).scores).equals(
         rows(score_lake(lake, write=False, max_rows=60, selection=nightly).scores)
     )
+    # a range alone: a group all of whose spans start within it selects nothing (`selects_all`), one with spans
+    # before `since` selects its sessions; either way the views' rows
+    since = dt.datetime(2026, 11, 29, 9, 30, tzinfo=dt.timezone.utc)
+    for ranged in (Selection(until=nightly.until), Selection(since=since, until=nightly.until)):
+        derived = score_lake(copy, write=False, max_rows=60, selection=ranged)
+        assert derived.scores.height and rows(derived.scores).equals(
+            rows(score_lake(lake, write=False, max_rows=60, selection=ranged).scores)
+        )
+    assert score_lake(copy, write=False, max_rows=60, selection=Selection(since=since)).traces < after.traces
 
 
 def test_an_hour_cut_between_blocks_is_read_from_its_frames_by_each(

@@ -31,7 +31,7 @@ from tracevals.queries.derived import HourFiles, derived_chunks, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
 from tracevals.queries.interrupts import check as check_interrupt
 from tracevals.queries.interrupts import install as install_interrupts
-from tracevals.queries.selection import Selection, restrict_to, selected_traces
+from tracevals.queries.selection import Selection, restrict_to, selected_traces, selects_all
 from tracevals.queries.trajectories import LOADER_VIEWS
 from tracevals.scoring.job import ScoringJob
 from tracevals.scoring.offline import combine, loaded_chunks, score_connection
@@ -215,6 +215,8 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
     views, restricted to them: each part's run as it is scored."""
     scoring = job.scoring
     selection = scoring.selection if scoring.selection != Selection() else None
+    if selection is not None and selects_all(con, selection):
+        selection = None  # every session of the group's files is selected: no pass to select them
 
     def sampled(run: ScoringRun) -> ScoringRun:
         if selection is None or selection.fraction is None:
