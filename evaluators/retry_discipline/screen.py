@@ -96,8 +96,6 @@ def _flagged(calls: pl.DataFrame) -> pl.DataFrame:
             | (keyless & pl.col("key_required"))
             | (pl.col("risky") & ~pl.col("failed") & ~pl.col("identity_known"))
             | pl.any_horizontal("loop_1", "loop_2", "loop_3")
-            # a warning the screen writes itself only for names it need not escape
-            | (keyless & pl.col("key_warned") & ~pl.col("name").str.contains(JSON_SAFE).fill_null(False))
         ),
         key_warning=(keyless & pl.col("key_warned")).fill_null(False),
     )
@@ -109,16 +107,6 @@ def _per_trace(calls: pl.DataFrame) -> pl.DataFrame:
     # two successful risky calls of one operation in a trace: few calls are risky, so group those only
     done = calls.filter(pl.col("risky") & ~pl.col("failed") & pl.col("identity_known"))
     repeated = done.group_by("tix", "op_key").len().filter(pl.col("len") > 1).select("tix").unique()
-    label = pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)])
-    message = pl.concat_str([pl.lit("no idempotency key: "), label, pl.lit(" ("), pl.col("effect"), pl.lit(")")])
-    warning = finding_json(
-        MISSING_IDEMPOTENCY_KEY,
-        WARNING,
-        message=json_str(message),
-        step=json_int(pl.col("epos") + 1),
-        call=json_str(label),
-    )
-    warned = pl.col("key_warning")
     per_trace = calls.group_by("tix").agg(
         trace_id=pl.col("trace_id").first(),
         n=pl.len(),
@@ -126,16 +114,49 @@ def _per_trace(calls: pl.DataFrame) -> pl.DataFrame:
         chains=pl.col("chain_start").sum(),
         max_retries=pl.col("max_retries").first(),
         doubt=pl.col("suspicious").any(),
-        # the missing keys' warnings, in call order: what the reference notes (and all it notes) of a clean trace
-        warnings=message.filter(warned).str.join("; "),
-        warned_problems=json_str(message).filter(warned).str.join(", "),
-        warned_findings=warning.filter(warned).str.join(", "),
     )
+    # the missing keys' warnings, in call order: what the reference notes (and all it notes) of a clean trace
+    warned = calls.filter(pl.col("key_warning"))
+    if warned.height:
+        per_trace = per_trace.join(_warnings(warned), on="tix", how="left").with_columns(
+            pl.col("warnings", "warned_problems", "warned_findings").fill_null(""),
+            doubt=pl.col("doubt") | pl.col("unsafe").fill_null(False),
+        )
+    else:  # no keyless write in the batch: no text to write
+        per_trace = per_trace.with_columns(
+            pl.lit("").alias(n) for n in ("warnings", "warned_problems", "warned_findings")
+        )
     per_trace = per_trace.join(repeated.with_columns(dup=pl.lit(True)), on="tix", how="left")
     per_trace = per_trace.with_columns(
         over_bound=pl.col("max_retries").is_not_null() & (pl.col("retries") > pl.col("max_retries"))
     )
     return per_trace
+
+
+def _warnings(warned: pl.DataFrame) -> pl.DataFrame:
+    """Per trace, the warnings of its keyless risky calls (`warned`) as the reference writes them: the reason's
+    sentences, `problems`, `findings` (from the kind's declaration), and whether a tool's name would need
+    escaping in JSON (`unsafe`: the trace is then the reference's)."""
+    label = pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)])
+    message = pl.concat_str([pl.lit("no idempotency key: "), label, pl.lit(" ("), pl.col("effect"), pl.lit(")")])
+    finding = finding_json(
+        MISSING_IDEMPOTENCY_KEY,
+        WARNING,
+        message=json_str(message),
+        step=json_int(pl.col("epos") + 1),
+        call=json_str(label),
+    )
+    unsafe = ~pl.col("name").str.contains(JSON_SAFE).fill_null(False)
+    return (
+        warned.select("tix", message=message, finding=finding, unsafe=unsafe)
+        .group_by("tix", maintain_order=True)
+        .agg(
+            warnings=pl.col("message").str.join("; "),
+            warned_problems=json_str(pl.col("message")).str.join(", "),
+            warned_findings=pl.col("finding").str.join(", "),
+            unsafe=pl.col("unsafe").any(),
+        )
+    )
 
 
 def _verdicts(per_trace: pl.DataFrame) -> pl.DataFrame:
