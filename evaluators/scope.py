@@ -123,6 +123,11 @@ def json_str(expr: pl.Expr) -> pl.Expr:
     return pl.when(expr.is_null()).then(pl.lit("null")).otherwise(pl.concat_str([pl.lit('"'), expr, pl.lit('"')]))
 
 
+# A call's label in reasons and details, `evaluator.call_label`'s `name#position` (position: 1-based among the
+# trace's executed calls), over the columns of `Scope.executed`.
+CALL_LABEL = pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)])
+
+
 # Names (of tools, of fault types ...) that a screen may write into reasons and JSON details as they are: nothing
 # to escape. A trace with any other name is left to the reference (`check`), which escapes it.
 JSON_SAFE = r"^[A-Za-z0-9_.:\-]+$"

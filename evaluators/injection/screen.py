@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracevals.evaluators.scope import JSON_SAFE, Scope, finish, json_int, json_object, json_str
+from tracevals.evaluators.scope import CALL_LABEL, JSON_SAFE, Scope, finish, json_int, json_object, json_str
 
 _SHAPING = ["empty", "malformed"]
 
 
 def screen_injection(scope: Scope) -> pl.DataFrame:
     calls = scope.executed().with_columns(
-        label=pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)]),
+        label=CALL_LABEL,
     )
     marked_traces = calls.filter(pl.col("injection_kind").is_not_null()).select("tix").unique()
     declared = scope.case_frame(

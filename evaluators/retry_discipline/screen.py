@@ -15,7 +15,16 @@ from __future__ import annotations
 import polars as pl
 
 from tracevals.evaluators.retry_discipline.declarations import MISSING_IDEMPOTENCY_KEY
-from tracevals.evaluators.scope import JSON_SAFE, Scope, finding_json, finish, json_int, json_object, json_str
+from tracevals.evaluators.scope import (
+    CALL_LABEL,
+    JSON_SAFE,
+    Scope,
+    finding_json,
+    finish,
+    json_int,
+    json_object,
+    json_str,
+)
 from tracevals.model.calls import RETRYABLE_4XX
 from tracevals.model.findings import WARNING
 
@@ -137,14 +146,13 @@ def _warnings(warned: pl.DataFrame) -> pl.DataFrame:
     """Per trace, the warnings of its keyless risky calls (`warned`) as the reference writes them: the reason's
     sentences, `problems`, `findings` (from the kind's declaration), and whether a tool's name would need
     escaping in JSON (`unsafe`: the trace is then the reference's)."""
-    label = pl.concat_str([pl.col("name"), pl.lit("#"), (pl.col("epos") + 1).cast(pl.Utf8)])
-    message = pl.concat_str([pl.lit("no idempotency key: "), label, pl.lit(" ("), pl.col("effect"), pl.lit(")")])
+    message = pl.concat_str([pl.lit("no idempotency key: "), CALL_LABEL, pl.lit(" ("), pl.col("effect"), pl.lit(")")])
     finding = finding_json(
         MISSING_IDEMPOTENCY_KEY,
         WARNING,
         message=json_str(message),
         step=json_int(pl.col("epos") + 1),
-        call=json_str(label),
+        call=json_str(CALL_LABEL),
     )
     unsafe = ~pl.col("name").str.contains(JSON_SAFE).fill_null(False)
     return (
