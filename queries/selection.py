@@ -79,19 +79,23 @@ class Selection:
         """The condition on `s` (columns `sid`, `session_start`) this selection keeps."""
         parts = ["TRUE"]
         if self.since is not None and self.late:
-            late = (self.since - self.late).isoformat()
             parts.append(
-                f"(s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}' OR (s.session_start >= TIMESTAMPTZ "
-                f"'{late}' AND s.sid IN (SELECT u.sid FROM t AS u WHERE u.trace_id NOT IN "
+                f"(s.session_start >= {_at(self.since)} OR (s.session_start >= {_at(self.since - self.late)} "
+                "AND s.sid IN (SELECT u.sid FROM t AS u WHERE u.trace_id NOT IN "
                 "(SELECT trace_id FROM raw_scores WHERE trace_id IS NOT NULL))))"
             )
         elif self.since is not None:
-            parts.append(f"s.session_start >= TIMESTAMPTZ '{self.since.isoformat()}'")
+            parts.append(f"s.session_start >= {_at(self.since)}")
         if self.until is not None:
-            parts.append(f"s.session_start < TIMESTAMPTZ '{self.until.isoformat()}'")
+            parts.append(f"s.session_start < {_at(self.until)}")
         if self.fraction is not None:
             parts.append(sampled_sql("s.sid", self.fraction, self.seed))
         return " AND ".join(parts)
+
+
+def _at(when: datetime) -> str:
+    """A selection's bound as a SQL literal."""
+    return f"TIMESTAMPTZ '{when.isoformat()}'"
 
 
 @dataclass
@@ -148,8 +152,8 @@ def selects_all(con: duckdb.DuckDBPyConnection, selection: Selection) -> bool:
     `[since, until)` (a nightly job's `until` of now, on an hour closed long ago). One pass over one column."""
     if selection.fraction is not None or selection.trace_ids is not None or selection.runs or selection.variants:
         return False
-    bounds = [f"min(start_time) >= TIMESTAMPTZ '{selection.since.isoformat()}'"] if selection.since else []
-    bounds += [f"max(start_time) < TIMESTAMPTZ '{selection.until.isoformat()}'"] if selection.until else []
+    bounds = [f"min(start_time) >= {_at(selection.since)}"] if selection.since else []
+    bounds += [f"max(start_time) < {_at(selection.until)}"] if selection.until else []
     if not bounds:
         return True
     [(inside,)] = con.execute(f"SELECT {' AND '.join(bounds)} FROM raw_spans").fetchall()

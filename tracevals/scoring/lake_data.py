@@ -38,11 +38,20 @@ from tracevals.scoring.runs import kept_cases
 # their environments. Defining every view would bind and snapshot views no report reads (`sessions`, `turns` ...).
 REPORT_VIEWS = (*LOADER_VIEWS, "attempts", "runs", "scores", "environments")
 
+
+def open_report_lake(lake: Lake) -> duckdb.DuckDBPyConnection:
+    """A connection as `load_lake_data` reads a report from: the report's views, not snapshotted at open (a
+    small lake's every view, computed for all its runs); `load_lake_data` narrows them to the selected sessions
+    first, and the loader computes what it reads for them alone."""
+    return open_lake(lake, views=REPORT_VIEWS, materialize=False)
+
+
 __all__ = [
     "LakeData",
     "Selection",
     "SelectionError",
     "load_lake_data",
+    "open_report_lake",
 ]
 
 
@@ -75,9 +84,7 @@ def load_lake_data(
     for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
     `tasks_sha256`) that differ from what a run kept make every attempt scored again against them, not
     read from the scores stored for the cases the run had."""
-    # Not snapshotted at open (a small lake's every view, computed for all its runs): the views are narrowed
-    # to the selected sessions first, and the loader computes what it reads for them alone.
-    con = con or open_lake(lake, views=REPORT_VIEWS, materialize=False)
+    con = con or open_report_lake(lake)
     runs = selection.runs or _default_runs(con, selection)
     # the sessions of the runs' attempts (and of the date range): every view is computed per trace or per
     # session, so their rows are those the whole lake gives, for the selection's cost

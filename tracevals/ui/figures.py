@@ -256,10 +256,10 @@ class Figures:
         from tracevals.cli.shared.reports import report_from_data
         from tracevals.queries.selection import Selection
         from tracevals.report import report_json
-        from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
+        from tracevals.scoring.lake_data import load_lake_data, open_report_lake
 
         started = time.perf_counter()
-        con = open_lake(self.lake, views=REPORT_VIEWS, materialize=False)  # as `report` opens it
+        con = open_report_lake(self.lake)  # as `report` opens it
         try:
             # load_lake_data narrows the views to the run's sessions first: a run's cost, not the lake's
             variants = pair or ()
