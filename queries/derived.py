@@ -41,6 +41,7 @@ from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
 from tracevals.queries.binding import RAW, bind, drop_tables, work_table
 from tracevals.queries.catalog import query_sql, view_sql
+from tracevals.queries.selection import Restriction
 
 VERSION = 2  # raise when what is written changes in a way the SQL digest does not show (2: `bucket`)
 BUCKETS = 16  # a frame's row groups: a chunk of sessions is read as a range of them
@@ -122,6 +123,16 @@ def derive_closed(lake: Lake, ended_before: float, since: float | None = None) -
         if start + 3600 <= ended_before and (since is None or start + 3600 > since):
             chosen.append(files)
     return derive(lake, chosen)
+
+
+def derive_or_warn(lake: Lake, ended_before: float, since: float | None = None) -> tuple[list[HourFiles], str | None]:
+    """`derive_closed`, a failure returned as a warning line rather than raised: the hours written, and the
+    warning. Nothing is lost when the frames are not written (readers use the views). What `tracevals compact`
+    and the end of `tracevals run` call under the compaction's lock."""
+    try:
+        return derive_closed(lake, ended_before, since), None
+    except Exception as exc:  # any failure: the frames are an optimisation, the merge stands
+        return [], f"derived tables not written ({type(exc).__name__}: {exc}); readers use the views"
 
 
 def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
@@ -215,6 +226,47 @@ def derived_chunks(
             del out
             yield batch
             del batch  # not held while the next chunk is read
+
+
+# What `load_batch_within`'s `where` may name: the columns a trace's frame row and the `trajectories` view both
+# hold, alike (an attempt's identity).
+IDENTITY_COLUMNS = ("trace_id", "session_id", "run_id", "task_id", "attempt", "variant")
+
+
+def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, within: Restriction) -> Batch:
+    """`trajectories.load_batch(con, where, within)` (a report's, a gate's attempts), with the traces whose
+    session lies wholly in a derived hour (`derived_hours`; `take_derived`) read from that hour's frames and
+    only the others rebuilt through the views, restricted to them. `where` names `IDENTITY_COLUMNS` alone.
+    The rows are the views' either way (tests/test_derived.py); the restriction reads what it read before."""
+    from tracevals.queries.trajectories import load_batch
+
+    hours = list(derived_hours(lake).values())
+    if not hours:
+        return load_batch(con, where, within)
+    taken = take_derived(con, hours, within.traces)
+    parts: list[Batch] = []
+    try:
+        if taken.height:
+            frames = derived_batch(lake, hours, taken)
+            if where:
+                con.register("tv_frame_traces", frames.traces.select(IDENTITY_COLUMNS).to_arrow())
+                try:
+                    kept = [r[0] for r in con.execute(f"SELECT trace_id FROM tv_frame_traces WHERE {where}").fetchall()]
+                finally:
+                    con.unregister("tv_frame_traces")
+                frames = frames.select(kept)
+            parts.append(frames)
+        del taken
+        [(rest,)] = con.execute("SELECT count(*) FROM tv_rest").fetchall()
+        if rest:
+            within.narrow("tv_rest", copy=False)
+            try:
+                parts.append(load_batch(con, where, within))
+            finally:
+                within.reapply()
+    finally:
+        drop_tables(con, "tv_taken", "tv_rest", "tv_derived_hours")
+    return Batch.concat(parts)
 
 
 def _bucket_ranges(sessions: list[int], chunk_sessions: int) -> list[tuple[int, int]]:

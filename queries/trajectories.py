@@ -99,7 +99,11 @@ def load_trajectories(
 ) -> list[Trajectory]:
     """Every trajectory in the lake (optionally filtered by a SQL condition on `trajectories`), in
     (variant, task, attempt, trace) order, its tool calls in `call_index` order."""
-    batch = load_batch(con, where, within)
+    return trajectories_of(load_batch(con, where, within))
+
+
+def trajectories_of(batch: Batch) -> list[Trajectory]:
+    """A batch's trajectories in (variant, task, attempt, trace) order, as `load_trajectories` returns them."""
     ordered = batch.traces.sort(["variant", "task_id", "attempt", "trace_id"], nulls_last=False)
     return Batch(ordered, batch.calls, batch.handoffs).trajectories()
 
@@ -130,4 +134,4 @@ def _handoffs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return handoffs.select([pl.col(name).cast(dtype) for name, dtype in HANDOFF_SCHEMA.items()])
 
 
-__all__ = ["FACT_COLUMNS", "frame", "load_batch", "load_trajectories", "with_op_keys"]
+__all__ = ["FACT_COLUMNS", "frame", "load_batch", "load_trajectories", "trajectories_of", "with_op_keys"]

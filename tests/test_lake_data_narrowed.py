@@ -8,13 +8,16 @@ before anything is computed, and the report is the same.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.demo_run import shared_demo
 from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
 from tracevals.lake.lake import Lake
-from tracevals.queries import open_lake
+from tracevals.queries import derived, open_lake, trajectories
+from tracevals.queries.derived import derive_closed, derived_hours
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
 
@@ -52,6 +55,46 @@ def test_the_report_is_the_one_a_whole_lake_snapshot_gives(mixed: Lake) -> None:
     assert narrowed.trajectories == whole.trajectories and len(narrowed.trajectories) == 120
     assert narrowed.scores == whole.scores and len(narrowed.scores) > 0
     assert narrowed.environments == whole.environments and narrowed.provenance == whole.provenance
+
+
+def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_the_same(
+    mixed: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the lake's hours are derived (`tracevals compact`, the end of `tracevals run`), a report reads the
+    attempts of those hours from their frames and rebuilds only the others (here: none) through the views;
+    the attempts, scores, environments and provenance are those of the views."""
+    copy = tmp_path / "lake"
+    shutil.copytree(mixed.location, copy)
+    assert derive_closed(Lake.open(copy), 4e9)
+    read: list[int] = []
+    rebuilt: list[int] = []
+    frames_of, views_of = derived.derived_batch, trajectories.load_batch
+
+    def from_frames(*args: Any, **kwargs: Any) -> Any:
+        batch = frames_of(*args, **kwargs)
+        read.append(len(batch))
+        return batch
+
+    def through_views(*args: Any, **kwargs: Any) -> Any:
+        batch = views_of(*args, **kwargs)
+        rebuilt.append(len(batch))
+        return batch
+
+    monkeypatch.setattr(derived, "derived_batch", from_frames)
+    monkeypatch.setattr(trajectories, "load_batch", through_views)
+    for selection in (Selection(), Selection(variants=("candidate",))):
+        framed = load_lake_data(Lake.open(copy), selection)
+        # every attempt from the frames (those of the selected sessions, before the where on runs and variants)
+        assert sum(read) >= len(framed.trajectories) > 0 and sum(rebuilt) == 0
+        monkeypatch.setattr(derived, "derived_hours", lambda lake: {})  # no frames: through the views
+        viewed = load_lake_data(Lake.open(copy), selection)
+        monkeypatch.setattr(derived, "derived_hours", derived_hours)
+        assert sum(rebuilt) == len(viewed.trajectories)
+        assert framed.trajectories == viewed.trajectories and len(framed.trajectories) == len(viewed.trajectories)
+        assert framed.scores == viewed.scores and framed.scores
+        assert framed.environments == viewed.environments and framed.provenance == viewed.provenance
+        read.clear()
+        rebuilt.clear()
 
 
 @pytest.mark.parametrize("run_id", ["no-such-run\n) OR TRUE --", "x'\r\n-- ", "{only}"])

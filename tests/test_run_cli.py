@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
+from tracevals.queries.derived import derived_hours, hours_of
 
 AGENT = textwrap.dedent(
     """
@@ -73,6 +75,10 @@ def test_run_scores_and_prints_statistics(project: Path) -> None:
     assert variant["k"] == 3 and variant["pass_hat_k"] == 0.5 and variant["worst_task"] == "t2"
     con = open_lake(project / "lake")
     assert con.execute("select count(*) from runs where error is not null").fetchone() == (1,)
+    # the hours merged at the run's end, the running one included, carry their derived frames: the run's
+    # report and every later one read its attempts from them (tests/test_lake_data_narrowed.py)
+    lake = Lake.open(project / "lake")
+    assert hours_of(lake) and set(derived_hours(lake)) == set(hours_of(lake))
 
 
 def test_a_killed_run_resumes_without_repeating_finished_attempts(project: Path) -> None:

@@ -22,14 +22,12 @@ if TYPE_CHECKING:
 def _derive(lake: Lake, ended_before: float, console: Console) -> None:
     """The derived tables of the closed hours (`queries.derived`: what the nightly job reads instead of
     rebuilding them through the views). A failure is a warning: readers then use the views, nothing is lost."""
-    from tracevals.queries.derived import derive_closed
+    from tracevals.queries.derived import derive_or_warn
 
-    try:
-        written = derive_closed(lake, ended_before)
-    except Exception as exc:
-        console.print(f"tracevals: warning: derived tables not written ({type(exc).__name__}: {exc})", highlight=False)
-        return
-    if written:
+    written, warning = derive_or_warn(lake, ended_before)
+    if warning:
+        console.print(f"tracevals: warning: {warning}", highlight=False)
+    elif written:
         console.print(f"derived the frames of {len(written)} closed hours", highlight=False)
 
 

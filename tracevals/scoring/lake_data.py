@@ -28,8 +28,9 @@ from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
+from tracevals.queries.derived import load_batch_within
 from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
-from tracevals.queries.trajectories import LOADER_VIEWS, load_trajectories
+from tracevals.queries.trajectories import LOADER_VIEWS, trajectories_of
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
 from tracevals.scoring.runs import kept_cases
@@ -89,7 +90,9 @@ def load_lake_data(
     # the sessions of the runs' attempts (and of the date range): every view is computed per trace or per
     # session, so their rows are those the whole lake gives, for the selection's cost
     restriction = select_sessions(con, Selection(since=selection.since, until=selection.until, runs=tuple(runs)))
-    trajectories = load_trajectories(con, where=_where(selection, runs), within=restriction)
+    # the attempts of closed hours from their derived frames (`queries.derived`), the others through the views
+    batch = load_batch_within(con, lake, _where(selection, runs), restriction)
+    trajectories = trajectories_of(batch)
     if not trajectories:
         raise SelectionError(
             f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
