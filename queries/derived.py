@@ -237,11 +237,15 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
     """`trajectories.load_batch(con, where, within)` (a report's, a gate's attempts), with the traces whose
     session lies wholly in a derived hour (`derived_hours`; `take_derived`) read from that hour's frames and
     only the others rebuilt through the views, restricted to them. `where` names `IDENTITY_COLUMNS` alone.
-    The rows are the views' either way (tests/test_derived.py); the restriction reads what it read before."""
-    from tracevals.queries.trajectories import load_batch
+    The rows are the views' either way (tests/test_lake_data_narrowed.py); the restriction reads what it read
+    before. The loader's views (`LOADER_VIEWS`) are defined here when some trace needs them (bound over the
+    restriction's rows, not the lake's files)."""
+    from tracevals.queries.connection import define_views
+    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
 
     hours = list(derived_hours(lake).values())
     if not hours:
+        define_views(con, LOADER_VIEWS)
         return load_batch(con, where, within)
     taken = take_derived(con, hours, within.traces)
     parts: list[Batch] = []
@@ -259,6 +263,7 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
         del taken
         [(rest,)] = con.execute("SELECT count(*) FROM tv_rest").fetchall()
         if rest:
+            define_views(con, LOADER_VIEWS)
             within.narrow("tv_rest", copy=False)
             try:
                 parts.append(load_batch(con, where, within))

@@ -30,14 +30,16 @@ from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.derived import load_batch_within
 from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
-from tracevals.queries.trajectories import LOADER_VIEWS, trajectories_of
+from tracevals.queries.trajectories import trajectories_of
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.offline import score_trajectories
 from tracevals.scoring.runs import kept_cases
 
-# What a report reads (`open_lake(views=...)`): the loader's views, the runs, the stored scores, the attempts and
-# their environments. Defining every view would bind and snapshot views no report reads (`sessions`, `turns` ...).
-REPORT_VIEWS = (*LOADER_VIEWS, "attempts", "runs", "scores", "environments")
+# What a report reads (`open_lake(views=...)`) besides its attempts: the runs, the stored scores, the attempts'
+# identities and environments. Defining every view would bind and snapshot views no report reads (`sessions`,
+# `turns` ...); the loader's (`LOADER_VIEWS`: message parts, steps, trajectories) are defined by
+# `queries.derived.load_batch_within` when some attempt is rebuilt through them (none, on derived hours).
+REPORT_VIEWS = ("attempts", "runs", "scores", "environments")
 
 
 def open_report_lake(lake: Lake) -> duckdb.DuckDBPyConnection:
@@ -274,11 +276,11 @@ def _stored_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
 
 
 def _id_table(ids: Sequence[str]) -> Any:
-    import pyarrow as pa  # only here: the rest of the module needs no Arrow
+    """The ids as an Arrow table for DuckDB, built by Polars: its string type as Polars gives it (DuckDB
+    reads any), since a cast to another (`lake.arrow.arrow_array`'s) imports pyarrow.compute, ~40 ms."""
+    import polars as pl
 
-    from tracevals.lake.arrow import arrow_array
-
-    return pa.table({"trace_id": arrow_array(ids, pa.string())})
+    return pl.DataFrame({"trace_id": list(ids)}, schema={"trace_id": pl.Utf8}).to_arrow()
 
 
 def _details(text: str | None) -> dict[str, Any]:
