@@ -28,15 +28,18 @@ import contextlib
 import datetime as dt
 import hashlib
 import io
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, partition_key
+from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
 from tracevals.queries.binding import RAW, bind, drop_tables, work_table
@@ -97,19 +100,44 @@ def _key(relative: list[str]) -> str:
 
 
 def is_derived(lake: Lake, hour: HourFiles) -> bool:
-    """Whether the hour's frames are there for its files as they are now."""
-    names = set(lake.list_names(hour.folder, ".parquet"))
+    """Whether the hour's frames are there, whole, for its files as they are now (a damaged one is written
+    again by the next `derive`)."""
+    names = {i.base_name for i in _whole(lake, lake.files(hour.folder, False))}
     return all(f"{table}-{hour.key}.parquet" in names for table, _ in _FRAMES)
 
 
 def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
-    """The hours whose frames are written for their files as they are now (three listings in all)."""
-    written = {lake.name_of(i.path) for i in lake.list_parquet(DERIVED_DIR)}
+    """The hours whose frames are written, whole, for their files as they are now (three listings in all);
+    an hour with a damaged frame file is read through the views (one warning line), as an open hour is."""
+    written = {lake.name_of(i.path) for i in _whole(lake, lake.list_parquet(DERIVED_DIR))}
     return {
         hour: files
         for hour, files in hours_of(lake).items()
         if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t, _ in _FRAMES)
     }
+
+
+class DamagedFrames(LakeError):
+    """A derived frame file that looks whole but cannot be read (its pages damaged): one line naming it."""
+
+
+_warned: set[str] = set()
+
+
+def _whole(lake: Lake, infos: list[Any]) -> list[Any]:
+    """The listed frame files that look whole (`Lake.problem`: a cheap look at a file's ends); the others are
+    named in one warning line (once per process), never a failure: the views give the same rows."""
+    damaged = {i.path: why for i in infos if i.base_name.endswith(".parquet") and (why := lake.problem(i))}
+    if set(damaged) - _warned:
+        _warned.update(damaged)
+        named = "; ".join(f"{path} ({why})" for path, why in sorted(damaged.items())[:3])
+        _warn(f"{len(damaged)} derived frame files are damaged: {named}; their hours are read through the views "
+              "(the same rows), and the next `tracevals compact` writes them again")  # fmt: skip
+    return [i for i in infos if i.path not in damaged]
+
+
+def _warn(text: str) -> None:
+    print(f"tracevals: warning: {text}", file=sys.stderr)
 
 
 def derive_closed(lake: Lake, ended_before: float, since: float | None = None) -> list[HourFiles]:
@@ -200,7 +228,7 @@ def derived_chunks(
             read = _scan(files[(hour.key, "traces")]).select(
                 "bucket", sid=pl.coalesce("session_id", "trace_id"), wanted=pl.col("trace_id").is_in(wanted)
             )
-            marked = read.collect()
+            marked = _collected(read, lake, hour)
             if marked.get_column("wanted").all():
                 whole.add(hour.key)
             per_bucket.append(marked.filter("wanted").select("bucket", "sid").unique().group_by("bucket").len())
@@ -215,7 +243,9 @@ def derived_chunks(
                     read = read.filter(pl.col("bucket").is_between(low, high))  # the other row groups are skipped
                 if hour.key not in whole:  # a lookup of every row in every wanted trace id: only where needed
                     read = read.filter(pl.col("trace_id").is_in(wanted))
-                frames[table].append(read.select([pl.col(n).cast(t) for n, t in schema.items()]).collect())
+                frames[table].append(
+                    _collected(read.select([pl.col(n).cast(t) for n, t in schema.items()]), lake, hour)
+                )
         out = {
             table: pl.concat(frames[table], how="vertical") if frames[table] else pl.DataFrame(schema=schema)
             for table, schema in _FRAMES
@@ -251,7 +281,13 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
     parts: list[Batch] = []
     try:
         if taken.height:
-            frames = derived_batch(lake, hours, taken)
+            try:
+                frames = derived_batch(lake, hours, taken)
+            except DamagedFrames as exc:  # damaged inside: every trace through the views
+                _warn(f"{exc}; this command read those attempts through the views")
+                drop_tables(con, "tv_taken", "tv_rest", "tv_derived_hours")
+                define_views(con, LOADER_VIEWS)
+                return load_batch(con, where, within)
             if where:
                 con.register("tv_frame_traces", frames.traces.select(IDENTITY_COLUMNS).to_arrow())
                 try:
@@ -272,6 +308,19 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
     finally:
         drop_tables(con, "tv_taken", "tv_rest", "tv_derived_hours")
     return Batch.concat(parts)
+
+
+def _collected(frame: pl.LazyFrame, lake: Lake, hour: HourFiles) -> pl.DataFrame:
+    """`frame.collect()`, a frame file damaged inside (its ends whole: `_whole` let it through) a `DamagedFrames`
+    line that names the hour's folder and how to have it written again."""
+    try:
+        return frame.collect()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DamagedFrames(
+            f"the derived frames in {lake.path(hour.folder)} cannot be read ({first}); delete that folder (the "
+            "views give the same rows, and `tracevals compact` writes it again)"
+        ) from None
 
 
 def _bucket_ranges(sessions: list[int], chunk_sessions: int) -> list[tuple[int, int]]:

@@ -263,6 +263,34 @@ def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derive
     assert hour in derived_hours(Lake.open(copy))  # the files it was derived from, as they were
 
 
+def test_a_damaged_frame_file_sends_its_hour_to_the_views_and_is_written_again(
+    derived_lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Frames are an optimisation: a frame file cut short (a disk that filled, a copy cut off) leaves its hour
+    to the views, with one warning line, and the next derivation writes it again; one damaged inside (its
+    ends whole) stops the nightly job with one line that names the folder and the fix (a report reads the
+    views instead: tests/test_lake_data_narrowed.py)."""
+    copy = tmp_path / "lake"
+    shutil.copytree(derived_lake, copy)
+    hours = derived_hours(Lake.open(copy))
+    hour, files = next(iter(hours.items()))
+    frame = copy / files.folder / f"calls-{files.key}.parquet"
+    whole = frame.read_bytes()
+    frame.write_bytes(whole[: len(whole) // 2])
+    assert hour not in derived_hours(Lake.open(copy)) and len(derived_hours(Lake.open(copy))) == len(hours) - 1
+    warned = capsys.readouterr().err.strip().splitlines()
+    assert len(warned) == 1 and "derived frame files are damaged" in warned[0] and str(frame) in warned[0]
+    assert [h.hour for h in derive_closed(Lake.open(copy), FAR)] == [hour]  # written again
+    assert frame.read_bytes() == whole and derived_hours(Lake.open(copy)) == hours
+    inside = bytearray(whole)
+    inside[8 : len(whole) // 2] = b"A" * (len(whole) // 2 - 8)  # the pages damaged, the magic and footer whole
+    frame.write_bytes(bytes(inside))
+    result = CliRunner().invoke(_main(), ["score", "--lake", str(copy)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("Error: the derived frames in ") and "delete that folder" in line, result.output
+
+
 def _main():  # type: ignore[no-untyped-def]
     from tracevals.cli import main
 

@@ -97,6 +97,23 @@ def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_
         rebuilt.clear()
 
 
+def test_frames_damaged_inside_leave_the_report_to_the_views_with_one_warning(
+    mixed: Lake, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "lake"
+    shutil.copytree(mixed.location, copy)
+    derive_closed(Lake.open(copy), 4e9)
+    for frame in (copy / "derived").rglob("calls-*.parquet"):
+        whole = frame.read_bytes()
+        frame.write_bytes(whole[:8] + b"A" * (len(whole) // 2 - 8) + whole[len(whole) // 2 :])  # ends whole
+    capsys.readouterr()
+    damaged = load_lake_data(Lake.open(copy), Selection())
+    warned = capsys.readouterr().err.strip().splitlines()
+    assert len(warned) == 1 and "cannot be read" in warned[0] and "through the views" in warned[0]
+    viewed = load_lake_data(mixed, Selection())
+    assert damaged.trajectories == viewed.trajectories and damaged.scores == viewed.scores
+
+
 @pytest.mark.parametrize("run_id", ["no-such-run\n) OR TRUE --", "x'\r\n-- ", "{only}"])
 def test_a_run_id_with_a_line_break_selects_nothing_and_says_so(mixed: Lake, run_id: str) -> None:
     """The selection's SQL template said `{only}` in a comment, and the run ids went there too: a line break

@@ -3,6 +3,7 @@ scoring a finished run."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -91,20 +92,22 @@ def compact_run(lake: Lake, started: float) -> str | None:
     from tracevals.lake.compact import CompactError, compact
     from tracevals.queries.derived import derive_or_warn
 
-    since = started - 3600.0
+    # the hours since the run started, the running one included (an hour that ends within the next hour):
+    # no hour a skewed clock put later
+    since, now, min_age = started - 3600.0, time.time(), -3600.0
     derived: list[str] = []
 
     def derive() -> None:
-        # The hours merged, the running one included, get their derived frames (`queries.derived`) under the
-        # same lock: the run's report (and every later `score`, `report`, `gate`) reads its attempts from
-        # them instead of rebuilding them through the views. They are keyed by the hour's files, so a file
-        # another writer adds to the hour later makes readers use the views for it again, as for an open hour.
-        _, warning = derive_or_warn(lake, float("inf"), since)
+        # The hours merged get their derived frames (`queries.derived`) under the same lock: the run's report
+        # (and every later `score`, `report`, `gate`) reads its attempts from them instead of rebuilding them
+        # through the views. They are keyed by the hour's files, so a file another writer adds to the hour
+        # later makes readers use the views for it again, as for an open hour.
+        _, warning = derive_or_warn(lake, now - min_age, since)
         derived.extend([warning] if warning else [])
 
     try:  # a lake on object storage too: the merged object is one PUT, the attempts' files deleted after it
         # another run ending at the same time compacts the same hours: wait for it rather than leave them
-        result = compact(lake, min_age_s=-3600.0, since=since, wait_s=COMPACT_WAIT_S, then=derive)
+        result = compact(lake, min_age_s=min_age, since=since, now=now, wait_s=COMPACT_WAIT_S, then=derive)
     except (CompactError, OSError) as exc:
         return f"the run's files were not merged ({exc}); run `tracevals compact --lake {lake}` later"
     errors = [p.error for p in result.partitions if p.error]
