@@ -140,25 +140,35 @@ def _warn(text: str) -> None:
     print(f"tracevals: warning: {text}", file=sys.stderr)
 
 
-def derive_closed(lake: Lake, ended_before: float, since: float | None = None) -> list[HourFiles]:
+def derive_closed(
+    lake: Lake, ended_before: float, since: float | None = None, small_only: bool = False
+) -> list[HourFiles]:
     """`derive` every hour that ended before `ended_before` (and after `since`), UNIX times: what
     compaction calls once it has merged the hours' files. An hour's files are those its readers read
     (`Lake.list_parquet`: not the merged inputs kept for readers that listed them before), so deleting
-    those later leaves its frames current."""
+    those later leaves its frames current. small_only: only the hours a small lake's snapshot would take
+    whole (`connection.is_small`: TRACEVALS_SNAPSHOT_MB of span and log files), as the end of `tracevals run`
+    derives: an hour of production traffic beside the run is left to `tracevals compact`."""
+    from tracevals.queries.connection import is_small
+
     chosen = []
     for hour, files in hours_of(lake).items():
         start = dt.datetime.fromisoformat(f"{hour[0]}T{hour[1]:02d}:00:00+00:00").timestamp()
-        if start + 3600 <= ended_before and (since is None or start + 3600 > since):
+        named = f"{hour[0]}T{hour[1]:02d}"  # the hour as `is_small`'s inclusive bounds take it
+        in_range = start + 3600 <= ended_before and (since is None or start + 3600 > since)
+        if in_range and (not small_only or is_small(lake, named, named)):
             chosen.append(files)
     return derive(lake, chosen)
 
 
-def derive_or_warn(lake: Lake, ended_before: float, since: float | None = None) -> tuple[list[HourFiles], str | None]:
+def derive_or_warn(
+    lake: Lake, ended_before: float, since: float | None = None, small_only: bool = False
+) -> tuple[list[HourFiles], str | None]:
     """`derive_closed`, a failure returned as a warning line rather than raised: the hours written, and the
     warning. Nothing is lost when the frames are not written (readers use the views). What `tracevals compact`
     and the end of `tracevals run` call under the compaction's lock."""
     try:
-        return derive_closed(lake, ended_before, since), None
+        return derive_closed(lake, ended_before, since, small_only), None
     except Exception as exc:  # any failure: the frames are an optimisation, the merge stands
         return [], f"derived tables not written ({type(exc).__name__}: {exc}); readers use the views"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,10 +47,17 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(project: Path, *args: str, kill_at: int | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    project: Path, *args: str, kill_at: int | None = None, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     # the end-of-run merge deletes the files it merged at once (no readers to wait for: TRACEVALS_COMPACT_RETENTION
     # is tests/test_lake_retention.py's), so that a run leaves one file an hour
-    env = {**os.environ, "AGENT_LOG": str(project / "calls.log"), "TRACEVALS_COMPACT_RETENTION": "0"}
+    env = {
+        **os.environ,
+        "AGENT_LOG": str(project / "calls.log"),
+        "TRACEVALS_COMPACT_RETENTION": "0",
+        **(env_extra or {}),
+    }
     env.pop("KILL_AT", None)
     if kill_at is not None:
         env["KILL_AT"] = str(kill_at)
@@ -79,6 +87,22 @@ def test_run_scores_and_prints_statistics(project: Path) -> None:
     # report and every later one read its attempts from them (tests/test_lake_data_narrowed.py)
     lake = Lake.open(project / "lake")
     assert hours_of(lake) and set(derived_hours(lake)) == set(hours_of(lake))
+
+
+def test_a_run_beside_more_traffic_than_a_small_lake_leaves_its_hours_to_compact(project: Path) -> None:
+    """The end of a run derives only the hours a small lake's snapshot would take (TRACEVALS_SNAPSHOT_MB): an
+    hour that also holds production traffic is not rebuilt at every run's end. Its figures are the same."""
+    small = _run(project, "-k", "3", "--run-id", "small", "--format", "json")
+    (project / "calls.log").unlink()
+    shutil.move(project / "lake", project / "small-lake")
+    big = _run(project, "-k", "3", "--run-id", "small", "--format", "json",
+               env_extra={"TRACEVALS_SNAPSHOT_MB": "0.000001"})  # fmt: skip
+    assert small.returncode == big.returncode == 0, big.stderr
+    assert derived_hours(Lake.open(project / "small-lake")) and not derived_hours(Lake.open(project / "lake"))
+    figures = [
+        {k: v for k, v in json.loads(r.stdout)["variants"][0].items() if "latency" not in k} for r in (small, big)
+    ]
+    assert figures[0] == figures[1]
 
 
 def test_a_killed_run_resumes_without_repeating_finished_attempts(project: Path) -> None:

@@ -101,8 +101,10 @@ def compact_run(lake: Lake, started: float) -> str | None:
         # The hours merged get their derived frames (`queries.derived`) under the same lock: the run's report
         # (and every later `score`, `report`, `gate`) reads its attempts from them instead of rebuilding them
         # through the views. They are keyed by the hour's files, so a file another writer adds to the hour
-        # later makes readers use the views for it again, as for an open hour.
-        _, warning = derive_or_warn(lake, now - min_age, since)
+        # later makes readers use the views for it again, as for an open hour. Only an hour a small lake's
+        # snapshot would take (TRACEVALS_SNAPSHOT_MB): a run beside production traffic does not wait for the
+        # traffic's frames (`tracevals compact` writes them).
+        _, warning = derive_or_warn(lake, now - min_age, since, small_only=True)
         derived.extend([warning] if warning else [])
 
     try:  # a lake on object storage too: the merged object is one PUT, the attempts' files deleted after it
