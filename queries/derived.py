@@ -28,7 +28,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import io
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -38,7 +37,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from tracevals.lake.lake import Lake, partition_key
+from tracevals.lake.lake import Lake, named_files, partition_key, warn_once
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
@@ -118,26 +117,25 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
 
 
 class DamagedFrames(LakeError):
-    """A derived frame file that looks whole but cannot be read (its pages damaged): one line naming it."""
+    """A derived frame file that looks whole but cannot be read (its pages damaged): one line naming its folder."""
 
-
-_warned: set[str] = set()
+    def __init__(self, folder: str, why: str) -> None:
+        super().__init__(
+            f"the derived frames in {folder} cannot be read ({why}); delete that folder (the views give the same "
+            "rows, and `tracevals compact` writes it again)"
+        )
+        self.folder, self.why = folder, why
 
 
 def _whole(lake: Lake, infos: list[Any]) -> list[Any]:
     """The listed frame files that look whole (`Lake.problem`: a cheap look at a file's ends); the others are
-    named in one warning line (once per process), never a failure: the views give the same rows."""
+    named in one warning line (`warn_once`), never a failure: the views give the same rows."""
     damaged = {i.path: why for i in infos if i.base_name.endswith(".parquet") and (why := lake.problem(i))}
-    if set(damaged) - _warned:
-        _warned.update(damaged)
-        named = "; ".join(f"{path} ({why})" for path, why in sorted(damaged.items())[:3])
-        _warn(f"{len(damaged)} derived frame files are damaged: {named}; their hours are read through the views "
-              "(the same rows), and the next `tracevals compact` writes them again")  # fmt: skip
+    if damaged:
+        named = f"{len(damaged)} derived frame files are damaged: {named_files(damaged)}"
+        warn_once(damaged, f"{named}; their hours are read through the views (the same rows), and the next "
+                  "`tracevals compact` writes them again")  # fmt: skip
     return [i for i in infos if i.path not in damaged]
-
-
-def _warn(text: str) -> None:
-    print(f"tracevals: warning: {text}", file=sys.stderr)
 
 
 def derive_closed(
@@ -279,25 +277,30 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
     only the others rebuilt through the views, restricted to them. `where` names `IDENTITY_COLUMNS` alone.
     The rows are the views' either way (tests/test_lake_data_narrowed.py); the restriction reads what it read
     before. The loader's views (`LOADER_VIEWS`) are defined here when some trace needs them (bound over the
-    restriction's rows, not the lake's files)."""
-    from tracevals.queries.connection import define_views
-    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
+    restriction's rows, not the lake's files). Frames damaged inside: every trace through the views, a warning."""
+    from tracevals.queries.trajectories import load_batch
 
     hours = list(derived_hours(lake).values())
-    if not hours:
-        define_views(con, LOADER_VIEWS)
-        return load_batch(con, where, within)
+    if hours:
+        try:
+            return _frames_and_rest(con, lake, hours, where, within)
+        except DamagedFrames as exc:
+            warn_once({exc.folder: exc.why}, f"{exc}; read through the views instead")
+    _define_loader_views(con)
+    return load_batch(con, where, within)
+
+
+def _frames_and_rest(
+    con: duckdb.DuckDBPyConnection, lake: Lake, hours: list[HourFiles], where: str, within: Restriction
+) -> Batch:
+    """`load_batch_within` once there are derived hours: the frames of the traces they hold, the rest rebuilt."""
+    from tracevals.queries.trajectories import load_batch
+
     taken = take_derived(con, hours, within.traces)
     parts: list[Batch] = []
     try:
         if taken.height:
-            try:
-                frames = derived_batch(lake, hours, taken)
-            except DamagedFrames as exc:  # damaged inside: every trace through the views
-                _warn(f"{exc}; this command read those attempts through the views")
-                drop_tables(con, "tv_taken", "tv_rest", "tv_derived_hours")
-                define_views(con, LOADER_VIEWS)
-                return load_batch(con, where, within)
+            frames = derived_batch(lake, hours, taken)
             if where:
                 con.register("tv_frame_traces", frames.traces.select(IDENTITY_COLUMNS).to_arrow())
                 try:
@@ -309,7 +312,7 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
         del taken
         [(rest,)] = con.execute("SELECT count(*) FROM tv_rest").fetchall()
         if rest:
-            define_views(con, LOADER_VIEWS)
+            _define_loader_views(con)
             within.narrow("tv_rest", copy=False)
             try:
                 parts.append(load_batch(con, where, within))
@@ -320,16 +323,21 @@ def load_batch_within(con: duckdb.DuckDBPyConnection, lake: Lake, where: str, wi
     return Batch.concat(parts)
 
 
+def _define_loader_views(con: duckdb.DuckDBPyConnection) -> None:
+    from tracevals.queries.connection import define_views
+    from tracevals.queries.trajectories import LOADER_VIEWS
+
+    define_views(con, LOADER_VIEWS)
+
+
 def _collected(frame: pl.LazyFrame, lake: Lake, hour: HourFiles) -> pl.DataFrame:
     """`frame.collect()`, a frame file damaged inside (its ends whole: `_whole` let it through) a `DamagedFrames`
     line that names the hour's folder and how to have it written again."""
     try:
         return frame.collect()
     except (pl.exceptions.PolarsError, OSError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DamagedFrames(
-            f"the derived frames in {lake.path(hour.folder)} cannot be read ({first}); delete that folder (the "
-            "views give the same rows, and `tracevals compact` writes it again)"
+            lake.path(hour.folder), (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         ) from None
 
 
