@@ -16,7 +16,7 @@ from fixtures.demo_run import shared_demo
 from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
 from tracevals.lake.lake import Lake
-from tracevals.queries import derived, open_lake, trajectories
+from tracevals.queries import frames_or_views, open_lake, trajectories
 from tracevals.queries.derived import derive_closed, derived_hours
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
@@ -68,7 +68,7 @@ def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_
     assert derive_closed(Lake.open(copy), 4e9)
     read: list[int] = []
     rebuilt: list[int] = []
-    frames_of, views_of = derived.derived_batch, trajectories.load_batch
+    frames_of, views_of = frames_or_views.derived_batch, trajectories.load_batch
 
     def from_frames(*args: Any, **kwargs: Any) -> Any:
         batch = frames_of(*args, **kwargs)
@@ -80,15 +80,15 @@ def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_
         rebuilt.append(len(batch))
         return batch
 
-    monkeypatch.setattr(derived, "derived_batch", from_frames)
+    monkeypatch.setattr(frames_or_views, "derived_batch", from_frames)
     monkeypatch.setattr(trajectories, "load_batch", through_views)
     for selection in (Selection(), Selection(variants=("candidate",))):
         framed = load_lake_data(Lake.open(copy), selection)
         # every attempt from the frames (those of the selected sessions, before the where on runs and variants)
         assert sum(read) >= len(framed.trajectories) > 0 and sum(rebuilt) == 0
-        monkeypatch.setattr(derived, "derived_hours", lambda lake: {})  # no frames: through the views
+        monkeypatch.setattr(frames_or_views, "derived_hours", lambda lake: {})  # no frames: through the views
         viewed = load_lake_data(Lake.open(copy), selection)
-        monkeypatch.setattr(derived, "derived_hours", derived_hours)
+        monkeypatch.setattr(frames_or_views, "derived_hours", derived_hours)
         assert sum(rebuilt) == len(viewed.trajectories)
         assert framed.trajectories == viewed.trajectories and len(framed.trajectories) == len(viewed.trajectories)
         assert framed.scores == viewed.scores and framed.scores

@@ -28,7 +28,7 @@ from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.derived import load_batch_within
+from tracevals.queries.frames_or_views import load_batch_within
 from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import trajectories_of
 from tracevals.scoring.config import ScoringConfig
@@ -38,7 +38,7 @@ from tracevals.scoring.runs import kept_cases
 # What a report reads (`open_lake(views=...)`) besides its attempts: the runs, the stored scores, the attempts'
 # identities and environments. Defining every view would bind and snapshot views no report reads (`sessions`,
 # `turns` ...); the loader's (`LOADER_VIEWS`: message parts, steps, trajectories) are defined by
-# `queries.derived.load_batch_within` when some attempt is rebuilt through them (none, on derived hours).
+# `queries.frames_or_views.load_batch_within` when some attempt is rebuilt through them (none, on derived hours).
 REPORT_VIEWS = ("attempts", "runs", "scores", "environments")
 
 
