@@ -3,8 +3,11 @@
 A run remembers exactly which task cases its attempts were attempts at, so that every later command
 (`score`, `report`, `gate`) scores them against those cases, not against whatever task file is at
 hand, and says plainly when a run has none (a `pytest` run, a run from before tracevals kept them).
-The file holds the run id, the task file's bytes as text, their sha256 and where they were read from;
-its name is a digest of the run id (any run id is a valid file name that way). Written atomically,
+The file holds the run id, the task file's bytes as text, their sha256 and where they were read from,
+and, when the bytes passed the task-case schema as they were kept, that schema's digest (`schema_sha256`):
+a reader whose schema is the same and whose bytes still hash to `sha256` need not run the schema again
+(`RunCases.checked`; a hand-edited file, an older one, or another set of plugins is validated as any task
+file is). Its name is a digest of the run id (any run id is a valid file name that way). Written atomically,
 once: a resumed run must bring the same cases, or it is refused. Next to the cases it keeps, per
 variant, the flags that decide what an attempt is (`k`, seed, agent, settings, fault and injection
 profiles, cassette mode, capture): a resumed run that changes one is refused too, naming the flag,
@@ -20,6 +23,7 @@ from typing import Any
 
 from tracevals.lake.lake import Lake
 from tracevals.model.errors import UserError
+from tracevals.model.tasks import TaskFileError, cases_from_bytes, schema_digest
 
 RUN_CASES_DIR = "run_cases"
 
@@ -34,6 +38,7 @@ class RunCases:
     sha256: str
     source: str  # where the task file was read from, as given
     text: str  # the task file's content (JSONL)
+    checked: bool = False  # `text` is the bytes that passed the schema in force now (the module's docstring)
 
 
 def _name(run_id: str) -> str:
@@ -68,6 +73,11 @@ def write_run_cases(lake: Lake, run_id: str, data: bytes, source: str) -> RunCas
             )
         return existing
     doc = {"run_id": run_id, "sha256": kept.sha256, "source": source, "cases": kept.text}
+    try:  # the bytes kept, validated as a reader would (the caller validated what it read, maybe not these)
+        cases_from_bytes(data, source)
+        doc["schema_sha256"] = schema_digest()
+    except TaskFileError:
+        pass  # kept unstamped: every reader validates them, and refuses them in one line as it always did
     _write_doc(lake, run_id, doc)
     return kept
 
@@ -96,13 +106,17 @@ def check_run_flags(lake: Lake, run_id: str, variant: str, flags: dict[str, obje
 def read_run_cases(lake: Lake, run_id: str) -> RunCases | None:
     """The cases run `run_id` kept, or None when it kept none."""
     doc = _read_doc(lake, run_id)
-    if doc is None:
-        return None
-    return RunCases(str(doc["run_id"]), str(doc["sha256"]), str(doc["source"]), str(doc["cases"]))
+    return None if doc is None else _run_cases(doc)
 
 
 def all_run_cases(lake: Lake) -> list[RunCases]:
     """Every run's kept cases in the lake, by run id."""
     docs = [lake.read_json(f"{RUN_CASES_DIR}/{name}") for name in lake.list_names(RUN_CASES_DIR)]
-    out = [RunCases(str(d["run_id"]), str(d["sha256"]), str(d["source"]), str(d["cases"])) for d in docs if d]
-    return sorted(out, key=lambda r: r.run_id)
+    return sorted((_run_cases(d) for d in docs if d), key=lambda r: r.run_id)
+
+
+def _run_cases(doc: dict[str, Any]) -> RunCases:
+    sha256, text = str(doc["sha256"]), str(doc["cases"])
+    stamp = doc.get("schema_sha256")
+    checked = isinstance(stamp, str) and stamp == schema_digest() and digest(text.encode()) == sha256
+    return RunCases(str(doc["run_id"]), sha256, str(doc["source"]), text, checked)

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -75,6 +76,19 @@ def _assembled(_version: int, _names: tuple[str, ...]) -> dict[str, Any]:
     return schema
 
 
+def schema_digest() -> str:
+    """The sha256 of the schema cases are validated against now (the plugins' options included): a kept
+    task file stamped with it was valid under this very schema (`lake.run_cases`)."""
+    extra = extra_options()
+    return _digest_at(options_version(), tuple(sorted(extra)))
+
+
+@cache
+def _digest_at(version: int, names: tuple[str, ...]) -> str:
+    text = json.dumps(_assembled(version, names), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _validator() -> Draft202012Validator:
     extra = extra_options()
     return _validator_at(options_version(), tuple(sorted(extra)))
@@ -97,8 +111,12 @@ def load_cases(path: str | os.PathLike[str]) -> list[Case]:
     return cases_from_bytes(data, source)
 
 
-def cases_from_bytes(data: bytes, source: str) -> list[Case]:
-    """The cases of a task file's content (JSONL), validated as `load_cases` does; `source` names it in errors."""
+def cases_from_bytes(data: bytes, source: str, *, schema_checked: bool = False) -> list[Case]:
+    """The cases of a task file's content (JSONL), validated as `load_cases` does; `source` names it in errors.
+
+    schema_checked: these very bytes passed the schema `schema_digest` names (a kept task file whose stamp
+    says so): the JSON Schema is not run again (its import and compilation are a visible part of a small
+    `report`); every other check is."""
     cases: list[Case] = []
     first_seen: dict[str, int] = {}
     for lineno, raw_line in enumerate(data.split(b"\n"), start=1):
@@ -113,7 +131,7 @@ def cases_from_bytes(data: bytes, source: str) -> list[Case]:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        case = case_from_dict(obj, source=source, line=lineno)
+        case = case_from_dict(obj, source=source, line=lineno, schema_checked=schema_checked)
         if case.case_id in first_seen:
             raise TaskFileError(
                 source,
@@ -128,11 +146,12 @@ def cases_from_bytes(data: bytes, source: str) -> list[Case]:
     return cases
 
 
-def case_from_dict(obj: Any, source: str = "<case>", line: int | None = None) -> Case:
-    """Validate one case (already parsed from JSON) and build its `Case`; the dict is kept in `Case.raw`."""
+def case_from_dict(obj: Any, source: str = "<case>", line: int | None = None, *, schema_checked: bool = False) -> Case:
+    """Validate one case (already parsed from JSON) and build its `Case`; the dict is kept in `Case.raw`.
+    schema_checked: as `cases_from_bytes`'s."""
     if not isinstance(obj, dict):
         raise TaskFileError(source, line, f"a case must be a JSON object, got {_json_type(obj)}")
-    problem = _schema_problem(obj) or _consistency_problem(obj)
+    problem = (None if schema_checked else _schema_problem(obj)) or _consistency_problem(obj)
     if problem is not None:
         field, message = problem
         raise TaskFileError(source, line, message, field=field)
@@ -227,9 +246,6 @@ def schema_problem(validator: Draft202012Validator, obj: Any) -> tuple[str | Non
 
 def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
     """What the schema cannot say: steps that contradict the tool lists, schemas and patterns that don't compile."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
     allowed = obj.get("allowed_tools")
     forbidden = set(obj.get("forbidden_actions", []))
     for i, step in enumerate(obj.get("expected_steps", [])):
@@ -242,6 +258,9 @@ def _consistency_problem(obj: dict[str, Any]) -> tuple[str | None, str] | None:
     criteria = obj.get("success_criteria", {})
     if "json_schema" in criteria:
         schemas["success_criteria.json_schema"] = criteria["json_schema"]
+    if schemas:  # imported for a case that has some (jsonschema's import is a visible part of a small report)
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
     for field, schema in schemas.items():
         try:
             Draft202012Validator.check_schema(schema)

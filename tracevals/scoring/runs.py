@@ -68,7 +68,8 @@ def kept_cases(lake: Lake, run_ids: Sequence[str] | None = None) -> KeptCases:
     parsed: dict[str, list[Case]] = {}  # by text: runs of one task file read (and validated) once
     for run_id, run in sorted(kept.items()):
         if run.text not in parsed:
-            parsed[run.text] = cases_from_bytes(run.text.encode(), f"{run.source} (kept with run {run_id})")
+            where = f"{run.source} (kept with run {run_id})"
+            parsed[run.text] = cases_from_bytes(run.text.encode(), where, schema_checked=run.checked)
         for case in parsed[run.text]:
             seen = cases.get(case.case_id)
             if seen is not None and seen[0].raw != case.raw:
