@@ -140,6 +140,12 @@ MUTATIONS: dict[str, Any] = {
         write("send", {"id": 1}, t + 10),
         write("send", {"id": 2}, t + 20, "k2"),
     ],
+    # lists that hold no candidates (names; one object; objects no id tells apart): no automatic choice
+    "list_not_candidates": lambda c, t: [
+        *c,
+        read("search", {"q": "x"}, t, '{"names": ["a", "b"], "one": [{"id": 1}], "same": [{"id": 1}, {"id": 1}]}'),
+        write("send", {"id": 1}, t + 10),
+    ],
     "choice_handoff": lambda c, t: [
         *c,
         read("search", {"q": "x"}, t, LIST),
@@ -303,6 +309,19 @@ def test_clean_rows_are_settled_by_the_screens() -> None:
     )
     frame = assert_same([clean], CASES)
     assert set(frame.get_column("evaluator")) == {"trajectory_match", "retry_discipline", "task_success"}
+
+
+def test_lists_without_candidates_are_settled_by_the_policy_screen() -> None:
+    """A write after a lookup whose result holds a list, but not of two objects an id tells apart, cannot be an
+    automatic choice: settled by the screen (issue 38: half the traces the small bench lake sent to Python for
+    `tool_policy` were these); a list of candidates still goes to the reference, which judges the choice."""
+    from tracevals.evaluators.tool_policy.screen import screen_policy
+
+    names = ["list_not_candidates", "choice", "write"]
+    batch_of = [mutated(name, "budget", [name], 0, "complete") for name in names]
+    status = dict(screen_policy(scope_of(batch_of, CASES)).select("trace_id", "status").iter_rows())
+    assert status == {"list_not_candidates": "clean", "choice": "check", "write": "clean"}
+    assert_same(batch_of, CASES)
 
 
 def test_failures_made_good_are_settled_by_the_failure_screen() -> None:
