@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tracevals.lake.lake import Lake
+from tracevals.lake.paths import LakeError
 from tracevals.lake.run_cases import RUN_CASES_DIR, digest, read_run_cases, write_run_cases
 from tracevals.model.tasks import TaskFileError, cases_from_bytes, schema_digest
 from tracevals.scoring.runs import kept_cases
@@ -102,4 +103,41 @@ def test_checks_beyond_the_schema_still_run_on_checked_cases(tmp_path: Path) -> 
     kept = read_run_cases(lake, "r1")
     assert kept is not None and kept.checked
     with pytest.raises(TaskFileError, match="expected but also in forbidden_actions"):
+        kept_cases(lake, ["r1"])
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({"run_id": "r1", "source": "t", "cases": "{}"}), "no text in 'sha256'"),
+    ],
+    ids=["not-json", "not-an-object", "no-sha256"],
+)
+def test_a_damaged_kept_file_is_one_line_naming_it(tmp_path: Path, text: str, problem: str) -> None:
+    """A kept file broken by hand or by a disk: `score` says which file and what to do, in one line."""
+    write_run_cases(Lake.open(tmp_path), "r1", GOOD, "tasks.jsonl")
+    path, _ = _doc(tmp_path)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LakeError, match=problem) as raised:
+        kept_cases(Lake.open(tmp_path), ["r1"])
+    assert path.name in str(raised.value) and "\n" not in str(raised.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "tracevals", "score", "--lake", str(tmp_path), "--run", "r1", "--no-write"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_lone_surrogate_left_by_a_hand_edit_is_one_line(tmp_path: Path) -> None:
+    """Kept text with a lone surrogate (`\\ud800` written into the JSON) is the task file's "not valid UTF-8"."""
+    lake = Lake.open(tmp_path)
+    write_run_cases(lake, "r1", GOOD, "tasks.jsonl")
+    path, doc = _doc(tmp_path)
+    doc["cases"] = json.dumps({"case_id": "c1", "input": "x"}) + "\ud800\n"
+    path.write_text(json.dumps(doc), encoding="utf-8")  # ensure_ascii: the surrogate as an escape
+    with pytest.raises(TaskFileError, match="not valid UTF-8"):
         kept_cases(lake, ["r1"])

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracevals.lake.lake import Lake
+from tracevals.lake.paths import LakeError
 from tracevals.model.errors import UserError
 from tracevals.model.tasks import TaskFileError, cases_from_bytes, schema_digest
 
@@ -47,8 +48,29 @@ def _name(run_id: str) -> str:
 
 def _read_doc(lake: Lake, run_id: str) -> dict[str, Any] | None:
     """The run's kept document; None when there is none."""
-    doc: dict[str, Any] | None = lake.read_json(_name(run_id))
-    return doc
+    return _load(lake, _name(run_id))
+
+
+def _load(lake: Lake, name: str) -> dict[str, Any] | None:
+    """The kept document `name` (None when absent), checked for the fields every reader reads: a damaged or
+    hand-broken one is a `LakeError` of one line naming it, never a traceback."""
+    try:
+        doc = lake.read_json(name)
+    except ValueError as exc:  # not JSON, or not UTF-8
+        problem = f"not JSON ({exc})"
+    else:
+        if doc is None:
+            return None
+        if not isinstance(doc, dict):
+            problem = "not a JSON object"
+        else:
+            missing = [f for f in ("run_id", "sha256", "source", "cases") if not isinstance(doc.get(f), str)]
+            if not missing:
+                return doc
+            problem = f"no text in {', '.join(repr(f) for f in missing)}"
+    raise LakeError(
+        f"{name} of {lake} is damaged: {problem}; restore it, or delete it and pass --tasks to score the run"
+    )
 
 
 def _write_doc(lake: Lake, run_id: str, doc: dict[str, Any]) -> None:
@@ -111,12 +133,18 @@ def read_run_cases(lake: Lake, run_id: str) -> RunCases | None:
 
 def all_run_cases(lake: Lake) -> list[RunCases]:
     """Every run's kept cases in the lake, by run id."""
-    docs = [lake.read_json(f"{RUN_CASES_DIR}/{name}") for name in lake.list_names(RUN_CASES_DIR)]
+    docs = [_load(lake, f"{RUN_CASES_DIR}/{name}") for name in lake.list_names(RUN_CASES_DIR)]
     return sorted((_run_cases(d) for d in docs if d), key=lambda r: r.run_id)
 
 
 def _run_cases(doc: dict[str, Any]) -> RunCases:
     sha256, text = str(doc["sha256"]), str(doc["cases"])
     stamp = doc.get("schema_sha256")
-    checked = isinstance(stamp, str) and stamp == schema_digest() and digest(text.encode()) == sha256
+    checked = isinstance(stamp, str) and stamp == schema_digest() and digest(as_bytes(text)) == sha256
     return RunCases(str(doc["run_id"]), sha256, str(doc["source"]), text, checked)
+
+
+def as_bytes(text: str) -> bytes:
+    """The kept text as the task file's bytes; a hand edit that left a lone surrogate (`\\ud800` in the JSON)
+    keeps it, so that reading it is the task file's one-line "not valid UTF-8", not a traceback."""
+    return text.encode("utf-8", "surrogatepass")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, read_run_cases
+from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, as_bytes, read_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
 from tracevals.model.score import Score
@@ -69,7 +69,7 @@ def kept_cases(lake: Lake, run_ids: Sequence[str] | None = None) -> KeptCases:
     for run_id, run in sorted(kept.items()):
         if run.text not in parsed:
             where = f"{run.source} (kept with run {run_id})"
-            parsed[run.text] = cases_from_bytes(run.text.encode(), where, schema_checked=run.checked)
+            parsed[run.text] = cases_from_bytes(as_bytes(run.text), where, schema_checked=run.checked)
         for case in parsed[run.text]:
             seen = cases.get(case.case_id)
             if seen is not None and seen[0].raw != case.raw:
