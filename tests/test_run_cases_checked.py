@@ -141,3 +141,23 @@ def test_a_lone_surrogate_left_by_a_hand_edit_is_one_line(tmp_path: Path) -> Non
     path.write_text(json.dumps(doc), encoding="utf-8")  # ensure_ascii: the surrogate as an escape
     with pytest.raises(TaskFileError, match="not valid UTF-8"):
         kept_cases(lake, ["r1"])
+
+
+def test_cases_kept_under_a_plugins_schema_are_validated_without_it(tmp_path: Path) -> None:
+    """A run whose evaluator plugin added a task-file field stamps its cases with that schema; a reader
+    without the plugin has another schema, so it validates them (and names the field it does not know)."""
+    with_plugin = (
+        "from tracevals.lake.lake import Lake; from tracevals.lake.run_cases import write_run_cases; "
+        "from tracevals.model.options import CaseOption, register_options; "
+        "from tracevals.model.tasks import shipped_schema; "
+        "register_options('tone', [CaseOption('max_tone', {'type': 'integer'})], shipped_schema()['properties']); "
+        f"write_run_cases(Lake.open({str(tmp_path)!r}), 'r1', "
+        'b\'{"case_id": "c1", "input": "x", "max_tone": 3}\\n\', \'tasks.jsonl\')'
+    )
+    subprocess.run([sys.executable, "-c", with_plugin], capture_output=True, text=True, cwd=ROOT, check=True)
+    _, doc = _doc(tmp_path)
+    assert isinstance(doc["schema_sha256"], str) and doc["schema_sha256"] != schema_digest()
+    kept = read_run_cases(Lake.open(tmp_path), "r1")
+    assert kept is not None and not kept.checked
+    with pytest.raises(TaskFileError, match="field 'max_tone': unknown field"):
+        kept_cases(Lake.open(tmp_path), ["r1"])
