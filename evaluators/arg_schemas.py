@@ -11,18 +11,25 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from tracevals.model.json_text import TooDeep
+from tracevals.model.json_text import loads as json_loads
+
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
 _MAX_MESSAGE = 120
+TOO_DEEP = "nested too deeply to check against the schema"
 
 
 def schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
     """None when `value` (tool arguments, an output) is valid against `schema`, else one line:
     `at 'path': message`."""
-    schema_text = json.dumps(schema, sort_keys=True, default=str)
-    args_text = json.dumps(value, sort_keys=True, default=str)
-    return _cached_error(schema_text, args_text)
+    try:
+        schema_text = json.dumps(schema, sort_keys=True, default=str)
+        args_text = json.dumps(value, sort_keys=True, default=str)
+        return _cached_error(schema_text, args_text)
+    except (RecursionError, TooDeep):  # a value nested past what the encoder or the validator recurses into
+        return TOO_DEEP
 
 
 @lru_cache(maxsize=256)
@@ -36,7 +43,7 @@ def _validator(schema_text: str) -> Draft202012Validator:
 def _cached_error(schema_text: str, args_text: str) -> str | None:
     from jsonschema.exceptions import best_match
 
-    error = best_match(_validator(schema_text).iter_errors(json.loads(args_text)))
+    error = best_match(_validator(schema_text).iter_errors(json_loads(args_text)))
     if error is None:
         return None
     path = ".".join(str(p) for p in error.absolute_path)

@@ -140,6 +140,12 @@ MUTATIONS: dict[str, Any] = {
         write("send", {"id": 1}, t + 10),
         write("send", {"id": 2}, t + 20, "k2"),
     ],
+    # a result nested past what the JSON parser recurses into (a hostile or broken tool): text, not a crash
+    "deep_result": lambda c, t: [
+        *c,
+        read("search", {"q": "x"}, t, "[" * 5000 + "]" * 5000),
+        write("send", {"id": 1}, t + 10),
+    ],
     # lists that hold no candidates (names; one object; objects no id tells apart): no automatic choice
     "list_not_candidates": lambda c, t: [
         *c,
@@ -322,6 +328,16 @@ def test_lists_without_candidates_are_settled_by_the_policy_screen() -> None:
     status = dict(screen_policy(scope_of(batch_of, CASES)).select("trace_id", "status").iter_rows())
     assert status == {"list_not_candidates": "clean", "choice": "check", "write": "clean"}
     assert_same(batch_of, CASES)
+
+
+def test_a_tool_result_nested_past_the_parser_is_text_to_every_evaluator() -> None:
+    """A lookup result of 5,000 nested lists makes `json.loads` raise RecursionError: the screens and the
+    reference read it as text that is not JSON (`model.json_text`), so no evaluator raises and the batch is
+    scored (it ended `score` with a traceback once the policy screen parsed results)."""
+    batch_of = [mutated(f"deep-{task}", task, ["deep_result"], 1, "complete") for task in [None, "plain", "budget"]]
+    frame = assert_same(batch_of, CASES)
+    reasons = frame.get_column("reason").to_list()
+    assert reasons and not [r for r in reasons if "raised" in r]
 
 
 def test_failures_made_good_are_settled_by_the_failure_screen() -> None:

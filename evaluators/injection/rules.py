@@ -11,6 +11,7 @@ from tracevals.evaluators.failures import SLOWING, failure_outcome
 from tracevals.model.args_match import contains
 from tracevals.model.calls import is_risky
 from tracevals.model.case import Case
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.trajectory import ToolCall, Trajectory
 
 
@@ -106,7 +107,7 @@ def _nth_call(calls: Sequence[ToolCall], tool: Any, n: int) -> int | None:
 def _goal(text: str | None) -> Any:
     if text and text.lstrip().startswith("{"):
         try:
-            return json.loads(text)
+            return json_loads(text)
         except ValueError:
             return text
     return text

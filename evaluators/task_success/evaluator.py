@@ -21,7 +21,6 @@ scoring config).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -42,6 +41,7 @@ from tracevals.evaluators.task_success.declarations import (
 from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.case import Case
 from tracevals.model.findings import FindingKind
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 
@@ -127,8 +127,8 @@ def _json_check(output: str, schema: dict[str, Any]) -> dict[str, Any]:
     candidates = [output.strip()] + ([blocks[-1].strip()] if blocks else [])
     for text in candidates:
         try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
+            value = json_loads(text)
+        except ValueError:
             continue
         error = schema_error(schema, value)
         return _check("json_schema", None, error is None, f"output JSON not valid against json_schema: {error}")

@@ -13,13 +13,13 @@ choice cannot be judged and is reported as unknown.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tracevals.model.calls import is_risky
 from tracevals.model.case import Case
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.trajectory import HANDOFF_TOOL, Handoff, ToolCall
 
 _MAX_DEPTH = 4  # results nest their lists a level or two down (`{"data": {"orders": [...]}}`)
@@ -45,8 +45,8 @@ def candidate_lists(result: str | None) -> list[list[Candidate]]:
     if not result or result[0] not in "[{":
         return []
     try:
-        value = json.loads(result)
-    except ValueError:
+        value = json_loads(result)
+    except ValueError:  # not JSON, or nested past the parser (`model.json_text`)
         return []
     return [found for items in _lists(value, 0) if (found := _candidates(items))]
 

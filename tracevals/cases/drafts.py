@@ -23,13 +23,13 @@ accepts the case (`tracevals cases review DIR --accept ID`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from tracevals.cases.groups import Session, effect_of, fault_of, pending_tools
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.retries import logical_calls, retry_chains
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, with_handoffs
 
@@ -141,7 +141,7 @@ def _values_named(text: str | None, key: str) -> list[str]:
     if not text:
         return []
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except ValueError:
         return []
     found: list[str] = []
@@ -200,7 +200,7 @@ def _result_value(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return json_loads(text)
     except ValueError:
         return text
 

@@ -29,12 +29,12 @@ requests than asked is reported, never padded.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tracevals.model.faults import canonical_fault
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall, Trajectory
 
 GROUPS = ("clear", "vague", "faults", "high_risk")
@@ -117,7 +117,7 @@ def is_empty(result: str | None) -> bool:
     if text in ("", "[]", "{}", '""', "null"):
         return True
     try:
-        parsed = json.loads(text)
+        parsed = json_loads(text)
     except ValueError:
         return False
     if isinstance(parsed, dict):

@@ -38,6 +38,7 @@ from typing import Any
 
 from tracevals.cases.rules import MIN_NUMERIC_ID, Rules
 from tracevals.lake.redaction import EMAIL, PHONE, Redactor
+from tracevals.model.json_text import loads as json_loads
 
 # Id-shaped tokens: a lower-case prefix, `_`, digits (ord_1004, cus_001); an upper-case prefix, `-`,
 # digits (INV-20231); a prefix with a long digit run (A123456).
@@ -310,7 +311,7 @@ def _json_container(text: str) -> Any:
     if not stripped or stripped[0] not in "[{":
         return None
     try:
-        parsed = json.loads(stripped)
+        parsed = json_loads(stripped)
     except ValueError:
         return None
     return parsed if isinstance(parsed, (dict, list)) else None

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracevals.model.case import Case
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall
 
 RISKY_EFFECTS = ("write", "irreversible")
@@ -75,8 +76,8 @@ def parse_args(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value = json_loads(text)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 

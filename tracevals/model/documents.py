@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tracevals.model.errors import UserError
+from tracevals.model.json_text import TooDeep
+from tracevals.model.json_text import loads as json_loads
 
 T = TypeVar("T")
 
@@ -39,9 +41,11 @@ def parse_document(text: str, source: str) -> Any:
     """The parsed content of a document's text: JSON when `source` ends in `.json`, else YAML."""
     if source.endswith(".json"):
         try:
-            return json.loads(text)
+            return json_loads(text)
         except json.JSONDecodeError as exc:
             raise DocumentError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+        except TooDeep:
+            raise DocumentError(f"{source}: not valid JSON: nested deeper than the parser goes") from None
     import yaml  # a dependency; imported here so that importing this module stays cheap
 
     try:
@@ -53,6 +57,8 @@ def parse_document(text: str, source: str) -> Any:
         context = getattr(exc, "context", None)
         detail = f"{problem} ({context})" if context else problem
         raise DocumentError(f"{source}{where}: not valid YAML: {' '.join(str(detail).split())}") from None
+    except RecursionError:
+        raise DocumentError(f"{source}: not valid YAML: nested deeper than the parser goes") from None
 
 
 def read_items(

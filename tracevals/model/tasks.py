@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from tracevals.model.case import Case, ExpectedCall
 from tracevals.model.errors import UserError
+from tracevals.model.json_text import TooDeep
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.options import extra_options, options_version
 from tracevals.model.trajectory import HANDOFF_TOOL
 
@@ -128,9 +130,11 @@ def cases_from_bytes(data: bytes, source: str, *, schema_checked: bool = False) 
         if not text or text.startswith("#"):
             continue
         try:
-            obj = json.loads(text)
+            obj = json_loads(text)
         except json.JSONDecodeError as exc:
             raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except TooDeep:
+            raise TaskFileError(source, lineno, "invalid JSON: nested deeper than the parser goes") from None
         case = case_from_dict(obj, source=source, line=lineno, schema_checked=schema_checked)
         if case.case_id in first_seen:
             raise TaskFileError(

@@ -14,7 +14,6 @@ seed and its id. Without `--sample`, a sample recorded in the stored scores (`de
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ import duckdb
 from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -285,8 +285,8 @@ def _id_table(ids: Sequence[str]) -> Any:
 
 def _details(text: str | None) -> dict[str, Any]:
     try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError:
+        value = json_loads(text) if text else {}
+    except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -15,6 +15,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tracevals.model.json_text import loads as json_loads
+
 NAME = "<span name>"  # a kind clause on the span's name instead of an attribute
 
 
@@ -76,7 +78,7 @@ class By:
             text = value
             if len(text) > 1 and text[0] == text[-1] == '"':
                 try:
-                    decoded = json.loads(text)
+                    decoded = json_loads(text)
                 except ValueError:
                     decoded = None
                 text = decoded if isinstance(decoded, str) else text

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from tracevals.model.json_text import loads as json_loads
 from tracevals.spans.declare import Unwrap
 from tracevals.spans.reading import NO_ERROR_TYPES, PLACEHOLDER_PREFIXES, PLACEHOLDERS, UNWRAPS
 
@@ -71,8 +72,8 @@ def parsed(value: Any) -> Any:
     """A value recorded as JSON text, parsed; any other value (or text that is no JSON) as it is."""
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
-            return json.loads(value)
-        except (ValueError, RecursionError):  # no JSON, or nested past what the parser recurses into
+            return json_loads(value)
+        except ValueError:  # no JSON, or nested past what the parser recurses into
             return value
     return value
 
@@ -97,8 +98,8 @@ def python_literal(value: Any) -> Any:
         elif re.search(PY_CONTROL, piece):
             return value
     try:
-        found = json.loads('"'.join(pieces), parse_constant=_no_constant)
-    except (ValueError, RecursionError):
+        found = json_loads('"'.join(pieces), parse_constant=_no_constant)
+    except ValueError:
         return value
     return found if isinstance(found, (dict, list)) else value
 

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tracevals.model.json_text import loads as json_loads
 from tracevals.stats.categories import in_words
 from tracevals.stats.estimators import Z95, wilson
 
@@ -172,8 +173,8 @@ def output_key(output: str | None) -> str:
     text = (output or "").strip()
     if text[:1] in ("{", "[", '"') or text in ("true", "false", "null") or _is_number(text):
         try:
-            return "json:" + json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        except (ValueError, RecursionError):
+            return "json:" + json.dumps(json_loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (ValueError, RecursionError):  # RecursionError: json.dumps of a deep value
             pass
     return "text:" + _SPACE.sub(" ", text).casefold()
 

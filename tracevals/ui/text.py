@@ -19,6 +19,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from tracevals.model.display import HIDDEN_ON_A_PAGE
+from tracevals.model.json_text import loads as json_loads
 
 __all__ = ["CONTROL", "LIMIT", "REDACTED", "inert", "pretty"]
 
@@ -55,6 +56,6 @@ def inert(value: Any, limit: int = LIMIT) -> Markup:
 def pretty(value: Any, limit: int = LIMIT) -> Markup:
     """A JSON text indented (keys as written), else the text as it is; then `inert`."""
     if isinstance(value, str) and value[:1] in ("{", "[") and len(value) <= 200_000:
-        with contextlib.suppress(ValueError, RecursionError):
-            value = json.dumps(json.loads(value), indent=2, ensure_ascii=False)
+        with contextlib.suppress(ValueError, RecursionError):  # RecursionError: json.dumps of a deep value
+            value = json.dumps(json_loads(value), indent=2, ensure_ascii=False)
     return inert(value, limit)

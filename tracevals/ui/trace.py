@@ -17,6 +17,7 @@ import duckdb
 from tracevals.evaluators.evaluator import executed_calls
 from tracevals.model.calls import operation_key_of
 from tracevals.model.findings import failure_kinds, findings_of
+from tracevals.model.json_text import loads as json_loads
 from tracevals.model.retries import retry_chains
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
@@ -79,7 +80,7 @@ def _ms(value: Any) -> float:
 
 def _attributes(text: str | None) -> list[tuple[str, Any]]:
     try:
-        data = json.loads(text or "{}")
+        data = json_loads(text or "{}")
     except ValueError:
         return [("(attributes, not JSON)", text)]
     if not isinstance(data, dict):
@@ -89,7 +90,7 @@ def _attributes(text: str | None) -> list[tuple[str, Any]]:
 
 def _events(text: str | None) -> list[dict[str, Any]]:
     try:
-        data = json.loads(text or "[]")
+        data = json_loads(text or "[]")
     except ValueError:
         return [{"name": "(events, not JSON)", "attributes": [("text", text)]}]
     out = []
@@ -233,7 +234,7 @@ def _verdicts(
     verdicts, unplaced = [], []
     for s in sorted(scores, key=lambda s: (bool(s["passed"]), s["evaluator"])):
         try:
-            details = json.loads(s["details"] or "{}")
+            details = json_loads(s["details"] or "{}")
         except ValueError:
             details = {}
         # the findings to show on a step: what went wrong or warns (notes and unknowns stay in the verdict)
