@@ -112,13 +112,13 @@ class MessageEvents:
                 self.usage[key] = value
 
     def result(self) -> ModelResult:
-        import json
+        from tracevals.model.json_text import loads as json_loads
 
         for index, chunks in self.json.items():
             if index < len(self.message["content"]):
                 try:
-                    self.message["content"][index]["input"] = json.loads("".join(chunks) or "{}")
-                except json.JSONDecodeError:
+                    self.message["content"][index]["input"] = json_loads("".join(chunks) or "{}")
+                except ValueError:  # not JSON, or nested past the parser
                     self.message["content"][index]["input"] = "".join(chunks)
         return message_result({**self.message, "usage": self.usage})
 

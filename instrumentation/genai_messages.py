@@ -12,11 +12,12 @@ Only called with content capture on: nothing here runs for a call whose content 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+
+from tracevals.model.json_text import loads as json_loads
 
 Part = dict[str, Any]
 Message = dict[str, Any]
@@ -39,8 +40,8 @@ def _arguments(raw: Any) -> Any:
     """Tool-call arguments as a JSON value when they parse, else as the text the model produced."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
+            return json_loads(raw)
+        except ValueError:  # not JSON, or nested past the parser (`model.json_text`): the model's text
             return raw
     return raw
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar, cast, overload
 
@@ -26,6 +25,7 @@ from tracevals.instrumentation.tool_span import (
     tool_call_id,
 )
 from tracevals.model import attributes as tv
+from tracevals.model.json_text import loads as json_loads
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,8 +129,8 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
     ) -> tuple[Callable[..., Any], dict[str, Any]]:
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
+                arguments = json_loads(arguments) if arguments.strip() else {}
+            except ValueError as exc:  # not JSON, or nested past the parser (`model.json_text`)
                 error = ToolError(f"arguments are not JSON: {exc}", error_type="invalid_arguments")
                 raise self._reject(name, error) from None
         if not isinstance(arguments, Mapping) and arguments is not None:

@@ -42,3 +42,17 @@ def test_the_trace_page_shows_deep_attributes_as_text() -> None:
 
     assert _attributes(DEEP_OBJECT) == [("(attributes, not JSON)", DEEP_OBJECT)]
     assert _events(DEEP)[0]["name"] == "(events, not JSON)"
+
+
+def test_a_model_s_arguments_nested_too_deep_are_a_tool_error_not_a_crash() -> None:
+    """A model (or a prompt injection) can answer with arguments nested past the parser: `ToolSet.call` hands
+    the agent a ToolError it can give back to its model, as for any arguments that are not JSON, and the
+    GenAI message converter records them as the model's text."""
+    import tracevals
+    from tracevals.instrumentation.genai_messages import _arguments
+
+    tools = tracevals.wrap_tools({"lookup": lambda word: word})
+    with pytest.raises(tracevals.ToolError, match="arguments are not JSON") as raised:
+        tools.call("lookup", DEEP_OBJECT)
+    assert raised.value.error_type == "invalid_arguments"
+    assert _arguments(DEEP_OBJECT) == DEEP_OBJECT
