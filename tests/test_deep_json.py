@@ -56,3 +56,17 @@ def test_a_model_s_arguments_nested_too_deep_are_a_tool_error_not_a_crash() -> N
         tools.call("lookup", DEEP_OBJECT)
     assert raised.value.error_type == "invalid_arguments"
     assert _arguments(DEEP_OBJECT) == DEEP_OBJECT
+
+
+def test_a_merged_file_whose_marker_nests_too_deep_replaces_nothing() -> None:
+    """A footer's list of replaced files is read from the lake's own files, which anyone with write access
+    can drop in: nested past the parser, it replaces nothing (every reader lists the hour as if unmerged),
+    as any marker that is not JSON, never a traceback for every command on the lake."""
+    from tracevals.lake.retention import COMPACTED_NAME, MARKER, superseded
+
+    merged = "spans/date=2026-12-05/hour=10/part-1-aaaa-c00000000.parquet"
+    assert COMPACTED_NAME.search(merged.rpartition("/")[2])
+    other = "spans/date=2026-12-05/hour=10/part-2-bbbb.parquet"
+    named = b'["part-2-bbbb.parquet"]'
+    assert superseded([merged, other], lambda path: {MARKER: named}) == {other}  # a marker read as it is
+    assert superseded([merged, other], lambda path: {MARKER: DEEP.encode()}) == set()

@@ -49,6 +49,7 @@ from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.lake.names import path_segment
 from tracevals.lake.paths import LakeError
+from tracevals.model.json_text import loads as json_loads
 
 LEASES_DIR = "leases"
 TTL_S = 30.0
@@ -192,7 +193,7 @@ class Lease:
             if info.path != self._mine:
                 try:
                     with self.fs.open_input_stream(info.path) as fh:
-                        doc = json.loads(bytes(fh.read()).decode("utf-8"))
+                        doc = json_loads(bytes(fh.read()).decode("utf-8"))
                 except (OSError, ValueError):
                     # listed but not read (deleted meanwhile, rewritten at this instant, a store's hiccup): a
                     # claim of unknown state all the same, so that this round backs off and lists again; a

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.lake.paths import LakeError
+from tracevals.model.json_text import loads as json_loads
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: a reader of a local lake never needs it
     import pyarrow.parquet as pq
@@ -85,7 +86,7 @@ def marker(metadata: Mapping[bytes, bytes] | None) -> list[str] | None:
     value = (metadata or {}).get(MARKER)
     if value is None:
         return None
-    names = json.loads(value)  # a ValueError when it is not JSON
+    names = json_loads(value)  # a ValueError when it is not JSON (or nested past the parser)
     if not isinstance(names, list):  # a foreign or hostile footer: replaces nothing (superseded's rule)
         raise ValueError(f"{MARKER.decode()} is not a list of file names")
     return [str(name) for name in names]
@@ -249,7 +250,7 @@ def pending_partitions(lake: Lake, now: float) -> list[str]:
             continue
         try:
             with fs.open_input_stream(info.path) as fh:
-                doc = json.loads(bytes(fh.read()).decode("utf-8"))
+                doc = json_loads(bytes(fh.read()).decode("utf-8"))
             if float(doc["due"]) <= now:
                 found.append(str(doc["partition"]))
         except (OSError, ValueError, KeyError, TypeError):
