@@ -110,10 +110,11 @@ def test_checks_beyond_the_schema_still_run_on_checked_cases(tmp_path: Path) -> 
     ("text", "problem"),
     [
         ("{not json", "not JSON"),
+        ("[" * 5000 + "]" * 5000, "not JSON"),  # nested past the parser
         ("[1, 2]", "not a JSON object"),
         (json.dumps({"run_id": "r1", "source": "t", "cases": "{}"}), "no text in 'sha256'"),
     ],
-    ids=["not-json", "not-an-object", "no-sha256"],
+    ids=["not-json", "too-deep", "not-an-object", "no-sha256"],
 )
 def test_a_damaged_kept_file_is_one_line_naming_it(tmp_path: Path, text: str, problem: str) -> None:
     """A kept file broken by hand or by a disk: `score` says which file and what to do, in one line."""

@@ -21,7 +21,6 @@ equal by its location, and prints as what the user typed (`str(lake)`), which is
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracevals.lake.paths import Bound, LakeError, bounds
+from tracevals.model.json_text import loads as json_loads
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: reading a local lake never needs it
     from collections.abc import Iterable
@@ -281,9 +281,10 @@ class Lake(ABC):
             raise self.error(exc, f"reading {name} of") from None
 
     def read_json(self, name: str) -> Any:
-        """The JSON document `name`, None when absent."""
+        """The JSON document `name`, None when absent; a `ValueError` when it is not JSON (or nests past the
+        parser: `model.json_text`)."""
         text = self.read_text(name)
-        return None if text is None else json.loads(text)
+        return None if text is None else json_loads(text)
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write the file `name` whole and atomically (a reader sees the old file, or none, or all of it)."""
