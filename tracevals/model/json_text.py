@@ -4,7 +4,8 @@
 thousand `[` do it), and a `RecursionError` is no `ValueError`: a caller that reads "not JSON" as a
 `ValueError` (most of them) would let one hostile span value end a whole command with a traceback. `loads`
 raises `TooDeep`, a `ValueError`, for it, so every caller's "not JSON" covers it. The one definition for
-span values; a caller never catches `RecursionError` itself.
+span values: no parse catches `RecursionError` itself (`json.dumps` of a deep value and a schema check
+still do, where nothing is parsed).
 """
 
 from __future__ import annotations
