@@ -37,9 +37,10 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from tracevals.lake.lake import Lake, named_files, partition_key, warn_once
+from tracevals.lake.lake import Lake, partition_key
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
+from tracevals.lake.unreadable import named_files, warn_once
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
 from tracevals.queries.binding import RAW, bind, drop_tables, work_table
 from tracevals.queries.catalog import query_sql, view_sql

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import duckdb
 
-from tracevals.lake.lake import Lake, warn_once
+from tracevals.lake.lake import Lake
+from tracevals.lake.unreadable import warn_once
 from tracevals.model.batch import Batch
 from tracevals.queries.binding import drop_tables
 from tracevals.queries.derived import DamagedFrames, HourFiles, derived_batch, derived_hours, take_derived

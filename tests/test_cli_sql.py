@@ -293,7 +293,7 @@ def test_the_sandbox_allows_the_lake_and_nothing_else_not_even_duckdbs_temp_dire
 
 def test_since_and_until_skip_the_partitions_out_of_range(filled_lake: Path) -> None:
     # a corrupt file in a partition out of range: if the range opened it, it would be named in a warning
-    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
+    import tracevals.lake.unreadable as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()
     (day,) = {p.parent.parent.name for p in (filled_lake / "spans").rglob("*.parquet")}
@@ -443,7 +443,7 @@ def test_select_star_from_every_view_prints_in_every_format(
 
 
 def test_an_unreadable_file_is_skipped_with_one_warning_or_fails_with_strict(filled_lake: Path) -> None:
-    import tracevals.lake.lake as sources  # the once-per-process warning of unreadable files
+    import tracevals.lake.unreadable as sources  # the once-per-process warning of unreadable files
 
     sources._warned.clear()  # the warning is once per process and file; this test is a new "process"
     (hour,) = sorted(filled_lake.glob("spans/date=*/hour=*"))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tracevals.lake.paths import Bound, LakeError, bounds
+from tracevals.lake.unreadable import skip_unreadable
 from tracevals.model.json_text import loads as json_loads
 
 if TYPE_CHECKING:  # pyarrow is imported where it is used: reading a local lake never needs it
@@ -341,37 +342,6 @@ class Lake(ABC):
         """One line for a failed request: what (`doing`), where (the lake) and the reason."""
         text = str(exc).strip().splitlines()
         return LakeError(f"{doing} {self.location} failed: {text[0] if text else type(exc).__name__}")
-
-
-_warned: set[str] = set()  # files already named in a warning by this process (a command opens a lake often)
-
-
-def named_files(bad: dict[str, str]) -> str:
-    """`path (why); ...` for the first five of `bad` (path -> what is wrong), and how many more."""
-    named = "; ".join(f"{path} ({why})" for path, why in sorted(bad.items())[:5])
-    return named + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-
-
-def warn_once(bad: dict[str, str], line: str) -> None:
-    """`tracevals: warning: {line}` on stderr, unless every file (or folder) of `bad` was named in a warning
-    before by this process: a command, or `tracevals ui`, opens a lake many times."""
-    import sys
-
-    if set(bad) - _warned:
-        _warned.update(bad)
-        print(f"tracevals: warning: {line}", file=sys.stderr)
-
-
-def skip_unreadable(bad: dict[str, str]) -> None:
-    """The rule for unreadable files, local and remote alike: a `LakeError` with --strict (TRACEVALS_STRICT),
-    else one warning line naming them (once per process)."""
-    from tracevals.lake.paths import strict
-
-    if strict():
-        raise LakeError(
-            f"{len(bad)} unreadable lake files: {named_files(bad)}; move them away, or drop --strict to skip them"
-        )
-    warn_once(bad, f"skipped {len(bad)} unreadable lake files: {named_files(bad)} (--strict fails instead)")
 
 
 def partition_key(path: str) -> tuple[dt.date, int] | None:

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracevals.lake.footer import file_problem, footer_metadata, open_file
-from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key, skip_unreadable
+from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key
 from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.retention import superseded
+from tracevals.lake.unreadable import skip_unreadable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

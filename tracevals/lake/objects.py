@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from tracevals.lake.lake import Lake, ObjectScan, When, partition_key, skip_unreadable
+from tracevals.lake.lake import Lake, ObjectScan, When, partition_key
 from tracevals.lake.paths import LakeError, bounds
 from tracevals.lake.storage import lake_filesystem, map_threads, put_bytes, put_file, storage_error
+from tracevals.lake.unreadable import skip_unreadable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
