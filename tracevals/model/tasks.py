@@ -65,8 +65,13 @@ def shipped_schema() -> dict[str, Any]:
 
 def task_case_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of one task case: the shipped one plus the plugins' options."""
+    return _assembled(*_registry_state())
+
+
+def _registry_state() -> tuple[int, tuple[str, ...]]:
+    """The options registry's state, which keys every cache of the schema (assembled, digest, validator)."""
     extra = extra_options()  # first: discovers the plugins, which may register options
-    return _assembled(options_version(), tuple(sorted(extra)))
+    return options_version(), tuple(sorted(extra))
 
 
 @cache
@@ -81,8 +86,7 @@ def _assembled(_version: int, _names: tuple[str, ...]) -> dict[str, Any]:
 def schema_digest() -> str:
     """The sha256 of the schema cases are validated against now (the plugins' options included): a kept
     task file stamped with it was valid under this very schema (`lake.run_cases`)."""
-    extra = extra_options()
-    return _digest_at(options_version(), tuple(sorted(extra)))
+    return _digest_at(*_registry_state())
 
 
 @cache
@@ -92,8 +96,7 @@ def _digest_at(version: int, names: tuple[str, ...]) -> str:
 
 
 def _validator() -> Draft202012Validator:
-    extra = extra_options()
-    return _validator_at(options_version(), tuple(sorted(extra)))
+    return _validator_at(*_registry_state())
 
 
 @cache
