@@ -7,6 +7,7 @@ before anything is computed, and the report is the same.
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from tracevals.lake.lake import Lake
 from tracevals.queries import frames_or_views, open_lake, trajectories
 from tracevals.queries.derived import derive_closed, derived_hours
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
-from tracevals.scoring.lake_data import REPORT_VIEWS, load_lake_data
+from tracevals.scoring.lake_data import REPORT_VIEWS, _read_attempts, load_lake_data
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,43 @@ def test_the_report_is_the_one_a_whole_lake_snapshot_gives(mixed: Lake) -> None:
     assert narrowed.trajectories == whole.trajectories and len(narrowed.trajectories) == 120
     assert narrowed.scores == whole.scores and len(narrowed.scores) > 0
     assert narrowed.environments == whole.environments and narrowed.provenance == whole.provenance
+
+
+def test_the_provenance_and_environments_are_what_the_runs_and_environments_views_say(mixed: Lake) -> None:
+    """One query reads the selected attempts' provenance and environments (each query binds the tree of views
+    again): per variant, the runs and dates of `attempts`, the commits and lock hashes of `runs`, as a query
+    of those views gives them, and each attempt's `environments` row; production traffic has none."""
+    data = load_lake_data(mixed, Selection())
+    con = open_lake(mixed)
+    traces = sorted(t.trace_id for t in data.trajectories)
+    con.execute("CREATE TEMP TABLE picked AS SELECT unnest(?::VARCHAR[]) AS trace_id", [traces])
+    rows = con.execute(
+        "SELECT a.variant, list(DISTINCT a.run_id ORDER BY a.run_id), list(DISTINCT r.commit_hash ORDER BY "
+        "r.commit_hash), list(DISTINCT r.lock_hash ORDER BY r.lock_hash), min(a.start_time), max(a.end_time) "
+        "FROM attempts AS a JOIN picked USING (trace_id) LEFT JOIN runs AS r USING (trace_id) "
+        "GROUP BY a.variant ORDER BY a.variant"
+    ).fetchall()
+    variants = data.provenance["variants"]
+    assert list(variants) == [r[0] for r in rows] and len(rows) >= 2
+    for variant, runs, commits, locks, start, end in rows:
+        got = variants[variant]
+        assert got["runs"] == [x for x in runs if x] and got["commits"] == ([x for x in commits if x] or ["unknown"])
+        assert got["lock_hashes"] == ([x for x in locks if x] or ["unknown"])
+        utc = [t.astimezone(dt.timezone.utc).isoformat(timespec="seconds") for t in (start, end)]
+        assert [got["date_from"], got["date_to"]] == utc
+    cursor = con.execute(
+        "SELECT * EXCLUDE (run_id, task_id, attempt, variant, model_calls, settings) FROM environments "
+        "JOIN picked USING (trace_id)"
+    )
+    names = [d[0] for d in cursor.description][1:]
+    expected = {
+        r[0]: {n: None if v is None else str(v) for n, v in zip(names, r[1:], strict=True)} for r in cursor.fetchall()
+    }
+    assert data.environments == expected and len(expected) == 120
+    # a trace of no run (production traffic) among them: its attempt read, and no environments row for it
+    con.execute("CREATE OR REPLACE TEMP TABLE _report_traces AS SELECT DISTINCT trace_id FROM attempts")
+    attempts, environments = _read_attempts(con)
+    assert len(attempts) > 120 and environments == expected
 
 
 def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_the_same(

@@ -134,7 +134,8 @@ def load_lake_data(
     own_prices = lake.prices()
     config = (config or ScoringConfig()).with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
-    provenance = _provenance(con, runs, selection)
+    attempts, environments = _read_attempts(con)
+    provenance = _provenance(attempts, runs, selection)
     provenance.update(
         sample_fraction=fraction,
         sample_seed=seed,
@@ -149,20 +150,38 @@ def load_lake_data(
     )
     prices = {**default_prices(), **config.default_case().prices}  # the lake's own beneath the config's
     judged = {key: config.apply(case) for key, case in cases.items()}  # what the scores judged them by
-    return LakeData(trajectories, stored + computed, provenance, prices, judged, _environments(con))
+    return LakeData(trajectories, stored + computed, provenance, prices, judged, environments)
 
 
-def _environments(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, str | None]]:
-    """The `environments` row of every selected attempt, by trace id (the identity columns aside)."""
+# What `_read_attempts` reads of each selected attempt for its provenance: its `attempts` row's variant, run
+# and times, and its root's commit and lock hash (as `runs` reads them: from `span_facts`); then its
+# `environments` row, the identity columns aside.
+_ATTEMPT_COLUMNS = ("a.variant", "a.run_id", "a.start_time", "a.end_time", "e.commit_hash", "e.lock_hash")
+_ENVIRONMENT_IDENTITY = ("run_id", "task_id", "attempt", "variant", "model_calls", "settings")
+
+
+def _read_attempts(
+    con: duckdb.DuckDBPyConnection,
+) -> tuple[list[tuple[Any, ...]], dict[str, dict[str, str | None]]]:
+    """The selected attempts (`_report_traces`): the `_ATTEMPT_COLUMNS` of each, and the `environments` row
+    of each harness attempt, by trace id. One query for both: every query binds the
+    whole tree of views beneath the views it names again (`span_facts` and the rest), which on a small lake
+    costs more than reading the rows."""
     cursor = con.execute(
-        "SELECT e.* EXCLUDE (run_id, task_id, attempt, variant, model_calls, settings) FROM environments AS e "
-        "JOIN _report_traces AS t ON t.trace_id = e.trace_id"
+        f"SELECT {', '.join(_ATTEMPT_COLUMNS)}, "
+        f"e.* EXCLUDE ({', '.join(_ENVIRONMENT_IDENTITY)}) FROM attempts AS a "
+        "JOIN _report_traces AS t ON t.trace_id = a.trace_id LEFT JOIN environments AS e ON e.trace_id = a.trace_id"
     )
-    names = [d[0] for d in cursor.description]
-    return {
-        row[0]: {n: None if v is None else str(v) for n, v in zip(names[1:], row[1:], strict=True)}
-        for row in cursor.fetchall()
-    }
+    width = len(_ATTEMPT_COLUMNS)
+    names = [d[0] for d in cursor.description][width:]  # trace_id, then the environment's columns
+    attempts: list[tuple[Any, ...]] = []
+    environments: dict[str, dict[str, str | None]] = {}
+    for row in cursor.fetchall():
+        attempts.append(row[:width])
+        trace_id, *values = row[width:]
+        if trace_id is not None:  # an attempt of a harness run (the others have no environments row)
+            environments[trace_id] = {n: None if v is None else str(v) for n, v in zip(names[1:], values, strict=True)}
+    return attempts, environments
 
 
 def _session(t: Trajectory) -> str:
@@ -301,20 +320,23 @@ def _current(stored: Sequence[Score]) -> list[Score]:
     return [s for s in stored if s.trace_id not in stale]
 
 
-def _provenance(con: duckdb.DuckDBPyConnection, runs: Sequence[str], selection: Selection) -> dict[str, Any]:
+def _provenance(attempts: Sequence[tuple[Any, ...]], runs: Sequence[str], selection: Selection) -> dict[str, Any]:
+    """Where the selected attempts came from, per variant: their runs, commits, lock hashes and dates.
+    `attempts`: rows of `_ATTEMPT_COLUMNS` (`_read_attempts`)."""
+    by_variant: dict[Any, list[tuple[Any, ...]]] = {}
+    for row in attempts:
+        by_variant.setdefault(row[0], []).append(row)
     variants: dict[str, Any] = {}
-    for variant, run_ids, commits, locks, start, end in con.execute(
-        "SELECT a.variant, list(DISTINCT a.run_id ORDER BY a.run_id), "
-        "list(DISTINCT r.commit_hash ORDER BY r.commit_hash), list(DISTINCT r.lock_hash ORDER BY r.lock_hash), "
-        "min(a.start_time), max(a.end_time) FROM attempts AS a JOIN _report_traces AS t ON t.trace_id = a.trace_id "
-        "LEFT JOIN runs AS r ON r.trace_id = a.trace_id GROUP BY a.variant ORDER BY a.variant"
-    ).fetchall():
+    for variant in sorted(by_variant, key=lambda v: (v is None, v)):  # as SQL orders them: NULL last
+        rows = by_variant[variant]
+        starts = [r[2] for r in rows if r[2] is not None]
+        ends = [r[3] for r in rows if r[3] is not None]
         variants[variant] = {
-            "runs": [x for x in run_ids if x],
-            "commits": [x for x in commits if x] or ["unknown"],
-            "lock_hashes": [x for x in locks if x] or ["unknown"],
-            "date_from": _iso(start),
-            "date_to": _iso(end),
+            "runs": sorted({r[1] for r in rows if r[1]}),
+            "commits": sorted({r[4] for r in rows if r[4]}) or ["unknown"],
+            "lock_hashes": sorted({r[5] for r in rows if r[5]}) or ["unknown"],
+            "date_from": _iso(min(starts, default=None)),
+            "date_to": _iso(max(ends, default=None)),
         }
 
     def union(key: str) -> list[str]:
