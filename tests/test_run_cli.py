@@ -179,6 +179,23 @@ def test_faults_and_cassettes_from_the_command_line(project: Path) -> None:
     assert by_run[("t1", 1)] == "q1: after timeout, 42"
 
 
+def test_a_damaged_cassette_is_one_line_naming_it(project: Path) -> None:
+    """A cassette cut short or edited by hand (here: a truncated copy) fails the run before any attempt, in
+    one line naming the file; it was a traceback (and a replay must not record over it)."""
+    (project / "my_agent.py").write_text(TOOL_AGENT)
+    assert _run(project, "-k", "1", "--run-id", "rec", "--cassettes", "tapes", "--record").returncode == 0
+    tape = project / "tapes" / "t1.json"
+    whole = tape.read_bytes()
+    tape.write_bytes(whole[: len(whole) // 2])
+    for mode in ("--replay", "--record-new", "--record"):
+        result = _run(project, "-k", "1", "--run-id", f"r{mode}", "--cassettes", "tapes", mode)
+        assert result.returncode == 1, result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(f"Error: cassette {Path('tapes') / 't1.json'} is not JSON (Unterminated string")
+        assert line.endswith("; restore it, or delete it and record again (--record)")
+        assert tape.read_bytes() == whole[: len(whole) // 2]  # left as it was
+
+
 def test_replay_without_a_recording_is_one_line(project: Path) -> None:
     result = _run(project, "-k", "1", "--cassettes", "tapes", "--replay")
     assert result.returncode == 1

@@ -16,7 +16,7 @@ from tracevals.cli.shared.reports import report_from_lake
 from tracevals.cli.shared.run_control import stoppable, stopped, take_run_lease
 from tracevals.harness import AgentLoadError, load_agent, run_cases
 from tracevals.harness.attacks import InjectionError, load_injections
-from tracevals.harness.cassettes import CassetteMiss
+from tracevals.harness.cassettes import CassetteError, CassetteMiss
 from tracevals.harness.environment import file_digest, folder_digest, harness_capture
 from tracevals.harness.faults import FaultProfileError, load_fault_profile
 from tracevals.harness.interceptor import RunPlan, plan_from_options
@@ -211,7 +211,7 @@ class RunOptions:
             for case in cases:
                 if plan.is_active(case):
                     plan.check(case)
-        except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss) as exc:
+        except (TaskFileError, AgentLoadError, FaultProfileError, InjectionError, CassetteMiss, CassetteError) as exc:
             raise click.ClickException(str(exc)) from None
         if not self.attribute_variance and (self.cassette_dir is None) != (cassette_mode is None):
             raise click.ClickException("--cassettes DIR goes with one of --record, --replay, --record-new")

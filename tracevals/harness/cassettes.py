@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from tracevals.instrumentation.tools import ToolError
 from tracevals.lake.names import path_segment
 from tracevals.lake.redaction import Redactor
+from tracevals.model import json_text
 
 MODES = ("record", "replay", "record-new")
 FORMAT_VERSION = 1
@@ -44,6 +45,11 @@ _SECRETS = Redactor()
 
 class CassetteMiss(LookupError):
     """Replay found no recording for a call; the message lists the nearest recorded keys."""
+
+
+class CassetteError(ValueError):
+    """A cassette file that cannot be read as one (not JSON, not an object of interactions, an interaction
+    without its fields): one line naming the file and what to do."""
 
 
 # Arguments that differ between runs by design (an idempotency key carries the run id) are not part
@@ -84,6 +90,10 @@ class Cassette:
     NAME: ClassVar[str] = "tool"  # the field of an interaction that names the call
     ARGS: ClassVar[str] = "args"  # the field that holds its (scrubbed) input
     KIND: ClassVar[str] = "cassette"
+    # what replay reads of an interaction besides its slot (attempt, key, occurrence): its fields and types, and
+    # the fields of which it holds one at least (what the call answered)
+    FIELDS: ClassVar[tuple[tuple[str, type], ...]] = (("tool", str), ("args", dict))
+    ANSWERS: ClassVar[tuple[str, ...]] = ("result", "error")
 
     path: Path
     mode: str
@@ -99,12 +109,43 @@ class Cassette:
             raise ValueError(f"cassette mode {mode!r} is not one of {', '.join(MODES)}")
         cassette = cls(path=Path(folder) / cassette_name(task_id), mode=mode)
         if cassette.path.exists():
-            doc = json.loads(cassette.path.read_text(encoding="utf-8"))
-            for item in doc.get("interactions", []):
-                cassette.interactions[(int(item["attempt"]), item["key"], int(item["occurrence"]))] = item
+            for item in cls._read(cassette.path):
+                cassette.interactions[(item["attempt"], item["key"], item["occurrence"])] = item
         elif mode == "replay" and required:
             raise CassetteMiss(f"no {cls.KIND} for task {task_id!r} at {cassette.path}; record it first (--record)")
         return cassette
+
+    @classmethod
+    def _read(cls, path: Path) -> list[dict[str, Any]]:
+        """The interactions of the cassette file at `path`; a `CassetteError` when it is not one (a hand edit,
+        a copy cut short): a replay from it would fail call by call inside the attempts, or record over it."""
+        try:
+            doc = json_text.loads(path.read_bytes())
+        except OSError as exc:
+            raise CassetteError(f"{cls.KIND} {path} cannot be read: {exc.strerror or exc}") from None
+        except ValueError as exc:  # not UTF-8, not JSON, nested too deep
+            raise CassetteError(f"{cls.KIND} {path} is not JSON ({exc}); {_REDO}") from None
+        items = doc.get("interactions", []) if isinstance(doc, dict) else None
+        if not isinstance(items, list):
+            raise CassetteError(f"{cls.KIND} {path} is not an object with a list of interactions; {_REDO}")
+        for n, item in enumerate(items, 1):
+            wrong = cls._wrong(item)
+            if wrong is not None:
+                raise CassetteError(f"{cls.KIND} {path}: interaction {n} {wrong}; {_REDO}")
+        return items
+
+    @classmethod
+    def _wrong(cls, item: Any) -> str | None:
+        """What an interaction lacks of what replay reads (None: nothing)."""
+        if not isinstance(item, dict):
+            return "is not an object"
+        for name, kind in (("attempt", int), ("key", str), ("occurrence", int), *cls.FIELDS):
+            value = item.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                return f"has no {name} ({'an integer' if kind is int else 'an object' if kind is dict else 'a string'})"
+        if not any(answer in item for answer in cls.ANSWERS):
+            return f"has none of {', '.join(cls.ANSWERS)}"
+        return None
 
     def lookup(self, attempt: int, key: str, occurrence: int) -> dict[str, Any] | None:
         with self._lock:
@@ -157,6 +198,9 @@ class Cassette:
             tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
             os.replace(tmp, self.path)
             self._dirty = False
+
+
+_REDO = "restore it, or delete it and record again (--record)"
 
 
 def _abridged(text: str, limit: int = 400) -> str:

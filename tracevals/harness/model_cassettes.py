@@ -139,6 +139,8 @@ class ModelCassette(Cassette):
     NAME: ClassVar[str] = "method"
     ARGS: ClassVar[str] = "request"
     KIND: ClassVar[str] = "model cassette"
+    FIELDS: ClassVar[tuple[tuple[str, type], ...]] = (("provider", str), ("method", str), ("request", dict))
+    ANSWERS: ClassVar[tuple[str, ...]] = ("response", "stream", "error")
 
     @classmethod
     def open_in(cls, cassette_dir: str | Path, task_id: str, mode: str, required: bool = True) -> ModelCassette:
