@@ -22,15 +22,25 @@ from tracevals.queries.binding import has_table, shadow, unshadow, work_table
 from tracevals.queries.catalog import view_bodies, view_sql
 
 
+# What in a view's SQL names no relation it reads: comments, string literals, a word after AS (an alias of a
+# column, a relation or a subquery, a type: `count(*) AS model_calls`) and one after a dot (a qualified
+# column: `c.model_calls`). Read as relations, those made `environments` read `model_calls` and `injections`
+# (and every report define their trees for nothing). A bare column named like a view is still read as one
+# (`sessions` lists its `turns`): a view too many, never one too few.
+_NOT_READ = re.compile(r"--[^\n]*|'[^']*'|\bAS\s+\w+|\.\w+", re.IGNORECASE)
+
+
 @cache
 def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
-    """(view, the views its SQL names, outside comments and string literals) for every view of the view
-    files, in the order they are defined."""
+    """(view, the views its SQL names) for every view of the view files, in the order they are defined: the
+    words of its SQL that name a view, but for those `_NOT_READ` finds. They hold every relation DuckDB's
+    parser finds in it (`tests/test_queries_snapshot.py`; parsing each view costs more than a small command's
+    start)."""
     pieces = [piece for _, sql in view_sql() for piece in view_bodies(sql)]
     names = {name for name, _ in pieces}
     graph = []
     for name, body in pieces:
-        words = set(re.findall(r"\b\w+\b", re.sub(r"'[^']*'", "", re.sub(r"--[^\n]*", "", body))))
+        words = set(re.findall(r"\b\w+\b", _NOT_READ.sub(" ", body)))
         graph.append((name, frozenset((words & names) - {name})))
     return tuple(graph)
 

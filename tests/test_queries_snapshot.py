@@ -156,3 +156,39 @@ def test_views_defined_live_keep_no_stand_in(lakes: dict[str, Path], monkeypatch
     [(spans,)] = con.execute("SELECT count(*) FROM spans").fetchall()
     [(traces,)] = con.execute("SELECT count(DISTINCT trace_id) FROM trajectories").fetchall()
     assert spans > 0 and traces >= len(DIALECTS)
+
+
+def _relations_parsed(body: str) -> set[str]:
+    """The relations DuckDB's parser finds in a view's query (no binding: `json_serialize_sql`)."""
+    [(text,)] = duckdb.execute("SELECT json_serialize_sql(?::VARCHAR)", [body.rstrip().rstrip(";")]).fetchall()
+    tree = json.loads(text)
+    assert not tree["error"], tree
+    found: set[str] = set()
+    todo: list[object] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                found.add(str(node["table_name"]))
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return found
+
+
+def test_the_view_graph_holds_the_relations_duckdb_parses_in_each_view_and_no_alias() -> None:
+    """Which views a view reads (what a connection defines for a query, what a snapshot computes) is read from
+    its SQL's words: it holds every relation DuckDB's parser finds there (a view defined without one it reads
+    fails), and no alias or qualified column: `count(*) AS model_calls` and `c.model_calls` made `environments`
+    read `model_calls` and `injections`, and every report define four views for nothing."""
+    from tracevals.queries.catalog import view_bodies, view_sql
+    from tracevals.queries.materialize import view_graph
+
+    graph = dict(view_graph())
+    for _, sql in view_sql():
+        for name, body in view_bodies(sql):
+            parsed = (_relations_parsed(body) & set(graph)) - {name}
+            assert parsed <= graph[name], name
+            if name == "environments":
+                assert graph[name] == parsed == {"span_facts", "spans"}
+    assert "model_calls" not in closure_of(("attempts", "runs", "scores", "environments"))
