@@ -284,3 +284,71 @@ def test_a_footer_marker_that_is_not_a_list_of_names_replaces_nothing(value: byt
     assert superseded(paths, lambda _path: {MARKER: value}) == set()
     good = {MARKER: b'["a.parquet"]'}
     assert superseded(paths, lambda _path: good) == {paths[0]}
+
+
+def test_a_chain_of_merges_is_read_from_its_newest_footer_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each `tracevals run` merges its hour at its end, the previous merge again with its own files: fifty runs
+    in ten minutes left a chain of fifty merged files, and every reader read fifty footers to learn which files
+    they replaced. A merged file's footer now lists everything of its partition it holds (`COMPLETE`): the
+    reader reads the newest footer and none it names; the rows are read once, as before."""
+    from tracevals.lake.retention import COMPLETE, MARKER
+
+    lake = tmp_path / "lake"
+    written = _write(lake, hours=1, files=2)
+    for run in range(1, 5):  # four more runs' files in the hour, each merged with the hour's merge at its end
+        compact(lake, min_age_s=0, retention_s=600)
+        written += _write(lake, hours=1, files=1, first=1000 * run)
+    compact(lake, min_age_s=0, retention_s=600)
+    merged = [p for p in _parquet(lake) if compacted_from(p)]
+    assert len(merged) == 5 and len(_parquet(lake)) == 5 + 2 + 4
+    newest = max(merged, key=lambda p: len(compacted_from(p) or ()))
+    assert set(compacted_from(newest) or ()) == {p.name for p in _parquet(lake)} - {newest.name}
+    read: list[str] = []
+    footer = Lake.footer_metadata
+
+    def counted(self: Lake, path: str) -> dict[bytes, bytes] | None:
+        read.append(path)
+        return footer(self, path)
+
+    monkeypatch.setattr(type(Lake.open(lake)), "footer_metadata", counted)
+    assert [i.base_name for i in Lake.open(lake).list_parquet("spans")] == [newest.name]
+    assert read == [str(newest)]
+    assert _read_files(lake) == ({newest.name}, written)
+    meta = Lake.open(lake).footer_metadata(str(newest)) or {}
+    assert meta.get(COMPLETE) == b"1" and MARKER in meta
+
+
+def test_a_list_that_is_not_complete_has_every_merged_footer_read() -> None:
+    """A lake merged before the lists were complete (or by another writer): every merged footer is read, and
+    the inputs of a merged file a newer one replaced are left out as before; a complete list skips only the
+    merged files it names (two merges of one hour side by side are both read)."""
+    from tracevals.lake.retention import COMPLETE, MARKER, holds, superseded
+
+    folder = "spans/date=2026-12-04/hour=10"
+    names = ["a", "b", "b-c00000001", "c", "c-c00000002", "d", "d-c00000003"]
+    paths = [f"{folder}/{n}.parquet" for n in names]
+    old = {"b-c00000001": ["a.parquet", "b.parquet"], "c-c00000002": ["b-c00000001.parquet", "c.parquet"]}
+    read: list[str] = []
+
+    def footers(complete: bool) -> dict[str, dict[bytes, bytes]]:
+        marks = {f"{n}.parquet": [*m] for n, m in old.items()}
+        if complete:  # as a merge writes them now: what each holds, through the merges it replaced
+            marks = {n: holds(m, {**marks, **{f"{x}.parquet": None for x in "abcd"}}) for n, m in marks.items()}
+        found = {n: {MARKER: repr(m).replace("'", '"').encode(), **({COMPLETE: b"1"} if complete else {})}
+                 for n, m in marks.items()}  # fmt: skip
+        found["d-c00000003.parquet"] = {MARKER: b'["d.parquet"]', COMPLETE: b"1"}  # a merge beside the chain
+        return found
+
+    for complete in (False, True):
+        meta = footers(complete)
+        read.clear()
+        gone = superseded(paths, lambda path, meta=meta: read.append(path) or meta[path.rpartition("/")[2]])
+        assert gone == {f"{folder}/{n}.parquet" for n in ("a", "b", "b-c00000001", "c", "d")}
+        assert len(read) == (2 if complete else 3)
+    assert holds(["x.parquet", "m.parquet"], {"m.parquet": ["y.parquet", "gone.parquet"], "y.parquet": None}) == [
+        "x.parquet",
+        "m.parquet",
+        "y.parquet",
+    ]  # what the partition still has: a name deleted since is not carried on

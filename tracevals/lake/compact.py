@@ -48,8 +48,10 @@ from tracevals.lake.lake import Lake, LakeLike
 from tracevals.lake.retention import (
     COMPACTED_AT,
     COMPACTED_NAME,
+    COMPLETE,
     MARKER,
     Footers,
+    holds,
     marked,
     note_pending,
     pending_partitions,
@@ -237,7 +239,7 @@ def _compact_partition(
         if dry_run:
             continue
         try:
-            written = _rewrite(table, directory, group, delete_inputs=retention <= 0)
+            written = _rewrite(table, directory, group, footers.marks, delete_inputs=retention <= 0)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
             result.error = f"{group[0].name} and {len(group) - 1} more left as they were: {exc}"
             continue
@@ -302,15 +304,20 @@ def _read(table_name: str, files: list[Path], filesystem: pafs.FileSystem | None
     return pa.table(columns, names=names)
 
 
-def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | None = None) -> tuple[str, Any]:
-    """The stem of the file that replaces `group` and a function writing it (sorted, marked) to a sink."""
+def _merged(
+    table_name: str, group: list[Path], marks: dict[Path, list[str] | None], filesystem: pafs.FileSystem | None = None
+) -> tuple[str, Any]:
+    """The stem of the file that replaces `group` and a function writing it (sorted, marked) to a sink.
+    `marks`: what the partition's footers say each file replaced (`Footers.marks`), for the complete list of
+    what the new file holds (`retention.holds`)."""
     rows = _read(table_name, group, filesystem)
     keys = [(k, "ascending", "at_end") for k in SORT_KEYS[table_name] if k in rows.column_names]
     order = pc.sort_indices(rows, sort_keys=keys)
     schema = rows.schema.with_metadata(
         {
             **(TABLES[table_name][0].metadata or {}),
-            MARKER: json.dumps([p.name for p in group]).encode(),
+            MARKER: json.dumps(holds([p.name for p in group], {p.name: m for p, m in marks.items()})).encode(),
+            COMPLETE: b"1",
             COMPACTED_AT: stamp(),  # when its inputs' retention starts (tracevals.lake.retention)
         }
     )
@@ -332,8 +339,10 @@ def _merged(table_name: str, group: list[Path], filesystem: pafs.FileSystem | No
     return stem, write
 
 
-def _rewrite(table_name: str, directory: Path, group: list[Path], delete_inputs: bool) -> Path:
-    stem, write = _merged(table_name, group)
+def _rewrite(
+    table_name: str, directory: Path, group: list[Path], marks: dict[Path, list[str] | None], delete_inputs: bool
+) -> Path:
+    stem, write = _merged(table_name, group, marks)
     tmp = directory / f"{TMP_PREFIX}{stem}.parquet.tmp"
     final = directory / f"{stem}.parquet"
     try:

@@ -151,7 +151,7 @@ def _partition(
         if dry_run:
             continue
         try:
-            stem, write = _merged(table, group, fs)
+            stem, write = _merged(table, group, footers.marks, fs)
             sink = pa.BufferOutputStream()
             write(sink)
             data = sink.getvalue()

@@ -49,6 +49,9 @@ RETENTION_S = 600.0
 COMPACTED_AT = b"tracevals.compacted_at"
 # The footer key that names the files a compacted file replaced (a JSON list of file names).
 MARKER = b"tracevals.compacted_from"
+# Beside it (b"1"): the list is complete, every file of the partition the merged file holds when it was written,
+# through the merged files it replaced too (`holds`): a reader needs no footer of a merged file it names.
+COMPLETE = b"tracevals.compacted_from_complete"
 # The end of a compacted file's name (`<newest file's name>-c<8 hex>.parquet`).
 COMPACTED_NAME = re.compile(r"(-c[0-9a-f]{8})+(?=\.parquet$)")
 PENDING_DIR = "compaction/pending"
@@ -92,6 +95,21 @@ def marker(metadata: Mapping[bytes, bytes] | None) -> list[str] | None:
     return [str(name) for name in names]
 
 
+def holds(group: Iterable[str], marks: Mapping[str, list[str] | None]) -> list[str]:
+    """The names a file merged from the files `group` holds of its partition (`marks`: each file there -> the
+    names its footer says it replaced, or None): the group's, and through every merged file among them, what
+    that one holds, as far as it is still there. Written as the merged file's `MARKER` with `COMPLETE`, it
+    lets a reader read the newest merged file's footer alone, not every one of a chain of merges."""
+    held = list(dict.fromkeys(group))
+    todo = list(held)
+    while todo:
+        for name in marks.get(todo.pop()) or ():
+            if name in marks and name not in held:
+                held.append(name)
+                todo.append(name)
+    return held
+
+
 def replaced_names(marks: Mapping[str, list[str] | None]) -> set[str]:
     """Of a partition's files (`marks`: file name -> the names its footer says it replaced, or None), the
     names some merged file holds (a file never names itself): the inputs kept for readers that listed them."""
@@ -105,9 +123,12 @@ def superseded(paths: Iterable[str], read: Callable[[str], Mapping[bytes, bytes]
     its latest snapshot: every row once, from one file instead of the dozens a run or a collector wrote.
 
     `read`: a file's footer key-value metadata (`Lake.footer_metadata`). Only the footers of merged files
-    (`COMPACTED_NAME`) in a folder of two files or more are read: an hour compacted to one file costs
-    nothing. A merged file whose footer cannot be read replaces nothing (its inputs are read as before, and
-    the file itself is skipped or fails as any unreadable file does)."""
+    (`COMPACTED_NAME`) in a folder of two files or more are read, the newest first (by name), and not one
+    that a newer merged file's complete list (`COMPLETE`) names: it holds nothing that list does not name
+    (a run that merges its hour at its end merges the previous merge again: fifty runs leave a chain of
+    fifty merged files, and a reader read fifty footers). An hour compacted to one file costs nothing. A
+    merged file whose footer cannot be read replaces nothing (its inputs are read as before, and the file
+    itself is skipped or fails as any unreadable file does)."""
     folders: dict[str, list[str]] = {}
     for path in paths:
         folders.setdefault(path.rpartition("/")[0], []).append(path)
@@ -116,13 +137,18 @@ def superseded(paths: Iterable[str], read: Callable[[str], Mapping[bytes, bytes]
         if len(files) < 2:
             continue
         marks: dict[str, list[str] | None] = {}
-        for path in files:
-            name = path.rpartition("/")[2]
-            if COMPACTED_NAME.search(name):
-                try:
-                    marks[name] = marker(read(path))
-                except (OSError, ValueError):  # an unreadable footer (pyarrow's ArrowInvalid is a ValueError)
-                    continue
+        named: set[str] = set()  # the names of the complete lists read so far
+        merged = [(name, path) for path in files if COMPACTED_NAME.search(name := path.rpartition("/")[2])]
+        for name, path in sorted(merged, reverse=True):
+            if name in named:
+                continue
+            try:
+                metadata = read(path)
+                marks[name] = marker(metadata)
+            except (OSError, ValueError):  # an unreadable footer (pyarrow's ArrowInvalid is a ValueError)
+                continue
+            if metadata is not None and metadata.get(COMPLETE) == b"1":
+                named.update(marks[name] or ())
         names = replaced_names(marks)
         gone.update(p for p in files if p.rpartition("/")[2] in names)
     return gone
