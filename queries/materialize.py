@@ -21,7 +21,6 @@ import duckdb
 from tracevals.queries.binding import has_table, shadow, unshadow, work_table
 from tracevals.queries.catalog import view_bodies, view_sql
 
-
 # What in a view's SQL names no relation it reads: comments, string literals, a word after AS (an alias of a
 # column, a relation or a subquery, a type: `count(*) AS model_calls`) and one after a dot (a qualified
 # column: `c.model_calls`). Read as relations, those made `environments` read `model_calls` and `injections`

@@ -164,9 +164,9 @@ def _read_attempts(
     con: duckdb.DuckDBPyConnection,
 ) -> tuple[list[tuple[Any, ...]], dict[str, dict[str, str | None]]]:
     """The selected attempts (`_report_traces`): the `_ATTEMPT_COLUMNS` of each, and the `environments` row
-    of each harness attempt, by trace id. One query for both: every query binds the
-    whole tree of views beneath the views it names again (`span_facts` and the rest), which on a small lake
-    costs more than reading the rows."""
+    of each harness attempt, by trace id. One query for both: every query binds the whole tree of views
+    beneath the views it names again (`span_facts` and the rest), which on a small lake costs more than
+    reading the rows."""
     cursor = con.execute(
         f"SELECT {', '.join(_ATTEMPT_COLUMNS)}, "
         f"e.* EXCLUDE ({', '.join(_ENVIRONMENT_IDENTITY)}) FROM attempts AS a "
