@@ -100,14 +100,14 @@ def holds(group: Iterable[str], marks: Mapping[str, list[str] | None]) -> list[s
     names its footer says it replaced, or None): the group's, and through every merged file among them, what
     that one holds, as far as it is still there. Written as the merged file's `MARKER` with `COMPLETE`, it
     lets a reader read the newest merged file's footer alone, not every one of a chain of merges."""
-    held = list(dict.fromkeys(group))
+    held = dict.fromkeys(group)  # in order, and a lookup per name (a chain's list runs to a thousand names)
     todo = list(held)
     while todo:
         for name in marks.get(todo.pop()) or ():
             if name in marks and name not in held:
-                held.append(name)
+                held[name] = None
                 todo.append(name)
-    return held
+    return list(held)
 
 
 def replaced_names(marks: Mapping[str, list[str] | None]) -> set[str]:
