@@ -123,14 +123,15 @@ def _define_views(
 
 def inlined(names: list[str], asked: set[str], snapshot: set[str]) -> set[str]:
     """The views of `names` (a closure: every view they read is in it) that a connection for the queries of
-    `asked` need not define: each is read by one other view of `names` alone, which holds its query as a
-    common table expression (`NOT MATERIALIZED`: expanded where it is named, as a view is). Defining a view
-    binds its whole tree; one defined only to be read by one other is bound twice for nothing (a `sql` of
-    `sessions` on a small lake binds seven such views)."""
-    from tracevals.queries.materialize import readers
+    `asked` need not define: each is computed once (`computations`), named once by one other view of
+    `names`, which holds its query as a common table expression (`NOT MATERIALIZED`: expanded where it is
+    named, as a view is). Defining a view binds its whole tree; one defined only to be read by one other is
+    bound twice for nothing (a `sql` of `sessions` on a small lake binds nine such views). One computed
+    twice or more is the snapshot's (`shared_views`)."""
+    from tracevals.queries.materialize import computations
 
     kept = asked | snapshot | LEFT_AS_VIEWS
-    return {n for n, count in readers(names).items() if n not in kept and count == 1}
+    return {n for n, count in computations(names, asked, LEFT_AS_VIEWS).items() if n not in kept and count == 1}
 
 
 def _held(name: str, bodies: dict[str, str]) -> list[str]:
@@ -238,13 +239,14 @@ def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
     return True
 
 
-def shared_views(names: tuple[str, ...] | list[str]) -> set[str]:
-    """The views of `names` that two or more others of `names` read: what a snapshot computes once. The
+def shared_views(names: tuple[str, ...] | list[str], asked: tuple[str, ...] = ()) -> set[str]:
+    """The views of `names` (a closure) that DuckDB would compute two or more times for the queries of
+    `asked` (`computed_once`: read by two views, or named twice by one): what a snapshot computes once. The
     rest stay views over those tables, computed when a query names them (binding one over tables costs
     milliseconds; a view no query names costs nothing)."""
-    from tracevals.queries.materialize import readers
+    from tracevals.queries.materialize import computed_once
 
-    return {n for n, count in readers(names).items() if n not in LEFT_AS_VIEWS and count >= 2}
+    return set(computed_once(names, asked, LEFT_AS_VIEWS))
 
 
 def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:
@@ -314,12 +316,12 @@ def open_lake(
     those names), so that a job running many queries over a big lake deduplicates and un-nests its spans
     once; the connection then no longer sees files that arrive later. "auto" (the default): a small lake
     (`is_small`: at most TRACEVALS_SNAPSHOT_MB, default 16, of span and log files in range) is snapshotted:
-    every view that two or more views read (`shared_views`: spans, span_facts, attempts, message_parts,
-    model_calls, tool_calls, steps ...) is computed once at open, bottom-up, and the others read those
-    tables. Planning the whole tree of views beneath a `sessions` query costs seconds; over tables,
-    milliseconds. A larger lake is read live through the views. A snapshot does not see files written
-    after it: reopen the lake. snapshot_path: keep those tables in a DuckDB file there (compressed, paged
-    out under memory_limit) instead of in memory; the caller removes it.
+    every view DuckDB would compute two or more times (`shared_views`: spans, span_facts, attempts,
+    message_parts, model_calls, tool_calls, steps ... for all views) is computed once at open, bottom-up,
+    and the others read those tables. Planning the whole tree of views beneath a `sessions` query costs
+    seconds; over tables, milliseconds. A larger lake is read live through the views. A snapshot does not
+    see files written after it: reopen the lake. snapshot_path: keep those tables in a DuckDB file there
+    (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
     read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
     quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
     views: define only these views and those they read (defining all of them binds every view's whole
@@ -337,7 +339,7 @@ def open_lake(
     register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
     if materialize == "auto":
         small = read_spans and is_small(lake, since, until)
-        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views)) if small else set()
+        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ()) if small else set()
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
     wanted = None if views is None else closure_of(views)

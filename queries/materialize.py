@@ -12,6 +12,7 @@ changed ones need no change here.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -21,27 +22,92 @@ import duckdb
 from tracevals.queries.binding import has_table, shadow, unshadow, work_table
 from tracevals.queries.catalog import view_bodies, view_sql
 
-# What in a view's SQL names no relation it reads: comments, string literals, a word after AS (an alias of a
-# column, a relation or a subquery, a type: `count(*) AS model_calls`) and one after a dot (a qualified
-# column: `c.model_calls`). Read as relations, those made `environments` read `model_calls` and `injections`
-# (and every report define their trees for nothing). A bare column named like a view is still read as one
-# (`sessions` lists its `turns`): a view too many, never one too few.
-_NOT_READ = re.compile(r"--[^\n]*|'[^']*'|\bAS\s+\w+|\.\w+", re.IGNORECASE)
+# What in a view's SQL is not query text: comments and string literals.
+_NOT_QUERY = re.compile(r"--[^\n]*|'[^']*'")
+# A relation a query scans: the word after FROM or JOIN (a table, a view or a common table expression).
+# What DuckDB's parser finds in every view (`tests/test_queries_snapshot.py`); a column or an alias named
+# like a view (`sessions` lists its `turns`, `count(*) AS model_calls`) is not one.
+_RELATION = re.compile(r"\b(?:FROM|JOIN)\s+(\w+)", re.IGNORECASE)
+# A common table expression's head, `name AS [[NOT] MATERIALIZED] (`, after WITH or a comma.
+_CTE = re.compile(r"(?:\bWITH|,)\s*(\w+)\s+AS\s+(NOT\s+)?(MATERIALIZED\s+)?\(", re.IGNORECASE)
+
+
+_PARENTHESIS = re.compile(r"[()]")
+
+
+def _closing(text: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one before `start`."""
+    depth = 1
+    for match in _PARENTHESIS.finditer(text, start):
+        depth += 1 if match.group() == "(" else -1
+        if depth == 0:
+            return match.end()
+    return len(text)
+
+
+def scans(query: str) -> Counter[str]:
+    """How many times `query` computes each relation it reads: a common table expression marked
+    `MATERIALIZED` once, any other one where it is named (DuckDB writes out a simple one named three times
+    three times, as it does a view written into its reader as a `NOT MATERIALIZED` one,
+    `connection.inlined`). An upper bound: DuckDB computes some unmarked ones named twice once."""
+    text = _NOT_QUERY.sub(" ", query)
+    spans: list[tuple[str, int, int]] = []  # (name, body start, body end) of each CTE, in order
+    once: set[str] = set()  # the CTEs marked MATERIALIZED
+    for match in _CTE.finditer(text):
+        spans.append((match.group(1), match.end(), _closing(text, match.end())))
+        if match.group(3) and not match.group(2):
+            once.add(match.group(1))
+
+    def own_text(start: int, end: int) -> str:  # text[start:end] without the CTEs defined inside it
+        inner = sorted((s, e) for _, s, e in spans if start <= s and e <= end and (s, e) != (start, end))
+        kept, at = [], start
+        for s, e in inner:
+            if s >= at:
+                kept.append(text[at:s])
+                at = e
+        return " ".join([*kept, text[at:end]])
+
+    bodies = {name: own_text(s, e) for name, s, e in spans}
+    done: dict[str, Counter[str]] = {}
+    reached: dict[str, None] = {}  # the MATERIALIZED CTEs the query reads, each computed once
+
+    def expand(segment: str, seen: frozenset[str]) -> Counter[str]:
+        found: Counter[str] = Counter()
+        for word in _RELATION.findall(segment):
+            if word in once:
+                reached.setdefault(word)
+            elif word in bodies and word not in seen:
+                if word not in done:
+                    done[word] = expand(bodies[word], seen | {word})
+                found.update(done[word])
+            else:
+                found[word] += 1
+        return found
+
+    total = expand(own_text(0, len(text)), frozenset())
+    counted: set[str] = set()
+    while len(counted) < len(reached):  # a MATERIALIZED CTE may read another
+        name = next(n for n in reached if n not in counted)
+        counted.add(name)
+        total.update(expand(bodies[name], frozenset({name})))
+    return total
+
+
+@cache
+def view_scans() -> tuple[tuple[str, Counter[str]], ...]:
+    """(view, how many times its query scans each other view: `scans`) for every view of the view files, in
+    the order they are defined."""
+    pieces = [piece for _, sql in view_sql() for piece in view_bodies(sql)]
+    names = {name for name, _ in pieces}
+    return tuple(
+        (name, Counter({v: n for v, n in scans(body).items() if v in names and v != name})) for name, body in pieces
+    )
 
 
 @cache
 def view_graph() -> tuple[tuple[str, frozenset[str]], ...]:
-    """(view, the views its SQL names) for every view of the view files, in the order they are defined: the
-    words of its SQL that name a view, but for those `_NOT_READ` finds. They hold every relation DuckDB's
-    parser finds in it (`tests/test_queries_snapshot.py`; parsing each view costs more than a small command's
-    start)."""
-    pieces = [piece for _, sql in view_sql() for piece in view_bodies(sql)]
-    names = {name for name, _ in pieces}
-    graph = []
-    for name, body in pieces:
-        words = set(re.findall(r"\b\w+\b", _NOT_READ.sub(" ", body)))
-        graph.append((name, frozenset((words & names) - {name})))
-    return tuple(graph)
+    """(view, the views it reads) for every view of the view files, in the order they are defined."""
+    return tuple((name, frozenset(read)) for name, read in view_scans())
 
 
 def closure(names: Iterable[str]) -> list[str]:
@@ -57,11 +123,44 @@ def closure(names: Iterable[str]) -> list[str]:
     return [name for name, _ in view_graph() if name in wanted]
 
 
-def readers(names: Iterable[str]) -> dict[str, int]:
-    """For each view of `names`, how many views of `names` read it (other names are left out)."""
-    deps = dict(view_graph())
-    views = [n for n in names if n in deps]
-    return {name: sum(name in deps[other] for other in views) for name in views}
+def computations(
+    names: Iterable[str], asked: Iterable[str] = (), left: Iterable[str] = (), tables: Iterable[str] = ()
+) -> dict[str, int]:
+    """For each view of `closure(names)`, how many times DuckDB computes it for one query of each view of
+    `asked` (and of each view nothing else in the closure reads), once the views worth it are tables
+    (`computed_once`): a table counts 1; a view, the sum over the views that read it of how often each is
+    computed times how many times it computes it (`view_scans`). Decided from the readers down: a view that
+    would be computed two or more times, not `asked` and not `left` (views kept as views: pass-through
+    views, the price table), becomes a table, computed once, and the views it reads count it once.
+    `tables`: views of `asked` the caller computes into tables itself."""
+    return _plan(names, asked, left, tables)[1]
+
+
+def computed_once(
+    names: Iterable[str], asked: Iterable[str] = (), left: Iterable[str] = (), tables: Iterable[str] = ()
+) -> list[str]:
+    """The views of `closure(names)` to compute once into tables, in definition order (see `computations`):
+    the one rule for what a snapshot (`connection.open_lake`) and a load (`materialized`) compute."""
+    return _plan(names, asked, left, tables)[0]
+
+
+def _plan(
+    names: Iterable[str], asked: Iterable[str], left: Iterable[str], tables: Iterable[str]
+) -> tuple[list[str], dict[str, int]]:
+    roots, kept, computed = set(asked), set(left), set(tables)
+    wanted = closure([*names, *roots])
+    deps = dict(view_scans())
+    counts: dict[str, int] = dict.fromkeys(roots, 1)
+    chosen: set[str] = set()
+    for name in reversed(wanted):  # every view that reads `name` is defined after it
+        count = counts.setdefault(name, 1)  # read by none of the closure: a query's own view
+        if count >= 2 and name not in roots and name not in kept:
+            chosen.add(name)
+        if name in chosen or name in computed:
+            counts[name] = count = 1
+        for read, times in deps[name].items():
+            counts[read] = counts.get(read, 0) + count * times
+    return [n for n in wanted if n in chosen], counts
 
 
 # Views that only filter or project one other relation: computed into a table they copy every row and
@@ -71,13 +170,12 @@ PASS_THROUGH = frozenset({"call_spans"})
 
 def worth_computing(names: Iterable[str], compute_asked: bool = True) -> list[str]:
     """The views of `closure(names)` to compute once, in definition order: `names` themselves (unless
-    not `compute_asked`: a caller that reads each of them once), and every other view that two or more
-    views of the closure read (a view read by one other is computed inside that one, which keeps its
+    not `compute_asked`: a caller that reads each of them once), and every other view DuckDB would compute
+    two or more times (`computed_once`: a view computed once is computed inside its reader, which keeps its
     wide columns out of a copy), pass-through views excepted."""
     asked = set(names)
-    wanted = closure(asked)
-    read_by = readers(wanted)
-    return [n for n in wanted if (compute_asked if n in asked else n not in PASS_THROUGH and read_by[n] >= 2)]
+    once = computed_once(asked, asked, PASS_THROUGH, asked if compute_asked else ())
+    return [n for n in closure(asked) if (compute_asked if n in asked else n in once)]
 
 
 # A caller's rule for views it knows to be empty once a view is computed (see `materialized`).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import duckdb
@@ -79,13 +80,40 @@ def test_a_connection_for_one_view_equals_the_live_view(lakes: dict[str, Path]) 
         defined = {r[0] for r in one.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         inlined_somewhere |= set(closure_of((view,))) - defined - {"model_prices"}
         assert _rows(one, view) == _rows(every, view), view
-    assert {"spans", "turns", "trajectories", "tool_call_gaps"} <= inlined_somewhere  # the case was exercised
+    assert {"spans", "trajectories", "tool_call_gaps", "steps", "message_parts"} <= inlined_somewhere  # exercised
     # a job that computes an inlined view once (`materialized`) gets it defined first
     one = open_lake(lake, views=("trajectories",))
     assert "steps" not in {r[0] for r in one.execute("SELECT view_name FROM duckdb_views()").fetchall()}
     with materialized(one, ["steps"]):
         assert _rows(one, "steps") == _rows(every, "steps")
     assert _rows(one, "trajectories") == _rows(every, "trajectories")
+
+
+def _windows(con: duckdb.DuckDBPyConnection, query: str, partition: str) -> int:
+    """How many window operators of DuckDB's physical plan of `query` partition by `partition`."""
+    [(_, plan)] = con.execute(f"EXPLAIN (FORMAT json) {query}").fetchall()
+    todo, found = list(json.loads(plan)), 0
+    while todo:
+        node = todo.pop()
+        found += "WINDOW" in node["name"] and f"PARTITION BY {partition} " in str(node["extra_info"])
+        todo += node["children"]
+    return found
+
+
+def test_a_query_of_one_view_computes_each_view_beneath_it_once(lakes: dict[str, Path]) -> None:
+    """A view written into its one reader is written out where that reader names it: named three times
+    (`tool_call_gaps`' tool calls from the messages), `message_parts` was computed three times in a
+    `sql` of `sessions` (each of its windows three times in DuckDB's plan). A view computed more than once
+    is computed once at open instead (`shared_views`), and a common table expression named more than once
+    is MATERIALIZED: in the plan of a query of any one view, `message_parts`' window is there at most once."""
+    lake = lakes["mixed"]
+    written_out = []
+    for view in VIEW_NAMES:
+        con = open_lake(lake, views=(view,))
+        times = _windows(con, f"SELECT * FROM {view}", "trace_id, call_span_id, direction")
+        assert times <= 1, view
+        written_out += [view] if times else []
+    assert "sessions" in written_out  # the case was exercised: computed inside the query, once
 
 
 def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(
@@ -158,37 +186,76 @@ def test_views_defined_live_keep_no_stand_in(lakes: dict[str, Path], monkeypatch
     assert spans > 0 and traces >= len(DIALECTS)
 
 
-def _relations_parsed(body: str) -> set[str]:
-    """The relations DuckDB's parser finds in a view's query (no binding: `json_serialize_sql`)."""
+def _parsed(body: str) -> dict[str, object]:
+    """DuckDB's parse tree of a view's query (no binding: `json_serialize_sql`)."""
     [(text,)] = duckdb.execute("SELECT json_serialize_sql(?::VARCHAR)", [body.rstrip().rstrip(";")]).fetchall()
     tree = json.loads(text)
     assert not tree["error"], tree
-    found: set[str] = set()
-    todo: list[object] = [tree]
+    return dict(tree)
+
+
+def _scans_parsed(body: str) -> Counter[str]:
+    """How many times a view's query computes each relation, from DuckDB's parse tree: a common table
+    expression marked MATERIALIZED once, any other one where it is named (the rule `scans` reads from the
+    text)."""
+    ctes: dict[str, tuple[bool, object]] = {}
+    todo: list[object] = [_parsed(body)]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
-            if node.get("type") == "BASE_TABLE":
-                found.add(str(node["table_name"]))
+            for entry in (node.get("cte_map") or {}).get("map", []):
+                value = entry["value"]
+                ctes[entry["key"]] = (value["materialized"] == "CTE_MATERIALIZE_ALWAYS", value["query_node"])
             todo += node.values()
         elif isinstance(node, list):
             todo += node
-    return found
+    reached: list[str] = []
+
+    def count(node: object, within: frozenset[str]) -> Counter[str]:  # within: the CTEs being written out
+        found: Counter[str] = Counter()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                name = str(node["table_name"])
+                if name in ctes and name not in within and ctes[name][0]:
+                    reached.extend([name] if name not in reached else [])
+                elif name in ctes and name not in within:
+                    found.update(count(ctes[name][1], within | {name}))
+                else:
+                    found[name] += 1
+            for key, value in node.items():
+                if key != "cte_map":
+                    found.update(count(value, within))
+        elif isinstance(node, list):
+            for item in node:
+                found.update(count(item, within))
+        return found
+
+    total = count(_parsed(body), frozenset())
+    done = 0
+    while done < len(reached):
+        total.update(count(ctes[reached[done]][1], frozenset({reached[done]})))
+        done += 1
+    return total
 
 
-def test_the_view_graph_holds_the_relations_duckdb_parses_in_each_view_and_no_alias() -> None:
-    """Which views a view reads (what a connection defines for a query, what a snapshot computes) is read from
-    its SQL's words: it holds every relation DuckDB's parser finds there (a view defined without one it reads
-    fails), and no alias or qualified column: `count(*) AS model_calls` and `c.model_calls` made `environments`
-    read `model_calls` and `injections`, and every report define four views for nothing."""
+def test_how_often_a_view_reads_another_is_what_duckdbs_parser_finds() -> None:
+    """Which views a view reads, and how many times it computes each (what a connection defines for a query,
+    what a snapshot and a load compute once, what is written into its one reader), is read from its SQL's
+    text: for every view it is what DuckDB's parser finds there (a common table expression marked
+    MATERIALIZED computed once, any other one where it is named), and no alias or column named like a view:
+    `count(*) AS model_calls` and `c.model_calls` made `environments` read `model_calls` and `injections`,
+    and `sessions`' column `turns` made it read `turns`."""
     from tracevals.queries.catalog import view_bodies, view_sql
-    from tracevals.queries.materialize import view_graph
+    from tracevals.queries.materialize import view_graph, view_scans
 
+    counted = dict(view_scans())
     graph = dict(view_graph())
     for _, sql in view_sql():
         for name, body in view_bodies(sql):
-            parsed = (_relations_parsed(body) & set(graph)) - {name}
-            assert parsed <= graph[name], name
-            if name == "environments":
-                assert graph[name] == parsed == {"span_facts", "spans"}
+            parsed = Counter({v: n for v, n in _scans_parsed(body).items() if v in counted and v != name})
+            assert counted[name] == parsed, name
+            assert graph[name] == set(parsed), name
+    assert graph["environments"] == {"span_facts", "spans"}
+    assert graph["sessions"] == {"attempts", "trajectories"}
+    assert counted["tool_call_gaps"]["message_parts"] == 1  # its `from_messages`, named three times, is MATERIALIZED
     assert "model_calls" not in closure_of(("attempts", "runs", "scores", "environments"))

@@ -53,7 +53,7 @@ sole_calls AS (
     GROUP BY trace_id
     HAVING count(*) = 1
 ),
-placed_logs AS (
+placed_logs AS MATERIALIZED (  -- named three times: computed once
     SELECT l.* REPLACE (coalesce(l.span_id, c.span_id) AS span_id)
     FROM logs AS l
     LEFT JOIN sole_calls AS c ON l.span_id IS NULL AND c.trace_id = l.trace_id

@@ -5,20 +5,22 @@
 -- execution of that tool, in order (frameworks such as ADK give the request and the execution different
 -- ids). A request that nothing executed is a gap (is_gap).
 -- request_index orders requests in their trace: model call start, then message and part order.
+-- A CTE named more than once is MATERIALIZED: computed once (left unmarked, DuckDB may write a simple one
+-- out at each name, and the views it reads with it), and counted once by `materialize.scans`.
 CREATE OR REPLACE VIEW requested_tool_calls AS
-WITH model AS (
+WITH model AS MATERIALIZED (
     SELECT trace_id, span_id, call_span_id, start_time, end_time, requested_tool_call_ids, requested_tool_names
     FROM span_facts
     WHERE kind = 'llm'
 ),
-from_messages AS (
+from_messages AS MATERIALIZED (
     SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
            tool_call_id, tool_name, tool_args
     FROM message_parts
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
 /*@ include(request_rows) @*/,
-exe AS (
+exe AS MATERIALIZED (
     SELECT trace_id, span_id, tool_call_id, tool_name, start_time FROM tool_calls
 ),
 /*@ include(request_matching) @*/,

@@ -8,14 +8,16 @@
 -- request is matched by its id. One pass over the trace's calls sets those traces aside; the others (a
 -- request without an id, or with an id nothing executed, or requests read from captured messages) are
 -- matched request by request.
+-- A CTE named more than once is MATERIALIZED: computed once (left unmarked, DuckDB may write a simple one
+-- out at each name, and the views it reads with it), and counted once by `materialize.scans`.
 CREATE OR REPLACE VIEW tool_call_gaps AS
-WITH from_messages AS (
+WITH from_messages AS MATERIALIZED (
     SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
            tool_call_id, tool_name, tool_args
     FROM message_parts
     WHERE direction = 'output' AND part_type = 'tool_call'
 ),
-uneven AS (
+uneven AS MATERIALIZED (
     SELECT trace_id
     FROM (
         SELECT
@@ -35,14 +37,14 @@ uneven AS (
     UNION
     SELECT trace_id FROM from_messages
 ),
-model AS (
+model AS MATERIALIZED (
     SELECT trace_id, span_id, call_span_id, start_time, end_time, requested_tool_call_ids, requested_tool_names
     FROM span_facts
     WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM uneven)
 ),
 -- from here on requested_tool_calls' matching, over the uneven traces only
 /*@ include(request_rows) @*/,
-exe AS (
+exe AS MATERIALIZED (
     -- the executed calls, as tool_calls collapses them (name, id and start of the outermost span first),
     -- computed here over the uneven traces only
     SELECT

@@ -5,8 +5,10 @@
 -- every call): the models requested and served and the sampling parameters, each the distinct values
 -- of the attempt's calls joined with ',' in order, and the sha256 of the system instructions and of
 -- the tool definitions the model was given (`tracevals.request.*`). NULL: not recorded.
+-- A CTE named more than once is MATERIALIZED: computed once (left unmarked, DuckDB may write a simple one
+-- out at each name, and the views it reads with it), and counted once by `materialize.scans`.
 CREATE OR REPLACE VIEW environments AS
-WITH roots AS (
+WITH roots AS MATERIALIZED (
     SELECT
         f.trace_id, f.run_id, f.task_id, f.attempt, f.variant, f.commit_hash, f.lock_hash, f.replay,
         json_extract_string(s.attributes, '$."tracevals.env.tasks_sha256"') AS tasks_sha256,
