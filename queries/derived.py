@@ -3,9 +3,10 @@
 Rebuilding a session's trajectory through the views (`queries/views/`: de-duplication, span facts, call
 collapsing, message parts) costs more than scoring it, and a closed hour's spans do not change. So once an
 hour is closed (`tracevals compact`, the end of `tracevals run`), `derive` writes the loader's frames of its
-traces (`trajectories.load_batch`: traces, calls, hand-offs) as Parquet beside the spans:
+traces (`trajectories.load_batch`: traces, calls, hand-offs), and each attempt's provenance as a report reads
+it (`attempt_provenance`), as Parquet beside the spans:
 
-    LAKE/derived/batch/date=D/hour=H/{traces,calls,handoffs}-<key>.parquet
+    LAKE/derived/batch/date=D/hour=H/{traces,calls,handoffs,provenance}-<key>.parquet
 
 `key` names what they were computed from: the hour's span and log files (a file is never changed once
 written: a new file, a compaction, a late span give the hour another key) and the loader and its views
@@ -35,6 +36,7 @@ from typing import Any
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, partition_key
@@ -45,10 +47,21 @@ from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Bat
 from tracevals.queries.binding import RAW, bind, drop_tables, work_table
 from tracevals.queries.catalog import query_sql, view_sql
 
-VERSION = 2  # raise when what is written changes in a way the SQL digest does not show (2: `bucket`)
+VERSION = 3  # raise when what is written changes in a way the SQL digest does not show (3: `provenance`)
 BUCKETS = 16  # a frame's row groups: a chunk of sessions is read as a range of them
 _FRAMES = (("traces", TRACE_SCHEMA), ("calls", CALL_SCHEMA), ("handoffs", HANDOFF_SCHEMA))
-_LOADER_QUERIES = ("batch_traces", "batch_calls", "batch_handoffs", "trace_facts", "select_sessions")
+# Beside the loader's frames: each attempt's `attempt_provenance` row (what a report reads besides its
+# trajectory). An hour is derived when all of `_FILES` are there.
+PROVENANCE = "provenance"
+_FILES = (PROVENANCE, *(table for table, _ in _FRAMES))
+_LOADER_QUERIES = (
+    "batch_traces",
+    "batch_calls",
+    "batch_handoffs",
+    "trace_facts",
+    "select_sessions",
+    "attempt_provenance",
+)
 
 Hour = tuple[str, int]  # (YYYY-MM-DD, hour)
 
@@ -102,7 +115,7 @@ def is_derived(lake: Lake, hour: HourFiles) -> bool:
     """Whether the hour's frames are there, whole, for its files as they are now (a damaged one is written
     again by the next `derive`)."""
     names = {i.base_name for i in _whole(lake, lake.files(hour.folder, False))}
-    return all(f"{table}-{hour.key}.parquet" in names for table, _ in _FRAMES)
+    return all(f"{table}-{hour.key}.parquet" in names for table in _FILES)
 
 
 def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
@@ -112,7 +125,7 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
     return {
         hour: files
         for hour, files in hours_of(lake).items()
-        if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t, _ in _FRAMES)
+        if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t in _FILES)
     }
 
 
@@ -181,14 +194,15 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
     from tracevals.queries.sources import files_sql
     from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
 
-    con = open_lake(lake, read_spans=False, views=LOADER_VIEWS, materialize=False)
+    con = open_lake(lake, read_spans=False, views=(*LOADER_VIEWS, "environments"), materialize=False)
     try:
         con.execute("SET enable_progress_bar = false")
         for hour in todo:
             for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
                 bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
             batch = load_batch(con)
-            _write(lake, hour, batch)
+            provenance = con.sql(query_sql("attempt_provenance", traces="TRUE")).to_arrow_table()
+            _write(lake, hour, batch, provenance)
         for raw in RAW:
             bind(con, raw, f"SELECT * FROM {raw}_empty")
     finally:
@@ -196,11 +210,14 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
     return todo
 
 
-def _write(lake: Lake, hour: HourFiles, batch: Batch) -> None:
+def _write(lake: Lake, hour: HourFiles, batch: Batch, provenance: pa.Table) -> None:
     stale = [n for n in lake.list_names(hour.folder, ".parquet") if not n.endswith(f"-{hour.key}.parquet")]
+    buffer = io.BytesIO()
+    pq.write_table(provenance, buffer, compression="zstd")
+    lake.write_bytes(f"{hour.folder}/{PROVENANCE}-{hour.key}.parquet", buffer.getvalue())
     buckets = batch.traces.select("trace_id", bucket=pl.coalesce("session_id", "trace_id").hash(7) % BUCKETS)
     buckets = buckets.with_columns(pl.col("bucket").cast(pl.Int32))
-    for table, schema in _FRAMES:  # the traces last: a reader checks for all three
+    for table, schema in _FRAMES:  # the traces last: a reader checks for all four
         frame: pl.DataFrame = getattr(batch, table)
         frame = frame.select(list(schema)).join(buckets, on="trace_id", how="left", maintain_order="left")
         frame = frame.sort("bucket", maintain_order=True)  # a trace's rows keep their order
@@ -264,6 +281,19 @@ def derived_chunks(
             del out
             yield batch
             del batch  # not held while the next chunk is read
+
+
+def derived_provenance(lake: Lake, hours: list[HourFiles], traces: pl.DataFrame) -> pa.Table:
+    """The `attempt_provenance` rows (`PROVENANCE`) of `hours` of the traces of `traces` (column `trace_id`),
+    as the query gives them (an Arrow table of its columns)."""
+    wanted = traces.get_column("trace_id").cast(pl.Utf8).unique().implode()
+    parts = [
+        _collected(
+            _scan(_frame_source(lake, hour, PROVENANCE)).filter(pl.col("attempt_trace_id").is_in(wanted)), lake, hour
+        )
+        for hour in hours
+    ]
+    return pl.concat(parts, how="vertical").to_arrow()
 
 
 def _collected(frame: pl.LazyFrame, lake: Lake, hour: HourFiles) -> pl.DataFrame:

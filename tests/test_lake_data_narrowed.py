@@ -19,6 +19,7 @@ from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 from tracevals.lake.lake import Lake
 from tracevals.queries import frames_or_views, open_lake, trajectories
 from tracevals.queries.derived import derive_closed, derived_hours
+from tracevals.queries.frames_or_views import FramesOrViews
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.scoring.lake_data import REPORT_VIEWS, _read_attempts, load_lake_data
 
@@ -91,7 +92,8 @@ def test_the_provenance_and_environments_are_what_the_runs_and_environments_view
     assert data.environments == expected and len(expected) == 120
     # a trace of no run (production traffic) among them: its attempt read, and no environments row for it
     con.execute("CREATE OR REPLACE TEMP TABLE _report_traces AS SELECT DISTINCT trace_id FROM attempts")
-    attempts, environments = _read_attempts(con)
+    with FramesOrViews(con, mixed, select_sessions(con, Selection())) as split:
+        attempts, environments = _read_attempts(split)
     assert len(attempts) > 120 and environments == expected
 
 
@@ -106,7 +108,19 @@ def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_
     assert derive_closed(Lake.open(copy), 4e9)
     read: list[int] = []
     rebuilt: list[int] = []
+    provenance: list[int] = []  # the attempts whose provenance and environments rows came from the frames
     frames_of, views_of = frames_or_views.derived_batch, trajectories.load_batch
+    provenance_of, query_of = frames_or_views.derived_provenance, frames_or_views.query_sql
+    queried: list[str] = []  # the provenance queries planned over the views
+
+    def query_views(name: str, **values: Any) -> str:
+        queried.append(name)
+        return query_of(name, **values)
+
+    def provenance_from_frames(*args: Any, **kwargs: Any) -> Any:
+        table = provenance_of(*args, **kwargs)
+        provenance.append(table.num_rows)
+        return table
 
     def from_frames(*args: Any, **kwargs: Any) -> Any:
         batch = frames_of(*args, **kwargs)
@@ -120,19 +134,24 @@ def test_attempts_in_derived_hours_are_read_from_their_frames_and_the_report_is_
 
     monkeypatch.setattr(frames_or_views, "derived_batch", from_frames)
     monkeypatch.setattr(trajectories, "load_batch", through_views)
+    monkeypatch.setattr(frames_or_views, "derived_provenance", provenance_from_frames)
+    monkeypatch.setattr(frames_or_views, "query_sql", query_views)
     for selection in (Selection(), Selection(variants=("candidate",))):
         framed = load_lake_data(Lake.open(copy), selection)
         # every attempt from the frames (those of the selected sessions, before the where on runs and variants)
         assert sum(read) >= len(framed.trajectories) > 0 and sum(rebuilt) == 0
+        assert sum(provenance) >= len(framed.trajectories) and not queried  # its provenance too, no view planned
         monkeypatch.setattr(frames_or_views, "derived_hours", lambda lake: {})  # no frames: through the views
         viewed = load_lake_data(Lake.open(copy), selection)
         monkeypatch.setattr(frames_or_views, "derived_hours", derived_hours)
-        assert sum(rebuilt) == len(viewed.trajectories)
+        assert sum(rebuilt) == len(viewed.trajectories) and queried == ["attempt_provenance"]
         assert framed.trajectories == viewed.trajectories and len(framed.trajectories) == len(viewed.trajectories)
         assert framed.scores == viewed.scores and framed.scores
         assert framed.environments == viewed.environments and framed.provenance == viewed.provenance
         read.clear()
         rebuilt.clear()
+        provenance.clear()
+        queried.clear()
 
 
 def test_frames_damaged_inside_leave_the_report_to_the_views_with_one_warning(
@@ -141,7 +160,7 @@ def test_frames_damaged_inside_leave_the_report_to_the_views_with_one_warning(
     copy = tmp_path / "lake"
     shutil.copytree(mixed.location, copy)
     derive_closed(Lake.open(copy), 4e9)
-    for frame in (copy / "derived").rglob("calls-*.parquet"):
+    for frame in [*(copy / "derived").rglob("calls-*.parquet"), *(copy / "derived").rglob("provenance-*.parquet")]:
         whole = frame.read_bytes()
         frame.write_bytes(whole[:8] + b"A" * (len(whole) // 2 - 8) + whole[len(whole) // 2 :])  # ends whole
     capsys.readouterr()
@@ -150,6 +169,7 @@ def test_frames_damaged_inside_leave_the_report_to_the_views_with_one_warning(
     assert len(warned) == 1 and "cannot be read" in warned[0] and "through the views" in warned[0]
     viewed = load_lake_data(mixed, Selection())
     assert damaged.trajectories == viewed.trajectories and damaged.scores == viewed.scores
+    assert damaged.environments == viewed.environments and damaged.provenance == viewed.provenance
 
 
 @pytest.mark.parametrize("run_id", ["no-such-run\n) OR TRUE --", "x'\r\n-- ", "{only}"])

@@ -28,7 +28,7 @@ from tracevals.model.prices import default_prices
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
-from tracevals.queries.frames_or_views import load_batch_within
+from tracevals.queries.frames_or_views import FramesOrViews
 from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import trajectories_of
 from tracevals.scoring.config import ScoringConfig
@@ -38,7 +38,7 @@ from tracevals.scoring.runs import kept_cases
 # What a report reads (`open_lake(views=...)`) besides its attempts: the runs, the stored scores, the attempts'
 # identities and environments. Defining every view would bind and snapshot views no report reads (`sessions`,
 # `turns` ...); the loader's (`LOADER_VIEWS`: message parts, steps, trajectories) are defined by
-# `queries.frames_or_views.load_batch_within` when some attempt is rebuilt through them (none, on derived hours).
+# `queries.frames_or_views.FramesOrViews` when some attempt is rebuilt through them (none, on derived hours).
 REPORT_VIEWS = ("attempts", "runs", "scores", "environments")
 
 
@@ -92,8 +92,25 @@ def load_lake_data(
     # the sessions of the runs' attempts (and of the date range): every view is computed per trace or per
     # session, so their rows are those the whole lake gives, for the selection's cost
     restriction = select_sessions(con, Selection(since=selection.since, until=selection.until, runs=tuple(runs)))
-    # the attempts of closed hours from their derived frames (`queries.derived`), the others through the views
-    batch = load_batch_within(con, lake, _where(selection, runs), restriction)
+    # the attempts of closed hours (and their provenance) from their derived frames (`queries.derived`), the
+    # others through the views
+    with FramesOrViews(con, lake, restriction) as split:
+        return _read_selection(con, lake, selection, runs, restriction, split, cases, tasks_sha256, config)
+
+
+def _read_selection(
+    con: duckdb.DuckDBPyConnection,
+    lake: Lake,
+    selection: Selection,
+    runs: Sequence[str],
+    restriction: Restriction,
+    split: FramesOrViews,
+    cases: Mapping[str, Case] | None,
+    tasks_sha256: str | None,
+    config: ScoringConfig | None,
+) -> LakeData:
+    """`load_lake_data` once the sessions are selected and split between the frames and the views."""
+    batch = split.batch(_where(selection, runs))
     trajectories = trajectories_of(batch)
     if not trajectories:
         raise SelectionError(
@@ -134,7 +151,7 @@ def load_lake_data(
     own_prices = lake.prices()
     config = (config or ScoringConfig()).with_prices_beneath(own_prices)
     computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
-    attempts, environments = _read_attempts(con)
+    attempts, environments = _read_attempts(split)
     provenance = _provenance(attempts, runs, selection)
     provenance.update(
         sample_fraction=fraction,
@@ -153,34 +170,35 @@ def load_lake_data(
     return LakeData(trajectories, stored + computed, provenance, prices, judged, environments)
 
 
-# What `_read_attempts` reads of each selected attempt for its provenance: its `attempts` row's variant, run
-# and times, and its root's commit and lock hash (as `runs` reads them: from `span_facts`); then its
-# `environments` row, the identity columns aside.
-_ATTEMPT_COLUMNS = ("a.variant", "a.run_id", "a.start_time", "a.end_time", "e.commit_hash", "e.lock_hash")
-_ENVIRONMENT_IDENTITY = ("run_id", "task_id", "attempt", "variant", "model_calls", "settings")
+# What `_read_attempts` reads of each selected attempt for its provenance (`attempt_provenance`): its
+# `attempts` row's variant, run and times, and its root's commit and lock hash (as `runs` reads them: from
+# `span_facts`); then its `environments` row, the identity columns aside.
+_ATTEMPT_COLUMNS = (
+    "attempt_variant",
+    "attempt_run_id",
+    "attempt_start_time",
+    "attempt_end_time",
+    "commit_hash",
+    "lock_hash",
+)
 
 
-def _read_attempts(
-    con: duckdb.DuckDBPyConnection,
-) -> tuple[list[tuple[Any, ...]], dict[str, dict[str, str | None]]]:
+def _read_attempts(split: FramesOrViews) -> tuple[list[tuple[Any, ...]], dict[str, dict[str, str | None]]]:
     """The selected attempts (`_report_traces`): the `_ATTEMPT_COLUMNS` of each, and the `environments` row
-    of each harness attempt, by trace id. One query for both: every query binds the whole tree of views
-    beneath the views it names again (`span_facts` and the rest), which on a small lake costs more than
-    reading the rows."""
-    cursor = con.execute(
-        f"SELECT {', '.join(_ATTEMPT_COLUMNS)}, "
-        f"e.* EXCLUDE ({', '.join(_ENVIRONMENT_IDENTITY)}) FROM attempts AS a "
-        "JOIN _report_traces AS t ON t.trace_id = a.trace_id LEFT JOIN environments AS e ON e.trace_id = a.trace_id"
-    )
-    width = len(_ATTEMPT_COLUMNS)
-    names = [d[0] for d in cursor.description][width:]  # trace_id, then the environment's columns
+    of each harness attempt, by trace id; from the derived frames where their hour has them, through the
+    views elsewhere (`FramesOrViews.provenance`)."""
+    names, rows = split.provenance("_report_traces")
+    at = {name: i for i, name in enumerate(names)}
+    picked = [at[name] for name in _ATTEMPT_COLUMNS]
+    first = at["trace_id"]  # the environments row's: NULL for an attempt of no harness run
     attempts: list[tuple[Any, ...]] = []
     environments: dict[str, dict[str, str | None]] = {}
-    for row in cursor.fetchall():
-        attempts.append(row[:width])
-        trace_id, *values = row[width:]
-        if trace_id is not None:  # an attempt of a harness run (the others have no environments row)
-            environments[trace_id] = {n: None if v is None else str(v) for n, v in zip(names[1:], values, strict=True)}
+    for row in rows:
+        attempts.append(tuple(row[i] for i in picked))
+        if row[first] is not None:
+            environments[row[first]] = {
+                n: None if v is None else str(v) for n, v in zip(names[first + 1 :], row[first + 1 :], strict=True)
+            }
     return attempts, environments
 
 
