@@ -231,6 +231,8 @@ def test_failures_open_a_trace_beside_a_passing_attempt(demo: dict[str, Any], de
 def test_variance_sql_and_a_narrow_screen(demo: dict[str, Any], demo_ui: Tab, browser: Any) -> None:
     run = demo["run"]
     page = demo_ui.open(f"/runs/{run}/variance", ready="h1")
+    # the run's report may still be computing (this test run alone): the page updates by itself
+    page.locator("main", has_text="no variance attribution").wait_for(timeout=WAIT)
     assert "no variance attribution" in page.locator("main").inner_text()  # the demo runs no frozen levels
     page = demo_ui.open(
         "/sql?q=" + "select variant, count(*) as n from runs group by 1 order by 1", ready="#sql-result"
