@@ -192,7 +192,7 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
         return []
     from tracevals.queries.connection import open_lake
     from tracevals.queries.sources import files_sql
-    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch
+    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch_and
 
     con = open_lake(lake, read_spans=False, views=(*LOADER_VIEWS, "environments"), materialize=False)
     try:
@@ -200,8 +200,7 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
         for hour in todo:
             for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
                 bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
-            batch = load_batch(con)
-            provenance = con.sql(query_sql("attempt_provenance", traces="TRUE")).to_arrow_table()
+            batch, provenance = load_batch_and(con, query_sql("attempt_provenance", traces="TRUE"))
             _write(lake, hour, batch, provenance)
         for raw in RAW:
             bind(con, raw, f"SELECT * FROM {raw}_empty")

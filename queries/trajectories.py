@@ -11,6 +11,8 @@ sample, some runs: `selection.select_sessions`), narrowed further by `where` (a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
 import polars as pl
 
@@ -30,6 +32,9 @@ from tracevals.queries.catalog import query_sql
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.lookup import _without_content
 from tracevals.queries.materialize import materialized
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 from tracevals.queries.selection import Restriction, restrict_to
 
 
@@ -73,6 +78,20 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
     for it. Without one, `where` first restricts the views to the sessions of the matching traces (whole
     sessions: completeness counts a session's turns), and that restriction is undone afterwards.
     """
+    return _load(con, where, within, None)[0]
+
+
+def load_batch_and(con: duckdb.DuckDBPyConnection, query: str) -> tuple[Batch, pa.Table]:
+    """`load_batch(con)`, and the rows of `query` (over the same views: `attempts`, `span_facts` ...) read
+    while the views the batch computed once are still tables, rather than computing them again."""
+    batch, rows = _load(con, "", None, query)
+    assert rows is not None
+    return batch, rows
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection, where: str, within: Restriction | None, query: str | None
+) -> tuple[Batch, pa.Table | None]:
     own = None
     if where and within is None:  # the scope: the sessions of the matching traces, found through the views
         work_table(con, "tv_batch", f"SELECT trace_id, session_id FROM trajectories WHERE {where}")
@@ -87,7 +106,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, where: str = "", within: Restrict
             # computed plans their whole tree)
             work_table(con, "tv_batch", _BATCH_SQL + (f" WHERE {where}" if where else ""))
             work_table(con, "tv_scope", _SCOPE_SQL)
-            return Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
+            batch = Batch(traces=_traces(con), calls=_calls(con), handoffs=_handoffs(con))
+            return batch, None if query is None else con.sql(query).to_arrow_table()
     finally:
         drop_tables(con, "tv_trajectories")
         if own is not None:
