@@ -32,10 +32,10 @@ from tracevals.queries.catalog import query_sql
 from tracevals.queries.completeness import span_facts
 from tracevals.queries.lookup import _without_content
 from tracevals.queries.materialize import materialized
+from tracevals.queries.selection import Restriction, restrict_to
 
 if TYPE_CHECKING:
     import pyarrow as pa
-from tracevals.queries.selection import Restriction, restrict_to
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
