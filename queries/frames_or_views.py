@@ -38,6 +38,10 @@ class FramesOrViews:
         self.con, self.lake, self.within = con, lake, within
         self.hours = list(derived_hours(lake).values())
         self.taken = take_derived(con, self.hours, within.traces) if self.hours else None
+        self.rest = 0  # how many traces the views rebuild (`tv_rest`), read once for both reads
+        if self.taken is not None:
+            [(rest,)] = con.execute("SELECT count(*) FROM tv_rest").fetchall()
+            self.rest = int(rest)
 
     def __enter__(self) -> FramesOrViews:
         return self
@@ -82,7 +86,7 @@ class FramesOrViews:
                     con.unregister("tv_frame_traces")
                 frames = frames.select(kept)
             parts.append(frames)
-        if self._rest():
+        if self.rest:
             _define_loader_views(con)
             self.within.narrow("tv_rest", copy=False)
             try:
@@ -90,10 +94,6 @@ class FramesOrViews:
             finally:
                 self.within.reapply()
         return Batch.concat(parts)
-
-    def _rest(self) -> int:
-        [(rest,)] = self.con.execute("SELECT count(*) FROM tv_rest").fetchall()
-        return int(rest)
 
     def provenance(self, traces: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """The `attempt_provenance` rows (column names, rows) of the traces of table `traces` (of the
@@ -107,7 +107,7 @@ class FramesOrViews:
                 if self.taken.height:
                     self.con.register("tv_provenance", derived_provenance(self.lake, self.hours, self.taken))
                     parts.append(f"SELECT * FROM tv_provenance WHERE attempt_trace_id {wanted}")
-                if self._rest():
+                if self.rest:
                     rest = f"a.trace_id IN (SELECT trace_id FROM tv_rest) AND a.trace_id {wanted}"
                     parts.append(query_sql(query, traces=rest))
                 try:
