@@ -40,6 +40,7 @@ from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
 from tracevals.queries.interrupts import connect
+from tracevals.queries.materialize import PASS_THROUGH
 from tracevals.queries.sources import PricesT, register_empty, register_prices, register_source
 
 
@@ -74,7 +75,7 @@ def _private_temp_directory() -> str:
 
 # Views a snapshot leaves as views: the price table (registered from Python), and views that only filter
 # or project one other relation (a copy would be every row and column once more).
-LEFT_AS_VIEWS = frozenset({"model_prices", "call_spans"})
+LEFT_AS_VIEWS = frozenset({PRICES_VIEW}) | PASS_THROUGH
 
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 
@@ -126,12 +127,13 @@ def inlined(names: list[str], asked: set[str], snapshot: set[str]) -> set[str]:
     `asked` need not define: each is computed once (`computations`), named once by one other view of
     `names`, which holds its query as a common table expression (`NOT MATERIALIZED`: expanded where it is
     named, as a view is). Defining a view binds its whole tree; one defined only to be read by one other is
-    bound twice for nothing (a `sql` of `sessions` on a small lake binds nine such views). One computed
-    twice or more is the snapshot's (`shared_views`)."""
-    from tracevals.queries.materialize import computations
+    bound twice for nothing (a `sql` of `sessions` on a small lake binds nine such views). One the rule
+    would compute twice or more (`computed_once`) is never inlined, whether or not `snapshot` holds it."""
+    from tracevals.queries.materialize import computations, computed_once
 
-    kept = asked | snapshot | LEFT_AS_VIEWS
-    return {n for n, count in computations(names, asked, LEFT_AS_VIEWS).items() if n not in kept and count == 1}
+    kept = asked | snapshot | LEFT_AS_VIEWS | set(computed_once(names, asked, LEFT_AS_VIEWS, snapshot))
+    counts = computations(names, asked, LEFT_AS_VIEWS, snapshot)
+    return {n for n, count in counts.items() if n not in kept and count == 1}
 
 
 def _held(name: str, bodies: dict[str, str]) -> list[str]:

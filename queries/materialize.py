@@ -132,7 +132,7 @@ def computations(
     computed times how many times it computes it (`view_scans`). Decided from the readers down: a view that
     would be computed two or more times, not `asked` and not `left` (views kept as views: pass-through
     views, the price table), becomes a table, computed once, and the views it reads count it once.
-    `tables`: views of `asked` the caller computes into tables itself."""
+    `tables`: views the caller computes into tables itself (a load's asked views, a connection's snapshot)."""
     return _plan(names, asked, left, tables)[1]
 
 
