@@ -25,11 +25,18 @@ def schema_error(schema: Mapping[str, Any], value: Any) -> str | None:
     """None when `value` (tool arguments, an output) is valid against `schema`, else one line:
     `at 'path': message`."""
     try:
-        schema_text = json.dumps(schema, sort_keys=True, default=str)
+        schema_text = _one_copy(json.dumps(schema, sort_keys=True, default=str))
         args_text = json.dumps(value, sort_keys=True, default=str)
         return _cached_error(schema_text, args_text)
     except (RecursionError, TooDeep):  # a value nested past what the encoder or the validator recurses into
         return TOO_DEEP
+
+
+@lru_cache(maxsize=256)
+def _one_copy(schema_text: str) -> str:
+    """The first string equal to `schema_text` seen: the verdicts' keys share one copy of each schema's text
+    (a new one each call held up to 65,536 copies of a schema)."""
+    return schema_text
 
 
 @lru_cache(maxsize=256)

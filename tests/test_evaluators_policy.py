@@ -224,3 +224,28 @@ def test_without_the_input_the_choice_is_unknown() -> None:
 )
 def test_candidate_lists(result: str | None, lists: list[list[str]]) -> None:
     assert [sorted(min(c.ids) for c in found) for found in candidate_lists(result)] == lists
+
+
+def test_the_verdicts_kept_per_schema_share_one_copy_of_its_text() -> None:
+    """Verdicts are memoised per (schema, arguments): the schema's text is kept once, not once per verdict (a
+    worker checking many distinct arguments against one big schema held a copy for each)."""
+    import tracemalloc
+
+    from tracevals.evaluators.arg_schemas import schema_error
+
+    schema = {
+        "type": "object",
+        "required": ["id"],
+        "properties": {f"field_{i}": {"type": "string", "description": "d" * 200} for i in range(20)},
+    }
+    assert schema_error(schema, {"id": -1}) is None
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(500):
+            assert schema_error(schema, {"id": i, "field_0": 1}) == "at 'field_0': 1 is not of type 'string'"
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+    finally:
+        tracemalloc.stop()
+    text = len(json.dumps(schema, sort_keys=True))  # ~4.6 kB: a copy per verdict would be ~2.3 MB
+    assert grown < 100 * text, f"{grown:,} bytes kept for 500 verdicts of one {text:,}-byte schema"

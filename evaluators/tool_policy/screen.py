@@ -15,7 +15,7 @@ from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.scope import Scope, finish, json_bool, json_int, json_object, share_text
 from tracevals.evaluators.tool_policy.candidates import candidate_lists
 from tracevals.evaluators.tool_policy.evaluator import has_rules
-from tracevals.model.batch import parse_args
+from tracevals.model.calls import parse_args
 from tracevals.model.trajectory import HANDOFF_TOOL
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -162,9 +161,7 @@ class Batch:
         )
         # ToolCall is built positionally, its fields in order (the hot loop of the reference path)
         columns = [
-            [parse_args(a) for a in ordered.get_column("args").to_list()]
-            if name == "args"
-            else ordered.get_column(name).to_list()
+            parse_each(ordered.get_column("args").to_list()) if name == "args" else ordered.get_column(name).to_list()
             for name in _CALL_POSITIONAL
         ]
         for trace_id, values in zip(ordered.get_column("trace_id").to_list(), zip(*columns, strict=True), strict=True):
@@ -192,9 +189,19 @@ class Batch:
         return out
 
 
-# Captured argument text as a dict (anything that is not a JSON object counts as not captured); the
-# same texts recur across a batch, so each is parsed once.
-parse_args = lru_cache(maxsize=65536)(calls.parse_args)
+def parse_each(texts: Iterable[str | None]) -> list[dict[str, Any] | None]:
+    """Each captured argument text as a dict (`calls.parse_args`: anything that is not a JSON object counts as
+    not captured), each distinct text parsed once (the same texts recur across a batch; equal texts share one
+    dict). What it remembers lives as long as the call: a cache of the process held the texts of every batch a
+    worker had scored, 65,536 of them (~30 MiB, and a Python heap left fragmented, at 10^7 spans)."""
+    parsed: dict[str | None, dict[str, Any] | None] = {}
+    out = []
+    for text in texts:
+        if text in parsed:
+            out.append(parsed[text])
+        else:
+            out.append(parsed.setdefault(text, calls.parse_args(text)))
+    return out
 
 
 def _dump(args: dict[str, Any] | None) -> str | None:
@@ -273,7 +280,7 @@ def with_op_keys(calls_frame: pl.DataFrame) -> pl.DataFrame:
     if not todo.height:
         return calls_frame.drop("tv_args_key")
     computed = [
-        (calls.operation_key_of(n, a, h), calls.idempotency_key_in(parse_args(a))) for n, a, h in todo.iter_rows()
+        (calls.operation_key_of(n, a, h), calls.idempotency_key_in(calls.parse_args(a))) for n, a, h in todo.iter_rows()
     ]
     todo = todo.with_columns(
         pl.Series("tv_op_key", [c[0] for c in computed], dtype=pl.Utf8),
