@@ -119,39 +119,71 @@ def score_batch(scope: Scope, evaluators: Sequence[Evaluator]) -> pl.DataFrame:
 
 # Trajectories built at once for `evaluate`. The Python objects of a batch's flagged traces are what its memory
 # follows (a chunk of 15,000 sessions whose traces all had a finding held ~400 MiB of them), so they are built,
-# evaluated by every plan that needs them, and dropped this many at a time.
+# evaluated by every plan that needs them, turned into rows and dropped this many at a time (their `Score`s were
+# kept to the end of the batch: 37 MiB of them in a chunk of the 10^7-span bench lake).
 EVALUATE_SLICE = 2_000
+
+# The rows `_evaluated` gives a "key" plan: a representative's verdict, as every trace with its key gets it.
+_VERDICT_SCHEMA = {"rep": pl.Utf8, "passed": pl.Boolean, "score": pl.Float64, "reason": pl.Utf8, "details": pl.Utf8}
 
 
 def _evaluated(
     plans: list[tuple[Evaluator, str, pl.DataFrame]], needed: list[str], cases: dict[str, str], scope: Scope
-) -> list[dict[str, Score | None]]:
-    """Each plan's `evaluate` results by trace id, in the plan's order: of its representatives (a "key"
-    plan), of its traces ("all"), of none ("screen"). The trajectories of `needed` are built
-    `EVALUATE_SLICE` at a time."""
-    order: list[list[str]] = []
+) -> list[pl.DataFrame]:
+    """Each plan's `evaluate` results as rows, in the plan's order: a "key" plan's verdict of each of its
+    representatives (`_VERDICT_SCHEMA`), an "all" plan's score rows of its traces, nothing for a "screen" plan;
+    a result that does not apply gives no row. The trajectories of `needed` are built, evaluated and turned
+    into rows `EVALUATE_SLICE` at a time."""
+    positions: list[dict[str, int]] = []
     for _, kind, plan in plans:
         if kind == "key":
-            order.append(plan.get_column("rep").unique(maintain_order=True).to_list())
+            order = plan.get_column("rep").unique(maintain_order=True).to_list()
         else:
-            order.append(plan.get_column("trace_id").to_list() if kind == "all" else [])
-    sets = [set(o) for o in order]
-    out: list[dict[str, Score | None]] = [{} for _ in plans]
+            order = plan.get_column("trace_id").to_list() if kind == "all" else []
+        positions.append({trace_id: i for i, trace_id in enumerate(order)})
+    parts: list[list[pl.DataFrame]] = [[] for _ in plans]
     for first in range(0, len(needed), EVALUATE_SLICE):
+        found: list[list[tuple[int, Score]]] = [[] for _ in plans]
         for trajectory in scope.batch.select(needed[first : first + EVALUATE_SLICE]).trajectories():
             trace_id = trajectory.trace_id
             case = scope.case(cases[trace_id] or NO_CASE)
-            for (evaluator, _, _), wanted, results in zip(plans, sets, out, strict=True):
-                if trace_id in wanted:
-                    results[trace_id] = evaluate_safely(evaluator, trajectory, case)
-    return [{t: results[t] for t in o} for o, results in zip(order, out, strict=True)]
+            for (evaluator, _, _), position, results in zip(plans, positions, found, strict=True):
+                if trace_id in position:
+                    score = evaluate_safely(evaluator, trajectory, case)
+                    if score is not None:
+                        results.append((position[trace_id], score))
+        for (_, kind, _), results, into in zip(plans, found, parts, strict=True):
+            if results:
+                into.append(_slice_rows(kind, results))
+    out = []
+    for (_, kind, _), frames in zip(plans, parts, strict=True):
+        schema = _VERDICT_SCHEMA if kind == "key" else SCORE_FRAME_SCHEMA
+        rows = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={**schema, "_pos": pl.Int64})
+        out.append(rows.sort("_pos").drop("_pos"))
+    return out
+
+
+def _slice_rows(kind: str, results: list[tuple[int, Score]]) -> pl.DataFrame:
+    """A slice's (position in the plan, score) as rows with their `_pos`: verdicts of representatives ("key")
+    or score rows."""
+    at = pl.Series("_pos", [p for p, _ in results], dtype=pl.Int64)
+    scores = [s for _, s in results]
+    if kind == "key":
+        rows = pl.DataFrame(
+            [(s.trace_id, s.passed, s.score, s.reason, score_details(s)) for s in scores],
+            schema=_VERDICT_SCHEMA,
+            orient="row",
+        )
+    else:
+        rows = score_rows_frame(scores)
+    return rows.with_columns(at)
 
 
 def _plan_rows(
-    evaluator: Evaluator, kind: str, plan: pl.DataFrame, evaluated: dict[str, Score | None], ids: pl.DataFrame
+    evaluator: Evaluator, kind: str, plan: pl.DataFrame, evaluated: pl.DataFrame, ids: pl.DataFrame
 ) -> pl.DataFrame:
     """One plan's score rows: its screen's clean traces, the verdict of each key for every trace with that key,
-    or each trace's own (`evaluated`: `evaluate`'s results by trace id, in the plan's order)."""
+    or each trace's own (`evaluated`: `_evaluated`'s rows of the plan)."""
     if kind == "screen":
         clean = plan.select(
             "trace_id",
@@ -165,28 +197,18 @@ def _plan_rows(
         clean = ids.join(clean, on="trace_id", how="inner")
         return clean.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
     if kind == "key":
-        verdicts = {
-            rep: (score.passed, score.score, score.reason, score_details(score))
-            for rep, score in evaluated.items()
-            if score is not None
-        }
-        if not verdicts:
+        if not evaluated.height:
             return pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
-        table = pl.DataFrame(
-            [(rep, *v) for rep, v in verdicts.items()],
-            schema={"rep": pl.Utf8, "passed": pl.Boolean, "score": pl.Float64, "reason": pl.Utf8, "details": pl.Utf8},
-            orient="row",
-        )
         rows = (
             ids.join(plan.select("trace_id", "rep"), on="trace_id")
-            .join(table, on="rep")
+            .join(evaluated, on="rep")
             .with_columns(
                 pl.lit(evaluator.name).alias("evaluator"),
                 pl.lit(evaluator.version, dtype=pl.Int32).alias("evaluator_version"),
             )
         )
         return rows.select(list(SCORE_FRAME_SCHEMA)).cast(SCORE_FRAME_SCHEMA)
-    return score_rows_frame([s for s in evaluated.values() if s is not None])
+    return evaluated
 
 
 def _representatives(keys: pl.DataFrame) -> pl.DataFrame:

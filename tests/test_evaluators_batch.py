@@ -417,3 +417,34 @@ def test_cases_are_found_by_task_id_then_by_input_text() -> None:
     task_ids = dict(scope.batch.traces.select("trace_id", "task_id").iter_rows())
     assert task_ids == {"a": "c2", "b": "c1", "c": "gone"}
     assert scope.cases["c1"].max_retries == 1  # the config beneath every case
+
+
+def test_a_slices_scores_are_rows_before_the_next_slice_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`score_batch` builds, evaluates and turns into rows the traces the screens flag a slice at a time: the
+    Python objects it holds at its peak do not grow with the flagged traces of the batch (their `Score`s, with
+    their findings, were kept to the end of the batch: ~5 kB a trace)."""
+    import tracemalloc
+
+    import tracevals.evaluators.apply as apply
+
+    monkeypatch.setattr(apply, "EVALUATE_SLICE", 100)
+    evaluators = default_evaluators()
+
+    def peak(traces: int) -> int:
+        scope = scope_of(
+            [mutated(f"t{i:05d}", "strict", ["loop", "retry_early", "dup_keys"], 3, "complete") for i in range(traces)],
+            CASES,
+        )
+        tracemalloc.start()
+        try:
+            frame = score_batch(scope, evaluators)
+            _, top = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert frame.filter(~pl.col("passed")).get_column("trace_id").n_unique() == traces  # every trace flagged
+        return top
+
+    peak(100)  # what the first call imports or caches once
+    small, big = peak(200), peak(2_000)
+    per_trace = (big - small) / 1_800
+    assert per_trace < 1_500, f"{per_trace:,.0f} bytes of Python objects held per flagged trace at the peak"
