@@ -143,7 +143,7 @@ def _evaluated(
         positions.append({trace_id: i for i, trace_id in enumerate(order)})
     parts: list[list[pl.DataFrame]] = [[] for _ in plans]
     for first in range(0, len(needed), EVALUATE_SLICE):
-        found: list[list[tuple[int, Score]]] = [[] for _ in plans]
+        found: list[list[tuple[int, str, Score]]] = [[] for _ in plans]
         for trajectory in scope.batch.select(needed[first : first + EVALUATE_SLICE]).trajectories():
             trace_id = trajectory.trace_id
             case = scope.case(cases[trace_id] or NO_CASE)
@@ -151,7 +151,7 @@ def _evaluated(
                 if trace_id in position:
                     score = evaluate_safely(evaluator, trajectory, case)
                     if score is not None:
-                        results.append((position[trace_id], score))
+                        results.append((position[trace_id], trace_id, score))
         for (_, kind, _), results, into in zip(plans, found, parts, strict=True):
             if results:
                 into.append(_slice_rows(kind, results))
@@ -163,19 +163,18 @@ def _evaluated(
     return out
 
 
-def _slice_rows(kind: str, results: list[tuple[int, Score]]) -> pl.DataFrame:
-    """A slice's (position in the plan, score) as rows with their `_pos`: verdicts of representatives ("key")
-    or score rows."""
-    at = pl.Series("_pos", [p for p, _ in results], dtype=pl.Int64)
-    scores = [s for _, s in results]
+def _slice_rows(kind: str, results: list[tuple[int, str, Score]]) -> pl.DataFrame:
+    """A slice's (position in the plan, trace id evaluated, score) as rows with their `_pos`: the verdicts of
+    representatives ("key": the representative is the trace evaluated) or score rows."""
+    at = pl.Series("_pos", [p for p, _, _ in results], dtype=pl.Int64)
     if kind == "key":
         rows = pl.DataFrame(
-            [(s.trace_id, s.passed, s.score, s.reason, score_details(s)) for s in scores],
+            [(rep, s.passed, s.score, s.reason, score_details(s)) for _, rep, s in results],
             schema=_VERDICT_SCHEMA,
             orient="row",
         )
     else:
-        rows = score_rows_frame(scores)
+        rows = score_rows_frame([s for _, _, s in results])
     return rows.with_columns(at)
 
 
