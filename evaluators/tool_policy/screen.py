@@ -15,7 +15,7 @@ from tracevals.evaluators.arg_schemas import schema_error
 from tracevals.evaluators.scope import Scope, finish, json_bool, json_int, json_object, share_text
 from tracevals.evaluators.tool_policy.candidates import candidate_lists
 from tracevals.evaluators.tool_policy.evaluator import has_rules
-from tracevals.model.calls import parse_args
+from tracevals.model.batch import parse_each
 from tracevals.model.trajectory import HANDOFF_TOOL
 
 
@@ -122,14 +122,15 @@ def _schema_verdicts(scope: Scope, calls: pl.DataFrame) -> pl.DataFrame:
     keyed = [(k, c) for k in calls.get_column("case_key").unique().to_list() if (c := scope.case(k)) and c.tool_schemas]
     if not keyed:
         return pl.DataFrame(schema=schema)
-    rows = []
+    checked = []  # (key, its case, tool, arguments' text): each distinct call of a tool with a schema
     for key, case in keyed:
         tools = list(case.tool_schemas)
         distinct = (
             calls.filter((pl.col("case_key") == key) & pl.col("name").is_in(tools)).select("name", "args").unique()
         )
-        for name, args in distinct.iter_rows():
-            parsed = parse_args(args)
-            doubt = parsed is None or schema_error(case.tool_schemas[name], parsed) is not None
-            rows.append((key, name, args, doubt))
+        checked += [(key, case, name, args) for name, args in distinct.iter_rows()]
+    rows = []
+    for (key, case, name, args), parsed in zip(checked, parse_each([c[3] for c in checked]), strict=True):
+        doubt = parsed is None or schema_error(case.tool_schemas[name], parsed) is not None
+        rows.append((key, name, args, doubt))
     return pl.DataFrame(rows, schema=schema, orient="row")
