@@ -35,7 +35,7 @@ from tracevals.lake.lake import Lake, LakeLike, partition_key
 from tracevals.lake.paths import LakeError
 from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
-from tracevals.queries.connection import open_lake
+from tracevals.queries.connection import keep_footers, open_lake
 from tracevals.queries.interrupts import connect
 from tracevals.queries.materialize import materialized
 from tracevals.queries.sources import files_sql, register_source
@@ -128,7 +128,9 @@ def _source(con: duckdb.DuckDBPyConnection, lake: Lake, sub: str, names: list[st
 
 def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
     """Compute `task`'s part on `con` (open_lake over the lake, read_spans=False: the task points raw_spans
-    and raw_logs at its files); its row count."""
+    and raw_logs at its files); its row count. A group of hours' task reads files no other task reads: the
+    connection keeps none of their footers (`keep_footers`)."""
+    keep_footers(con, task.group is None)
     if task.crossing is not None:
         work_table(con, "tv_crossing", f"SELECT trace_id FROM '{task.crossing}'")
     try:

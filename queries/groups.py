@@ -24,6 +24,7 @@ from tracevals.queries.binding import (
     work_table,
 )
 from tracevals.queries.catalog import query_sql
+from tracevals.queries.connection import keep_footers
 from tracevals.queries.derived import HourFiles
 from tracevals.queries.interrupts import connect
 
@@ -261,10 +262,13 @@ def read_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, co
     at the rows of `group`; `release_group` points them back at nothing. copy: read the rows into
     temporary tables once (the views then read them from memory; `select_sessions` makes such a copy of
     the sessions it keeps, so copy only when scoring the group whole). The crossing traces are read into
-    `tv_crossing` once per connection."""
+    `tv_crossing` once per connection. A group of files reads files no other group of files reads: the
+    connection keeps none of their footers (`keep_footers`); a crossing group, which reads every block's files,
+    keeps them."""
     from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
     from tracevals.queries.sources import files_sql
 
+    keep_footers(con, group.crossing)
     if plan.crossing is not None and not has_table(con, "tv_crossing"):
         work_table(con, "tv_crossing", f"SELECT trace_id, grp FROM '{plan.crossing}'")
     for raw, sub, files in (("raw_spans", SPANS_DIR, group.spans), ("raw_logs", LOGS_DIR, group.logs)):

@@ -75,6 +75,39 @@ def test_worker_processes_write_the_same_rows(spread_lake: Path, tmp_path: Path)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [p.name for p in result.files]  # no leftovers
 
 
+def test_a_connection_keeps_no_footers_from_one_group_of_hours_to_the_next(
+    spread_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each group of hours reads files no other group reads; DuckDB kept every footer read (its object cache,
+    which nothing empties), so a worker's native heap grew group after group (as `tracevals score`'s did)."""
+    from tracevals.queries import export
+
+    def cached(con: duckdb.DuckDBPyConnection) -> int:
+        [(held,)] = con.execute(
+            "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'OBJECT_CACHE'"
+        ).fetchall()
+        return int(held)
+
+    every = duckdb.connect()  # what the lake's footers take in the cache, each file read once
+    every.execute("SET parquet_metadata_cache = true")
+    files = [str(p) for p in sorted((spread_lake / "spans").rglob("*.parquet"))]
+    every.execute("SELECT count(*) FROM read_parquet(?, union_by_name = true)", [files]).fetchall()
+    footers = cached(every)
+    held: list[int] = []
+    write_part = export._write_part
+
+    def spied(con, task):  # type: ignore[no-untyped-def]
+        rows = write_part(con, task)
+        if task.group is not None:
+            held.append(cached(con))
+        return rows
+
+    monkeypatch.setattr(export, "_write_part", spied)
+    result = export_view(spread_lake, "steps", tmp_path / "out", max_spans=1)
+    assert result.groups >= 5 and len(held) >= 5 and footers > 0
+    assert max(held) < footers / 10, (held, footers)
+
+
 def test_the_export_command(spread_lake: Path, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
