@@ -65,7 +65,6 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake, lock: bool = True) -> No
         con.execute("SET lock_configuration = true")
 
 
-@functools.cache
 def keep_footers(con: duckdb.DuckDBPyConnection, keep: bool) -> None:
     """Whether `con` keeps the footers of the Parquet files it reads, from one query to the next (DuckDB's
     object cache). `open_lake` keeps them: its connection reads the same files query after query. Nothing
@@ -74,6 +73,7 @@ def keep_footers(con: duckdb.DuckDBPyConnection, keep: bool) -> None:
     con.execute(f"SET parquet_metadata_cache = {'true' if keep else 'false'}")
 
 
+@functools.cache
 def _private_temp_directory() -> str:
     """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
     path = tempfile.mkdtemp(prefix="tracevals-spill-")

@@ -236,3 +236,29 @@ def test_a_group_whose_tables_outgrow_the_default_memory_is_scored_once(
     with open_lake(lake) as con:  # every message of the long inputs is read
         [(parts,)] = con.execute("SELECT count(*) FROM message_parts WHERE content LIKE 'turn %'").fetchall()
     assert parts >= 4 * 200
+
+
+def test_keeping_footers_is_set_each_time_and_holds_no_connection() -> None:
+    """`keep_footers` does what it is told on every call (a group of files after a crossing group keeps none
+    again), and keeps no reference to the connection (one kept alive by a cache would keep its whole
+    database)."""
+    import gc
+    import weakref
+
+    import duckdb
+
+    from tracevals.queries.connection import keep_footers
+
+    def setting(con: duckdb.DuckDBPyConnection) -> str:
+        [(value,)] = con.execute("SELECT current_setting('parquet_metadata_cache')").fetchall()
+        return str(value).lower()
+
+    con = duckdb.connect()
+    for keep in (False, True, False, True, False):
+        keep_footers(con, keep)
+        assert setting(con) == str(keep).lower()
+    gone = weakref.ref(con)
+    con.close()
+    del con
+    gc.collect()
+    assert gone() is None
