@@ -80,26 +80,18 @@ def test_a_connection_keeps_no_footers_from_one_group_of_hours_to_the_next(
 ) -> None:
     """Each group of hours reads files no other group reads; DuckDB kept every footer read (its object cache,
     which nothing empties), so a worker's native heap grew group after group (as `tracevals score`'s did)."""
+    from fixtures.footers import cached_footers, footers_of
+
     from tracevals.queries import export
 
-    def cached(con: duckdb.DuckDBPyConnection) -> int:
-        [(held,)] = con.execute(
-            "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'OBJECT_CACHE'"
-        ).fetchall()
-        return int(held)
-
-    every = duckdb.connect()  # what the lake's footers take in the cache, each file read once
-    every.execute("SET parquet_metadata_cache = true")
-    files = [str(p) for p in sorted((spread_lake / "spans").rglob("*.parquet"))]
-    every.execute("SELECT count(*) FROM read_parquet(?, union_by_name = true)", [files]).fetchall()
-    footers = cached(every)
+    footers = footers_of(spread_lake)
     held: list[int] = []
     write_part = export._write_part
 
     def spied(con, task):  # type: ignore[no-untyped-def]
         rows = write_part(con, task)
         if task.group is not None:
-            held.append(cached(con))
+            held.append(cached_footers(con))
         return rows
 
     monkeypatch.setattr(export, "_write_part", spied)

@@ -117,13 +117,6 @@ def test_each_group_writes_its_own_scores_file(varied: Path, tmp_path: Path) -> 
     assert sum(seen) == run.score_count == pl.read_parquet(str(lake / "scores" / "**" / "*.parquet")).height
 
 
-def _object_cache(con: object) -> int:
-    [(held,)] = con.execute(  # type: ignore[attr-defined]
-        "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'OBJECT_CACHE'"
-    ).fetchall()
-    return int(held)
-
-
 def test_a_worker_keeps_no_footers_from_one_group_of_files_to_the_next(
     varied: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,22 +124,17 @@ def test_a_worker_keeps_no_footers_from_one_group_of_files_to_the_next(
     reads. DuckDB kept each file's footer in its object cache, which nothing empties: at 10^7 spans a worker's
     native heap grew ~1.5 MB a group, 30 MiB over the night's groups. A group of files now keeps none (a
     crossing group, which reads every block's files several times, still does)."""
-    import duckdb
+    from fixtures.footers import cached_footers, footers_of
 
     from tracevals.scoring import groups
 
-    files = [str(p) for p in sorted((varied / "spans").rglob("*.parquet"))]
-    every = duckdb.connect()  # what the lake's footers take in the cache, each file read once
-    every.execute("SET parquet_metadata_cache = true")
-    every.execute("SELECT count(*) FROM read_parquet(?, union_by_name = true)", [files]).fetchall()
-    footers = _object_cache(every)
-    every.close()
+    footers = footers_of(varied)
     held: list[tuple[bool, int]] = []
     scored_group = groups._score_group
 
     def spied(con, plan, group, job):  # type: ignore[no-untyped-def]
         done = scored_group(con, plan, group, job)
-        held.append((group.crossing, _object_cache(con)))
+        held.append((group.crossing, cached_footers(con)))
         return done
 
     monkeypatch.setattr(groups, "_score_group", spied)
