@@ -20,7 +20,9 @@ hour; a session that crosses an hour (or is cut by the reader's selection) is re
 Each frame's rows carry their session's `bucket` (one of `BUCKETS`, from a hash of the session key) and
 are written a bucket to a row group: a reader takes a chunk of sessions (a range of buckets) from the row
 groups of those buckets alone, so a group never holds an hour's frames whole (at 10^7 spans an hour's
-frames are over 100 MiB in memory).
+frames are over 100 MiB in memory). `derive` computes them the same way, a range of buckets of about
+`DERIVE_CHUNK_SESSIONS` sessions at a time (the views restricted to its sessions): its memory follows that
+range, not the hour (it once held an hour's views and frames whole, over a GB for an hour of 10^7 spans a day).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, partition_key
 from tracevals.lake.paths import LakeError
+from tracevals.lake.sampling import bucket_sql
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
 from tracevals.lake.unreadable import named_files, warn_once
 from tracevals.model.batch import CALL_SCHEMA, HANDOFF_SCHEMA, TRACE_SCHEMA, Batch
@@ -49,6 +52,10 @@ from tracevals.queries.catalog import query_sql, view_sql
 
 VERSION = 3  # raise when what is written changes in a way the SQL digest does not show (3: `provenance`)
 BUCKETS = 16  # a frame's row groups: a chunk of sessions is read as a range of them
+# The sessions of an hour `derive` loads at a time (a range of buckets of about this many): what its memory
+# follows. Fewer ranges cost less (each reads the hour's files once more, to copy its sessions' rows).
+DERIVE_CHUNK_SESSIONS = 20_000
+_BUCKET_SALT = "derived:"  # the bucket of a session: `bucket_sql(_BUCKET_SALT, sid) % BUCKETS`
 _FRAMES = (("traces", TRACE_SCHEMA), ("calls", CALL_SCHEMA), ("handoffs", HANDOFF_SCHEMA))
 # Beside the loader's frames: each attempt's `attempt_provenance` row (what a report reads besides its
 # trajectory). An hour is derived when all of `_FILES` are there.
@@ -184,15 +191,16 @@ def derive_or_warn(
         return [], f"derived tables not written ({type(exc).__name__}: {exc}); readers use the views"
 
 
-def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
+def derive(lake: Lake, hours: list[HourFiles], chunk_sessions: int = DERIVE_CHUNK_SESSIONS) -> list[HourFiles]:
     """Write the loader's frames of each hour not derived yet for its current files; the hours written.
-    One connection for all of them, its views bound once."""
+    One connection for all of them, its views bound once; an hour's sessions loaded a range of buckets of about
+    `chunk_sessions` sessions at a time (`_loaded`)."""
     todo = [h for h in hours if not is_derived(lake, h)]
     if not todo:
         return []
     from tracevals.queries.connection import open_lake
     from tracevals.queries.sources import files_sql
-    from tracevals.queries.trajectories import LOADER_VIEWS, load_batch_and
+    from tracevals.queries.trajectories import LOADER_VIEWS
 
     con = open_lake(lake, read_spans=False, views=(*LOADER_VIEWS, "environments"), materialize=False)
     try:
@@ -200,8 +208,7 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
         for hour in todo:
             for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
                 bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
-            batch, provenance = load_batch_and(con, query_sql("attempt_provenance", traces="TRUE"))
-            _write(lake, hour, batch, provenance)
+            _write(lake, hour, _loaded(con, chunk_sessions))
         for raw in RAW:
             bind(con, raw, f"SELECT * FROM {raw}_empty")
     finally:
@@ -209,22 +216,72 @@ def derive(lake: Lake, hours: list[HourFiles]) -> list[HourFiles]:
     return todo
 
 
-def _write(lake: Lake, hour: HourFiles, batch: Batch, provenance: pa.Table) -> None:
+_BUCKETS_SQL = f"""
+SELECT trace_id, sid, CAST({bucket_sql(_BUCKET_SALT, "sid")} % {BUCKETS} AS INTEGER) AS bucket
+FROM (SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans GROUP BY trace_id)
+"""
+
+
+def _loaded(con: duckdb.DuckDBPyConnection, chunk_sessions: int) -> Iterator[tuple[Batch, pa.Table, pl.DataFrame]]:
+    """What the raw relations bound on `con` (an hour's files) give the loader, a range of buckets of about
+    `chunk_sessions` sessions at a time, the views restricted to its sessions (`selection.Restriction`, their
+    rows copied): each range's batch, its `attempt_provenance` rows, and its traces' buckets (`trace_id`,
+    `bucket`: the loader's session key, `trace_facts`, hashed). A bucket holds whole sessions and lies in
+    one range; when every session fits in one range, nothing is restricted."""
+    from tracevals.queries.selection import Restriction
+    from tracevals.queries.trajectories import load_batch_and
+
+    query = query_sql("attempt_provenance", traces="TRUE")
+    work_table(con, "tv_buckets", _BUCKETS_SQL)
+    restricted = Restriction(con, "tv_buckets", copied=False)
+    narrowed = False
+    try:
+        counts = dict(con.execute("SELECT bucket, count(DISTINCT sid) FROM tv_buckets GROUP BY bucket").fetchall())
+        ranges = _bucket_ranges([int(counts.get(b, 0)) for b in range(BUCKETS)], chunk_sessions)
+        for low, high in ranges:
+            kept = f"bucket BETWEEN {low} AND {high}"
+            if len(ranges) > 1:
+                work_table(con, "tv_chunk", f"SELECT trace_id FROM tv_buckets WHERE {kept}")
+                restricted.narrow("tv_chunk")
+                narrowed = True
+            buckets = pl.from_arrow(con.sql(f"SELECT trace_id, bucket FROM tv_buckets WHERE {kept}").to_arrow_table())
+            assert isinstance(buckets, pl.DataFrame)
+            yield (*load_batch_and(con, query), buckets)
+    finally:
+        if narrowed:
+            restricted.undo()
+        drop_tables(con, "tv_chunk", "tv_buckets")
+
+
+def _write(lake: Lake, hour: HourFiles, loaded: Iterator[tuple[Batch, pa.Table, pl.DataFrame]]) -> None:
+    """The hour's frame files from its ranges of buckets (`_loaded`): each range's rows appended to each file,
+    a bucket to a row group; the four files written once every range is in (a reader takes an hour only when
+    all four are there)."""
     stale = [n for n in lake.list_names(hour.folder, ".parquet") if not n.endswith(f"-{hour.key}.parquet")]
-    buffer = io.BytesIO()
-    pq.write_table(provenance, buffer, compression="zstd")
-    lake.write_bytes(f"{hour.folder}/{PROVENANCE}-{hour.key}.parquet", buffer.getvalue())
-    buckets = batch.traces.select("trace_id", bucket=pl.coalesce("session_id", "trace_id").hash(7) % BUCKETS)
-    buckets = buckets.with_columns(pl.col("bucket").cast(pl.Int32))
-    for table, schema in _FRAMES:  # the traces last: a reader checks for all four
-        frame: pl.DataFrame = getattr(batch, table)
-        frame = frame.select(list(schema)).join(buckets, on="trace_id", how="left", maintain_order="left")
-        frame = frame.sort("bucket", maintain_order=True)  # a trace's rows keep their order
-        buffer = io.BytesIO()
-        with pq.ParquetWriter(buffer, frame.to_arrow().schema, compression="zstd") as writer:
-            for _, part in frame.group_by("bucket", maintain_order=True):  # a row group per bucket
-                writer.write_table(part.to_arrow())
-        lake.write_bytes(f"{hour.folder}/{table}-{hour.key}.parquet", buffer.getvalue())
+    buffers = {name: io.BytesIO() for name in _FILES}
+    with contextlib.ExitStack() as stack:
+        writers: dict[str, pq.ParquetWriter] = {}
+
+        def append(name: str, rows: pa.Table) -> None:
+            if name not in writers:  # the first range's columns: the frames' own schema, the query's
+                writers[name] = stack.enter_context(pq.ParquetWriter(buffers[name], rows.schema, compression="zstd"))
+            if rows.num_rows:
+                writers[name].write_table(rows.cast(writers[name].schema))
+
+        for batch, provenance, buckets in loaded:
+            append(PROVENANCE, provenance)
+            for table, schema in _FRAMES:
+                frame: pl.DataFrame = getattr(batch, table)
+                frame = frame.select([pl.col(n).cast(t) for n, t in schema.items()])
+                frame = frame.join(buckets, on="trace_id", how="left", maintain_order="left")
+                if frame.get_column("bucket").null_count():  # `_loaded`'s traces are those with spans
+                    raise ValueError(f"{table} rows of a trace without spans in {hour.folder}")
+                frame = frame.sort("bucket", maintain_order=True)  # a trace's rows keep their order
+                append(table, frame.head(0).to_arrow())
+                for _, part in frame.group_by("bucket", maintain_order=True):  # a row group per bucket
+                    append(table, part.to_arrow())
+    for name in _FILES:
+        lake.write_bytes(f"{hour.folder}/{name}-{hour.key}.parquet", buffers[name].getvalue())
     for name in stale:  # frames of files that are gone: nothing reads them any more
         with contextlib.suppress(OSError):
             lake.filesystem.delete_file(lake.path(hour.folder, name))

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -297,22 +298,28 @@ def _main():  # type: ignore[no-untyped-def]
     return main
 
 
-def test_a_chunk_of_derived_sessions_is_read_from_its_own_row_groups(derived_lake: Path) -> None:
-    """Frames are written a bucket of sessions to a row group; `derived_chunks` reads a range of buckets at a
-    time: every taken trace once, whole sessions per chunk, the rows of the whole read."""
+def _assert_a_row_group_per_bucket(lake: Path) -> None:
+    """Every frame file of `lake` holds a bucket of sessions to a row group, each bucket once."""
     import pyarrow.parquet as pq
 
-    from tracevals.queries.derived import BUCKETS, derived_chunks
-
-    lake = Lake.open(derived_lake)
-    hours = list(derived_hours(lake).values())
-    for path in (derived_lake / "derived").rglob("*.parquet"):
+    for path in (lake / "derived").rglob("*.parquet"):
         if path.name.startswith("provenance-"):  # a report's rows per attempt, read whole: no buckets
             continue
         meta = pq.ParquetFile(path).metadata
         column = meta.schema.names.index("bucket")
         stats = [meta.row_group(i).column(column).statistics for i in range(meta.num_row_groups)]
         assert all(st.min == st.max for st in stats) and len({st.min for st in stats}) == meta.num_row_groups
+
+
+def test_a_chunk_of_derived_sessions_is_read_from_its_own_row_groups(derived_lake: Path) -> None:
+    """Frames are written a bucket of sessions to a row group; `derived_chunks` reads a range of buckets at a
+    time: every taken trace once, whole sessions per chunk, the rows of the whole read."""
+
+    from tracevals.queries.derived import BUCKETS, derived_chunks
+
+    lake = Lake.open(derived_lake)
+    hours = list(derived_hours(lake).values())
+    _assert_a_row_group_per_bucket(derived_lake)
     con = open_lake(derived_lake, read_spans=False, views=LOADER_VIEWS, materialize=False)
     for raw, sub in (("raw_spans", "spans"), ("raw_logs", "logs")):
         bind(con, raw, files_sql(con, lake, sub))
@@ -349,3 +356,43 @@ def test_an_hour_is_derived_at_its_merge_and_stays_derived_when_the_inputs_go(la
     compact(copy, min_age_s=0, retention_s=0.2)  # the inputs deleted
     assert len(Lake.open(copy).list_parquet("spans", replaced=True)) < len(every)
     assert derived_hours(Lake.open(copy)) == merged and not derive_closed(Lake.open(copy), FAR)
+
+
+def test_an_hour_is_derived_a_range_of_sessions_at_a_time_into_the_same_frames(
+    derived_lake: Path, lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`derive` loads an hour a range of buckets of sessions at a time (its memory follows the range, not the
+    hour): in ranges of about three sessions, each load holds three sessions or one bucket's, and the frames
+    written are the rows of the hours loaded at once (`derived_lake`), a bucket to a row group."""
+    from tracevals.queries import trajectories
+    from tracevals.queries.derived import PROVENANCE, derive
+
+    loaded: list[set[str]] = []
+    load = trajectories.load_batch_and
+
+    def counted(con: Any, query: str) -> Any:
+        batch, rows = load(con, query)
+        loaded.append(set(batch.traces.select(pl.coalesce("session_id", "trace_id")).to_series().to_list()))
+        return batch, rows
+
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    monkeypatch.setattr(trajectories, "load_batch_and", counted)
+    hours = list(hours_of(Lake.open(copy)).values())
+    assert derive(Lake.open(copy), hours, chunk_sessions=3) == hours
+    monkeypatch.undo()
+    _assert_a_row_group_per_bucket(copy)
+    keys = {h.hour: h.key for h in derived_hours(Lake.open(copy)).values()}
+    assert keys == {h.hour: h.key for h in derived_hours(Lake.open(derived_lake)).values()}
+    bucket: dict[str, int] = {}
+    for hour in hours:
+        for name in (PROVENANCE, "traces", "calls", "handoffs"):
+            ranged = pl.read_parquet(copy / hour.folder / f"{name}-{hour.key}.parquet")
+            whole = pl.read_parquet(derived_lake / hour.folder / f"{name}-{hour.key}.parquet")
+            key = [c for c, t in whole.schema.items() if not t.is_nested()]  # every row in one order
+            assert ranged.sort(key, nulls_last=True).equals(whole.sort(key, nulls_last=True)), (hour.hour, name)
+            if name == "traces":
+                sid = ranged.select(pl.coalesce("session_id", "trace_id"), "bucket")
+                bucket.update(dict(sid.iter_rows()))
+    assert len(loaded) > 2 * len(hours) and len(bucket) > 20  # several ranges an hour, of a lake of sessions
+    assert all(len(sessions) <= 3 or len({bucket[s] for s in sessions}) == 1 for sessions in loaded), loaded
