@@ -43,3 +43,37 @@ def test_every_figure_in_the_docs_is_one_make_bench_printed() -> None:
         if figure.replace(",", "") not in have
     ]
     assert not missing, "figures not printed by make bench (bench/RESULTS.md):\n" + "\n".join(missing)
+
+
+# Numbers a paragraph that cites `make bench` may hold besides its figures: settings and the sizes of inputs,
+# each named (a measured figure does not belong here: quote what the run printed).
+SETTINGS = {
+    "8000": "GROUP_CHUNK_SESSIONS, the sessions a group scores at a time (scoring/groups.py)",
+    "15000": "that chunk size before it was 8,000",
+    "65536": "the size of a cache that no longer exists",
+    "80000": "about how many spans TRACEVALS_SNAPSHOT_MB's default holds",
+    "150000": "GROUP_ROWS, the rows of a group of files (queries/groups.py)",
+    "450000": "the size of an experiment's groups (an hour file at 10^7 spans)",
+}
+ANY_NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\w.])")
+
+
+def test_a_paragraph_that_cites_make_bench_holds_only_numbers_it_printed() -> None:
+    """A figure needs no unit after it to be one ("(53,452 without)", "free 76,823", "the floor's 8.23"): in a
+    paragraph that cites `make bench` or bench/RESULTS.md, every number with a thousands separator or a decimal
+    point is one bench/RESULTS.md holds, or a setting named in `SETTINGS`."""
+    have = printed((ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8"))
+    missing = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        at = 0
+        for paragraph in re.split(r"\n\s*\n", text):
+            at = text.index(paragraph, at)
+            if "make bench" in paragraph or "RESULTS.md" in paragraph:
+                for m in ANY_NUMBER.finditer(paragraph):
+                    number = m.group(1).replace(",", "")
+                    if number not in have and number not in SETTINGS:
+                        line = text.count("\n", 0, at + m.start()) + 1
+                        missing.append(f"{page.relative_to(ROOT)}:{line}: {m.group(1)}")
+            at += len(paragraph)
+    assert not missing, "numbers beside make bench's figures that it did not print:\n" + "\n".join(missing)
