@@ -31,7 +31,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import io
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -208,7 +208,8 @@ def derive(lake: Lake, hours: list[HourFiles], chunk_sessions: int = DERIVE_CHUN
         for hour in todo:
             for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
                 bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
-            _write(lake, hour, _loaded(con, chunk_sessions))
+            with contextlib.closing(_loaded(con, chunk_sessions)) as loaded:  # its tables dropped on any exit
+                _write(lake, hour, loaded)
         for raw in RAW:
             bind(con, raw, f"SELECT * FROM {raw}_empty")
     finally:
@@ -222,7 +223,10 @@ FROM (SELECT trace_id, coalesce(max(session_id), trace_id) AS sid FROM raw_spans
 """
 
 
-def _loaded(con: duckdb.DuckDBPyConnection, chunk_sessions: int) -> Iterator[tuple[Batch, pa.Table, pl.DataFrame]]:
+Loaded = tuple[Batch, pa.Table, pl.DataFrame]  # a range's batch, its provenance rows, its traces' buckets
+
+
+def _loaded(con: duckdb.DuckDBPyConnection, chunk_sessions: int) -> Generator[Loaded, None, None]:
     """What the raw relations bound on `con` (an hour's files) give the loader, a range of buckets of about
     `chunk_sessions` sessions at a time, the views restricted to its sessions (`selection.Restriction`, their
     rows copied): each range's batch, its `attempt_provenance` rows, and its traces' buckets (`trace_id`,
@@ -253,7 +257,7 @@ def _loaded(con: duckdb.DuckDBPyConnection, chunk_sessions: int) -> Iterator[tup
         drop_tables(con, "tv_chunk", "tv_buckets")
 
 
-def _write(lake: Lake, hour: HourFiles, loaded: Iterator[tuple[Batch, pa.Table, pl.DataFrame]]) -> None:
+def _write(lake: Lake, hour: HourFiles, loaded: Iterator[Loaded]) -> None:
     """The hour's frame files from its ranges of buckets (`_loaded`): each range's rows appended to each file,
     a bucket to a row group; the four files written once every range is in (a reader takes an hour only when
     all four are there)."""

@@ -396,3 +396,30 @@ def test_an_hour_is_derived_a_range_of_sessions_at_a_time_into_the_same_frames(
                 bucket.update(dict(sid.iter_rows()))
     assert len(loaded) > 2 * len(hours) and len(bucket) > 20  # several ranges an hour, of a lake of sessions
     assert all(len(sessions) <= 3 or len({bucket[s] for s in sessions}) == 1 for sessions in loaded), loaded
+
+
+def test_a_derive_stopped_between_ranges_leaves_no_file_and_drops_its_tables_first(
+    lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure (or Ctrl-C) while an hour's ranges are written: nothing of the hour is written, and the ranges'
+    restriction is undone on the open connection before it closes (not later, by the garbage collector, on a
+    closed one: an "Exception ignored" line on the user's terminal)."""
+    import gc
+    import sys
+
+    from tracevals.queries import derived
+
+    def stopped(lake_: Lake, hour: HourFiles, loaded: Any) -> None:
+        next(loaded)  # the first range loaded, the views restricted to it
+        raise KeyboardInterrupt
+
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    monkeypatch.setattr(derived, "_write", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        derived.derive(Lake.open(copy), list(hours_of(Lake.open(copy)).values()), chunk_sessions=3)
+    gc.collect()
+    assert not unraisable, [u.exc_value for u in unraisable]
+    assert not (copy / "derived").exists() or not list((copy / "derived").rglob("*.parquet"))
