@@ -22,7 +22,8 @@ are written a bucket to a row group: a reader takes a chunk of sessions (a range
 groups of those buckets alone, so a group never holds an hour's frames whole (at 10^7 spans an hour's
 frames are over 100 MiB in memory). `derive` computes them the same way, a range of buckets of about
 `DERIVE_CHUNK_SESSIONS` sessions at a time (the views restricted to its sessions): its memory follows that
-range, not the hour (it once held an hour's views and frames whole, over a GB for an hour of 10^7 spans a day).
+range, not the hour (it held an hour's views and frames whole: 744 MB RSS for a middle hour of the 10^7-span
+bench lake, 569 MB in four ranges).
 """
 
 from __future__ import annotations
