@@ -229,33 +229,27 @@ Loaded = tuple[Batch, pa.Table, pl.DataFrame]  # a range's batch, its provenance
 
 def _loaded(con: duckdb.DuckDBPyConnection, chunk_sessions: int) -> Generator[Loaded, None, None]:
     """What the raw relations bound on `con` (an hour's files) give the loader, a range of buckets of about
-    `chunk_sessions` sessions at a time, the views restricted to its sessions (`selection.Restriction`, their
+    `chunk_sessions` sessions at a time, the views narrowed to its sessions (`selection.narrowed_chunks`, their
     rows copied): each range's batch, its `attempt_provenance` rows, and its traces' buckets (`trace_id`,
     `bucket`: the loader's session key, `trace_facts`, hashed). A bucket holds whole sessions and lies in
-    one range; when every session fits in one range, nothing is restricted."""
-    from tracevals.queries.selection import Restriction
+    one range; when every session fits in one range, nothing is narrowed."""
+    from tracevals.queries.selection import narrowed_chunks
     from tracevals.queries.trajectories import load_batch_and
 
     query = query_sql("attempt_provenance", traces="TRUE")
     work_table(con, "tv_buckets", _BUCKETS_SQL)
-    restricted = Restriction(con, "tv_buckets", copied=False)
-    narrowed = False
     try:
         counts = dict(con.execute("SELECT bucket, count(DISTINCT sid) FROM tv_buckets GROUP BY bucket").fetchall())
         ranges = _bucket_ranges([int(counts.get(b, 0)) for b in range(BUCKETS)], chunk_sessions)
-        for low, high in ranges:
-            kept = f"bucket BETWEEN {low} AND {high}"
-            if len(ranges) > 1:
-                work_table(con, "tv_chunk", f"SELECT trace_id FROM tv_buckets WHERE {kept}")
-                restricted.narrow("tv_chunk")
-                narrowed = True
-            buckets = pl.from_arrow(con.sql(f"SELECT trace_id, bucket FROM tv_buckets WHERE {kept}").to_arrow_table())
+        kept = [f"bucket BETWEEN {low} AND {high}" for low, high in ranges]
+        for chunk in narrowed_chunks(con, "tv_buckets", kept):
+            buckets = pl.from_arrow(
+                con.sql(f"SELECT trace_id, bucket FROM tv_buckets WHERE {kept[chunk]}").to_arrow_table()
+            )
             assert isinstance(buckets, pl.DataFrame)
             yield (*load_batch_and(con, query), buckets)
     finally:
-        if narrowed:
-            restricted.undo()
-        drop_tables(con, "tv_chunk", "tv_buckets")
+        drop_tables(con, "tv_buckets")
 
 
 def _write(lake: Lake, hour: HourFiles, loaded: Iterator[Loaded]) -> None:

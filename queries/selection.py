@@ -202,24 +202,39 @@ def session_chunks(
     try:
         [(sessions,)] = con.execute(f"SELECT count(DISTINCT sid) FROM {source}").fetchall()
         count = -(-int(sessions) // max(1, max_sessions))
-        if count <= 1:
-            yield 0
-            return
         bucket = bucket_sql("chunk:", "sid")
-        chunked = within if within is not None else Restriction(con, source, copied=False)
-        try:
-            for chunk in range(count):
-                work_table(con, "tv_chunk", f"SELECT trace_id FROM {source} WHERE {bucket} % {count} = {chunk}")
-                chunked.narrow("tv_chunk", copy=copy)
-                yield chunk
-        finally:
-            if within is not None:
-                within.reapply()
-            else:
-                chunked.undo()
-            drop_tables(con, "tv_chunk")
+        chunks = [f"{bucket} % {count} = {chunk}" for chunk in range(count)]
+        yield from narrowed_chunks(con, source, chunks, within=within, copy=copy)
     finally:
         drop_tables(con, "tv_chunked")
+
+
+def narrowed_chunks(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    chunks: list[str],
+    within: Restriction | None = None,
+    copy: bool = True,
+) -> Iterator[int]:
+    """The views narrowed to the traces of table `source` (`trace_id`, whole sessions) that meet each condition
+    of `chunks` in turn (SQL over `source`'s columns): yields each chunk's index while they read it alone. One
+    chunk (or none) yields once and narrows nothing; afterwards the views read what they read before (all of
+    `within`, or the lake). `within` and `copy`: as `session_chunks` takes them."""
+    if len(chunks) <= 1:
+        yield 0
+        return
+    chunked = within if within is not None else Restriction(con, source, copied=False)
+    try:
+        for index, condition in enumerate(chunks):
+            work_table(con, "tv_chunk", f"SELECT trace_id FROM {source} WHERE {condition}")
+            chunked.narrow("tv_chunk", copy=copy)
+            yield index
+    finally:
+        if within is not None:
+            within.reapply()
+        else:
+            chunked.undo()
+        drop_tables(con, "tv_chunk")
 
 
 def restrict_to(con: duckdb.DuckDBPyConnection, traces: str) -> Restriction:
