@@ -26,12 +26,12 @@ from tracevals.queries import open_lake
 from tracevals.queries.binding import bind
 from tracevals.queries.derived import (
     HourFiles,
-    derive_closed,
     derived_batch,
     derived_hours,
     hours_of,
     take_derived,
 )
+from tracevals.queries.derived_write import derive_closed
 from tracevals.queries.groups import Group, plan_groups
 from tracevals.queries.selection import Selection
 from tracevals.queries.sources import files_sql
@@ -365,7 +365,8 @@ def test_an_hour_is_derived_a_range_of_sessions_at_a_time_into_the_same_frames(
     hour): in ranges of about three sessions, each load holds three sessions or one bucket's, and the frames
     written are the rows of the hours loaded at once (`derived_lake`), a bucket to a row group."""
     from tracevals.queries import trajectories
-    from tracevals.queries.derived import PROVENANCE, derive
+    from tracevals.queries.derived import PROVENANCE
+    from tracevals.queries.derived_write import derive
 
     loaded: list[set[str]] = []
     load = trajectories.load_batch_and
@@ -407,7 +408,7 @@ def test_a_derive_stopped_between_ranges_leaves_no_file_and_drops_its_tables_fir
     import gc
     import sys
 
-    from tracevals.queries import derived
+    from tracevals.queries import derived_write
 
     def stopped(lake_: Lake, hour: HourFiles, loaded: Any) -> None:
         next(loaded)  # the first range loaded, the views restricted to it
@@ -417,9 +418,9 @@ def test_a_derive_stopped_between_ranges_leaves_no_file_and_drops_its_tables_fir
     shutil.copytree(lake, copy)
     unraisable: list[Any] = []
     monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
-    monkeypatch.setattr(derived, "_write", stopped)
+    monkeypatch.setattr(derived_write, "_write", stopped)
     with pytest.raises(KeyboardInterrupt):
-        derived.derive(Lake.open(copy), list(hours_of(Lake.open(copy)).values()), chunk_sessions=3)
+        derived_write.derive(Lake.open(copy), list(hours_of(Lake.open(copy)).values()), chunk_sessions=3)
     gc.collect()
     assert not unraisable, [u.exc_value for u in unraisable]
     assert not (copy / "derived").exists() or not list((copy / "derived").rglob("*.parquet"))

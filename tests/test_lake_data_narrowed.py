@@ -18,7 +18,8 @@ from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import frames_or_views, open_lake, trajectories
-from tracevals.queries.derived import derive_closed, derived_hours
+from tracevals.queries.derived import derived_hours
+from tracevals.queries.derived_write import derive_closed
 from tracevals.queries.frames_or_views import FramesOrViews
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.scoring.lake_data import REPORT_VIEWS, _read_attempts, load_lake_data

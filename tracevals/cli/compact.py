@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def _derive(lake: Lake, ended_before: float, console: Console) -> None:
     """The derived tables of the closed hours (`queries.derived`: what the nightly job reads instead of
     rebuilding them through the views). A failure is a warning: readers then use the views, nothing is lost."""
-    from tracevals.queries.derived import derive_or_warn
+    from tracevals.queries.derived_write import derive_or_warn
 
     written, warning = derive_or_warn(lake, ended_before)
     if warning:

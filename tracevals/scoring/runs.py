@@ -91,7 +91,7 @@ def compact_run(lake: Lake, started: float) -> str | None:
     `started` only, the running one included; files other writers add meanwhile are left for the next
     compaction. Returns a warning when it could not (the run's files stay as they were: nothing is lost)."""
     from tracevals.lake.compact import CompactError, compact
-    from tracevals.queries.derived import derive_or_warn
+    from tracevals.queries.derived_write import derive_or_warn
 
     # the hours since the run started, the running one included (an hour that ends within the next hour):
     # no hour a skewed clock put later
