@@ -14,8 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 UNITS = r"spans/s|sessions/s|rows/s|records/s|CPU-s|CPU s|ms|µs|s|MiB|MB|GiB|GB|KB|×|x"
-# a number with a thousands separator or a decimal point, followed by a unit
-FIGURE = re.compile(rf"(?<![\w.^/-])(\d{{1,3}}(?:,\d{{3}})+|\d+\.\d+)(?= ?(?:{UNITS})(?![\w/]))")
+# a number with a thousands separator or a decimal point (not part of a word, a version or a path)
+NUMBER = r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+\.\d+)"
+# such a number followed by a unit
+FIGURE = re.compile(rf"{NUMBER}(?= ?(?:{UNITS})(?![\w/]))")
 
 
 def figures(text: str) -> list[tuple[int, str]]:
@@ -55,7 +57,7 @@ SETTINGS = {
     "150000": "GROUP_ROWS, the rows of a group of files (queries/groups.py)",
     "450000": "the size of an experiment's groups (an hour file at 10^7 spans)",
 }
-ANY_NUMBER = re.compile(r"(?<![\w.^/-])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\w.])")
+ANY_NUMBER = re.compile(rf"{NUMBER}(?![\w.])")
 
 
 def test_a_paragraph_that_cites_make_bench_holds_only_numbers_it_printed() -> None:
