@@ -53,6 +53,7 @@ def test_every_figure_in_the_docs_is_one_make_bench_printed() -> None:
 # each named (a measured figure does not belong here: quote what the run printed).
 SETTINGS = {
     "16": "TRACEVALS_SNAPSHOT_MB's default, in MB (queries/connection.py)",
+    "160": "GROUP_MEMORY, in MB: a group's default DuckDB memory for its work (scoring/groups.py)",
     "8000": "GROUP_CHUNK_SESSIONS, the sessions a group scores at a time (scoring/groups.py)",
     "15000": "that chunk size before it was 8,000",
     "65536": "the size of a cache that no longer exists",

@@ -228,6 +228,7 @@ def test_since_and_until_select_sessions_by_their_start(lake: Path) -> None:
             "unknown evaluator 'trajectory_mtch'; valid: failure_handling, injection",
         ),
         (["--since", "last tuesday"], "is not a time"),
+        (["--memory-limit", "lots"], "'lots' is not a memory size: a number and a unit, e.g. 4GB or 512MiB"),
     ],
 )
 def test_user_errors_are_one_line_and_exit_1(lake: Path, tmp_path: Path, args: list[str], message: str) -> None:
@@ -238,6 +239,18 @@ def test_user_errors_are_one_line_and_exit_1(lake: Path, tmp_path: Path, args: l
     assert result.exit_code != 0
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_memory_limit_given_holds(lake: Path) -> None:
+    """`--memory-limit` bounds each group's DuckDB, its tables included, and never gives way (tracevals' own
+    default does, for a statement that needs more): far too little is an error of one line."""
+    args = ["score", "--lake", str(lake), "--summary", "--no-write", "--memory-limit", "1MB"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "Out of Memory" in result.output and "raise --memory-limit" in result.output
+    assert "Traceback" not in result.output
+    result = CliRunner().invoke(main, [*args[:-1], "1GB"])
+    assert result.exit_code == 0, result.output
 
 
 def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:

@@ -46,6 +46,7 @@ EMIT_OTLP = "TRACEVALS_EMIT_OTLP"
 FORMAT = "TRACEVALS_FORMAT"
 STRICT = "TRACEVALS_STRICT"  # 1: an unreadable lake file fails the command instead of being skipped
 SNAPSHOT_MB = "TRACEVALS_SNAPSHOT_MB"  # a lake with at most this many MB of span + log files is snapshotted at open
+MEMORY_LIMIT = "TRACEVALS_MEMORY_LIMIT"  # DuckDB's memory_limit of each worker of score / export (e.g. 4GB)
 
 # --- runs, leases, compaction and clocks (tracevals.lake.leases, lake.compact, lake.clock) --------------
 LEASE_TTL = "TRACEVALS_LEASE_TTL"  # seconds a lease outlives its holder's last heartbeat (default 30)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar
+from tracevals.cli.shared.output import format_option, lake_option, memory_limit_option, print_rows, progress_bar
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="About how many spans one group of hours holds (an hour is never split).",
 )
-@click.option("--memory-limit", default=None, help="DuckDB memory_limit of each worker, e.g. 4GB.")
+@memory_limit_option("DuckDB memory_limit of each worker, e.g. 4GB.")
 @format_option()
 @click.argument("view", type=click.Choice(sorted(PER_TRACE_VIEWS)))
 def export(lake: Lake, out: Path, workers: int, max_spans: int, memory_limit: str | None, fmt: str, view: str) -> None:

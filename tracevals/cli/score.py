@@ -21,6 +21,7 @@ from tracevals.cli.shared.output import (
     file_option,
     format_option,
     lake_option,
+    memory_limit_option,
     print_rows,
     say,
     shown,
@@ -79,6 +80,10 @@ COLUMNS = ["session_id", "trace_id", "task_id", "attempt", "variant", "evaluator
     help="Where the offline job runs: this machine's processes, or Ray Data / Spark over the same Parquet "
     "(RAY_ADDRESS: a Ray cluster); the same rows (docs/scale.md).",
 )
+@memory_limit_option(
+    "DuckDB memory_limit of each worker, e.g. 2GB; it holds, the rows a group of sessions holds included "
+    "[default: 160MB for the work beyond those rows, given way to by a statement that needs more].",
+)
 @format_option()
 def score(
     lake: Lake,
@@ -98,6 +103,7 @@ def score(
     summary: bool,
     workers: int | None,
     engine: str,
+    memory_limit: str | None,
     fmt: str,
 ) -> None:
     """Score the sessions of a lake with the evaluators; store the scores in LAKE/scores/ and print them.
@@ -145,6 +151,7 @@ def score(
             sinks=(emitter,) if emitter is not None else (),  # a group of sessions at a time
             keep_scores=not summary,
             workers=workers or _cores(),
+            memory_limit=memory_limit,
         )
         if follow:
             _follow(job, idle, interval, fmt, max_file_rows)

@@ -25,7 +25,7 @@ from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
 from tracevals.queries import open_lake
-from tracevals.queries.binding import default_memory_limit
+from tracevals.queries.binding import default_memory_limit, without_default_limit
 from tracevals.queries.connection import define_views
 from tracevals.queries.derived import HourFiles, derived_chunks, take_derived
 from tracevals.queries.groups import Group, GroupPlan, find_crossing, read_group, release_group
@@ -81,9 +81,10 @@ GROUP_VIEWS = LOADER_VIEWS
 _T = TypeVar("_T")
 
 
-# DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: beyond it the
-# group's rows and tables spill to a temporary directory, so that a group read from big files (an hour in
-# one file of half a million rows) stays within bounds. A table the group computes that runs out of it is
+# DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: the memory of
+# the work beyond the tables the connection holds (the group's rows, copied once: `binding.default_memory_limit`);
+# beyond it the work spills to a temporary directory, so that a group read from big files (an hour in one
+# file of half a million rows) stays within bounds. A table the group computes that runs out of it is
 # computed again without it (`binding.computed`); a group that still runs out is scored again without it.
 GROUP_MEMORY = "160MB"
 
@@ -126,11 +127,8 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
     def run(limit: str | None) -> _Scored:
         if limit is not None:
             return _score_group_once(con, plan, group, job)
-        con.execute("RESET memory_limit")
-        try:
+        with without_default_limit(con):
             return _score_group_once(con, plan, group, job)
-        finally:
-            con.execute("SET memory_limit = ?", [GROUP_MEMORY])
 
     return _beyond_default_memory(job.memory_limit, run)
 

@@ -123,6 +123,27 @@ def say(console: Console, text: str, *, markup: bool = True) -> None:
     console.print(text if markup else shown(text), highlight=False, soft_wrap=True, markup=markup)
 
 
+class MemorySize(click.ParamType):
+    """A memory size in DuckDB's units ("4GB", "512MiB"), checked before any work (DuckDB's own error came
+    from a worker, after the job had started)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from tracevals.queries.binding import limit_bytes  # imported only when the option is given
+
+        try:
+            limit_bytes(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value).strip()
+
+
+def memory_limit_option(help: str) -> Any:
+    """`--memory-limit` (env TRACEVALS_MEMORY_LIMIT): DuckDB's memory_limit of each of the command's workers."""
+    return click.option("--memory-limit", type=MemorySize(), envvar=env.MEMORY_LIMIT, help=help)
+
+
 def lake_option(help: str, default: str | None = None, reads: bool = True) -> Any:
     """`--lake` (env TRACEVALS_LAKE): required unless a default is given. `reads`: the command reads the
     lake's files, so it also takes `--strict` (env TRACEVALS_STRICT): an unreadable file fails the command
