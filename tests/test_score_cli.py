@@ -251,6 +251,9 @@ def test_a_memory_limit_given_holds(lake: Path) -> None:
     assert "Traceback" not in result.output
     result = CliRunner().invoke(main, [*args[:-1], "1GB"])
     assert result.exit_code == 0, result.output
+    # the distributed engines' workers do not read it: refused, not ignored
+    result = CliRunner().invoke(main, [*args, "--engine", "ray"])
+    assert result.exit_code == 1 and "--engine ray's take their memory from Ray's own settings" in result.output
 
 
 def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:

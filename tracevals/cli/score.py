@@ -129,6 +129,11 @@ def score(
         raise click.ClickException(
             f"--engine {engine} scores offline and writes scores/; --follow and --emit-otlp run on this machine"
         )
+    if engine != DEFAULT_ENGINE and memory_limit is not None:
+        raise click.ClickException(
+            f"--memory-limit bounds this machine's workers; --engine {engine}'s take their memory from "
+            f"{engine.capitalize()}'s own settings (unset TRACEVALS_MEMORY_LIMIT, or drop --memory-limit)"
+        )
     emitter = _emitter() if emit_otlp else None
     try:
         now = clock.now()
