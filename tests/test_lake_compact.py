@@ -338,3 +338,33 @@ def test_a_fifo_named_like_a_part_file_is_never_opened(built: Path) -> None:
     assert json.loads(sql.stdout)[0]["n"] > 0
     # not a lake file (DuckDB's glob and the lake's listings read regular files only): no warning, left as is
     assert "unreadable" not in sql.stderr and (partition / "part-9-pipe.parquet").exists()
+
+
+def test_a_reader_whose_files_a_compaction_deleted_ends_in_one_line(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tracevals score` lists the lake's files, then reads them; a compaction that merges their hours in
+    between and deletes its inputs (its retention over: here 0) leaves it files that are gone. Found running
+    `tracevals compact --retention 0` beside `tracevals score`: DuckDB's "No files found" traceback. Now one
+    line that says what happened and what to do; run again, the command reads the merged files."""
+    from click.testing import CliRunner
+
+    import tracevals.scoring.offline as offline
+    from tracevals.cli import main
+
+    planned = offline.plan_groups
+
+    def then_compacted(*args: Any, **kwargs: Any) -> Any:
+        plan = planned(*args, **kwargs)
+        assert compact(built, min_age_s=0, retention_s=0).files_in > 0  # what the plan lists is gone
+        return plan
+
+    monkeypatch.setattr(offline, "plan_groups", then_compacted)
+    command = ["score", "--lake", str(built), "--summary", "--no-write", "--workers", "1"]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 1, result.output
+    assert "removed while this command read the lake" in result.output
+    assert "tracevals compact --retention" in result.output and "Traceback" not in result.output
+    monkeypatch.setattr(offline, "plan_groups", planned)
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output

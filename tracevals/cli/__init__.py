@@ -8,6 +8,7 @@ import gc
 import importlib
 import importlib.util
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,24 @@ def operational_error(exc: OSError) -> str | None:
         return None
     where = f"cannot use {exc.filename}: " if exc.filename else ""  # Arrow's errors name no file
     return f"{where}{exc.strerror or exc}; {fix}"
+
+
+def vanished_file(exc: Exception) -> str | None:
+    """One line for DuckDB's error on a lake file that was there when the command listed the lake and is gone
+    when it reads it: a `tracevals compact` merged its hour and, its `--retention` over (0: at once), deleted
+    it. None for any other error. Known by class name and message, so that the error handler does not import
+    duckdb."""
+    if type(exc).__name__ != "IOException" or "duckdb" not in type(exc).__module__:
+        return None
+    text = str(exc)
+    found = re.search(r'"([^"]+\.parquet)"', text)
+    if found is None or not ("No files found" in text or "No such file" in text):
+        return None
+    return (
+        f"{found.group(1)}: removed while this command read the lake (a `tracevals compact` merged its hour, "
+        "and its --retention was shorter than this command took): run the command again; a reader that takes "
+        "longer needs `tracevals compact --retention` longer than it"
+    )
 
 
 def _interrupted(exc: Exception) -> bool:
@@ -184,6 +203,9 @@ class LazyGroup(click.Group):
             if _interrupted(exc):  # Ctrl-C inside a DuckDB query: what Ctrl-C anywhere else gives
                 _exit_if_terminated()
                 raise click.Abort() from None
+            gone = vanished_file(exc)
+            if gone is not None:
+                raise click.ClickException(gone) from None
             if type(exc).__name__ != "OutOfMemoryException" or "duckdb" not in type(exc).__module__:
                 raise
             # DuckDB ran out of the memory it was given or could get: one line, not its traceback
