@@ -58,6 +58,11 @@ placed_logs AS MATERIALIZED (  -- named three times: computed once
     FROM logs AS l
     LEFT JOIN sole_calls AS c ON l.span_id IS NULL AND c.trace_id = l.trace_id
 ),
+agent_spans AS MATERIALIZED (
+    -- the agent spans, read once: each declared attribute below looks in them alone (a scan of every span's
+    -- attribute text per declared attribute cost more than the rest of this view on a lake of long spans)
+    SELECT trace_id, span_id, start_time, end_time, attributes FROM raw_spans WHERE kind = 'agent'
+),
 agent_messages AS (
     -- the conversation an agent span holds, per trace and declared attribute: the first agent span's input,
     -- the last one's output

@@ -82,7 +82,7 @@ def agent_sources() -> str:
             f"SELECT trace_id, {_literal('agent:' + source.key)} AS source, {source.priority} AS priority, "
             f"{_literal(source.direction)} AS direction,\n"
             f"           {pick}({_value(source)}, ({order}, span_id)) AS value\n"
-            f"    FROM raw_spans\n    WHERE kind = 'agent' AND attributes LIKE {_like(source.key)}\n"
+            f"    FROM agent_spans\n    WHERE attributes LIKE {_like(source.key)}\n"
             "    GROUP BY trace_id"
         )
     return "\n    UNION ALL\n    ".join(out)
