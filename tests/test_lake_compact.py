@@ -363,8 +363,8 @@ def test_a_reader_whose_files_a_compaction_deleted_ends_in_one_line(
     command = ["score", "--lake", str(built), "--summary", "--no-write", "--workers", "1"]
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 1, result.output
-    assert "removed while this command read the lake" in result.output
-    assert "tracevals compact --retention" in result.output and "Traceback" not in result.output
+    assert "a file of the lake this command listed was removed while it ran" in result.output
+    assert "a longer `tracevals compact --retention`" in result.output and "Traceback" not in result.output
     monkeypatch.setattr(offline, "plan_groups", planned)
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 0, result.output

@@ -80,21 +80,25 @@ def operational_error(exc: OSError) -> str | None:
     return f"{where}{exc.strerror or exc}; {fix}"
 
 
+# A file of a lake's partitions (`lake.paths`): spans/ or logs/, date=/hour=, as DuckDB quotes it in an error.
+_LAKE_FILE = re.compile(r'"([^"]*/(?:spans|logs)/date=[^"/]+/hour=\d+/[^"/]+\.parquet)"')
+
+
 def vanished_file(exc: Exception) -> str | None:
     """One line for DuckDB's error on a lake file that was there when the command listed the lake and is gone
     when it reads it: a `tracevals compact` merged its hour and, its `--retention` over (0: at once), deleted
-    it. None for any other error. Known by class name and message, so that the error handler does not import
-    duckdb."""
+    it. None for any other error (a file a query names itself that is not there is DuckDB's own error).
+    Known by class name and message, so that the error handler does not import duckdb."""
     if type(exc).__name__ != "IOException" or "duckdb" not in type(exc).__module__:
         return None
     text = str(exc)
-    found = re.search(r'"([^"]+\.parquet)"', text)
+    found = _LAKE_FILE.search(text)
     if found is None or not ("No files found" in text or "No such file" in text):
         return None
     return (
-        f"{found.group(1)}: removed while this command read the lake (a `tracevals compact` merged its hour, "
-        "and its --retention was shorter than this command took): run the command again; a reader that takes "
-        "longer needs `tracevals compact --retention` longer than it"
+        f"{found.group(1)}: not found; a file of the lake this command listed was removed while it ran (a "
+        "`tracevals compact` merges an hour's files and deletes them after its --retention): run the command "
+        "again; a reader that takes longer needs a longer `tracevals compact --retention`"
     )
 
 

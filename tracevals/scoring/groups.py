@@ -81,11 +81,12 @@ GROUP_VIEWS = LOADER_VIEWS
 _T = TypeVar("_T")
 
 
-# DuckDB's memory_limit on a group's connection (and the crossing pass) unless one is given: the memory of
-# the work beyond the tables the connection holds (the group's rows, copied once: `binding.default_memory_limit`);
-# beyond it the work spills to a temporary directory, so that a group read from big files (an hour in one
-# file of half a million rows) stays within bounds. A table the group computes that runs out of it is
-# computed again without it (`binding.computed`); a group that still runs out is scored again without it.
+# DuckDB's memory_limit on a group's connection unless one is given: the memory of the work beyond the tables
+# the connection holds (the group's rows, copied once: `binding.default_memory_limit`; the crossing pass,
+# which holds none, has it as a fixed limit); beyond it the work spills to a temporary directory, so that a
+# group read from big files (an hour in one file of half a million rows) stays within bounds. A table the
+# group computes that runs out of it is computed again without it (`binding.computed`); a group that still
+# runs out is scored again without it.
 GROUP_MEMORY = "160MB"
 
 
