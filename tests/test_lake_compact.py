@@ -368,3 +368,17 @@ def test_a_reader_whose_files_a_compaction_deleted_ends_in_one_line(
     monkeypatch.setattr(offline, "plan_groups", planned)
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 0, result.output
+
+
+def test_only_a_file_of_the_lakes_partitions_is_named_as_removed(tmp_path: Path) -> None:
+    """A query that names a Parquet file that is not there gets DuckDB's own error, not the compaction's."""
+    from tracevals.cli import vanished_file
+
+    def error(path: Path) -> Exception:
+        with pytest.raises(duckdb.IOException) as caught:
+            duckdb.sql(f"SELECT * FROM '{path}'")
+        return caught.value
+
+    assert vanished_file(error(tmp_path / "mine.parquet")) is None
+    gone = tmp_path / "lake" / "spans" / "date=2026-12-01" / "hour=07" / "part-1-c0ffee00.parquet"
+    assert (vanished_file(error(gone)) or "").startswith(f"{gone}: not found; a file of the lake this command")
