@@ -270,8 +270,12 @@ class LiveConnection:
     caller holds: the views are defined once, and `load` puts other rows under them (a round of live
     scoring: binding the whole tree of views costs about two CPU seconds, every time)."""
 
-    def __init__(self, prices: Mapping[str, tuple[float, float]] | None = None) -> None:
+    def __init__(
+        self, prices: Mapping[str, tuple[float, float]] | None = None, memory_limit: str | None = None
+    ) -> None:
         self.con = connect()
+        if memory_limit is not None:  # the user's (`score --follow --memory-limit`): it holds
+            self.con.execute("SET memory_limit = ?", [memory_limit])
         scores = empty_table(SCORE_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         steps = empty_table(STEP_RELIABILITY_SCHEMA).append_column("source_file", pa.nulls(0, pa.string()))
         bases = (("raw_spans", empty_spans()), ("raw_logs", empty_logs()), ("raw_scores", scores),

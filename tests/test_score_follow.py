@@ -491,3 +491,18 @@ def test_follow_prints_json_lines_as_json_dumps_does() -> None:
     assert json_lines(frame) == expected
     lines = plain_table(frame.slice(0, 1)).splitlines()
     assert lines[0].split() == COLUMNS and lines[1].split()[-1] == "r"
+
+
+def test_a_memory_limit_given_bounds_the_live_connection(tmp_path: Path) -> None:
+    """`score --follow --memory-limit` (the job's `memory_limit`) holds on the connection the rounds score on,
+    as on the offline job's: it was read by the offline groups only."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    follow = Follower(job(lake, write=False, memory_limit="64MB"), idle_s=10)
+    follow.prepare()
+    try:
+        assert follow._connection is not None
+        [(limit,)] = follow._connection.con.execute("SELECT current_setting('memory_limit')").fetchall()
+        assert limit == "61.0 MiB"  # 64MB
+    finally:
+        follow.close()

@@ -94,6 +94,7 @@ class Follower:
         # reader's clock (tracevals.lake.clock), as in every window
         self.late_window_s = late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
         self.write, self.sinks, self.clock = job.write, list(job.sinks), clock
+        self.memory_limit = job.memory_limit
         skew = lake_clock.skew_seconds()
         self.files = NewFiles(folder, late_window_s=late_window_s, skew_s=skew)
         self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR, skew_s=skew)
@@ -147,7 +148,7 @@ class Follower:
     def prepare(self) -> None:
         """Bind the views now (about two CPU seconds), not in the first round that has sessions to score."""
         if self._connection is None:
-            self._connection = LiveConnection()
+            self._connection = LiveConnection(memory_limit=self.memory_limit)
 
     def close(self) -> None:
         if self._connection is not None:
