@@ -256,6 +256,28 @@ def test_a_memory_limit_given_holds(lake: Path) -> None:
     assert result.exit_code == 1 and "--engine ray's take their memory from Ray's own settings" in result.output
 
 
+def test_an_evaluator_named_that_scores_nothing_says_so(lake: Path, tmp_path: Path) -> None:
+    """`--evaluators trajectory_match` where no trace has a case to compare with: a warning, not a silent
+    "0 scores" (found scoring an ADK lake without --tasks)."""
+    tasks = tmp_path / "other.jsonl"
+    tasks.write_text(json.dumps({"case_id": "other_01", "input": "nothing the agents were asked"}) + "\n")
+    args = [
+        "score",
+        "--lake",
+        str(lake),
+        "--no-write",
+        "--summary",
+        "--evaluators",
+        "trajectory_match,retry_discipline",
+    ]
+    result = CliRunner().invoke(main, [*args, "--tasks", str(tasks)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"warning: trajectory_match scored none of the \d+ traces\n", result.output)
+    assert "retry_discipline scored none" not in result.output
+    result = CliRunner().invoke(main, [*args, "--tasks", str(tasks_path())])  # the runs' cases: no warning
+    assert result.exit_code == 0 and "scored none" not in result.output
+
+
 def test_scores_go_back_as_gen_ai_evaluation_result_events(lake: Path) -> None:
     from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 

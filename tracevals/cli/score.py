@@ -168,6 +168,8 @@ def score(
                 "folder? see OTEL_EXPORTER_OTLP_ENDPOINT and --lake)"
             )
         _print_run(run, lake, fmt, summary, _range(since, until))
+        if evaluator_names and run.traces:
+            _say_idle_evaluators(job.chosen(), run, tasks_file is not None, Console(stderr=True))
         _say_odd_times(lake, horizon, since, Console(stderr=True))
     finally:
         if emitter is not None:
@@ -188,6 +190,16 @@ def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> 
     if run.traces == 0:
         console.print(f"warning: no trace of {lake} is in the selection ({selected})", highlight=False)
     console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
+
+
+def _say_idle_evaluators(chosen: Any, run: Any, tasks: bool, console: Console) -> None:
+    """A warning for each evaluator the user named that scored none of the traces: it had nothing to judge in
+    them (an evaluator that compares with a case scores only traces matched to one), not a silent 0."""
+    scored = set(run.summary().get_column("evaluator").to_list())
+    for evaluator in chosen:
+        if evaluator.name not in scored:
+            hint = "" if tasks else "; one that compares with a case needs the cases: --tasks"
+            say(console, f"warning: {evaluator.name} scored none of the {run.traces} traces{hint}", markup=False)
 
 
 def _cores() -> int:
