@@ -125,7 +125,8 @@ def say(console: Console, text: str, *, markup: bool = True) -> None:
 
 class MemorySize(click.ParamType):
     """A memory size in DuckDB's units ("4GB", "512MiB"), checked before any work (DuckDB's own error came
-    from a worker, after the job had started)."""
+    from a worker, after the job had started) and passed on as bytes ("4000000000B"): what was checked is
+    what DuckDB reads."""
 
     name = "size"
 
@@ -133,10 +134,9 @@ class MemorySize(click.ParamType):
         from tracevals.queries.binding import limit_bytes  # imported only when the option is given
 
         try:
-            limit_bytes(str(value))
+            return f"{limit_bytes(str(value))}B"
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
-        return str(value).strip()
 
 
 def memory_limit_option(help: str) -> Any:
