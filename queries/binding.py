@@ -28,6 +28,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import duckdb
 
@@ -78,12 +79,21 @@ def default_memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
     to disk and read them back (`tracevals score` of 10,000 ADK sessions: 8.0 CPU-s, 6.2 with room). A
     statement that runs out of the limit runs again without one (`computed`). A limit the user gives is set
     as it is: it holds, tables included."""
-    _DEFAULT_LIMITS[con] = limit_bytes(limit)
-    _SET.pop(con, None)
+    _DEFAULTS[con] = _Default(limit_bytes(limit))
     _make_room(con)
 
 
-_DEFAULT_LIMITS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, int] = weakref.WeakKeyDictionary()
+@dataclass
+class _Default:
+    """A connection's default limit: the work's share (bytes), the limit last set on it (so that an unchanged
+    one costs no round trip), and whether a job runs without it (`without_default_limit`)."""
+
+    work: int
+    applied: int | None = None
+    suspended: bool = False
+
+
+_DEFAULTS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Default] = weakref.WeakKeyDictionary()
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _UNITS |= {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
@@ -112,30 +122,26 @@ def _held(con: duckdb.DuckDBPyConnection) -> int:
 
 def _make_room(con: duckdb.DuckDBPyConnection) -> None:
     """The default limit (`default_memory_limit`) as it stands now: the work's share plus the tables held."""
-    work = _DEFAULT_LIMITS.get(con)
-    if work is None or con in _UNBOUNDED:
+    default = _DEFAULTS.get(con)
+    if default is None or default.suspended:
         return
-    limit = work + _held(con)
-    if _SET.get(con) != limit:  # each statement is a round trip: none when the limit stands
+    limit = default.work + _held(con)
+    if default.applied != limit:  # each statement is a round trip: none when the limit stands
         con.execute(f"SET memory_limit = '{limit}B'")
-        _SET[con] = limit
-
-
-_SET: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, int] = weakref.WeakKeyDictionary()
-_UNBOUNDED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+        default.applied = limit
 
 
 @contextmanager
 def without_default_limit(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """`con` without its default limit (DuckDB's own: most of the machine's memory) for a job that ran out of
     it; the default holds again after."""
-    _UNBOUNDED.add(con)
-    _SET.pop(con, None)
+    default = _DEFAULTS[con]
+    default.suspended, default.applied = True, None
     con.execute("RESET memory_limit")
     try:
         yield
     finally:
-        _UNBOUNDED.discard(con)
+        default.suspended = False
         _make_room(con)
 
 
@@ -148,7 +154,8 @@ def computed(con: duckdb.DuckDBPyConnection, statement: str) -> None:
     try:
         con.execute(statement)
     except duckdb.OutOfMemoryException:
-        if con not in _DEFAULT_LIMITS or con in _UNBOUNDED:
+        default = _DEFAULTS.get(con)
+        if default is None or default.suspended:
             raise
         with without_default_limit(con):
             con.execute(statement)
