@@ -80,6 +80,12 @@ def operational_error(exc: OSError) -> str | None:
     return f"{where}{exc.strerror or exc}; {fix}"
 
 
+def _duckdb_error(exc: Exception, name: str) -> bool:
+    """Whether `exc` is DuckDB's exception `name`, known by its class, so that the error handler does not
+    import duckdb."""
+    return type(exc).__name__ == name and "duckdb" in type(exc).__module__
+
+
 # A file of a lake's partitions (`lake.paths`): spans/ or logs/, date=/hour=, as DuckDB quotes it in an error.
 _LAKE_FILE = re.compile(r'"([^"]*/(?:spans|logs)/date=[^"/]+/hour=\d+/[^"/]+\.parquet)"')
 
@@ -89,7 +95,7 @@ def vanished_file(exc: Exception) -> str | None:
     when it reads it: a `tracevals compact` merged its hour and, its `--retention` over (0: at once), deleted
     it. None for any other error (a file a query names itself that is not there is DuckDB's own error).
     Known by class name and message, so that the error handler does not import duckdb."""
-    if type(exc).__name__ != "IOException" or "duckdb" not in type(exc).__module__:
+    if not _duckdb_error(exc, "IOException"):
         return None
     text = str(exc)
     found = _LAKE_FILE.search(text)
@@ -106,7 +112,7 @@ def _interrupted(exc: Exception) -> bool:
     """Whether `exc` is DuckDB's answer to Ctrl-C: it takes the SIGINT that arrives while a query runs and
     raises `RuntimeError("Query interrupted")` (or its `InterruptException`) instead of KeyboardInterrupt.
     Known by class name and message, so that the error handler does not import duckdb."""
-    if type(exc).__name__ == "InterruptException" and "duckdb" in type(exc).__module__:
+    if _duckdb_error(exc, "InterruptException"):
         return True
     return type(exc) is RuntimeError and str(exc) == "Query interrupted"
 
@@ -210,7 +216,7 @@ class LazyGroup(click.Group):
             gone = vanished_file(exc)
             if gone is not None:
                 raise click.ClickException(gone) from None
-            if type(exc).__name__ != "OutOfMemoryException" or "duckdb" not in type(exc).__module__:
+            if not _duckdb_error(exc, "OutOfMemoryException"):
                 raise
             # DuckDB ran out of the memory it was given or could get: one line, not its traceback
             first = str(exc).splitlines()[0] if str(exc) else "out of memory"
