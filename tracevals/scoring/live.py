@@ -93,8 +93,7 @@ class Follower:
         # how late a session may arrive and still be scored, and how far ahead a client's clock may be: the
         # reader's clock (tracevals.lake.clock), as in every window
         self.late_window_s = late_window_s = late_window_s if late_window_s is not None else lake_clock.late_seconds()
-        self.write, self.sinks, self.clock = job.write, list(job.sinks), clock
-        self.memory_limit = job.memory_limit
+        self.write, self.sinks, self.clock, self.memory_limit = job.write, list(job.sinks), clock, job.memory_limit
         skew = lake_clock.skew_seconds()
         self.files = NewFiles(folder, late_window_s=late_window_s, skew_s=skew)
         self.log_files = NewFiles(folder, late_window_s=late_window_s, sub=LOGS_DIR, skew_s=skew)
