@@ -35,7 +35,7 @@ import duckdb
 from tracevals import env
 from tracevals.lake.columns import LOGS_DIR, SCORES_DIR, SPANS_DIR, STEP_RELIABILITY_DIR
 from tracevals.lake.lake import Lake, LakeLike, When
-from tracevals.lake.paths import LakeError
+from tracevals.lake.paths import LakeError, pattern
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
@@ -57,12 +57,22 @@ def sandbox(con: duckdb.DuckDBPyConnection, lake: Lake, lock: bool = True) -> No
     # DuckDB adds its temporary directory to the allowed ones, and by default that is `.tmp` of the current
     # directory: a query could read whatever is there. A private, empty one of this process instead.
     con.execute("SET temp_directory = ?", [_private_temp_directory()])
-    con.execute("SET allowed_directories = ?", [[lake.sandbox_root()]])
+    con.execute("SET allowed_directories = ?", [_allowed(lake)])
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
     if lock:
         con.execute("SET lock_configuration = true")
+
+
+def _allowed(lake: Lake) -> list[str]:
+    """The directories a sandboxed connection may read: the lake's root, and the same path as a pattern
+    (`pattern`) where the root holds a glob's characters, since the lake's files are named to DuckDB through
+    patterns of it, and DuckDB checks the pattern as written. Not when a folder of that escaped name exists:
+    DuckDB reads a pattern that matches nothing as a literal path, and that folder would become readable."""
+    root = lake.sandbox_root()
+    escaped = pattern(root)
+    return [root] if escaped == root or os.path.lexists(escaped) else [root, escaped]
 
 
 def keep_footers(con: duckdb.DuckDBPyConnection, keep: bool) -> None:

@@ -250,7 +250,8 @@ def _frame_source(lake: Lake, hour: HourFiles, table: str) -> str | bytes:
 
 
 def _scan(source: str | bytes) -> pl.LazyFrame:
-    return pl.scan_parquet(source if isinstance(source, str) else io.BytesIO(source))
+    # glob=False: the file's path is read as it is (a lake under "runs [old]/" is no pattern)
+    return pl.scan_parquet(source if isinstance(source, str) else io.BytesIO(source), glob=False)
 
 
 # Each trace of the connection's raw relations (as bound: a group's files): its session key (the loader's,

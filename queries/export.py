@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from tracevals.lake.columns import LOGS_DIR, SPANS_DIR
 from tracevals.lake.lake import Lake, LakeLike, partition_key
-from tracevals.lake.paths import LakeError
+from tracevals.lake.paths import LakeError, pattern, sql_string
 from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import keep_footers, open_lake
@@ -132,7 +132,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
     connection keeps none of their footers (`keep_footers`)."""
     keep_footers(con, task.group is None)
     if task.crossing is not None:
-        work_table(con, "tv_crossing", f"SELECT trace_id FROM '{task.crossing}'")
+        work_table(con, "tv_crossing", f"SELECT trace_id FROM read_parquet({sql_string(pattern(task.crossing))})")
     try:
         if task.group is None and task.crossing is None:
             for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
@@ -148,7 +148,7 @@ def _write_part(con: duckdb.DuckDBPyConnection, task: _Task) -> int:
                     select = f"SELECT * FROM ({select}) AS r WHERE {apart}"
                 _shadow(con, raw, select, "")
         with materialized(con, [task.view], compute_asked=False):
-            con.execute(f"COPY (SELECT * FROM {task.view}) TO '{task.path}' (FORMAT parquet)")
+            con.execute(f"COPY (SELECT * FROM {task.view}) TO {sql_string(str(task.path))} (FORMAT parquet)")
     finally:
         unshadow(con, *RAW)
         drop_tables(con, "tv_crossing")
@@ -183,8 +183,6 @@ def _check_export(lake: Lake, view: str, target: Path, workers: int) -> None:
         )
     if lake.contains(target):
         raise LakeError(f"{target} is inside the lake {lake}; write the export elsewhere")
-    if "'" in str(target):
-        raise LakeError(f"output path {str(target)!r} contains a quote; choose another directory")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise LakeError(f"{target} exists and is not an empty directory; choose a new output directory")
     if workers < 1:
@@ -279,7 +277,7 @@ def _find_crossing(lake: Lake, groups: list[list[_Hour]], path: Path) -> int:
         register_source(con, "raw_spans", lake, SPANS_DIR, True)
         register_source(con, "raw_logs", lake, LOGS_DIR, True)
         _mark_crossing(con, groups)
-        con.execute(f"COPY tv_crossing TO '{path}' (FORMAT parquet)")
+        con.execute(f"COPY tv_crossing TO {sql_string(str(path))} (FORMAT parquet)")
         [(count,)] = con.execute("SELECT count(*) FROM tv_crossing").fetchall()
         return int(count)
     finally:

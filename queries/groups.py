@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from tracevals.lake.lake import Lake
+from tracevals.lake.paths import pattern, sql_string
 from tracevals.queries.binding import (
     RAW,
     bind,
@@ -217,10 +218,9 @@ def _find_crossing(con: duckdb.DuckDBPyConnection, plan: GroupPlan, workdir: Pat
     if not count:
         return
     path = workdir / "crossing.parquet"
-    if "'" in str(path):
-        raise ValueError(f"work directory {workdir} contains a quote")
     first = len(blocks)
-    con.execute(f"COPY (SELECT trace_id, {first} + bucket AS grp FROM tv_crossing) TO '{path}' (FORMAT parquet)")
+    select = f"SELECT trace_id, {first} + bucket AS grp FROM tv_crossing"
+    con.execute(f"COPY ({select}) TO {sql_string(str(path))} (FORMAT parquet)")
     plan.crossing = str(path)
     ranges = con.execute(
         "SELECT bucket, min(first_block), max(last_block), sum(rows) FROM tv_crossing_units "
@@ -270,7 +270,7 @@ def read_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, co
 
     keep_footers(con, group.crossing)
     if plan.crossing is not None and not has_table(con, "tv_crossing"):
-        work_table(con, "tv_crossing", f"SELECT trace_id, grp FROM '{plan.crossing}'")
+        work_table(con, "tv_crossing", f"SELECT trace_id, grp FROM read_parquet({sql_string(pattern(plan.crossing))})")
     for raw, sub, files in (("raw_spans", SPANS_DIR, group.spans), ("raw_logs", LOGS_DIR, group.logs)):
         select = files_sql(con, plan.lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty"
         if group.crossing:

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 import duckdb
 
+from tracevals.lake.paths import sql_string
 from tracevals.lake.sampling import bucket_sql, sampled_sql
 from tracevals.model.errors import UserError
 from tracevals.queries.binding import RAW, drop_tables, is_shadowed, own, shadow, shadow_copy, unshadow, work_table
@@ -73,7 +74,7 @@ class Selection:
         """The condition on `trajectories` a loader applies on top (the attempts of `runs`); '' for none."""
         if not self.runs:
             return ""
-        return "run_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in self.runs) + ")"
+        return "run_id IN (" + ", ".join(sql_string(r) for r in self.runs) + ")"
 
     def sql_condition(self) -> str:
         """The condition on `s` (columns `sid`, `session_start`) this selection keeps."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 from tracevals.lake.columns import COLUMNS, sql_columns
 from tracevals.lake.lake import Lake, LocalScan, ObjectScan
-from tracevals.lake.paths import LakeError, partition_filter
+from tracevals.lake.paths import partition_filter, sql_string
 from tracevals.queries.binding import bind, work_table
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0
@@ -61,10 +61,7 @@ def local_sql(scan: LocalScan, hive: bool, where: str = "", union_by_name: bool 
     Without it, columns still match by name, and a file without one of them is an error, never a
     misread; a wide read is about twice as fast.
     """
-    for path in scan.paths:
-        if "'" in path:
-            raise LakeError(f"lake path {path!r} contains a quote; move or rename it")
-    listed = ", ".join(f"'{p}'" for p in scan.paths)
+    listed = ", ".join(sql_string(p) for p in scan.paths)
     hive_opt = "true" if hive else "false"
     # The partition columns' types, declared: detected, `hour` is VARCHAR as soon as one directory is
     # hour=00 ... hour=09 (a leading zero), BIGINT otherwise, and a filter on it fails half the day.

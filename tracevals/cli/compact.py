@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from tracevals import env
-from tracevals.cli.shared.output import format_option, lake_option, print_rows, progress_bar, say
+from tracevals.cli.shared.output import format_option, lake_option, messages, print_rows, progress_bar, say
 from tracevals.collector.config_schema import duration
 from tracevals.lake.compact import GROUP_BYTES, MIN_AGE_S, CompactError
 from tracevals.lake.compact import compact as compact_lake
@@ -26,9 +26,9 @@ def _derive(lake: Lake, ended_before: float, console: Console) -> None:
 
     written, warning = derive_or_warn(lake, ended_before)
     if warning:
-        console.print(f"tracevals: warning: {warning}", highlight=False)
+        say(console, f"tracevals: warning: {warning}")
     elif written:
-        console.print(f"derived the frames of {len(written)} closed hours", highlight=False)
+        say(console, f"derived the frames of {len(written)} closed hours")
 
 
 def _seconds(text: str, option: str = "--min-age") -> float:
@@ -81,7 +81,7 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
       tracevals compact --lake lake --min-age 0 --dry-run
       tracevals compact --lake lake --format json
     """
-    console = Console(stderr=True)
+    console = messages()
     try:
         with progress_bar(console, transient=True) as progress:
             bar = progress.add_task("compact", total=None)
@@ -104,10 +104,10 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
     print_rows(columns, rows, fmt)
     verb = "would compact" if dry_run else "compacted"
     kept = f"; {result.kept_for_readers} merged files kept for readers (--retention {retention})"
-    console.print(
+    say(
+        console,
         f"{verb} {result.files_in} files into {result.files_out} in {len(result.partitions)} partitions "
         f"in {result.seconds:.1f} s" + (kept if result.kept_for_readers else ""),
-        highlight=False,
     )
     if result.too_young:  # an hour still being written (or younger than --min-age) is never rewritten
         say(

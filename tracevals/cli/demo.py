@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from tracevals.cli.shared.output import echo, format_option, print_rows, progress_bar
+from tracevals.cli.shared.output import echo, format_option, messages, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
@@ -72,7 +72,7 @@ def demo(out_dir: str, k: int, seed: int, concurrency: int, attribute_variance: 
     from tracevals.report.reliability import lake_rows
     from tracevals.scoring.store import write_step_reliability
 
-    console = Console(stderr=True)
+    console = messages()
     out = Path(out_dir)
     lake = Lake.open(out / "lake")
     lake.prepare()

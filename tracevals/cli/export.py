@@ -7,9 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
-from tracevals.cli.shared.output import format_option, lake_option, memory_limit_option, print_rows, progress_bar
+from tracevals.cli.shared.output import (
+    format_option,
+    lake_option,
+    memory_limit_option,
+    messages,
+    print_rows,
+    progress_bar,
+    say,
+)
 from tracevals.queries import LakeError
 from tracevals.queries.export import MAX_SPANS, PER_TRACE_VIEWS, export_view
 
@@ -54,7 +61,7 @@ def export(lake: Lake, out: Path, workers: int, max_spans: int, memory_limit: st
       tracevals export steps --lake lake --out steps --workers 4 --memory-limit 4GB
       duckdb -c "SELECT count(*) FROM 'nightly/trajectories/*.parquet'"
     """
-    console = Console(stderr=True)
+    console = messages()
     try:
         with progress_bar(console) as progress:
             bar = progress.add_task(view, total=None)
@@ -71,7 +78,8 @@ def export(lake: Lake, out: Path, workers: int, max_spans: int, memory_limit: st
         raise click.ClickException(str(exc)) from None
     rows = [(str(path), view) for path in result.files]
     print_rows(["file", "view"], rows, fmt)
-    console.print(
+    say(
+        console,
         f"{result.rows} rows in {len(result.files)} files ({result.groups} groups of hours, "
-        f"{result.crossing_traces} traces across groups) in {result.seconds:.1f} s"
+        f"{result.crossing_traces} traces across groups) in {result.seconds:.1f} s",
     )

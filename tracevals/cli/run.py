@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.shared.output import file_option, format_option, lake_option, print_rows, progress_bar, say
+from tracevals.cli.shared.output import file_option, format_option, lake_option, messages, print_rows, progress_bar, say
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.cli.shared.run_control import stoppable, stopped, take_run_lease
 from tracevals.harness import AgentLoadError, load_agent, run_cases
@@ -117,7 +117,7 @@ def run(**given: Any) -> None:
     extra = o.agent_settings()
     run_id = o.run_id or f"run-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{o.variant}"
     capture = harness_capture(o.capture_content)
-    console = Console(stderr=True)
+    console = messages()
     lake = o.lake
     if lake.local_folder is None and o.attribute_variance and o.cassette_dir is None:
         raise click.ClickException(
@@ -263,7 +263,7 @@ def _begin(o: RunOptions, run_id: str, flags: dict[str, Any], cases: list[Case],
     except (RunCasesConflict, LakeError) as exc:
         raise click.ClickException(str(exc)) from None
     if done:
-        console.print(f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
+        say(console, f"resuming run {run_id}: {len(done)} attempts already in the lake are skipped")
     drafts = [c.case_id for c in cases if (c.raw.get("review") or {}).get("status") == "draft"]
     if drafts:  # drafted from traffic (tracevals cases extract): their criteria are not yet a person's
         say(

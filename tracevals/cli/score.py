@@ -22,6 +22,7 @@ from tracevals.cli.shared.output import (
     format_option,
     lake_option,
     memory_limit_option,
+    messages,
     print_rows,
     say,
     shown,
@@ -169,8 +170,8 @@ def score(
             )
         _print_run(run, lake, fmt, summary, _range(since, until))
         if evaluator_names and run.traces:
-            _say_idle_evaluators(job.chosen(), run, tasks_file is not None, Console(stderr=True))
-        _say_odd_times(lake, horizon, since, Console(stderr=True))
+            _say_idle_evaluators(job.chosen(), run, tasks_file is not None, messages())
+        _say_odd_times(lake, horizon, since, messages())
     finally:
         if emitter is not None:
             emitter.shutdown()
@@ -186,10 +187,10 @@ def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> 
     where = f"; written to {run.written}" if run.written else ""
     if len(run.files) > 1:
         where = f"; written to {len(run.files)} files in {run.written.parent if run.written else lake}"
-    console = Console(stderr=True)
+    console = messages()
     if run.traces == 0:
-        console.print(f"warning: no trace of {lake} is in the selection ({selected})", highlight=False)
-    console.print(f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}", highlight=False)
+        say(console, f"warning: no trace of {lake} is in the selection ({selected})")
+    say(console, f"{run.sessions} sessions, {run.traces} traces, {run.score_count} scores{where}")
 
 
 def _say_idle_evaluators(chosen: Any, run: Any, tasks: bool, console: Console) -> None:
@@ -199,7 +200,7 @@ def _say_idle_evaluators(chosen: Any, run: Any, tasks: bool, console: Console) -
     for evaluator in chosen:
         if evaluator.name not in scored:
             hint = "" if tasks else "; one that compares with a case needs the cases: --tasks"
-            say(console, f"warning: {evaluator.name} scored none of the {run.traces} traces{hint}", markup=False)
+            say(console, f"warning: {evaluator.name} scored none of the {run.traces} traces{hint}")
 
 
 def _cores() -> int:
@@ -211,7 +212,7 @@ def _say_odd_times(lake: Lake, horizon: datetime, since: datetime | None, consol
     from tracevals.queries.time_quality import lake_time_quality
 
     for finding in lake_time_quality(lake, horizon, since).findings:
-        say(console, f"warning: data quality: {finding}", markup=False)
+        say(console, f"warning: data quality: {finding}")
 
 
 def _range(since: datetime | None, until: datetime | None) -> str:
@@ -261,15 +262,14 @@ def _follow(job: Any, idle: float, interval: float, fmt: str, max_file_rows: int
     def future(partitions: list[Any]) -> None:
         where = ", ".join(f"{p.parent.name}/{p.name}" for p in partitions[-3:])
         say(
-            Console(stderr=True),
+            messages(),
             f"warning: data quality: {len(partitions)} more partitions hold spans that start after the reader's "
             f"clock plus the skew allowance ({where}): future-dated, not scored",
-            markup=False,
         )
 
     follower.on_future = future
     follower.prepare()
-    Console(stderr=True).print(f"following {job.lake} (idle {idle:g}s); Ctrl-C to stop", highlight=False)
+    say(messages(), f"following {job.lake} (idle {idle:g}s); Ctrl-C to stop")
     try:
         follower.run(interval_s=interval, stop=lambda: bool(stopping))
     finally:

@@ -80,7 +80,8 @@ class FileInfo(Protocol):
 
 @dataclass(frozen=True)
 class LocalScan:
-    """What DuckDB reads of a local table: paths or globs of readable files (none: the table is empty)."""
+    """What DuckDB reads of a local table: glob patterns of readable files, a file's or a folder's path in them
+    escaped (`paths.pattern`; none: the table is empty)."""
 
     paths: list[str]
     partitioned: bool  # the files lie in date=/hour= folders (their hive types can be declared)
@@ -261,7 +262,8 @@ class Lake(ABC):
 
     @abstractmethod
     def scan_named(self, sub: str, names: list[str] | None) -> LocalScan | ObjectScan:
-        """The files `names` of `sub` (as `source_file` names them, or globs of them; None: all of it)."""
+        """The files `names` of `sub` (as `source_file` names them; an object lake also takes globs of them;
+        None: all of it)."""
 
     @abstractmethod
     def scan(self, sub: str, since: When = None, until: When = None, hive: bool = True) -> LocalScan | ObjectScan:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tracevals.lake.footer import file_problem, footer_metadata, open_file
 from tracevals.lake.lake import FileInfo, Lake, Listed, LocalScan, When, check_entries, partition_key
-from tracevals.lake.paths import LakeError, bounds
+from tracevals.lake.paths import LakeError, bounds, pattern
 from tracevals.lake.retention import superseded
 from tracevals.lake.unreadable import skip_unreadable
 
@@ -116,14 +116,14 @@ class LocalLake(Lake):
         root = self.folder / sub
         low, high = bounds(since, until)
         if low is None and high is None:
-            return [f"{root}/**/*.parquet"]
+            return [f"{pattern(root)}/**/*.parquet"]
         globs = []
         for directory in sorted(root.glob("date=*/hour=*")):
             key = partition_key(f"{directory}/x.parquet")
             if key is None:
                 continue  # not a partition directory
             if (low is None or key >= low) and (high is None or key <= high) and any(directory.glob("*.parquet")):
-                globs.append(f"{directory}/*.parquet")
+                globs.append(f"{pattern(directory)}/*.parquet")
         return globs
 
     def partitioned(self, sub: str) -> bool:
@@ -140,19 +140,19 @@ class LocalLake(Lake):
             ranged = ranged or globs is not None
         if not (bool(globs) if ranged else present):
             return LocalScan([], False)
-        paths = globs if globs is not None else [f"{self.folder / sub}/**/*.parquet"]
+        paths = globs if globs is not None else [f"{pattern(self.folder / sub)}/**/*.parquet"]
         partitioned = all("/date=" in g for g in globs) if globs is not None else self.partitioned(sub)
         return LocalScan(paths, partitioned)
 
     def scan_named(self, sub: str, names: list[str] | None) -> LocalScan:
-        """The files (or globs) `names` of `sub`, as `source_file` names them; None: all of the table, as every
-        reader lists it (`scan`). A file named is read even when a merge since replaced it: it was chosen from
-        an earlier listing (a scoring group's files)."""
+        """The files `names` of `sub`, as `source_file` names them (each read as itself: `pattern`); None: all
+        of the table, as every reader lists it (`scan`). A file named is read even when a merge since replaced
+        it: it was chosen from an earlier listing (a scoring group's files)."""
         if names == []:
             return LocalScan([], False)
         if names is None:
             return self.scan(sub)
-        return LocalScan(list(names), all("/date=" in p for p in names))
+        return LocalScan([pattern(n) for n in names], all("/date=" in p for p in names))
 
     def readable(self, sub: str, globs: list[str] | None) -> list[str] | None:
         """`globs` (None: the whole table), or, when some of the files under them do not look like Parquet
@@ -177,7 +177,9 @@ class LocalLake(Lake):
         # a folder with nothing left out stays a glob: a lake of many hours keeps a short list
         out = {p.rpartition("/")[0] for p in [*bad, *gone]}
         kept = [p for p in left if p not in gone and p.rpartition("/")[0] in out]
-        return kept + sorted({f"{folder}/*.parquet" for p in left if (folder := p.rpartition("/")[0]) not in out})
+        return [pattern(p) for p in kept] + sorted(
+            {f"{pattern(folder)}/*.parquet" for p in left if (folder := p.rpartition("/")[0]) not in out}
+        )
 
     def problem(self, info: FileInfo) -> str | None:
         return unreadable(Path(info.path))
@@ -189,7 +191,7 @@ class LocalLake(Lake):
             return []
         globs = self.partition_globs(sub, since, None) if since is not None else None
         readable = self.readable(sub, globs)
-        patterns = readable if readable is not None else [f"{self.folder / sub}/**/*.parquet"]
+        patterns = readable if readable is not None else [f"{pattern(self.folder / sub)}/**/*.parquet"]
         found = sorted({os.path.abspath(p) for g in patterns for p in glob.glob(g, recursive=True)})
         return [p for p in found if not os.path.basename(p).startswith(".")]
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 
+from tracevals.lake.paths import sql_string
+
 SCALE = 2**32
 
 
@@ -28,7 +30,7 @@ def bucket(salt: str, key: str) -> int:
 
 def bucket_sql(salt: str, column: str) -> str:
     """`bucket` in SQL (DuckDB, and any engine with `md5` and hex casts)."""
-    return f"CAST(('0x' || left(md5('{salt}' || {column}), 8)) AS BIGINT)"
+    return f"CAST(('0x' || left(md5({sql_string(salt)} || {column}), 8)) AS BIGINT)"
 
 
 def threshold(fraction: float) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from tracevals.lake.lake import Lake
+from tracevals.lake.paths import sql_string
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
 from tracevals.model.json_text import loads as json_loads
@@ -244,12 +245,7 @@ def _where(selection: Selection, runs: Sequence[str]) -> str:
 
 
 def _in_list(column: str, values: Sequence[str]) -> str:
-    return f"{column} IN ({', '.join(_quote(v) for v in values)})" if values else ""
-
-
-def _quote(text: str) -> str:
-    # The selection comes from a command line; a quote in a run id must not end the SQL literal.
-    return "'" + text.replace("'", "''") + "'"
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})" if values else ""
 
 
 def _describe(selection: Selection, runs: Sequence[str]) -> str:

@@ -21,22 +21,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from tracevals.lake.paths import sql_string
 from tracevals.spans import reading, rules
 from tracevals.spans.declare import Messages
 
 _MARKER = re.compile(r"/\*@\s*(\w+)(?:\((.*?)\))?\s*@\*/", re.S)
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _path(key: str) -> str:
-    return _literal(f'$."{key}"')
+    return sql_string(f'$."{key}"')
 
 
 def _like(key: str) -> str:
-    return _literal(f'%"{key}"%')
+    return sql_string(f'%"{key}"%')
 
 
 def _value(source: Messages) -> str:
@@ -45,7 +42,7 @@ def _value(source: Messages) -> str:
     if source.paths == ("$",):
         return f"json_extract(attributes, {_path(source.key)})"
     doc = f"try_cast(json_extract_string(attributes, {_path(source.key)}) AS JSON)"
-    found = [doc if p == "$" else f"json_extract({doc}, {_literal(p)})" for p in source.paths]
+    found = [doc if p == "$" else f"json_extract({doc}, {sql_string(p)})" for p in source.paths]
     return found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
 
 
@@ -54,7 +51,7 @@ def attribute_sources() -> str:
     out = []
     for source in (m for m in reading.MESSAGES if m.on == "llm"):
         role = "'assistant'" if source.direction == "output" else "NULL"
-        where = f"list_contains(attr_keys, {_literal(source.key)})"  # `llm`'s keys, parsed once
+        where = f"list_contains(attr_keys, {sql_string(source.key)})"  # `llm`'s keys, parsed once
         value = _value(source)
         if source.tool_calls is not None:  # a text beside the tool calls the same answer asked for: one message
             calls = f"try_cast(json_extract_string(attributes, {_path(source.tool_calls)}) AS JSON)"
@@ -62,10 +59,10 @@ def attribute_sources() -> str:
                 f"json_object('role', 'assistant', 'content', json_extract_string(attributes, {_path(source.key)}), "
                 f"'tool_calls', {calls})"
             )
-            where = f"({where} OR list_contains(attr_keys, {_literal(source.tool_calls)}))"
+            where = f"({where} OR list_contains(attr_keys, {sql_string(source.tool_calls)}))"
         out.append(
-            f"    UNION ALL\n    SELECT trace_id, span_id, {_literal('span:' + source.key)} AS source, "
-            f"{source.priority} AS priority, {_literal(source.direction)} AS direction,\n"
+            f"    UNION ALL\n    SELECT trace_id, span_id, {sql_string('span:' + source.key)} AS source, "
+            f"{source.priority} AS priority, {sql_string(source.direction)} AS direction,\n"
             f"           CAST({role} AS VARCHAR) AS role_hint, {value} AS value, 0 AS seq\n"
             f"    FROM llm\n    WHERE {where}"
         )
@@ -79,8 +76,8 @@ def agent_sources() -> str:
     for source in (m for m in reading.MESSAGES if m.on == "agent"):
         pick, order = ("arg_min", "start_time") if source.direction == "input" else ("arg_max", "end_time")
         out.append(
-            f"SELECT trace_id, {_literal('agent:' + source.key)} AS source, {source.priority} AS priority, "
-            f"{_literal(source.direction)} AS direction,\n"
+            f"SELECT trace_id, {sql_string('agent:' + source.key)} AS source, {source.priority} AS priority, "
+            f"{sql_string(source.direction)} AS direction,\n"
             f"           {pick}({_value(source)}, ({order}, span_id)) AS value\n"
             f"    FROM agent_spans\n    WHERE attributes LIKE {_like(source.key)}\n"
             "    GROUP BY trace_id"
@@ -89,8 +86,8 @@ def agent_sources() -> str:
 
 
 def placeholder(expr: str) -> str:
-    values = ", ".join(_literal(v) for v in sorted(reading.PLACEHOLDERS))
-    prefixes = "".join(f" OR starts_with({expr}, {_literal(p)})" for p in reading.PLACEHOLDER_PREFIXES)
+    values = ", ".join(sql_string(v) for v in sorted(reading.PLACEHOLDERS))
+    prefixes = "".join(f" OR starts_with({expr}, {sql_string(p)})" for p in reading.PLACEHOLDER_PREFIXES)
     return f"({expr} IN ({values}){prefixes})"
 
 
@@ -99,11 +96,11 @@ def python_literal(expr: str) -> str:
     dict or list, else as it is (tests/test_dialects.py checks both give the same value)."""
     words = "s"
     for word, json_word in rules.PY_WORDS.items():
-        pattern = _literal(r"\b" + word + r"\b")
-        words = f"regexp_replace({words}, {pattern}, {_literal(json_word)}, 'g')"
-    outside = f"regexp_full_match({words}, {_literal(rules.PY_OUTSIDE)})"
-    trailing = f"regexp_matches({words}, {_literal(rules.PY_TRAILING_COMMA)})"
-    control = f"regexp_matches(s, {_literal(rules.PY_CONTROL)})"
+        pattern = sql_string(r"\b" + word + r"\b")
+        words = f"regexp_replace({words}, {pattern}, {sql_string(json_word)}, 'g')"
+    outside = f"regexp_full_match({words}, {sql_string(rules.PY_OUTSIDE)})"
+    trailing = f"regexp_matches({words}, {sql_string(rules.PY_TRAILING_COMMA)})"
+    control = f"regexp_matches(s, {sql_string(rules.PY_CONTROL)})"
     pieces = (
         f"list_transform(string_split({expr}, ''''), lambda s, i: CASE WHEN i % 2 = 1 THEN CASE WHEN {outside} "
         f"AND NOT {trailing} THEN {words} END WHEN NOT {control} THEN s END)"
@@ -124,7 +121,7 @@ def _parts(attribute: str) -> tuple[str, ...]:
 
 
 def _typed(part: str, types: str, objects: str, keys: str = "") -> str:
-    listed = ", ".join(_literal(t) for t in _parts(types))
+    listed = ", ".join(sql_string(t) for t in _parts(types))
     tests = [f"json_extract_string({part}, '$.type') IN ({listed})"]
     if _parts(objects):
         tests.append(f"list_contains({_at('json_type', part, ['$.' + o for o in _parts(objects)])}, 'OBJECT')")
@@ -139,7 +136,7 @@ def _at(function: str, part: str, paths: Sequence[str]) -> str:
     """`function` (json_type, json_extract, json_extract_string) of `part` at every one of `paths`, a list (NULL
     where a path is absent): one parse of `part` for all of them, where a call per path parses it once each (a
     message part's JSON, the views' costliest work)."""
-    return f"{function}({part}, [{', '.join(_literal(p) for p in paths)}])"
+    return f"{function}({part}, [{', '.join(sql_string(p) for p in paths)}])"
 
 
 def call_type(part: str) -> str:
@@ -168,13 +165,13 @@ def message_parts(message: str) -> str:
     out = []
     for path in _parts("message_texts"):
         out.append(
-            f"CASE WHEN json_type({message}, {_literal(path)}) = 'VARCHAR' AND json_type({message}, '$.content') "
-            f"IS NULL THEN [json_extract({message}, {_literal(path)})] ELSE [] END"
+            f"CASE WHEN json_type({message}, {sql_string(path)}) = 'VARCHAR' AND json_type({message}, '$.content') "
+            f"IS NULL THEN [json_extract({message}, {sql_string(path)})] ELSE [] END"
         )
     for path in _parts("message_calls"):
         out.append(
-            f"CASE WHEN json_type({message}, {_literal(path)}) = 'ARRAY' THEN json_extract({message}, "
-            f"{_literal(path + '[*]')}) ELSE [] END"
+            f"CASE WHEN json_type({message}, {sql_string(path)}) = 'ARRAY' THEN json_extract({message}, "
+            f"{sql_string(path + '[*]')}) ELSE [] END"
         )
     return ",\n             ".join(out) or "[]"
 
@@ -191,27 +188,27 @@ def one_text_block(expr: str) -> str:
 
 def error_results(dialect: str) -> str:
     """Whether a span's dialect hands the model a failed tool's error message as its result (`error_results`)."""
-    names = ", ".join(_literal(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
+    names = ", ".join(sql_string(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
     return f"({dialect} IN ({names}))"
 
 
 def not_call(name: str) -> str:
     """Whether a tool name is one a framework declares no call (`not_calls`)."""
-    names = ", ".join(_literal(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
+    names = ", ".join(sql_string(n) for n in sorted(reading.NOT_CALLS)) or "NULL"
     return f"({name} IN ({names}))"
 
 
 def user_text(text: str) -> str:
     """A user message's text out of the prompts frameworks wrap it in (`user_texts`, the first that matches)."""
     patterns = [p for d in reading.DIALECTS for p in d.user_texts]
-    found = [f"nullif(regexp_extract({text}, {_literal(p)}, 1), '')" for p in patterns]
+    found = [f"nullif(regexp_extract({text}, {sql_string(p)}, 1), '')" for p in patterns]
     return f"coalesce({', '.join([*found, text])})"
 
 
 def agent_from_span_name(name: str) -> str:
     """An agent span's name with the declared patterns applied (the first that matches gives the agent)."""
     patterns = [p for d in reading.DIALECTS for p in d.agent_span_names]
-    found = [f"nullif(regexp_extract({name}, {_literal(p)}, 1), '')" for p in patterns]
+    found = [f"nullif(regexp_extract({name}, {sql_string(p)}, 1), '')" for p in patterns]
     return f"coalesce({', '.join([*found, name])})"
 
 

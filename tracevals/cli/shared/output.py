@@ -72,7 +72,7 @@ def progress_bar(console: Console, transient: bool = False) -> Progress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),  # a variant's name is the user's text
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -117,10 +117,17 @@ def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: b
         raise click.ClickException(f"cannot read the lake {lake}: {str(exc).splitlines()[0]}") from exc
 
 
-def say(console: Console, text: str, *, markup: bool = True) -> None:
-    """One line (or paragraph) to the user, as it is: no highlighting, wrapped by the terminal, not by rich;
-    `markup=False` where the text holds what the user wrote (a run id, a path) or square brackets."""
-    console.print(text if markup else shown(text), highlight=False, soft_wrap=True, markup=markup)
+def messages() -> Console:
+    """The console of a command's messages (stderr): no markup and no highlighting, so that what a message
+    holds of the user's or of the lake's (a lake under "runs [old]/", a run id, a rule's id) prints as it is,
+    never read as rich's markup (which dropped "[old]" from the path)."""
+    return Console(stderr=True, markup=False, highlight=False)
+
+
+def say(console: Console, text: str) -> None:
+    """One line (or paragraph) to the user, as it is (`shown`, never markup): wrapped by the terminal, not
+    by rich."""
+    console.print(shown(text), highlight=False, soft_wrap=True, markup=False)
 
 
 class MemorySize(click.ParamType):

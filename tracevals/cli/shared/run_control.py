@@ -29,7 +29,6 @@ def take_run_lease(lake: Lake, run_id: str, resume: bool, console: Console) -> L
         say(
             console,
             f"run {run_id!r} is in progress on {holder.describe()}: waiting for it to end (--resume)",
-            markup=False,
         )
 
     try:
@@ -75,7 +74,6 @@ def stoppable(run_id: str, console: Console, release: Callable[[], None], lease:
             console,
             f"tracevals: {stop.name} again: aborted the {stop.in_flight} attempts in flight (not kept: the "
             f"resumed run repeats them); resume with: {resume_command(run_id)}",
-            markup=False,
         )
         console.show_cursor(True)
         release()
@@ -93,6 +91,5 @@ def stopped(stop: StopRequest, run_id: str, done: int, total: int, console: Cons
         console,
         f"tracevals: {why}: {done} of {total} attempts are in the lake, none started after the "
         f"{'signal' if stop.signum else 'stop'}; resume with: {resume_command(run_id)}",
-        markup=False,
     )
     raise SystemExit(stop.exit_code)

@@ -1,0 +1,102 @@
+"""A lake under any folder name reads as it would under a plain one. DuckDB's file globs, Polars' and Python's
+`glob` read `*`, `?` and `[` in every part of a path, and SQL text ends at a quote: a lake under `runs [old]/`
+matched nothing (every command ended in DuckDB's traceback) or, beside a folder `runs o/`, read that folder's
+lake instead; a quote was refused. Every command here runs through the CLI, as a user types it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fixtures.otlp_lakes import DIALECTS, fixture_doc, moved
+
+from tracevals.cli import main
+
+
+def _cli(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _json(*args: str) -> Any:
+    return json.loads(_cli(*args, "--format", "json").stdout)
+
+
+def _ingest(folder: Path, dialects: tuple[str, ...] = DIALECTS) -> Path:
+    """Every dialect's conversation over three past hours, as OTLP/JSON files ingested into `folder/lake`."""
+    files = folder / "otlp"
+    files.mkdir(parents=True)
+    n = 0
+    for dialect in dialects:
+        for hours in range(3):
+            n += 1
+            path = files / f"{dialect}-{hours}.json"
+            path.write_text(json.dumps(moved(fixture_doc(dialect), n, hours)))
+    lake = folder / "lake"
+    _cli("ingest", "--lake", str(lake), *sorted(map(str, files.iterdir())))
+    return lake
+
+
+def _scores(lake: Path, *extra: str) -> list[tuple[Any, ...]]:
+    rows = _json("score", "--lake", str(lake), *extra)
+    return sorted(tuple(sorted((k, json.dumps(v)) for k, v in r.items() if k != "scored_at")) for r in rows)
+
+
+def _what_every_command_reads(lake: Path, out: Path) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    query = "select count(*) as spans, count(distinct trace_id) as traces from spans"
+    seen["sql"] = _json("sql", "--lake", str(lake), query)
+    seen["sql since"] = _json("sql", "--lake", str(lake), "--since", "2000-01-01", query)
+    sessions = "select session_id, tool_call_count, terminal_state from sessions order by 1"
+    seen["sessions"] = _json("sql", "--lake", str(lake), sessions)
+    seen["score"] = _scores(lake)  # written: the stored scores are read back below
+    seen["stored"] = _json("sql", "--lake", str(lake), "select count(*) as n from scores")
+    _cli("compact", "--lake", str(lake), "--min-age", "0", "--retention", "0")
+    seen["compacted"] = [f.parent.name for f in sorted((lake / "spans").rglob("*.parquet"))]
+    seen["score after compact"] = _scores(lake, "--no-write")  # through the derived frames
+    seen["two workers"] = _scores(lake, "--no-write", "--workers", "2")
+    exported = _json("export", "trajectories", "--lake", str(lake), "--out", str(out / "export"))
+    seen["export"] = len(exported)
+    _cli("report", "--lake", str(lake), "--since", "2000-01-01", "--out", str(out / "report.json"))
+    report = json.loads((out / "report.json").read_text())
+    report["meta"]["data_quality"].pop("horizon")  # when the report was made
+    seen["report"] = json.dumps(report, sort_keys=True).replace(str(lake), "LAKE")
+    return seen
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("plain")
+    return _what_every_command_reads(_ingest(folder), folder)
+
+
+@pytest.mark.parametrize(
+    ("name", "decoy"),
+    [
+        ("o'brien [old] *?", None),  # every character a glob or SQL text reads
+        ("runs [old]", "runs o"),  # the glob `runs [old]` matches the folder `runs o`: it held another lake
+    ],
+)
+def test_a_lake_under_any_folder_name_reads_as_under_a_plain_one(
+    name: str, decoy: str | None, plain: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEVALS_COMPACT_RETENTION", "0")
+    if decoy is not None:
+        _ingest(tmp_path / decoy, DIALECTS[:1])
+    folder = tmp_path / name
+    seen = _what_every_command_reads(_ingest(folder), folder)
+    assert seen.keys() == plain.keys()
+    for what in plain:
+        assert seen[what] == plain[what], what
+
+
+def test_a_message_shows_a_path_as_it_is(tmp_path: Path) -> None:
+    """What a command says on stderr is never read as rich's markup: `score` said its scores were "written
+    to .../runs /lake/scores/...", the "[old]" of the folder gone."""
+    lake = _ingest(tmp_path / "runs [old]", DIALECTS[:1])
+    said = _cli("score", "--lake", str(lake)).stderr
+    assert f"written to {lake}/scores/part-" in said
