@@ -636,6 +636,21 @@ def test_a_table_shows_a_hostile_value_escaped_and_piped_data_keeps_it_exact(hos
             assert list(csv.reader(io.StringIO(text, newline="")))[1][0] == HOSTILE_ID, text
 
 
+def test_a_report_names_what_a_reader_would_not_see_by_its_code(hostile_lake: Path, tmp_path: Path) -> None:
+    """A report (HTML, Markdown) is read by a person, in a browser or with `cat`: a value's escape sequences
+    and bidi overrides are written as their code points (`U+001B`), as the UI's pages show them; both reports
+    held them raw (a `cat report.md` cleared the screen, the override reversed the session id in a browser)."""
+    from tracevals.model.display import HIDDEN_ON_A_PAGE
+
+    for suffix in ("html", "md"):
+        out = tmp_path / f"report.{suffix}"
+        result = CliRunner().invoke(main, ["report", "--lake", str(hostile_lake), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        text = out.read_text(encoding="utf-8")
+        assert HIDDEN_ON_A_PAGE.search(text) is None, (suffix, HIDDEN_ON_A_PAGE.findall(text))
+        assert "s-U+001B[1mBOLD" in text and "U+202Eevil" in text, suffix
+
+
 def test_an_error_line_shows_what_it_quotes_escaped(hostile_lake: Path, tmp_path: Path) -> None:
     """An error line quotes what it was given or found (a run id, a span's name, a query): it is shown as a
     table's values are, whatever raised it. A run id with the carriage return a shell pipeline leaves on a

@@ -18,3 +18,14 @@ HIDDEN_ON_A_PAGE = re.compile(rf"[{_CONTROLS}{_INVISIBLE}]")
 # On a terminal a carriage return also acts: it goes back to the line's start, and what follows overwrites it
 # (but before a newline, CRLF, the line ending CSV writes, it overwrites nothing).
 ACTS_ON_A_TERMINAL = re.compile(rf"[{_CONTROLS}{_INVISIBLE}]|\r(?!\n)")
+
+
+def code_of(character: str) -> str:
+    """How a page or a document names a character it does not show: its code point (`U+202E`)."""
+    return f"U+{ord(character):04X}"
+
+
+def visible(text: str) -> str:
+    """`text` for a document a person reads (a report's HTML or Markdown): each character `HIDDEN_ON_A_PAGE`
+    written as its code point, as the UI's pages show it."""
+    return HIDDEN_ON_A_PAGE.sub(lambda m: code_of(m.group()), text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import os
 import re
@@ -9,6 +10,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from tracevals.model.display import visible
 
 PathArg = str | os.PathLike[str]
 P = ParamSpec("P")
@@ -66,8 +69,15 @@ def interval(ci: tuple[float, float]) -> str:
 
 def markdown_cell(text: str) -> str:
     """`text` as one cell of a Markdown table: a pipe or a line break (a task id, a span value) would
-    otherwise end the cell or the row."""
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    otherwise end the cell or the row; what a reader would not see (an escape sequence, a bidi override) is
+    written as its code point (`visible`)."""
+    return visible(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def html_text(value: object) -> str:
+    """`value` as text in a report's HTML (an element's text or an attribute's value): escaped, and what a
+    reader would not see written as its code point (`visible`), as the UI's pages show it."""
+    return html.escape(visible(str(value)))
 
 
 def markdown_code(text: str) -> str:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from tracevals.report.data import ReportData
 from tracevals.report.formatting import PathArg, atomic_write, interval, num, signed
+from tracevals.report.formatting import html_text as escape
 from tracevals.report.html_failures import failure_gallery, failure_tables
 from tracevals.report.html_parts import STYLE, details, page_header, table
 from tracevals.report.reliability_view import reliability_html

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from html import escape
 
 from tracevals.report.data import GROUP_LIMIT, CallView, FailedAttempt, ReportData
+from tracevals.report.formatting import html_text as escape
 from tracevals.report.html_parts import details, table
 
 __all__ = ["failure_gallery", "failure_tables", "trace_command"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
+
+from tracevals.report.formatting import html_text as escape
 
 __all__ = ["STYLE", "details", "nav", "table"]
 

@@ -71,7 +71,7 @@ def _reliability_section(rel: Reliability) -> list[str]:
         out += ["## Environment", "", *_table(columns, rows)]
         cmp = rel.env_comparison
         if cmp is not None:
-            out += [f"{cmp.baseline} -> {cmp.candidate} differ in:", ""]
+            out += [f"{_esc(cmp.baseline)} -> {_esc(cmp.candidate)} differ in:", ""]
             out += [f"- {_esc(d.describe())}{' (under test)' if d.declared else ''}" for d in cmp.differences] or [
                 "- nothing: the same environment"
             ]
@@ -123,7 +123,7 @@ def _comparison_section(cmp: Comparison) -> list[str]:
     out = [
         f"## Regressions first: {_esc(cmp.baseline)} → {_esc(cmp.candidate)}",
         "",
-        f"**{cmp.statement}.**",
+        f"**{_esc(cmp.statement)}.**",
         "",
         f"pass@1 delta {signed(cmp.pass_at_1_delta)}, pass^{cmp.k} delta {signed(cmp.pass_hat_k_delta)} "
         f"(paired means over the {cmp.common_tasks} tasks both ran).",

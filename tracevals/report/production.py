@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracevals.report.formatting import PathArg, atomic_write, clean, interval, num
+from tracevals.report.formatting import PathArg, atomic_write, clean, interval, markdown_code, num
 from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.stats.production import GroupRate, ProductionSummary, Rate, SessionFailure, Trend
 
@@ -188,7 +188,8 @@ def render_production_markdown(s: ProductionSummary) -> str:
     ]
     out += ["", "## Worst sessions", ""]
     for w in s.worst_sessions:
-        out.append(f"- `{_esc(w.session_id)}` ({w.service} / {w.agent}, {w.day}): {w.failed}/{w.verdicts} verdicts "
+        where = f"{_esc(w.service)} / {_esc(w.agent)}, {w.day}"
+        out.append(f"- {markdown_code(w.session_id)} ({where}): {w.failed}/{w.verdicts} verdicts "
                    f"failed — {_esc('; '.join(w.reasons[:3]))}")  # fmt: skip
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -5,8 +5,7 @@ each group closed. The provenance is stated once, at the top."""
 
 from __future__ import annotations
 
-from html import escape
-
+from tracevals.report.formatting import html_text as escape
 from tracevals.report.formatting import interval, num
 from tracevals.report.html_failures import trace_command
 from tracevals.report.html_parts import STYLE, details, page_header, table

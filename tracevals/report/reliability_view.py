@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from tracevals.report.formatting import clean, interval, num
+from tracevals.report.formatting import html_text as escape
 from tracevals.report.html_parts import details, table
 from tracevals.report.reliability import Reliability
 from tracevals.report.svg import IntervalPoint, interval_chart

@@ -10,8 +10,8 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 
+from tracevals.report.formatting import html_text as escape
 from tracevals.stats import percentile
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from tracevals.model.display import HIDDEN_ON_A_PAGE
+from tracevals.model.display import HIDDEN_ON_A_PAGE, code_of
 from tracevals.model.json_text import loads as json_loads
 
 __all__ = ["CONTROL", "LIMIT", "REDACTED", "inert", "pretty"]
@@ -33,7 +33,7 @@ REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
 def _visible(match: re.Match[str]) -> str:
-    code = f"U+{ord(match.group(0)):04X}"
+    code = code_of(match.group(0))
     return f'<span class="cc" title="an invisible character, {code}, shown">{code}</span>'
 
 
