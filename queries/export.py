@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 
 from tracevals.lake.columns import LOGS_DIR, SPANS_DIR
 from tracevals.lake.lake import Lake, LakeLike, partition_key
-from tracevals.lake.paths import LakeError, pattern, sql_string
+from tracevals.lake.paths import LakeError, pattern
+from tracevals.model.quoting import sql_string
 from tracevals.queries.binding import RAW, drop_tables, own, shadow, unshadow, work_table
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import keep_footers, open_lake

@@ -14,7 +14,8 @@ from pathlib import Path
 import duckdb
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.paths import pattern, sql_string
+from tracevals.lake.paths import pattern
+from tracevals.model.quoting import sql_string
 from tracevals.queries.binding import (
     RAW,
     bind,

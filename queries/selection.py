@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 
 import duckdb
 
-from tracevals.lake.paths import sql_string
 from tracevals.lake.sampling import bucket_sql, sampled_sql
 from tracevals.model.errors import UserError
+from tracevals.model.quoting import sql_string
 from tracevals.queries.binding import RAW, drop_tables, is_shadowed, own, shadow, shadow_copy, unshadow, work_table
 from tracevals.queries.catalog import query_sql
 from tracevals.queries.connection import restrict_snapshots

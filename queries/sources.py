@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 from tracevals.lake.columns import COLUMNS, sql_columns
 from tracevals.lake.lake import Lake, LocalScan, ObjectScan
-from tracevals.lake.paths import partition_filter, sql_string
+from tracevals.lake.paths import partition_filter
+from tracevals.model.quoting import sql_string
 from tracevals.queries.binding import bind, work_table
 
 # Model prices: USD per million tokens (input, output) by model name. A model without a price costs 0

@@ -6,6 +6,9 @@ lake instead; a quote was refused. Every command here runs through the CLI, as a
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,8 @@ from click.testing import CliRunner
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, moved
 
 from tracevals.cli import main
+from tracevals.model.quoting import command_line, sql_string
+from tracevals.scoring.production_data import DAYS_QUERY
 
 
 def _cli(*args: str) -> Any:
@@ -100,3 +105,30 @@ def test_a_message_shows_a_path_as_it_is(tmp_path: Path) -> None:
     lake = _ingest(tmp_path / "runs [old]", DIALECTS[:1])
     said = _cli("score", "--lake", str(lake)).stderr
     assert f"written to {lake}/scores/part-" in said
+
+
+def test_a_command_line_reads_back_as_its_words() -> None:
+    """What a message suggests is pasted into a shell: each word reads back as itself, and a plain one stays
+    as a person would write it."""
+    words = ["tracevals", "sql", "--lake", 'o\'brien [old] *? $HOME `x` \\ "q" !', "select * from runs", "", "a\nb"]
+    assert shlex.split(command_line(*words)) == words
+    assert command_line("tracevals", "sql", "--lake", "lake", "select 1") == 'tracevals sql --lake lake "select 1"'
+    assert sql_string("it's") == "'it''s'"
+
+
+def test_a_suggested_command_runs_as_printed(tmp_path: Path) -> None:
+    """An error that suggests a command (here: no session in the report's default week, and the query that
+    lists the days there are) names a lake whose path a shell would split, glob or expand: pasted into bash,
+    it runs. Before, the path went in bare (`--lake /…/o'brien [old] *?/lake`: an unterminated quote)."""
+    lake = _ingest(tmp_path / "o'brien [old] *? $HOME `x`", DIALECTS[:1])
+    result = CliRunner().invoke(main, ["report", "--lake", str(lake), "--out", str(tmp_path / "r.json")])
+    assert result.exit_code == 1, result.output
+    hint = result.stderr.split("(see the days with: ", 1)[1].rsplit(")", 1)[0]
+    assert hint.startswith("tracevals sql --lake "), hint
+    here = f"{shlex.quote(sys.executable)} -m tracevals"
+    pasted = subprocess.run(
+        ["bash", "-c", hint.replace("tracevals", here, 1) + " --format json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    assert json.loads(pasted.stdout) == _json("sql", "--lake", str(lake), DAYS_QUERY) != []

@@ -24,8 +24,11 @@ from tracevals.harness.environment import file_digest
 from tracevals.instrumentation import instrument
 from tracevals.lake.lake import PRICES_FILE, Lake
 from tracevals.lake.run_cases import write_run_cases
+from tracevals.model.quoting import command_line
 from tracevals.model.tasks import load_cases
 from tracevals.scoring.runs import score_run
+
+TRY_QUERY = "select * from trajectories limit 5"  # what the demo suggests trying on its lake
 
 VARIANTS = ("baseline", "candidate")
 __all__ = ["VARIANTS", "bundled_tasks", "demo"]
@@ -211,7 +214,7 @@ def _print_demo(
     for line in environment_lines(data.reliability):
         echo(line)
     click.echo(f"\n{done}")
-    click.echo(f'lake:    {lake}   (try: tracevals sql --lake {lake} "select * from trajectories limit 5")')
+    click.echo(f"lake:    {lake}   (try: {command_line('tracevals', 'sql', '--lake', str(lake), TRY_QUERY)})")
     for name, path in paths.items():
         click.echo(f"{name + ':':<8} {path}")
 

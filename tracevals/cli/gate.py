@@ -9,7 +9,6 @@ tasks, by how much, and the command that shows those tasks' failed attempts.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,6 +17,7 @@ from tracevals import env
 from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
+from tracevals.model.quoting import command_line
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 from tracevals.stats.release_gate import NOT_JUDGED
 
@@ -234,10 +234,10 @@ _VERDICT = {"fail": "FAIL", NOT_JUDGED: "NOT JUDGED", "pass": "PASS"}
 
 def _hint(lake: Lake, runs: list[str], baseline: str | None, candidate: str, tasks_file: str | None) -> str:
     """The report command that shows what the gate judged: the same runs, all of them, and the same cases."""
-    run = "".join(f" --run {shlex.quote(r)}" for r in runs)
-    tasks = f" --tasks {shlex.quote(tasks_file)}" if tasks_file else ""
-    pair = f" --baseline {shlex.quote(baseline)} --candidate {shlex.quote(candidate)}" if baseline else ""
-    return f"tracevals report --lake {shlex.quote(str(lake))}{run}{tasks}{pair} --out gate-report.html"
+    run = [word for r in runs for word in ("--run", r)]
+    tasks = ["--tasks", tasks_file] if tasks_file else []
+    pair = ["--baseline", baseline, "--candidate", candidate] if baseline else []
+    return command_line("tracevals", "report", "--lake", str(lake), *run, *tasks, *pair, "--out", "gate-report.html")
 
 
 def _text(result: GateResult, n_base: int, n_cand: int, tasks: int, runs: list[str], hint: str) -> str:

@@ -27,6 +27,7 @@ from tracevals.lake.paths import LakeError
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.model.quoting import command_line, sql_string
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.queries.selection import Selection
 from tracevals.report import summary_rows
@@ -364,7 +365,8 @@ def _print_run(lake: Lake, run_id: str, cases: int, k: int, plan: Any, fmt: str,
         for title, head, body in reliability_tables(data.reliability):
             print_rows(head, body, "table", title=title)
     if fmt == "table":
-        click.echo(f"lake: {lake}   (tracevals sql --lake {lake} \"select * from runs where run_id = '{run_id}'\")")
+        query = f"select * from runs where run_id = {sql_string(run_id)}"
+        click.echo(f"lake: {lake}   ({command_line('tracevals', 'sql', '--lake', str(lake), query)})")
     _fail_on_misses(plan, console)
 
 

@@ -1,8 +1,8 @@
 """Time ranges over the lake's hive partitions (UTC date and hour), the lake's error, and the --strict
 switch. Where the files of a range are is the `Lake`'s to say (`tracevals.lake.lake`); here is the
 arithmetic both implementations and the SQL share: `bounds` turns since/until into (date, hour) pairs,
-`partition_filter` the same range as a condition on the hive columns `date` / `hour`; and how a value or a
-path is written into SQL text or a file glob (`sql_string`, `pattern`).
+`partition_filter` the same range as a condition on the hive columns `date` / `hour`; and a path as a file
+glob that matches only itself (`pattern`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,6 @@ from tracevals.model.errors import UserError
 
 class LakeError(UserError):
     """The lake cannot be opened (missing directory, unreadable files, a view that does not apply)."""
-
-
-def sql_string(text: str) -> str:
-    """`text` as an SQL string literal (a quote doubled): a path, a name or an id that no character of it can
-    end. Every value written into SQL text goes through here."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def pattern(path: str | os.PathLike[str]) -> str:

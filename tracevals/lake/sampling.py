@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tracevals.lake.paths import sql_string
+from tracevals.model.quoting import sql_string
 
 SCALE = 2**32
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from tracevals.model.quoting import command_line, sql_string
 from tracevals.report.data import GROUP_LIMIT, CallView, FailedAttempt, ReportData
 from tracevals.report.formatting import html_text as escape
 from tracevals.report.html_parts import details, table
@@ -16,8 +17,9 @@ __all__ = ["failure_gallery", "failure_tables", "trace_command"]
 
 def trace_command(lake_location: str | None, trace_id: str) -> str:
     """The command that shows a trace's steps (a trace id in a report leads somewhere)."""
-    where = f"--lake {lake_location} " if lake_location else ""
-    return f"tracevals sql {where}\"select * from steps where trace_id = '{trace_id}' order by step_index\""
+    where = ["--lake", lake_location] if lake_location else []
+    query = f"select * from steps where trace_id = {sql_string(trace_id)} order by step_index"
+    return command_line("tracevals", "sql", *where, query)
 
 
 def failure_tables(data: ReportData) -> str:

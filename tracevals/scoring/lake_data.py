@@ -21,11 +21,11 @@ from typing import Any
 import duckdb
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.paths import sql_string
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
 from tracevals.model.json_text import loads as json_loads
 from tracevals.model.prices import default_prices
+from tracevals.model.quoting import command_line, sql_string
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
@@ -115,8 +115,10 @@ def _read_selection(
     trajectories = trajectories_of(batch)
     if not trajectories:
         raise SelectionError(
-            f"no attempts match {_describe(selection, runs)}; list the runs with: tracevals sql --lake "
-            f'{lake} "select run_id, variant, count(*) from runs group by all"'
+            f"no attempts match {_describe(selection, runs)}; list the runs with: "
+            + command_line(
+                "tracevals", "sql", "--lake", str(lake), "select run_id, variant, count(*) from runs group by all"
+            )
         )
     _check_variants(trajectories, selection.variants)
     _check_runs(con, trajectories, selection.runs, restriction)

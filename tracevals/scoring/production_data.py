@@ -20,6 +20,7 @@ import duckdb
 from tracevals.lake import clock
 from tracevals.lake.lake import Lake
 from tracevals.model.facets import TraceFacet
+from tracevals.model.quoting import command_line
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
@@ -29,6 +30,9 @@ from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.lake_data import _current, _id_table, _iso, _stored_scores
 from tracevals.scoring.offline import score_trajectories
+
+# The query that lists the days a lake has sessions on (what an empty selection suggests).
+DAYS_QUERY = "select cast(start_time as date) as day, count(*) from sessions group by 1 order by 1"
 
 __all__ = ["DEFAULT_DAYS", "ProductionData", "has_harness_runs", "load_production_data"]
 
@@ -99,8 +103,7 @@ def load_production_data(
         span = f"from {_iso(since) or 'the start'} until {_iso(until) or 'now'}"
         raise SelectionError(
             f"no production sessions start {span}{' in the sample' if sample else ''}; widen --since/--until "
-            f'(see the days with: tracevals sql --lake {lake} "select cast(start_time as date) as day, '
-            'count(*) from sessions group by 1 order by 1")'
+            f"(see the days with: {command_line('tracevals', 'sql', '--lake', str(lake), DAYS_QUERY)})"
         )
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
     facets = {}

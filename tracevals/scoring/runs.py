@@ -11,6 +11,7 @@ from tracevals.lake.lake import Lake
 from tracevals.lake.run_cases import RunCasesConflict, all_run_cases, as_bytes, read_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.model.quoting import command_line
 from tracevals.model.score import Score
 from tracevals.model.tasks import cases_from_bytes
 from tracevals.model.trajectory import Trajectory
@@ -112,7 +113,8 @@ def compact_run(lake: Lake, started: float) -> str | None:
         # another run ending at the same time compacts the same hours: wait for it rather than leave them
         result = compact(lake, min_age_s=min_age, since=since, now=now, wait_s=COMPACT_WAIT_S, then=derive)
     except (CompactError, OSError) as exc:
-        return f"the run's files were not merged ({exc}); run `tracevals compact --lake {lake}` later"
+        again = command_line("tracevals", "compact", "--lake", str(lake))
+        return f"the run's files were not merged ({exc}); run `{again}` later"
     errors = [p.error for p in result.partitions if p.error]
     if errors:
         return f"the run's files were not all merged: {errors[0]}"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from tracevals.lake.paths import sql_string
+from tracevals.model.quoting import sql_string
 from tracevals.spans import reading, rules
 from tracevals.spans.declare import Messages
 

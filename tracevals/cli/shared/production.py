@@ -10,13 +10,13 @@ test at --alpha), fell by more than --max-drop, or lies under --min-rate.
 from __future__ import annotations
 
 import json
-import shlex
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from tracevals.cli.shared.output import echo, lake_errors, print_rows
+from tracevals.model.quoting import command_line
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -166,8 +166,10 @@ def gate_production(
     night = summary.days[-1] if summary.days else None
     since = summary.days[0] if summary.days else None
     until = night + timedelta(days=1) if night else None  # [since, until): the night included
-    where = shlex.quote(str(lake))
-    hint = f"tracevals report --lake {where} --production --since {since} --until {until} --out night.html"
+    hint = command_line(
+        "tracevals", "report", "--lake", str(lake), "--production", "--since", str(since), "--until", str(until),
+        "--out", "night.html",
+    )  # fmt: skip
     checks = [
         {"check": c.name, "status": c.status, "passed": c.passed, "threshold": c.threshold, "value": c.value,
          "message": c.message, "sessions": c.tasks}

@@ -17,6 +17,7 @@ from tracevals.harness.stopping import StopRequest, stop_on_signals
 from tracevals.lake.lake import Lake
 from tracevals.lake.leases import Holder, Lease, LeaseBusy, LeaseError
 from tracevals.lake.paths import LakeError
+from tracevals.model.quoting import shell_word
 
 # how long `tracevals run --resume` waits for the run's holder to end (a CI retry waits for its first try)
 RESUME_WAIT_S = 24 * 3600.0
@@ -48,7 +49,7 @@ def resume_command(run_id: str) -> str:
     """The command that resumes this run: this one, with its run id (a generated id must be named)."""
     args = sys.argv[1:]
     if "run" not in args:  # called from Python (click's test runner): say what to add
-        return f"tracevals run … --run-id {shlex.quote(run_id)}"
+        return f"tracevals run … --run-id {shell_word(run_id)}"
     if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
         args = [*args, "--run-id", run_id]
     return shlex.join(["tracevals", *args])

@@ -21,6 +21,7 @@ from tracevals.harness.stopping import StopRequest
 from tracevals.harness.variance import level_variant, run_levels
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.model.quoting import command_line
 from tracevals.queries.selection import Selection
 from tracevals.report.formatting import num
 from tracevals.report.reliability import lake_rows
@@ -151,10 +152,8 @@ def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str
     print_rows(["source", "flakiness it adds", "share"], _source_rows(result), "table", title="flakiness by source")
     echo(result.statement)
     live, frozen = level_variant(variant, "live"), level_variant(variant, "frozen")
-    click.echo(
-        f"lake: {lake}   (tracevals report --lake {lake} --run {run_id} --baseline {frozen} --candidate {live} "
-        "--out variance.html)"
-    )
+    report = ["report", "--lake", str(lake), "--run", run_id, "--baseline", frozen, "--candidate", live]
+    click.echo(f"lake: {lake}   ({command_line('tracevals', *report, '--out', 'variance.html')})")
 
 
 def level_figures(data: Any, variant: str, live_calls: Mapping[str, int]) -> dict[str, LevelFigures]:
