@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import math
+import re
 import threading
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -305,13 +306,38 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# A UTF-16 surrogate escaped in JSON text (`\ud83d`): JSON lets one stand alone, Unicode text cannot hold it.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(value: Any) -> Any:
+    """`value` with each lone surrogate of its strings (keys too) read as U+FFFD, the replacement character.
+    JavaScript's `JSON.stringify` writes one escaped whenever a string was cut inside a surrogate pair (a tool's
+    output truncated mid-emoji): Node's OTLP/HTTP JSON exporter sends it so, its protobuf exporter encodes it
+    as U+FFFD, and Go's `encoding/json` (the OpenTelemetry Collector's) reads it as U+FFFD. Refused, the whole
+    request was lost (a 400 the exporter drops)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_characters(v) for v in value]
+    return value
+
+
 def load_document(body: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
     """A JSON body as an object: a key given twice, nesting past the parser, or not JSON at all is an
-    `OTLPDecodeError` (never a value silently dropped, never a RecursionError)."""
+    `OTLPDecodeError` (never a value silently dropped, never a RecursionError). A lone surrogate in a string
+    reads as U+FFFD (`_whole_characters`)."""
     if isinstance(body, Mapping):
         return body
     try:
         doc = json.loads(body, object_pairs_hook=_unique_keys)
+        escaped = _SURROGATE_ESCAPE_BYTES if isinstance(body, bytes | bytearray) else _SURROGATE_ESCAPE
+        if escaped.search(body):  # type: ignore[arg-type]
+            doc = _whole_characters(doc)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OTLPDecodeError(f"body is not JSON: {exc}") from None
     except _DuplicateKey as exc:

@@ -113,6 +113,25 @@ def test_ingest_command_lands_the_file_in_the_lake(tmp_path: Path) -> None:
     ]
 
 
+def test_a_string_cut_inside_a_surrogate_pair_reads_as_a_replacement_character(tmp_path: Path) -> None:
+    """JavaScript's JSON.stringify writes a lone surrogate (a string cut mid-emoji) as an escape, which Unicode
+    text cannot hold: the file is read, the character as U+FFFD (as Go's encoding/json reads it), a key's too;
+    a whole pair stays the character it is. The file was refused ("surrogates not allowed")."""
+    doc = json.loads(json.dumps(DOC))
+    span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["name"] = "execute_tool \ud83d"
+    span["attributes"].append({"key": "cut\udfff", "value": {"stringValue": "x \ud83d\ude00 y \uDE00"}})
+    text = json.dumps(doc)  # each surrogate written as an escape (ensure_ascii), as JSON.stringify writes a lone one
+    assert "execute_tool \\ud83d\"" in text
+    path = tmp_path / "cut.json"
+    path.write_text(text)
+    lake = tmp_path / "lake"
+    result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(path)])
+    assert result.exit_code == 0, result.output
+    [(name, value)] = open_lake(lake).execute("select name, attributes->>'$.\"cut\ufffd\"' from spans").fetchall()
+    assert (name, value) == ("execute_tool \ufffd", "x \U0001f600 y \ufffd")
+
+
 def test_ingest_refuses_a_file_that_is_not_otlp(tmp_path: Path) -> None:
     path = tmp_path / "truth.json"
     path.write_text('{"turns": []}')

@@ -14,6 +14,10 @@ const { BasicTracerProvider, BatchSpanProcessor } = require("@opentelemetry/sdk-
 const { LoggerProvider, BatchLogRecordProcessor } = require("@opentelemetry/sdk-logs");
 const { resourceFromAttributes } = require("@opentelemetry/resources");
 
+// A string cut inside a surrogate pair, as an application's truncation of a tool's output mid-emoji leaves it:
+// JSON.stringify writes its lone surrogate as an escape (the JSON exporters), protobufjs as U+FFFD.
+const CUT = "tool said \u{1F600} ok".slice(0, 11);
+
 const EXPORTERS = {
   "http-json": () => require("@opentelemetry/exporter-trace-otlp-http").OTLPTraceExporter,
   "http-proto": () => require("@opentelemetry/exporter-trace-otlp-proto").OTLPTraceExporter,
@@ -51,6 +55,7 @@ async function sendSpans(options, exporter, results) {
         "gen_ai.usage.input_tokens": i,
         "step.index": i,
         "text.unicode": "größe ✓",
+        "text.cut": CUT,
       },
     });
     span.end();
@@ -69,7 +74,7 @@ async function sendLogs(options, exporter, results) {
   const logger = provider.getLogger("tracevals.node.test", "1.0");
   const sent = [];
   for (let i = 0; i < options.spans; i++) {
-    logger.emit({ body: `record ${i}`, severityNumber: 9, attributes: { "record.index": i } });
+    logger.emit({ body: `record ${i}`, severityNumber: 9, attributes: { "record.index": i, "text.cut": CUT } });
     sent.push(`record ${i}`);
   }
   await finish(provider);
