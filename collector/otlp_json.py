@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tracevals.model.errors import UserError
+from tracevals.model.json_text import whole_text
 
 
 class OTLPDecodeError(UserError, ValueError):
@@ -309,17 +310,16 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 # A UTF-16 surrogate escaped in JSON text (`\ud83d`): JSON lets one stand alone, Unicode text cannot hold it.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _whole_characters(value: Any) -> Any:
-    """`value` with each lone surrogate of its strings (keys too) read as U+FFFD, the replacement character.
-    JavaScript's `JSON.stringify` writes one escaped whenever a string was cut inside a surrogate pair (a tool's
-    output truncated mid-emoji): Node's OTLP/HTTP JSON exporter sends it so, its protobuf exporter encodes it
-    as U+FFFD, and Go's `encoding/json` (the OpenTelemetry Collector's) reads it as U+FFFD. Refused, the whole
+    """`value` with each lone surrogate of its strings (keys too) read as U+FFFD (`whole_text`). JavaScript's
+    `JSON.stringify` writes one escaped whenever a string was cut inside a surrogate pair (a tool's output
+    truncated mid-emoji): Node's OTLP/HTTP JSON exporter sends it so, its protobuf exporter encodes it as
+    U+FFFD, and Go's `encoding/json` (the OpenTelemetry Collector's) reads it as U+FFFD. Refused, the whole
     request was lost (a 400 the exporter drops)."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return whole_text(value)
     if isinstance(value, dict):
         return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
     if isinstance(value, list):

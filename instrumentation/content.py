@@ -30,6 +30,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from tracevals import env
 from tracevals.instrumentation.redact import current_redactor
 from tracevals.model import attributes as tv
+from tracevals.model.json_text import whole_text
 
 CAPTURE_ENV = env.CAPTURE_MESSAGE_CONTENT
 MODEL_EVENT = "gen_ai.client.inference.operation.details"
@@ -101,13 +102,15 @@ def _plain(value: Any) -> Any:
 
 
 def to_json(value: Any) -> str:
-    """Serialise a tool argument or result for a span attribute (JSON, falling back to `str`)."""
+    """Serialise a tool argument or result for a span attribute (JSON, falling back to `str`), every character
+    one UTF-8 can hold (`whole_text`: a file name `os.listdir` gave in `surrogateescape` made the span's
+    annotation fail, its arguments and result lost)."""
     if isinstance(value, str):
-        return value
+        return whole_text(value)
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=_plain)
+        return whole_text(json.dumps(value, sort_keys=True, ensure_ascii=False, default=_plain))
     except (TypeError, ValueError):
-        return str(value)
+        return whole_text(str(value))
 
 
 def record_content(

@@ -29,6 +29,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from tracevals.instrumentation.content import record_failure
 from tracevals.instrumentation.redact import current_redactor
 from tracevals.model import attributes as tv
+from tracevals.model.json_text import whole_text
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.context"
@@ -100,7 +101,7 @@ class session(_Scope):  # lower case: used like a function, `with tracevals.sess
     """
 
     def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
+        self.session_id = whole_text(session_id) if isinstance(session_id, str) else session_id
 
     def _enter(self) -> contextvars.Token[str | None]:
         return _session_id.set(self.session_id)
@@ -116,7 +117,7 @@ class agent(_Scope):  # lower case: used like a function, `with tracevals.agent(
     """An `invoke_agent {name}` span around an agent's work; a context manager or a decorator."""
 
     def __init__(self, name: str, description: str | None = None) -> None:
-        self.name = name
+        self.name = whole_text(name) if isinstance(name, str) else name
         self.description = description
 
     def _enter(self) -> tuple[Span, object]:

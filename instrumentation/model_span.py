@@ -26,6 +26,7 @@ from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import MODEL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
 from tracevals.model import attributes as tv
+from tracevals.model.json_text import whole_text
 
 _log = logging.getLogger(__name__)
 _TRACER = "tracevals.instrumentation.models"
@@ -108,8 +109,11 @@ def canonical(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """Keys sorted, no spaces: the same request is the same text, whichever order it was built in."""
-    return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Keys sorted, no spaces: the same request is the same text, whichever order it was built in (every
+    character one UTF-8 holds: `whole_text`)."""
+    return whole_text(
+        json.dumps(canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    )
 
 
 def canonical_sha256(value: Any) -> str:

@@ -305,3 +305,34 @@ def test_annotation_failures_are_logged_never_raised(
 
 async def _async_identity(thing: Any) -> Any:
     return thing
+
+
+def test_text_utf8_cannot_hold_is_recorded_as_a_replacement_character(
+    lake: Path, telemetry: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file name that is not UTF-8 comes out of `os.listdir` with a lone surrogate (`surrogateescape`), and
+    a session id can carry one too. UTF-8 cannot hold it: the tool span's annotation failed (its arguments
+    hash, arguments and result lost, a traceback logged) and the session id was dropped from every span. Each
+    such character is recorded as U+FFFD now, and the arguments hash is the hash of what was recorded."""
+    from tracevals.model.calls import args_digest
+
+    name = b"caf\xe9 report.txt".decode("utf-8", "surrogateescape")
+
+    @tracevals.tool
+    def list_files(folder: str) -> str:
+        return name
+
+    set_capture(True)
+    try:
+        with caplog.at_level(logging.ERROR), tracevals.session(f"s-{name}"), tracevals.agent(f"agent {name}"):
+            list_files(folder=name)
+    finally:
+        set_capture(None)
+    whole = "caf\ufffd report.txt"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    [span] = tool_spans(lake)
+    assert {s["session_id"] for s in read_spans(lake)} == {f"s-{whole}"}
+    assert [s["agent_name"] for s in read_spans(lake) if s["agent_name"]] == [f"agent {whole}"]
+    assert json.loads(span["attrs"]["gen_ai.tool.call.arguments"]) == {"folder": whole}
+    assert span["attrs"]["gen_ai.tool.call.result"] == whole
+    assert span["attrs"]["tracevals.tool.args_hash"] == args_digest({"folder": whole})

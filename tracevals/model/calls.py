@@ -29,6 +29,7 @@ from typing import Any
 
 from tracevals.model.case import Case
 from tracevals.model.json_text import loads as json_loads
+from tracevals.model.json_text import whole_text
 from tracevals.model.trajectory import HANDOFF_TOOL, ToolCall
 
 RISKY_EFFECTS = ("write", "irreversible")
@@ -57,7 +58,8 @@ def canonical_args(args: Mapping[str, Any]) -> str:
     """The arguments of an operation as canonical JSON: the idempotency key left out, keys sorted, an
     integral number as an integer, no spaces."""
     operation = {k: v for k, v in args.items() if k not in IDEMPOTENCY_ARGS}
-    return json.dumps(_canonical(operation), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = json.dumps(_canonical(operation), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return whole_text(text)  # what UTF-8 holds, as the recorded arguments are (`to_json`)
 
 
 def args_digest(args: Mapping[str, Any]) -> str:

@@ -11,11 +11,22 @@ still do, where nothing is parsed).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class TooDeep(ValueError):
     """The JSON text nests deeper than the parser goes: read as text that is not JSON."""
+
+
+def whole_text(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate as U+FFFD, the replacement character. JSON's `\\ud83d` and
+    Python's `surrogateescape` (a file name that is not UTF-8, as `os.listdir` gives it) make strings that
+    UTF-8, so Parquet, protobuf and every exporter, cannot hold: JavaScript writes one for a string cut inside
+    an emoji. U+FFFD is what Go's `encoding/json` and JavaScript's protobuf encoder make of it."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def loads(text: str | bytes, **kwargs: Any) -> Any:
