@@ -37,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 100_000
+TARGET_FLOOR_RATIO = 0.1  # issue 38: the collector at a tenth of the raw protobuf decode rate, on one core
 
 
 def genai_request(spans: int, seed: int) -> bytes:
@@ -207,9 +208,12 @@ def main() -> None:
         label = "ingest to committed Parquet" if mode == "pinned" else "ingest, collector free"
         print(f"{label}: {r['per_core']:,.0f} spans/s per core ({r['per_wall']:,.0f} spans/s wall)")
         print(f"ratio to the decode floor ({mode}): {r['per_core'] / floor:.3f} (ingest / decode)")
-        if mode == "pinned" or "pinned" not in modes:
-            verdict = "met" if r["per_core"] >= TARGET else "NOT met"
-            print(f"target >= {TARGET:,} spans/s on one core: {verdict}")
+        if mode == "pinned" or "pinned" not in modes:  # run_all's verdict lines: `target …: figure -- met`
+            verdict = "met" if r["per_core"] >= TARGET else "NOT MET"
+            print(f"target collector >= {TARGET:,} spans/s on one core: {r['per_core']:,.0f} spans/s -- {verdict}")
+            ratio = r["per_core"] / floor
+            verdict = "met" if ratio >= TARGET_FLOOR_RATIO else "NOT MET"
+            print(f"target collector >= {TARGET_FLOOR_RATIO}x the decode floor: {ratio:.3f}x -- {verdict}")
         if args.redaction and mode == modes[0]:
             red = _run(args, payloads, pinned, redaction=True)
             print(f"-- {mode} with the redaction processor (processors: [memory_limiter, redaction, batch])")

@@ -131,8 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"export (worker thread):   {figures['export_us_per_span']:8.2f} µs/span, off the agent's path")
         print(f"spans written to the lake: {figures['spans_written']} (batch processor, content capture off)")
         print(f"load average {figures['load_average_1m']} on {figures['cpus']} CPUs")
-        verdict = "met" if figures["within_target"] else "NOT met"
-        print(f"target <= {TARGET_US:.0f} µs per tool span (median CPU overhead, every span written): {verdict}")
+        verdict = "met" if figures["within_target"] else "NOT MET"  # run_all's line: `target …: figure -- met`
+        print(
+            f"target <= {TARGET_US:.0f} µs per tool span (median CPU overhead, every span written): "
+            f"{worst:.1f} µs, {figures['spans_written']} spans written -- {verdict}"
+        )
     return 0 if figures["within_target"] else 1
 
 
