@@ -20,9 +20,10 @@ class LakeError(UserError):
 
 
 def pattern(path: str | os.PathLike[str]) -> str:
-    """`path` as a glob pattern that matches only itself. DuckDB's file globs, Polars' and Python's `glob`
-    read `*`, `?` and `[` in any part of a path, so a lake under `runs [old]/` would match nothing (or other
-    files); `glob.escape`'s `[[]`, `[*]`, `[?]` are read as those characters by all three."""
+    """`path` as a glob pattern that matches only itself. DuckDB's file globs and Python's `glob` read `*`, `?`
+    and `[` in any part of a path, so a lake under `runs [old]/` would match nothing (or another folder's
+    files); `glob.escape`'s `[[]`, `[*]`, `[?]` are read as those characters by both. (Polars is told not to
+    glob a path it is given: `glob=False`.)"""
     return glob.escape(os.fspath(path))
 
 
