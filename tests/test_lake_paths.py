@@ -132,3 +132,17 @@ def test_a_suggested_command_runs_as_printed(tmp_path: Path) -> None:
     )  # fmt: skip
     assert pasted.returncode == 0, pasted.stderr
     assert json.loads(pasted.stdout) == _json("sql", "--lake", str(lake), DAYS_QUERY) != []
+
+
+def test_a_progress_bar_shows_a_name_as_it_is() -> None:
+    """A progress bar's task is named by the user's text (a run's variant): never read as rich's markup, which
+    made "gpt-4o [new]" show as "gpt-4o "."""
+    import io
+
+    from rich.console import Console
+
+    from tracevals.cli.shared.output import progress_bar
+
+    progress = progress_bar(Console(file=io.StringIO()))
+    progress.add_task("gpt-4o [new] [bold]x[/bold]", total=1)
+    assert progress.columns[0].render(progress.tasks[0]).plain == "gpt-4o [new] [bold]x[/bold]"
