@@ -146,3 +146,21 @@ def test_a_progress_bar_shows_a_name_as_it_is() -> None:
     progress = progress_bar(Console(file=io.StringIO()))
     progress.add_task("gpt-4o [new] [bold]x[/bold]", total=1)
     assert progress.columns[0].render(progress.tasks[0]).plain == "gpt-4o [new] [bold]x[/bold]"
+
+
+def test_the_sandbox_allows_the_escaped_root_only_when_no_folder_has_that_name(tmp_path: Path) -> None:
+    """`sql`'s sandbox allows the lake's root and, for a root holding a glob's characters, the pattern of it the
+    lake's files are named through. DuckDB reads a pattern that matches nothing as a literal path: a folder
+    literally named like that pattern would become readable, so then only the root is allowed."""
+    from tracevals.lake.lake import Lake
+    from tracevals.lake.paths import pattern
+    from tracevals.queries.connection import _allowed
+
+    lake = _ingest(tmp_path / "runs [old]", DIALECTS[:1])
+    root = Lake.open(lake).sandbox_root()
+    assert _allowed(Lake.open(lake)) == [root, pattern(root)]
+    Path(pattern(root)).mkdir(parents=True)  # `runs [[]old]/lake/`, a sibling of the lake's folder
+    assert _allowed(Lake.open(lake)) == [root]
+    assert _allowed(Lake.open(_ingest(tmp_path / "plain", DIALECTS[:1]))) == [
+        Lake.open(tmp_path / "plain" / "lake").sandbox_root()
+    ]
