@@ -120,3 +120,23 @@ def test_the_plugin_scores_with_the_evaluators_and_report_agrees(pytester: pytes
     # without a lake the verdict is the same (a temporary lake, removed at the end)
     again = pytester.runpytest_subprocess()
     again.assert_outcomes(failed=1)
+
+
+def test_a_failure_shows_what_it_quotes_escaped(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """A failed attempt's line quotes what the agent did or said (a finding, an exception's message): a value a
+    terminal would act on (a clear-screen, a window title, a bidi override) is shown as its escape, as the
+    CLI's tables and error lines show it."""
+    pytester.makepyfile(
+        test_hostile="""
+import pytest
+
+@pytest.mark.tracevals(k=1)
+def test_hostile():
+    raise AssertionError("the model said \\x1b[2J\\x1b]0;pwned\\x07\\u202eevil")
+"""
+    )
+    result = pytester.runpytest_subprocess("--tracevals-lake", str(tmp_path / "lake"), "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    said = next(line for line in result.outlines if "1 of 1 attempts failed" in line)
+    assert "\x1b" not in said and "\u202e" not in said, said
+    assert "the model said \\u001b[2J\\u001b]0;pwned\\u0007\\u202eevil" in said, said

@@ -163,7 +163,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             if min_pass_hat is not None
             else "all must pass"
         )
-        pytest.fail(f"{len(failures)} of {k} attempts failed ({rule}); first error: {failures[0]}", pytrace=False)
+        from tracevals.cli.shared.output import shown  # only on a failure: pytest loads this plugin everywhere
+
+        # shown as the CLI shows a value: a finding quotes what the agent did (a tool's arguments, a model's words)
+        said = shown(f"{len(failures)} of {k} attempts failed ({rule}); first error: {failures[0]}")
+        pytest.fail(said, pytrace=False)
     return True
 
 
