@@ -136,9 +136,9 @@ def extract(
     )
     if fmt == "table":
         for group, why in result.short.items():
-            click.echo(f"warning: group {group} has {why}", err=True)
+            echo(f"warning: group {group} has {why}", err=True)
         for why, n in result.skipped.items():
-            click.echo(f"note: {n} session(s) skipped: {why}", err=True)
+            echo(f"note: {n} session(s) skipped: {why}", err=True)
         click.echo(f"next: tracevals cases review {out}", err=True)
 
 

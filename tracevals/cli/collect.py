@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import file_option, format_option, print_rows
+from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
 from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError
@@ -99,7 +99,7 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
     fewer_malloc_arenas()  # this process is the collector's own: before any of its threads
     collector = Collector(config)
     for warning in collector.warnings():
-        click.echo(f"tracevals collect: warning: {warning}", err=True)
+        echo(f"tracevals collect: warning: {warning}", err=True)
     try:
         collector.start()
     except (OSError, LakeError) as exc:

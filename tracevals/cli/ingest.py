@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import pyarrow as pa
 
-from tracevals.cli.shared.output import format_option, lake_option, print_rows
+from tracevals.cli.shared.output import echo, format_option, lake_option, print_rows
 from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
 from tracevals.collector.conversion.rows import logs_table, rows_from_logs_request, rows_from_request
@@ -324,5 +324,5 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
     report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(files)]
     for name, _, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
         if span_rows == 0 and log_rows == 0:
-            click.echo(f"warning: {name}: no spans and no log records in it (is it an OTLP export?)", err=True)
+            echo(f"warning: {name}: no spans and no log records in it (is it an OTLP export?)", err=True)
     print_rows(["file", "format", "spans", "logs"], report, fmt)

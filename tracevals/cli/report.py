@@ -111,5 +111,5 @@ def _strict(data: Any, strict_env: bool) -> None:
     problems = env_problems(data)
     if problems:
         for problem in problems:
-            click.echo(f"error: --strict-env: {problem}", err=True)
+            echo(f"error: --strict-env: {problem}", err=True)
         raise SystemExit(1)

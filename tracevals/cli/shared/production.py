@@ -107,7 +107,7 @@ def report_production(summary: Any, out_file: str, kind: str, fmt: str) -> None:
     rows = _rows(summary)
     for note in summary.meta.get("notes", ()):  # odd span times: said, whatever the format
         if str(note).startswith("data quality:"):
-            click.echo(f"note: {note}", err=True)
+            echo(f"note: {note}", err=True)
     if fmt == "json":
         doc = {"out": str(path), "format": kind, "source": "production", "days": [str(d) for d in summary.days],
                "sessions": summary.sessions, "evaluators": rows,

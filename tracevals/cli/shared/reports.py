@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import file_option, lake_errors, lake_option
+from tracevals.cli.shared.output import echo, file_option, lake_errors, lake_option
 from tracevals.cli.shared.times import time_range_options
 from tracevals.model.case import Case
 
@@ -268,7 +268,7 @@ def report_from_data(
     from tracevals.stats import Z95
 
     for note in data.provenance.get("notes", []):
-        click.echo(f"tracevals: {note}", err=True)
+        echo(f"tracevals: {note}", err=True)
     built = build_report(
         data.trajectories,
         data.scores,
@@ -284,7 +284,7 @@ def report_from_data(
         baseline_optional=baseline_optional,
     )
     for note in built.reliability.notes if built.reliability is not None else []:
-        click.echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
+        echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
     return built
 
 
