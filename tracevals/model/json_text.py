@@ -6,6 +6,9 @@ thousand `[` do it), and a `RecursionError` is no `ValueError`: a caller that re
 raises `TooDeep`, a `ValueError`, for it, so every caller's "not JSON" covers it. The one definition for
 span values: no parse catches `RecursionError` itself (`json.dumps` of a deep value and a schema check
 still do, where nothing is parsed).
+
+And text every reader and writer can hold: `whole_text`, a lone UTF-16 surrogate (JSON's `\\ud83d` escape
+standing alone, Python's `surrogateescape`) read as U+FFFD, by the collector and the instrumentation alike.
 """
 
 from __future__ import annotations
