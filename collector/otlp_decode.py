@@ -23,7 +23,7 @@ from tracevals.collector.otlp_json import OTLPDecodeError, base64_ids_read, pars
 from tracevals.collector.wal_format import LOGS, TRACES
 
 _log = logging.getLogger(__name__)
-_said = {"base64": False}
+_said = {"base64": False, "utf8": False}
 LATEST_NS = 2**63 - 1  # the last time a lake's timestamp[ns] holds (2262-04-11); OTLP's are uint64
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -92,11 +92,97 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
             raise OTLPDecodeError(f"{len(rest)} bytes after the end of the {encoding} body that are no gzip member")
 
 
-def _parse(message: Any, body: bytes, what: str) -> None:
+def parse_request(message: Any, body: bytes, what: str) -> bytes:
+    """Parse `body` into `message`; the bytes it was read from: `body`, or, when a string in it is not UTF-8,
+    `body` with each such string's bad bytes as U+FFFD (`_whole_strings`). Python's protobuf refuses a
+    proto3 string that is not UTF-8, and the whole request with it (a 400, the exporter's batch lost), where
+    the OpenTelemetry Collector takes it; a C++ exporter in a release build can send one (a header's raw
+    bytes, a file name). The repaired bytes are what the write-ahead log keeps."""
     try:
         message.ParseFromString(body)
+        return body
     except (DecodeError, RuntimeError, ValueError) as exc:  # upb raises DecodeError; deep nesting, others
-        raise OTLPDecodeError(f"not a protobuf {what}: {exc}") from None
+        error = exc
+    repaired = _whole_strings(body, message.DESCRIPTOR) if "UTF-8" in str(error) else None
+    if repaired is not None:
+        try:
+            message.ParseFromString(repaired)
+        except (DecodeError, RuntimeError, ValueError):
+            pass
+        else:
+            if not _said["utf8"]:
+                _said["utf8"] = True
+                _log.warning(
+                    "tracevals collector: a client sends protobuf strings that are not UTF-8; read with U+FFFD "
+                    "for their bad bytes (said once)"
+                )
+            return repaired
+    raise OTLPDecodeError(f"not a protobuf {what}: {error}") from None
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at `at` and the offset after it (ValueError past the end or past ten bytes)."""
+    value = shift = 0
+    while True:
+        byte = data[at]  # IndexError past the end: a truncated message
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+        if shift >= 70:
+            raise ValueError("varint too long")
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _whole_strings(data: bytes, descriptor: Any, depth: int = 0) -> bytes | None:
+    """`data` (a message of `descriptor`, in protobuf's wire format) with every string field's bytes made UTF-8
+    (`errors="replace"`: U+FFFD), nested messages rewritten with their new lengths; every other field's bytes
+    as they are. None when `data` is not well-formed wire format (the parser's error then stands)."""
+    if depth > 64:
+        return None
+    out = bytearray()
+    at = 0
+    try:
+        while at < len(data):
+            key, body_at = _varint(data, at)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                _, end = _varint(data, body_at)
+            elif wire in (1, 5):
+                end = body_at + (8 if wire == 1 else 4)
+            elif wire == 2:
+                length, start = _varint(data, body_at)
+                end = start + length
+                body = data[start:end]
+                field = descriptor.fields_by_number.get(number)
+                if field is not None and field.type == field.TYPE_STRING:
+                    body = body.decode("utf-8", "replace").encode("utf-8")
+                elif field is not None and field.type == field.TYPE_MESSAGE:
+                    nested = _whole_strings(body, field.message_type, depth + 1)
+                    if nested is None:
+                        return None
+                    body = nested
+                out += data[at:body_at] + _varint_bytes(len(body)) + body
+                at = end
+                continue
+            else:  # groups (3, 4) are in no OTLP message; 6 and 7 are no wire type
+                return None
+            if end > len(data):
+                return None
+            out += data[at:end]
+            at = end
+    except (IndexError, ValueError):
+        return None
+    return bytes(out) if at == len(data) else None
 
 
 def _bad_span(span: Any) -> str:
@@ -198,7 +284,9 @@ def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
             )
     else:
         request = ExportTraceServiceRequest() if kind == TRACES else ExportLogsServiceRequest()
-        _parse(request, body, "ExportTraceServiceRequest" if kind == TRACES else "ExportLogsServiceRequest")
+        body = parse_request(
+            request, body, "ExportTraceServiceRequest" if kind == TRACES else "ExportLogsServiceRequest"
+        )
     accepted, rejected, error = _check(request, kind)
     if rejected and not accepted:
         raise OTLPDecodeError(f"every item was rejected; first: {error}")
@@ -208,5 +296,5 @@ def decode(kind: int, body: bytes, is_json: bool) -> Decoded:
 
 __all__ = [
     "LATEST_NS", "LOGS", "TRACES", "Decoded", "OTLPDecodeError", "TooLarge", "UnsupportedEncoding", "decode",
-    "first_rejected", "inflate",
+    "first_rejected", "inflate", "parse_request",
 ]  # fmt: skip

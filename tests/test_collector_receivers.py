@@ -271,6 +271,63 @@ def test_hand_made_json_request_gzip_lands_exactly(collector: Collector, tmp_pat
     assert joined == [("chat gpt-4o", '"hello"')]
 
 
+def _every_wire_type() -> ExportTraceServiceRequest:
+    """A request with a field of every wire type OTLP uses: varints (a negative int64 takes ten bytes, enums),
+    fixed64 (times, a double), fixed32 (flags), and length-delimited strings, bytes, nested messages,
+    repeated ones; each string one of the markers `_NOT_UTF8` corrupts."""
+    request = ExportTraceServiceRequest()
+    resource = request.resource_spans.add()
+    resource.resource.attributes.add(key="service.name").value.string_value = "SVC1"
+    scope = resource.scope_spans.add()
+    scope.scope.name = "SCP1"
+    span = scope.spans.add(
+        trace_id=bytes.fromhex(TRACE_ID), span_id=bytes.fromhex(SPAN_ID), parent_span_id=b"\x01" * 8, name="NAM1",
+        kind=3, start_time_unix_nano=1790607510974516740, end_time_unix_nano=1790607510975130682, flags=0x301,
+    )  # fmt: skip
+    values = span.attributes
+    values.add(key="s").value.string_value = "VAL1"
+    values.add(key="n").value.int_value = -(2**62)
+    values.add(key="d").value.double_value = 0.1
+    values.add(key="b").value.bool_value = True
+    values.add(key="raw").value.bytes_value = b"\xe9\xff not text"  # bytes: never repaired
+    values.add(key="list").value.array_value.values.add().string_value = "ARR1"
+    values.add(key="map").value.kvlist_value.values.add(key="KEY1").value.string_value = "MAP1"
+    span.events.add(name="EVT1", time_unix_nano=1790607510974516741)
+    span.links.add(trace_id=bytes.fromhex(TRACE_ID), span_id=b"\x02" * 8)
+    span.status.code = 2
+    span.status.message = "MSG1"
+    return request
+
+
+_NOT_UTF8 = b"a\xe9\xff\xc3"  # a Latin-1 byte, one never valid, a lead byte with no continuation
+
+
+def test_a_string_that_is_not_utf8_lands_with_replacement_characters(collector: Collector) -> None:
+    """Python's protobuf refuses a request holding a string that is not UTF-8, and refused it whole (a 400, the
+    exporter's batch lost), where the OpenTelemetry Collector takes it (a C++ exporter can send one). Each
+    such string now reads with U+FFFD for its bad bytes; every other field, bytes included, as sent."""
+    valid = _every_wire_type().SerializeToString()
+    assert otlp_decode._whole_strings(valid, ExportTraceServiceRequest.DESCRIPTOR) == valid  # nothing to repair
+    body = valid
+    for marker in (b"SVC1", b"SCP1", b"NAM1", b"VAL1", b"ARR1", b"KEY1", b"MAP1", b"EVT1", b"MSG1"):
+        body = body.replace(marker, _NOT_UTF8)
+    with pytest.raises(Exception, match="UTF-8"):
+        ExportTraceServiceRequest.FromString(body)
+    assert collector.http_port is not None
+    status, _, reply = post(collector.http_port, "/v1/traces", body, "application/x-protobuf")
+    assert status == 200, reply
+    assert collector.pipeline.flush()
+    row = _read_back(collector.config.exporter.lake.local_folder)[(TRACE_ID, SPAN_ID)]
+    cut = "a\ufffd\ufffd\ufffd"  # each bad byte its own replacement character
+    assert (row["name"], row["service_name"], row["scope_name"], row["status_message"]) == (cut, cut, cut, cut)
+    attributes = json.loads(row["attributes"])
+    assert attributes["s"] == cut and attributes["list"] == [cut] and attributes["map"] == {cut: cut}
+    assert (attributes["n"], attributes["d"], attributes["b"]) == (-(2**62), 0.1, True)
+    assert json.loads(row["events"])[0]["name"] == cut
+    with pytest.raises(otlp_decode.OTLPDecodeError, match="not a protobuf"):  # not wire format: refused as before
+        otlp_decode.decode(otlp_decode.TRACES, body[:-3], is_json=False)
+
+
 def _bad_ids_doc() -> dict[str, Any]:
     doc = json.loads(json.dumps(JSON_DOC))
     good = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]

@@ -101,11 +101,10 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
     if _is_protobuf(path, given):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+        from tracevals.collector.otlp_decode import parse_request
+
         request = ExportTraceServiceRequest()
-        try:
-            request.ParseFromString(data)
-        except Exception as exc:  # protobuf raises DecodeError, a bare Exception subclass
-            raise OTLPDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
+        parse_request(request, data, "ExportTraceServiceRequest")  # as the receivers parse one
         _refuse_rejected(request, TRACES)
         return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
     documents = _documents(data)
