@@ -113,8 +113,8 @@ def parse_request(message: Any, body: bytes, what: str) -> bytes:
             if not _said["utf8"]:
                 _said["utf8"] = True
                 _log.warning(
-                    "tracevals collector: a client sends protobuf strings that are not UTF-8; read with U+FFFD "
-                    "for their bad bytes (said once)"
+                    "tracevals: a protobuf request holds strings that are not UTF-8; read with U+FFFD for their "
+                    "bad bytes (said once)"
                 )
             return repaired
     raise OTLPDecodeError(f"not a protobuf {what}: {error}") from None

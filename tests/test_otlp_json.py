@@ -132,6 +132,31 @@ def test_a_string_cut_inside_a_surrogate_pair_reads_as_a_replacement_character(t
     assert (name, value) == ("execute_tool \ufffd", "x \U0001f600 y \ufffd")
 
 
+def test_ingest_reads_standard_input(tmp_path: Path) -> None:
+    """`-` is standard input, as for any Unix tool (`zcat export.json.gz | tracevals ingest --lake L -`): read
+    as a file is, compressed or not, JSON by its content, protobuf with `--input-format otlp-proto`; named
+    `-` in what ingest prints; given twice, one line."""
+    import gzip
+
+    lake = tmp_path / "lake"
+    result = CliRunner().invoke(
+        main, ["ingest", "--lake", str(lake), "--format", "json", "-"], input=gzip.compress(json.dumps(DOC).encode())
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"file": "-", "format": "otlp-json", "spans": 1, "logs": 0}]
+    proto = parse_json_traces(DOC).SerializeToString()
+    args = ["ingest", "--lake", str(tmp_path / "lake2"), "--input-format", "otlp-proto", "--format", "json", "-"]
+    result = CliRunner().invoke(main, args, input=proto)
+    assert json.loads(result.stdout) == [{"file": "-", "format": "otlp-proto", "spans": 1, "logs": 0}]
+    twice = CliRunner().invoke(main, ["ingest", "--lake", str(lake), "-", "-"], input=b"{}")
+    assert twice.exit_code == 2 and "given more than once" in twice.stderr
+    assert con_rows(lake) == con_rows(tmp_path / "lake2") == [(TRACE_ID, SPAN_ID, "execute_tool refund_order")]
+
+
+def con_rows(lake: Path) -> list[tuple[str, str, str]]:
+    return [tuple(r) for r in open_lake(lake).execute("select trace_id, span_id, name from spans").fetchall()]
+
+
 def test_ingest_refuses_a_file_that_is_not_otlp(tmp_path: Path) -> None:
     path = tmp_path / "truth.json"
     path.write_text('{"turns": []}')

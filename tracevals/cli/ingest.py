@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +71,15 @@ def _file_bytes(path: Path) -> bytes:
         raise OTLPDecodeError(f"not a whole {codec} file: {str(exc).splitlines()[0]}") from None
 
 
+def _stdin_copy(folder: Path) -> Path:
+    """Standard input (`-`) copied to a file in `folder`, read then as a file given by name is (its format from
+    its content, or `--input-format`: a name gives no `.pb` to go by)."""
+    copy = folder / "stdin"
+    with open(copy, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return copy
+
+
 def _is_protobuf(path: Path, given: str) -> bool:
     """Whether a file is read as OTLP protobuf: `--input-format otlp-proto`, or its name (`.pb`, `.bin`,
     `.protobuf`, before a compression suffix)."""
@@ -92,7 +103,7 @@ def _documents(data: bytes) -> list[tuple[int, bytes]]:
     return [(1, data)]
 
 
-def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
+def _read(path: Path, given: str = "auto", name: str | None = None) -> tuple[pa.Table, pa.Table, str]:
     """A file's span and log tables, and the format it was read as (`given`, or detected: `.pb` / `.bin` /
     `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
     Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON). A compressed file is read
@@ -110,11 +121,11 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
     documents = _documents(data)
     del data
     if len(documents) == 1:
-        return _read_document(documents[0][1], given, path)
+        return _read_document(documents[0][1], given, name or str(path))
     spans, logs, found = [], [], set()
     for line, document in documents:
         try:
-            s, g, f = _read_document(document, given, path)
+            s, g, f = _read_document(document, given, name or str(path))
         except OTLPDecodeError as exc:
             raise OTLPDecodeError(f"line {line}: {exc}") from None
         spans.append(s)
@@ -123,7 +134,7 @@ def _read(path: Path, given: str = "auto") -> tuple[pa.Table, pa.Table, str]:
     return pa.concat_tables(spans), pa.concat_tables(logs), "/".join(sorted(found)) + " lines"
 
 
-def _read_document(data: bytes, given: str, path: Path) -> tuple[pa.Table, pa.Table, str]:
+def _read_document(data: bytes, given: str, name: str) -> tuple[pa.Table, pa.Table, str]:
     """One JSON document's span and log tables, and the format it was read as (see `_read`)."""
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     found = "otlp-json"
@@ -146,9 +157,7 @@ def _read_document(data: bytes, given: str, path: Path) -> tuple[pa.Table, pa.Ta
     logs = parse_json_logs(doc)
     base64_ids += base64_ids_read()
     if base64_ids:
-        click.echo(
-            f"note: {path}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True
-        )
+        echo(f"note: {name}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True)
     _refuse_rejected(traces, TRACES)
     _refuse_rejected(logs, LOGS)
     return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs), found
@@ -250,7 +259,9 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
     show_default=True,
     help="What the files are; auto detects OTLP/JSON, OTLP protobuf (.pb), Jaeger JSON and Tempo JSON.",
 )
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
@@ -271,6 +282,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
       tracevals ingest --lake lake --format json export.pb
       tracevals ingest --lake lake jaeger-trace.json      # detected as Jaeger
       tracevals ingest --lake lake otelcol-traces.jsonl.gz   # the Collector's file exporter, gzipped
+      zcat export.json.gz | tracevals ingest --lake lake -     # "-": standard input (protobuf: --input-format)
     """
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         # the C allocator gives back what a batch of files freed before the next (mimalloc keeps ~15% more)
@@ -287,9 +299,12 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
             found,
         )
 
+    if sum(str(path) == "-" for path in files) > 1:
+        raise click.UsageError("'-' (standard input) is given more than once; give it once")
     # nothing is written before every file is read: what was read waits on disk (`Spill`), not in memory
     with tempfile.TemporaryDirectory(prefix="tracevals-ingest-") as folder:
         spill = Spill(Path(folder))
+        named, files = files, tuple(_stdin_copy(Path(folder)) if str(p) == "-" else p for p in files)
 
         def keep(read: Read) -> None:
             spans, logs, _ = redacted(read)
@@ -310,9 +325,9 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
             if i in counts:
                 continue
             try:
-                read = _read(path, input_format)
+                read = _read(path, input_format, str(named[i]))
             except OTLPDecodeError as exc:
-                raise click.ClickException(f"{path}: {exc}") from None
+                raise click.ClickException(f"{named[i]}: {exc}") from None
             keep(read)
             counts[i] = (read[0].num_rows, read[1].num_rows, read[2])
             del read
@@ -320,7 +335,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
         writer = LakeWriter(lake)
         writer.write_spilled(spill, SPANS_DIR)
         writer.write_spilled(spill, LOGS_DIR)
-    report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(files)]
+    report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(named)]
     for name, _, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
         if span_rows == 0 and log_rows == 0:
             echo(f"warning: {name}: no spans and no log records in it (is it an OTLP export?)", err=True)
