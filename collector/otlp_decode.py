@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracevals.collector.otlp_json import OTLPDecodeError, base64_ids_read, parse_json_logs, parse_json_traces
 from tracevals.collector.wal_format import LOGS, TRACES
+from tracevals.lake.footer import varint
 
 _log = logging.getLogger(__name__)
 _said = {"base64": False, "utf8": False}
@@ -120,20 +121,6 @@ def parse_request(message: Any, body: bytes, what: str) -> bytes:
     raise OTLPDecodeError(f"not a protobuf {what}: {error}") from None
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at `at` and the offset after it (ValueError past the end or past ten bytes)."""
-    value = shift = 0
-    while True:
-        byte = data[at]  # IndexError past the end: a truncated message
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
-        if shift >= 70:
-            raise ValueError("varint too long")
-
-
 def _varint_bytes(value: int) -> bytes:
     out = bytearray()
     while value > 0x7F:
@@ -153,14 +140,14 @@ def _whole_strings(data: bytes, descriptor: Any, depth: int = 0) -> bytes | None
     at = 0
     try:
         while at < len(data):
-            key, body_at = _varint(data, at)
+            key, body_at = varint(data, at)
             number, wire = key >> 3, key & 7
             if wire == 0:
-                _, end = _varint(data, body_at)
+                _, end = varint(data, body_at)
             elif wire in (1, 5):
                 end = body_at + (8 if wire == 1 else 4)
             elif wire == 2:
-                length, start = _varint(data, body_at)
+                length, start = varint(data, body_at)
                 end = start + length
                 body = data[start:end]
                 field = descriptor.fields_by_number.get(number)

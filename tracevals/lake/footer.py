@@ -66,7 +66,7 @@ class _Reader:
         return value
 
     def varint(self) -> int:
-        value, self.at = _varint(self.data, self.at)
+        value, self.at = varint(self.data, self.at)
         return value
 
     def binary(self) -> bytes:
@@ -155,13 +155,13 @@ def _skip(data: bytes, at: int, kind: int) -> int:
             at += 1
             count = header >> 4
             if count == 15:
-                count, at = _varint(data, at)
+                count, at = varint(data, at)
             if count > end - at:  # every element takes a byte at least: a corrupt size must not loop
                 raise IndexError
             if count:
                 stack.append([count, header & 0x0F, header & 0x0F])
         elif kind == map_:
-            count, at = _varint(data, at)
+            count, at = varint(data, at)
             if count > end - at:
                 raise IndexError
             if count:
@@ -177,7 +177,7 @@ def _skip(data: bytes, at: int, kind: int) -> int:
             if n < 0x80:  # a length under 128, nearly every one: its one byte read here
                 at += 1 + n
             else:
-                n, at = _varint(data, at)
+                n, at = varint(data, at)
                 at += n
         elif kind == byte:
             at += 1
@@ -222,8 +222,10 @@ def _skip(data: bytes, at: int, kind: int) -> int:
             return at
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """An unsigned varint at `at`: (its value, the position past it)."""
+def varint(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned varint (LEB128: Thrift's compact protocol and protobuf's wire format alike) at `at`: (its
+    value, the position past it). An IndexError when the data ends first, a ValueError past ten bytes (no
+    64-bit value is longer)."""
     value = shift = 0
     while True:
         b = data[at]
@@ -232,3 +234,5 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         if not b & 0x80:
             return value, at
         shift += 7
+        if shift >= 70:
+            raise ValueError("varint longer than ten bytes")
