@@ -4,7 +4,6 @@ signals (`harness.stopping`): the messages, the resume command and the exit code
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from tracevals.harness.stopping import StopRequest, stop_on_signals
 from tracevals.lake.lake import Lake
 from tracevals.lake.leases import Holder, Lease, LeaseBusy, LeaseError
 from tracevals.lake.paths import LakeError
-from tracevals.model.quoting import shell_word
+from tracevals.model.quoting import command_line, shell_word
 
 # how long `tracevals run --resume` waits for the run's holder to end (a CI retry waits for its first try)
 RESUME_WAIT_S = 24 * 3600.0
@@ -52,7 +51,7 @@ def resume_command(run_id: str) -> str:
         return f"tracevals run … --run-id {shell_word(run_id)}"
     if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
         args = [*args, "--run-id", run_id]
-    return shlex.join(["tracevals", *args])
+    return command_line("tracevals", *args)
 
 
 @contextmanager
