@@ -44,7 +44,13 @@ CAPTURE_HINT = (
 )
 
 
+_PLAIN = (str, int, bool, type(None))  # as they are: the common case, checked without Mapping's isinstance
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def _canonical(value: Any) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
         return int(value)
     if isinstance(value, Mapping):
@@ -57,9 +63,8 @@ def _canonical(value: Any) -> Any:
 def canonical_args(args: Mapping[str, Any]) -> str:
     """The arguments of an operation as canonical JSON: the idempotency key left out, keys sorted, an
     integral number as an integer, no spaces."""
-    operation = {k: v for k, v in args.items() if k not in IDEMPOTENCY_ARGS}
-    text = json.dumps(_canonical(operation), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return whole_text(text)  # what UTF-8 holds, as the recorded arguments are (`to_json`)
+    operation = {str(k): _canonical(v) for k, v in args.items() if k not in IDEMPOTENCY_ARGS}
+    return whole_text(_ENCODER.encode(operation))  # what UTF-8 holds, as the recorded arguments are (`to_json`)
 
 
 def args_digest(args: Mapping[str, Any]) -> str:
