@@ -188,9 +188,12 @@ def _enable(load: Callable[[], BaseInstrumentor]) -> None:
 
 def enable_instrumentors() -> None:
     """Turn on tracevals' instrumentors: now for client libraries already imported, on import for the rest."""
-    from tracevals.instrumentation.registry import INSTRUMENTORS
+    from tracevals.instrumentation.registry import INSTRUMENTORS, disabled
 
+    off = disabled()
     for name, (module, load) in INSTRUMENTORS.items():
+        if name in off:
+            continue
         if module in sys.modules:
             _enable(load)
         elif name not in _hooked and importlib.util.find_spec(module) is not None:

@@ -195,11 +195,19 @@ def end_session(session_id: str | None = None, status: str = "finished") -> None
 
 
 class SessionSpanProcessor(SpanProcessor):
-    """Copies the current session id onto every span as it starts (spans of any instrumentation)."""
+    """Copies the current session id onto every span as it starts (spans of any instrumentation); where no
+    session is current (a thread the context did not reach), the session of the span's parent in this
+    process, so that a span beneath a session's span is in that session."""
 
     def on_start(self, span: SdkSpan, parent_context: otel_context.Context | None = None) -> None:
+        if not span.is_recording() or gen_ai.GEN_AI_CONVERSATION_ID in (span.attributes or {}):
+            return
         sid = _session_id.get()
-        if sid is not None and span.is_recording() and gen_ai.GEN_AI_CONVERSATION_ID not in (span.attributes or {}):
+        if sid is None:
+            parent = getattr(trace.get_current_span(parent_context), "attributes", None)
+            given = parent.get(gen_ai.GEN_AI_CONVERSATION_ID) if parent else None
+            sid = given if isinstance(given, str) else None
+        if sid is not None:
             span.set_attribute(gen_ai.GEN_AI_CONVERSATION_ID, sid)
 
     def on_end(self, span: ReadableSpan) -> None:

@@ -9,11 +9,12 @@ of the arguments that lets evaluators see retries and duplicates without content
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
@@ -168,12 +169,39 @@ class ToolRun:
     soft_error: Callable[[Any], str | None] | None = None
 
     def run(self, call: Callable[[], T]) -> T:
-        """Run `call()` (the real tool) inside the span."""
+        """Run `call()` (the real tool) inside the span. A tool that returns an awaitable (a function that
+        hands back a coroutine, a future or a task) has not run yet: its span ends when that is done, with
+        its outcome (`_pending`), not when the call returns."""
         span = start_tool_span(self.name, self.effect, self.arguments, self.kind, self.extra)
         with current_span(span, self._failed(span)):
             interceptor = current_interceptor()
             result = call() if interceptor is None else interceptor.intercept(self._asked(span), call)
+        if hasattr(type(result), "__await__"):
+            return cast(T, self._pending(span, cast(Awaitable[Any], result)))
         return self._finished(span, result)
+
+    def _pending(self, span: Span, awaitable: Awaitable[Any]) -> Awaitable[Any]:
+        """What the caller awaits in place of `awaitable`: a future or a task, the same one (it may be
+        cancelled, given callbacks), with the span ended by its outcome; anything else, a coroutine that
+        awaits it with the span current (so that the spans it starts nest beneath) and then ends the span."""
+        if isinstance(awaitable, asyncio.Future):
+            awaitable.add_done_callback(lambda done: self._settled(span, done))
+            return awaitable
+
+        async def awaited() -> Any:
+            with current_span(span, self._failed(span)):
+                result = await awaitable
+            return self._finished(span, result)
+
+        return awaited()
+
+    def _settled(self, span: Span, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            _finish_error(span, self.name, self.arguments, asyncio.CancelledError())
+        elif future.exception() is not None:
+            _finish_error(span, self.name, self.arguments, cast(BaseException, future.exception()))
+        else:
+            _finish_ok(span, self.name, self.arguments, future.result(), self.soft_error)
 
     async def run_async(self, call: Callable[[], Awaitable[T]]) -> T:
         """`run` for a coroutine function: `call()` returns the awaitable of the real tool."""

@@ -80,10 +80,11 @@ def tool(effect: Any = None, name: str | None = None) -> Any:
         raise ValueError(f"tool effect {effect!r} is not one of {', '.join(tv.TOOL_EFFECTS)}")
 
     def decorate(fn: F) -> F:
-        tool_name = name or fn.__name__
+        tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__  # a callable object: its class
         binder = _Binder(fn)
 
-        if inspect.iscoroutinefunction(fn):
+        # an object whose `__call__` is a coroutine function is one too (a tool class's instance)
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:

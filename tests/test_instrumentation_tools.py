@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,65 @@ def test_text_utf8_cannot_hold_is_recorded_as_a_replacement_character(
     assert json.loads(span["attrs"]["gen_ai.tool.call.arguments"]) == {"folder": whole}
     assert span["attrs"]["gen_ai.tool.call.result"] == whole
     assert span["attrs"]["tracevals.tool.args_hash"] == args_digest({"folder": whole})
+
+
+_DONE: dict[str, int] = {}  # when each order's work ended (time.time_ns, the clock spans are stamped with)
+
+
+class AsyncOrders:
+    """A tool class: its instances are called, and `__call__` is a coroutine function."""
+
+    async def __call__(self, order_id: str) -> dict[str, str]:
+        await asyncio.sleep(0.01)
+        _DONE[order_id] = time.time_ns()
+        raise RuntimeError(f"backend down for {order_id}")
+
+
+def test_a_tool_that_returns_an_awaitable_is_traced_until_it_is_done(lake: Path, telemetry: Any) -> None:
+    """A tool class with an async `__call__`, a function that hands back a coroutine (`lambda x: fetch(x)`), or
+    one that hands back a task: the span ended when the call returned, before the work ran, recorded success
+    for a tool that failed, and held "<coroutine object ...>" as its result. Each span now lasts until the work
+    is done and holds its outcome; a task comes back as itself (it can still be cancelled)."""
+
+    async def fetch(order_id: str) -> dict[str, str]:
+        await asyncio.sleep(0.01)
+        _DONE[order_id] = time.time_ns()
+        return {"order": order_id}
+
+    tools = tracevals.wrap_tools(
+        {
+            "refund": AsyncOrders(),
+            "fetch": lambda order_id: fetch(order_id),
+            "scheduled": lambda order_id: asyncio.ensure_future(fetch(order_id)),
+            "stalled": lambda order_id: asyncio.ensure_future(asyncio.sleep(10)),
+        }
+    )
+    seen: dict[str, Any] = {}
+
+    async def agent() -> None:
+        with pytest.raises(RuntimeError, match="backend down for o1"):
+            await tools.acall("refund", {"order_id": "o1"})
+        seen["fetch"] = await tools.acall("fetch", {"order_id": "o2"})
+        task = tools["scheduled"]("o3")
+        assert isinstance(task, asyncio.Task)  # the same task, not a wrapper of it
+        seen["scheduled"] = await task
+        stalled = tools["stalled"]("o4")
+        stalled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stalled
+
+    set_capture(True)
+    try:
+        with tracevals.session("s-awaitables"):
+            asyncio.run(agent())
+    finally:
+        set_capture(False)
+    assert seen == {"fetch": {"order": "o2"}, "scheduled": {"order": "o3"}}
+    spans = {s["tool_name"]: s for s in tool_spans(lake)}
+    assert (spans["refund"]["status_code"], spans["refund"]["error_type"]) == ("error", "RuntimeError")
+    assert (spans["stalled"]["status_code"], spans["stalled"]["error_type"]) == ("error", "CancelledError")
+    for name, order in (("fetch", "o2"), ("scheduled", "o3")):
+        assert spans[name]["status_code"] == "unset", name
+        assert json.loads(spans[name]["attrs"]["gen_ai.tool.call.result"]) == {"order": order}
+    for name, order in (("refund", "o1"), ("fetch", "o2"), ("scheduled", "o3")):  # ended once the work had
+        assert spans[name]["end_time"] >= _DONE[order], name
