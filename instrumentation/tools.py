@@ -130,7 +130,7 @@ class ToolSet(Mapping[str, Callable[..., Any]]):
     ) -> tuple[Callable[..., Any], dict[str, Any]]:
         if isinstance(arguments, str):
             try:
-                arguments = json_loads(arguments) if arguments.strip() else {}
+                arguments = json_loads(arguments, max_depth=None) if arguments.strip() else {}  # as the tool takes it
             except ValueError as exc:  # not JSON, or nested past the parser (`model.json_text`)
                 error = ToolError(f"arguments are not JSON: {exc}", error_type="invalid_arguments")
                 raise self._reject(name, error) from None

@@ -50,7 +50,7 @@ def _drop(item: dict[str, Any], key: str) -> dict[str, Any]:
 DAMAGED: list[tuple[str, Any, str]] = [
     ("cut short", b'{"interactions": [{"attempt": 1, "ke', "is not JSON (Unterminated string"),
     ("not UTF-8", b'{"interactions": "\xff"}', "is not JSON ('utf-8' codec can't decode"),
-    ("nested too deep", b"[" * 100_000, "is not JSON (JSON nested deeper than the parser goes)"),
+    ("nested too deep", b"[" * 100_000, "is not JSON (nested deeper than the parser goes)"),
     ("a list", [TOOL], "is not an object with a list of interactions"),
     ("interactions an object", {"interactions": {"a": 1}}, "is not an object with a list of interactions"),
     ("an interaction a string", {"interactions": [TOOL, "x"]}, ": interaction 2 is not an object"),

@@ -236,3 +236,20 @@ def test_a_stopping_signal_ends_the_ui_in_one_line(small_lake: Path, stop: str) 
         process.wait()
         raise
     stop_with(process, stop)
+
+
+def test_a_trace_thousands_of_spans_deep_is_shown(tmp_path: Path) -> None:
+    """A chain of spans, each beneath the last (a recursive agent, a framework that nests every step): the
+    trace page walked the tree by recursion, and past Python's recursion limit answered with an error."""
+    trace, depth = "cd" * 16, 3000
+    rows = [
+        span_row(trace, f"{i + 1:016x}", f"{i:016x}" if i else None, "agent", i, depth - i, name=f"step-{i}")
+        for i in range(depth)
+    ]
+    lake = tmp_path / "lake"
+    LakeWriter(lake).write_rows(rows)
+    with serve(lake) as s:
+        response, body = _get(s, f"/traces/{trace}", cookie=_cookie(s))
+    assert response.status == 200, body[-300:]
+    page = body.decode()
+    assert f"step-{depth - 1}<" in page  # the deepest span is on the page

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tracevals.model.errors import UserError
-from tracevals.model.json_text import TooDeep
+from tracevals.model.json_text import TooDeep, check_depth
 from tracevals.model.json_text import loads as json_loads
 
 T = TypeVar("T")
@@ -44,12 +44,16 @@ def parse_document(text: str, source: str) -> Any:
             return json_loads(text)
         except json.JSONDecodeError as exc:
             raise DocumentError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-        except TooDeep:
-            raise DocumentError(f"{source}: not valid JSON: nested deeper than the parser goes") from None
+        except TooDeep as exc:
+            raise DocumentError(f"{source}: not valid JSON: {exc}") from None
     import yaml  # a dependency; imported here so that importing this module stays cheap
 
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
+        check_depth(value)  # the bound JSON has (`json_text.MAX_DEPTH`): what reads it walks it by recursion
+        return value
+    except TooDeep as exc:
+        raise DocumentError(f"{source}: not valid YAML: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

@@ -136,8 +136,8 @@ def cases_from_bytes(data: bytes, source: str, *, schema_checked: bool = False) 
             obj = json_loads(text)
         except json.JSONDecodeError as exc:
             raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except TooDeep:
-            raise TaskFileError(source, lineno, "invalid JSON: nested deeper than the parser goes") from None
+        except TooDeep as exc:
+            raise TaskFileError(source, lineno, f"invalid JSON: {exc}") from None
         case = case_from_dict(obj, source=source, line=lineno, schema_checked=schema_checked)
         if case.case_id in first_seen:
             raise TaskFileError(

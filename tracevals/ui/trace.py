@@ -112,16 +112,16 @@ def _tree(rows: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
         kids.sort(key=lambda r: (_ms(r["start_time"]), r["span_id"]))
     out: list[tuple[dict[str, Any], int]] = []
     seen: set[str] = set()
-
-    def walk(parent: str | None, depth: int) -> None:
-        for r in children.get(parent, []):
-            if r["span_id"] in seen:
-                continue
-            seen.add(r["span_id"])
-            out.append((r, depth))
-            walk(r["span_id"], depth + 1)
-
-    walk(None, 0)
+    # a stack, not recursion: a chain of spans each beneath the last (a recursive agent, thousands deep)
+    # would pass Python's recursion limit
+    stack = [(r, 0) for r in reversed(children.get(None, []))]
+    while stack:
+        r, depth = stack.pop()
+        if r["span_id"] in seen:
+            continue
+        seen.add(r["span_id"])
+        out.append((r, depth))
+        stack.extend((kid, depth + 1) for kid in reversed(children.get(r["span_id"], [])))
     for r in rows:  # spans only reachable through a cycle
         if r["span_id"] not in seen:
             seen.add(r["span_id"])
