@@ -15,7 +15,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
@@ -43,24 +43,47 @@ def current_session_id() -> str | None:
 
 
 class _Scope:
-    """A context manager that is also a decorator of sync and async functions; each use is fresh."""
+    """A context manager that is also a decorator of sync and async functions, and of sync and async generator
+    functions; each use is fresh.
 
-    def _enter(self) -> Any:
+    A scope is opened once (`_open`: what it holds for its life, an agent's span) and made current
+    (`_activate`, undone by `_deactivate`) for as long as its code runs: the whole block, or, for a generator,
+    each step of it and not the time between, when the code that iterates it runs (a streaming response's
+    writer): nothing of the scope leaks into that code, and a step taken from another task finds its own
+    context. Closed (`_close`) with the exception that left it, if any; a generator closed before its end (the
+    reader stopped) is no failure."""
+
+    def _open(self) -> Any:
+        return None
+
+    def _activate(self, held: Any) -> Any:
         raise NotImplementedError
 
-    def _exit(self, state: Any, exc: BaseException | None) -> None:
+    def _deactivate(self, held: Any, token: Any) -> None:
         raise NotImplementedError
+
+    def _close(self, held: Any, exc: BaseException | None) -> None:
+        pass
+
+    def _value(self, held: Any) -> Any:
+        return held
+
+    def _enter(self) -> tuple[Any, Any]:
+        held = self._open()
+        return held, self._activate(held)
+
+    def _exit(self, state: tuple[Any, Any], exc: BaseException | None) -> None:
+        held, token = state
+        self._deactivate(held, token)
+        self._close(held, exc)
 
     def __enter__(self) -> Any:
         state = self._enter()
         self.__dict__.setdefault("_states", []).append(state)  # a stack: the same object may nest
-        return self._value(state)
+        return self._value(state[0])
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self._exit(self.__dict__["_states"].pop(), exc)
-
-    def _value(self, state: Any) -> Any:
-        return state
 
     @contextmanager
     def _entered(self) -> Iterator[None]:
@@ -75,6 +98,10 @@ class _Scope:
         self._exit(state, None)
 
     def __call__(self, fn: F) -> F:
+        if inspect.isasyncgenfunction(fn):
+            return cast(F, self._async_generator(fn))
+        if inspect.isgeneratorfunction(fn):
+            return cast(F, self._generator(fn))
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -91,6 +118,84 @@ class _Scope:
 
         return cast(F, wrapper)
 
+    def _generator(self, fn: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Generator[Any, Any, Any]]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+            inner = fn(*args, **kwargs)
+            held = self._open()  # when the generator first runs, as a coroutine's scope opens when it runs
+            failure: BaseException | None = None
+            try:
+                sent: Any = None
+                thrown: BaseException | None = None
+                while True:
+                    token = self._activate(held)
+                    try:
+                        item = inner.throw(thrown) if thrown is not None else inner.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+                    finally:
+                        self._deactivate(held, token)
+                    thrown = None
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        token = self._activate(held)
+                        try:
+                            inner.close()
+                        finally:
+                            self._deactivate(held, token)
+                        raise
+                    except BaseException as exc:  # thrown in by the reader: on to the generator
+                        thrown = exc
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                self._close(held, failure)
+
+        return wrapper
+
+    def _async_generator(self, fn: Callable[..., AsyncGenerator[Any, Any]]) -> Callable[..., AsyncGenerator[Any, Any]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+            inner = fn(*args, **kwargs)
+            held = self._open()
+            failure: BaseException | None = None
+            try:
+                sent: Any = None
+                thrown: BaseException | None = None
+                while True:
+                    token = self._activate(held)
+                    try:
+                        item = await (inner.athrow(thrown) if thrown is not None else inner.asend(sent))
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        self._deactivate(held, token)
+                    thrown = None
+                    try:
+                        sent = yield item
+                    except GeneratorExit:
+                        token = self._activate(held)
+                        try:
+                            await inner.aclose()
+                        finally:
+                            self._deactivate(held, token)
+                        raise
+                    except BaseException as exc:  # thrown in by the reader: on to the generator
+                        thrown = exc
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                self._close(held, failure)
+
+        return wrapper
+
 
 class session(_Scope):  # lower case: used like a function, `with tracevals.session("s-1"):`
     """Mark everything inside as one conversation (`gen_ai.conversation.id`).
@@ -103,14 +208,14 @@ class session(_Scope):  # lower case: used like a function, `with tracevals.sess
     def __init__(self, session_id: str) -> None:
         self.session_id = whole_text(session_id) if isinstance(session_id, str) else session_id
 
-    def _enter(self) -> contextvars.Token[str | None]:
-        return _session_id.set(self.session_id)
-
-    def _exit(self, state: contextvars.Token[str | None], exc: BaseException | None) -> None:
-        _session_id.reset(state)
-
-    def _value(self, state: Any) -> str:
+    def _open(self) -> Any:
         return self.session_id
+
+    def _activate(self, held: Any) -> contextvars.Token[str | None]:
+        return _session_id.set(held)
+
+    def _deactivate(self, held: Any, token: contextvars.Token[str | None]) -> None:
+        _session_id.reset(token)
 
 
 class agent(_Scope):  # lower case: used like a function, `with tracevals.agent("support"):`
@@ -120,30 +225,30 @@ class agent(_Scope):  # lower case: used like a function, `with tracevals.agent(
         self.name = whole_text(name) if isinstance(name, str) else name
         self.description = description
 
-    def _enter(self) -> tuple[Span, object]:
+    def _open(self) -> Span:
         attrs: dict[str, Any] = {gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent", gen_ai.GEN_AI_AGENT_NAME: self.name}
         if self.description:
             attrs[gen_ai.GEN_AI_AGENT_DESCRIPTION] = self.description
         sid = _session_id.get()
         if sid is not None:
             attrs[gen_ai.GEN_AI_CONVERSATION_ID] = sid
-        span = trace.get_tracer(_TRACER).start_span(
+        return trace.get_tracer(_TRACER).start_span(
             f"invoke_agent {self.name}", kind=SpanKind.INTERNAL, attributes=attrs
         )
-        return span, otel_context.attach(trace.set_span_in_context(span))
 
-    def _exit(self, state: tuple[Span, object], exc: BaseException | None) -> None:
-        span, token = state
+    def _activate(self, held: Span) -> object:
+        return otel_context.attach(trace.set_span_in_context(held))
+
+    def _deactivate(self, held: Span, token: object) -> None:
         otel_context.detach(token)  # type: ignore[arg-type]
+
+    def _close(self, held: Span, exc: BaseException | None) -> None:
         if exc is not None:
             try:
-                record_failure(span, exc, type(exc).__qualname__)
+                record_failure(held, exc, type(exc).__qualname__)
             except Exception:  # telemetry never raises into the host program
                 _log.exception("tracevals: could not record the failure of agent %s", self.name)
-        span.end()
-
-    def _value(self, state: tuple[Span, object]) -> Span:
-        return state[0]
+        held.end()
 
 
 def handoff(

@@ -21,6 +21,7 @@ from mcp_types import ToolAnnotations
 import tracevals
 from tracevals.instrumentation import ToolInvocation, intercept_tools
 from tracevals.instrumentation.content import set_capture
+from tracevals.instrumentation.context import current_session_id
 
 
 def read_spans(lake: Path) -> list[dict[str, Any]]:
@@ -271,6 +272,80 @@ def test_session_and_agent_decorate_sync_and_async_functions(lake: Path, telemet
     assert (
         spans[6]["attrs"]["tracevals.session.status"] == "error" and spans[7]["attrs"]["tracevals.session.end"] is True
     )
+
+
+@tracevals.session("s-stream")
+@tracevals.agent("streamer")
+async def stream_answer(words: str) -> Any:
+    """A streaming agent: an async generator, as a web framework's streaming response iterates it."""
+    for word in words.split():
+        if word == "boom":
+            raise RuntimeError("the stream broke")
+        yield send_message("c1", word)
+        await asyncio.sleep(0)
+
+
+@tracevals.agent("sync-streamer")
+def stream_sync(words: str) -> Any:
+    reply = None
+    for word in words.split():
+        try:
+            reply = yield (word, reply)
+        except KeyError:  # thrown in by the reader: the generator goes on
+            reply = "recovered"
+    return "done"
+
+
+def test_session_and_agent_decorate_generators_for_as_long_as_they_run(lake: Path, telemetry: Any) -> None:
+    """A streaming agent is a generator: the decorators entered and left the session and the agent span when
+    the call returned the generator, before any of it ran, so its agent span lasted no time and every span of
+    its work was outside the agent and outside the session. Now each step runs inside them, and the reader's
+    code between steps outside them; a stream that fails fails its agent span; a reader that stops early is
+    no failure; values sent and exceptions thrown in reach the generator."""
+    seen_between: list[Any] = []
+
+    async def read(words: str, stop_after: int | None = None) -> list[Any]:
+        out = []
+        stream = stream_answer(words)
+        async for item in stream:
+            seen_between.append(current_session_id())
+            out.append(item)
+            if stop_after is not None and len(out) == stop_after:
+                await stream.aclose()
+                break
+        return out
+
+    assert asyncio.run(read("a b c")) == [{"sent": True}] * 3
+    assert asyncio.run(read("a b c", stop_after=1)) == [{"sent": True}]
+    with pytest.raises(RuntimeError, match="the stream broke"):
+        asyncio.run(read("a boom"))
+    assert seen_between == [None] * 5  # the reader's code runs outside the session
+
+    with tracevals.session("s-sync"):
+        stream = stream_sync("x y z")
+        assert next(stream) == ("x", None)
+        assert stream.send("hello") == ("y", "hello")
+        assert stream.throw(KeyError("k")) == ("z", "recovered")
+        with pytest.raises(StopIteration) as ended:
+            stream.send(None)
+        assert ended.value.value == "done"
+
+    spans = read_spans(lake)
+    agents = [s for s in spans if s["kind"] == "agent"]
+    assert [(a["name"], a["session_id"], a["status_code"]) for a in agents] == [
+        ("invoke_agent streamer", "s-stream", "unset"),
+        ("invoke_agent streamer", "s-stream", "unset"),  # the reader stopped early: no failure
+        ("invoke_agent streamer", "s-stream", "error"),
+        ("invoke_agent sync-streamer", "s-sync", "unset"),
+    ]
+    assert agents[2]["error_type"] == "RuntimeError"
+    tools = [s for s in spans if s["kind"] == "tool"]
+    assert len(tools) == 5
+    by_id = {a["span_id"]: a for a in agents}
+    for tool in tools:  # every call of the stream beneath its agent span, in its session, within its time
+        parent = by_id[tool["parent_span_id"]]
+        assert tool["session_id"] == "s-stream" and parent["start_time"] <= tool["start_time"]
+        assert tool["end_time"] <= parent["end_time"]
 
 
 # --- never break the host ------------------------------------------------------------------------------------------
