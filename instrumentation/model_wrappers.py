@@ -111,5 +111,24 @@ class ModelApi:
         """The response for the agent: a stream, traced until it ends; anything else, read now."""
         if isinstance(response, (*self.stream_types(), replayed)):
             return traced(response, call, self.accumulator())
-        call.finish(_result(self.extract, response))
+        call.finish(_result(self.extract, _parsed(response)))
+        return response
+
+
+def _parsed(response: Any) -> Any:
+    """What a raw response (`client.chat.completions.with_raw_response.create`, as LangChain calls OpenAI with
+    `include_response_headers`, and Anthropic's alike) stands for: its `parse()`, which the SDK keeps, so that
+    the caller's own `parse()` gets the same object and nothing is read twice. Only once its body has been read
+    (a `with_streaming_response` body is the caller's to read, when it chooses) and not for a stream request,
+    whose chunks the caller reads from what `parse()` gives; anything else is the response itself."""
+    http = getattr(response, "http_response", None)
+    parse = getattr(response, "parse", None)
+    if http is None or not callable(parse) or not getattr(http, "is_stream_consumed", False):
+        return response
+    try:
+        if "text/event-stream" in str(http.headers.get("content-type", "")):
+            return response
+        return parse()
+    except Exception:  # telemetry never raises into the host program: read as the response itself
+        _log.debug("tracevals: could not parse a raw model response", exc_info=True)
         return response

@@ -197,6 +197,40 @@ def test_anthropic_sync_async_streamed_and_stream_helper(
     assert spans[0]["attrs"]["gen_ai.request.max_tokens"] == 128 and spans[1]["attrs"]["gen_ai.request.stream"] is True
 
 
+def test_a_raw_response_is_read_as_the_response_it_stands_for(
+    oai: openai.OpenAI, claude: anthropic.Anthropic, server: SimulatedModelServer, lake: Path, telemetry: Any
+) -> None:
+    """`with_raw_response` (how LangChain calls OpenAI when it keeps the response headers) hands back the HTTP
+    response around the completion: the span read nothing of it (no tokens, no finish reason, none of the tool
+    calls the model asked for, so the tool calls that followed were asked for by nobody). It is read as the
+    completion now, and the caller's own `parse()` gets the very object the span read. A raw stream and a
+    streaming response, whose bodies are the caller's to read, are left alone and still get their span."""
+    raw = oai.chat.completions.with_raw_response.create(model="lookup", messages=user("apple"), tools=CHAT_TOOLS)
+    chat = raw.parse()
+    kwargs: dict[str, Any] = {"model": "lookup", "max_tokens": 128, "messages": user("apple"), "tools": ANTHROPIC_TOOLS}
+    raw_message = claude.messages.with_raw_response.create(**kwargs)
+    message = raw_message.parse()
+    assert raw.parse() is chat and raw_message.parse() is message  # read once, by the span and the caller alike
+
+    async def run() -> str:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="sim", max_retries=0) as client:
+            got = await client.chat.completions.with_raw_response.create(model="lookup", messages=user("apple"))
+            return got.parse().id
+
+    async_id = asyncio.run(run())
+    streamed = oai.chat.completions.with_raw_response.create(model="lookup", messages=user("apple"), stream=True)
+    chunks = list(streamed.parse())
+    with oai.chat.completions.with_streaming_response.create(model="lookup", messages=user("apple")) as lazy:
+        assert json.loads(lazy.read())["object"] == "chat.completion"
+    spans = llm_spans(lake)
+    assert len(spans) == 5 and all(s["status_code"] == "unset" for s in spans)
+    assert_model_span(spans[0], "openai", chat.id, "tool_calls")
+    assert spans[0]["attrs"]["tracevals.tool_calls.ids"] == [c.id for c in chat.choices[0].message.tool_calls or []]
+    assert_model_span(spans[1], "anthropic", message.id, "tool_use")
+    assert spans[2]["attrs"]["gen_ai.response.id"] == async_id
+    assert chunks and "gen_ai.response.id" not in spans[3]["attrs"]  # a raw stream: its chunks are the caller's
+
+
 # --- failures -------------------------------------------------------------------------------------------
 
 
