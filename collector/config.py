@@ -34,6 +34,7 @@ from tracevals.collector.config_schema import (
 )
 from tracevals.collector.processors import PROCESSORS
 from tracevals.lake.lake import Lake
+from tracevals.spans.rows import MAX_VALUE_BYTES
 
 __all__ = [
     "Batch",
@@ -96,7 +97,7 @@ class ParquetExporter:
     queue_bytes: int = 64 * 1024**2  # request bytes received but not yet in a Parquet row group
     wal_dir: Path | None = None  # default: <path>/_wal (a local directory; required for an s3:// path)
     wal_reserve_bytes: int | None = None  # free space the log leaves (None: 5 % of the file system, <= 256 MiB)
-    max_attribute_value_bytes: int = 64 * 1024
+    max_attribute_value_bytes: int = MAX_VALUE_BYTES  # as the embedded writer's
     shutdown_timeout: float = 20.0  # a stop waits this long for Parquet; the rest stays in the log
 
     @property
@@ -202,7 +203,7 @@ _PARQUET = section(
         "sending_queue": Key(section({"queue_size": Key(size(1024), 64 * 1024**2)})),
         "wal": Key(section({"dir": Key(string), "reserve": Key(size(0))})),
         "shutdown_timeout": Key(duration, 20.0),
-        "max_attribute_value_bytes": Key(size(16), 64 * 1024),
+        "max_attribute_value_bytes": Key(size(16), MAX_VALUE_BYTES),
     }
 )
 _EXPORTERS = section({"parquet": Key(_PARQUET)})

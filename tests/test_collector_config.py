@@ -206,3 +206,64 @@ def test_collect_says_what_it_does_as_json_lines_with_format_json(tmp_path: Path
         "files_committed": 0,
         "all_written": True,
     }
+
+
+def test_a_long_value_lands_the_same_through_the_collector_and_the_embedded_writer(tmp_path: Path) -> None:
+    """A tool result of 200 KB (a retrieved document, with content capture on): the collector cut it at its
+    default `max_attribute_value_bytes` and flagged it, the embedded writer and `tracevals ingest` kept it
+    whole, so the same agent's lake, and what an evaluator read in it, depended on how its spans got there.
+    All three cut it now, at one default (`tracevals.spans.rows.MAX_VALUE_BYTES`), into the same row."""
+    import signal
+
+    from fixtures.faults import CollectorProcess, write_config
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+
+    from tracevals.queries import open_lake
+    from tracevals.spans.exporters import ParquetSpanExporter
+    from tracevals.spans.rows import MAX_VALUE_BYTES
+
+    collector = CollectorProcess(write_config(tmp_path / "otel.yaml", tmp_path / "collected"))
+    exporters: dict[str, SpanExporter] = {
+        "collected": OTLPSpanExporter(endpoint=f"http://127.0.0.1:{collector.http_port}/v1/traces", timeout=10),
+        "embedded": ParquetSpanExporter(tmp_path / "embedded"),
+    }
+    document = "retrieved " * 20_000  # 200,000 bytes
+    for exporter in exporters.values():
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with provider.get_tracer("t").start_as_current_span("execute_tool search") as span:
+            span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"})
+            span.set_attribute("gen_ai.tool.call.result", document)
+        provider.shutdown()
+    assert collector.stop(signal.SIGTERM) == 0, collector.log
+    # and the same span in an OTLP/JSON file (a span and a log record, each with the long value), ingested
+    kv = [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+          {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+          {"key": "gen_ai.tool.call.result", "value": {"stringValue": document}}]  # fmt: skip
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "execute_tool search", "kind": 1, "attributes": kv,
+            "startTimeUnixNano": "1764900000000000000", "endTimeUnixNano": "1764900000005000000"}  # fmt: skip
+    record = {"timeUnixNano": "1764900000001000000", "traceId": "ab" * 16, "spanId": "cd" * 8,
+              "body": {"stringValue": document}}  # fmt: skip
+    doc = {
+        "resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "t"}, "spans": [span]}]}],
+        "resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {"name": "t"}, "logRecords": [record]}]}],
+    }
+    (tmp_path / "export.json").write_text(json.dumps(doc), encoding="utf-8")
+    for fast in ("1", "0"):  # the fast path and the validating one
+        lake = tmp_path / f"ingested-{fast}"
+        result = CliRunner().invoke(
+            main, ["ingest", "--lake", str(lake), str(tmp_path / "export.json")], env={"TRACEVALS_INGEST_FAST": fast}
+        )
+        assert result.exit_code == 0, result.output
+        (body,) = open_lake(lake).execute("select body from logs").fetchone()  # the body's JSON text
+        assert len(json.loads(body).encode()) == MAX_VALUE_BYTES and document.startswith(json.loads(body))
+    rows = {}
+    for name in (*exporters, "ingested-1", "ingested-0"):
+        query = "select tool_result, attributes->>'$.\"tracevals.truncated\"' from spans"
+        rows[name] = open_lake(tmp_path / name).execute(query).fetchall()
+    assert rows["embedded"] == rows["collected"] == rows["ingested-1"] == rows["ingested-0"]
+    [(result, flagged)] = rows["embedded"]
+    assert len(result.encode()) == MAX_VALUE_BYTES and document.startswith(result)
+    assert json.loads(flagged) == ["gen_ai.tool.call.result"]

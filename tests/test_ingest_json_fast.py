@@ -37,6 +37,7 @@ from tracevals.cli import main
 from tracevals.collector.conversion import columnar, json_columnar
 from tracevals.collector.conversion import rows as python_path
 from tracevals.collector.otlp_json import OTLPDecodeError, parse_json_traces
+from tracevals.spans.rows import MAX_VALUE_BYTES
 
 T1, T2 = "5b8efff798038103d269b633813fc60c", "0af7651916cd43dd8448eb211c80319c"
 S1, S2, S3 = "eee19b7ec3c1b174", "b7ad6b7169203331", "00f067aa0ba902b7"
@@ -56,7 +57,7 @@ def _slow(body: bytes, tmp_path: Path) -> tuple[pa.Table, pa.Table] | str:
 def _same(body: bytes, tmp_path: Path, taken: bool | None = True) -> None:
     """The fast path's tables of `body` equal the validating path's (when it takes it; `taken` says whether
     it must, None: either way)."""
-    (fast,) = json_columnar.tables([body])
+    (fast,) = json_columnar.tables([body], MAX_VALUE_BYTES)  # the limit `tracevals ingest` reads with
     if taken is not None:
         assert (fast is not None) == taken, "the fast path did not take it" if taken else "it took it"
     if fast is None:

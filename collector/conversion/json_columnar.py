@@ -141,7 +141,7 @@ def _decoded(kind: Any, raw: dict[str, Any]) -> Any:
     return message
 
 
-def _spans_table(group: _Group) -> pa.Table:
+def _spans_table(group: _Group, max_value_bytes: int | None = None) -> pa.Table:
     traces = group.traces
     if traces is None or group.raw_resources is None:
         return empty_table(SPAN_SCHEMA)
@@ -172,7 +172,7 @@ def _spans_table(group: _Group) -> pa.Table:
     flat = _JsonSpans(resources, scope_lists, per_scope, span_lists, span_array, pc.list_parent_indices(span_lists), [])
     flat.raw_resources = group.raw_resources
     flat.resource_of_scope = pc.list_parent_indices(scope_lists).to_pylist()
-    return columnar.table_of(flat)
+    return columnar.table_of(flat, max_value_bytes)
 
 
 # ---------------------------------------------------------------- documents
@@ -225,18 +225,32 @@ def _sum_by(values: pa.Array, lengths: pa.Array) -> pa.Array:
     return pc.cast(pc.subtract(pc.take(running, ends), pc.take(running, starts)), pa.int64())
 
 
-def _convert(table: pa.Table) -> list[tuple[pa.Table, pa.Table]]:
+def _convert(table: pa.Table, max_value_bytes: int | None = None) -> list[tuple[pa.Table, pa.Table]]:
     """Each document's (spans, log records) tables: each block the reader made (whole documents) converted in
-    one go, then cut per document."""
+    one go, then cut per document. Values longer than `max_value_bytes` are cut and flagged, as the collector
+    cuts them: a span's by the columnar path, a log record's by the validating decoder's road (Refused)."""
     out = []
     for batch in table.to_batches():
-        out += _convert_block(pa.Table.from_batches([batch]))
+        out += _convert_block(pa.Table.from_batches([batch]), max_value_bytes)
     return out
 
 
-def _convert_block(table: pa.Table) -> list[tuple[pa.Table, pa.Table]]:
+def _long_log_value(logs: pa.Table, max_value_bytes: int) -> bool:
+    """Whether a log record may hold a value longer than `max_value_bytes` (a text column of its row that long:
+    the validating road then cuts exactly what the collector would)."""
+    for column in logs.itercolumns():
+        if pa.types.is_string(column.type) and len(column):
+            longest = pc.max(pc.binary_length(column)).as_py()
+            if longest is not None and longest > max_value_bytes:
+                return True
+    return False
+
+
+def _convert_block(table: pa.Table, max_value_bytes: int | None = None) -> list[tuple[pa.Table, pa.Table]]:
     group = _conformed(table)
-    spans, logs = _spans_table(group), _logs_table(group)
+    spans, logs = _spans_table(group, max_value_bytes), _logs_table(group)
+    if max_value_bytes is not None and _long_log_value(logs, max_value_bytes):
+        raise Refused(f"a log record with a value longer than {max_value_bytes} bytes")
     span_counts = _per_document(group, group.trace_lengths, "spans")
     log_counts = _per_document(group, group.log_lengths, "logs")
     if sum(span_counts) != spans.num_rows or sum(log_counts) != logs.num_rows:
@@ -286,7 +300,7 @@ def _one_line(body: bytes) -> bool:
     return b"\n" not in body.rstrip(_BLANKS) and b"\r" not in body
 
 
-def tables(bodies: Sequence[bytes]) -> list[Converted | None]:
+def tables(bodies: Sequence[bytes], max_value_bytes: int | None = None) -> list[Converted | None]:
     """Each OTLP/JSON document's (spans, log records) tables, of `SPAN_SCHEMA` and `LOG_SCHEMA`, equal to what
     the validating decoder and the conversion make of it; None for a document this path does not take (read
     it with `otlp_json.parse_json_traces` / `parse_json_logs`, which say what is wrong with it, if anything).
@@ -298,12 +312,12 @@ def tables(bodies: Sequence[bytes]) -> list[Converted | None]:
         if not _plausible(body):
             continue
         if not _one_line(body):
-            _single(body, i, out)  # objects across lines: parsed alone
+            _single(body, i, out, max_value_bytes)  # objects across lines: parsed alone
             continue
         style = _style(body)
         at = next((g for g, (known, _, _) in enumerate(groups) if _agrees(known, style)), None)
         if at is not None and groups[at][2] + len(body) > GROUP_BYTES:
-            _group(bodies, groups.pop(at)[1], out)
+            _group(bodies, groups.pop(at)[1], out, max_value_bytes)
             at = None
         if at is None:
             groups.append((style, [], 0))
@@ -312,28 +326,30 @@ def tables(bodies: Sequence[bytes]) -> list[Converted | None]:
         members.append(i)
         groups[at] = (_merged(known, style), members, size + len(body))
     for _, members, _ in groups:
-        _group(bodies, members, out)
+        _group(bodies, members, out, max_value_bytes)
     return out
 
 
-def _group(bodies: Sequence[bytes], members: list[int], out: list[Converted | None]) -> None:
+def _group(
+    bodies: Sequence[bytes], members: list[int], out: list[Converted | None], max_value_bytes: int | None = None
+) -> None:
     if len(members) == 1:
-        _single(bodies[members[0]], members[0], out)
+        _single(bodies[members[0]], members[0], out, max_value_bytes)
         return
     texts = [bodies[i].rstrip(_BLANKS) for i in members]
     try:
-        converted = _convert(_parse(b"\n".join(texts), len(members), max(map(len, texts))))
+        converted = _convert(_parse(b"\n".join(texts), len(members), max(map(len, texts))), max_value_bytes)
     except Refused:
         for i in members:  # one document the path does not take: the others alone
-            _single(bodies[i], i, out)
+            _single(bodies[i], i, out, max_value_bytes)
         return
     for i, tables_ in zip(members, converted, strict=True):
         out[i] = tables_
 
 
-def _single(body: bytes, i: int, out: list[Converted | None]) -> None:
+def _single(body: bytes, i: int, out: list[Converted | None], max_value_bytes: int | None = None) -> None:
     try:
-        out[i] = _convert(_parse_one(body))[0]
+        out[i] = _convert(_parse_one(body), max_value_bytes)[0]
     except Refused:
         out[i] = None
 

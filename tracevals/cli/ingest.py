@@ -36,6 +36,7 @@ from tracevals.collector.otlp_json import (
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR, empty_table
 from tracevals.lake.writer import LakeWriter, Spill
+from tracevals.spans.rows import MAX_VALUE_BYTES
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -103,7 +104,9 @@ def _documents(data: bytes) -> list[tuple[int, bytes]]:
     return [(1, data)]
 
 
-def _read(path: Path, given: str = "auto", name: str | None = None) -> tuple[pa.Table, pa.Table, str]:
+def _read(
+    path: Path, given: str = "auto", name: str | None = None, limit: int | None = MAX_VALUE_BYTES
+) -> tuple[pa.Table, pa.Table, str]:
     """A file's span and log tables, and the format it was read as (`given`, or detected: `.pb` / `.bin` /
     `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
     Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON). A compressed file is read
@@ -117,15 +120,15 @@ def _read(path: Path, given: str = "auto", name: str | None = None) -> tuple[pa.
         request = ExportTraceServiceRequest()
         parse_request(request, data, "ExportTraceServiceRequest")  # as the receivers parse one
         _refuse_rejected(request, TRACES)
-        return _checked(spans_table(request), request), empty_table(LOG_SCHEMA), "otlp-proto"
+        return _checked(spans_table(request, limit), request), empty_table(LOG_SCHEMA), "otlp-proto"
     documents = _documents(data)
     del data
     if len(documents) == 1:
-        return _read_document(documents[0][1], given, name or str(path))
+        return _read_document(documents[0][1], given, name or str(path), limit)
     spans, logs, found = [], [], set()
     for line, document in documents:
         try:
-            s, g, f = _read_document(document, given, name or str(path))
+            s, g, f = _read_document(document, given, name or str(path), limit)
         except OTLPDecodeError as exc:
             raise OTLPDecodeError(f"line {line}: {exc}") from None
         spans.append(s)
@@ -134,8 +137,11 @@ def _read(path: Path, given: str = "auto", name: str | None = None) -> tuple[pa.
     return pa.concat_tables(spans), pa.concat_tables(logs), "/".join(sorted(found)) + " lines"
 
 
-def _read_document(data: bytes, given: str, name: str) -> tuple[pa.Table, pa.Table, str]:
-    """One JSON document's span and log tables, and the format it was read as (see `_read`)."""
+def _read_document(
+    data: bytes, given: str, name: str, limit: int | None = MAX_VALUE_BYTES
+) -> tuple[pa.Table, pa.Table, str]:
+    """One JSON document's span and log tables, and the format it was read as (see `_read`); values longer
+    than `limit` bytes cut and flagged, as the collector cuts them."""
     doc = load_document(data)  # a key twice, or nesting past the parser: one clear error
     found = "otlp-json"
     if isinstance(doc, dict) and isinstance(doc.get("trace"), dict) and "resourceSpans" not in doc:
@@ -160,7 +166,7 @@ def _read_document(data: bytes, given: str, name: str) -> tuple[pa.Table, pa.Tab
         echo(f"note: {name}: {base64_ids} ids are base64, not hex as OTLP/JSON writes them; read as base64", err=True)
     _refuse_rejected(traces, TRACES)
     _refuse_rejected(logs, LOGS)
-    return _checked(spans_table(traces), traces), _checked(logs_table(logs), logs), found
+    return _checked(spans_table(traces, limit), traces), _checked(logs_table(logs, limit), logs), found
 
 
 Read = tuple[pa.Table, pa.Table, str]  # a file's spans, log records, and the format it was read as
@@ -169,7 +175,9 @@ Read = tuple[pa.Table, pa.Table, str]  # a file's spans, log records, and the fo
 Counts = tuple[int, int, str]  # a file's span and log rows, and the format it was read as
 
 
-def _fast(files: tuple[Path, ...], given: str, keep: Callable[[Read], None]) -> dict[int, Counts]:
+def _fast(
+    files: tuple[Path, ...], given: str, keep: Callable[[Read], None], limit: int | None = MAX_VALUE_BYTES
+) -> dict[int, Counts]:
     """The files the fast path takes (by position): their span and log rows counted, the tables handed to
     `keep`, read as OTLP/JSON. Files are read and converted `json_columnar.GROUP_BYTES` at a time, a batch's
     tables kept together, and what is left of its arrays freed before the next: memory stays bounded by a
@@ -195,7 +203,7 @@ def _fast(files: tuple[Path, ...], given: str, keep: Callable[[Read], None]) -> 
             bodies += [document for _, document in documents]
             if len(documents) > 1:
                 lines.add(i)
-        converted = json_columnar.tables(bodies)
+        converted = json_columnar.tables(bodies, limit)
         batch.clear()
         del bodies
         refused = {i for i, t in zip(owners, converted, strict=True) if t is None}
@@ -259,10 +267,19 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
     show_default=True,
     help="What the files are; auto detects OTLP/JSON, OTLP protobuf (.pb), Jaeger JSON and Tempo JSON.",
 )
+@click.option(
+    "--max-attribute-value-bytes",
+    "limit",
+    type=click.IntRange(min=16),
+    default=MAX_VALUE_BYTES,
+    show_default=True,
+    help="Cut longer attribute values (and log bodies) at this many bytes and list their keys in "
+    "tracevals.truncated, as the collector's setting of that name does.",
+)
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
 )
-def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> None:
+def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b
@@ -320,12 +337,12 @@ def ingest(lake: Lake, fmt: str, input_format: str, files: tuple[Path, ...]) -> 
                     "input's size. Nothing was written to the lake"
                 ) from None
 
-        counts = _fast(files, input_format, keep)
+        counts = _fast(files, input_format, keep, limit)
         for i, path in enumerate(files):
             if i in counts:
                 continue
             try:
-                read = _read(path, input_format, str(named[i]))
+                read = _read(path, input_format, str(named[i]), limit)
             except OTLPDecodeError as exc:
                 raise click.ClickException(f"{named[i]}: {exc}") from None
             keep(read)

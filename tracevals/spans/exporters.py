@@ -28,19 +28,20 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from tracevals.lake.lake import LakeLike
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR
 from tracevals.lake.writer import LakeWriter
-from tracevals.spans.rows import log_tuples, rows_table, span_tuples
+from tracevals.spans.rows import MAX_VALUE_BYTES, log_tuples, rows_table, span_tuples
 
 _log = logging.getLogger(__name__)
 
 
-def spans_table(spans: Sequence[ReadableSpan]) -> pa.Table:
-    """SDK spans as lake rows: encoded as an OTLP request, then converted as the collector converts one."""
-    return rows_table(span_tuples(encode_spans(spans)), SPAN_SCHEMA)
+def spans_table(spans: Sequence[ReadableSpan], max_value_bytes: int | None = MAX_VALUE_BYTES) -> pa.Table:
+    """SDK spans as lake rows: encoded as an OTLP request, then converted as the collector converts one (values
+    longer than `max_value_bytes` cut and flagged, as the collector's default cuts them)."""
+    return rows_table(span_tuples(encode_spans(spans), max_value_bytes), SPAN_SCHEMA)
 
 
-def logs_table(records: Sequence[ReadableLogRecord]) -> pa.Table:
+def logs_table(records: Sequence[ReadableLogRecord], max_value_bytes: int | None = MAX_VALUE_BYTES) -> pa.Table:
     """SDK log records as lake rows, by the same road as `spans_table`."""
-    return rows_table(log_tuples(encode_logs(records)), LOG_SCHEMA)
+    return rows_table(log_tuples(encode_logs(records), max_value_bytes), LOG_SCHEMA)
 
 
 class _LakeExporter:

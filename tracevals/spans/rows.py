@@ -31,6 +31,10 @@ from tracevals.lake.schema import CANONICAL_FIELDS, empty_table
 from tracevals.spans.normalize import normalize
 
 TRUNCATED = "tracevals.truncated"
+# The longest attribute value a writer keeps by default (strings by their UTF-8 bytes, arrays and maps by their
+# JSON): the collector's `max_attribute_value_bytes`, and the embedded writer's, so that an agent's spans land
+# the same through either.
+MAX_VALUE_BYTES = 64 * 1024
 _KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
 _STATUS = ("unset", "ok", "error")
 _SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value"})
