@@ -593,6 +593,45 @@ def test_plain_columns_print_as_arrow_would_print_them(filled_lake: Path, tmp_pa
     assert (tmp_path / "plain.out").read_text() == (tmp_path / "arrow.out").read_text()
 
 
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "parquet"])
+@pytest.mark.parametrize("arrow", [False, True], ids=["plain", "arrow"])
+def test_a_result_printed_chunk_by_chunk_is_the_result_printed_whole(
+    filled_lake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, arrow: bool
+) -> None:
+    """`sql` fetches and prints a result a chunk at a time (2,000,000 rows of two columns took 625 MB as CSV and
+    1.1 GB as JSON when every row was fetched first; a lake's spans, gigabytes): one CSV header, one JSON array,
+    a table of the first rows that counts them all, one Parquet file, the same text as the result printed
+    whole, over chunks of 7 rows and on both roads (plain columns without pyarrow, others through Arrow)."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from tracevals.cli import sql as sql_command
+
+    query = HOSTILE.replace("range(2)", "range(600)")
+    if arrow:
+        query = query.replace(" as html ", " as html, [range] as l, now()::TIMESTAMP_NS as t_ns ")
+    whole = duckdb.connect().sql(query).to_arrow_table()
+    sql_command.render(whole, fmt, tmp_path / f"whole.{fmt}")
+    monkeypatch.setattr(sql_command, "CHUNK_ROWS", 7)
+    out = tmp_path / f"chunked.{fmt}"
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", fmt, "--out", str(out), query])
+    assert result.exit_code == 0, result.output
+    assert "600 rows ->" in result.output or fmt == "table"
+    if fmt == "parquet":
+        assert (
+            pq.read_table(out)
+            .drop_columns(["t_ns"] if arrow else [])
+            .equals(whole.drop_columns(["t_ns"] if arrow else []))
+        )
+        return
+    got, expected = out.read_text(), (tmp_path / f"whole.{fmt}").read_text()
+    if arrow:  # now() differs between the two runs: compare everything else
+        got, expected = (re.sub(r"20\d\d-\d\d-\d\d[ T][\d:.+]+", "T", text) for text in (got, expected))
+    assert got == expected
+    if fmt == "table":
+        assert "500 of 600 rows shown" in got
+
+
 # A session id and an agent name a hostile agent (or a prompt injection) could make: colour, clear-screen and
 # window-title sequences, rich markup, a carriage return, an 8-bit CSI, a right-to-left override.
 HOSTILE_ID = "s-\x1b[1mBOLD\x1b[0m\x1b]0;pwned\x07\x1b[2J[bold]x[/bold]\rback\x9b31m\u202eevil"

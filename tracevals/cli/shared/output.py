@@ -8,7 +8,7 @@ import decimal
 import io
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,11 +225,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Rows as CSV (`--format csv`, the UI's download): NULL empty, lists and structs as JSON."""
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: bool = True) -> str:
+    """Rows as CSV (`--format csv`, the UI's download): NULL empty, lists and structs as JSON; the header
+    line first unless `header` is false (a later chunk of the same rows)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(columns)
+    if header:
+        writer.writerow(columns)
     for row in rows:
         writer.writerow(["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row])
     return buffer.getvalue()
@@ -243,22 +245,55 @@ TABLE_ROWS = 500
 
 
 def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, title: str | None = None) -> None:
+    print_row_chunks(columns, [rows], fmt, title)
+
+
+def print_row_chunks(
+    columns: Sequence[str], chunks: Iterable[Sequence[Sequence[Any]]], fmt: str, title: str | None = None
+) -> int:
+    """Rows in `fmt`, printed a chunk at a time as they come, so that memory follows a chunk and not the
+    result (`sql` of a whole lake's spans as CSV); how many there were. JSON is one array, CSV has one header
+    line; a table shows the first `TABLE_ROWS` and counts the rest beneath."""
+    total = 0
     if fmt == "json":
-        objects = [{c: _plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
-        echo(json.dumps(objects, ensure_ascii=False, default=str))
-    elif fmt == "csv":
-        echo(csv_text(columns, rows), nl=False)
-    else:
-        table = Table(title=title, show_lines=False)
-        for c in columns:
-            table.add_column(c, overflow="fold")
-        for row in rows[:TABLE_ROWS]:
-            # Text, not str: rich would read "[a, b]" in a value as markup and drop it; `shown`: a table is
-            # for reading, piped or not
-            table.add_row(*[Text("" if v is None else shown(str(_plain(v)))) for v in row])
-        # Piped or captured output has no terminal width: let the table be as wide as it needs
-        # rather than fold headers and values at rich's default of 80 columns.
-        width = Console().width if sys.stdout.isatty() else 240
-        Console(file=sys.stdout, width=max(100, width)).print(table)
-        if len(rows) > TABLE_ROWS:
-            click.echo(f"{TABLE_ROWS:,} of {len(rows):,} rows shown; --format csv or --format json prints every row")
+        echo("[", nl=False)
+        for rows in chunks:
+            if rows:
+                # the chunk's objects as json.dumps writes them in a list (its ", " between them), brackets off
+                text = json.dumps([_object(columns, row) for row in rows], ensure_ascii=False, default=str)[1:-1]
+                echo((", " if total else "") + text, nl=False)
+                total += len(rows)
+        echo("]")
+        return total
+    if fmt == "csv":
+        headed = False
+        for rows in chunks:
+            if rows or not headed:
+                echo(csv_text(columns, rows, header=not headed), nl=False)
+                headed = True
+            total += len(rows)
+        if not headed:
+            echo(csv_text(columns, []), nl=False)
+        return total
+    kept: list[Sequence[Any]] = []
+    for rows in chunks:
+        kept.extend(rows[: max(0, TABLE_ROWS - len(kept))])
+        total += len(rows)
+    table = Table(title=title, show_lines=False)
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for row in kept:
+        # Text, not str: rich would read "[a, b]" in a value as markup and drop it; `shown`: a table is
+        # for reading, piped or not
+        table.add_row(*[Text("" if v is None else shown(str(_plain(v)))) for v in row])
+    # Piped or captured output has no terminal width: let the table be as wide as it needs
+    # rather than fold headers and values at rich's default of 80 columns.
+    width = Console().width if sys.stdout.isatty() else 240
+    Console(file=sys.stdout, width=max(100, width)).print(table)
+    if total > TABLE_ROWS:
+        click.echo(f"{TABLE_ROWS:,} of {total:,} rows shown; --format csv or --format json prints every row")
+    return total
+
+
+def _object(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    return {c: _plain(v) for c, v in zip(columns, row, strict=True)}
