@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import multiprocessing
 import os
 import sys
 import threading
@@ -101,6 +102,29 @@ def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
     return HttpSpans(), HttpLogs(), f"otlp http {endpoint}"
 
 
+Exporters = Callable[[], tuple[SpanExporter, LogRecordExporter]]
+
+
+def _exporters(lake: LakeLike | None) -> tuple[SpanExporter, LogRecordExporter, str, Exporters]:
+    """The span and log exporters `instrument(lake)` writes with (see the module docstring), where they write,
+    and how to make another pair like them (for a forked child)."""
+    otlp = None if lake is not None else _otlp_exporters()
+    if otlp is not None:
+
+        def otlp_again() -> tuple[SpanExporter, LogRecordExporter]:
+            again = _otlp_exporters()
+            assert again is not None
+            return again[0], again[1]
+
+        return otlp[0], otlp[1], otlp[2], otlp_again
+    target = Lake.open(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))  # a dir or s3://…
+
+    def lake_again() -> tuple[SpanExporter, LogRecordExporter]:
+        return ParquetSpanExporter(target), ParquetLogExporter(target)
+
+    return *lake_again(), f"lake {target}", lake_again
+
+
 def _providers(service_name: str | None) -> tuple[TracerProvider, SwitchableSpanProcessor, SwitchableLogProcessor]:
     global _switch, _log_switch
     with _switch_lock:
@@ -151,16 +175,12 @@ def instrument(
         env = Redactor.from_env()
         names = pii_names if pii_names is not None else env.names
         set_redactor(Redactor(pii=bool(redact_pii) if redact_pii is not None else True, names=names, salt=env.salt))
-    span_exporter: SpanExporter
-    log_exporter: LogRecordExporter
-    otlp = None if lake is not None else _otlp_exporters()
-    if otlp is not None:
-        span_exporter, log_exporter, destination = otlp
-    else:
-        target = Lake.open(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))  # a dir or s3://…
-        span_exporter, log_exporter = ParquetSpanExporter(target), ParquetLogExporter(target)
-        destination = f"lake {target}"
+    span_exporter, log_exporter, destination, exporters = _exporters(lake)
     provider, switch, log_switch = _providers(service_name)
+    # a process pool's worker ends with os._exit (or its pool's SIGTERM), which no batch queue survives: there,
+    # each span and record is exported as it ends (`_in_a_forked_child` for a worker forked after this call)
+    batch = batch and multiprocessing.parent_process() is None
+    _export_in_forked_children(exporters)
     span_processor = BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter)
     processors: tuple[SpanProcessor, ...] = (SessionSpanProcessor(), span_processor)
     log_processor = BatchLogRecordProcessor(log_exporter) if batch else SimpleLogRecordProcessor(log_exporter)
@@ -172,6 +192,37 @@ def instrument(
         enable_instrumentors()
     _log.debug("tracevals: spans go to %s", destination)
     return Telemetry(provider, span_exporter, destination, processors, (log_processor,), log_exporter)
+
+
+_child_exporters: Exporters | None = None
+_fork_hook = False
+
+
+def _export_in_forked_children(exporters: Exporters) -> None:
+    """What a child forked from now on exports with: new exporters from `exporters`, each span as it ends."""
+    global _child_exporters, _fork_hook
+    _child_exporters = exporters
+    if not _fork_hook and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_in_a_forked_child)
+        _fork_hook = True
+
+
+def _in_a_forked_child() -> None:
+    """In a forked child (a `multiprocessing` pool's or a `ProcessPoolExecutor`'s worker on Linux): its spans
+    and records are exported as each ends, by exporters of its own (an HTTP exporter's pooled connection or a
+    writer's state is the parent's). The parent's batch queue is not the child's to flush: the child ends with
+    `os._exit`, or its pool's SIGTERM, and a batch of its spans would go with it. Only this thread runs here:
+    no lock is taken."""
+    exporters = _child_exporters
+    if exporters is None or _switch is None:
+        return
+    try:
+        spans, logs = exporters()
+        _switch.delegates = (SessionSpanProcessor(), SimpleSpanProcessor(spans))
+        if _log_switch is not None:
+            _log_switch.delegates = (SimpleLogRecordProcessor(logs),)
+    except Exception:  # telemetry never raises into the host program
+        _log.exception("tracevals: could not set up export in a forked process")
 
 
 _hooked: set[str] = set()

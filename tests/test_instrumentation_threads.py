@@ -104,3 +104,41 @@ def test_the_thread_instrumentor_turns_off_by_its_entry_point_name(tmp_path: Pat
         assert done.returncode == 0, done.stderr
         seen[disabled] = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"": ["s1"], "tracevals_openai, tracevals_threads": [None], "*": [None]}
+
+
+def test_tool_calls_in_a_process_pool_reach_the_lake(tmp_path: Path) -> None:
+    """A process pool's worker (forked: Linux's default) ends with `os._exit`, or its pool's SIGTERM, which no
+    batch queue survives: all ten tool spans of a `multiprocessing.Pool` and a `ProcessPoolExecutor` were lost,
+    only the agent span of the parent reached the lake. A forked child now exports each span as it ends."""
+    script = textwrap.dedent(
+        """
+        import json, sys, multiprocessing, concurrent.futures
+        import pyarrow.parquet as pq
+        import tracevals
+
+        telemetry = tracevals.instrument(lake=sys.argv[1])  # batched, the default
+
+        @tracevals.tool(effect="read")
+        def double(x):
+            return x * 2
+
+        if __name__ == "__main__":
+            multiprocessing.set_start_method("fork")
+            with tracevals.session("s-pool"), tracevals.agent("a"):
+                with multiprocessing.Pool(2) as pool:  # leaving the block terminates the workers (SIGTERM)
+                    assert pool.map(double, range(6)) == [0, 2, 4, 6, 8, 10]
+                with concurrent.futures.ProcessPoolExecutor(2) as executor:
+                    assert list(executor.map(double, range(4))) == [0, 2, 4, 6]
+            telemetry.shutdown()
+            rows = pq.read_table(sys.argv[1] + "/spans").to_pylist()
+            print(json.dumps(sorted((r["kind"], r["session_id"]) for r in rows)))
+        """
+    )
+    path = tmp_path / "pool.py"
+    path.write_text(script)
+    done = subprocess.run(
+        [sys.executable, str(path), str(tmp_path / "lake")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    kinds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert kinds == [["agent", "s-pool"]] + [["tool", "s-pool"]] * 10
