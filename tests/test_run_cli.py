@@ -290,3 +290,47 @@ def test_every_run_asked_for_is_reported_and_a_missing_one_is_an_error(project: 
     assert typo.stderr.strip().splitlines()[-1] == (
         "Error: run r4 has no attempts in the selection (runs in the lake: r1, r2, r3)"
     )
+
+
+STREAMING_AGENT = textwrap.dedent(
+    """
+    import asyncio
+    import tracevals
+
+    @tracevals.tool(effect="read")
+    def lookup(q):
+        return "42"
+
+    @tracevals.agent("streamer")
+    async def agent(text, ctx):  # a streaming agent: its answer comes in pieces, as a chat UI shows it
+        yield "the answer "
+        await asyncio.sleep(0)
+        yield f"to {text} is "
+        yield lookup(text)
+
+    def sync_agent(text, ctx):
+        yield from ("the answer is ", lookup(text))
+    """
+)
+
+
+def test_a_streaming_agent_is_read_to_its_end(project: Path) -> None:
+    """An agent that streams its answer (an async generator, or a generator): the run took the generator object
+    as the answer, `<async_generator object agent at 0x…>`, and failed every attempt of a correct agent. The
+    stream is read to its end inside the attempt now, its pieces joined into the answer."""
+    (project / "my_agent.py").write_text(STREAMING_AGENT)
+    for name, run_id in (("agent", "r-async"), ("sync_agent", "r-sync")):
+        result = _run(project, "-k", "2", "--run-id", run_id, "--format", "json", "--agent", f"my_agent:{name}")
+        assert result.returncode == 0, result.stderr
+        (variant,) = json.loads(result.stdout)["variants"]
+        assert (variant["passes"], variant["runs"]) == (4, 4), (name, variant)
+    con = open_lake(project / "lake")
+    outputs = con.execute("select run_id, task_id, output from runs order by all").fetchall()
+    expected = {("r-async", f"the answer to {q} is 42") for q in ("q1", "q2")} | {("r-sync", "the answer is 42")}
+    assert {(r, o) for r, _, o in outputs} == expected
+    # each lookup of the async stream ran beneath its agent span, inside the attempt
+    tools = con.execute(
+        "select count(*) from spans t join spans a on a.span_id = t.parent_span_id and a.trace_id = t.trace_id "
+        "where t.tool_name = 'lookup' and a.name = 'invoke_agent streamer'"
+    ).fetchone()
+    assert tools == (4,)

@@ -84,9 +84,7 @@ def run_attempt(
                 intercept_tools(interceptor) if interceptor is not None else nullcontext(),
                 intercept_models(models) if models is not None else nullcontext(),
             ):
-                result = agent(case.input, ctx)
-                if inspect.isawaitable(result):
-                    result = asyncio.run(_await(result))
+                result = finished(agent(case.input, ctx))
             output = "" if result is None else str(result)
             root.set_attribute(tv.ATTEMPT_OUTPUT, output)
         except Exception as exc:  # recorded on the span and in the result, never lost
@@ -118,8 +116,29 @@ def _attempt_then_flush(
     return result
 
 
+def finished(result: Any) -> Any:
+    """What an agent's call gave, once it is done: an awaitable awaited; a stream (a generator, sync or async,
+    as a streaming agent is one) read to its end, as its reader would, and its pieces joined into the answer
+    (each as its text). Read here, the stream's steps run inside the attempt (its clock, its interceptors)."""
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    if inspect.isasyncgen(result):
+        return _joined(asyncio.run(_read_all(result)))
+    if inspect.isgenerator(result):
+        return _joined(list(result))
+    return result
+
+
+def _joined(pieces: list[Any]) -> str:
+    return "".join(piece if isinstance(piece, str) else str(piece) for piece in pieces if piece is not None)
+
+
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+async def _read_all(stream: Any) -> list[Any]:
+    return [piece async for piece in stream]
 
 
 def plan_attempts(
