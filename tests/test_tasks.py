@@ -293,3 +293,40 @@ def test_task_files_and_fault_profiles_speak_one_fault_vocabulary(write_tasks, t
     ):
         with pytest.raises(TaskFileError, match=re.escape(message)):
             load_cases(write_tasks(json.dumps({"case_id": "a", "input": "q", "faults": [bad]})))
+
+
+def test_a_json_array_or_a_yaml_list_of_cases_reads_as_json_lines_do(tmp_path: Path) -> None:
+    """Most tools keep a dataset as one JSON array or a YAML list: `--tasks cases.json` said "a case must be a
+    JSON object, got an array", `cases.yaml` "invalid JSON". Both read now, case for case as the same cases in
+    JSON Lines, and an error names the line its case starts on; a kept copy (named otherwise) reads the same."""
+    import yaml
+
+    cases = [
+        {"case_id": "t1", "input": "refund order 42", "expected_steps": [{"tool": "refund", "args": {"order": 42}}]},
+        {"case_id": "t2", "input": "¿dónde está?", "success_criteria": {"must_include": ["42"]}},
+    ]
+    files = {
+        "cases.jsonl": "# a comment\n" + "\n".join(json.dumps(c) for c in cases) + "\n",
+        "cases.json": json.dumps(cases, indent=2, ensure_ascii=False),
+        "cases.yaml": "# the same cases\n" + yaml.safe_dump(cases, allow_unicode=True, sort_keys=False),
+        "kept copy (yaml)": yaml.safe_dump(cases, sort_keys=False),
+    }
+    read = {}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        read[name] = [(c.case_id, c.input, c.expected_steps, c.raw) for c in load_cases(tmp_path / name)]
+    assert len({json.dumps(v, default=repr) for v in read.values()}) == 1, read
+
+    broken = [cases[0], {**cases[1], "max_retries": -1}]
+    (tmp_path / "bad.json").write_text(json.dumps(broken, indent=2))
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(broken, sort_keys=False))
+    with pytest.raises(TaskFileError, match=r"bad\.json:14: field 'max_retries': -1 is less than the minimum of 0"):
+        load_cases(tmp_path / "bad.json")
+    with pytest.raises(TaskFileError, match=r"bad\.yaml:7: field 'max_retries'"):
+        load_cases(tmp_path / "bad.yaml")
+    (tmp_path / "not.yaml").write_text("cases: [1\n")
+    with pytest.raises(TaskFileError, match=r"not\.yaml:2: not valid YAML: "):
+        load_cases(tmp_path / "not.yaml")
+    (tmp_path / "map.yaml").write_text("case_id: t1\ninput: x\n")
+    with pytest.raises(TaskFileError, match=r"map\.yaml: not a task file: one JSON object per line"):
+        load_cases(tmp_path / "map.yaml")

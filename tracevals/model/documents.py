@@ -46,23 +46,40 @@ def parse_document(text: str, source: str) -> Any:
             raise DocumentError(f"{source}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
         except TooDeep as exc:
             raise DocumentError(f"{source}: not valid JSON: {exc}") from None
+    try:
+        return load_yaml(text)
+    except YamlProblem as exc:
+        where = f":{exc.line}:{exc.column}" if exc.line is not None else ""
+        raise DocumentError(f"{source}{where}: not valid YAML: {exc}") from None
+
+
+class YamlProblem(ValueError):
+    """Why a YAML text is not read (`str()`), and where (1-based line and column, when the parser says)."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load(text)`, no deeper than JSON values (`json_text.check_depth`: what reads it walks it by
+    recursion); `YamlProblem` for a text it does not read (a task file's and a config's one error)."""
     import yaml  # a dependency; imported here so that importing this module stays cheap
 
     try:
         value = yaml.safe_load(text)
-        check_depth(value)  # the bound JSON has (`json_text.MAX_DEPTH`): what reads it walks it by recursion
+        check_depth(value)
         return value
     except TooDeep as exc:
-        raise DocumentError(f"{source}: not valid YAML: {exc}") from None
+        raise YamlProblem(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         context = getattr(exc, "context", None)
-        detail = f"{problem} ({context})" if context else problem
-        raise DocumentError(f"{source}{where}: not valid YAML: {' '.join(str(detail).split())}") from None
+        detail = " ".join(str(f"{problem} ({context})" if context else problem).split())
+        raise YamlProblem(detail, *((mark.line + 1, mark.column + 1) if mark is not None else ())) from None
     except RecursionError:
-        raise DocumentError(f"{source}: not valid YAML: nested deeper than the parser goes") from None
+        raise YamlProblem("nested deeper than the parser goes") from None
 
 
 def read_items(

@@ -1,8 +1,10 @@
-"""Task cases: load a JSONL task file into `Case` objects, validated by the JSON Schema that ships with
-tracevals (`tracevals/schemas/task_case.schema.json`, assembled from the evaluators' declared options by
-`tracevals.evaluators.options`) plus the options of evaluator plugins (`tracevals.model.options`).
+"""Task cases: load a task file (JSON Lines; or one JSON array of cases, or a YAML list) into `Case` objects,
+validated by the JSON Schema that ships with tracevals (`tracevals/schemas/task_case.schema.json`, assembled
+from the evaluators' declared options by `tracevals.evaluators.options`) plus the options of evaluator plugins
+(`tracevals.model.options`).
 
-One case a line; blank lines and lines starting with `#` are skipped. A bad file raises `TaskFileError`
+One case a line; blank lines and lines starting with `#` are skipped (a JSON array or a YAML list: each item a
+case, its line the one it starts on). A bad file raises `TaskFileError`
 whose message is one line naming the file, the line, the field and what is wrong::
 
     tasks.jsonl:7: field 'max_retries': -1 is less than the minimum of 0
@@ -124,20 +126,7 @@ def cases_from_bytes(data: bytes, source: str, *, schema_checked: bool = False) 
     `report`); every other check is."""
     cases: list[Case] = []
     first_seen: dict[str, int] = {}
-    for lineno, raw_line in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw_line.decode("utf-8").strip()
-        except UnicodeDecodeError as exc:
-            raise TaskFileError(source, lineno, f"not valid UTF-8 (byte {exc.start + 1})") from None
-        text = text.removeprefix("\ufeff")  # a byte-order mark left by Windows editors
-        if not text or text.startswith("#"):
-            continue
-        try:
-            obj = json_loads(text)
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        except TooDeep as exc:
-            raise TaskFileError(source, lineno, f"invalid JSON: {exc}") from None
+    for lineno, obj in _items(data, source):
         case = case_from_dict(obj, source=source, line=lineno, schema_checked=schema_checked)
         if case.case_id in first_seen:
             raise TaskFileError(
@@ -151,6 +140,75 @@ def cases_from_bytes(data: bytes, source: str, *, schema_checked: bool = False) 
     if not cases:
         raise TaskFileError(source, None, "no cases found (one JSON object per line expected)")
     return cases
+
+
+def _items(data: bytes, source: str) -> Iterable[tuple[int, Any]]:
+    """(line, parsed case) of each case of a task file: JSON Lines, or one JSON array of cases (a `.json` file
+    as most tools write a dataset), or a YAML list of cases. Told apart by the name (`.jsonl`, `.yaml`,
+    `.yml`), else by the content: `[` first is an array, `{` first JSON Lines, anything else YAML."""
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark left by Windows editors
+    except UnicodeDecodeError as exc:
+        line, start = data.count(b"\n", 0, exc.start) + 1, data.rfind(b"\n", 0, exc.start) + 1
+        raise TaskFileError(source, line, f"not valid UTF-8 (byte {exc.start - start + 1})") from None
+    name = source.lower()
+    lines = (line.strip().removeprefix("\ufeff") for line in text.splitlines())
+    first = next((line[:1] for line in lines if line and not line.startswith("#")), "")
+    if name.endswith(".jsonl") or (first == "{" and not name.endswith((".yaml", ".yml"))) or not first:
+        return _json_lines(text, source)
+    if first == "[" and not name.endswith((".yaml", ".yml")):
+        return _json_array_items(text, source)
+    return _yaml_items(text, source)
+
+
+def _json_lines(text: str, source: str) -> Iterable[tuple[int, Any]]:
+    for lineno, raw_line in enumerate(text.split("\n"), start=1):
+        line = raw_line.strip().removeprefix("\ufeff")  # files joined together: each may start with one
+        if not line or line.startswith("#"):
+            continue
+        try:
+            yield lineno, json_loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(source, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except TooDeep as exc:
+            raise TaskFileError(source, lineno, f"invalid JSON: {exc}") from None
+
+
+def _json_array_items(text: str, source: str) -> list[tuple[int, Any]]:
+    """The items of one JSON array, each with the line it starts on."""
+    try:
+        items = json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise TaskFileError(source, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except TooDeep as exc:
+        raise TaskFileError(source, None, f"invalid JSON: {exc}") from None
+    if not isinstance(items, list):  # `[...] {...}` and the like: JSON Lines after all
+        raise TaskFileError(source, None, "a task file is one JSON object per line, or one JSON array of them")
+    decoder, lines, at = json.JSONDecoder(), [], text.index("[") + 1
+    for _ in items:  # where each item starts: the array parsed once more, item by item (it is valid JSON)
+        while text[at] in " \t\r\n,":
+            at += 1
+        lines.append(text.count("\n", 0, at) + 1)
+        at = decoder.raw_decode(text, at)[1]
+    return list(zip(lines, items, strict=True))
+
+
+def _yaml_items(text: str, source: str) -> list[tuple[int, Any]]:
+    """The items of a YAML list of cases, each with the line it starts on."""
+    import yaml  # a dependency; imported for a YAML task file only
+
+    from tracevals.model.documents import YamlProblem, load_yaml
+
+    try:
+        items = load_yaml(text)
+    except YamlProblem as exc:
+        raise TaskFileError(source, exc.line, f"not valid YAML: {exc}") from None
+    node = yaml.compose(text, Loader=yaml.SafeLoader)  # read already: where each item starts
+    if not isinstance(items, list) or not isinstance(node, yaml.SequenceNode):
+        raise TaskFileError(
+            source, None, "not a task file: one JSON object per line, a JSON array of them, or a YAML list of cases"
+        )
+    return [(item.start_mark.line + 1, value) for item, value in zip(node.value, items, strict=True)]
 
 
 def case_from_dict(obj: Any, source: str = "<case>", line: int | None = None, *, schema_checked: bool = False) -> Case:
