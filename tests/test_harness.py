@@ -61,3 +61,36 @@ def test_each_attempt_is_one_trace_and_failures_are_kept(lake: Path, telemetry: 
     assert verdicts[(2, "task_success")] is False
     assert verdicts[(3, "task_success")] is False
     assert all(verdicts[(a, "trajectory_match")] for a in (1, 2, 3))
+
+
+def test_a_structured_answer_is_checked_as_the_json_it_is(lake: Path, telemetry: tracevals.Telemetry) -> None:
+    """An agent that answers with a dict (structured output): the attempt's output was its Python repr,
+    `{'answer': '42', ...}`, which is no JSON, so a case's `json_schema` failed an agent that returned exactly
+    the object asked for. A dict, a list or a pydantic model is its JSON now; text stays as it is."""
+    import pydantic
+
+    class Answer(pydantic.BaseModel):
+        answer: str
+        sources: list[str]
+
+    schema = {"type": "object", "required": ["answer", "sources"], "properties": {"answer": {"const": "42"}}}
+    case = Case(case_id="c1", input="question", json_schema=schema)
+    agents = {
+        "dict": lambda text, ctx: {"answer": "42", "sources": ["kb-7"], "ok": True, "missing": None},
+        "model": lambda text, ctx: Answer(answer="42", sources=["kb-7"]),
+        "text": lambda text, ctx: '{"answer": "42", "sources": []}',
+    }
+    for variant, agent in agents.items():
+        run_cases(agent, [case], k=1, run_id=f"r-{variant}", variant=variant, concurrency=1)
+    telemetry.force_flush()
+    con = open_lake(lake)
+    outputs = dict(con.execute("select variant, output from runs").fetchall())
+    assert outputs == {
+        "dict": '{"answer": "42", "missing": null, "ok": true, "sources": ["kb-7"]}',
+        "model": '{"answer": "42", "sources": ["kb-7"]}',
+        "text": '{"answer": "42", "sources": []}',
+    }
+    verdicts = {
+        s.variant: s.passed for s in evaluate_all(load_trajectories(con), {"c1": case}) if s.evaluator == "task_success"
+    }
+    assert verdicts == {"dict": True, "model": True, "text": True}

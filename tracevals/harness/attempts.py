@@ -23,6 +23,7 @@ from tracevals.harness.environment import attempt_environment, commit_hash, lock
 from tracevals.harness.interceptor import RunPlan
 from tracevals.harness.stopping import StopRequest
 from tracevals.instrumentation.clock import attempt_clock
+from tracevals.instrumentation.content import to_json
 from tracevals.instrumentation.context import end_session, session
 from tracevals.instrumentation.interception import intercept_models, intercept_tools
 from tracevals.model import attributes as tv
@@ -85,7 +86,7 @@ def run_attempt(
                 intercept_models(models) if models is not None else nullcontext(),
             ):
                 result = finished(agent(case.input, ctx))
-            output = "" if result is None else str(result)
+            output = answer_text(result)
             root.set_attribute(tv.ATTEMPT_OUTPUT, output)
         except Exception as exc:  # recorded on the span and in the result, never lost
             error = f"{type(exc).__qualname__}: {exc}"
@@ -127,6 +128,20 @@ def finished(result: Any) -> Any:
     if inspect.isgenerator(result):
         return _joined(list(result))
     return result
+
+
+def answer_text(result: Any) -> str:
+    """An agent's answer as the attempt's output: text as it is; a structured answer (a dict, a list, a
+    pydantic model) as JSON, as a captured tool result is written (`content.to_json`), so that a case's
+    `json_schema` reads what the agent returned (its Python repr, `{'answer': '42'}`, is no JSON); a number
+    or anything else as its text."""
+    if result is None:
+        return ""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (dict, list, tuple)) or callable(getattr(result, "model_dump", None)):
+        return to_json(result)
+    return str(result)
 
 
 def _joined(pieces: list[Any]) -> str:
