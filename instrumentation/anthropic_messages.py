@@ -1,7 +1,8 @@
-"""Model-call spans for the `anthropic` client's Messages API: `messages.create` and `messages.stream`.
+"""Model-call spans for the `anthropic` client's Messages API: `messages.create`, `.parse` and `.stream`.
 
-`AnthropicInstrumentor` (entry point `tracevals_anthropic`) patches `Messages.create` / `.stream`
-and their async twins with wrapt. The SDK's `.stream()` helper bypasses `create`, so it is traced by
+`AnthropicInstrumentor` (entry point `tracevals_anthropic`) patches `Messages.create` / `.parse` /
+`.stream` and their async twins with wrapt, and the beta API's (`client.beta.messages`) alike. The
+SDK's `.stream()` helper bypasses `create`, so it is traced by
 handing its stream manager a request function that returns a traced stream.
 
 The `anthropic` SDK (2.x) emits an OTel span of its own for each call (`anthropic.messages.create`).
@@ -39,6 +40,7 @@ from tracevals.instrumentation.streams import TracedAsyncStream, TracedStream
 _log = logging.getLogger(__name__)
 PROVIDER = "anthropic"
 _MODULE = "anthropic.resources.messages.messages"
+_BETA_MODULE = "anthropic.resources.beta.messages.messages"
 _quiet: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
@@ -156,12 +158,16 @@ def _send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
     return lambda: original(resource, *args, **kwargs)
 
 
+def _operation(wrapped: Any) -> str:
+    return f"messages.{getattr(wrapped, '__name__', 'create')}"  # create, parse
+
+
 def _create(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return _API.call(kwargs, _send(wrapped, instance, args, kwargs), "messages.create")
+    return _API.call(kwargs, _send(wrapped, instance, args, kwargs), _operation(wrapped))
 
 
 async def _acreate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return await _API.call_async(kwargs, _send(wrapped, instance, args, kwargs), "messages.create")
+    return await _API.call_async(kwargs, _send(wrapped, instance, args, kwargs), _operation(wrapped))
 
 
 def _stream(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -222,11 +228,13 @@ class AnthropicInstrumentor(PatchingInstrumentor):
     """Traces the `anthropic` client's `messages.create` / `messages.stream`, sync and async."""
 
     requires = ("anthropic >= 0.40",)
-    patches = (
-        (_MODULE, "Messages.create", _create),
-        (_MODULE, "Messages.stream", _stream),
-        (_MODULE, "AsyncMessages.create", _acreate),
-        (_MODULE, "AsyncMessages.stream", _stream),
+    # `parse` (structured outputs) posts the request itself, not through `create`; the beta API
+    # (`client.beta.messages`: betas, MCP servers, context management) is a resource of its own
+    patches = tuple(
+        (module, f"{cls}.{method}", wrapper)
+        for module in (_MODULE, _BETA_MODULE)
+        for cls, wrappers in (("Messages", (_create, _stream)), ("AsyncMessages", (_acreate, _stream)))
+        for method, wrapper in (("create", wrappers[0]), ("parse", wrappers[0]), ("stream", wrappers[1]))
     )
 
     def _forget(self) -> None:

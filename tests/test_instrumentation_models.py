@@ -231,6 +231,45 @@ def test_a_raw_response_is_read_as_the_response_it_stands_for(
     assert chunks and "gen_ai.response.id" not in spans[3]["attrs"]  # a raw stream: its chunks are the caller's
 
 
+def test_anthropic_parse_and_the_beta_api_get_their_spans(
+    claude: anthropic.Anthropic, server: SimulatedModelServer, lake: Path, telemetry: Any
+) -> None:
+    """`messages.parse` (structured outputs) posts its request itself, and `client.beta.messages` (betas, MCP
+    servers, context management) is a resource of its own: these calls had only the anthropic SDK's own span
+    (its stop reason outside `gen_ai.response.finish_reasons`, no requested tool-use ids with capture off, its
+    own content switch, no redaction). Each gets the span `messages.create` gets, and only that one."""
+    import pydantic
+
+    from tracevals.simulator import ModelTurn
+
+    class Answer(pydantic.BaseModel):
+        answer: str
+
+    kwargs: dict[str, Any] = {"model": "lookup", "max_tokens": 128, "messages": user("apple"), "tools": ANTHROPIC_TOOLS}
+    beta = claude.beta.messages.create(**kwargs, betas=["context-management-2025-06-27"])
+    with claude.beta.messages.stream(**kwargs) as stream:
+        streamed = stream.get_final_message()
+    json_answer = {"json": lambda conversation, decisions: ModelTurn.say('{"answer": "42"}')}
+    with serving(json_answer) as json_server, anthropic.Anthropic(base_url=json_server.root_url, api_key="sim") as c:
+        parsed = c.messages.parse(model="json", max_tokens=64, messages=user("what is it?"), output_format=Answer)
+
+        async def run() -> str:
+            async with anthropic.AsyncAnthropic(base_url=json_server.root_url, api_key="sim", max_retries=0) as client:
+                got = await client.beta.messages.parse(
+                    model="json", max_tokens=64, messages=user("and now?"), output_format=Answer
+                )
+                return got.id
+
+        async_id = asyncio.run(run())
+    assert parsed.parsed_output == Answer(answer="42")
+    spans = llm_spans(lake)
+    assert [s["attrs"]["gen_ai.response.id"] for s in spans] == [beta.id, streamed.id, parsed.id, async_id]
+    assert [s["scope_name"] for s in spans] == ["tracevals.instrumentation.models"] * 4  # one span a call
+    for span in spans[:2]:
+        assert_model_span(span, "anthropic", span["attrs"]["gen_ai.response.id"], "tool_use")
+    assert spans[2]["attrs"]["gen_ai.request.model"] == "json" and spans[2]["output_tokens"] > 0
+
+
 # --- failures -------------------------------------------------------------------------------------------
 
 
