@@ -62,8 +62,14 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
         if len(body) > limit:
             raise TooLarge(f"body is {len(body)} bytes, over the {limit}-byte limit")
         return body
+    if encoding in _FRAMED:
+        return _inflate_frames(body, encoding, limit, charge)
+    if encoding == "snappy":
+        return _inflate_snappy(body, limit, charge)
     if encoding not in ("gzip", "deflate", "x-gzip"):
-        raise UnsupportedEncoding(f"Content-Encoding {encoding!r} is not supported; use gzip or none")
+        raise UnsupportedEncoding(
+            f"Content-Encoding {encoding!r} is not supported; use gzip, zstd, lz4, snappy, deflate or none"
+        )
     # A gzip body may hold several members one after another (RFC 1952 2.2): all are the body. Anything
     # else after the last member is an error, never silently ignored.
     parts: list[bytes] = []
@@ -91,6 +97,76 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
             return b"".join(parts)
         if not rest.startswith(b"\x1f\x8b"):
             raise OTLPDecodeError(f"{len(rest)} bytes after the end of the {encoding} body that are no gzip member")
+
+
+# The OpenTelemetry Collector's HTTP exporters offer these besides gzip (`compression: zstd` ...): zstd and lz4 as
+# their frame formats, snappy as its framing format (github.com/golang/snappy's writer); its receivers read all.
+_FRAMED = {"zstd": "zstd", "lz4": "lz4"}
+_SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"
+
+
+def _inflate_frames(body: bytes, encoding: str, limit: int, charge: Callable[[int], None] | None) -> bytes:
+    """A zstd or lz4 body (their frame formats), never more than `limit` bytes, charged as `inflate` charges."""
+    import pyarrow as pa
+
+    parts: list[bytes] = []
+    total = 0
+    try:
+        stream = pa.CompressedInputStream(pa.BufferReader(body), _FRAMED[encoding])
+        while True:
+            out = stream.read(min(_PIECE, limit - total + 1))
+            if not out:
+                return b"".join(parts)
+            total += len(out)
+            if total > limit:
+                raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+            if charge is not None:
+                charge(len(out))
+            parts.append(out)
+    except (OSError, pa.ArrowException) as exc:
+        raise OTLPDecodeError(f"body is not valid {encoding}: {str(exc).splitlines()[0]}") from None
+
+
+def _inflate_snappy(body: bytes, limit: int, charge: Callable[[int], None] | None) -> bytes:
+    """A snappy body: the framing format (chunks of compressed or plain data after the stream identifier), or
+    one raw snappy block, never more than `limit` bytes. The chunks' checksums are not checked (a corrupt
+    body fails as protobuf or JSON next)."""
+    import pyarrow as pa
+
+    blocks: list[tuple[bytes, bool]] = []  # (data, compressed)
+    if body.startswith(_SNAPPY_STREAM):
+        at = 0
+        while at < len(body):
+            if at + 4 > len(body):
+                raise OTLPDecodeError("snappy body is truncated")
+            kind, length = body[at], int.from_bytes(body[at + 1 : at + 4], "little")
+            chunk = body[at + 4 : at + 4 + length]
+            if len(chunk) != length:
+                raise OTLPDecodeError("snappy body is truncated")
+            if kind in (0x00, 0x01):  # compressed or uncompressed data, after a 4-byte checksum
+                blocks.append((chunk[4:], kind == 0x00))
+            elif kind <= 0x7F:  # reserved unskippable chunks (0x80-0xFE: skippable, padding; 0xFF: the identifier)
+                raise OTLPDecodeError(f"snappy body has an unknown chunk type {kind:#04x}")
+            at += 4 + length
+    else:
+        blocks.append((body, True))
+    parts: list[bytes] = []
+    total = 0
+    for data, compressed in blocks:
+        try:
+            size = varint(data, 0)[0] if compressed else len(data)
+        except (IndexError, ValueError):
+            raise OTLPDecodeError("body is not valid snappy") from None
+        total += size
+        if total > limit:
+            raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+        if charge is not None:
+            charge(size)
+        try:
+            parts.append(pa.decompress(data, size, codec="snappy", asbytes=True) if compressed else data)
+        except (OSError, pa.ArrowException) as exc:
+            raise OTLPDecodeError(f"body is not valid snappy: {str(exc).splitlines()[0]}") from None
+    return b"".join(parts)
 
 
 def parse_request(message: Any, body: bytes, what: str) -> bytes:
