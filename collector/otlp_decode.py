@@ -64,8 +64,8 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
         return body
     if encoding in _FRAMED:
         return _inflate_frames(body, encoding, limit, charge)
-    if encoding == "snappy":
-        return _inflate_snappy(body, limit, charge)
+    if encoding in ("snappy", "x-snappy-framed"):  # which of the two snappy formats: told by the first bytes,
+        return _inflate_snappy(body, limit, charge)  # as the Collector's receivers tell them (its PR 12911)
     if encoding not in ("gzip", "deflate", "x-gzip"):
         raise UnsupportedEncoding(
             f"Content-Encoding {encoding!r} is not supported; use gzip, zstd, lz4, snappy, deflate or none"
@@ -100,7 +100,8 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
 
 
 # The OpenTelemetry Collector's HTTP exporters offer these besides gzip (`compression: zstd` ...): zstd and lz4 as
-# their frame formats, snappy as its framing format (github.com/golang/snappy's writer); its receivers read all.
+# their frame formats, snappy as its framing format (older versions) or one block (`x-snappy-framed` names the
+# framing format in newer ones); its receivers read all of them.
 _FRAMED = {"zstd": "zstd", "lz4": "lz4"}
 _SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"
 

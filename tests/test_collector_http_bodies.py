@@ -371,11 +371,13 @@ def test_the_collectors_other_compressions_are_read(collector: Collector) -> Non
         "lz4": pa.compress(request(["lz4"]), codec="lz4", asbytes=True),
         "snappy": _snappy_framed(request(["snappy"])),
         "SNAPPY": pa.compress(request(["snappy-block"]), codec="snappy", asbytes=True),  # one raw block
+        "x-snappy-framed": _snappy_framed(request(["x-snappy-framed"])),
     }
     for coding, body in bodies.items():
         status, _, answer = raw(port, head(Content_Encoding=coding, Content_Length=str(len(body))), body)
         assert status == 200, (coding, answer)
-    assert landed(collector, "lz4", "snappy", "snappy-block", "zstd") == ["lz4", "snappy", "snappy-block", "zstd"]
+    names = ["lz4", "snappy", "snappy-block", "x-snappy-framed", "zstd"]
+    assert landed(collector, *names) == names
     bomb = pa.compress(b"\0" * (64 * 1024 + 1), codec="zstd", asbytes=True)  # past the module collector's limit
     status, _, answer = raw(port, head(Content_Encoding="zstd", Content_Length=str(len(bomb))), bomb)
     assert status == 413 and b"limit" in answer
