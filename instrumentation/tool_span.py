@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
+from types import AsyncGeneratorType, GeneratorType
 from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
@@ -36,6 +37,7 @@ T = TypeVar("T")
 # The model's tool call id for the call about to run (set by ToolSet.call or `tool_call_id()`).
 _call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracevals_tool_call_id", default=None)
 _cached: tuple[object, Tracer | None] = (None, None)
+_DONE = object()  # a tool's generator has ended
 
 
 class tool_call_id:  # lower case: used like a function, `with tool_call_id("call_1"): ...`
@@ -176,9 +178,68 @@ class ToolRun:
         with current_span(span, self._failed(span)):
             interceptor = current_interceptor()
             result = call() if interceptor is None else interceptor.intercept(self._asked(span), call)
-        if hasattr(type(result), "__await__"):
+        kind = type(result)
+        if hasattr(kind, "__await__"):
             return cast(T, self._pending(span, cast(Awaitable[Any], result)))
+        if kind is GeneratorType:
+            return cast(T, self._generated(span, cast(Generator[Any, Any, Any], result)))
+        if kind is AsyncGeneratorType:
+            return cast(T, self._generated_async(span, cast(AsyncGenerator[Any, Any], result)))
         return self._finished(span, result)
+
+    def _generated(self, span: Span, inner: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        """What the caller iterates in place of a tool's generator: each step run with the span current, the span
+        ended once the generator is done (its result: the items it gave), fails, or is closed by its reader (no
+        failure: the items given so far). Values sent and exceptions thrown in reach the generator."""
+        items: list[Any] = []
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            with current_span(span, self._failed(span)):
+                try:
+                    item = inner.throw(thrown) if thrown is not None else inner.send(sent)
+                except StopIteration:
+                    item, thrown = _DONE, None
+            if item is _DONE:
+                self._finished(span, items)
+                return
+            items.append(item)
+            thrown = None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                with current_span(span, self._failed(span)):
+                    inner.close()
+                self._finished(span, items)
+                raise
+            except BaseException as exc:  # thrown in by the reader: on to the generator
+                thrown = exc
+
+    async def _generated_async(self, span: Span, inner: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
+        """`_generated` for an async generator."""
+        items: list[Any] = []
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            with current_span(span, self._failed(span)):
+                try:
+                    item = await (inner.athrow(thrown) if thrown is not None else inner.asend(sent))
+                except StopAsyncIteration:
+                    item, thrown = _DONE, None
+            if item is _DONE:
+                self._finished(span, items)
+                return
+            items.append(item)
+            thrown = None
+            try:
+                sent = yield item
+            except GeneratorExit:
+                with current_span(span, self._failed(span)):
+                    await inner.aclose()
+                self._finished(span, items)
+                raise
+            except BaseException as exc:
+                thrown = exc
 
     def _pending(self, span: Span, awaitable: Awaitable[Any]) -> Awaitable[Any]:
         """What the caller awaits in place of `awaitable`: a future or a task, the same one (it may be

@@ -474,3 +474,57 @@ def test_a_tool_that_returns_an_awaitable_is_traced_until_it_is_done(lake: Path,
         assert json.loads(spans[name]["attrs"]["gen_ai.tool.call.result"]) == {"order": order}
     for name, order in (("refund", "o1"), ("fetch", "o2"), ("scheduled", "o3")):  # ended once the work had
         assert spans[name]["end_time"] >= _DONE[order], name
+
+
+def test_a_tool_that_is_a_generator_is_traced_until_it_is_done(lake: Path, telemetry: Any) -> None:
+    """A tool that yields its results (a search that streams hits, an async one alike): its span ended when the
+    call handed back the generator, before the tool ran: it said the tool succeeded when it failed midway, held
+    `<generator object ...>` as its result, and the spans the tool started were not beneath it. Now the span
+    lasts until the generator is done, holds the items it gave, fails with it, and ends without failing when
+    its reader stops early."""
+
+    @tracevals.tool(effect="read")
+    def search(query: str) -> Any:
+        for i in range(3):
+            if query == "boom" and i == 1:
+                raise RuntimeError("index went away")
+            with tracevals.agent(f"ranker {i}"):  # a span the tool starts: beneath the tool's
+                pass
+            yield f"{query} hit {i}"
+        _DONE[query] = time.time_ns()
+
+    @tracevals.tool(effect="read")
+    async def asearch(query: str) -> Any:
+        for i in range(2):
+            await asyncio.sleep(0)
+            yield f"{query} async hit {i}"
+        _DONE[query] = time.time_ns()
+
+    async def read_async() -> list[str]:
+        return [hit async for hit in asearch("cats")]
+
+    set_capture(True)
+    try:
+        assert list(search("dogs")) == ["dogs hit 0", "dogs hit 1", "dogs hit 2"]
+        with pytest.raises(RuntimeError, match="index went away"):
+            list(search("boom"))
+        first = search("early")
+        assert next(first) == "early hit 0"
+        first.close()  # the reader stopped: no failure
+        assert asyncio.run(read_async()) == ["cats async hit 0", "cats async hit 1"]
+    finally:
+        set_capture(False)
+    spans = read_spans(lake)
+    tools = [s for s in spans if s["kind"] == "tool"]
+    assert [(t["tool_name"], t["status_code"], t["error_type"]) for t in tools] == [
+        ("search", "unset", None),
+        ("search", "error", "RuntimeError"),
+        ("search", "unset", None),
+        ("asearch", "unset", None),
+    ]
+    results = [json.loads(t["attrs"].get("gen_ai.tool.call.result", "null")) for t in tools]
+    assert results[0] == ["dogs hit 0", "dogs hit 1", "dogs hit 2"] and results[2] == ["early hit 0"]
+    assert results[3] == ["cats async hit 0", "cats async hit 1"]
+    assert tools[0]["end_time"] >= _DONE["dogs"] and tools[3]["end_time"] >= _DONE["cats"]
+    rankers = [s for s in spans if s["kind"] == "agent"]
+    assert {r["parent_span_id"] for r in rankers} <= {t["span_id"] for t in tools[:3]} and len(rankers) == 5
