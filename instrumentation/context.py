@@ -15,7 +15,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
@@ -28,6 +28,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracevals.instrumentation.content import record_failure
 from tracevals.instrumentation.redact import current_redactor
+from tracevals.instrumentation.stepping import astepping, stepping
 from tracevals.model import attributes as tv
 from tracevals.model.json_text import whole_text
 
@@ -99,9 +100,9 @@ class _Scope:
 
     def __call__(self, fn: F) -> F:
         if inspect.isasyncgenfunction(fn):
-            return cast(F, self._async_generator(fn))
+            return cast(F, functools.wraps(fn)(astepping(self._starting(fn))))
         if inspect.isgeneratorfunction(fn):
-            return cast(F, self._generator(fn))
+            return cast(F, functools.wraps(fn)(stepping(self._starting(fn))))
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -118,83 +119,25 @@ class _Scope:
 
         return cast(F, wrapper)
 
-    def _generator(self, fn: Callable[..., Generator[Any, Any, Any]]) -> Callable[..., Generator[Any, Any, Any]]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
-            inner = fn(*args, **kwargs)
-            held = self._open()  # when the generator first runs, as a coroutine's scope opens when it runs
-            failure: BaseException | None = None
-            try:
-                sent: Any = None
-                thrown: BaseException | None = None
-                while True:
-                    token = self._activate(held)
-                    try:
-                        item = inner.throw(thrown) if thrown is not None else inner.send(sent)
-                    except StopIteration as stop:
-                        return stop.value
-                    finally:
-                        self._deactivate(held, token)
-                    thrown = None
-                    try:
-                        sent = yield item
-                    except GeneratorExit:
-                        token = self._activate(held)
-                        try:
-                            inner.close()
-                        finally:
-                            self._deactivate(held, token)
-                        raise
-                    except BaseException as exc:  # thrown in by the reader: on to the generator
-                        thrown = exc
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                self._close(held, failure)
+    def _starting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """What a decorated generator does on its first step (`stepping`): make the generator, open the scope
+        (when it first runs, as a coroutine's scope opens when it runs), and say how to make it current and
+        how to close it."""
 
-        return wrapper
-
-    def _async_generator(self, fn: Callable[..., AsyncGenerator[Any, Any]]) -> Callable[..., AsyncGenerator[Any, Any]]:
-        @functools.wraps(fn)
-        async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        def start(*args: Any, **kwargs: Any) -> tuple[Any, Any, Any]:
             inner = fn(*args, **kwargs)
             held = self._open()
-            failure: BaseException | None = None
-            try:
-                sent: Any = None
-                thrown: BaseException | None = None
-                while True:
-                    token = self._activate(held)
-                    try:
-                        item = await (inner.athrow(thrown) if thrown is not None else inner.asend(sent))
-                    except StopAsyncIteration:
-                        return
-                    finally:
-                        self._deactivate(held, token)
-                    thrown = None
-                    try:
-                        sent = yield item
-                    except GeneratorExit:
-                        token = self._activate(held)
-                        try:
-                            await inner.aclose()
-                        finally:
-                            self._deactivate(held, token)
-                        raise
-                    except BaseException as exc:  # thrown in by the reader: on to the generator
-                        thrown = exc
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                self._close(held, failure)
+            return inner, lambda: self._current(held), lambda items, exc: self._close(held, exc)
 
-        return wrapper
+        return start
+
+    @contextmanager
+    def _current(self, held: Any) -> Iterator[None]:
+        token = self._activate(held)
+        try:
+            yield
+        finally:
+            self._deactivate(held, token)
 
 
 class session(_Scope):  # lower case: used like a function, `with tracevals.session("s-1"):`

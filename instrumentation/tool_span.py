@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import AsyncGeneratorType, GeneratorType
 from typing import Any, TypeVar, cast
@@ -26,6 +26,7 @@ from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import TOOL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
 from tracevals.instrumentation.interception import ToolInvocation, current_interceptor
+from tracevals.instrumentation.stepping import astepping, stepping
 from tracevals.instrumentation.tool_error import ToolError
 from tracevals.model import attributes as tv
 from tracevals.model.calls import args_digest, idempotency_key_in
@@ -37,7 +38,6 @@ T = TypeVar("T")
 # The model's tool call id for the call about to run (set by ToolSet.call or `tool_call_id()`).
 _call_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracevals_tool_call_id", default=None)
 _cached: tuple[object, Tracer | None] = (None, None)
-_DONE = object()  # a tool's generator has ended
 
 
 class tool_call_id:  # lower case: used like a function, `with tool_call_id("call_1"): ...`
@@ -115,6 +115,10 @@ def _record_content(
     record_content(span, values, TOOL_EVENT, error, **{gen_ai.GEN_AI_TOOL_NAME: name})
 
 
+def _ignore(exc: BaseException) -> None:
+    """A step's failure is `stepping`'s to record, once, with the items given so far."""
+
+
 def _record_clock_end(span: Span) -> None:
     clock = attempt_clock()
     if clock is not None:
@@ -181,65 +185,25 @@ class ToolRun:
         kind = type(result)
         if hasattr(kind, "__await__"):
             return cast(T, self._pending(span, cast(Awaitable[Any], result)))
-        if kind is GeneratorType:
-            return cast(T, self._generated(span, cast(Generator[Any, Any, Any], result)))
-        if kind is AsyncGeneratorType:
-            return cast(T, self._generated_async(span, cast(AsyncGenerator[Any, Any], result)))
+        if kind is GeneratorType or kind is AsyncGeneratorType:
+            return cast(T, self._stepped(span, result))
         return self._finished(span, result)
 
-    def _generated(self, span: Span, inner: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
-        """What the caller iterates in place of a tool's generator: each step run with the span current, the span
-        ended once the generator is done (its result: the items it gave), fails, or is closed by its reader (no
-        failure: the items given so far). Values sent and exceptions thrown in reach the generator."""
-        items: list[Any] = []
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            with current_span(span, self._failed(span)):
-                try:
-                    item = inner.throw(thrown) if thrown is not None else inner.send(sent)
-                except StopIteration:
-                    item, thrown = _DONE, None
-            if item is _DONE:
-                self._finished(span, items)
-                return
-            items.append(item)
-            thrown = None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                with current_span(span, self._failed(span)):
-                    inner.close()
-                self._finished(span, items)
-                raise
-            except BaseException as exc:  # thrown in by the reader: on to the generator
-                thrown = exc
+    def _stepped(self, span: Span, inner: Any) -> Any:
+        """What the caller iterates in place of a tool's (async) generator (`stepping`): each step run with the
+        span current, the span ended once the generator is done (its result: the items it gave), fails, or is
+        closed by its reader (no failure: the items given so far)."""
 
-    async def _generated_async(self, span: Span, inner: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
-        """`_generated` for an async generator."""
-        items: list[Any] = []
-        sent: Any = None
-        thrown: BaseException | None = None
-        while True:
-            with current_span(span, self._failed(span)):
-                try:
-                    item = await (inner.athrow(thrown) if thrown is not None else inner.asend(sent))
-                except StopAsyncIteration:
-                    item, thrown = _DONE, None
-            if item is _DONE:
+        def finish(items: list[Any], exc: BaseException | None) -> None:
+            if exc is None:
                 self._finished(span, items)
-                return
-            items.append(item)
-            thrown = None
-            try:
-                sent = yield item
-            except GeneratorExit:
-                with current_span(span, self._failed(span)):
-                    await inner.aclose()
-                self._finished(span, items)
-                raise
-            except BaseException as exc:
-                thrown = exc
+            else:
+                _finish_error(span, self.name, self.arguments, exc)
+
+        def start() -> tuple[Any, Any, Any]:
+            return inner, lambda: current_span(span, _ignore), finish
+
+        return (astepping if isinstance(inner, AsyncGeneratorType) else stepping)(start)()
 
     def _pending(self, span: Span, awaitable: Awaitable[Any]) -> Awaitable[Any]:
         """What the caller awaits in place of `awaitable`: a future or a task, the same one (it may be

@@ -528,3 +528,22 @@ def test_a_tool_that_is_a_generator_is_traced_until_it_is_done(lake: Path, telem
     assert tools[0]["end_time"] >= _DONE["dogs"] and tools[3]["end_time"] >= _DONE["cats"]
     rankers = [s for s in spans if s["kind"] == "agent"]
     assert {r["parent_span_id"] for r in rankers} <= {t["span_id"] for t in tools[:3]} and len(rankers) == 5
+
+
+class Streamer:
+    """An agent class whose streaming method is decorated: it stays a method (bound to its instance)."""
+
+    def __init__(self) -> None:
+        self.prefix = "word"
+
+    @tracevals.session("s-method")
+    @tracevals.agent("method-streamer")
+    def stream(self, n: int) -> Any:
+        for i in range(n):
+            yield f"{self.prefix} {i}"
+
+
+def test_a_decorated_generator_method_stays_a_method(lake: Path, telemetry: Any) -> None:
+    assert list(Streamer().stream(2)) == ["word 0", "word 1"]
+    (span,) = [s for s in read_spans(lake) if s["kind"] == "agent"]
+    assert (span["name"], span["session_id"]) == ("invoke_agent method-streamer", "s-method")
