@@ -7,7 +7,8 @@ steps runs in (`activate()`, a context manager: a session made current, a span m
 when it ends (`finish(items, error)`, once). Between steps, while the caller runs, nothing of that context is
 current. Values the caller sends and exceptions it throws in reach the generator; `finish` gets the items given
 so far and the exception that ended the generator, or None when it ran to its end or its caller closed it (a
-reader that stops early is no failure). `astepping` is the same for an async generator.
+reader that stops early is no failure). The items are kept only with `keep` (a tool's result, when content is
+captured): a streaming agent may yield for ever. `astepping` is the same for an async generator.
 
 What they give are real (async) generator functions: a decorator that returns one (`context._Scope`, with
 `functools.wraps`) keeps what it decorates a generator function for the next decorator over it, and a method
@@ -25,7 +26,7 @@ Activate = Callable[[], AbstractContextManager[Any]]
 Start = Callable[..., tuple[Any, Activate, Finish]]
 
 
-def stepping(start: Start) -> Callable[..., Generator[Any, Any, Any]]:
+def stepping(start: Start, keep: bool = False) -> Callable[..., Generator[Any, Any, Any]]:
     def run(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         inner, activate, finish = start(*args, **kwargs)
         items: list[Any] = []
@@ -41,7 +42,8 @@ def stepping(start: Start) -> Callable[..., Generator[Any, Any, Any]]:
             except BaseException as exc:
                 finish(items, exc)
                 raise
-            items.append(item)
+            if keep:
+                items.append(item)
             thrown = None
             try:
                 sent = yield item
@@ -58,7 +60,7 @@ def stepping(start: Start) -> Callable[..., Generator[Any, Any, Any]]:
     return run
 
 
-def astepping(start: Start) -> Callable[..., AsyncGenerator[Any, Any]]:
+def astepping(start: Start, keep: bool = False) -> Callable[..., AsyncGenerator[Any, Any]]:
     async def run(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         inner, activate, finish = start(*args, **kwargs)
         items: list[Any] = []
@@ -74,7 +76,8 @@ def astepping(start: Start) -> Callable[..., AsyncGenerator[Any, Any]]:
             except BaseException as exc:
                 finish(items, exc)
                 raise
-            items.append(item)
+            if keep:
+                items.append(item)
             thrown = None
             try:
                 sent = yield item

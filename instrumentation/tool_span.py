@@ -192,7 +192,7 @@ class ToolRun:
     def _stepped(self, span: Span, inner: Any) -> Any:
         """What the caller iterates in place of a tool's (async) generator (`stepping`): each step run with the
         span current, the span ended once the generator is done (its result: the items it gave), fails, or is
-        closed by its reader (no failure: the items given so far)."""
+        closed by its reader (no failure: the items given so far; kept only when content is captured)."""
 
         def finish(items: list[Any], exc: BaseException | None) -> None:
             if exc is None:
@@ -203,7 +203,8 @@ class ToolRun:
         def start() -> tuple[Any, Any, Any]:
             return inner, lambda: current_span(span, _ignore), finish
 
-        return (astepping if isinstance(inner, AsyncGeneratorType) else stepping)(start)()
+        keep = capture_enabled()  # the items are the result only content capture records
+        return (astepping if isinstance(inner, AsyncGeneratorType) else stepping)(start, keep)()
 
     def _pending(self, span: Span, awaitable: Awaitable[Any]) -> Awaitable[Any]:
         """What the caller awaits in place of `awaitable`: a future or a task, the same one (it may be
