@@ -80,6 +80,8 @@ def tool(effect: Any = None, name: str | None = None) -> Any:
         raise ValueError(f"tool effect {effect!r} is not one of {', '.join(tv.TOOL_EFFECTS)}")
 
     def decorate(fn: F) -> F:
+        if isinstance(fn, (staticmethod, classmethod)):  # `@tool` above `@staticmethod`: the function inside,
+            return cast(F, type(fn)(decorate(fn.__func__)))  # kept a static (class) method of its class
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__  # a callable object: its class
         binder = _Binder(fn)
 

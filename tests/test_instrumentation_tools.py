@@ -547,3 +547,51 @@ def test_a_decorated_generator_method_stays_a_method(lake: Path, telemetry: Any)
     assert list(Streamer().stream(2)) == ["word 0", "word 1"]
     (span,) = [s for s in read_spans(lake) if s["kind"] == "agent"]
     assert (span["name"], span["session_id"]) == ("invoke_agent method-streamer", "s-method")
+
+
+class OrderTools:
+    """Tools as methods, decorated in either order: above `@staticmethod` / `@classmethod` the call failed
+    (the wrapper, a plain function, was bound to the instance: `get_order() takes 1 positional argument but 2
+    were given`)."""
+
+    prefix = "ord"
+
+    @tracevals.tool(effect="read")
+    @staticmethod
+    def get_order(order_id: str) -> dict[str, str]:
+        return {"id": order_id}
+
+    @staticmethod
+    @tracevals.tool(effect="read")
+    def get_status(order_id: str) -> str:
+        return "shipped"
+
+    @tracevals.tool(effect="read")
+    @classmethod
+    def next_id(cls, n: int) -> str:
+        return f"{cls.prefix}_{n}"
+
+    @tracevals.tool(effect="write")
+    def cancel(self, order_id: str) -> bool:
+        return True
+
+
+def test_a_tool_method_is_traced_in_whichever_order_it_is_decorated(lake: Path, telemetry: Any) -> None:
+    tools = OrderTools()
+    set_capture(True)
+    try:
+        assert tools.get_order("o1") == {"id": "o1"} and OrderTools.get_order("o2") == {"id": "o2"}
+        assert tools.get_status("o1") == "shipped"
+        assert tools.next_id(7) == "ord_7" and OrderTools.next_id(8) == "ord_8"
+        assert tools.cancel("o1") is True
+    finally:
+        set_capture(False)
+    spans = tool_spans(lake)
+    assert [(s["tool_name"], json.loads(s["attrs"]["gen_ai.tool.call.arguments"])) for s in spans] == [
+        ("get_order", {"order_id": "o1"}),
+        ("get_order", {"order_id": "o2"}),
+        ("get_status", {"order_id": "o1"}),
+        ("next_id", {"n": 7}),  # neither the class nor the instance is an argument the model chose
+        ("next_id", {"n": 8}),
+        ("cancel", {"order_id": "o1"}),
+    ]
