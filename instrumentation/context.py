@@ -99,6 +99,8 @@ class _Scope:
         self._exit(state, None)
 
     def __call__(self, fn: F) -> F:
+        if isinstance(fn, (staticmethod, classmethod)):  # above `@staticmethod`: the function inside, kept one
+            return cast(F, type(fn)(self(fn.__func__)))
         if inspect.isasyncgenfunction(fn):
             return cast(F, functools.wraps(fn)(astepping(self._starting(fn))))
         if inspect.isgeneratorfunction(fn):

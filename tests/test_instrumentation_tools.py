@@ -542,10 +542,16 @@ class Streamer:
         for i in range(n):
             yield f"{self.prefix} {i}"
 
+    @tracevals.agent("static-answerer")
+    @staticmethod
+    def answer(text: str) -> str:
+        return text.upper()
+
 
 def test_a_decorated_generator_method_stays_a_method(lake: Path, telemetry: Any) -> None:
     assert list(Streamer().stream(2)) == ["word 0", "word 1"]
-    (span,) = [s for s in read_spans(lake) if s["kind"] == "agent"]
+    assert Streamer().answer("hi") == "HI" and Streamer.answer("yo") == "YO"  # above @staticmethod, too
+    span, *_ = [s for s in read_spans(lake) if s["kind"] == "agent"]
     assert (span["name"], span["session_id"]) == ("invoke_agent method-streamer", "s-method")
 
 
