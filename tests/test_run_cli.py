@@ -334,3 +334,28 @@ def test_a_streaming_agent_is_read_to_its_end(project: Path) -> None:
         "where t.tool_name = 'lookup' and a.name = 'invoke_agent streamer'"
     ).fetchone()
     assert tools == (4,)
+
+
+def test_an_agent_that_calls_sys_exit_fails_its_attempt_not_the_run(project: Path) -> None:
+    """An agent that gives up with `sys.exit("...")` (as a command-line agent does): the exit ended the whole
+    run at that attempt, its message printed and the other attempts never run, the attempt's error not recorded.
+    It is that attempt's failure now, recorded as any other."""
+    (project / "my_agent.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            def agent(text, ctx):
+                if ctx.attempt == 1:
+                    sys.exit("could not reach the backend")
+                return "the answer is 42"
+            """
+        )
+    )
+    result = _run(project, "-k", "3", "--run-id", "r-exit", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    (variant,) = json.loads(result.stdout)["variants"]
+    assert (variant["passes"], variant["runs"]) == (4, 6)  # two tasks, attempt 1 of each exited
+    con = open_lake(project / "lake")
+    errors = con.execute("select distinct error from runs where attempt = 1").fetchall()
+    assert errors == [("SystemExit: could not reach the backend",)]

@@ -88,7 +88,9 @@ def run_attempt(
                 result = finished(agent(case.input, ctx))
             output = answer_text(result)
             root.set_attribute(tv.ATTEMPT_OUTPUT, output)
-        except Exception as exc:  # recorded on the span and in the result, never lost
+        # recorded on the span and in the result, never lost; an agent's sys.exit() too, which ended the whole run
+        # (its other attempts never ran); Ctrl-C (KeyboardInterrupt) still stops the run
+        except (Exception, SystemExit) as exc:
             error = f"{type(exc).__qualname__}: {exc}"
             root.set_attribute(tv.ATTEMPT_ERROR, error)
             root.set_attribute("error.type", type(exc).__qualname__)
