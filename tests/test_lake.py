@@ -177,3 +177,27 @@ def test_an_empty_table_has_the_columns_and_types_of_its_files(lake: Path, telem
     after = open_lake(lake).execute("DESCRIBE raw_spans").fetchall()
     assert [(r[0], r[1]) for r in before] == [(r[0], r[1]) for r in after]
     assert empty.execute("SELECT count(*) FROM sessions").fetchall() == [(0,)]
+
+
+def test_a_lake_that_cannot_be_written_is_said_once_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`instrument(lake=...)` given a path under a file (or a full disk): every batch's export printed a
+    15-line traceback into the agent's output. It is one line now, naming the lake and the reason, said once
+    for each kind of failure; the agent goes on."""
+    import logging
+
+    (tmp_path / "notes.txt").write_text("a file, not a folder")
+    lake = tmp_path / "notes.txt" / "lake"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ParquetSpanExporter(lake)))
+    with caplog.at_level(logging.DEBUG, logger="tracevals"):
+        for i in range(3):
+            provider.get_tracer("t").start_span(f"step {i}").end()
+    provider.shutdown()
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    (error,) = errors
+    assert error.exc_info is None and "\n" not in error.getMessage()
+    assert f"could not write 1 spans to {lake}: Not a directory" in error.getMessage()
+    assert "give instrument(lake=...) or TRACEVALS_LAKE a folder" in error.getMessage()

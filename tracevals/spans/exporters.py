@@ -54,12 +54,25 @@ class _LakeExporter:
     def __init__(self, lake: LakeLike) -> None:
         self.writer = LakeWriter(lake)
         self._shutdown = False
+        self._said: set[tuple[type, int | None]] = set()
 
     def _write(self, build: Callable[[], pa.Table], count: int) -> bool:
         if self._shutdown:
             return False
         try:
             self.writer.write_table(build(), self.table)
+        except OSError as exc:
+            # the lake's place, not a fault of ours: one line, once for each kind of error (a wrong path or a
+            # full disk fails every batch; a traceback each time buried the agent's own output)
+            said = (type(exc), exc.errno)
+            log = _log.debug if said in self._said else _log.error
+            self._said.add(said)
+            log(
+                "tracevals: could not write %d %s to %s: %s; they are dropped, and later ones too until it can be "
+                "written: give instrument(lake=...) or TRACEVALS_LAKE a folder this process can write (said once)",
+                count, self.what, self.writer.lake, f"{exc.strerror}: {exc.filename}" if exc.filename else exc,
+            )  # fmt: skip
+            return False
         except Exception:
             _log.exception("tracevals: could not write %d %s to %s", count, self.what, self.writer.lake)
             return False
