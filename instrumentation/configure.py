@@ -177,6 +177,7 @@ def instrument(
         set_redactor(Redactor(pii=bool(redact_pii) if redact_pii is not None else True, names=names, salt=env.salt))
     span_exporter, log_exporter, destination, exporters = _exporters(lake)
     provider, switch, log_switch = _providers(service_name)
+    _say_if_sampling_traces(provider)
     # a process pool's worker ends with os._exit (or its pool's SIGTERM), which no batch queue survives: there,
     # each span and record is exported as it ends (`_in_a_forked_child` for a worker forked after this call)
     batch = batch and multiprocessing.parent_process() is None
@@ -192,6 +193,31 @@ def instrument(
         enable_instrumentors()
     _log.debug("tracevals: spans go to %s", destination)
     return Telemetry(provider, span_exporter, destination, processors, (log_processor,), log_exporter)
+
+
+_WHOLE = ("AlwaysOnSampler", "ParentBased{root:AlwaysOnSampler,")  # samplers that keep every trace
+_said_sampling = False
+
+
+def _say_if_sampling_traces(provider: TracerProvider) -> None:
+    """One warning when the provider samples traces (`OTEL_TRACES_SAMPLER=traceidratio` ...): a session is many
+    traces, one a turn, each kept or dropped on its own, so the lake holds sessions with turns missing, which
+    its evaluators would read as what the agent did. Sessions are sampled whole by the collector's
+    `session_sampler`."""
+    global _said_sampling
+    try:
+        described = provider.sampler.get_description()
+    except Exception:  # telemetry never raises into the host program
+        return
+    if _said_sampling or described.startswith(_WHOLE):
+        return
+    _said_sampling = True
+    _log.warning(
+        "tracevals: the tracer provider samples traces (%s): a session's turns are kept or dropped one by one, "
+        "so the lake would hold sessions with turns missing; keep every trace here and sample whole sessions "
+        "with the collector's session_sampler (docs/collector.md)",
+        described.split(",")[0],
+    )
 
 
 _child_exporters: Exporters | None = None

@@ -201,3 +201,26 @@ def test_a_lake_that_cannot_be_written_is_said_once_in_one_line(
     assert error.exc_info is None and "\n" not in error.getMessage()
     assert f"could not write 1 spans to {lake}: Not a directory" in error.getMessage()
     assert "give instrument(lake=...) or TRACEVALS_LAKE a folder" in error.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("sampler", "said"),
+    [("traceidratio", True), ("parentbased_traceidratio", True), ("parentbased_always_on", False), ("", False)],
+)
+def test_a_provider_that_samples_traces_is_said_once(tmp_path: Path, sampler: str, said: bool) -> None:
+    """`OTEL_TRACES_SAMPLER=traceidratio`: each turn of a session (a trace each) was kept or dropped on its own,
+    silently, and the lake held sessions with turns missing, read by the evaluators as what the agent did."""
+    import os
+    import subprocess
+    import sys
+
+    script = "import tracevals\nfor lake in ('a', 'b'):\n    tracevals.instrument(lake=lake)\n"
+    env = {**os.environ, "OTEL_TRACES_SAMPLER": sampler, "OTEL_TRACES_SAMPLER_ARG": "0.5"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "samples traces" in line]
+    assert len(lines) == (1 if said else 0), done.stderr
+    if said:
+        assert "TraceIdRatioBased{0.5}" in lines[0] and "session_sampler" in lines[0]
