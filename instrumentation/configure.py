@@ -105,7 +105,7 @@ def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
 Exporters = Callable[[], tuple[SpanExporter, LogRecordExporter]]
 
 
-def _exporters(lake: LakeLike | None) -> tuple[SpanExporter, LogRecordExporter, str, Exporters]:
+def _exporters(lake: LakeLike | None) -> tuple[SpanExporter, LogRecordExporter, str, Exporters | None]:
     """The span and log exporters `instrument(lake)` writes with (see the module docstring), where they write,
     and how to make another pair like them (for a forked child)."""
     otlp = None if lake is not None else _otlp_exporters()
@@ -116,13 +116,16 @@ def _exporters(lake: LakeLike | None) -> tuple[SpanExporter, LogRecordExporter, 
             assert again is not None
             return again[0], again[1]
 
-        return otlp[0], otlp[1], otlp[2], otlp_again
+        # gRPC in a forked child needs grpcio's fork support (off by default): a channel made there may hang the
+        # call that exports, so a child keeps the parent's processors (its batch is lost at exit, as before)
+        return otlp[0], otlp[1], otlp[2], (None if otlp[2].startswith("otlp grpc") else otlp_again)
     target = Lake.open(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))  # a dir or s3://…
 
     def lake_again() -> tuple[SpanExporter, LogRecordExporter]:
         return ParquetSpanExporter(target), ParquetLogExporter(target)
 
-    return *lake_again(), f"lake {target}", lake_again
+    # an object store's client (the AWS SDK under pyarrow's S3) is not fork-safe either: as gRPC above
+    return *lake_again(), f"lake {target}", (None if "://" in str(target) else lake_again)
 
 
 def _providers(service_name: str | None) -> tuple[TracerProvider, SwitchableSpanProcessor, SwitchableLogProcessor]:
@@ -224,8 +227,9 @@ _child_exporters: Exporters | None = None
 _fork_hook = False
 
 
-def _export_in_forked_children(exporters: Exporters) -> None:
-    """What a child forked from now on exports with: new exporters from `exporters`, each span as it ends."""
+def _export_in_forked_children(exporters: Exporters | None) -> None:
+    """What a child forked from now on exports with: new exporters from `exporters`, each span as it ends (None:
+    the parent's processors, unchanged)."""
     global _child_exporters, _fork_hook
     _child_exporters = exporters
     if not _fork_hook and hasattr(os, "register_at_fork"):
