@@ -81,11 +81,7 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
                 out = inflater.decompress(rest, min(_PIECE, limit - total + 1))
             except zlib.error as exc:
                 raise OTLPDecodeError(f"body is not valid {encoding}: {exc}") from None
-            total += len(out)
-            if total > limit:
-                raise TooLarge(f"decompressed body passes the {limit}-byte limit")
-            if out and charge is not None:
-                charge(len(out))
+            total = _counted(total, len(out), limit, charge)
             parts.append(out)
             rest = inflater.unconsumed_tail
             if inflater.eof or (not rest and not out):
@@ -97,6 +93,17 @@ def inflate(body: bytes, encoding: str, limit: int, charge: Callable[[int], None
             return b"".join(parts)
         if not rest.startswith(b"\x1f\x8b"):
             raise OTLPDecodeError(f"{len(rest)} bytes after the end of the {encoding} body that are no gzip member")
+
+
+def _counted(total: int, n: int, limit: int, charge: Callable[[int], None] | None) -> int:
+    """`total` with `n` more decompressed bytes: `TooLarge` past `limit`, else charged (`charge(n)`, which may
+    raise to stop) before more are produced. The one rule every Content-Encoding is inflated by."""
+    total += n
+    if total > limit:
+        raise TooLarge(f"decompressed body passes the {limit}-byte limit")
+    if n and charge is not None:
+        charge(n)
+    return total
 
 
 # The OpenTelemetry Collector's HTTP exporters offer these besides gzip (`compression: zstd` ...): zstd and lz4 as
@@ -118,11 +125,7 @@ def _inflate_frames(body: bytes, encoding: str, limit: int, charge: Callable[[in
             out = stream.read(min(_PIECE, limit - total + 1))
             if not out:
                 return b"".join(parts)
-            total += len(out)
-            if total > limit:
-                raise TooLarge(f"decompressed body passes the {limit}-byte limit")
-            if charge is not None:
-                charge(len(out))
+            total = _counted(total, len(out), limit, charge)
             parts.append(out)
     except (OSError, pa.ArrowException) as exc:
         raise OTLPDecodeError(f"body is not valid {encoding}: {str(exc).splitlines()[0]}") from None
@@ -158,11 +161,7 @@ def _inflate_snappy(body: bytes, limit: int, charge: Callable[[int], None] | Non
             size = varint(data, 0)[0] if compressed else len(data)
         except (IndexError, ValueError):
             raise OTLPDecodeError("body is not valid snappy") from None
-        total += size
-        if total > limit:
-            raise TooLarge(f"decompressed body passes the {limit}-byte limit")
-        if charge is not None:
-            charge(size)
+        total = _counted(total, size, limit, charge)  # before the block is decompressed: its size is known
         try:
             parts.append(pa.decompress(data, size, codec="snappy", asbytes=True) if compressed else data)
         except (OSError, pa.ArrowException) as exc:
