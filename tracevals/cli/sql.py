@@ -131,7 +131,7 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
             cursor = con.execute(query)  # the same query, read a chunk at a time without pyarrow
             chunks: Iterator[list[tuple[Any, ...]]] = iter(lambda: cursor.fetchmany(CHUNK_ROWS), [])
         else:
-            chunks = (table_rows(batch_table(batch))[1] for batch in result.to_arrow_reader(CHUNK_ROWS))
+            chunks = (table_rows(batch)[1] for batch in result.to_arrow_reader(CHUNK_ROWS))
         print_result(columns, chunks, fmt, out)  # rows are fetched as they are printed: errors can come late
     except duckdb.CatalogException as exc:
         first = str(exc).splitlines()[0]
@@ -144,12 +144,6 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
 # Rows read and printed at a time: memory follows this many rows, not the result (2,000,000 rows of two
 # columns took 625 MB as CSV and 1.1 GB as JSON when every row was fetched before the first was printed).
 CHUNK_ROWS = 20_000
-
-
-def batch_table(batch: pa.RecordBatch) -> pa.Table:
-    import pyarrow as pa
-
-    return pa.Table.from_batches([batch])
 
 
 # Result types that DuckDB returns as the same Python values as Arrow's `to_pylist` (and DECIMAL(p, s)): a

@@ -197,9 +197,9 @@ def _without_nanoseconds(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def table_rows(table: pa.Table) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """A query result's column names and rows as Python values, every column type printable: timestamps
-    (nanoseconds, at any depth) as their full text, `2026-11-02 09:00:00.123456789+0000`."""
+def table_rows(table: pa.Table | pa.RecordBatch) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A query result's (or one batch of it) column names and rows as Python values, every column type
+    printable: timestamps (nanoseconds, at any depth) as their full text, `2026-11-02 09:00:00.123456789+0000`."""
     columns = table.column_names
     arrays = []
     for name in columns:
