@@ -84,14 +84,17 @@ def _otlp_endpoint() -> str | None:
     return os.environ.get(env.OTLP_TRACES_ENDPOINT) or os.environ.get(env.OTLP_ENDPOINT)
 
 
+def _otlp_protocol() -> str:
+    return (os.environ.get(env.OTLP_TRACES_PROTOCOL) or os.environ.get(env.OTLP_PROTOCOL) or "").strip() or (
+        "http/protobuf"
+    )
+
+
 def _otlp_exporters() -> tuple[SpanExporter, LogRecordExporter, str] | None:
     endpoint = _otlp_endpoint()
     if not endpoint:
         return None
-    protocol = (
-        os.environ.get(env.OTLP_TRACES_PROTOCOL) or os.environ.get(env.OTLP_PROTOCOL) or ""
-    ).strip() or "http/protobuf"
-    if protocol == "grpc":
+    if _otlp_protocol() == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
 
@@ -118,7 +121,7 @@ def _exporters(lake: LakeLike | None) -> tuple[SpanExporter, LogRecordExporter, 
 
         # gRPC in a forked child needs grpcio's fork support (off by default): a channel made there may hang the
         # call that exports, so a child keeps the parent's processors (its batch is lost at exit, as before)
-        return otlp[0], otlp[1], otlp[2], (None if otlp[2].startswith("otlp grpc") else otlp_again)
+        return otlp[0], otlp[1], otlp[2], (None if _otlp_protocol() == "grpc" else otlp_again)
     target = Lake.open(lake if lake is not None else os.environ.get(LAKE_ENV, "lake"))  # a dir or s3://…
 
     def lake_again() -> tuple[SpanExporter, LogRecordExporter]:
