@@ -9,9 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -155,10 +157,13 @@ def hostile_ids(work: Path) -> Result:
     (work / "names" / "x").write_text("an existing file")
 
     def outside() -> dict[str, bytes]:
+        # Python's own cache of the agent's module (`__pycache__`, unless PYTHONDONTWRITEBYTECODE) is not tracevals'
         return {str(p): p.read_bytes() for p in (work / "names").rglob("*") if p.is_file()
-                and project / "lake" not in p.parents and p.name != "calls.log"}  # fmt: skip
+                and project / "lake" not in p.parents and p.name != "calls.log"
+                and p.parent.name != "__pycache__"}  # fmt: skip
 
-    before, absolute = outside(), Path("/tmp/tracevals-bench-hostile")
+    before, absolute = outside(), Path(tempfile.gettempdir()) / "tracevals-bench-hostile"
+    shutil.rmtree(absolute, ignore_errors=True)  # left by an earlier run, it would count as this run's escape
     escaped = one_line = attempts_before_refusal = 0
     for run_id in ("../../x", str(absolute), "a/../../../b", "..", "."):
         proc = _start(project, "lake", run_id, "-k", "2", "--attribute-variance", sleep=0.0)
