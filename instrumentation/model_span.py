@@ -80,7 +80,34 @@ def request_attributes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     tools = kwargs.get("tools")
     if tools is not None and not _sentinel(tools):
         attrs[tv.REQUEST_TOOLS_SHA256] = canonical_sha256(tools)
+    answered = answered_tool_call_ids(kwargs)
+    if answered:
+        attrs[tv.ANSWERED_TOOL_CALL_IDS] = answered
     return attrs
+
+
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
+def answered_tool_call_ids(kwargs: Mapping[str, Any]) -> list[str]:
+    """The ids of the tool calls whose results the request hands the model, in order: chat completions' `tool`
+    messages (`tool_call_id`), the Responses API's `function_call_output` items (`call_id`), anthropic's
+    `tool_result` blocks (`tool_use_id`). Ids are no content: recorded whatever the capture setting."""
+    found: list[str] = []
+    for key in ("messages", "input"):
+        items = kwargs.get(key)
+        if not isinstance(items, (list, tuple)):
+            continue
+        for item in items:
+            if _field(item, "role") == "tool":
+                found.append(_field(item, "tool_call_id"))
+            elif str(_field(item, "type") or "").endswith("_call_output"):
+                found.append(_field(item, "call_id"))
+            blocks = _field(item, "content")
+            if isinstance(blocks, (list, tuple)):
+                found.extend(_field(b, "tool_use_id") for b in blocks if _field(b, "type") == "tool_result")
+    return [i for i in found if isinstance(i, str) and i]
 
 
 def _sentinel(value: Any) -> bool:

@@ -15,7 +15,9 @@ Read through SQL (`queries/sql/trace_facts.sql`) from the views (so they follow 
 - `input`: the last user text message of the trace's first model call (the request of this turn), and
   the number of user text messages in that call's history;
 - per session: `turn` (order of the trace by start), `session_traces`, `turns_expected` (the largest
-  history of user messages: the last turn's model input repeats the conversation so far).
+  history of user messages: the last turn's model input repeats the conversation so far; only for a session
+  with an id: a trace with none is a session of its own, and the earlier turns its history repeats are in
+  traces nothing links it to).
 
 Everything comes from `span_facts` and the call views, never from the wide `spans` view: at millions
 of spans, moving the attribute JSON through the de-duplication dominates everything else.

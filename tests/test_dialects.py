@@ -245,3 +245,48 @@ def test_a_python_repr_is_read_alike_by_the_rule_and_the_views() -> None:
     assert by_python[2] == {"True": "None of it, False", "n": 0} and by_python[12] == {"a": 1}
     assert [i for i, r in enumerate(by_python) if not isinstance(r, str)] == [0, 1, 2, 12, 23]
     assert unwrap(REPRS[-1]) == REPRS[-1]  # a tool's value so nested is kept as recorded, not a crash
+
+
+ANSWERS = [
+    ("Error: ValueError: unknown city: Atlantis", True),  # a hand-written loop's
+    ("Error executing tool get_weather", True),  # MCP's
+    ("error: timed out", True),
+    ("ERROR", True),
+    ("Exception: boom", True),
+    ("ValueError: unknown city", True),  # an exception class at the start
+    ("requests.exceptions.ConnectionError: refused", True),
+    ("<class 'TimeoutError'>", True),
+    ('{"error": "rate limited"}', True),
+    ('{"error": {"code": 429}}', True),
+    ('{"error": null}', False),  # no error in it
+    ('{"error": "x", "partial": [1]}', False),  # a result that carries an error among other things
+    ("Errors found: 0", False),  # a word that only starts like it
+    ("ErrorBudget: 2", False),
+    ("No error: all good", False),
+    ('{"city": "Paris", "temp_c": 21}', False),
+    ("sunny, 21 C", False),
+    ("", False),
+]
+
+
+def test_a_failed_answer_is_read_alike_by_the_rule_and_the_views() -> None:
+    """`rules.answer_failed` and its SQL (`/*@ answer_failed(expr) @*/`, read by the steps view) agree on whether a
+    tool message says its call failed; `answer_error_type` names the class the text starts with, else `_OTHER`."""
+    import duckdb
+
+    from tracevals.spans.rules import answer_failed
+    from tracevals.spans.views import answer_error_type
+    from tracevals.spans.views import answer_failed as answer_failed_sql
+
+    texts = [t for t, _ in ANSWERS]
+    read = duckdb.connect().execute(
+        f"SELECT i, {answer_failed_sql('r')}, {answer_error_type('r')} FROM unnest(?) WITH ORDINALITY AS t(r, i) "
+        "ORDER BY i",
+        [texts],
+    )
+    rows = read.fetchall()
+    assert [bool(failed) for _, failed, _ in rows] == [answer_failed(t) for t in texts] == [f for _, f in ANSWERS]
+    types = {t: kind for (t, f), (_, _, kind) in zip(ANSWERS, rows, strict=True) if f}
+    assert types["ValueError: unknown city"] == "ValueError" and types["<class 'TimeoutError'>"] == "TimeoutError"
+    assert types["requests.exceptions.ConnectionError: refused"] == "ConnectionError"
+    assert types["Error: ValueError: unknown city: Atlantis"] == "_OTHER" == types['{"error": "rate limited"}']

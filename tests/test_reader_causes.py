@@ -135,9 +135,9 @@ def make(provider: Any, status: Any, code: Any) -> None:
 
 
 def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it(tmp_path: Path) -> None:
-    """A framework with no tool spans: the call is a gap (asked for, no span ran it), and its result is in the
-    next model call's input, in a tool message that names the call `id` (not `tool_call_id`). The gap's
-    result was null."""
+    """A framework with no tool spans: no span ran the call, and its result is in the next model call's input, in
+    a tool message that names the call `id` (not `tool_call_id`). The gap's result was null; and since that
+    answer says the call ran (untraced), it is no gap (`is_gap` said "never executed" of it)."""
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     ask = json.dumps([{"role": "assistant", "tool_calls": [call]}])
     history = json.dumps([
@@ -153,7 +153,7 @@ def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it
              span("3" * 16, "1" * 16, "chat m", second, 4000)]  # fmt: skip
     [call] = turn(tmp_path, doc(spans))["tool_calls"]
     assert (call["name"], json.loads(call["args"]), json.loads(call["result"]), call["is_gap"]) == (
-        "get_weather", {"city": "Paris"}, {"temp_c": 21}, True,
+        "get_weather", {"city": "Paris"}, {"temp_c": 21}, False,
     )  # fmt: skip
 
 

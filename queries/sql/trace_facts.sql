@@ -55,6 +55,7 @@ per_trace AS (
            min(start_time) AS start_time,
            arg_min(span_id, start_time) FILTER (WHERE is_root) AS root_span_id,
            coalesce(max(session_id), trace_id) AS sid,
+           max(session_id) IS NOT NULL AS identified,
            count(*) FILTER (WHERE kind <> 'session_end') = 0 AS marker_only
     FROM roots GROUP BY trace_id
 ),
@@ -87,7 +88,10 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
        END AS terminal,
        CAST(row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time, p.trace_id) AS BIGINT) AS turn,
        count(*) OVER (PARTITION BY p.sid) AS session_traces,
-       CAST(nullif(max(coalesce(i.user_turns, 0)) OVER (PARTITION BY p.sid), 0) AS BIGINT) AS turns_expected,
+       -- what the conversation's history says the session had: only a session with an id has turns elsewhere (a
+       -- trace with none is a session of its own, whatever history its model input repeats)
+       CAST(CASE WHEN p.identified THEN nullif(max(coalesce(i.user_turns, 0)) OVER (PARTITION BY p.sid), 0) END
+            AS BIGINT) AS turns_expected,
        i.input, p.root_span_id
 FROM per_turn AS p
 LEFT JOIN last_call AS l USING (trace_id)

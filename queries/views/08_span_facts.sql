@@ -8,7 +8,8 @@
 -- else read from the attributes JSON):
 --   http_status_code, retry_after_ms (tracevals.retry_after_ms), retryable, retry_attempt,
 --   idempotency_key, replay; requested_tool_call_ids / requested_tool_names (tracevals.tool_calls.*:
---   what a model response asked for); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
+--   what a model response asked for); answered_tool_call_ids (tracevals.tool_results.ids: the calls whose
+--   results a model request carries); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
 --   entity_name (traceloop.entity.name); on a root span: commit_hash, lock_hash, attempt_output,
 --   attempt_error (harness); session_status (tracevals.session.status, on a session end);
 --   has_content: a model span that may hold message content (see message_sources).
@@ -34,7 +35,8 @@ WITH facts AS (
             attributes, events, links, resource_attributes, source_file, status_message, scope_name, scope_version,
             normalizer_version, x, typed, fact_span, http_status_code, retry_after_ms, retryable, retry_attempt,
             idempotency_key, replay, requested_tool_call_ids, requested_tool_names, reported_cost_usd, entity_name,
-            commit_hash, lock_hash, attempt_output, attempt_error, session_status, has_message_attributes
+            commit_hash, lock_hash, attempt_output, attempt_error, session_status, has_message_attributes,
+            answered_tool_call_ids
         ),
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.http_status_code ELSE TRY_CAST(x[1] AS BIGINT) END
             AS http_status_code,
@@ -57,6 +59,8 @@ WITH facts AS (
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.attempt_output ELSE x[14] END AS attempt_output,
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.attempt_error ELSE x[15] END AS attempt_error,
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.session_status ELSE x[16] END AS session_status,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.answered_tool_call_ids
+            ELSE CAST(CAST(x[17] AS JSON) AS VARCHAR[]) END AS answered_tool_call_ids,
         (r.kind = 'llm' AND (
             r.events <> '[]'
             OR CASE WHEN typed THEN coalesce(r.has_message_attributes, FALSE) ELSE (
@@ -80,7 +84,7 @@ WITH facts AS (
                     '$."tracevals.tool_calls.ids"', '$."tracevals.tool_calls.names"', '$."gen_ai.usage.cost"',
                     '$."llm.cost.total"', '$."traceloop.entity.name"', '$."tracevals.commit"',
                     '$."tracevals.lock_hash"', '$."tracevals.attempt.output"', '$."tracevals.attempt.error"',
-                    '$."tracevals.session.status"'
+                    '$."tracevals.session.status"', '$."tracevals.tool_results.ids"'
                 ])
             END AS x
         FROM spans AS s

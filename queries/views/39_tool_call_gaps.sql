@@ -1,7 +1,7 @@
 -- tool_call_gaps: tool calls a model asked for that no span executed, rebuilt from the message parts
 -- (name, id, arguments when captured): the requests requested_tool_calls flags is_gap, by the same
 -- matching (by tool call id, then the n-th unmatched request for a tool to its n-th unmatched
--- execution), computed the cheap way. request_index: as in requested_tool_calls.
+-- execution), computed the cheap way. request_index, answered, answer: as in requested_tool_calls.
 --
 -- The matching runs only on the traces that can have a gap. A trace whose every request (from
 -- tracevals.tool_calls.*) has a tool call id, each the id of one of its executed calls, has none: every
@@ -11,11 +11,12 @@
 -- A CTE named more than once is MATERIALIZED: computed once (left unmarked, DuckDB may write a simple one
 -- out at each name, and the views it reads with it), and counted once by `materialize.scans`.
 CREATE OR REPLACE VIEW tool_call_gaps AS
-WITH from_messages AS MATERIALIZED (
+WITH /*@ include(request_parts) @*/,
+from_messages AS MATERIALIZED (
     SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
            tool_call_id, tool_name, tool_args
-    FROM message_parts
-    WHERE direction = 'output' AND part_type = 'tool_call'
+    FROM parts
+    WHERE direction = 'output'
 ),
 uneven AS MATERIALIZED (
     SELECT trace_id
@@ -42,6 +43,13 @@ model AS MATERIALIZED (
     FROM span_facts
     WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM uneven)
 ),
+answer_parts AS (SELECT * FROM parts WHERE direction = 'input' AND trace_id IN (SELECT trace_id FROM uneven)),
+answers AS (/*@ include(tool_answer_rows) @*/),
+answered_ids AS (
+    SELECT DISTINCT trace_id, unnest(answered_tool_call_ids) AS tool_call_id
+    FROM span_facts
+    WHERE kind = 'llm' AND len(answered_tool_call_ids) > 0 AND trace_id IN (SELECT trace_id FROM uneven)
+),
 -- from here on requested_tool_calls' matching, over the uneven traces only
 /*@ include(request_rows) @*/,
 exe AS MATERIALIZED (
@@ -62,9 +70,12 @@ exe AS MATERIALIZED (
 ),
 /*@ include(request_matching) @*/
 SELECT
-    /*@ include(request_columns) @*/
+    /*@ include(request_columns) @*/,
+    /*@ include(answer_columns) @*/
 FROM req_rest AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
+LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_call_id
+LEFT JOIN answered_ids AS k ON k.trace_id = r.trace_id AND k.tool_call_id = r.tool_call_id
 WHERE NOT EXISTS (
     SELECT 1 FROM exe_rest AS e
     WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal

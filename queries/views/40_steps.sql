@@ -1,8 +1,9 @@
 -- steps: the model calls and tool calls of each trace in one ordered list (step_index, 1-based: start
 -- time, then span id). Nested spans of one call are one step (see call_spans). A tool call a model
--- asked for that no span executed is a step too, flagged is_gap, placed right after the model call
--- that asked for it, with the arguments the message recorded (`turns` adds what the conversation says:
--- the tool message that answered a call whose spans hold no result).
+-- asked for that no span executed is a step too, placed right after the model call that asked for it,
+-- with the arguments the message recorded: a tool step with the tool message's answer as its result where
+-- the conversation answered it (the call ran, untraced), else flagged is_gap (`turns` adds what the
+-- conversation says for an executed call whose spans hold no result).
 -- status: ok | error | gap.
 CREATE OR REPLACE VIEW steps AS
 SELECT
@@ -37,9 +38,14 @@ FROM (
         FROM tool_calls
     ) AS called
     UNION ALL
+    -- a request no span executed. Answered by a tool message of the conversation, it ran where no span recorded
+    -- it (a loop that traces only its model calls): a tool step whose result is the answer, failed when the
+    -- answer says so (`rules.answer_failed`). Unanswered, it is a gap.
     SELECT trace_id, NULL, session_id, run_id, task_id, attempt, variant,
-           'tool', tool_name, NULL, tool_call_id, tool_args, NULL, NULL, NULL,
-           NULL, FALSE, TRUE, NULL, NULL, NULL,
+           'tool', tool_name, NULL, tool_call_id, tool_args, answer, NULL, NULL,
+           CASE WHEN failed THEN /*@ answer_error_type(answer) @*/ END, failed, NOT answered, NULL, NULL, NULL,
            model_end_time, NULL, NULL, NULL, NULL, NULL, model_span_id, request_index
-    FROM tool_call_gaps
+    FROM (
+        SELECT *, coalesce(answered AND /*@ answer_failed(answer) @*/, FALSE) AS failed FROM tool_call_gaps
+    ) AS requested
 ) AS u;

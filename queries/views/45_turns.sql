@@ -60,25 +60,16 @@ turn_of AS (
 parts AS (
     -- read once, shared by responses, user_messages and answers
     SELECT trace_id, call_span_id, direction, role, message_index, part_index, part_type, content, tool_call_id,
-           tool_response, finish_reason
+           tool_name, tool_response, finish_reason
     FROM turn_parts
     WHERE (direction = 'output' AND role = 'assistant') OR (direction = 'input' AND role = 'user')
        OR (direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL)
 ),
+answer_parts AS (SELECT * FROM parts WHERE part_type = 'tool_call_response'),
 answers AS (
-    -- what the tool message answering a call said (the history repeats it in every later call: one copy), for
-    -- a call no span recorded the result of (a framework without tool spans: a gap, with its request's id)
-    SELECT trace_id, tool_call_id,
-           -- a tool message of one text block (`[{"text": ...}]`, Strands, MCP): its text (as a step's result);
-           -- a dict or list the framework handed the model as its Python repr (AutoGen, Semantic Kernel:
-           -- `{'city': 'Paris'}`), as JSON (`rules.python_literal`: the same rule as a tool span's result)
-           coalesce(/*@ one_text_block(r) @*/, /*@ python_literal(r) @*/) AS tool_response
-    FROM (
-        SELECT trace_id, tool_call_id, min_by(tool_response, (call_span_id, message_index, part_index)) AS r
-        FROM parts
-        WHERE part_type = 'tool_call_response'
-        GROUP BY trace_id, tool_call_id
-    ) AS answered
+    -- what the tool message answering a call said, for a call no span recorded the result of (a framework
+    -- without tool spans: its request's id); steps already holds it for a request no span executed
+    /*@ include(tool_answer_rows) @*/
 ),
 errors AS (
     -- a failed tool's error message, of a framework that hands the model that message as the tool's result (the

@@ -39,6 +39,10 @@ CLOCK_END_MS = "tracevals.clock.end_ms"
 # names only), so always recorded; they link each execute_tool span to the request that caused it.
 REQUESTED_TOOL_CALL_IDS = "tracevals.tool_calls.ids"
 REQUESTED_TOOL_CALL_NAMES = "tracevals.tool_calls.names"
+# The ids of the tool calls whose results a model request hands the model (chat completions' `tool` messages,
+# the Responses API's function call outputs, anthropic's `tool_result` blocks): the calls that ran, whether or
+# not a tool span recorded them (a loop that traces only its model calls). Ids only, so always recorded.
+ANSWERED_TOOL_CALL_IDS = "tracevals.tool_results.ids"
 # First 16 hex digits of sha256 over the canonical JSON of the request's system instructions (anthropic
 # `system`, Responses `instructions`, chat messages with role system/developer) and of its `tools`:
 # which prompt and which tool set a call ran with, without their content, so always recorded.

@@ -8,6 +8,10 @@
 - A dict or list recorded as its Python repr is read as that value (`python_literal`).
 - An error without a type keeps its class from the exception or status message when the message names one
   (`ValueError: unknown city`, `ValueError('unknown city')`, `<class 'ValueError'>`): `error_class`.
+- A tool message that answers a call no span recorded says whether the call failed, as loops hand the model a
+  failure: text that starts with `Error` or `Exception` (`Error: ValueError: unknown city`, `Error executing
+  tool get_weather`), text that starts with an exception class (`error_class`), or an object whose one key is
+  `error`: `answer_failed`.
 
 The rules are data where they can be (the wrappers and placeholders are declared in `dialects.py`, read here
 through `reading.py`), so the SQL views and the collector's columnar path apply the same ones.
@@ -24,11 +28,13 @@ from tracevals.spans.declare import Unwrap
 from tracevals.spans.reading import NO_ERROR_TYPES, PLACEHOLDER_PREFIXES, PLACEHOLDERS, UNWRAPS
 
 _MAX_WRAPPERS = 4  # wrappers inside wrappers, at most (a cycle is impossible in JSON; this bounds the work)
-_CLASS = re.compile(
+# An exception class named at the start of a message (group 1); RE2 reads it as Python does (`views` in SQL)
+ERROR_CLASS = (
     r"^\s*(?:<class '|builtins\.)?(?:[A-Za-z_]\w*\.)*"
     r"([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Failure|Fault|Refused|Denied))"
     r"(?:'>|\s*:|\(|\s*$)"
 )
+_CLASS = re.compile(ERROR_CLASS)
 
 
 def is_placeholder(value: Any) -> bool:
@@ -165,6 +171,26 @@ def error_class(text: Any) -> str | None:
         return None
     match = _CLASS.match(text)
     return match.group(1) if match else None
+
+
+# The start of a tool message that reports a failure (besides an exception class, `_CLASS`): the word, then a
+# colon, a space or the end. RE2 and Python read it alike (the views match it in SQL: `views.answer_failed`).
+FAILED_ANSWER = r"^\s*(?:[Ee]rror|ERROR|[Ee]xception|EXCEPTION)(?:\s*:|\s|$)"
+_FAILED_ANSWER = re.compile(FAILED_ANSWER)
+
+
+def answer_failed(text: Any) -> bool:
+    """Whether a tool message's text says the call failed (the rule above; the views' `answer_failed` in SQL).
+
+    >>> answer_failed("Error: ValueError: unknown city"), answer_failed('{"error": "timeout"}'), answer_failed("42")
+    (True, True, False)
+    """
+    if not isinstance(text, str):
+        return False
+    if _FAILED_ANSWER.match(text) or _CLASS.match(text):
+        return True
+    value = parsed(text)
+    return isinstance(value, dict) and list(value) == ["error"] and value["error"] is not None
 
 
 def error_type_of(value: str) -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from tracevals.model.quoting import sql_string
 from tracevals.spans import reading, rules
 from tracevals.spans.declare import Messages
+from tracevals.spans.normalize import UNKNOWN_ERROR_TYPE
 
 _MARKER = re.compile(r"/\*@\s*(\w+)(?:\((.*?)\))?\s*@\*/", re.S)
 
@@ -186,6 +187,26 @@ def one_text_block(expr: str) -> str:
     )
 
 
+def answer_failed(expr: str) -> str:
+    """`rules.answer_failed` in SQL, by the same patterns: whether a tool message's text says its call failed."""
+    doc = f"try_cast({expr} AS JSON)"
+    return (
+        f"(regexp_matches({expr}, {sql_string(rules.FAILED_ANSWER)}) "
+        f"OR regexp_matches({expr}, {sql_string(rules.ERROR_CLASS)}) "
+        f"OR coalesce(json_type({doc}) = 'OBJECT' AND json_keys({doc}) = ['error'] "
+        f"AND json_type({doc}, '$.error') <> 'NULL', FALSE))"
+    )
+
+
+def answer_error_type(expr: str) -> str:
+    """The error type of a failed call known from its answer alone: the class the text starts with, else `_OTHER`
+    (as the normalizer gives a failed span that names none)."""
+    return (
+        f"coalesce(nullif(regexp_extract({expr}, {sql_string(rules.ERROR_CLASS)}, 1), ''), "
+        f"{sql_string(UNKNOWN_ERROR_TYPE)})"
+    )
+
+
 def error_results(dialect: str) -> str:
     """Whether a span's dialect hands the model a failed tool's error message as its result (`error_results`)."""
     names = ", ".join(sql_string(n) for n in sorted(reading.ERROR_RESULTS)) or "NULL"
@@ -217,6 +238,8 @@ GENERATED: dict[str, Callable[..., str]] = {
     "message_parts": message_parts,
     "not_call": not_call,
     "error_results": error_results,
+    "answer_failed": answer_failed,
+    "answer_error_type": answer_error_type,
     "one_text_block": one_text_block,
     "user_text": user_text,
     "attribute_sources": attribute_sources,

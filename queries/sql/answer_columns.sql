@@ -1,0 +1,6 @@
+-- Whether a tool-call request was answered, and what the answer said (an include of requested_tool_calls and
+-- tool_call_gaps). `w`: the request's row of the including view's `answers` (the conversation's tool message,
+-- when content was captured), `k`: of its `answered_ids` (the ids a later model request said it carried results
+-- for: tracevals.tool_results.ids, recorded whatever the capture setting); both joined by trace and call id.
+(w.tool_call_id IS NOT NULL OR k.tool_call_id IS NOT NULL) AS answered,
+    w.tool_response AS answer

@@ -1,0 +1,193 @@
+"""A loop that traces only its model calls: the most common production agent (the plain `openai` client, a
+hand-written tool loop, an instrumentation of the client alone: tracevals' own without `@tracevals.tool`, the
+official openai-v2, OpenInference, OpenLLMetry, OpenLIT). No span records a tool's execution; the conversation
+does: each later request carries the tool's answer (its id always, its text when content is captured).
+
+Such a call ran. It used to be a gap ("requested, never executed"): every session of a correct agent that
+called a tool failed `session_completeness`, and its failing tools were never failures. A request nothing
+answered is still a gap. And a trace without a session id is a session of its own: the earlier turns its model
+input repeats are no turns missing from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from click.testing import CliRunner
+from fixtures.corpus_check import ROOT as CORPUS
+from fixtures.scripted_agent import PROFILE, registry
+
+import tracevals
+from tracevals.cli import main
+from tracevals.queries import open_lake
+from tracevals.simulator.server import SimulatedModelServer
+
+TOOLS = [
+    {"type": "function", "function": {"name": name, "description": name, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    for name in ("get_weather", "get_time")
+]  # fmt: skip
+
+
+def _get_weather(city: str) -> dict[str, Any]:
+    if city == "Atlantis":
+        raise ValueError("unknown city: Atlantis")
+    return {"city": city, "temp_c": 21}
+
+
+def _get_time(city: str) -> dict[str, Any]:
+    return {"city": city, "time": "14:00"}
+
+
+FUNCTIONS = {"get_weather": _get_weather, "get_time": _get_time}
+PLANS = {
+    "ok": {"calls": [{"tool": "get_weather", "args": {"city": "Paris"}},
+                     {"tool": "get_time", "args": {"city": "Paris"}}], "answer": "Sunny and 21 C; it is 14:00."},
+    "failed": {"calls": [{"tool": "get_weather", "args": {"city": "Atlantis"}}],
+               "answer": "Sorry, I could not find the weather for Atlantis."},
+    "dropped": {"calls": [{"tool": "get_weather", "args": {"city": "Rome"}}], "answer": "Cloudy."},
+}  # fmt: skip
+
+
+def _loop(client: openai.OpenAI, plan: dict[str, Any], run_tools: bool) -> None:
+    """Call the model, run the tools it asks for and hand it their results (a failure as `Error: Type: message`,
+    as loops do), until it answers; `run_tools` False: stop at the first request for a tool (a call dropped)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": json.dumps(plan)}]
+    for _ in range(6):
+        message = client.chat.completions.create(model=PROFILE, messages=messages, tools=TOOLS).choices[0].message
+        if not message.tool_calls or not run_tools:
+            return
+        messages.append({"role": "assistant", "content": message.content,
+                         "tool_calls": [c.model_dump() for c in message.tool_calls]})  # fmt: skip
+        for call in message.tool_calls:
+            try:
+                content = json.dumps(FUNCTIONS[call.function.name](**json.loads(call.function.arguments)))
+            except Exception as error:
+                content = f"Error: {type(error).__name__}: {error}"
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+
+def _score(lake: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    result = CliRunner().invoke(main, ["score", "--lake", str(lake), "--since", "30d", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return {(row["session_id"] or row["trace_id"], row["evaluator"]): row for row in json.loads(result.stdout)}
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["content-off", "content-on"])
+def test_a_loop_that_traces_only_its_model_calls_is_scored_as_it_ran(tmp_path: Path, capture: bool) -> None:
+    """tracevals' own instrumentation, no `@tracevals.tool`: the tool calls the conversation answered are tool
+    steps (with content, their results and the failure the answer reports), not gaps; the session passes
+    `session_completeness`. With content off the request's `tracevals.tool_results.ids` say which calls it
+    answers. The call the loop dropped is a gap, and its session fails."""
+    lake = tmp_path / "lake"
+    with SimulatedModelServer(registry=registry()) as server:
+        telemetry = tracevals.instrument(lake=str(lake), capture_content=capture)
+        try:
+            client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
+            for name, plan in PLANS.items():
+                with tracevals.session(name), tracevals.agent("weather"):
+                    _loop(client, plan, run_tools=name != "dropped")
+        finally:
+            telemetry.shutdown()
+    con = open_lake(lake)
+    steps = con.execute(
+        "SELECT session_id, name, status, is_gap, error_type, result FROM steps WHERE step_kind = 'tool' "
+        "ORDER BY session_id, step_index"
+    ).fetchall()
+    content = {
+        "ok": [json.dumps({"city": "Paris", "temp_c": 21}), json.dumps({"city": "Paris", "time": "14:00"})],
+        "failed": ["Error: ValueError: unknown city: Atlantis"],
+    }
+    assert steps == [
+        ("dropped", "get_weather", "gap", True, None, None),
+        ("failed", "get_weather", *(("error", False, "_OTHER") if capture else ("ok", False, None)),
+         content["failed"][0] if capture else None),
+        ("ok", "get_weather", "ok", False, None, content["ok"][0] if capture else None),
+        ("ok", "get_time", "ok", False, None, content["ok"][1] if capture else None),
+    ]  # fmt: skip
+    scores = _score(lake)
+    assert scores[("ok", "session_completeness")]["passed"] is True
+    assert scores[("failed", "session_completeness")]["passed"] is True
+    dropped = scores[("dropped", "session_completeness")]
+    assert dropped["passed"] is False and "1 requested tool calls never executed" in dropped["reason"]
+    if capture:  # the failure is known only from the answer's text
+        assert "get_weather#1 failed" in scores[("failed", "failure_handling")]["reason"]
+
+
+@pytest.mark.parametrize("stack", ["openai_v2/span_only", "openinference_openai/default", "openllmetry_openai/default",
+                                   "openlit/default"])  # fmt: skip
+def test_other_instrumentations_of_such_a_loop_are_scored_as_it_ran(tmp_path: Path, stack: str) -> None:
+    """Real recordings of the same loop under four other instrumentations (tests/corpus): every session complete,
+    though no span records a tool, none with a turn missing though the second turn's input repeats the first
+    (no session id: each trace is a session of its own), and the failing tool a failure."""
+    lake = tmp_path / "lake"
+    for scenario in ("tool_loop", "parallel", "multi_turn", "tool_error"):
+        result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(CORPUS / stack / f"{scenario}.json")])
+        assert result.exit_code == 0, result.output
+    scores = _score(lake)
+    completeness = {key: row for key, row in scores.items() if key[1] == "session_completeness"}
+    assert len(completeness) == 5 and all(row["passed"] for row in completeness.values()), [
+        row["reason"] for row in completeness.values()
+    ]
+    failed = [row for key, row in scores.items() if key[1] == "failure_handling"]
+    assert len(failed) == 1 and "get_weather#1 failed" in failed[0]["reason"]
+
+
+def test_turns_are_missing_only_from_a_session_with_an_id(tmp_path: Path) -> None:
+    """A model input that repeats two user turns: in a session with an id whose lake holds one trace, a turn is
+    missing (it failed somewhere); in a trace without a session id, nothing says where the other turn is (each
+    trace is a session of its own): no turn is missing from it."""
+    lake = tmp_path / "lake"
+    plan = json.dumps({"calls": [], "answer": "Hello again."})
+    history = [{"role": "user", "content": plan}, {"role": "assistant", "content": "Hello."},
+               {"role": "user", "content": plan}]  # fmt: skip
+    with SimulatedModelServer(registry=registry()) as server:
+        telemetry = tracevals.instrument(lake=str(lake), capture_content=True)
+        try:
+            client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
+            with tracevals.session("second-turn"), tracevals.agent("weather"):
+                client.chat.completions.create(model=PROFILE, messages=history)
+            with tracevals.agent("weather"):
+                client.chat.completions.create(model=PROFILE, messages=history)
+        finally:
+            telemetry.shutdown()
+    completeness = {key[0]: row for key, row in _score(lake).items() if key[1] == "session_completeness"}
+    assert len(completeness) == 2
+    identified = completeness.pop("second-turn")
+    assert identified["passed"] is False and "turns missing: 2 expected, 1 in the lake" in identified["reason"]
+    [(_, alone)] = completeness.items()
+    assert alone["passed"] is True, alone["reason"]
+
+
+def test_the_ids_a_request_answers_are_read_from_every_provider_shape() -> None:
+    """Chat completions' `tool` messages, the Responses API's `*_call_output` items, anthropic's `tool_result`
+    blocks; dicts or the SDKs' objects; nothing else (a user message, an assistant's own calls)."""
+    from types import SimpleNamespace
+
+    from tracevals.instrumentation.model_span import answered_tool_call_ids
+
+    chat = {"messages": [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{}"},
+        SimpleNamespace(role="tool", tool_call_id="call_2", content="{}"),
+    ]}  # fmt: skip
+    responses = {"input": [
+        {"role": "user", "content": "weather?"},
+        {"type": "function_call", "call_id": "fc_1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "fc_1", "output": "{}"},
+        {"type": "custom_tool_call_output", "call_id": "ct_1", "output": "x"},
+    ]}  # fmt: skip
+    anthropic = {"messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "{}"},
+                                     SimpleNamespace(type="tool_result", tool_use_id="toolu_2", content="{}"),
+                                     {"type": "text", "text": "and?"}]},
+    ]}  # fmt: skip
+    assert answered_tool_call_ids(chat) == ["call_1", "call_2"]
+    assert answered_tool_call_ids(responses) == ["fc_1", "ct_1"]
+    assert answered_tool_call_ids(anthropic) == ["toolu_1", "toolu_2"]
+    assert answered_tool_call_ids({"input": "just text", "messages": None}) == []
