@@ -157,6 +157,24 @@ def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it
     )  # fmt: skip
 
 
+def test_a_reported_cost_of_zero_for_tokens_used_is_no_cost(tmp_path: Path) -> None:
+    """OpenLIT reports `gen_ai.usage.cost` 0 for a model it has no price for (its price list out of reach, or
+    without the model): model_calls took that 0 over the lake's own price. A positive report stands, and so does
+    a 0 for a call that used no tokens. Before: 0.0 for the first call."""
+    from fixtures.otlp_lakes import ingest_doc
+
+    priced = {**USAGE, "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 1_000_000,
+              "gen_ai.usage.output_tokens": 100_000}  # fmt: skip
+    ingest_doc(tmp_path / "lake", doc([
+        span("1" * 16, None, "chat gpt-4o", {**priced, "gen_ai.usage.cost": 0}, 1000),
+        span("2" * 16, None, "chat gpt-4o", {**priced, "gen_ai.usage.cost": "0.5"}, 2000),
+        span("3" * 16, None, "chat gpt-4o", {**priced, "gen_ai.usage.input_tokens": 0, "gen_ai.usage.output_tokens": 0,
+                                             "gen_ai.usage.cost": 0}, 3000),
+    ]))  # fmt: skip
+    con = open_lake(tmp_path / "lake", prices={"gpt-4o": (2.5, 10.0)})
+    assert con.sql("SELECT cost_usd FROM model_calls ORDER BY start_time").fetchall() == [(3.5,), (0.5,), (0.0,)]
+
+
 def test_ingest_reads_sure_base64_ids_and_says_so(tmp_path: Path) -> None:
     """Some exporters write base64 ids in OTLP/JSON; ingest refused the file."""
     spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", CHAT, 2000)]

@@ -2,7 +2,8 @@
 -- counted once: the outermost span's usage when it reports one, else the nested provider span's.
 -- Provider and model come from the innermost span that names them (the provider's own span knows
 -- best); timing, status and ids from the outermost. Cost: an explicit cost attribute when the span has
--- one, else tokens x the price in `model_prices` (USD per million tokens; 0 for a model without one).
+-- one (but 0 for tokens used), else tokens x the price in `model_prices` (USD per million tokens; 0 for a
+-- model without one).
 -- A model span that records neither usage nor messages, followed under the same parent by a call that does,
 -- is that call's preparation, not a call of its own (LlamaIndex's `_prepare_chat_with_tools` before each
 -- `astream_chat`): it is left out.
@@ -72,7 +73,10 @@ SELECT
     c.input_tokens,
     c.output_tokens,
     coalesce(
-        c.reported_cost_usd,
+        -- a reported cost of 0 for a call that used tokens is no figure: an instrumentation without the model's
+        -- price reports 0 (OpenLIT, when its price list is out of reach or lacks the model)
+        CASE WHEN c.reported_cost_usd <> 0 OR coalesce(c.input_tokens, 0) + coalesce(c.output_tokens, 0) = 0
+             THEN c.reported_cost_usd END,
         (coalesce(c.input_tokens, 0) * coalesce(p.input_usd_per_mtok, 0)
             + coalesce(c.output_tokens, 0) * coalesce(p.output_usd_per_mtok, 0)) / 1e6
     ) AS cost_usd,
