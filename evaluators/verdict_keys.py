@@ -1,6 +1,7 @@
 """Verdict keys: traces with equal keys get equal verdicts, so the reference runs once per key.
 
-`trajectory_match` reads only the case and the sequence of calls (name, arguments, gap), and
+`trajectory_match` reads only the case and the sequence of calls (name, arguments, gap, asked together with the
+one before), and
 `task_success` only the case, the output and the error: in repeated test runs and in production most
 traces share both with many others, so one evaluation per distinct key scores the whole batch.
 A null key means "not applicable".
@@ -40,8 +41,13 @@ def call_sequence_keys(scope: Scope, comparators: Collection[str] = ()) -> pl.Da
     calls = calls.join(_retry_flags(scope), on=["trace_id", "pos"], how="left")
     args = pl.when(pl.col("uses_args").fill_null(False)).then(pl.col("args").fill_null(_NULL)).otherwise(pl.lit(""))
     retry = pl.col("retry").fill_null(False).cast(pl.Utf8)
+    # whether one response asked for this call and the one before (`model.asked`: their order is read freely);
+    # in (trace, pos) order, a call's predecessor is the row before it when that row is of the same trace
+    same = (pl.col("asked_by") == pl.col("asked_by").shift(1)) & (pl.col("trace_id") == pl.col("trace_id").shift(1))
+    together = same.fill_null(False).cast(pl.Utf8)
     steps = calls.sort(["trace_id", "pos"]).select(
-        "trace_id", step=pl.concat_str([pl.col("name"), args, pl.col("gap").cast(pl.Utf8), retry], separator=_SEP)
+        "trace_id",
+        step=pl.concat_str([pl.col("name"), args, pl.col("gap").cast(pl.Utf8), retry, together], separator=_SEP),
     )
     sequences = steps.group_by("trace_id", maintain_order=True).agg(pl.col("step").str.join("\x1e").alias("sequence"))
     frame = (

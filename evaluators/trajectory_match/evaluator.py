@@ -17,6 +17,9 @@ A failed call and its retries (`model.retries`: the same operation right after i
 one step, the last of them: the calls are compared as executed and with each retry chain folded, and
 the better of the two counts, so a recovery from an injected fault matches `strict` whether the case
 lists the retry as a step or not; whether the retries were disciplined is `retry_discipline`'s to judge.
+Calls one model response asked for together (parallel tool calls, `model.asked`) are read, in the ordered
+modes, in the order of the steps they pair with too: their order among themselves is the model's or the
+scheduler's, not the agent's, and the better reading counts.
 `expected_steps: []` means "no tool call at all" (absent: not applicable). A structured hand-off
 (`tracevals.handoff()`) is the `handoff_to_human` step, as the reports count it.
 
@@ -30,7 +33,7 @@ arguments count as not matching, and scoring goes on.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -52,6 +55,7 @@ from tracevals.evaluators.trajectory_match.declarations import (
 )
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
 from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, ComparisonError, args_rule
+from tracevals.model.asked import in_order_of, parallel
 from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
@@ -99,11 +103,20 @@ class TrajectoryMatch:
         executed = with_handoffs(trajectory)
         logical = logical_calls(executed)
         best = self._compare(case, rules, executed, errors)
-        if len(logical) < len(executed):  # a retried call as one step: whichever way reads the case better
-            folded = self._compare(case, rules, logical, errors)
-            if (folded[0], folded[1]) > (best[0], best[1]):
-                best = folded
-                best[3]["retries_folded"] = len(executed) - len(logical)
+        # other readings of the attempt, whichever reads the case better: a retried call as one step, and the
+        # calls one response asked for together in the order of the steps they pair with (`model.asked`)
+        readings: list[tuple[list[ToolCall], dict[str, Any]]] = []
+        if len(logical) < len(executed):
+            readings.append((logical, {"retries_folded": len(executed) - len(logical)}))
+        if case.match_mode in _ORDERED and parallel(executed):
+            rank = self._rank(case, rules, errors)
+            readings += [(in_order_of(calls, rank), {**marks, "asked_together_reordered": True})
+                         for calls, marks in [(executed, {}), *readings]]  # fmt: skip
+        for calls, marks in readings:
+            other = self._compare(case, rules, calls, errors)
+            if (other[0], other[1]) > (best[0], best[1]):
+                best = other
+                best[3].update(marks)
         passed, score, reason, details, found = best
         gaps = [f"gap: {c.name} requested but not executed" for c in trajectory.tool_calls if c.gap]
         details["problems"] += gaps
@@ -111,6 +124,8 @@ class TrajectoryMatch:
         notes = list(gaps)
         if "retries_folded" in details:
             notes.append(f"{details['retries_folded']} retries counted as the call they repeat")
+        if details.get("asked_together_reordered"):
+            notes.append("calls one response asked for together read in the order of the expected steps")
         for reference, why in errors.items():
             text = f"comparison {reference} {why}; its step's arguments count as not matching"
             notes.append(text)
@@ -152,6 +167,17 @@ class TrajectoryMatch:
         }
         reason = "; ".join([reason, *problems])
         return passed, score, reason, details, found
+
+    def _rank(self, case: Case, rules: Mapping[str, ArgsRule], errors: dict[str, str]) -> Callable[[ToolCall], int]:
+        """A call's place among the expected steps: the first step it pairs with (after every step: none)."""
+        steps = case.expected_steps
+
+        def rank(call: ToolCall) -> int:
+            return next(
+                (i for i, step in enumerate(steps) if self._pairs(step, call, rules[step.tool], errors)), len(steps)
+            )
+
+        return rank
 
     def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule, errors: dict[str, str]) -> bool:
         if step.tool != call.name:

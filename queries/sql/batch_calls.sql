@@ -5,8 +5,17 @@
 -- read from the raw rows that carry one (filtered first, their OTLP-retry duplicates collapsed as `spans`
 -- does). `op_key` is the operation key of the calls whose digest was recorded (`model.batch.OP_KEY_SQL`),
 -- `tv_args_key` whether their arguments may hold an idempotency key (`KEY_IN_ARGS_SQL`): Python parses
--- only the calls these leave open (`model.batch.with_op_keys`).
-WITH marked AS (
+-- only the calls these leave open (`model.batch.with_op_keys`). `asked_by`: the model call (its span id) whose
+-- response asked for the call (`requested_tool_calls`' matching: by tool call id, else the n-th request for a
+-- tool to its n-th execution; a gap's own request), so that the calls one response asked for together
+-- (parallel tool calls) share it.
+WITH asking AS (
+    SELECT trace_id, executed_span_id, min(model_span_id) AS model_span_id
+    FROM requested_tool_calls
+    WHERE executed_span_id IS NOT NULL AND trace_id IN (SELECT trace_id FROM tv_batch)
+    GROUP BY trace_id, executed_span_id
+),
+marked AS (
     SELECT * EXCLUDE (tv_rank) FROM (
         SELECT trace_id, span_id, start_time, attributes,
                row_number() OVER (PARTITION BY trace_id, span_id ORDER BY (end_time IS NULL), end_time DESC) AS tv_rank
@@ -31,8 +40,10 @@ SELECT c.trace_id, c.start_time AS tv_at, coalesce(c.span_id, c.requested_by_spa
        CASE WHEN json_type(m.j[2]) = 'VARCHAR' THEN m.j[2] ->> '$' ELSE CAST(m.j[2] AS VARCHAR) END AS injection_type,
        CASE WHEN json_type(m.j[3]) = 'VARCHAR' THEN m.j[3] ->> '$' ELSE CAST(m.j[3] AS VARCHAR) END AS injection_id,
        CASE WHEN json_type(m.j[4]) = 'VARCHAR' THEN m.j[4] ->> '$' ELSE CAST(m.j[4] AS VARCHAR) END AS injection_goal,
-       TRY_CAST(m.j[5] AS DOUBLE) AS clock_start_ms, TRY_CAST(m.j[6] AS DOUBLE) AS clock_end_ms
+       TRY_CAST(m.j[5] AS DOUBLE) AS clock_start_ms, TRY_CAST(m.j[6] AS DOUBLE) AS clock_end_ms,
+       coalesce(c.requested_by_span_id, q.model_span_id) AS asked_by
 FROM steps AS c
 LEFT JOIN span_facts AS f ON f.trace_id = c.trace_id AND f.span_id = c.span_id
 LEFT JOIN marks AS m ON m.trace_id = c.trace_id AND m.span_id = c.span_id
+LEFT JOIN asking AS q ON q.trace_id = c.trace_id AND q.executed_span_id = c.span_id
 WHERE c.step_kind = 'tool' AND c.trace_id IN (SELECT trace_id FROM tv_batch)

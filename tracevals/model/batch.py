@@ -82,6 +82,7 @@ CALL_SCHEMA: dict[str, Any] = {
     "injection_goal": _STR,
     "clock_start_ms": _F64,
     "clock_end_ms": _F64,
+    "asked_by": _STR,
 }
 HANDOFF_SCHEMA: dict[str, Any] = {
     "trace_id": _STR,

@@ -40,6 +40,9 @@ class ToolCall:
     injection_goal: str | None = None  # prompt injection: the goal predicate (JSON or a tool name)
     clock_start_ms: float | None = None  # the attempt's logical clock (tracevals.clock.*): harness runs only
     clock_end_ms: float | None = None
+    # The model call that asked for it (its span id): calls with the same one were asked for in one response
+    # (parallel tool calls), whose order among themselves is the model's whim, not the agent's (`asked_together`)
+    asked_by: str | None = None
     # The operation identity as the loader computed it from the recorded argument text (see
     # `calls.operation_key`); None for hand-built calls, whose identity is computed from `args`.
     op_key: str | None = field(default=None, compare=False)
