@@ -175,6 +175,24 @@ def test_a_reported_cost_of_zero_for_tokens_used_is_no_cost(tmp_path: Path) -> N
     assert con.sql("SELECT cost_usd FROM model_calls ORDER BY start_time").fetchall() == [(3.5,), (0.5,), (0.0,)]
 
 
+def test_two_spans_of_one_response_are_one_model_call(tmp_path: Path) -> None:
+    """Two instrumentations of one call that do not nest: OpenLLMetry's Anthropic span does not make itself
+    current, so the anthropic SDK's own span is its sibling, both under the caller's span, both naming the
+    response. One call: its tokens once, its content from the span that has it. Before: two calls, the tokens
+    twice, the answer lost. Spans naming different responses stay two calls."""
+    sdk = {**USAGE, "gen_ai.provider.name": "anthropic", "gen_ai.response.id": "msg_1"}
+    spans = [
+        span("1" * 16, None, "invoke_agent a", AGENT, 1000),
+        span("2" * 16, "1" * 16, "anthropic.chat", {**CHAT, "gen_ai.response.id": "msg_1"}, 2000),
+        span("3" * 16, "1" * 16, "anthropic.messages.create", sdk, 2100),
+    ]
+    row = turn(tmp_path / "one", doc(spans))
+    assert said(row) == ("Hi?", "Hello!", 10, 5, 1)
+    other = [*spans[:2], span("3" * 16, "1" * 16, "anthropic.messages.create", {**sdk, "gen_ai.response.id": "msg_2"},
+                              9000)]  # fmt: skip
+    assert said(turn(tmp_path / "two", doc(other)))[2:] == (20, 10, 2)
+
+
 def test_ingest_reads_sure_base64_ids_and_says_so(tmp_path: Path) -> None:
     """Some exporters write base64 ids in OTLP/JSON; ingest refused the file."""
     spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", CHAT, 2000)]

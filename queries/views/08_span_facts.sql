@@ -9,7 +9,7 @@
 --   http_status_code, retry_after_ms (tracevals.retry_after_ms), retryable, retry_attempt,
 --   idempotency_key, replay; requested_tool_call_ids / requested_tool_names (tracevals.tool_calls.*:
 --   what a model response asked for); answered_tool_call_ids (tracevals.tool_results.ids: the calls whose
---   results a model request carries); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
+--   results a model request carries); response_id (gen_ai.response.id); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
 --   entity_name (traceloop.entity.name); on a root span: commit_hash, lock_hash, attempt_output,
 --   attempt_error (harness); session_status (tracevals.session.status, on a session end);
 --   has_content: a model span that may hold message content (see message_sources).
@@ -36,7 +36,7 @@ WITH facts AS (
             normalizer_version, x, typed, fact_span, http_status_code, retry_after_ms, retryable, retry_attempt,
             idempotency_key, replay, requested_tool_call_ids, requested_tool_names, reported_cost_usd, entity_name,
             commit_hash, lock_hash, attempt_output, attempt_error, session_status, has_message_attributes,
-            answered_tool_call_ids
+            answered_tool_call_ids, response_id
         ),
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.http_status_code ELSE TRY_CAST(x[1] AS BIGINT) END
             AS http_status_code,
@@ -61,6 +61,7 @@ WITH facts AS (
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.session_status ELSE x[16] END AS session_status,
         CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.answered_tool_call_ids
             ELSE CAST(CAST(x[17] AS JSON) AS VARCHAR[]) END AS answered_tool_call_ids,
+        CASE WHEN NOT fact_span THEN NULL WHEN typed THEN r.response_id ELSE x[18] END AS response_id,
         (r.kind = 'llm' AND (
             r.events <> '[]'
             OR CASE WHEN typed THEN coalesce(r.has_message_attributes, FALSE) ELSE (
@@ -84,7 +85,8 @@ WITH facts AS (
                     '$."tracevals.tool_calls.ids"', '$."tracevals.tool_calls.names"', '$."gen_ai.usage.cost"',
                     '$."llm.cost.total"', '$."traceloop.entity.name"', '$."tracevals.commit"',
                     '$."tracevals.lock_hash"', '$."tracevals.attempt.output"', '$."tracevals.attempt.error"',
-                    '$."tracevals.session.status"', '$."tracevals.tool_results.ids"'
+                    '$."tracevals.session.status"', '$."tracevals.tool_results.ids"',
+                    '$."gen_ai.response.id"'
                 ])
             END AS x
         FROM spans AS s
@@ -94,7 +96,7 @@ hops AS (
     -- the spans a walk can pass (calls, and spans with no GenAI meaning), narrow. Read from the files
     -- without deduplication: copies of a span have the same parent and kind, so they only repeat rows of
     -- `walked`, which keeps each span once.
-    SELECT trace_id, span_id, parent_span_id, kind, tool_name, start_time
+    SELECT trace_id, span_id, parent_span_id, kind, tool_name, start_time, response_id
     FROM raw_spans WHERE kind IN ('llm', 'tool', 'other', 'chain')
 ),
 nested AS (
@@ -143,19 +145,44 @@ walked AS (
                AND p3.trace_id = n.trace_id AND p3.span_id = p2.parent_span_id
     )
 ),
+twins AS (
+    -- two instrumentations of one model call that do not nest (OpenLLMetry's Anthropic span beside the SDK's own,
+    -- both children of the caller's span): outermost model spans that name the same response (`gen_ai.response.id`)
+    -- are one call, whose outermost span is the one that started first. From `hops` (copies of a span are one
+    -- span_id); only responses named by more than one span.
+    SELECT trace_id, span_id, first_value(span_id) OVER (
+               PARTITION BY trace_id, response_id ORDER BY start_time, span_id
+           ) AS twin_of
+    FROM (
+        SELECT DISTINCT r.trace_id, r.span_id, r.start_time, r.response_id
+        FROM hops AS r
+        LEFT JOIN walked AS w ON w.trace_id = r.trace_id AND w.span_id = r.span_id
+        WHERE r.kind = 'llm' AND r.response_id <> '' AND coalesce(w.call_depth, 0) = 0
+    ) AS outermost
+    QUALIFY count(*) OVER (PARTITION BY trace_id, response_id) > 1
+),
 nesting AS (
-    -- how many spans each outermost span has nested in its call
+    -- how many spans each outermost span has nested in its call (a twin and what it nests, in the first twin's)
     SELECT trace_id, call_span_id, count(*) AS nested_span_count
-    FROM walked
-    WHERE call_depth > 0
+    FROM (
+        SELECT w.trace_id, coalesce(t.twin_of, w.call_span_id) AS call_span_id
+        FROM walked AS w
+        LEFT JOIN twins AS t ON t.trace_id = w.trace_id AND t.span_id = w.call_span_id
+        WHERE w.call_depth > 0
+        UNION ALL
+        SELECT trace_id, twin_of FROM twins WHERE twin_of <> span_id
+    ) AS inner_spans
     GROUP BY trace_id, call_span_id
 )
 SELECT
     d.*,
-    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_span_id, d.span_id) END AS call_span_id,
-    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_depth, 0) END AS call_depth,
-    CASE WHEN d.kind IN ('llm', 'tool') AND coalesce(w.call_depth, 0) = 0 THEN coalesce(n.nested_span_count, 0) END
+    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(t.twin_of, w.call_span_id, d.span_id) END AS call_span_id,
+    CASE WHEN d.kind IN ('llm', 'tool') THEN coalesce(w.call_depth, 0)
+        + CASE WHEN t.twin_of <> coalesce(w.call_span_id, d.span_id) THEN 1 ELSE 0 END END AS call_depth,
+    CASE WHEN d.kind IN ('llm', 'tool') AND coalesce(w.call_depth, 0) = 0
+              AND coalesce(t.twin_of, d.span_id) = d.span_id THEN coalesce(n.nested_span_count, 0) END
         AS nested_span_count
 FROM facts AS d
 LEFT JOIN walked AS w ON w.trace_id = d.trace_id AND w.span_id = d.span_id
+LEFT JOIN twins AS t ON t.trace_id = d.trace_id AND t.span_id = coalesce(w.call_span_id, d.span_id)
 LEFT JOIN nesting AS n ON n.trace_id = d.trace_id AND n.call_span_id = d.span_id;

@@ -84,6 +84,7 @@ CANONICAL_COLUMNS: tuple[Column, ...] = (
     ("requested_tool_call_ids", "strings"),  # tracevals.tool_calls.ids
     ("requested_tool_names", "strings"),  # tracevals.tool_calls.names
     ("answered_tool_call_ids", "strings"),  # tracevals.tool_results.ids (normalizer 13)
+    ("response_id", "string"),  # gen_ai.response.id (normalizer 13)
     ("reported_cost_usd", "float64"),  # gen_ai.usage.cost, else llm.cost.total
     ("entity_name", "string"),  # traceloop.entity.name
     ("commit_hash", "string"),  # tracevals.commit

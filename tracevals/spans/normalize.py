@@ -36,7 +36,8 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 # From 8 on, a declaration raises it (its `since`): the version is the highest any declaration names, or a
 # generic rule's (rules.py):
 # 11: a tool's arguments or result recorded as the Python repr of a dict or list is read as that value
-# 13: the fact answered_tool_call_ids (tracevals.tool_results.ids); older rows have it NULL
+# 13: the facts answered_tool_call_ids (tracevals.tool_results.ids) and response_id (gen_ai.response.id); older
+#     rows have them NULL
 NORMALIZER_VERSION = max(13, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
@@ -163,6 +164,7 @@ FACTS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "requested_tool_call_ids": ((tv.REQUESTED_TOOL_CALL_IDS,), _fact_list),
     "requested_tool_names": ((tv.REQUESTED_TOOL_CALL_NAMES,), _fact_list),
     "answered_tool_call_ids": ((tv.ANSWERED_TOOL_CALL_IDS,), _fact_list),
+    "response_id": (("gen_ai.response.id",), _json_text),
     "reported_cost_usd": (("gen_ai.usage.cost", "llm.cost.total"), _fact_float),
     "entity_name": (("traceloop.entity.name",), _json_text),
     "commit_hash": ((tv.COMMIT,), _json_text),
