@@ -44,8 +44,10 @@ def query_sql(name: str, **values: object) -> str:
 
 @cache
 def _template(name: str) -> str:
-    """The file's text, read once (the filled queries are not kept: their values vary without end)."""
-    return resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    """The file's text, read once (the filled queries are not kept: their values vary without end), each
+    `/*@ include(NAME) @*/` in it replaced as in a view file (a loader's query shares SQL with a view)."""
+    text = resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    return _included(text)
 
 
 def views_in(sql: str) -> list[str]:

@@ -52,22 +52,41 @@ PLANS = {
 }  # fmt: skip
 
 
-def _loop(client: openai.OpenAI, plan: dict[str, Any], run_tools: bool) -> None:
+def _loop(
+    client: openai.OpenAI, plan: dict[str, Any], run_tools: bool = True, tools: list[Any] | None = None,
+    functions: dict[str, Any] | None = None,
+) -> None:  # fmt: skip
     """Call the model, run the tools it asks for and hand it their results (a failure as `Error: Type: message`,
     as loops do), until it answers; `run_tools` False: stop at the first request for a tool (a call dropped)."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": json.dumps(plan)}]
+    functions = FUNCTIONS if functions is None else functions
     for _ in range(6):
-        message = client.chat.completions.create(model=PROFILE, messages=messages, tools=TOOLS).choices[0].message
+        reply = client.chat.completions.create(model=PROFILE, messages=messages, tools=tools or TOOLS)  # type: ignore[arg-type]
+        message = reply.choices[0].message
         if not message.tool_calls or not run_tools:
             return
         messages.append({"role": "assistant", "content": message.content,
                          "tool_calls": [c.model_dump() for c in message.tool_calls]})  # fmt: skip
         for call in message.tool_calls:
             try:
-                content = json.dumps(FUNCTIONS[call.function.name](**json.loads(call.function.arguments)))
+                content = json.dumps(functions[call.function.name](**json.loads(call.function.arguments)))
             except Exception as error:
                 content = f"Error: {type(error).__name__}: {error}"
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+
+def _record(lake: Path, capture: bool, plans: dict[str, dict[str, Any]], **loop: Any) -> None:
+    """Each plan as a session of `_loop` (its `loop` options; `run_tools` False for the session named "dropped"),
+    traced by tracevals' own instrumentation into `lake`, against the simulated model."""
+    with SimulatedModelServer(registry=registry()) as server:
+        telemetry = tracevals.instrument(lake=str(lake), capture_content=capture)
+        try:
+            client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
+            for name, plan in plans.items():
+                with tracevals.session(name), tracevals.agent("weather"):
+                    _loop(client, plan, run_tools=name != "dropped", **loop)
+        finally:
+            telemetry.shutdown()
 
 
 def _score(lake: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -83,15 +102,7 @@ def test_a_loop_that_traces_only_its_model_calls_is_scored_as_it_ran(tmp_path: P
     `session_completeness`. With content off the request's `tracevals.tool_results.ids` say which calls it
     answers. The call the loop dropped is a gap, and its session fails."""
     lake = tmp_path / "lake"
-    with SimulatedModelServer(registry=registry()) as server:
-        telemetry = tracevals.instrument(lake=str(lake), capture_content=capture)
-        try:
-            client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
-            for name, plan in PLANS.items():
-                with tracevals.session(name), tracevals.agent("weather"):
-                    _loop(client, plan, run_tools=name != "dropped")
-        finally:
-            telemetry.shutdown()
+    _record(lake, capture, PLANS)
     con = open_lake(lake)
     steps = con.execute(
         "SELECT session_id, name, status, is_gap, error_type, result FROM steps WHERE step_kind = 'tool' "
@@ -191,3 +202,35 @@ def test_the_ids_a_request_answers_are_read_from_every_provider_shape() -> None:
     assert answered_tool_call_ids(responses) == ["fc_1", "ct_1"]
     assert answered_tool_call_ids(anthropic) == ["toolu_1", "toolu_2"]
     assert answered_tool_call_ids({"input": "just text", "messages": None}) == []
+
+
+@tracevals.tool(effect="write", name="book")
+def _book(city: str) -> dict[str, Any]:
+    raise RuntimeError("booking service unavailable")
+
+
+def test_a_production_trace_answers_with_its_last_model_text(tmp_path: Path) -> None:
+    """No harness recorded an answer, but with content captured the trace's last model call said one (the `turns`
+    view's `final_text`): `failure_handling` reads whether it admits the failure: an untraced lookup's failure
+    admitted, a traced booking's claimed as done (a hazard). Before, every failure of production traffic was
+    `unknown` ("the answer was not captured") however much content the lake held."""
+    plans = {
+        "admitted": {"calls": [{"tool": "get_weather", "args": {"city": "Atlantis"}}],
+                     "answer": "Sorry, I could not find the weather for Atlantis."},
+        "claimed": {"calls": [{"tool": "book", "args": {"city": "Paris"}}], "answer": "Done: Paris is booked."},
+    }  # fmt: skip
+    tools = [*TOOLS, {"type": "function", "function": {"name": "book", "description": "book", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]  # fmt: skip
+    outcomes = {}
+    for capture in (True, False):
+        lake = tmp_path / f"lake-{capture}"
+        _record(lake, capture, plans, tools=tools, functions={**FUNCTIONS, "book": _book})
+        scores = _score(lake)
+        outcomes[capture] = {
+            key[0]: row["reason"].split(" -> ")[1].split(" ")[0]
+            for key, row in scores.items()
+            if key[1] == "failure_handling"
+        }
+    assert outcomes[True] == {"admitted": "failed_reported", "claimed": "failed_claiming_success"}
+    # content off: the untraced call's failure is unknown (its answer was not captured), and so is the answer
+    assert outcomes[False] == {"claimed": "unknown"}

@@ -2,9 +2,18 @@
 -- span facts joined in Python): ids, what the harness recorded on the attempt's root (the `runs` view's
 -- columns, read from span_facts: `runs` also joins the scores, which a loader has no need to compute),
 -- tokens, times in ms since the epoch, and each model's token counts. `tv_trajectories`: the columns of
--- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`).
+-- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`). `output`: what the harness recorded as the
+-- attempt's answer; a trace no harness ran (production traffic) answered with its last model call's text, when
+-- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), if the
+-- content was captured.
+WITH output_parts AS (
+    SELECT * FROM message_parts
+    WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM tv_batch)
+),
+answered AS (/*@ include(response_texts) @*/)
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
-       r.output, coalesce(r.error_type, r.error) AS error_type,
+       coalesce(r.output, CASE WHEN t.run_id IS NULL THEN a.answer END) AS output,
+       coalesce(r.error_type, r.error) AS error_type,
        CAST(t.model_call_count AS BIGINT) AS model_calls, CAST(t.input_tokens AS BIGINT) AS input_tokens,
        CAST(t.output_tokens AS BIGINT) AS output_tokens,
        epoch_ns(t.start_time) / 1000000.0 AS start_ms, epoch_ns(t.end_time) / 1000000.0 AS end_ms,
@@ -26,3 +35,15 @@ LEFT JOIN (
         FROM model_calls WHERE trace_id IN (SELECT trace_id FROM tv_batch) GROUP BY trace_id, model
     ) GROUP BY trace_id
 ) AS u ON u.trace_id = t.trace_id
+LEFT JOIN (
+    -- the last model call of the trace (as `turns` orders them), and its answer when it asked for no tool
+    SELECT trace_id, CASE WHEN tool_asks = 0 THEN text END AS answer
+    FROM (
+        SELECT m.trace_id, r.text, r.tool_asks,
+               row_number() OVER (PARTITION BY m.trace_id ORDER BY m.start_time DESC, m.span_id DESC) AS n
+        FROM model_calls AS m
+        LEFT JOIN answered AS r ON r.trace_id = m.trace_id AND r.call_span_id = m.span_id
+        WHERE m.trace_id IN (SELECT trace_id FROM tv_batch)
+    ) AS last_call
+    WHERE n = 1
+) AS a ON a.trace_id = t.trace_id

@@ -100,21 +100,8 @@ asked_in_history AS (
             AND c.message_index = p.message_index AND c.part_type = 'tool_call'
       )
 ),
-answered AS (
-    SELECT
-        trace_id,
-        call_span_id,
-        string_agg(content, chr(10) ORDER BY message_index, part_index)
-            FILTER (WHERE part_type = 'text' AND content <> '') AS text,
-        -- a response that asked for tools: its tool-call parts, or its finish reason where an exporter dropped
-        -- them (OpenLLMetry JS keeps a text and loses the calls beside it)
-        count(*) FILTER (WHERE part_type = 'tool_call'
-                            OR lower(finish_reason) IN ('tool_call', 'tool_calls', 'tool-calls', 'tool_use',
-                                                        'function_call')) AS tool_asks
-    FROM parts
-    WHERE direction = 'output'
-    GROUP BY trace_id, call_span_id
-),
+output_parts AS (SELECT * FROM parts WHERE direction = 'output'),
+answered AS (/*@ include(response_texts) @*/),
 responses AS (
     SELECT r.trace_id, r.call_span_id, r.text,
            r.tool_asks + CASE WHEN h.content IS NOT NULL AND r.tool_asks = 0 THEN 1 ELSE 0 END AS tool_asks
