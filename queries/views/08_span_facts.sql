@@ -9,8 +9,8 @@
 --   http_status_code, retry_after_ms (tracevals.retry_after_ms), retryable, retry_attempt,
 --   idempotency_key, replay; requested_tool_call_ids / requested_tool_names (tracevals.tool_calls.*:
 --   what a model response asked for); answered_tool_call_ids (tracevals.tool_results.ids: the calls whose
---   results a model request carries); response_id (gen_ai.response.id); reported_cost_usd (gen_ai.usage.cost, llm.cost.total);
---   entity_name (traceloop.entity.name); on a root span: commit_hash, lock_hash, attempt_output,
+--   results a model request carries); response_id (gen_ai.response.id); reported_cost_usd (gen_ai.usage.cost,
+--   llm.cost.total); entity_name (traceloop.entity.name); on a root span: commit_hash, lock_hash, attempt_output,
 --   attempt_error (harness); session_status (tracevals.session.status, on a session end);
 --   has_content: a model span that may hold message content (see message_sources).
 --
