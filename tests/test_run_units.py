@@ -97,6 +97,27 @@ def _wait_for(predicate, timeout: float = 120) -> None:  # type: ignore[no-untyp
         time.sleep(0.05)
 
 
+def test_a_signal_as_the_first_attempt_starts_counts_it_in_flight(project: Path) -> None:
+    """The agent signals its own process the moment the first attempt runs, while the run is still launching
+    the others: the message counts every attempt that was launched (each kept in the lake). The count was set
+    only once a launch round ended, so a signal inside it said "the 0 in flight" (seen in CI under load)."""
+    (project / "my_agent.py").write_text(
+        "import os, signal, time\n"
+        "def agent(text, ctx):\n"
+        "    if ctx.attempt == 1:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(0.5)\n"
+        "    return 'the answer is 42'\n"
+    )
+    run = _start(project, str(project / "lake"), "r1", "-k", "4", "--concurrency", "3", sleep=0.0)
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    [line] = [line for line in stderr.splitlines() if "no new attempt starts" in line]
+    said = int(line.split("the ")[1].split(" in flight")[0])
+    kept = open_lake(str(project / "lake")).execute("SELECT count(*) FROM runs WHERE end_time IS NOT NULL")
+    assert said == kept.fetchone()[0] >= 1, stderr
+
+
 def test_sigint_stops_launching_at_once_and_the_run_resumes(project: Path) -> None:
     lake = str(project / "lake")
     run = _start(project, lake, "r1", "-k", "3", "--concurrency", "2", sleep=2.0)

@@ -236,6 +236,8 @@ def run_cases(
                 if job is None:
                     break
                 i, (case, ctx) = job
+                if stop is not None:  # counted before it starts: a signal can come as soon as the attempt runs
+                    stop.in_flight = len(running) + 1
                 running[pool.submit(_attempt_then_flush, agent, case, ctx, commit, lock, plan, flush, environment)] = i
             if stop is not None:
                 stop.in_flight = len(running)
@@ -244,6 +246,8 @@ def run_cases(
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 results[running.pop(future)] = result = future.result()
+                if stop is not None:
+                    stop.in_flight = len(running)
                 if on_done is not None:
                     on_done(result)
     return [results[i] for i in sorted(results)]
