@@ -25,6 +25,7 @@ from opentelemetry.trace import Span, SpanKind
 from tracevals.instrumentation.clock import current as attempt_clock
 from tracevals.instrumentation.content import MODEL_EVENT, capture_enabled, record_content, record_failure
 from tracevals.instrumentation.context import current_session_id
+from tracevals.instrumentation.genai_messages import get
 from tracevals.model import attributes as tv
 from tracevals.model.json_text import whole_text
 
@@ -86,10 +87,6 @@ def request_attributes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-def _field(item: Any, name: str) -> Any:
-    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
-
-
 def answered_tool_call_ids(kwargs: Mapping[str, Any]) -> list[str]:
     """The ids of the tool calls whose results the request hands the model, in order: chat completions' `tool`
     messages (`tool_call_id`), the Responses API's `function_call_output` items (`call_id`), anthropic's
@@ -100,13 +97,13 @@ def answered_tool_call_ids(kwargs: Mapping[str, Any]) -> list[str]:
         if not isinstance(items, (list, tuple)):
             continue
         for item in items:
-            if _field(item, "role") == "tool":
-                found.append(_field(item, "tool_call_id"))
-            elif str(_field(item, "type") or "").endswith("_call_output"):
-                found.append(_field(item, "call_id"))
-            blocks = _field(item, "content")
+            if get(item, "role") == "tool":
+                found.append(get(item, "tool_call_id"))
+            elif str(get(item, "type") or "").endswith("_call_output"):
+                found.append(get(item, "call_id"))
+            blocks = get(item, "content")
             if isinstance(blocks, (list, tuple)):
-                found.extend(_field(b, "tool_use_id") for b in blocks if _field(b, "type") == "tool_result")
+                found.extend(get(b, "tool_use_id") for b in blocks if get(b, "type") == "tool_result")
     return [i for i in found if isinstance(i, str) and i]
 
 
@@ -157,12 +154,8 @@ def system_instructions(kwargs: Mapping[str, Any]) -> Any:
     messages = kwargs.get("messages")
     if not isinstance(messages, (list, tuple)):
         return None
-    system = [m for m in messages if _role(m) in ("system", "developer")]
+    system = [m for m in messages if get(m, "role") in ("system", "developer")]
     return system or None
-
-
-def _role(message: Any) -> Any:
-    return message.get("role") if isinstance(message, Mapping) else getattr(message, "role", None)
 
 
 def error_type(exc: BaseException) -> str:

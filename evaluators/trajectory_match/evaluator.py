@@ -33,7 +33,7 @@ arguments count as not matching, and scoring goes on.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -55,7 +55,7 @@ from tracevals.evaluators.trajectory_match.declarations import (
 )
 from tracevals.evaluators.trajectory_match.matching import lcs_alignment, maximum_matching
 from tracevals.model.args_match import ARGS_MODES, ArgsComparator, ArgsRule, ComparisonError, args_rule
-from tracevals.model.asked import in_order_of, parallel
+from tracevals.model.asked import by_steps, in_order_of, parallel
 from tracevals.model.callables import CallableError, load_callable
 from tracevals.model.calls import CAPTURE_HINT
 from tracevals.model.case import Case, ExpectedCall
@@ -109,7 +109,7 @@ class TrajectoryMatch:
         if len(logical) < len(executed):
             readings.append((logical, {"retries_folded": len(executed) - len(logical)}))
         if case.match_mode in _ORDERED and parallel(executed):
-            rank = self._rank(case, rules, errors)
+            rank = by_steps(case.expected_steps, lambda step, call: self._pairs(step, call, rules[step.tool], errors))
             readings += [(in_order_of(calls, rank), {**marks, "asked_together_reordered": True})
                          for calls, marks in [(executed, {}), *readings]]  # fmt: skip
         for calls, marks in readings:
@@ -167,17 +167,6 @@ class TrajectoryMatch:
         }
         reason = "; ".join([reason, *problems])
         return passed, score, reason, details, found
-
-    def _rank(self, case: Case, rules: Mapping[str, ArgsRule], errors: dict[str, str]) -> Callable[[ToolCall], int]:
-        """A call's place among the expected steps: the first step it pairs with (after every step: none)."""
-        steps = case.expected_steps
-
-        def rank(call: ToolCall) -> int:
-            return next(
-                (i for i, step in enumerate(steps) if self._pairs(step, call, rules[step.tool], errors)), len(steps)
-            )
-
-        return rank
 
     def _pairs(self, step: ExpectedCall, call: ToolCall, rule: ArgsRule, errors: dict[str, str]) -> bool:
         if step.tool != call.name:

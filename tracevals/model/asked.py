@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from tracevals.model.trajectory import ToolCall
 
 Call = TypeVar("Call", bound=ToolCall)
+Step = TypeVar("Step")
 
 
 def asked_together(calls: Sequence[Call]) -> list[list[Call]]:
@@ -39,6 +40,12 @@ def in_order_of(calls: Sequence[Call], rank: Callable[[Call], Any]) -> list[Call
     """The calls with each group asked together sorted by `rank` (stably: equal ranks keep their order); the
     groups themselves in the order they came."""
     return [call for group in asked_together(calls) for call in sorted(group, key=rank)]
+
+
+def by_steps(steps: Sequence[Step], pairs: Callable[[Step, Call], bool]) -> Callable[[Call], int]:
+    """The rank that reads calls in the order of the steps they pair with: a call's place is the first step it
+    pairs with (`pairs`: each comparison's own rule), after every step when it pairs with none."""
+    return lambda call: next((i for i, step in enumerate(steps) if pairs(step, call)), len(steps))
 
 
 def parallel(calls: Sequence[ToolCall]) -> bool:

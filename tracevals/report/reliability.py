@@ -6,12 +6,12 @@ module only reads trajectories, cases and outcomes into them).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracevals.model.args_match import ComparisonError, args_rule
-from tracevals.model.asked import in_order_of, parallel
+from tracevals.model.asked import by_steps, in_order_of, parallel
 from tracevals.model.callables import load_callable
 from tracevals.model.calls import canonical_args, operation_key
 from tracevals.model.case import Case
@@ -74,16 +74,12 @@ def _expected(case: Case | None) -> list[ExpectedStep] | None:
     return out
 
 
-def _rank(expected: Sequence[ExpectedStep]) -> Callable[[ToolCall], int]:
-    """A call's place among the expected steps: the first it is right for (after every step: none)."""
-
-    def right(step: ExpectedStep, call: ToolCall) -> bool:
-        try:
-            return step.tool == call.name and step.matches(step.args, call.args)
-        except ComparisonError:
-            return False
-
-    return lambda call: next((i for i, step in enumerate(expected) if right(step, call)), len(expected))
+def _right(step: ExpectedStep, call: ToolCall) -> bool:
+    """Whether a call is right for a step (its tool, and the case's argument rule; a comparison that fails: no)."""
+    try:
+        return step.tool == call.name and step.matches(step.args, call.args)
+    except ComparisonError:
+        return False
 
 
 def _skips(case: Case | None) -> bool:
@@ -157,7 +153,7 @@ def reliability(
         readings = [executed, calls]
         expected = _expected(cases.get(o.task_id))
         if expected and parallel(executed):  # and in the order of the steps they pair with, as trajectory_match
-            rank = _rank(expected)  # read first: of readings that do as many steps right, the last is shown
+            rank = by_steps(expected, _right)  # read first: of readings that do as many steps right, the last is shown
             readings = [in_order_of(executed, rank), in_order_of(calls, rank), *readings]
         paths = tuple([made_good[position[id(c)]] for c in reading] for reading in readings)
         per_task.setdefault((o.variant, o.task_id), []).append((paths, o.passed))
