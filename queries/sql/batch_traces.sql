@@ -6,13 +6,16 @@
 -- attempt's answer; a trace no harness ran (production traffic) answered with its last model call's text, when
 -- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), if the
 -- content was captured.
-WITH output_parts AS (
+WITH unrun AS (  -- the batch's traces no harness ran: the only ones whose answer is read from their messages
+    SELECT trace_id FROM tv_trajectories JOIN tv_batch USING (trace_id) WHERE run_id IS NULL
+),
+output_parts AS (
     SELECT * FROM message_parts
-    WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM tv_batch)
+    WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM unrun)
 ),
 answered AS (/*@ include(response_texts) @*/)
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
-       coalesce(r.output, CASE WHEN t.run_id IS NULL THEN a.answer END) AS output,
+       coalesce(r.output, a.answer) AS output,
        coalesce(r.error_type, r.error) AS error_type,
        CAST(t.model_call_count AS BIGINT) AS model_calls, CAST(t.input_tokens AS BIGINT) AS input_tokens,
        CAST(t.output_tokens AS BIGINT) AS output_tokens,
@@ -43,7 +46,7 @@ LEFT JOIN (
                row_number() OVER (PARTITION BY m.trace_id ORDER BY m.start_time DESC, m.span_id DESC) AS n
         FROM model_calls AS m
         LEFT JOIN answered AS r ON r.trace_id = m.trace_id AND r.call_span_id = m.span_id
-        WHERE m.trace_id IN (SELECT trace_id FROM tv_batch)
+        WHERE m.trace_id IN (SELECT trace_id FROM unrun)
     ) AS last_call
     WHERE n = 1
 ) AS a ON a.trace_id = t.trace_id
