@@ -128,12 +128,15 @@ def test_a_loop_that_traces_only_its_model_calls_is_scored_as_it_ran(tmp_path: P
         assert "get_weather#1 failed" in scores[("failed", "failure_handling")]["reason"]
 
 
-@pytest.mark.parametrize("stack", ["openai_v2/span_only", "openinference_openai/default", "openllmetry_openai/default",
-                                   "openlit/default"])  # fmt: skip
+PYTHON_STACKS = ["openai_v2/span_only", "openinference_openai/default", "openllmetry_openai/default", "openlit/default"]
+NODE_STACKS = ["opentelemetry_openai_js/content", "openinference_openai_js/default", "openllmetry_openai_js/default"]
+
+
+@pytest.mark.parametrize("stack", PYTHON_STACKS + NODE_STACKS)
 def test_other_instrumentations_of_such_a_loop_are_scored_as_it_ran(tmp_path: Path, stack: str) -> None:
-    """Real recordings of the same loop under four other instrumentations (tests/corpus): every session complete,
-    though no span records a tool, none with a turn missing though the second turn's input repeats the first
-    (no session id: each trace is a session of its own), and the failing tool a failure."""
+    """Real recordings of the same loop under other instrumentations, Python's and Node's (tests/corpus): every
+    session complete, though no span records a tool, none with a turn missing though the second turn's input
+    repeats the first (no session id: each trace is a session of its own), and the failing tool a failure."""
     lake = tmp_path / "lake"
     for scenario in ("tool_loop", "parallel", "multi_turn", "tool_error"):
         result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(CORPUS / stack / f"{scenario}.json")])
@@ -145,6 +148,30 @@ def test_other_instrumentations_of_such_a_loop_are_scored_as_it_ran(tmp_path: Pa
     ]
     failed = [row for key, row in scores.items() if key[1] == "failure_handling"]
     assert len(failed) == 1 and "get_weather#1 failed" in failed[0]["reason"]
+
+
+@pytest.mark.parametrize("stack", ["openai_v2/legacy_no_content", "opentelemetry_openai_js/no_content"])
+def test_a_tool_message_that_kept_only_its_call_id_answers_the_call(tmp_path: Path, stack: str) -> None:
+    """Content off, OpenTelemetry's OpenAI instrumentations (Python's legacy events, Node's) still write one log
+    record per tool message, holding only the id of the call it answers: the call ran (no session is incomplete),
+    its answer is unknown (no text, no failure read from it). Every session of a correct agent used to fail
+    `session_completeness` ("requested tool calls never executed")."""
+    lake = tmp_path / "lake"
+    for scenario in ("tool_loop", "parallel", "multi_turn", "tool_error"):
+        result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(CORPUS / stack / f"{scenario}.json")])
+        assert result.exit_code == 0, result.output
+    requests = (
+        open_lake(lake)
+        .execute("SELECT tool_name, answered, answer, is_gap FROM requested_tool_calls ORDER BY tool_name")
+        .fetchall()
+    )
+    assert len(requests) == 6 and all(answered and answer is None for _, answered, answer, _ in requests), requests
+    scores = _score(lake)
+    completeness = {key: row for key, row in scores.items() if key[1] == "session_completeness"}
+    assert len(completeness) == 5 and all(row["passed"] for row in completeness.values()), [
+        row["reason"] for row in completeness.values()
+    ]
+    assert not [row for key, row in scores.items() if key[1] == "failure_handling" and not row["passed"]]
 
 
 def test_turns_are_missing_only_from_a_session_with_an_id(tmp_path: Path) -> None:

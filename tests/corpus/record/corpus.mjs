@@ -82,17 +82,25 @@ export function log(name, user, answer) {
 /**
  * The plain OpenTelemetry Node SDK: an OTLP/HTTP protobuf (or JSON, `json: true`) span exporter to
  * OTEL_EXPORTER_OTLP_ENDPOINT, the resource from OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES only (no host
- * or process detectors: a recording holds no machine names or paths). Returns the started NodeSDK; its
- * `shutdown()` flushes.
+ * or process detectors: a recording holds no machine names or paths). With `logs: true`, log records too (an
+ * OTLP/HTTP protobuf log exporter, batched: the instrumentations that write message content as events).
+ * Returns the started NodeSDK; its `shutdown()` flushes.
  */
-export async function startTracing({ json = false, instrumentations = [] } = {}) {
+export async function startTracing({ json = false, logs = false, instrumentations = [] } = {}) {
   const { NodeSDK } = await import("@opentelemetry/sdk-node");
   const { envDetector } = await import("@opentelemetry/resources");
   const { OTLPTraceExporter } = await import(
     json ? "@opentelemetry/exporter-trace-otlp-http" : "@opentelemetry/exporter-trace-otlp-proto"
   );
+  const logRecordProcessors = [];
+  if (logs) {
+    const { BatchLogRecordProcessor } = await import("@opentelemetry/sdk-logs");
+    const { OTLPLogExporter } = await import("@opentelemetry/exporter-logs-otlp-proto");
+    logRecordProcessors.push(new BatchLogRecordProcessor({ exporter: new OTLPLogExporter() })); // sdk-logs 3: options
+  }
   const sdk = new NodeSDK({
     traceExporter: new OTLPTraceExporter(),
+    logRecordProcessors,
     resourceDetectors: [envDetector],
     instrumentations,
   });
@@ -105,15 +113,17 @@ export async function startTracing({ json = false, instrumentations = [] } = {})
  * before its framework) sets up its own Node SDK with an OTLP/HTTP protobuf exporter to `baseUrl` (here
  * OTEL_EXPORTER_OTLP_ENDPOINT; no API key, no prompt-registry sync); `appName` is the service name. Its NodeSDK
  * runs every resource detector (host id, process command line ...): a recording holds no machine names or paths,
- * so only the environment's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES). Returns what to shut down (a flush).
+ * so only the environment's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES). `instrumentModules` hands it the modules
+ * an ES module imported (`{openAI: OpenAI}`): its require hooks do not see them. Returns what to shut down (a flush).
  */
-export function startTraceloop(traceloop) {
+export function startTraceloop(traceloop, instrumentModules = undefined) {
   process.env.OTEL_NODE_RESOURCE_DETECTORS = "env";
   traceloop.initialize({
     appName: env("OTEL_SERVICE_NAME"),
     baseUrl: env("OTEL_EXPORTER_OTLP_ENDPOINT"),
     traceloopSyncEnabled: false,
     silenceInitializationMessage: true,
+    ...(instrumentModules ? { instrumentModules } : {}),
   });
   return { shutdown: () => traceloop.forceFlush() };
 }

@@ -1,0 +1,28 @@
+// Recorder for OpenTelemetry's own OpenAI instrumentation for Node.js (`@opentelemetry/instrumentation-openai`,
+// opentelemetry-js-contrib) around openai_loop.mjs's hand-written tool loop.
+//
+//   node opentelemetry_openai_js.mjs --modes        # {mode: {ENV: value}}
+//   node opentelemetry_openai_js.mjs --scenarios    # the scenarios it runs
+//   node opentelemetry_openai_js.mjs <scenario>     # run one (see run.py)
+//
+// The JavaScript twin of the Python `openai_v2` recorder. The instrumentation patches the `openai` module through
+// its require hook, so the client is loaded with `require` after the SDK has started (an ES `import` would need
+// Node's --import loader hook). Spans `chat <model>`; message content, when captured
+// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), as log records (`gen_ai.*.message`, `gen_ai.choice`), the
+// event name in an `event.name` attribute; the records are written without content too.
+
+import { createRequire } from "node:module";
+import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
+import { cli, startTracing } from "./corpus.mjs";
+import { LOOP_SCENARIOS, runLoop } from "./openai_loop.mjs";
+
+const CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+const MODES = { content: { [CAPTURE]: "true" }, no_content: { [CAPTURE]: "false" } };
+const { name, scenario } = cli(MODES, LOOP_SCENARIOS);
+const sdk = await startTracing({ logs: true, instrumentations: [new OpenAIInstrumentation()] });
+const { OpenAI } = createRequire(import.meta.url)("openai");
+try {
+  await runLoop(OpenAI, name, scenario, "corpus.opentelemetry_openai_js.loop");
+} finally {
+  await sdk.shutdown();
+}
