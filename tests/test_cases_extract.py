@@ -392,3 +392,26 @@ def test_a_structured_handoff_is_a_drafted_step_as_trajectory_match_reads_it() -
     # the session the case came from passes it
     score = TrajectoryMatch().evaluate(session.trajectory, case_from_dict(drafted, "x"))
     assert score is not None and score.passed, score
+
+
+def test_traces_without_a_session_id_are_sessions_of_one_turn_each(tmp_path: Path) -> None:
+    """A hand-written loop that sets no session id (the plain `openai` Node.js client under OpenTelemetry's
+    instrumentation, a real recording): each trace is a session of its own, turn 1. The traces without an id were
+    one "session" of the `turns` view (numbered 1 to 6 across unrelated traces), so `cases extract` refused them
+    all as multi-turn."""
+    from fixtures.corpus_check import ROOT as CORPUS
+
+    lake = tmp_path / "lake"
+    scenarios = ("single", "tool_loop", "parallel", "multi_turn", "tool_error")
+    files = [str(CORPUS / "opentelemetry_openai_js" / "content" / f"{name}.json") for name in scenarios]
+    assert CliRunner().invoke(main, ["ingest", "--lake", str(lake), *files]).exit_code == 0
+    turns = open_lake(lake).execute("SELECT session_id, turn_index FROM turns").fetchall()
+    assert len(turns) == 6 and set(turns) == {(None, 1)}
+    result = CliRunner().invoke(main, ["cases", "extract", "--lake", str(lake), "--since", "30d", "--out",
+                                       str(tmp_path / "set"), "--format", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cases = load_cases(tmp_path / "set" / "cases.jsonl")
+    assert len(cases) == 6
+    weather = next(c for c in cases if c.input == "What is the weather and the time in Paris?")
+    assert [(s.tool, s.args) for s in weather.expected_steps] == [("get_weather", {"city": "Paris"}),
+                                                                  ("get_time", {"city": "Paris"})]  # fmt: skip

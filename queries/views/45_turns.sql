@@ -18,7 +18,8 @@
 --                       its request's place, a retry beside the call it retries); a failed
 --                       call of a framework that hands the model its error message (declared) has that result
 --   input/output_tokens every model call counted once
--- turn_index numbers the turns of a session by start time (then trace id). A turn that called no model and
+-- turn_index numbers the turns of a session by start time (then trace id); a trace with no session id is a
+-- session of its own, its turn 1. A turn that called no model and
 -- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
@@ -277,7 +278,8 @@ spans_of_turn AS (
 )
 SELECT
     a.session_id,
-    row_number() OVER (PARTITION BY a.session_id ORDER BY o.start_time, a.trace_id) AS turn_index,
+    -- a trace without a session id is a session of its own (the sessions' key, as the loader's)
+    row_number() OVER (PARTITION BY coalesce(a.session_id, a.trace_id) ORDER BY o.start_time, a.trace_id) AS turn_index,
     a.trace_id,
     a.run_id,
     a.task_id,

@@ -48,7 +48,7 @@ from tracevals.scoring.production_data import load_production_data
 DEFAULT_PER_GROUP = 5
 _TURNS = """
 SELECT t.session_id, t.trace_id, t.turn_index, t.user_text, t.final_text,
-       count(*) OVER (PARTITION BY t.session_id) AS turns
+       count(*) OVER (PARTITION BY coalesce(t.session_id, t.trace_id)) AS turns
 FROM turns AS t JOIN _report_traces AS r ON r.trace_id = t.trace_id
 """
 _ERRORS = """
