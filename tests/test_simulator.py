@@ -435,6 +435,26 @@ def test_responses_tool_round_trip(client: openai.OpenAI) -> None:
     assert second.output_text == "The answer is a fruit."
 
 
+def test_a_responses_turn_sent_back_as_its_output_items_is_one_assistant_turn() -> None:
+    """A model turn of text and calls comes as several output items (a message, then function_call items); a loop
+    that sends `response.output` back sends them so. They are one assistant turn, as one chat completions message
+    would be: read as two, a scripted model counted one step too many and skipped its next call."""
+    from tracevals.simulator.openai_responses import parse_request
+
+    call = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
+    conversation = parse_request({"model": "m", "input": [
+        {"role": "user", "content": "apple"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me look."}]},
+        call, {**call, "call_id": "call_2"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "a fruit"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "a fruit"},
+        {"type": "function_call", "call_id": "call_3", "name": "lookup", "arguments": "{}"},
+    ]})  # fmt: skip
+    roles = [(m.role, m.content, [c.id for c in m.tool_calls]) for m in conversation.messages]
+    assert roles == [("user", "apple", []), ("assistant", "Let me look.", ["call_1", "call_2"]),
+                     ("tool", "a fruit", []), ("tool", "a fruit", []), ("assistant", "", ["call_3"])]  # fmt: skip
+
+
 def test_responses_stream_ends_with_the_plain_response(client: openai.OpenAI) -> None:
     plain = client.responses.create(model="dice", input="x", tools=[LOOKUP_RESPONSES_TOOL], extra_body={"seed": 2})
     events = list(

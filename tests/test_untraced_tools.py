@@ -130,9 +130,12 @@ def test_a_loop_that_traces_only_its_model_calls_is_scored_as_it_ran(tmp_path: P
 
 PYTHON_STACKS = ["openai_v2/span_only", "openinference_openai/default", "openllmetry_openai/default", "openlit/default"]
 NODE_STACKS = ["opentelemetry_openai_js/content", "openinference_openai_js/default", "openllmetry_openai_js/default"]
+# the same loop on the Responses API: a call's parts name its item `id` (fc_...) and the call `call_id` (call_...),
+# the id its output answers
+RESPONSES_STACKS = ["opentelemetry_openai_js/responses_content", "openinference_openai_js/responses"]
 
 
-@pytest.mark.parametrize("stack", PYTHON_STACKS + NODE_STACKS)
+@pytest.mark.parametrize("stack", PYTHON_STACKS + NODE_STACKS + RESPONSES_STACKS)
 def test_other_instrumentations_of_such_a_loop_are_scored_as_it_ran(tmp_path: Path, stack: str) -> None:
     """Real recordings of the same loop under other instrumentations, Python's and Node's (tests/corpus): every
     session complete, though no span records a tool, none with a turn missing though the second turn's input
@@ -150,12 +153,20 @@ def test_other_instrumentations_of_such_a_loop_are_scored_as_it_ran(tmp_path: Pa
     assert len(failed) == 1 and "get_weather#1 failed" in failed[0]["reason"]
 
 
-@pytest.mark.parametrize("stack", ["openai_v2/legacy_no_content", "opentelemetry_openai_js/no_content"])
+@pytest.mark.parametrize(
+    "stack",
+    [
+        "openai_v2/legacy_no_content",
+        "opentelemetry_openai_js/no_content",
+        "opentelemetry_openai_js/responses_no_content",
+    ],
+)
 def test_a_tool_message_that_kept_only_its_call_id_answers_the_call(tmp_path: Path, stack: str) -> None:
     """Content off, OpenTelemetry's OpenAI instrumentations (Python's legacy events, Node's) still write one log
     record per tool message, holding only the id of the call it answers: the call ran (no session is incomplete),
     its answer is unknown (no text, no failure read from it). Every session of a correct agent used to fail
-    `session_completeness` ("requested tool calls never executed")."""
+    `session_completeness` ("requested tool calls never executed"). On the Responses API the output keeps its
+    `call_id`, which the call's part holds beside its item `id`: the call is read by its `call_id`."""
     lake = tmp_path / "lake"
     for scenario in ("tool_loop", "parallel", "multi_turn", "tool_error"):
         result = CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(CORPUS / stack / f"{scenario}.json")])

@@ -62,8 +62,10 @@ def _messages(raw: Any, instructions: Any) -> tuple[Message, ...]:
             if not all(isinstance(item.get(k), str) for k in ("call_id", "name", "arguments")):
                 raise _bad("Invalid function_call: 'call_id', 'name' and 'arguments' must be strings.", param)
             call = ToolCall(id=item["call_id"], name=item["name"], arguments=item["arguments"])
-            # Consecutive calls are one assistant turn (parallel tool calls), as in chat completions.
-            if out and out[-1].role == "assistant" and out[-1].tool_calls:
+            # One model turn is several output items: its text (a message item) and its calls, sent back in order.
+            # Consecutive calls, and calls right after an assistant's text, are one assistant turn (as one chat
+            # completions message): a new turn starts only after a user message or a call's output.
+            if out and out[-1].role == "assistant":
                 last = out.pop()
                 out.append(Message(role="assistant", content=last.content, tool_calls=(*last.tool_calls, call)))
             else:

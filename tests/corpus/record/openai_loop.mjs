@@ -6,7 +6,10 @@
 // model as `Error: <name>: <message>`, here `Error: Error: unknown city: Atlantis`: JavaScript has no ValueError),
 // until it answers without tool calls; every turn of a scenario shares one message history. The instrumentations
 // make only model-call spans: the loop adds one plain span per user turn, `turn` (attribute `corpus.turn`, no
-// GenAI attributes), so that the model calls of a turn share a trace.
+// GenAI attributes), so that the model calls of a turn share a trace. With CORPUS_API=responses the same loop
+// speaks the Responses API (`client.responses.create`: the system prompt as `instructions`, the history as `input`
+// items, the model's `function_call` items sent back with a `function_call_output` each), the API OpenAI now
+// recommends for new agents.
 
 import { trace } from "@opentelemetry/api";
 import { env, log, TOOLS } from "./corpus.mjs";
@@ -21,6 +24,8 @@ const SCHEMAS = [
   { type: "function", function: { name: "get_time", description: "Get the current local time in a city.", parameters: CITY } },
 ];
 
+const RESPONSE_TOOLS = SCHEMAS.map(({ function: f }) => ({ type: "function", ...f }));
+
 function toolResult(name, args) {
   try {
     const result = TOOLS[name].execute(args);
@@ -34,38 +39,68 @@ function toolResult(name, args) {
 export async function runLoop(OpenAI, name, scenario, scope) {
   const client = new OpenAI({ baseURL: env("OPENAI_BASE_URL"), apiKey: env("OPENAI_API_KEY", "sim") });
   const tracer = trace.getTracer(scope);
-  const messages = [{ role: "system", content: SYSTEM }];
+  const step = env("CORPUS_API", "chat") === "responses" ? responsesStep : chatStep;
+  const history = [];
   for (const [index, turn] of scenario.turns.entries()) {
-    messages.push({ role: "user", content: turn.user });
+    history.push({ role: "user", content: turn.user });
+    let answer = null;
     await tracer.startActiveSpan("turn", { attributes: { "corpus.turn": index } }, async (span) => {
       try {
-        for (let step = 0; step < 8; step++) {
-          const response = await client.chat.completions.create({
-            model: env("CORPUS_MODEL"),
-            messages,
-            tools: SCHEMAS,
-          });
-          const message = response.choices[0].message;
-          const calls = message.tool_calls ?? [];
-          const entry = { role: "assistant", content: message.content };
-          if (calls.length) {
-            entry.tool_calls = calls.map((c) => ({
-              id: c.id,
-              type: "function",
-              function: { name: c.function.name, arguments: c.function.arguments },
-            }));
-          }
-          messages.push(entry);
-          if (!calls.length) break;
-          for (const call of calls) {
-            const args = JSON.parse(call.function.arguments || "{}");
-            messages.push({ role: "tool", tool_call_id: call.id, content: toolResult(call.function.name, args) });
-          }
-        }
+        for (let n = 0; n < 8 && answer === null; n++) answer = await step(client, history);
       } finally {
         span.end();
       }
     });
-    log(name, turn.user, messages[messages.length - 1].content);
+    log(name, turn.user, answer);
   }
+}
+
+/** One Chat Completions call: its tool calls run and answered in `history` (null), or its text. */
+async function chatStep(client, history) {
+  const response = await client.chat.completions.create({
+    model: env("CORPUS_MODEL"),
+    messages: [{ role: "system", content: SYSTEM }, ...history],
+    tools: SCHEMAS,
+  });
+  const message = response.choices[0].message;
+  const calls = message.tool_calls ?? [];
+  const entry = { role: "assistant", content: message.content };
+  if (calls.length) {
+    entry.tool_calls = calls.map((c) => ({
+      id: c.id,
+      type: "function",
+      function: { name: c.function.name, arguments: c.function.arguments },
+    }));
+  }
+  history.push(entry);
+  if (!calls.length) return message.content ?? "";
+  for (const call of calls) {
+    const args = JSON.parse(call.function.arguments || "{}");
+    history.push({ role: "tool", tool_call_id: call.id, content: toolResult(call.function.name, args) });
+  }
+  return null;
+}
+
+/** One Responses API call: its output items kept in `history`, each function call answered (null), or its text. */
+async function responsesStep(client, history) {
+  const response = await client.responses.create({
+    model: env("CORPUS_MODEL"),
+    instructions: SYSTEM,
+    input: history,
+    tools: RESPONSE_TOOLS,
+  });
+  const calls = response.output.filter((item) => item.type === "function_call");
+  for (const item of response.output) {
+    if (item.type === "function_call") {
+      history.push({ type: "function_call", call_id: item.call_id, name: item.name, arguments: item.arguments });
+    } else if (item.type === "message") {
+      history.push({ role: "assistant", content: response.output_text });
+    }
+  }
+  if (!calls.length) return response.output_text;
+  for (const call of calls) {
+    const output = toolResult(call.name, JSON.parse(call.arguments || "{}"));
+    history.push({ type: "function_call_output", call_id: call.call_id, output });
+  }
+  return null;
 }

@@ -9,7 +9,9 @@
 // its require hook, so the client is loaded with `require` after the SDK has started (an ES `import` would need
 // Node's --import loader hook). Spans `chat <model>`; message content, when captured
 // (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), as log records (`gen_ai.*.message`, `gen_ai.choice`), the
-// event name in an `event.name` attribute; the records are written without content too.
+// event name in an `event.name` attribute; the records are written without content too. The `responses_*` modes
+// run the loop on the Responses API (semantic conventions 1.38: one `gen_ai.client.inference.operation.details`
+// record per call).
 
 import { createRequire } from "node:module";
 import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
@@ -17,7 +19,13 @@ import { cli, startTracing } from "./corpus.mjs";
 import { LOOP_SCENARIOS, runLoop } from "./openai_loop.mjs";
 
 const CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
-const MODES = { content: { [CAPTURE]: "true" }, no_content: { [CAPTURE]: "false" } };
+const RESPONSES = { CORPUS_API: "responses" };
+const MODES = {
+  content: { [CAPTURE]: "true" },
+  no_content: { [CAPTURE]: "false" },
+  responses_content: { [CAPTURE]: "true", ...RESPONSES },
+  responses_no_content: { [CAPTURE]: "false", ...RESPONSES },
+};
 const { name, scenario } = cli(MODES, LOOP_SCENARIOS);
 const sdk = await startTracing({ logs: true, instrumentations: [new OpenAIInstrumentation()] });
 const { OpenAI } = createRequire(import.meta.url)("openai");

@@ -88,7 +88,10 @@ GENAI = Dialect(
         result_types=("tool_call_response", "tool_result", "function_call_output"),
         args=("$.arguments",),
         results=("$.response", "$.result"),
-        ids=("$.id",),
+        # `call_id` before `id`: OpenAI's Responses items, and the instrumentations that pass them on as parts
+        # (OpenTelemetry's for Node.js), name a call's own item `id` (fc_...) and the call `call_id` (call_...),
+        # the id its output carries
+        ids=("$.call_id", "$.id"),
         names=("$.name",),
     ),
     agent_span_names=(r"^invoke_agent\s+(.+)$",),
