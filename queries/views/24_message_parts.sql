@@ -42,45 +42,42 @@ WITH messages AS (
     WHERE c.kind = 'llm'
 ),
 parts AS (
-    SELECT m.* EXCLUDE (items), p.part, CAST(p.ordinal - 1 AS INTEGER) AS part_index
-    FROM (
-        SELECT m.* REPLACE (
-            -- a tool message that kept only the id of the call it answers (content not captured: OpenTelemetry's
-            -- OpenAI instrumentations, Python's legacy events and Node's) still says that call was answered:
-            -- one response part without content
-            CASE WHEN len(items) = 0 AND m.role = 'tool' AND coalesce(
-                    json_extract_string(m.message, '$.tool_call_id'), json_extract_string(m.message, '$.id')
-                 ) IS NOT NULL THEN ['{}'::JSON] ELSE items END AS items
-        )
-        FROM (
-            SELECT
-                m.*,
-                list_concat(
-                    CASE WHEN json_type(m.message, '$.parts') = 'ARRAY' THEN json_extract(m.message, '$.parts[*]') ELSE [] END,
-                    CASE json_type(m.message, '$.content')
-                        -- content blocks recorded as a JSON string ('[{"text": ...}, {"toolUse": ...}]': Bedrock
-                        -- Converse, Strands) are the blocks, not one text
-                        WHEN 'VARCHAR' THEN CASE
-                            WHEN json_extract_string(m.message, '$.content') LIKE '[{%'
-                                AND json_type(try_cast(json_extract_string(m.message, '$.content') AS JSON)) = 'ARRAY'
-                                THEN json_extract(try_cast(json_extract_string(m.message, '$.content') AS JSON), '$[*]')
-                            ELSE [json_extract(m.message, '$.content')]
-                        END
-                        WHEN 'ARRAY' THEN json_extract(m.message, '$.content[*]')
-                        ELSE []
-                    END,
-                    CASE
-                        WHEN json_type(m.message, '$.tool_calls') = 'ARRAY' THEN json_extract(m.message, '$.tool_calls[*]')
-                        ELSE []
-                    END,
-                    -- a framework's own message shape: its text and tool calls under other names (declared)
-                    /*@ message_parts(m.message) @*/
-                ) AS items
-            FROM messages AS m
-            WHERE m.source_rank = 1
-        ) AS m
-    ) AS m,
-         UNNEST(m.items) WITH ORDINALITY AS p(part, ordinal)
+    SELECT m.*, p.part, CAST(p.ordinal - 1 AS INTEGER) AS part_index
+    FROM messages AS m,
+         UNNEST(list_concat(
+             CASE WHEN json_type(m.message, '$.parts') = 'ARRAY' THEN json_extract(m.message, '$.parts[*]') ELSE [] END,
+             CASE json_type(m.message, '$.content')
+                 -- content blocks recorded as a JSON string ('[{"text": ...}, {"toolUse": ...}]': Bedrock
+                 -- Converse, Strands) are the blocks, not one text
+                 WHEN 'VARCHAR' THEN CASE
+                     WHEN json_extract_string(m.message, '$.content') LIKE '[{%'
+                         AND json_type(try_cast(json_extract_string(m.message, '$.content') AS JSON)) = 'ARRAY'
+                         THEN json_extract(try_cast(json_extract_string(m.message, '$.content') AS JSON), '$[*]')
+                     ELSE [json_extract(m.message, '$.content')]
+                 END
+                 WHEN 'ARRAY' THEN json_extract(m.message, '$.content[*]')
+                 ELSE []
+             END,
+             CASE
+                 WHEN json_type(m.message, '$.tool_calls') = 'ARRAY' THEN json_extract(m.message, '$.tool_calls[*]')
+                 ELSE []
+             END,
+             -- a framework's own message shape: its text and tool calls under other names (declared)
+             /*@ message_parts(m.message) @*/,
+             -- a tool message that kept only the id of the call it answers (content not captured: OpenTelemetry's
+             -- OpenAI instrumentations, Python's legacy events and Node's) still says that call was answered: one
+             -- response part without content
+             -- (the lists above all empty: no parts, no content, no calls, none of a framework's shape)
+             CASE WHEN m.role = 'tool' AND json_type(m.message, '$.parts') IS NULL
+                       AND coalesce(json_type(m.message, '$.content'), 'NULL') = 'NULL'
+                       AND json_type(m.message, '$.tool_calls') IS NULL
+                       AND coalesce(
+                           json_extract_string(m.message, '$.tool_call_id'), json_extract_string(m.message, '$.id')
+                       ) IS NOT NULL
+                       AND len(list_concat(/*@ message_parts(m.message) @*/)) = 0
+                  THEN ['{}'::JSON] ELSE [] END
+         )) WITH ORDINALITY AS p(part, ordinal)
+    WHERE m.source_rank = 1
 ),
 typed AS (
     -- a part's arguments and response are looked for only in the parts of the kind that has them (most parts
