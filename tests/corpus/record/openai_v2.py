@@ -35,10 +35,12 @@ TOOL_SCHEMAS = [SCHEMAS["get_weather"], SCHEMAS["get_time"]]
 SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 
 
-def run_scenario(scenario: str, tracer: Any) -> None:
-    from openai import OpenAI
+def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
+    """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`)."""
+    if client is None:
+        from openai import OpenAI
 
-    client = OpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
+        client = OpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
     for index, user in enumerate(turns(scenario)):
         messages.append({"role": "user", "content": user})
