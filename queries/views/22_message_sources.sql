@@ -119,22 +119,41 @@ flat_tool_calls AS (
     GROUP BY trace_id, span_id, family, idx
 ),
 flat_messages AS (
-    -- a message's text: `content`, else its content parts' texts (OpenInference's contents.N.message_content.text)
-    SELECT f.trace_id, f.span_id, f.family, f.idx,
+    -- a message's text: `content`, else its content parts' texts (OpenInference's contents.N.message_content.text).
+    -- A tool message without the id of the call it answers (OpenInference's LiteLLM instrumentor drops it) takes
+    -- it from the protocol: the k-th message after an assistant message that asked for tools answers its k-th call
+    SELECT trace_id, span_id, family, idx,
            json_object(
-               'role', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role'),
-               'content', coalesce(
-                   max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
-                   string_agg(json_extract_string(f.value, '$'), '' ORDER BY f.field)
-                       FILTER (WHERE regexp_matches(f.field, '^contents\.\d+\.message_content\.text$'))
+               'role', role,
+               'content', content,
+               'tool_call_id', coalesce(
+                   tool_call_id,
+                   CASE WHEN role = 'tool' AND asked.idx IS NOT NULL
+                        THEN json_extract_string(asked.calls, '$[' || (idx - asked.idx - 1) || '].id') END
                ),
-               'tool_call_id', max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id'),
-               'tool_calls', max(t.call_list)
+               'tool_calls', calls
            ) AS message
-    FROM flat_fields AS f
-    LEFT JOIN flat_tool_calls AS t
-        ON t.trace_id = f.trace_id AND t.span_id = f.span_id AND t.family = f.family AND t.idx = f.idx
-    GROUP BY f.trace_id, f.span_id, f.family, f.idx
+    FROM (
+        SELECT *,
+               last_value(CASE WHEN calls IS NOT NULL THEN {'idx': idx, 'calls': calls} END IGNORE NULLS) OVER (
+                   PARTITION BY trace_id, span_id, family ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+               ) AS asked
+        FROM (
+            SELECT f.trace_id, f.span_id, f.family, f.idx,
+                   max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'role') AS role,
+                   coalesce(
+                       max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'content'),
+                       string_agg(json_extract_string(f.value, '$'), '' ORDER BY f.field)
+                           FILTER (WHERE regexp_matches(f.field, '^contents\.\d+\.message_content\.text$'))
+                   ) AS content,
+                   max(json_extract_string(f.value, '$')) FILTER (WHERE f.field = 'tool_call_id') AS tool_call_id,
+                   max(t.call_list) AS calls
+            FROM flat_fields AS f
+            LEFT JOIN flat_tool_calls AS t
+                ON t.trace_id = f.trace_id AND t.span_id = f.span_id AND t.family = f.family AND t.idx = f.idx
+            GROUP BY f.trace_id, f.span_id, f.family, f.idx
+        ) AS grouped
+    ) AS placed
 ),
 found AS (
     -- 1 and 5: the declared attributes of the model span (generated from tracevals/spans/dialects/)
