@@ -133,8 +133,9 @@ PYTHON_STACKS = ["openai_v2/span_only", "openinference_openai/default", "openllm
                  "openinference_litellm/default"]  # fmt: skip
 NODE_STACKS = ["opentelemetry_openai_js/content", "openinference_openai_js/default", "openllmetry_openai_js/default"]
 # the same loop on the Responses API: a call's parts name its item `id` (fc_...) and the call `call_id` (call_...),
-# the id its output answers
-RESPONSES_STACKS = ["opentelemetry_openai_js/responses_content", "openinference_openai_js/responses"]
+# the id its output answers; OpenLLMetry's name the item's id alone (the history repeats the call with its call_id)
+RESPONSES_STACKS = ["opentelemetry_openai_js/responses_content", "openinference_openai_js/responses",
+                    "openinference_openai/responses", "openllmetry_openai/responses"]  # fmt: skip
 
 
 @pytest.mark.parametrize("stack", PYTHON_STACKS + NODE_STACKS + RESPONSES_STACKS)

@@ -16,13 +16,7 @@ WITH model AS MATERIALIZED (
     WHERE kind = 'llm'
 ),
 /*@ include(request_parts) @*/,
-from_messages AS MATERIALIZED (
-    SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
-           tool_call_id, tool_name, tool_args
-    FROM parts
-    WHERE direction = 'output'
-),
-answer_parts AS (SELECT * FROM parts WHERE direction = 'input'),
+answer_parts AS (SELECT * FROM parts WHERE direction = 'input' AND part_type = 'tool_call_response'),
 answers AS (/*@ include(tool_answer_rows) @*/),
 answered_ids AS (
     SELECT DISTINCT trace_id, unnest(answered_tool_call_ids) AS tool_call_id

@@ -12,12 +12,6 @@
 -- out at each name, and the views it reads with it), and counted once by `materialize.scans`.
 CREATE OR REPLACE VIEW tool_call_gaps AS
 WITH /*@ include(request_parts) @*/,
-from_messages AS MATERIALIZED (
-    SELECT trace_id, call_span_id AS model_span_id, source, message_index AS message_order, part_index AS part_order,
-           tool_call_id, tool_name, tool_args
-    FROM parts
-    WHERE direction = 'output'
-),
 uneven AS MATERIALIZED (
     SELECT trace_id
     FROM (
@@ -43,7 +37,10 @@ model AS MATERIALIZED (
     FROM span_facts
     WHERE kind = 'llm' AND trace_id IN (SELECT trace_id FROM uneven)
 ),
-answer_parts AS (SELECT * FROM parts WHERE direction = 'input' AND trace_id IN (SELECT trace_id FROM uneven)),
+answer_parts AS (
+    SELECT * FROM parts
+    WHERE direction = 'input' AND part_type = 'tool_call_response' AND trace_id IN (SELECT trace_id FROM uneven)
+),
 answers AS (/*@ include(tool_answer_rows) @*/),
 answered_ids AS (
     SELECT DISTINCT trace_id, unnest(answered_tool_call_ids) AS tool_call_id

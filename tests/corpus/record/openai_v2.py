@@ -36,7 +36,11 @@ SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 
 
 def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
-    """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`)."""
+    """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`); on the
+    Responses API with CORPUS_API=responses (`run_responses`)."""
+    if os.environ.get("CORPUS_API") == "responses":
+        run_responses(scenario, tracer)
+        return
     if client is None:
         from openai import OpenAI
 
@@ -69,6 +73,41 @@ def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
                     content = tool_result(TOOLS[call.function.name], arguments)
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         log(scenario, user, messages[-1]["content"])
+
+
+RESPONSE_TOOLS = [{"type": "function", **schema["function"]} for schema in TOOL_SCHEMAS]
+
+
+def run_responses(scenario: str, tracer: Any) -> None:
+    """The same loop on the Responses API (`client.responses.create`): the system prompt as `instructions`, the
+    history as `input` items, the model's output items sent back as they came (its text, then its
+    `function_call`s) with a `function_call_output` for each call; one `turn` span per user turn."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
+    history: list[Any] = []
+    for index, user in enumerate(turns(scenario)):
+        history.append({"role": "user", "content": user})
+        answer = ""
+        with tracer.start_as_current_span("turn", attributes={"corpus.turn": index}):
+            for _ in range(8):
+                response = client.responses.create(
+                    model=os.environ["CORPUS_MODEL"], instructions=SYSTEM, input=history, tools=RESPONSE_TOOLS
+                )
+                calls = [item for item in response.output if item.type == "function_call"]
+                for item in response.output:
+                    if item.type == "function_call":
+                        history.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
+                                        "arguments": item.arguments})  # fmt: skip
+                    elif item.type == "message":
+                        history.append({"role": "assistant", "content": response.output_text})
+                if not calls:
+                    answer = response.output_text
+                    break
+                for call in calls:
+                    output = tool_result(TOOLS[call.name], json.loads(call.arguments or "{}"))
+                    history.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+        log(scenario, user, answer)
 
 
 def record(scenario: str) -> None:

@@ -17,6 +17,7 @@ from openai_v2 import SCENARIOS, main, otel, run_scenario  # openai_v2 imports c
 MODES: dict[str, dict[str, str]] = {
     "default": {},
     "hidden": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    "responses": {"CORPUS_API": "responses"},  # the same loop on the Responses API
 }
 
 

@@ -16,6 +16,7 @@ from openai_v2 import SCENARIOS, main, otel, run_scenario  # openai_v2 imports c
 MODES: dict[str, dict[str, str]] = {
     "default": {},
     "no_content": {"TRACELOOP_TRACE_CONTENT": "false"},
+    "responses": {"CORPUS_API": "responses"},  # the same loop on the Responses API
 }
 
 
