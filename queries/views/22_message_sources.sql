@@ -93,7 +93,11 @@ flat AS (
 ),
 flat_fields AS (
     SELECT trace_id, span_id, k.family, CAST(k.idx AS INTEGER) AS idx, k.field,
-           regexp_extract(k.field, '^tool_calls\.(\d+)\.(?:tool_call\.)?(.+)$', ['n', 'attr']) AS tc,
+           -- a message's tool calls, or its one `function_call` (OpenAI's legacy functions API; LiteLLM's
+           -- gen_ai.completion.N.function_call.name / .arguments: call 0, `n` '')
+           regexp_extract(
+               k.field, '^(?:tool_calls\.(\d+)\.(?:tool_call\.)?|function_call\.)(.+)$', ['n', 'attr']
+           ) AS tc,
            value
     FROM flat
     WHERE k.family <> ''
@@ -107,14 +111,14 @@ flat_tool_calls AS (
                ) ORDER BY n
            )) AS call_list
     FROM (
-        SELECT trace_id, span_id, family, idx, CAST(tc.n AS INTEGER) AS n,
+        SELECT trace_id, span_id, family, idx, CAST(coalesce(nullif(tc.n, ''), '0') AS INTEGER) AS n,
                max(json_extract_string(value, '$')) FILTER (WHERE tc.attr = 'id') AS max_id,
                max(json_extract_string(value, '$')) FILTER (WHERE tc.attr IN ('name', 'function.name')) AS max_name,
                max(json_extract_string(value, '$'))
                    FILTER (WHERE tc.attr IN ('arguments', 'function.arguments')) AS max_args
         FROM flat_fields
-        WHERE tc.n <> ''
-        GROUP BY trace_id, span_id, family, idx, CAST(tc.n AS INTEGER)
+        WHERE tc.attr <> ''
+        GROUP BY trace_id, span_id, family, idx, CAST(coalesce(nullif(tc.n, ''), '0') AS INTEGER)
     ) AS per_call
     GROUP BY trace_id, span_id, family, idx
 ),

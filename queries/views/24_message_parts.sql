@@ -40,6 +40,15 @@ WITH messages AS (
     FROM message_sources AS m
     JOIN call_spans AS c ON c.trace_id = m.trace_id AND c.span_id = m.span_id
     WHERE c.kind = 'llm'
+      -- a reply that says nothing (GenAI's `"parts": []` and nothing else: LiteLLM writes a reply that asks for
+      -- tools so, its calls only in its flattened gen_ai.completion.N) is no message: a source of such alone
+      -- yields to the next (cheap tests first: most messages are input, most replies say something)
+      AND NOT coalesce(
+          m.direction = 'output' AND contains(CAST(m.message AS VARCHAR), '"parts":[]')
+          AND json_array_length(m.message, '$.parts') = 0
+          AND json_type(m.message, '$.content') IS NULL AND json_type(m.message, '$.tool_calls') IS NULL,
+          FALSE
+      )
 ),
 parts AS (
     SELECT m.*, p.part, CAST(p.ordinal - 1 AS INTEGER) AS part_index
