@@ -277,3 +277,17 @@ def test_a_production_trace_answers_with_its_last_model_text(tmp_path: Path) -> 
     assert outcomes[True] == {"admitted": "failed_reported", "claimed": "failed_claiming_success"}
     # content off: the untraced call's failure is unknown (its answer was not captured), and so is the answer
     assert outcomes[False] == {"claimed": "unknown"}
+
+
+def test_a_request_whose_arguments_are_no_json_is_read_as_written(tmp_path: Path) -> None:
+    """OpenInference's JavaScript OpenAI instrumentation, streaming, merges two parallel calls into one whose
+    arguments are `{"city": "Paris"}{"city": "London"}` (a real recording). Every view that reads requests read it:
+    comparing arguments as JSON once made them all fail with a conversion error."""
+    lake = tmp_path / "lake"
+    recording = CORPUS / "openinference_openai_js" / "stream" / "parallel.json"
+    assert CliRunner().invoke(main, ["ingest", "--lake", str(lake), str(recording)]).exit_code == 0
+    con = open_lake(lake)
+    args = con.execute("SELECT tool_args FROM requested_tool_calls").fetchall()
+    assert args == [('{"city": "Paris"}{"city": "London"}',)]
+    for view in ("tool_call_gaps", "steps", "turns", "trajectories"):
+        assert con.execute(f"SELECT count(*) FROM {view}").fetchone() is not None

@@ -29,19 +29,22 @@ listed AS MATERIALIZED (
             PARTITION BY u.trace_id ORDER BY c.start_time, u.model_span_id, u.message_order, u.part_order
         ) AS request_index,
         NOT EXISTS (
-            SELECT 1 FROM parts AS h WHERE h.trace_id = u.trace_id AND h.tool_call_id = u.tool_call_id AND h.direction = 'input'
+            SELECT 1 FROM parts AS h
+            WHERE h.trace_id = u.trace_id AND h.tool_call_id = u.tool_call_id AND h.direction = 'input'
         ) AS unrepeated
     FROM (SELECT * FROM from_messages UNION ALL SELECT * FROM from_attributes) AS u
     JOIN model AS c ON c.trace_id = u.trace_id AND c.span_id = u.model_span_id
 ),
 unrepeated AS (
-    -- those requests, numbered per tool and arguments, in the traces whose history repeats calls
-    SELECT trace_id, request_index, tool_name, coalesce(try(json(tool_args)), tool_args) AS args_key,
-           row_number() OVER (
-               PARTITION BY trace_id, tool_name, coalesce(try(json(tool_args)), tool_args) ORDER BY request_index
-           ) AS ordinal
-    FROM listed
-    WHERE unrepeated AND trace_id IN (SELECT trace_id FROM parts WHERE direction = 'input' AND part_type = 'tool_call')
+    -- those requests, numbered per tool and arguments, in the traces whose history repeats calls (arguments
+    -- compared as JSON, minified, else as written: a malformed value is text, never an error)
+    SELECT *, row_number() OVER (PARTITION BY trace_id, tool_name, args_key ORDER BY request_index) AS ordinal
+    FROM (
+        SELECT trace_id, request_index, tool_name, coalesce(CAST(try(json(tool_args)) AS VARCHAR), tool_args) AS args_key
+        FROM listed
+        WHERE unrepeated
+          AND trace_id IN (SELECT trace_id FROM parts WHERE direction = 'input' AND part_type = 'tool_call')
+    ) AS keyed
 ),
 repeated AS (
     -- the calls later requests' history repeats, once each (the first copy), with the id their answers carry;
@@ -50,7 +53,9 @@ repeated AS (
            row_number() OVER (PARTITION BY trace_id, tool_name, args_key ORDER BY first_at) AS ordinal
     FROM (
         SELECT h.trace_id, h.tool_call_id, min_by(h.tool_name, (h.message_index, h.part_index)) AS tool_name,
-               min_by(coalesce(try(json(h.tool_args)), h.tool_args), (h.message_index, h.part_index)) AS args_key,
+               min_by(
+                   coalesce(CAST(try(json(h.tool_args)) AS VARCHAR), h.tool_args), (h.message_index, h.part_index)
+               ) AS args_key,
                min((h.message_index, h.part_index)) AS first_at
         FROM parts AS h
         WHERE h.direction = 'input' AND h.part_type = 'tool_call'

@@ -9,7 +9,7 @@
 // GenAI attributes), so that the model calls of a turn share a trace. With CORPUS_API=responses the same loop
 // speaks the Responses API (`client.responses.create`: the system prompt as `instructions`, the history as `input`
 // items, the model's `function_call` items sent back with a `function_call_output` each), the API OpenAI now
-// recommends for new agents.
+// recommends for new agents. With CORPUS_STREAM=1 the chat calls are streamed.
 
 import { trace } from "@opentelemetry/api";
 import { env, log, TOOLS } from "./corpus.mjs";
@@ -55,13 +55,18 @@ export async function runLoop(OpenAI, name, scenario, scope) {
   }
 }
 
-/** One Chat Completions call: its tool calls run and answered in `history` (null), or its text. */
+/** One Chat Completions call: its tool calls run and answered in `history` (null), or its text. Streamed with
+ * CORPUS_STREAM=1 (the client's `stream()` helper, its final completion: what a chat UI's loop does). */
 async function chatStep(client, history) {
-  const response = await client.chat.completions.create({
+  const request = {
     model: env("CORPUS_MODEL"),
     messages: [{ role: "system", content: SYSTEM }, ...history],
     tools: SCHEMAS,
-  });
+  };
+  const response =
+    env("CORPUS_STREAM", "0") === "1"
+      ? await client.chat.completions.stream({ ...request, stream_options: { include_usage: true } }).finalChatCompletion()
+      : await client.chat.completions.create(request);
   const message = response.choices[0].message;
   const calls = message.tool_calls ?? [];
   const entry = { role: "assistant", content: message.content };

@@ -8,7 +8,8 @@
 // The JavaScript twin of the Python `openinference_openai` recorder: `manuallyInstrument(OpenAI)` patches the client
 // class an ES module imported, spans through the plain OpenTelemetry Node SDK (OTLP/HTTP protobuf). Mode `hidden`
 // hides inputs and outputs through the instrumentation's traceConfig (as for LangChain.js, openinference-core reads
-// OPENINFERENCE_HIDE_* only when a traceConfig is given). Mode `responses` runs the loop on the Responses API.
+// OPENINFERENCE_HIDE_* only when a traceConfig is given). Mode `responses` runs the loop on the Responses API,
+// `stream` streams its chat calls.
 
 import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
 import OpenAI from "openai";
@@ -19,6 +20,7 @@ const MODES = {
   default: { CORPUS_OI_HIDE: "0" },
   hidden: { CORPUS_OI_HIDE: "1" },
   responses: { CORPUS_OI_HIDE: "0", CORPUS_API: "responses" },
+  stream: { CORPUS_OI_HIDE: "0", CORPUS_STREAM: "1" },
 };
 const { name, scenario } = cli(MODES, LOOP_SCENARIOS);
 const sdk = await startTracing();

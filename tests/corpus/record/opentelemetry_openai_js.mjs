@@ -11,7 +11,7 @@
 // (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), as log records (`gen_ai.*.message`, `gen_ai.choice`), the
 // event name in an `event.name` attribute; the records are written without content too. The `responses_*` modes
 // run the loop on the Responses API (semantic conventions 1.38: one `gen_ai.client.inference.operation.details`
-// record per call).
+// record per call); `stream_content` streams the chat calls.
 
 import { createRequire } from "node:module";
 import { OpenAIInstrumentation } from "@opentelemetry/instrumentation-openai";
@@ -25,6 +25,7 @@ const MODES = {
   no_content: { [CAPTURE]: "false" },
   responses_content: { [CAPTURE]: "true", ...RESPONSES },
   responses_no_content: { [CAPTURE]: "false", ...RESPONSES },
+  stream_content: { [CAPTURE]: "true", CORPUS_STREAM: "1" },
 };
 const { name, scenario } = cli(MODES, LOOP_SCENARIOS);
 const sdk = await startTracing({ logs: true, instrumentations: [new OpenAIInstrumentation()] });
