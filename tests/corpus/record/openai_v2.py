@@ -30,14 +30,15 @@ MODES: dict[str, dict[str, str]] = {
     "no_content": {**_LATEST, _CAPTURE: "no_content"},
     "legacy_true": {_CAPTURE: "true"},
     "legacy_no_content": {_CAPTURE: "false"},
+    "stream_span_only": {**_LATEST, _CAPTURE: "span_only", "CORPUS_STREAM": "1"},  # its chat calls streamed
 }
 TOOL_SCHEMAS = [SCHEMAS["get_weather"], SCHEMAS["get_time"]]
 SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 
 
 def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
-    """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`); on the
-    Responses API with CORPUS_API=responses (`run_responses`)."""
+    """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`); its calls
+    streamed with CORPUS_STREAM=1; on the Responses API with CORPUS_API=responses (`run_responses`)."""
     if os.environ.get("CORPUS_API") == "responses":
         run_responses(scenario, tracer)
         return
@@ -50,29 +51,54 @@ def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
         messages.append({"role": "user", "content": user})
         with tracer.start_as_current_span("turn", attributes={"corpus.turn": index}):
             for _ in range(8):
-                response = client.chat.completions.create(
-                    model=os.environ["CORPUS_MODEL"], messages=messages, tools=TOOL_SCHEMAS
-                )
-                message = response.choices[0].message
-                calls = message.tool_calls or []
-                entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+                if os.environ.get("CORPUS_STREAM") == "1":
+                    content, calls = _streamed(client, messages)
+                else:
+                    response = client.chat.completions.create(
+                        model=os.environ["CORPUS_MODEL"], messages=messages, tools=TOOL_SCHEMAS
+                    )
+                    message = response.choices[0].message
+                    content = message.content
+                    calls = [
+                        {"id": c.id, "type": "function",
+                         "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                        for c in message.tool_calls or []
+                    ]  # fmt: skip
+                entry: dict[str, Any] = {"role": "assistant", "content": content}
                 if calls:
-                    entry["tool_calls"] = [
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.function.name, "arguments": call.function.arguments},
-                        }
-                        for call in calls
-                    ]
+                    entry["tool_calls"] = calls
                 messages.append(entry)
                 if not calls:
                     break
                 for call in calls:
-                    arguments = json.loads(call.function.arguments or "{}")
-                    content = tool_result(TOOLS[call.function.name], arguments)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                    arguments = json.loads(call["function"]["arguments"] or "{}")
+                    result = tool_result(TOOLS[call["function"]["name"]], arguments)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         log(scenario, user, messages[-1]["content"])
+
+
+def _streamed(client: Any, messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """One streamed call (CORPUS_STREAM=1, usage in the last chunk), its deltas put together as a chat UI's loop
+    does: the text, and each tool call by its `index`."""
+    stream = client.chat.completions.create(
+        model=os.environ["CORPUS_MODEL"], messages=messages, tools=TOOL_SCHEMAS, stream=True,
+        stream_options={"include_usage": True},
+    )  # fmt: skip
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in stream:
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+            for part in delta.tool_calls or []:
+                call = calls.setdefault(part.index, {"id": "", "type": "function",
+                                                     "function": {"name": "", "arguments": ""}})  # fmt: skip
+                call["id"] = part.id or call["id"]
+                if part.function is not None:
+                    call["function"]["name"] += part.function.name or ""
+                    call["function"]["arguments"] += part.function.arguments or ""
+    return ("".join(text) or None), [calls[i] for i in sorted(calls)]
 
 
 RESPONSE_TOOLS = [{"type": "function", **schema["function"]} for schema in TOOL_SCHEMAS]

@@ -18,6 +18,7 @@ MODES: dict[str, dict[str, str]] = {
     "default": {},
     "hidden": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
     "responses": {"CORPUS_API": "responses"},  # the same loop on the Responses API
+    "stream": {"CORPUS_STREAM": "1"},  # its chat calls streamed
 }
 
 

@@ -17,6 +17,7 @@ MODES: dict[str, dict[str, str]] = {
     "default": {},
     "no_content": {"TRACELOOP_TRACE_CONTENT": "false"},
     "responses": {"CORPUS_API": "responses"},  # the same loop on the Responses API
+    "stream": {"CORPUS_STREAM": "1"},  # its chat calls streamed
 }
 
 
