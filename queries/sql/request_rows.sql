@@ -40,7 +40,8 @@ unrepeated AS (
     -- compared as JSON, minified, else as written: a malformed value is text, never an error)
     SELECT *, row_number() OVER (PARTITION BY trace_id, tool_name, args_key ORDER BY request_index) AS ordinal
     FROM (
-        SELECT trace_id, request_index, tool_name, coalesce(CAST(try(json(tool_args)) AS VARCHAR), tool_args) AS args_key
+        SELECT trace_id, request_index, tool_name,
+               coalesce(CAST(try(json(tool_args)) AS VARCHAR), tool_args) AS args_key
         FROM listed
         WHERE unrepeated
           AND trace_id IN (SELECT trace_id FROM parts WHERE direction = 'input' AND part_type = 'tool_call')
@@ -63,7 +64,8 @@ repeated AS (
         GROUP BY h.trace_id, h.tool_call_id
     ) AS first_copies
     WHERE NOT EXISTS (
-        SELECT 1 FROM listed AS l WHERE l.trace_id = first_copies.trace_id AND l.tool_call_id = first_copies.tool_call_id
+        SELECT 1 FROM listed AS l
+        WHERE l.trace_id = first_copies.trace_id AND l.tool_call_id = first_copies.tool_call_id
     )
 ),
 req AS (
