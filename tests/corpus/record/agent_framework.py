@@ -24,7 +24,7 @@ import asyncio
 import os
 from typing import Any
 
-from corpus import INSTRUCTIONS, SCENARIOS, TOOLS, log, main, otel, turns
+from corpus import INSTRUCTIONS, TOOLS, WITHOUT_HANDOFF, log, main, otel, turns
 
 MODES: dict[str, dict[str, str]] = {
     "sensitive": {"ENABLE_INSTRUMENTATION": "true", "ENABLE_SENSITIVE_DATA": "true"},
@@ -59,4 +59,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

@@ -14,9 +14,9 @@ import json
 import os
 from typing import Any
 
-from corpus import SCENARIOS, SCHEMAS, TOOLS, log, main, otel, turns
+from corpus import SCHEMAS, TOOLS, log, main, otel, turns
 
-__all__ = ["SCENARIOS", "main", "otel", "run_scenario"]
+__all__ = ["main", "otel", "run_scenario"]
 
 SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 TOOL_SCHEMAS = [

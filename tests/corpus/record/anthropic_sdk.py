@@ -9,7 +9,8 @@ own switch for message content (`ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=co
 
 from __future__ import annotations
 
-from anthropic_loop import SCENARIOS, main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
+from anthropic_loop import main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
+from corpus import WITHOUT_HANDOFF
 
 MODES: dict[str, dict[str, str]] = {
     "default": {},
@@ -23,4 +24,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

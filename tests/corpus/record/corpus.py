@@ -35,6 +35,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 SCENARIOS: dict[str, Any] = {
     k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")
 }
+# The scenarios a stack without a hand-off plays (a plain client's loop, an SDK's own telemetry): `main`'s third
+# argument for those recorders.
+WITHOUT_HANDOFF = [name for name in SCENARIOS if name != "handoff"]
 
 WEATHER = {
     "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},

@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any
 
-from openai_v2 import SCENARIOS, main, otel, run_scenario  # openai_v2 imports corpus (which leaves the path)
+from openai_v2 import WITHOUT_HANDOFF, main, otel, run_scenario  # openai_v2 imports corpus (which leaves the path)
 
 _SPAN = {"USE_OTEL_LITELLM_REQUEST_SPAN": "true"}
 MODES: dict[str, dict[str, str]] = {
@@ -64,4 +64,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

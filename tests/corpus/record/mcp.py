@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from corpus import SCENARIOS, described, get_time, get_weather, issue_refund, main, otel, turns
+from corpus import WITHOUT_HANDOFF, described, get_time, get_weather, issue_refund, main, otel, turns
 
 MODES = {
     "content": {
@@ -112,4 +112,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--server"]:
         serve()
     else:
-        raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+        raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

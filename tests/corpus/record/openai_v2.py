@@ -19,10 +19,13 @@ import json
 import os
 from typing import Any
 
-from corpus import SCENARIOS, SCHEMAS, TOOLS, log, main, otel, tool_result, turns
+from corpus import SCHEMAS, TOOLS, WITHOUT_HANDOFF, log, main, otel, tool_result, turns
 
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# The loop's other ways to call the model, as modes of the recorders that wrap it: the Responses API
+# (`run_responses`), and its chat calls streamed (`_streamed`)
+VARIANTS: dict[str, dict[str, str]] = {"responses": {"CORPUS_API": "responses"}, "stream": {"CORPUS_STREAM": "1"}}
 MODES: dict[str, dict[str, str]] = {
     "span_only": {**_LATEST, _CAPTURE: "span_only"},
     "event_only": {**_LATEST, _CAPTURE: "event_only"},
@@ -30,7 +33,7 @@ MODES: dict[str, dict[str, str]] = {
     "no_content": {**_LATEST, _CAPTURE: "no_content"},
     "legacy_true": {_CAPTURE: "true"},
     "legacy_no_content": {_CAPTURE: "false"},
-    "stream_span_only": {**_LATEST, _CAPTURE: "span_only", "CORPUS_STREAM": "1"},  # its chat calls streamed
+    "stream_span_only": {**_LATEST, _CAPTURE: "span_only", **VARIANTS["stream"]},
 }
 TOOL_SCHEMAS = [SCHEMAS["get_weather"], SCHEMAS["get_time"]]
 SYSTEM = "You are a weather assistant. Use the tools for weather and time."
@@ -145,4 +148,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

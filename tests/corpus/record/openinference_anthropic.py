@@ -8,8 +8,8 @@ makes the model-call spans. `hidden`: OpenInference's switches for content (`OPE
 
 from __future__ import annotations
 
-from anthropic_loop import SCENARIOS, main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
-from corpus import OPENINFERENCE_HIDDEN
+from anthropic_loop import main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
+from corpus import OPENINFERENCE_HIDDEN, WITHOUT_HANDOFF
 
 MODES: dict[str, dict[str, str]] = {"default": {}, "hidden": dict(OPENINFERENCE_HIDDEN)}
 
@@ -23,4 +23,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

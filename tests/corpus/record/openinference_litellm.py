@@ -13,7 +13,7 @@ wraps `litellm.completion` and writes OpenInference LLM spans. `hidden` is OpenI
 from __future__ import annotations
 
 from litellm_otel import LiteLLMClient  # imports openai_v2, which imports corpus (which leaves the path)
-from openai_v2 import SCENARIOS, main, otel, run_scenario
+from openai_v2 import WITHOUT_HANDOFF, main, otel, run_scenario
 
 MODES: dict[str, dict[str, str]] = {
     "default": {},
@@ -30,4 +30,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

@@ -8,7 +8,8 @@ makes the model-call spans. Content is on by default (`TRACELOOP_TRACE_CONTENT`)
 
 from __future__ import annotations
 
-from anthropic_loop import SCENARIOS, main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
+from anthropic_loop import main, otel, run_scenario  # anthropic_loop imports corpus (which leaves the path)
+from corpus import WITHOUT_HANDOFF
 
 MODES: dict[str, dict[str, str]] = {"default": {}, "no_content": {"TRACELOOP_TRACE_CONTENT": "false"}}
 
@@ -22,4 +23,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

@@ -11,13 +11,12 @@ model-call spans. Content is on by default (`TRACELOOP_TRACE_CONTENT`); `no_cont
 
 from __future__ import annotations
 
-from openai_v2 import SCENARIOS, main, otel, run_scenario  # openai_v2 imports corpus (which leaves the path)
+from openai_v2 import VARIANTS, WITHOUT_HANDOFF, main, otel, run_scenario  # imports corpus (it leaves the path)
 
 MODES: dict[str, dict[str, str]] = {
     "default": {},
     "no_content": {"TRACELOOP_TRACE_CONTENT": "false"},
-    "responses": {"CORPUS_API": "responses"},  # the same loop on the Responses API
-    "stream": {"CORPUS_STREAM": "1"},  # its chat calls streamed
+    **VARIANTS,  # the same loop on the Responses API, and streamed
 }
 
 
@@ -30,4 +29,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))

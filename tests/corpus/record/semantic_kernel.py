@@ -28,7 +28,7 @@ import logging
 import os
 from typing import Annotated, Any
 
-from corpus import INSTRUCTIONS, SCENARIOS, TOOLS, log, main, otel, turns
+from corpus import INSTRUCTIONS, TOOLS, WITHOUT_HANDOFF, log, main, otel, turns
 
 _ON = "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"
 MODES: dict[str, dict[str, str]] = {
@@ -89,4 +89,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record, [name for name in SCENARIOS if name != "handoff"]))
+    raise SystemExit(main(MODES, record, WITHOUT_HANDOFF))
