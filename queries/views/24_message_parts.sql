@@ -24,12 +24,20 @@ WITH messages AS (
     SELECT
         m.*,
         c.call_span_id,
+        -- an item that is one call or one result and no message (OpenAI's Responses API: its request's `input`
+        -- and its response's `output` list `function_call` and `function_call_output` items beside the messages)
+        -- is its own one part, the model's call or the tool's answer
+        CASE WHEN json_type(m.message, '$.role') IS NULL THEN CASE
+            WHEN json_extract_string(m.message, '$.type') IN (/*@ call_types @*/) THEN 'assistant'
+            WHEN json_extract_string(m.message, '$.type') IN (/*@ result_types @*/) THEN 'tool'
+        END END AS item_role,
         CASE lower(coalesce(json_extract_string(m.message, '$.role'), m.role_hint))
             WHEN 'model' THEN 'assistant'
             WHEN 'ai' THEN 'assistant'
             WHEN 'human' THEN 'user'
             ELSE lower(coalesce(
                 json_extract_string(m.message, '$.role'),
+                item_role,
                 m.role_hint,
                 CASE WHEN m.direction = 'output' THEN 'assistant' END
             ))
@@ -73,11 +81,12 @@ parts AS (
              END,
              -- a framework's own message shape: its text and tool calls under other names (declared)
              /*@ message_parts(m.message) @*/,
+             CASE WHEN m.item_role IS NOT NULL THEN [m.message] ELSE [] END,
              -- a tool message that kept only the id of the call it answers (content not captured: OpenTelemetry's
              -- OpenAI instrumentations, Python's legacy events and Node's) still says that call was answered: one
              -- response part without content
              -- (the lists above all empty: no parts, no content, no calls, none of a framework's shape)
-             CASE WHEN m.role = 'tool' AND json_type(m.message, '$.parts') IS NULL
+             CASE WHEN m.role = 'tool' AND m.item_role IS NULL AND json_type(m.message, '$.parts') IS NULL
                        AND coalesce(json_type(m.message, '$.content'), 'NULL') = 'NULL'
                        AND json_type(m.message, '$.tool_calls') IS NULL
                        AND coalesce(
@@ -111,7 +120,8 @@ typed AS (
                 WHEN /*@ call_type(part) @*/ THEN 'tool_call'
                 WHEN /*@ result_type(part) @*/ THEN 'tool_call_response'
                 WHEN role = 'tool' THEN 'tool_call_response'
-                WHEN json_extract_string(part, '$.type') = 'text'
+                -- OpenAI's Responses API calls a message's text parts `input_text` and `output_text`
+                WHEN json_extract_string(part, '$.type') IN ('text', 'input_text', 'output_text')
                     OR (json_type(part, '$.type') IS NULL AND json_type(part, '$.text') = 'VARCHAR') THEN 'text'
                 ELSE coalesce(json_extract_string(part, '$.type'), 'other')
             END AS part_type

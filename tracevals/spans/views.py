@@ -148,6 +148,12 @@ def result_type(part: str) -> str:
     return _typed(part, "result_types", "result_objects")
 
 
+def _listed(types: str) -> Callable[[], str]:
+    """The declared values of a part's `type` that say it is a call (`call_types`) or a result (`result_types`),
+    as the items of an SQL `IN` list."""
+    return lambda: ", ".join(sql_string(t) for t in _parts(types))
+
+
 def _paths(attribute: str, extract: str) -> Callable[[str], str]:
     """The value at the first of the declared paths `attribute` that `part` has (NULL: none). The paths are
     extracted in one call, which parses `part` once, not once a path."""
@@ -248,6 +254,8 @@ GENERATED: dict[str, Callable[..., str]] = {
     "python_literal": python_literal,
     "call_type": call_type,
     "result_type": result_type,
+    "call_types": _listed("call_types"),
+    "result_types": _listed("result_types"),
     "args": _paths("args", "json_extract"),
     "results": _paths("results", "json_extract"),
     "ids": _paths("ids", "json_extract_string"),

@@ -27,8 +27,10 @@ DIALECT = Dialect(
         "tool_result": (Key("mlflow.spanOutputs", envelope=True),),
     },
     messages=(
-        Messages("mlflow.spanInputs", "input", 5, paths=("$.messages",)),
-        Messages("mlflow.spanOutputs", "output", 5, paths=("$.choices[0].message",)),
+        # a Chat Completions call's request messages and its answer; a Responses API call's `input` (a text or a
+        # list of items) and its answer's `output` items
+        Messages("mlflow.spanInputs", "input", 5, paths=("$.messages", "$.input")),
+        Messages("mlflow.spanOutputs", "output", 5, paths=("$.choices[0].message", "$.output")),
     ),
     precedence=6,
 )
