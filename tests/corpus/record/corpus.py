@@ -185,11 +185,29 @@ def tool_result(function: Callable[..., Any], arguments: dict[str, Any]) -> str:
     return result if isinstance(result, str) else json.dumps(result)
 
 
+# The mode of a recorder whose loop calls the model on OpenAI's Responses API instead of Chat Completions
+# (`chat_loop`'s, openai_v2.py's `run_responses`)
+RESPONSES = {"CORPUS_API": "responses"}
+
+
+def on_responses_api() -> bool:
+    return os.environ.get("CORPUS_API") == RESPONSES["CORPUS_API"]
+
+
+def answered(call_id: str, content: str) -> dict[str, Any]:
+    """The history's answer to a tool call: a `tool` message, or on the Responses API a `function_call_output`."""
+    if on_responses_api():
+        return {"type": "function_call_output", "call_id": call_id, "output": content}
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
 def chat_loop(client: Any, instructions: str, tools: dict[str, Callable[..., Any]], messages: list[dict]) -> str:
     """A hand-written agent: call the model (Chat Completions on `client`, model CORPUS_MODEL) with `instructions`
     and `tools` (declared as SCHEMAS declares them), run the tools it asks for, until it answers; `messages` grows in
     place. The hand-off tool is called with the call's id and the conversation, and its answer (the delegate's)
-    ends the run."""
+    ends the run. On the Responses API (`RESPONSES`) the same loop is `responses_loop`."""
+    if on_responses_api():
+        return responses_loop(client, instructions, tools, messages)
     while True:
         response = client.chat.completions.create(
             model=os.environ["CORPUS_MODEL"],
@@ -204,6 +222,35 @@ def chat_loop(client: Any, instructions: str, tools: dict[str, Callable[..., Any
             name, args = call.function.name, json.loads(call.function.arguments or "{}")
             handoff = name == HANDOFF_TOOL
             content = tool_result(partial(tools[name], call.id, messages) if handoff else tools[name], args)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            messages.append(answered(call.id, content))
+            if handoff:
+                return content  # the delegate's answer ends the triage run
+
+
+def responses_loop(client: Any, instructions: str, tools: dict[str, Callable[..., Any]], items: list[dict]) -> str:
+    """`chat_loop` on the Responses API (`client.responses.create`): `instructions` as such, the history as `input`
+    items, the model's output items sent back as they came (its text as an assistant message, then its
+    `function_call`s), a `function_call_output` for each call."""
+    while True:
+        response = client.responses.create(
+            model=os.environ["CORPUS_MODEL"],
+            instructions=instructions,
+            input=items,
+            tools=[{"type": "function", **SCHEMAS[n]["function"]} for n in tools],
+        )
+        calls = [item for item in response.output if item.type == "function_call"]
+        for item in response.output:
+            if item.type == "function_call":
+                items.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
+                              "arguments": item.arguments})  # fmt: skip
+            elif item.type == "message":
+                items.append({"role": "assistant", "content": response.output_text})
+        if not calls:
+            return response.output_text
+        for call in calls:
+            handoff = call.name == HANDOFF_TOOL
+            function = partial(tools[call.name], call.call_id, items) if handoff else tools[call.name]
+            content = tool_result(function, json.loads(call.arguments or "{}"))
+            items.append(answered(call.call_id, content))
             if handoff:
                 return content  # the delegate's answer ends the triage run

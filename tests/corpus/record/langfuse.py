@@ -24,9 +24,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from corpus import HANDOFF_TOOL, INSTRUCTIONS, TOOLS, TRANSFERRED, chat_loop, log, main, turns
+from corpus import HANDOFF_TOOL, INSTRUCTIONS, RESPONSES, TOOLS, TRANSFERRED, answered, chat_loop, log, main, turns
 
-MODES: dict[str, dict[str, str]] = {"default": {}, "masked": {"CORPUS_LANGFUSE_MASK": "1"}}
+MODES: dict[str, dict[str, str]] = {
+    "default": {},
+    "masked": {"CORPUS_LANGFUSE_MASK": "1"},
+    "responses": RESPONSES,  # the same loop on the Responses API (corpus.responses_loop)
+}
 
 
 def record(scenario: str) -> None:
@@ -55,7 +59,7 @@ def record(scenario: str) -> None:
 
     @observe(as_type="tool", name=HANDOFF_TOOL)
     def transfer_to_billing_agent(call_id: str, messages: list[dict[str, Any]]) -> str:
-        history = [*messages, {"role": "tool", "tool_call_id": call_id, "content": TRANSFERRED}]
+        history = [*messages, answered(call_id, TRANSFERRED)]
         return billing_agent(history)
 
     @observe(as_type="agent", name="triage_agent")

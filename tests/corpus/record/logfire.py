@@ -23,9 +23,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from corpus import HANDOFF_TOOL, INSTRUCTIONS, TOOLS, TRANSFERRED, chat_loop, log, main, turns
+from corpus import HANDOFF_TOOL, INSTRUCTIONS, RESPONSES, TOOLS, TRANSFERRED, answered, chat_loop, log, main, turns
 
-MODES: dict[str, dict[str, str]] = {"default": {}, "scrubbing_off": {"CORPUS_LOGFIRE_SCRUBBING": "0"}}
+MODES: dict[str, dict[str, str]] = {
+    "default": {},
+    "scrubbing_off": {"CORPUS_LOGFIRE_SCRUBBING": "0"},
+    "responses": RESPONSES,  # the same loop on the Responses API (corpus.responses_loop)
+}
 
 
 def record(scenario: str) -> None:
@@ -49,7 +53,7 @@ def record(scenario: str) -> None:
 
     @logfire.instrument(HANDOFF_TOOL, extract_args=False, record_return=True)
     def transfer_to_billing_agent(call_id: str, messages: list[dict[str, Any]]) -> str:
-        history = [*messages, {"role": "tool", "tool_call_id": call_id, "content": TRANSFERRED}]
+        history = [*messages, answered(call_id, TRANSFERRED)]
         return agent_run("billing_agent", {"issue_refund": issue_refund}, history)
 
     def agent(messages: list[dict[str, Any]]) -> str:

@@ -19,13 +19,13 @@ import json
 import os
 from typing import Any
 
-from corpus import SCHEMAS, TOOLS, WITHOUT_HANDOFF, log, main, otel, tool_result, turns
+from corpus import RESPONSES, SCHEMAS, TOOLS, WITHOUT_HANDOFF, log, main, on_responses_api, otel, tool_result, turns
 
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 # The loop's other ways to call the model, as modes of the recorders that wrap it: the Responses API
 # (`run_responses`), and its chat calls streamed (`_streamed`)
-VARIANTS: dict[str, dict[str, str]] = {"responses": {"CORPUS_API": "responses"}, "stream": {"CORPUS_STREAM": "1"}}
+VARIANTS: dict[str, dict[str, str]] = {"responses": RESPONSES, "stream": {"CORPUS_STREAM": "1"}}
 MODES: dict[str, dict[str, str]] = {
     "span_only": {**_LATEST, _CAPTURE: "span_only"},
     "event_only": {**_LATEST, _CAPTURE: "event_only"},
@@ -42,7 +42,7 @@ SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 def run_scenario(scenario: str, tracer: Any, client: Any = None) -> None:
     """The loop, with the plain `openai` client, or `client` (anything with `chat.completions.create`); its calls
     streamed with CORPUS_STREAM=1; on the Responses API with CORPUS_API=responses (`run_responses`)."""
-    if os.environ.get("CORPUS_API") == "responses":
+    if on_responses_api():
         run_responses(scenario, tracer)
         return
     if client is None:

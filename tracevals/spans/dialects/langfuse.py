@@ -2,12 +2,12 @@
 observation's type (`generation`, `agent`, `tool`, `chain`, `span` ...), its input and output (JSON of whatever
 the application or integration passed: for a generation usually the messages; for a function traced with
 `@observe`, `{"args": [...], "kwargs": {...}}` and its return value), the model, the usage
-(`{"input": n, "output": n}`), a level (`ERROR` for a failure, with a status message) and the trace's
-`session.id`."""
+(`{"input": n, "output": n}`, or the provider's own usage), a level (`ERROR` for a failure, with a status
+message) and the trace's `session.id`."""
 
 from __future__ import annotations
 
-from tracevals.spans.declare import By, Dialect, Key, Messages
+from tracevals.spans.declare import REQUEST_MESSAGES, RESPONSE_MESSAGES, By, Dialect, Key, Messages
 
 _USAGE = "langfuse.observation.usage_details"
 
@@ -26,16 +26,22 @@ DIALECT = Dialect(
     columns={
         "session_id": ("langfuse.session.id",),
         "model": ("langfuse.observation.model.name",),
-        "input_tokens": (Key(_USAGE, ("input",)), Key(_USAGE, ("prompt_tokens",))),
-        "output_tokens": (Key(_USAGE, ("output",)), Key(_USAGE, ("completion_tokens",))),
+        # its own names, or the provider's usage as it came (Chat Completions', the Responses API's)
+        "input_tokens": (Key(_USAGE, ("input",)), Key(_USAGE, ("prompt_tokens",)), Key(_USAGE, ("input_tokens",))),
+        "output_tokens": (
+            Key(_USAGE, ("output",)),
+            Key(_USAGE, ("completion_tokens",)),
+            Key(_USAGE, ("output_tokens",)),
+        ),
     },
     tool_columns={
         "tool_args": (Key("langfuse.observation.input", envelope=True),),
         "tool_result": (Key("langfuse.observation.output", envelope=True),),
     },
     messages=(
-        Messages("langfuse.observation.input", "input", 5, paths=("$.messages", "$")),
-        Messages("langfuse.observation.output", "output", 5, paths=("$.choices[0].message", "$")),
+        # the provider's request and response (its integrations'), else what the application passed as they are
+        Messages("langfuse.observation.input", "input", 5, paths=(*REQUEST_MESSAGES, "$")),
+        Messages("langfuse.observation.output", "output", 5, paths=(*RESPONSE_MESSAGES, "$")),
     ),
     error_levels={"langfuse.observation.level": "ERROR"},
     error_messages=("langfuse.observation.status_message",),

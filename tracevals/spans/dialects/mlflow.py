@@ -4,7 +4,7 @@ request, `{"messages": [...]}`, and the provider's response), and the token usag
 
 from __future__ import annotations
 
-from tracevals.spans.declare import By, Dialect, Key, Messages
+from tracevals.spans.declare import REQUEST_MESSAGES, RESPONSE_MESSAGES, By, Dialect, Key, Messages
 
 DIALECT = Dialect(
     "mlflow",
@@ -27,10 +27,9 @@ DIALECT = Dialect(
         "tool_result": (Key("mlflow.spanOutputs", envelope=True),),
     },
     messages=(
-        # a Chat Completions call's request messages and its answer; a Responses API call's `input` (a text or a
-        # list of items) and its answer's `output` items
-        Messages("mlflow.spanInputs", "input", 5, paths=("$.messages", "$.input")),
-        Messages("mlflow.spanOutputs", "output", 5, paths=("$.choices[0].message", "$.output")),
+        # the provider's request and response as the client sent and got them (OpenAI's, Gemini's)
+        Messages("mlflow.spanInputs", "input", 5, paths=REQUEST_MESSAGES),
+        Messages("mlflow.spanOutputs", "output", 5, paths=RESPONSE_MESSAGES),
     ),
     precedence=6,
 )
