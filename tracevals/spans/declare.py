@@ -113,9 +113,10 @@ class Messages:
 # Where a provider's own request and response, recorded whole as a framework's input and output of a model call
 # (MLflow's span inputs and outputs, Langfuse's generations), hold the messages, the first path that exists: Chat
 # Completions' `messages` and first choice, the Responses API's `input` (items, or a text) and `output` items,
-# Gemini's `contents` and first candidate. A dialect's `Messages(paths=...)` for such an attribute.
+# Gemini's `contents` and first candidate, Anthropic's `messages` and its answer, which is the message itself. A
+# dialect's `Messages(paths=...)` for such an attribute.
 REQUEST_MESSAGES = ("$.messages", "$.input", "$.contents")
-RESPONSE_MESSAGES = ("$.choices[0].message", "$.output", "$.candidates[0].content")
+RESPONSE_MESSAGES = ("$.choices[0].message", "$.output", "$.candidates[0].content", "$")
 
 
 @dataclass(frozen=True)

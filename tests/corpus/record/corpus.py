@@ -18,6 +18,7 @@ resolved=True)` gives a stack whose recorder had types (Google ADK needs them) i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -105,6 +106,17 @@ SCHEMAS = {  # the tools as Chat Completions declares them, for the recorders th
     "issue_refund": _schema("issue_refund", "Refund an order.", {"order_id": {"type": "integer"}}),
     HANDOFF_TOOL: _schema(HANDOFF_TOOL, "Hand the conversation to the billing agent, which handles refunds.", {}),
 }
+
+
+def sibling(name: str) -> types.ModuleType:
+    """Another module of this folder, imported once this one has taken the folder off the path (a recorder that
+    wraps two of the shared loops: the first it imports by name, the second so)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def turns(scenario: str) -> list[str]:

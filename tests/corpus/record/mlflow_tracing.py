@@ -4,8 +4,9 @@
     python mlflow_tracing.py --scenarios    # the scenarios it supports (no handoff: a plain client has none)
     python mlflow_tracing.py <scenario>     # run one scenario, exporting OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT
 
-The agent is openai_v2.py's hand-written tool loop around the plain `openai` client, traced the way MLflow's
-documentation shows: `mlflow.openai.autolog()` makes the model-call spans, each tool is decorated with
+The agent is openai_v2.py's hand-written tool loop around the plain `openai` client (mode `anthropic`:
+anthropic_loop.py's, around the plain `anthropic` client), traced the way MLflow's documentation shows:
+`mlflow.openai.autolog()` (`mlflow.anthropic.autolog()`) makes the model-call spans, each tool is decorated with
 `@mlflow.trace(span_type=SpanType.TOOL)`, each user turn is an `mlflow.start_span(span_type=SpanType.AGENT)`,
 and the conversation's id is the trace's `mlflow.trace.session` metadata (`mlflow.update_current_trace`).
 MLflow exports its own spans over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (no MLflow server; its own
@@ -19,13 +20,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import openai_v2
-from corpus import TOOLS
-from openai_v2 import VARIANTS, WITHOUT_HANDOFF, main, run_scenario
+from corpus import TOOLS, WITHOUT_HANDOFF, main, sibling
+
+openai_v2 = sibling("openai_v2")  # the loops of this folder (importing corpus took it off the path)
 
 MODES: dict[str, dict[str, str]] = {
     "default": {},
-    **VARIANTS,  # the same loop on the Responses API, and streamed
+    **openai_v2.VARIANTS,  # the same loop on the Responses API, and streamed
+    # the same loop on Anthropic's Messages API (anthropic_loop.py), under mlflow.anthropic.autolog()
+    "anthropic": {"CORPUS_PROVIDER": "anthropic"},
 }
 
 
@@ -56,10 +59,15 @@ def record(scenario: str) -> None:
     import mlflow
     from mlflow.entities import SpanType
 
-    mlflow.openai.autolog()
     traced = {name: mlflow.trace(function, name=name, span_type=SpanType.TOOL) for name, function in TOOLS.items()}
-    openai_v2.TOOLS.update(traced)
-    run_scenario(scenario, _Turns(f"corpus-{scenario}"))  # MLflow's provider flushes its spans at exit
+    TOOLS.update(traced)  # the loops look their tools up in this dict
+    if os.environ.get("CORPUS_PROVIDER") == "anthropic":
+        mlflow.anthropic.autolog()
+        sibling("anthropic_loop").run_scenario(scenario, _Turns(f"corpus-{scenario}"))
+    else:
+        mlflow.openai.autolog()
+        openai_v2.run_scenario(scenario, _Turns(f"corpus-{scenario}"))
+    # MLflow's provider flushes its spans at exit
 
 
 if __name__ == "__main__":

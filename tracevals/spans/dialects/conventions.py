@@ -112,16 +112,25 @@ GENAI_LEGACY = Dialect(
 )
 
 # The message shapes of the providers' own APIs, whichever dialect carries them: OpenAI chat
-# ({"tool_calls": [{"function": ...}]}), Gemini ({"function_call": ...}), Bedrock Converse ({"toolUse": ...}).
+# ({"tool_calls": [{"function": ...}]}), Gemini ({"function_call": ...}), Bedrock Converse ({"toolUse": ...}),
+# Anthropic's Messages API ({"type": "tool_use", "id", "name", "input"} / {"type": "tool_result", "tool_use_id",
+# "content"}; OpenAI's Responses API items are the GenAI conventions' `function_call` / `function_call_output`).
 PROVIDERS = Dialect(
     "providers",
-    "the providers' message shapes (OpenAI, Gemini, Bedrock), read in any dialect's messages",
+    "the providers' message shapes (OpenAI, Gemini, Bedrock, Anthropic), read in any dialect's messages",
     parts=Parts(
+        call_types=("tool_use",),
         call_objects=("function_call", "toolUse", "function"),
         result_objects=("toolResult", "function_response"),
-        args=("$.function_call.args", "$.toolUse.input", "$.function.arguments"),
+        args=("$.function_call.args", "$.toolUse.input", "$.function.arguments", "$.input"),
         results=("$.function_response.response", "$.toolResult.content"),
-        ids=("$.function_call.id", "$.function_response.id", "$.toolUse.toolUseId", "$.toolResult.toolUseId"),
+        ids=(
+            "$.function_call.id",
+            "$.function_response.id",
+            "$.toolUse.toolUseId",
+            "$.toolResult.toolUseId",
+            "$.tool_use_id",
+        ),
         names=("$.function_call.name", "$.function.name", "$.function_response.name", "$.toolUse.name"),
     ),
 )

@@ -41,7 +41,7 @@ DIALECT = Dialect(
     messages=(
         # the provider's request and response (its integrations'), else what the application passed as they are
         Messages("langfuse.observation.input", "input", 5, paths=(*REQUEST_MESSAGES, "$")),
-        Messages("langfuse.observation.output", "output", 5, paths=(*RESPONSE_MESSAGES, "$")),
+        Messages("langfuse.observation.output", "output", 5, paths=RESPONSE_MESSAGES),
     ),
     error_levels={"langfuse.observation.level": "ERROR"},
     error_messages=("langfuse.observation.status_message",),
