@@ -38,12 +38,13 @@ def _like(key: str) -> str:
 
 
 def _value(source: Messages) -> str:
-    """The JSON a declared source holds: the attribute's value (text holding JSON is parsed by the view), or the
-    first of its paths that exists inside the parsed value."""
+    """The JSON a declared source holds: the attribute's value (text holding JSON is parsed by the view, text that
+    is no JSON is one message's content), or the first of its paths that exists inside the parsed value."""
+    whole = f"json_extract(attributes, {_path(source.key)})"
     if source.paths == ("$",):
-        return f"json_extract(attributes, {_path(source.key)})"
+        return whole
     doc = f"try_cast(json_extract_string(attributes, {_path(source.key)}) AS JSON)"
-    found = [doc if p == "$" else f"json_extract({doc}, {sql_string(p)})" for p in source.paths]
+    found = [whole if p == "$" else f"json_extract({doc}, {sql_string(p)})" for p in source.paths]
     return found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
 
 

@@ -35,23 +35,32 @@ function toolResult(name, args) {
   }
 }
 
-/** Play `scenario` ({turns: [{user}]}) with `OpenAI` (the client class, instrumented or patched by the caller). */
-export async function runLoop(OpenAI, name, scenario, scope) {
-  const client = new OpenAI({ baseURL: env("OPENAI_BASE_URL"), apiKey: env("OPENAI_API_KEY", "sim") });
+/** The loop's span per user turn unless the caller has its own: a plain `turn` span of the tracer `scope`. */
+function plainTurn(scope) {
   const tracer = trace.getTracer(scope);
-  const step = env("CORPUS_API", "chat") === "responses" ? responsesStep : chatStep;
-  const history = [];
-  for (const [index, turn] of scenario.turns.entries()) {
-    history.push({ role: "user", content: turn.user });
-    let answer = null;
-    await tracer.startActiveSpan("turn", { attributes: { "corpus.turn": index } }, async (span) => {
+  return (index, run) =>
+    tracer.startActiveSpan("turn", { attributes: { "corpus.turn": index } }, async (span) => {
       try {
-        for (let n = 0; n < 8 && answer === null; n++) answer = await step(client, history);
+        await run();
       } finally {
         span.end();
       }
     });
-    log(name, turn.user, answer);
+}
+
+/** Play `scenario` ({turns: [{user}]}) with `OpenAI` (the client class, instrumented or patched by the caller);
+ * `turn(index, run)` runs each user turn's calls (`run`) inside the turn's span. */
+export async function runLoop(OpenAI, name, scenario, scope, turn = plainTurn(scope)) {
+  const client = new OpenAI({ baseURL: env("OPENAI_BASE_URL"), apiKey: env("OPENAI_API_KEY", "sim") });
+  const step = env("CORPUS_API", "chat") === "responses" ? responsesStep : chatStep;
+  const history = [];
+  for (const [index, { user }] of scenario.turns.entries()) {
+    history.push({ role: "user", content: user });
+    let answer = null;
+    await turn(index, async () => {
+      for (let n = 0; n < 8 && answer === null; n++) answer = await step(client, history);
+    });
+    log(name, user, answer);
   }
 }
 
