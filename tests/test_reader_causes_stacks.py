@@ -257,6 +257,12 @@ WRAPPED = [
      "id": ["langchain_core", "messages", "ToolMessage"], "kwargs": {"content": json.dumps(WEATHER)}}}),
     ("LangChain (OpenLLMetry)", {"input_str": "{'city': 'Paris'}", "inputs": {"city": "Paris"}, "tags": []},
      {"output": {"type": "tool", "data": {"content": json.dumps(WEATHER)}}, "kwargs": {"name": "get_weather"}}),
+    # Langfuse's LangChain handler: the ToolMessage as its fields; a tool returning LangGraph's Command (a hand-off)
+    ("LangChain (Langfuse)", {"city": "Paris"}, {"content": json.dumps(WEATHER), "additional_kwargs": {},
+     "type": "tool", "name": "get_weather", "id": None, "tool_call_id": "call_1", "status": "success"}),
+    ("LangGraph Command (Langfuse)", {"city": "Paris"}, {"graph": "__parent__", "resume": None, "goto": "next_agent",
+     "update": {"messages": [{"content": "Hi.", "type": "human"},
+                             {"content": json.dumps(WEATHER), "type": "tool", "tool_call_id": "call_1"}]}}),
 ]  # fmt: skip
 
 
@@ -271,7 +277,10 @@ def test_a_tool_value_in_a_wrapper_object_is_unwrapped(tmp_path: Path, framework
                          "input.value", "output.value"),
         "LangChain (OpenLLMetry)": ({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"},
                                     "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
+        "LangChain (Langfuse)": ({"langfuse.observation.type": "tool"}, "langfuse.observation.input",
+                                 "langfuse.observation.output"),
     }  # fmt: skip
+    keys["LangGraph Command (Langfuse)"] = keys["LangChain (Langfuse)"]
     base, args_key, result_key = keys[framework]
     row = turn(tmp_path, doc([span("1" * 16, None, "get_weather", {**base, args_key: args, result_key: result}, 1000)]))
     assert calls(row) == [("get_weather", {"city": "Paris"}, WEATHER, False, None)]

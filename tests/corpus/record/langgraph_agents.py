@@ -1,5 +1,6 @@
 """The LangGraph agents and scenarios, shared by the recorders of its instrumentations (langgraph_openinference.py,
-langgraph_openllmetry.py; the Python mirror of `langchain_js.mjs`), see run.py for the contract.
+langgraph_openllmetry.py, langgraph_langfuse.py; the Python mirror of `langchain_js.mjs`), see run.py for the
+contract.
 
 Agents are `langchain.agents.create_agent` graphs (langchain-openai's `ChatOpenAI`; the successor of langgraph's
 deprecated `create_react_agent`). Single-agent scenarios: one agent named `weather_agent`. Its ToolNode re-raises
@@ -21,7 +22,7 @@ from typing import Any
 
 from corpus import described, get_time, get_weather, issue_refund, log, main, otel, turns
 
-__all__ = ["THREAD_ID", "main", "record"]
+__all__ = ["THREAD_ID", "main", "play", "record"]
 THREAD_ID = "corpus-thread-1"
 LOCAL_TIME = "Get the local time in a city."  # get_time's description in these recordings
 
@@ -97,9 +98,17 @@ def record(scenario: str, instrument: Callable[[Any], AbstractContextManager[Any
     runs in (a session, where the instrumentation has one)."""
     with otel() as providers:
         session = instrument(providers.tracer)
-        agent = build(scenario)
-        config = {"configurable": {"thread_id": THREAD_ID}}
         with session:
-            for user in turns(scenario):
-                result = agent.invoke({"messages": [{"role": "user", "content": user}]}, config)
-                log(scenario, user, result["messages"][-1].content)
+            play(scenario)
+
+
+def play(scenario: str, callbacks: list[Any] | None = None) -> None:
+    """Every turn of a scenario, on one checkpointer thread; `callbacks`: LangChain callback handlers (a tracing
+    integration that is one, rather than an instrumentor)."""
+    agent = build(scenario)
+    config: dict[str, Any] = {"configurable": {"thread_id": THREAD_ID}}
+    if callbacks:
+        config["callbacks"] = callbacks
+    for user in turns(scenario):
+        result = agent.invoke({"messages": [{"role": "user", "content": user}]}, config)
+        log(scenario, user, result["messages"][-1].content)

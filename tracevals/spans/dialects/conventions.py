@@ -36,8 +36,13 @@ GENERIC = Dialect(
         Unwrap(frozenset({"kwargs"}), ("kwargs",)),  # LlamaIndex (OpenInference): a tool's bound arguments
         Unwrap(frozenset({"args", "kwargs"}), ("kwargs",), empty="args"),  # Traceloop JS, Langfuse's @observe
         Unwrap(frozenset({"input_str", "inputs"}), ("inputs",), exact=False),  # LangChain's callback envelope
-        # a serialised ToolMessage: LangChain Python's {"type": "tool", "data": ...}, LangChain.js's constructor
+        # a serialised ToolMessage: LangChain Python's {"type": "tool", "data": ...}, LangChain.js's constructor,
+        # and its fields as they are ({"content", "type": "tool", "tool_call_id", ...}: Langfuse's LangChain handler)
         Unwrap(frozenset({"type", "data"}), ("data", "content"), exact=False, when=(("type", "tool"),)),
+        Unwrap(frozenset({"type", "content", "tool_call_id"}), ("content",), exact=False, when=(("type", "tool"),)),
+        # a LangGraph `Command` a tool returns (a hand-off: langgraph-supervisor's): its answer is the last message
+        # of its update, the ToolMessage it adds
+        Unwrap(frozenset({"graph", "update", "goto"}), ("update", "messages", -1), exact=False),
         Unwrap(frozenset({"lc", "type", "id", "kwargs"}), ("kwargs", "content"), when=(("type", "constructor"),)),
         Unwrap(frozenset({"tool_name", "raw_output"}), ("raw_output",), exact=False),  # LlamaIndex's ToolOutput
     ),

@@ -26,6 +26,8 @@ DIALECT = Dialect(
     columns={
         "session_id": ("langfuse.session.id",),
         "model": ("langfuse.observation.model.name",),
+        # the call a tool observation ran, where the integration put it in the metadata (LangChain's handler)
+        "tool_call_id": ("langfuse.observation.metadata.tool_call_id",),
         # its own names, or the provider's usage as it came (Chat Completions', the Responses API's)
         "input_tokens": (Key(_USAGE, ("input",)), Key(_USAGE, ("prompt_tokens",)), Key(_USAGE, ("input_tokens",))),
         "output_tokens": (
