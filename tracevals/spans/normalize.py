@@ -38,7 +38,9 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 # 11: a tool's arguments or result recorded as the Python repr of a dict or list is read as that value
 # 13: the facts answered_tool_call_ids (tracevals.tool_results.ids) and response_id (gen_ai.response.id); older
 #     rows have them NULL
-NORMALIZER_VERSION = max(13, *(d.since for d in reading.DIALECTS))
+# 14: a tool's result that is a LangChain ToolMessage as its fields is its content, and a LangGraph Command's is the
+#     last message of its update (the conventions' wrappers); Langfuse's metadata.tool_call_id is the call's id
+NORMALIZER_VERSION = max(14, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
 UNKNOWN_ERROR_TYPE = "_OTHER"

@@ -48,4 +48,5 @@ DIALECT = Dialect(
     error_levels={"langfuse.observation.level": "ERROR"},
     error_messages=("langfuse.observation.status_message",),
     precedence=4,
+    since=14,
 )
