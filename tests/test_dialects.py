@@ -114,7 +114,15 @@ def _cases() -> list[Any]:
                     attrs = {**(TOOL if tool else {}), name: recorded}
                     expected = {column: value, "tool_name": "t"} if tool and column != "tool_name" else {column: value}
                     attrs = {**attrs, **({"gen_ai.tool.name": "t"} if tool and column != "tool_name" else {})}
-                    cases.append(pytest.param(attrs, "span", expected, id=f"{dialect.name}-{column}-{name}"))
+                    span_name = "span"
+                    if key.on_names is not None:  # read on the names it matches (its text is one), on no other
+                        span_name = key.on_names
+                        assert re.match(key.on_names, span_name), f"{dialect.name}: name an example of {key.on_names}"
+                        unread = {**expected, column: "span" if column == "tool_name" else None}  # else its name
+                        cases.append(
+                            pytest.param(attrs, "span", unread, id=f"{dialect.name}-{column}-{name}-elsewhere")
+                        )
+                    cases.append(pytest.param(attrs, span_name, expected, id=f"{dialect.name}-{column}-{name}"))
     for placeholder in (*sorted(reading.PLACEHOLDERS), *(p + "x" for p in reading.PLACEHOLDER_PREFIXES)):
         attrs = {"session.id": placeholder, **TOOL, "gen_ai.tool.name": "t", "gen_ai.tool.call.id": placeholder,
                  "gen_ai.tool.call.arguments": placeholder, "gen_ai.tool.call.result": placeholder}  # fmt: skip

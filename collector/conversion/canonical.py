@@ -160,7 +160,8 @@ def _columns(sigs: Signatures, names: pa.Array, both: list[norm.Plan], plan_of: 
 
                 value = pc.if_else(envelope, map_distinct(pc.if_else(envelope, chosen.codes, NULL_TEXT), unwrapped,
                                                           pa.string()), value)  # fmt: skip
-        deep = [any(k.path or k.regex for k in ks) for ks in candidates]
+        # read inside a value (a path, a regular expression), or only on some spans' names: span by span
+        deep = [any(k.path or k.regex or k.on_names for k in ks) for ks in candidates]
         if any(deep):
             mask = pc.take(arrow_array(deep, pa.bool_()), plan_of)
             value = pc.if_else(mask, _deep(sigs, names, candidates, plan_of, mask, convert, _TYPES[column]), value)

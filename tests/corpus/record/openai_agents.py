@@ -11,6 +11,8 @@ Two instrumentations bridge the SDK's own tracing (its `TracingProcessor` hooks)
   the `OPENINFERENCE_HIDE_*` variables of its `TraceConfig` hide it).
 - `otel_v2`: `opentelemetry-instrumentation-openai-agents-v2` (GenAI semantic conventions; content mode from
   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`).
+- `logfire`: Pydantic Logfire's `logfire.instrument_openai_agents()`, with `logfire.configure(send_to_logfire=False)`
+  exporting to OTEL_EXPORTER_OTLP_ENDPOINT (Logfire's own providers, not the recorder's `otel()`).
 
 The SDK's own exporter (the upload to OpenAI's trace endpoint) is removed by replacing the SDK's processors,
 not by `set_tracing_disabled`, which would silence the instrumentations too. The model is the Chat Completions
@@ -38,6 +40,7 @@ MODES: dict[str, dict[str, str]] = {
         "CORPUS_INSTRUMENTATION": "otel_v2",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "event_only",
     },
+    "logfire": {"CORPUS_INSTRUMENTATION": "logfire"},
     "otel_v2_no_content": {
         "CORPUS_INSTRUMENTATION": "otel_v2",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "no_content",
@@ -108,6 +111,18 @@ async def run_scenario(scenario: str) -> None:
 
 
 def record(scenario: str) -> None:
+    if os.environ.get("CORPUS_INSTRUMENTATION") == "logfire":
+        import logfire
+        from agents import set_trace_processors
+
+        set_trace_processors([])  # drop the SDK's own exporter to OpenAI's trace endpoint
+        logfire.configure(send_to_logfire=False, console=False)
+        logfire.instrument_openai_agents()
+        try:
+            asyncio.run(run_scenario(scenario))
+        finally:
+            logfire.shutdown()
+        return
     with otel(logs=True) as providers:
         instrument(providers.tracer)
         try:
