@@ -16,7 +16,8 @@ Two instrumentations bridge the SDK's own tracing (its `TracingProcessor` hooks)
 
 The SDK's own exporter (the upload to OpenAI's trace endpoint) is removed by replacing the SDK's processors,
 not by `set_tracing_disabled`, which would silence the instrumentations too. The model is the Chat Completions
-API at OPENAI_BASE_URL (`OpenAIChatCompletionsModel`), name CORPUS_MODEL. Every turn of a scenario runs in one
+API at OPENAI_BASE_URL (`OpenAIChatCompletionsModel`), name CORPUS_MODEL; in the `*_responses` modes the SDK's
+default, the Responses API (`OpenAIResponsesModel`). Every turn of a scenario runs in one
 `SQLiteSession` (in memory, id `corpus-<scenario>`); each `Runner.run` is one SDK trace (one OTLP trace per turn),
 with the session id as the run's `group_id` and, for OpenInference, as `session.id` (`using_session`).
 """
@@ -27,7 +28,18 @@ import asyncio
 import os
 from typing import Any
 
-from corpus import OPENINFERENCE_HIDDEN, get_time, get_weather, issue_refund, log, main, otel, turns
+from corpus import (
+    OPENINFERENCE_HIDDEN,
+    RESPONSES,
+    get_time,
+    get_weather,
+    issue_refund,
+    log,
+    main,
+    on_responses_api,
+    otel,
+    turns,
+)
 
 MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
@@ -41,6 +53,14 @@ MODES: dict[str, dict[str, str]] = {
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "event_only",
     },
     "logfire": {"CORPUS_INSTRUMENTATION": "logfire"},
+    # the SDK's default model, the Responses API (`OpenAIResponsesModel`), under each bridge
+    "openinference_responses": {"CORPUS_INSTRUMENTATION": "openinference", **RESPONSES},
+    "otel_v2_responses": {
+        "CORPUS_INSTRUMENTATION": "otel_v2",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+        **RESPONSES,
+    },
+    "logfire_responses": {"CORPUS_INSTRUMENTATION": "logfire", **RESPONSES},
     "otel_v2_no_content": {
         "CORPUS_INSTRUMENTATION": "otel_v2",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "no_content",
@@ -70,7 +90,12 @@ def build_agents(scenario: str) -> Any:
     from openai import AsyncOpenAI
 
     client = AsyncOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key=os.environ.get("OPENAI_API_KEY", "sim"))
-    model = OpenAIChatCompletionsModel(model=os.environ["CORPUS_MODEL"], openai_client=client)
+    if on_responses_api():
+        from agents import OpenAIResponsesModel
+
+        model: Any = OpenAIResponsesModel(model=os.environ["CORPUS_MODEL"], openai_client=client)
+    else:
+        model = OpenAIChatCompletionsModel(model=os.environ["CORPUS_MODEL"], openai_client=client)
     if scenario == "handoff":
         billing = Agent(
             name="billing_agent",

@@ -11,12 +11,13 @@ too, every one with a `code.function` (where the run was started), named by thei
 trace: {name}` (the run, its `group_id` the conversation), `Task: ...` and `Turn {turn} for agent ...` (the SDK's
 own task and turn spans, `sdk_span_type`), `Agent run: {name!r}` (the agent, `name`), `Chat completion with
 {gen_ai.request.model!r}` (a model call: the request in `request_data`, the answer's messages in `output`, usage
-in `gen_ai.usage.*`), `Function: {name}` (a tool: `name`, `input`, `output`) and `Handoff: {from_agent} →
+in `gen_ai.usage.*`; on the Responses API `Responses API with ...`, the input items in `raw_input`, the Response in
+`response`), `Function: {name}` (a tool: `name`, `input`, `output`) and `Handoff: {from_agent} →
 {to_agent}`. Their templates decide their kind before the rules above."""
 
 from __future__ import annotations
 
-from tracevals.spans.declare import REQUEST_MESSAGES, By, Dialect, Key, Messages
+from tracevals.spans.declare import REQUEST_MESSAGES, RESPONSE_MESSAGES, By, Dialect, Key, Messages
 
 _AGENT_RUN = r"Agent run: "
 _FUNCTION = r"Function: "
@@ -53,8 +54,12 @@ DIALECT = Dialect(
         "tool_result": ("return", Key("output", envelope=True, on_names=_FUNCTION)),
     },
     messages=(
+        # Chat Completions: the request, and the answer's messages; the Responses API: the input items as the
+        # agent passed them, and the Response (its output items)
         Messages("request_data", "input", 5, paths=REQUEST_MESSAGES),
         Messages("output", "output", 5),
+        Messages("raw_input", "input", 5),
+        Messages("response", "output", 5, paths=RESPONSE_MESSAGES),
     ),
     precedence=35,  # after the GenAI conventions: a Logfire span of a GenAI operation (its model calls) is theirs
     since=14,
