@@ -263,6 +263,8 @@ WRAPPED = [
     ("LangGraph Command (Langfuse)", {"city": "Paris"}, {"graph": "__parent__", "resume": None, "goto": "next_agent",
      "update": {"messages": [{"content": "Hi.", "type": "human"},
                              {"content": json.dumps(WEATHER), "type": "tool", "tool_call_id": "call_1"}]}}),
+    # OpenInference's ADK instrumentor: the Gemini FunctionResponse ADK sends back
+    ("Google ADK (OpenInference)", {"city": "Paris"}, {"id": "call_1", "name": "get_weather", "response": WEATHER}),
 ]  # fmt: skip
 
 
@@ -281,6 +283,7 @@ def test_a_tool_value_in_a_wrapper_object_is_unwrapped(tmp_path: Path, framework
                                  "langfuse.observation.output"),
     }  # fmt: skip
     keys["LangGraph Command (Langfuse)"] = keys["LangChain (Langfuse)"]
+    keys["Google ADK (OpenInference)"] = keys["LlamaIndex"]  # OpenInference's TOOL span
     base, args_key, result_key = keys[framework]
     row = turn(tmp_path, doc([span("1" * 16, None, "get_weather", {**base, args_key: args, result_key: result}, 1000)]))
     assert calls(row) == [("get_weather", {"city": "Paris"}, WEATHER, False, None)]

@@ -39,7 +39,8 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 # 13: the facts answered_tool_call_ids (tracevals.tool_results.ids) and response_id (gen_ai.response.id); older
 #     rows have them NULL
 # 14: a tool's result that is a LangChain ToolMessage as its fields is its content, and a LangGraph Command's is the
-#     last message of its update (the conventions' wrappers); Langfuse's metadata.tool_call_id is the call's id
+#     last message of its update, and a Gemini FunctionResponse's its response (the conventions' wrappers);
+#     Langfuse's metadata.tool_call_id is the call's id
 NORMALIZER_VERSION = max(14, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.

@@ -45,12 +45,20 @@ MODES = {
     "legacy": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
     # the legacy format with ADK's span-content knob off
     "legacy_no_content": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1", "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false"},
+    # OpenInference's ADK instrumentor (`openinference-instrumentation-google-adk`, Arize Phoenix's) on ADK's defaults
+    "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
+    # the same on ADK's legacy telemetry (schema v1: a call_llm span per model call, which the instrumentor expects)
+    "openinference_legacy": {"CORPUS_INSTRUMENTATION": "openinference", "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
 }
 
 
 def record(scenario_name: str) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: no fetch of litellm's price list
-    with otel(logs=True):  # installed globally before ADK is imported
+    with otel(logs=True) as providers:  # installed globally before ADK is imported
+        if os.environ.get("CORPUS_INSTRUMENTATION") == "openinference":
+            from openinference.instrumentation.google_adk import GoogleADKInstrumentor
+
+            GoogleADKInstrumentor().instrument(tracer_provider=providers.tracer)
         asyncio.run(run(scenario_name, build(scenario_name)))
 
 

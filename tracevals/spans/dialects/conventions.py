@@ -45,6 +45,8 @@ GENERIC = Dialect(
         Unwrap(frozenset({"graph", "update", "goto"}), ("update", "messages", -1), exact=False),
         Unwrap(frozenset({"lc", "type", "id", "kwargs"}), ("kwargs", "content"), when=(("type", "constructor"),)),
         Unwrap(frozenset({"tool_name", "raw_output"}), ("raw_output",), exact=False),  # LlamaIndex's ToolOutput
+        # a Gemini FunctionResponse (OpenInference's ADK instrumentor: a tool's output is the part ADK sends back)
+        Unwrap(frozenset({"id", "name", "response"}), ("response",)),
     ),
     placeholders=("__REDACTED__", "[REDACTED]", "<redacted>", "<elided>", "<not specified>"),
     placeholder_prefixes=("[Scrubbed due to ",),  # Logfire's scrubbing: "[Scrubbed due to 'session']"
