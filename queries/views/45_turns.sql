@@ -170,11 +170,13 @@ walk AS (
 agents AS (
     -- The agents that ran: for each model or tool call, the agent span it ran under (the nearest above it),
     -- else the agent name the call's own span carries. Only when no call has either: the agent spans, then
-    -- any span's agent name.
+    -- any span's agent name, then any span's entity name (OpenLLMetry names every task so: an agent name the
+    -- steps' events give, LlamaIndex's, comes first)
     SELECT
         t.turn_id,
         CASE WHEN bool_or(rank = 1) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 1)
              WHEN bool_or(rank = 2) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 2)
+             WHEN bool_or(rank = 3) THEN list(DISTINCT agent ORDER BY agent) FILTER (WHERE rank = 3)
              ELSE list(DISTINCT agent ORDER BY agent) END AS agents
     FROM (
         SELECT f.trace_id, coalesce(w.agent, f.agent_name) AS agent, 1 AS rank
@@ -184,7 +186,9 @@ agents AS (
         UNION ALL
         SELECT trace_id, agent, 2 FROM agent_spans
         UNION ALL
-        SELECT trace_id, coalesce(agent_name, entity_name), 3 FROM turn_facts
+        SELECT trace_id, agent_name, 3 FROM turn_facts
+        UNION ALL
+        SELECT trace_id, entity_name, 4 FROM turn_facts
     ) AS named
     JOIN turn_of AS t ON t.trace_id = named.trace_id
     WHERE agent IS NOT NULL

@@ -6,7 +6,9 @@
 
 Instrumentation: `openinference-instrumentation-llama-index` (`LlamaIndexInstrumentor`, which hooks LlamaIndex's own
 instrumentation dispatcher), content on by default; the `OPENINFERENCE_HIDE_*` variables of its `TraceConfig`
-hide it. The model is `OpenAILike` (Chat Completions at OPENAI_BASE_URL, model CORPUS_MODEL, function calling on).
+hide it. Mode `openllmetry`: OpenLLMetry's `opentelemetry-instrumentation-llamaindex` instead (Traceloop's
+`traceloop.*` and GenAI attributes; `using_session` then sets nothing it reads). The model is `OpenAILike` (Chat
+Completions at OPENAI_BASE_URL, model CORPUS_MODEL, function calling on).
 
 Agents: `FunctionAgent` (the agent-workflow API), streamed as LlamaIndex does by default. Each turn is one
 `agent.run(user_msg, memory=memory)`; all turns of a scenario share one `ChatMemoryBuffer` (a reused workflow
@@ -30,6 +32,8 @@ _HANDOFF = {"CORPUS_HANDOFF_ARGUMENTS": json.dumps({"to_agent": "billing_agent",
 MODES: dict[str, dict[str, str]] = {
     "openinference": {**_HANDOFF},
     "openinference_hidden": {**_HANDOFF, **OPENINFERENCE_HIDDEN},
+    # OpenLLMetry's (Traceloop's) `opentelemetry-instrumentation-llamaindex` instead; content by default
+    "openllmetry": {**_HANDOFF, "CORPUS_INSTRUMENTATION": "openllmetry"},
 }
 
 
@@ -87,9 +91,14 @@ async def run_scenario(scenario: str) -> None:
 
 def record(scenario: str) -> None:
     with otel() as providers:
-        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+        if os.environ.get("CORPUS_INSTRUMENTATION") == "openllmetry":
+            from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor as Traceloop
 
-        LlamaIndexInstrumentor().instrument(tracer_provider=providers.tracer)
+            Traceloop().instrument(tracer_provider=providers.tracer)
+        else:
+            from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+            LlamaIndexInstrumentor().instrument(tracer_provider=providers.tracer)
         asyncio.run(run_scenario(scenario))
 
 

@@ -5,11 +5,16 @@ over a framework's where a span carries both."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tracevals.model import attributes as tv
-from tracevals.spans.declare import By, Dialect, Key, Messages, Parts, Unwrap
+from tracevals.spans.declare import NAME, By, Dialect, Key, Messages, Parts, Unwrap
 
 _LLM_OPERATIONS = ("chat", "text_completion", "generate_content", "completion", "embeddings")
 _AGENT_OPERATIONS = ("invoke_agent", "create_agent", "invoke_workflow")
+_LLAMA_INDEX_WORKFLOWS = tuple(
+    f"{c}.workflow" for c in ("FunctionAgent", "ReActAgent", "CodeActAgent", "AgentWorkflow")
+)
 
 # What every span may carry, whatever its dialect: tracevals' own attributes (hand-offs, session ends, runs),
 # the wrappers frameworks put around a tool's arguments or result, and the placeholders instrumentations
@@ -45,6 +50,8 @@ GENERIC = Dialect(
         Unwrap(frozenset({"graph", "update", "goto"}), ("update", "messages", -1), exact=False),
         Unwrap(frozenset({"lc", "type", "id", "kwargs"}), ("kwargs", "content"), when=(("type", "constructor"),)),
         Unwrap(frozenset({"tool_name", "raw_output"}), ("raw_output",), exact=False),  # LlamaIndex's ToolOutput
+        # LlamaIndex's ToolCallResult event (OpenLLMetry: a tool step's output), around its ToolOutput
+        Unwrap(frozenset({"tool_name", "tool_kwargs", "tool_output"}), ("tool_output",), exact=False),
         # a Gemini FunctionResponse (OpenInference's ADK instrumentor: a tool's output is the part ADK sends back)
         Unwrap(frozenset({"id", "name", "response"}), ("response",)),
     ),
@@ -53,19 +60,18 @@ GENERIC = Dialect(
     precedence=0,
 )
 
+# The kind a GenAI operation names (an operation not listed is no call)
+_GENAI_OPERATION = By(
+    "gen_ai.operation.name",
+    {**dict.fromkeys(_LLM_OPERATIONS, "llm"), "execute_tool": "tool", **dict.fromkeys(_AGENT_OPERATIONS, "agent")},
+)
+
 GENAI = Dialect(
     "genai",
     "OpenTelemetry GenAI semantic conventions, current (gen_ai.operation.name, gen_ai.provider.name)",
     recognise_keys=("gen_ai.operation.name", "gen_ai.provider.name"),
     kind=(
-        By(
-            "gen_ai.operation.name",
-            {
-                **dict.fromkeys(_LLM_OPERATIONS, "llm"),
-                "execute_tool": "tool",
-                **dict.fromkeys(_AGENT_OPERATIONS, "agent"),
-            },
-        ),
+        _GENAI_OPERATION,
         By("gen_ai.tool.name", kind="tool"),
         By("gen_ai.provider.name", kind="other"),  # a provider named, no operation: no call
     ),
@@ -174,6 +180,14 @@ OPENLLMETRY = Dialect(
     recognise_keys=("traceloop.span.kind", "llm.request.type"),
     kind=(
         By("llm.request.type", kind="llm"),
+        # a span whose GenAI operation is known is that operation, whatever its Traceloop kind (LlamaIndex's
+        # `OpenAILike.task`: a model call OpenLLMetry marks a task and describes by the GenAI conventions)
+        replace(_GENAI_OPERATION, otherwise=None),
+        # a task that ran a tool (LlamaIndex's `BaseWorkflowAgent.task` with the tool's name and arguments)
+        By("tool.name", kind="tool"),
+        # the run of one of LlamaIndex's agent classes: a workflow named by the class, its agents named in its
+        # steps' events (dialects/llama_index.py), as OpenInference's CHAIN root is
+        By(NAME, dict.fromkeys(_LLAMA_INDEX_WORKFLOWS, "chain"), otherwise=None),
         By("traceloop.span.kind", {"workflow": "agent", "agent": "agent", "task": "chain", "tool": "tool"}),
     ),
     columns={
@@ -185,8 +199,10 @@ OPENLLMETRY = Dialect(
     },
     tool_columns={
         "tool_name": ("traceloop.entity.name",),
-        "tool_args": (Key("traceloop.entity.input", envelope=True),),
+        "tool_args": (Key("traceloop.entity.input", envelope=True), "tool.arguments"),
         "tool_result": (Key("traceloop.entity.output", envelope=True),),
+        # the event a LlamaIndex tool step returns, `ToolCallResult` {tool_name, tool_kwargs, tool_id, tool_output}
+        "tool_call_id": (Key("traceloop.entity.output", ("tool_id",)),),
     },
     precedence=20,
 )
