@@ -6,9 +6,10 @@
 
 Instrumentation: `openinference-instrumentation-crewai` (crews, tasks, agents, tool use) together with
 `openinference-instrumentation-openai` for the model calls, as OpenInference documents for CrewAI; content on by
-default. CrewAI's own telemetry and tracing (to its service) are switched off with CREWAI_DISABLE_TELEMETRY /
-CREWAI_TRACING_ENABLED before import. The model is CrewAI's native OpenAI provider (`LLM(model="openai/<model>",
-base_url=OPENAI_BASE_URL)`).
+default. Mode `openllmetry`: OpenLLMetry's `opentelemetry-instrumentation-crewai` and
+`opentelemetry-instrumentation-openai` instead. CrewAI's own telemetry and tracing (to its service) are switched
+off with CREWAI_DISABLE_TELEMETRY / CREWAI_TRACING_ENABLED before import. The model is CrewAI's native OpenAI
+provider (`LLM(model="openai/<model>", base_url=OPENAI_BASE_URL)`).
 
 Agents and tasks: one `Agent(role="weather_agent", tools=[get_weather, get_time])` and one `Task` per user turn
 whose description is the user's text; each turn is one `Crew(...).kickoff()`. CrewAI has no conversation: a crew
@@ -34,6 +35,12 @@ _DELEGATE = {
 }
 MODES: dict[str, dict[str, str]] = {
     "openinference": {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)},
+    # OpenLLMetry's (Traceloop's) CrewAI and OpenAI instrumentations instead, content by default
+    "openllmetry": {
+        "CORPUS_SCRIPT_ORDER": "calls",
+        "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE),
+        "CORPUS_INSTRUMENTATION": "openllmetry",
+    },
 }
 
 
@@ -84,11 +91,18 @@ def record(scenario: str) -> None:
     os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"  # CrewAI's own telemetry to its service
     os.environ["CREWAI_TRACING_ENABLED"] = "false"  # and its own tracing platform
     with otel() as providers:
-        from openinference.instrumentation.crewai import CrewAIInstrumentor
-        from openinference.instrumentation.openai import OpenAIInstrumentor
+        if os.environ.get("CORPUS_INSTRUMENTATION") == "openllmetry":
+            from opentelemetry.instrumentation.crewai import CrewAIInstrumentor as TraceloopCrewAI
+            from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TraceloopOpenAI
 
-        CrewAIInstrumentor().instrument(tracer_provider=providers.tracer)
-        OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
+            TraceloopCrewAI().instrument(tracer_provider=providers.tracer)
+            TraceloopOpenAI().instrument(tracer_provider=providers.tracer)
+        else:
+            from openinference.instrumentation.crewai import CrewAIInstrumentor
+            from openinference.instrumentation.openai import OpenAIInstrumentor
+
+            CrewAIInstrumentor().instrument(tracer_provider=providers.tracer)
+            OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
         run_scenario(scenario)
 
 
