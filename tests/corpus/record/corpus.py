@@ -239,6 +239,20 @@ def chat_loop(client: Any, instructions: str, tools: dict[str, Callable[..., Any
                 return content  # the delegate's answer ends the triage run
 
 
+def sent_back(response: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """A Responses API answer as a loop's history keeps it (in its order: its text as an assistant message, each
+    `function_call` item as the call), and its function calls."""
+    items: list[dict[str, Any]] = []
+    calls = [item for item in response.output if item.type == "function_call"]
+    for item in response.output:
+        if item.type == "function_call":
+            items.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
+                          "arguments": item.arguments})  # fmt: skip
+        elif item.type == "message":
+            items.append({"role": "assistant", "content": response.output_text})
+    return items, calls
+
+
 def responses_loop(client: Any, instructions: str, tools: dict[str, Callable[..., Any]], items: list[dict]) -> str:
     """`chat_loop` on the Responses API (`client.responses.create`): `instructions` as such, the history as `input`
     items, the model's output items sent back as they came (its text as an assistant message, then its
@@ -250,13 +264,8 @@ def responses_loop(client: Any, instructions: str, tools: dict[str, Callable[...
             input=items,
             tools=[{"type": "function", **SCHEMAS[n]["function"]} for n in tools],
         )
-        calls = [item for item in response.output if item.type == "function_call"]
-        for item in response.output:
-            if item.type == "function_call":
-                items.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
-                              "arguments": item.arguments})  # fmt: skip
-            elif item.type == "message":
-                items.append({"role": "assistant", "content": response.output_text})
+        kept, calls = sent_back(response)
+        items.extend(kept)
         if not calls:
             return response.output_text
         for call in calls:

@@ -19,7 +19,19 @@ import json
 import os
 from typing import Any
 
-from corpus import RESPONSES, SCHEMAS, TOOLS, WITHOUT_HANDOFF, log, main, on_responses_api, otel, tool_result, turns
+from corpus import (
+    RESPONSES,
+    SCHEMAS,
+    TOOLS,
+    WITHOUT_HANDOFF,
+    log,
+    main,
+    on_responses_api,
+    otel,
+    sent_back,
+    tool_result,
+    turns,
+)
 
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -123,13 +135,8 @@ def run_responses(scenario: str, tracer: Any) -> None:
                 response = client.responses.create(
                     model=os.environ["CORPUS_MODEL"], instructions=SYSTEM, input=history, tools=RESPONSE_TOOLS
                 )
-                calls = [item for item in response.output if item.type == "function_call"]
-                for item in response.output:
-                    if item.type == "function_call":
-                        history.append({"type": "function_call", "call_id": item.call_id, "name": item.name,
-                                        "arguments": item.arguments})  # fmt: skip
-                    elif item.type == "message":
-                        history.append({"role": "assistant", "content": response.output_text})
+                kept, calls = sent_back(response)
+                history.extend(kept)
                 if not calls:
                     answer = response.output_text
                     break
