@@ -27,7 +27,7 @@ DIALECT = Dialect(
         "tool_result": (Key("mlflow.spanOutputs", envelope=True),),
     },
     messages=(
-        # the provider's request and response as the client sent and got them (OpenAI's, Gemini's)
+        # the provider's request and response as the client sent and got them (OpenAI's, Anthropic's, Gemini's)
         Messages("mlflow.spanInputs", "input", 5, paths=REQUEST_MESSAGES),
         Messages("mlflow.spanOutputs", "output", 5, paths=RESPONSE_MESSAGES),
     ),
