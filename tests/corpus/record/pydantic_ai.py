@@ -30,11 +30,18 @@ MODES = {
     "v6_content": {"PAI_INSTRUMENTATION_VERSION": "6", "PAI_INCLUDE_CONTENT": "1"},
     "v2_content": {"PAI_INSTRUMENTATION_VERSION": "2", "PAI_INCLUDE_CONTENT": "1"},
     "no_content": {"PAI_INSTRUMENTATION_VERSION": "5", "PAI_INCLUDE_CONTENT": "0"},
+    # the same spans through OpenInference's span processor (`openinference-instrumentation-pydantic-ai`, Arize
+    # Phoenix's way for Pydantic AI), which adds its attributes to them
+    "openinference": {"PAI_INSTRUMENTATION_VERSION": "5", "PAI_INCLUDE_CONTENT": "1", "CORPUS_OPENINFERENCE": "1"},
 }
 
 
 def record(scenario_name: str) -> None:
     with otel() as providers:
+        if os.environ.get("CORPUS_OPENINFERENCE") == "1":
+            from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+            providers.tracer.add_span_processor(OpenInferenceSpanProcessor())
         asyncio.run(run(scenario_name, build(scenario_name, providers.tracer)))
 
 
