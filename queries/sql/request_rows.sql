@@ -41,7 +41,7 @@ unrepeated AS (
     SELECT *, row_number() OVER (PARTITION BY trace_id, tool_name, args_key ORDER BY request_index) AS ordinal
     FROM (
         SELECT trace_id, request_index, tool_name,
-               coalesce(CAST(try(json(tool_args)) AS VARCHAR), tool_args) AS args_key
+               /*@ args_key(tool_args) @*/ AS args_key
         FROM listed
         WHERE unrepeated
           AND trace_id IN (SELECT trace_id FROM parts WHERE direction = 'input' AND part_type = 'tool_call')
@@ -54,9 +54,7 @@ repeated AS (
            row_number() OVER (PARTITION BY trace_id, tool_name, args_key ORDER BY first_at) AS ordinal
     FROM (
         SELECT h.trace_id, h.tool_call_id, min_by(h.tool_name, (h.message_index, h.part_index)) AS tool_name,
-               min_by(
-                   coalesce(CAST(try(json(h.tool_args)) AS VARCHAR), h.tool_args), (h.message_index, h.part_index)
-               ) AS args_key,
+               min_by(/*@ args_key(h.tool_args) @*/, (h.message_index, h.part_index)) AS args_key,
                min((h.message_index, h.part_index)) AS first_at
         FROM parts AS h
         WHERE h.direction = 'input' AND h.part_type = 'tool_call'

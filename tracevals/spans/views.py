@@ -123,8 +123,7 @@ def _parts(attribute: str) -> tuple[str, ...]:
 
 
 def _typed(part: str, types: str, objects: str, keys: str = "") -> str:
-    listed = ", ".join(sql_string(t) for t in _parts(types))
-    tests = [f"json_extract_string({part}, '$.type') IN ({listed})"]
+    tests = [f"json_extract_string({part}, '$.type') IN ({_listed(types)()})"]
     if _parts(objects):
         tests.append(f"list_contains({_at('json_type', part, ['$.' + o for o in _parts(objects)])}, 'OBJECT')")
     if keys and _parts(keys):
@@ -153,6 +152,12 @@ def _listed(types: str) -> Callable[[], str]:
     """The declared values of a part's `type` that say it is a call (`call_types`) or a result (`result_types`),
     as the items of an SQL `IN` list."""
     return lambda: ", ".join(sql_string(t) for t in _parts(types))
+
+
+def args_key(expr: str) -> str:
+    """A call's arguments as the request views compare them: the JSON minified, else (no JSON: a value cut short,
+    two objects run together) the text as written, never an error."""
+    return f"coalesce(CAST(try(json({expr})) AS VARCHAR), {expr})"
 
 
 def _paths(attribute: str, extract: str) -> Callable[[str], str]:
@@ -255,6 +260,7 @@ GENERATED: dict[str, Callable[..., str]] = {
     "python_literal": python_literal,
     "call_type": call_type,
     "result_type": result_type,
+    "args_key": args_key,
     "call_types": _listed("call_types"),
     "result_types": _listed("result_types"),
     "args": _paths("args", "json_extract"),
