@@ -157,6 +157,46 @@ def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it
     )  # fmt: skip
 
 
+def _asked_twice(call_ids: list[str | None], answer_ids: list[str | None], answered_in_reverse: bool = False) -> str:
+    """A turn whose model asks for two get_weather calls in one reply (GenAI parts, ids as given: None, none),
+    then is handed both answers in one message (ids as given), then answers."""
+    calls = [{"type": "tool_call", "name": "get_weather", "arguments": {"city": c}} for c in ("Paris", "London")]
+    answers = [{"type": "tool_call_response", "response": {"result": {"temp_c": t}}} for t in (21, 14)]
+    for part, given in [*zip(calls, call_ids, strict=True), *zip(answers, answer_ids, strict=True)]:
+        if given is not None:
+            part["id"] = given
+    ask = [{"role": "assistant", "parts": calls}]
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Paris and London?"}]}]
+    handed = [{"role": "user", "parts": answers[::-1] if answered_in_reverse else answers}]
+    first = {**USAGE, "gen_ai.input.messages": json.dumps(user), "gen_ai.output.messages": json.dumps(ask)}
+    second = {**USAGE, "gen_ai.input.messages": json.dumps(user + ask + handed), "gen_ai.output.messages": ANSWER}
+    spans = [span("1" * 16, None, "invoke_agent a", AGENT, 1000), span("2" * 16, "1" * 16, "chat m", first, 2000),
+             span("3" * 16, "1" * 16, "chat m", second, 4000)]  # fmt: skip
+    return doc(spans)
+
+
+@pytest.mark.parametrize(
+    ("call_ids", "answer_ids", "reverse"),
+    [
+        ([None, None], [None, None], False),  # the Gemini API names no call ids (OpenInference's google-genai)
+        (["", ""], ["", ""], False),  # OpenLLMetry's google-genai writes '' for each
+        (["w_0", "w_1"], ["w_1", "w_2"], False),  # ids made up apart (OpenTelemetry's google-genai: by part index)
+        (["call_a", "call_b"], ["call_a", "call_b"], True),  # real ids, answered in another order: by id
+    ],
+)
+def test_answers_without_ids_answer_their_calls_in_order(
+    tmp_path: Path, call_ids: list[str | None], answer_ids: list[str | None], reverse: bool
+) -> None:
+    """A tool message whose id no call of the conversation carries (none, '', or one made up apart from the call's)
+    answers the call the protocol says: the k-th answer after a run of calls, the k-th call. Each call read its
+    answer (Paris 21, London 14) and so ran. Before: no result, both calls gaps (none, ''), or the first call's
+    result lost and the second given the first's answer (ids made up apart). Answers by real ids keep their ids in
+    whatever order they come."""
+    calls = turn(tmp_path, _asked_twice(call_ids, answer_ids, reverse))["tool_calls"]
+    read = [(json.loads(c["args"])["city"], json.loads(c["result"]), c["is_gap"]) for c in calls]
+    assert read == [("Paris", {"result": {"temp_c": 21}}, False), ("London", {"result": {"temp_c": 14}}, False)]
+
+
 def test_a_reported_cost_of_zero_for_tokens_used_is_no_cost(tmp_path: Path) -> None:
     """OpenLIT reports `gen_ai.usage.cost` 0 for a model it has no price for (its price list out of reach, or
     without the model): model_calls took that 0 over the lake's own price. A positive report stands, and so does

@@ -535,3 +535,93 @@ def test_anthropic_errors_in_anthropic_shape(claude: anthropic.Anthropic, server
         and payload["error"]["type"] == "invalid_request_error"
         and "max_tokens" in payload["error"]["message"]
     )
+
+
+# --- Gemini's generateContent, with Google's own client (google-genai) -----------------------------
+
+
+@pytest.fixture
+def gemini(server: SimulatedModelServer) -> Iterator[Any]:
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="sim", http_options=types.HttpOptions(base_url=server.root_url))
+    yield client
+    client.close()
+
+
+def _gemini_config(**more: Any) -> Any:
+    from google.genai import types
+
+    lookup = types.FunctionDeclaration(
+        name="lookup", description="Look a word up.", parameters_json_schema=TOOLS[0]["function"]["parameters"]
+    )
+    return types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[lookup])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        **more,
+    )
+
+
+def test_gemini_function_call_round_trip(gemini: Any) -> None:
+    from google.genai import types
+
+    config = _gemini_config(system_instruction="Be brief.")
+    asked = [types.Content(role="user", parts=[types.Part.from_text(text="apple")])]
+    first = gemini.models.generate_content(model="scripted", contents=asked, config=config)
+    (call,) = first.function_calls
+    assert call.name == "lookup" and call.args == {"word": "apple"} and call.id is None  # Gemini names no call ids
+    assert first.candidates[0].finish_reason == types.FinishReason.STOP and first.model_version == "scripted"
+    usage = first.usage_metadata
+    assert usage.candidates_token_count == estimate_tokens('lookup{"word": "apple"}')
+    assert usage.total_token_count == usage.prompt_token_count + usage.candidates_token_count
+    answer = types.Part.from_function_response(name="lookup", response={"result": "a fruit"})
+    history = [*asked, first.candidates[0].content, types.Content(role="user", parts=[answer])]
+    second = gemini.models.generate_content(model="scripted", contents=history, config=config)
+    assert second.text == 'The answer is {"result": "a fruit"}.' and not second.function_calls
+
+
+def test_gemini_answers_are_matched_by_id_else_by_name_in_order() -> None:
+    from tracevals.simulator.gemini import parse_request
+
+    calls = [{"functionCall": {"name": n, "args": {"city": c}}} for n, c in [("weather", "A"), ("time", "A"),
+                                                                             ("weather", "B")]]  # fmt: skip
+    answers = [{"functionResponse": {"name": n, "response": {"v": v}}} for n, v in [("weather", 1), ("weather", 2)]]
+    answers.append({"functionResponse": {"id": "mine", "name": "time", "response": {"v": 3}}})
+    conversation = parse_request("m", {"contents": [
+        {"role": "user", "parts": [{"text": "go"}]}, {"role": "model", "parts": calls},
+        {"role": "user", "parts": [*answers, {"text": "and now?"}]},
+    ]})  # fmt: skip
+    assistant = conversation.messages[1]
+    ids = {(c.name, c.parsed_arguments()["city"]): c.id for c in assistant.tool_calls}  # type: ignore[index]
+    tools = [(m.tool_call_id, m.content) for m in conversation.messages if m.role == "tool"]
+    # the two weather answers go to the two weather calls in order; an answer with an id no call carries keeps it
+    assert tools == [(ids["weather", "A"], '{"v": 1}'), (ids["weather", "B"], '{"v": 2}'), ("mine", '{"v": 3}')]
+    assert conversation.messages[-1].role == "user" and conversation.messages[-1].content == "and now?"
+
+
+def test_gemini_stream_builds_the_plain_response(gemini: Any) -> None:
+    config = _gemini_config(seed=3)
+    plain = gemini.models.generate_content(model="dice", contents="x", config=config)
+    chunks = list(gemini.models.generate_content_stream(model="dice", contents="x", config=config))
+    assert len(chunks) > 1 and all(c.usage_metadata is None for c in chunks[:-1])
+    parts = [p for c in chunks for p in c.candidates[0].content.parts]
+    assert "".join(p.text or "" for p in parts) == plain.text
+    assert [p.function_call for p in parts if p.function_call] == plain.function_calls
+    assert chunks[-1].usage_metadata == plain.usage_metadata and chunks[-1].candidates[0].finish_reason == "STOP"
+
+
+def test_gemini_errors_in_googles_shape(gemini: Any, server: SimulatedModelServer) -> None:
+    from google.genai import errors
+
+    with pytest.raises(errors.ClientError) as info:
+        gemini.models.generate_content(model="gpt-nope", contents="x")
+    assert info.value.code == 404 and info.value.status == "NOT_FOUND" and "scripted" in info.value.message
+    body = json.dumps({"contents": [{"role": "user", "parts": "x"}]}).encode()
+    status, payload = raw(server, "POST", "/v1beta/models/scripted:generateContent", body)
+    assert status == 400 and payload["error"]["status"] == "INVALID_ARGUMENT"
+    assert "contents[0]" in payload["error"]["message"]
+    status, payload = raw(server, "POST", "/v1beta/models/scripted:streamGenerateContent", b'{"contents": []}')
+    assert status == 400 and "alt=sse" in payload["error"]["message"]
+    status, payload = raw(server, "GET", "/v1beta/models/scripted:generateContent")
+    assert status == 405 and "POST" in payload["error"]["message"]

@@ -127,28 +127,12 @@ typed AS (
             END AS part_type
         FROM parts
     ) AS kinds
-)
-SELECT
-    trace_id,
-    call_span_id,
-    span_id,
-    source,
-    direction,
-    message_index,
-    role,
-    part_index,
-    part_type,
-    CASE WHEN NOT coalesce(/*@ placeholder(text_value) @*/, FALSE) THEN text_value END AS content,
-    tool_call_id,
-    tool_name,
-    CASE WHEN NOT coalesce(/*@ placeholder(args_value) @*/, FALSE) THEN args_value END AS tool_args,
-    CASE WHEN NOT coalesce(/*@ placeholder(response_value) @*/, FALSE) THEN response_value END AS tool_response,
-    part AS raw_part,
-    -- why the model stopped, where the message says (GenAI's output messages: `tool_call`, `stop` ...)
-    json_extract_string(message, '$.finish_reason') AS finish_reason
-FROM (
+),
+valued AS MATERIALIZED (  -- named twice: computed once, with the columns the view gives only
     SELECT
-        *,
+        trace_id, call_span_id, span_id, source, direction, message_index, role, part_index, part_type, part,
+        -- why the model stopped, where the message says (GenAI's output messages: `tool_call`, `stop` ...)
+        json_extract_string(message, '$.finish_reason') AS finish_reason,
         CASE
             WHEN part_type = 'text' THEN coalesce(
                 CASE WHEN json_type(part) = 'VARCHAR' THEN json_extract_string(part, '$') END,
@@ -177,4 +161,91 @@ FROM (
                  ELSE CAST(response_json AS VARCHAR) END
         END AS response_value
     FROM typed
-) AS valued;
+),
+tool_parts AS MATERIALIZED (
+    -- the tool parts of each model call's input (its conversation so far), each call with its id: the one it was
+    -- given, else (none, or '') one known by where the conversation holds it, the same in every later request's
+    -- history
+    SELECT trace_id, call_span_id, message_index, part_index, part_type, tool_name,
+           CASE WHEN part_type = 'tool_call'
+                THEN coalesce(nullif(tool_call_id, ''), 'tv:' || message_index || '.' || part_index)
+                ELSE nullif(tool_call_id, '') END AS own_id
+    FROM valued
+    WHERE direction = 'input' AND part_type IN ('tool_call', 'tool_call_response')
+),
+blocks AS MATERIALIZED (
+    -- in conversation order, cut into blocks: a run of calls and the answers after it (a call after an answer starts
+    -- the next block)
+    SELECT *, sum(CASE WHEN part_type = 'tool_call' AND prev_type IS DISTINCT FROM 'tool_call' THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS block
+    FROM (
+        SELECT *,
+               lag(part_type) OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS prev_type
+        FROM tool_parts
+    ) AS ordered
+),
+judged AS MATERIALIZED (
+    -- each answer: whether its id is one of its block's calls', or of a call of another block (an answer given later)
+    SELECT a.trace_id, a.call_span_id, a.block, a.message_index, a.part_index,
+           coalesce(bool_or(c.block = a.block), FALSE) AS in_block,
+           coalesce(bool_or(c.block <> a.block), FALSE) AND NOT coalesce(bool_or(c.block = a.block), FALSE) AS elsewhere
+    FROM blocks AS a
+    LEFT JOIN blocks AS c
+        ON c.part_type = 'tool_call' AND c.trace_id = a.trace_id AND c.call_span_id = a.call_span_id
+       AND c.own_id = a.own_id
+    WHERE a.part_type = 'tool_call_response'
+    GROUP BY a.trace_id, a.call_span_id, a.block, a.message_index, a.part_index
+),
+astray AS (
+    -- the blocks with an answer by an id no call of the conversation carries (none at all, '', or one its
+    -- instrumentation made up apart from the call's: OpenTelemetry's Gen AI SDK instrumentation numbers a Gemini
+    -- call and its answer each by its place in its own message, so an answer's id may even be another call's)
+    SELECT DISTINCT trace_id, call_span_id, block FROM judged WHERE NOT in_block AND NOT elsewhere
+),
+renumbered AS MATERIALIZED (
+    -- in those blocks, the calls and the answers (but those that answer another block's call by its id) in order
+    SELECT b.trace_id, b.call_span_id, b.block, b.message_index, b.part_index, b.part_type, b.own_id,
+           row_number() OVER (PARTITION BY b.trace_id, b.call_span_id, b.block, b.part_type
+                              ORDER BY b.message_index, b.part_index) AS nth
+    FROM blocks AS b
+    SEMI JOIN astray AS s ON s.trace_id = b.trace_id AND s.call_span_id = b.call_span_id AND s.block = b.block
+    LEFT JOIN judged AS j
+        ON b.part_type = 'tool_call_response' AND j.trace_id = b.trace_id AND j.call_span_id = b.call_span_id
+       AND j.message_index = b.message_index AND j.part_index = b.part_index
+    WHERE NOT coalesce(j.elsewhere, FALSE)
+),
+rematched AS (
+    -- each answer there answers the call the protocol says: its block's k-th (the Gemini API names no call ids: it
+    -- answers in the order it was asked)
+    SELECT a.trace_id, a.call_span_id, a.message_index, a.part_index, c.own_id
+    FROM renumbered AS a
+    JOIN renumbered AS c
+        ON c.part_type = 'tool_call' AND c.trace_id = a.trace_id AND c.call_span_id = a.call_span_id
+       AND c.block = a.block AND c.nth = a.nth
+    WHERE a.part_type = 'tool_call_response'
+)
+SELECT
+    v.trace_id,
+    v.call_span_id,
+    v.span_id,
+    v.source,
+    v.direction,
+    v.message_index,
+    v.role,
+    v.part_index,
+    v.part_type,
+    CASE WHEN NOT coalesce(/*@ placeholder(text_value) @*/, FALSE) THEN text_value END AS content,
+    CASE
+        WHEN v.direction = 'input' AND v.part_type = 'tool_call'
+            THEN coalesce(nullif(v.tool_call_id, ''), 'tv:' || v.message_index || '.' || v.part_index)
+        ELSE coalesce(i.own_id, nullif(v.tool_call_id, ''))
+    END AS tool_call_id,
+    tool_name,
+    CASE WHEN NOT coalesce(/*@ placeholder(args_value) @*/, FALSE) THEN args_value END AS tool_args,
+    CASE WHEN NOT coalesce(/*@ placeholder(response_value) @*/, FALSE) THEN response_value END AS tool_response,
+    part AS raw_part,
+    finish_reason
+FROM valued AS v
+LEFT JOIN rematched AS i
+    ON v.part_type = 'tool_call_response' AND v.direction = 'input' AND i.trace_id = v.trace_id
+   AND i.call_span_id = v.call_span_id AND i.message_index = v.message_index AND i.part_index = v.part_index;

@@ -8,16 +8,19 @@ the instrumentation around it run exactly as they would against the real thing.
         client = openai.OpenAI(base_url=server.base_url, api_key="sim", max_retries=0)
 
 Routes are a table from (method, path) to a handler and the error format of its wire protocol: OpenAI
-chat completions and Responses under `base_url`, Anthropic messages under `root_url`. A handler
+chat completions and Responses under `base_url`, Anthropic messages and Gemini's `generateContent` under
+`root_url`. A handler
 returns a JSON object, or an `EventStream` for `stream: true`, sent as chunked server-sent events.
 
     anthropic.Anthropic(base_url=server.root_url, api_key="sim", max_retries=0)
+    genai.Client(api_key="sim", http_options=types.HttpOptions(base_url=server.root_url))
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from tracevals.simulator import anthropic_messages, openai_chat, openai_responses
+from tracevals.simulator import anthropic_messages, gemini, openai_chat, openai_responses
 from tracevals.simulator.engine import SimulatedModel
 from tracevals.simulator.errors import SimulatorError
 from tracevals.simulator.profiles import ProfileRegistry
@@ -42,12 +45,24 @@ class Route:
     render_error: Callable[[SimulatorError], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class PatternRoute:
+    """A route whose path names something (Gemini's `models/{model}:generateContent`): its handler also takes
+    the path's match and the query string."""
+
+    method: str
+    path: re.Pattern[str]
+    handler: Callable[[SimulatedModel, bytes, re.Match[str], str], dict[str, Any] | EventStream]
+    render_error: Callable[[SimulatorError], dict[str, Any]]
+
+
 ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/v1/chat/completions"): Route(openai_chat.handle_chat, openai_chat.render_error),
     ("POST", "/v1/responses"): Route(openai_responses.handle_responses, openai_chat.render_error),
     ("POST", "/v1/messages"): Route(anthropic_messages.handle_messages, anthropic_messages.render_error),
     ("GET", "/v1/models"): Route(openai_chat.handle_models, openai_chat.render_error),
 }
+PATTERN_ROUTES = (PatternRoute("POST", gemini.PATH, gemini.handle, gemini.render_error),)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -82,11 +97,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch("POST")
 
     def _dispatch(self, method: str) -> None:
-        path = urlsplit(self.path).path.rstrip("/") or "/"
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
         body = self._read_body()
-        route = ROUTES.get((method, path))
+        route: Route | PatternRoute | None = ROUTES.get((method, path))
+        match = None
+        for pattern in PATTERN_ROUTES if route is None else ():
+            match = pattern.path.match(path)
+            if match is not None and pattern.method == method:
+                route = pattern
+                break
         if route is None:
-            allowed = sorted(m for m, p in ROUTES if p == path)
+            named = {r.method for r in PATTERN_ROUTES if r.path.match(path)}
+            allowed = sorted({m for m, p in ROUTES if p == path} | named)
             status = 405 if allowed else 404
             what = f"use {' or '.join(allowed)}" if allowed else "no such endpoint"
             error = SimulatorError(f"Invalid URL ({method} {path}): {what}.", status=status)
@@ -95,7 +118,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if body is None:
                 raise SimulatorError("Missing, invalid or too large Content-Length.", status=413)
-            payload = route.handler(self.server.model, body)
+            if isinstance(route, PatternRoute):
+                assert match is not None
+                payload = route.handler(self.server.model, body, match, url.query)
+            else:
+                payload = route.handler(self.server.model, body)
         except SimulatorError as exc:
             self._send(exc.status, route.render_error(exc))
             return
@@ -148,7 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class SimulatedModelServer:
-    """An OpenAI- and Anthropic-compatible model server on `host:port` (port 0: a free one), run in a daemon thread.
+    """An OpenAI-, Anthropic- and Gemini-compatible model server on `host:port` (port 0: a free one), run in a
+    daemon thread.
 
     `latency_ms` is added to every response (think of it as the network); each profile may add its own.
     `registry` defaults to the module-wide one that `register_profile()` fills.
@@ -176,7 +204,8 @@ class SimulatedModelServer:
 
     @property
     def root_url(self) -> str:
-        """`http://host:port`, the `base_url` an Anthropic client takes (it appends `/v1/messages`)."""
+        """`http://host:port`, the `base_url` an Anthropic client takes (it appends `/v1/messages`), and a
+        `google-genai` client's (`/v1beta/models/...`)."""
         return self.base_url.removesuffix("/v1")
 
     @property
