@@ -11,7 +11,9 @@ with a BatchLogRecordProcessor + OTLPLogExporter) installed globally before ADK 
 (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN`, `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`,
 `ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS`).
 
-Model: ADK's `LiteLlm(model="openai/<CORPUS_MODEL>", api_base=OPENAI_BASE_URL, api_key=...)` (litellm speaks the
+Model: in the `gemini*` modes ADK's own `Gemini(model=<CORPUS_MODEL>, base_url=<the simulated model's root URL>)`
+(google-genai speaking the Gemini API to the simulated model's Gemini route, as ADK speaks to Gemini); else
+ADK's `LiteLlm(model="openai/<CORPUS_MODEL>", api_base=OPENAI_BASE_URL, api_key=...)` (litellm speaks the
 OpenAI Chat Completions API to the simulated model; not streamed).
 
 Tool errors: `get_weather` raises `ValueError` as `_tools` says; a raising ADK tool aborts the run, so the agent
@@ -49,6 +51,14 @@ MODES = {
     "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
     # the same on ADK's legacy telemetry (schema v1: a call_llm span per model call, which the instrumentor expects)
     "openinference_legacy": {"CORPUS_INSTRUMENTATION": "openinference", "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
+    # ADK's own Gemini model (google-genai against the simulated model's Gemini route), what most ADK agents run:
+    # on ADK's defaults, with content on spans and in log events, and on the legacy telemetry
+    "gemini": {"CORPUS_MODEL_API": "gemini"},
+    "gemini_span_and_event": {
+        "CORPUS_MODEL_API": "gemini",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT",
+    },
+    "gemini_legacy": {"CORPUS_MODEL_API": "gemini", "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
 }
 
 
@@ -64,13 +74,21 @@ def record(scenario_name: str) -> None:
 
 def build(scenario_name: str) -> Any:
     from google.adk.agents import LlmAgent
-    from google.adk.models.lite_llm import LiteLlm
 
-    model = LiteLlm(
-        model="openai/" + os.environ["CORPUS_MODEL"],
-        api_base=os.environ["OPENAI_BASE_URL"],
-        api_key=os.environ.get("OPENAI_API_KEY", "sim"),
-    )
+    if os.environ.get("CORPUS_MODEL_API") == "gemini":
+        from google.adk.models.google_llm import Gemini
+
+        os.environ.setdefault("GOOGLE_API_KEY", "sim")
+        root = os.environ["OPENAI_BASE_URL"].removesuffix("/").removesuffix("/v1")  # run.py's simulated model
+        model: Any = Gemini(model=os.environ["CORPUS_MODEL"], base_url=root)
+    else:
+        from google.adk.models.lite_llm import LiteLlm
+
+        model = LiteLlm(
+            model="openai/" + os.environ["CORPUS_MODEL"],
+            api_base=os.environ["OPENAI_BASE_URL"],
+            api_key=os.environ.get("OPENAI_API_KEY", "sim"),
+        )
 
     def on_tool_error(tool, args, tool_context, error):
         return {"error": str(error)}
