@@ -12,7 +12,7 @@ through `http_options.base_url`; model CORPUS_MODEL) with the system prompt as `
 (`{"result": <the tool's value>}`, a tool that raises as `{"error": "<Type>: <message>"}`, as the documentation
 shows), until the model answers without calls. The Gemini API names no call ids: results are matched by name,
 in order. All turns share one history; one plain span `turn` per user turn (no GenAI attributes) makes a turn
-one trace. Mode `stream` (OpenTelemetry's instrumentation, content on spans) calls `generate_content_stream`.
+one trace. Modes `stream`, `openinference_stream` and `openllmetry_stream` call `generate_content_stream` instead.
 
 Instrumentations, each the only one installed in its modes:
 - OpenTelemetry's `opentelemetry-instrumentation-google-genai` (`GoogleGenAiSdkInstrumentor`), content as the
@@ -38,6 +38,12 @@ MODES: dict[str, dict[str, str]] = {
     "stream": {**_LATEST, _CAPTURE: "SPAN_ONLY", "CORPUS_STREAM": "1"},
     "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
     "openllmetry": {"CORPUS_INSTRUMENTATION": "openllmetry", "TRACELOOP_TRACE_CONTENT": "true"},
+    "openinference_stream": {"CORPUS_INSTRUMENTATION": "openinference", "CORPUS_STREAM": "1"},
+    "openllmetry_stream": {
+        "CORPUS_INSTRUMENTATION": "openllmetry",
+        "TRACELOOP_TRACE_CONTENT": "true",
+        "CORPUS_STREAM": "1",
+    },
 }
 SYSTEM = "You are a weather assistant. Use the tools for weather and time."
 
