@@ -157,11 +157,20 @@ def test_a_requested_call_gets_its_result_from_the_tool_message_that_answered_it
     )  # fmt: skip
 
 
-def _asked_twice(call_ids: list[str | None], answer_ids: list[str | None], answered_in_reverse: bool = False) -> str:
-    """A turn whose model asks for two get_weather calls in one reply (GenAI parts, ids as given: None, none),
-    then is handed both answers in one message (ids as given), then answers."""
-    calls = [{"type": "tool_call", "name": "get_weather", "arguments": {"city": c}} for c in ("Paris", "London")]
-    answers = [{"type": "tool_call_response", "response": {"result": {"temp_c": t}}} for t in (21, 14)]
+def _asked_twice(
+    call_ids: list[str | None], answer_ids: list[str | None], answered_in_reverse: bool = False, named: bool = False
+) -> str:
+    """A turn whose model asks for get_weather(Paris) and get_time(London) in one reply (GenAI parts, ids as given:
+    None, none), then is handed both answers in one message (ids as given; `named`: each names its tool), then
+    answers."""
+    calls = [{"type": "tool_call", "name": n, "arguments": {"city": c}}
+             for n, c in (("get_weather", "Paris"), ("get_time", "London"))]  # fmt: skip
+    answers: list[dict[str, Any]] = [
+        {"type": "tool_call_response", "response": {"result": {"temp_c": t}}} for t in (21, 14)
+    ]
+    if named:
+        for part, name in zip(answers, ("get_weather", "get_time"), strict=True):
+            part["name"] = name
     for part, given in [*zip(calls, call_ids, strict=True), *zip(answers, answer_ids, strict=True)]:
         if given is not None:
             part["id"] = given
@@ -176,23 +185,25 @@ def _asked_twice(call_ids: list[str | None], answer_ids: list[str | None], answe
 
 
 @pytest.mark.parametrize(
-    ("call_ids", "answer_ids", "reverse"),
+    ("call_ids", "answer_ids", "reverse", "named"),
     [
-        ([None, None], [None, None], False),  # the Gemini API names no call ids (OpenInference's google-genai)
-        (["", ""], ["", ""], False),  # OpenLLMetry's google-genai writes '' for each
-        (["w_0", "w_1"], ["w_1", "w_2"], False),  # ids made up apart (OpenTelemetry's google-genai: by part index)
-        (["call_a", "call_b"], ["call_a", "call_b"], True),  # real ids, answered in another order: by id
+        ([None, None], [None, None], False, False),  # the Gemini API names no call ids
+        (["", ""], ["", ""], False, False),  # OpenLLMetry's google-genai writes '' for each
+        (["w_0", "w_1"], ["w_1", "w_2"], False, False),  # ids made up apart (OpenTelemetry's google-genai)
+        ([None, None], [None, None], True, True),  # no ids, answers in another order, each naming its function
+        (["call_a", "call_b"], ["call_a", "call_b"], True, False),  # real ids, answered in another order: by id
     ],
 )
 def test_answers_without_ids_answer_their_calls_in_order(
-    tmp_path: Path, call_ids: list[str | None], answer_ids: list[str | None], reverse: bool
+    tmp_path: Path, call_ids: list[str | None], answer_ids: list[str | None], reverse: bool, named: bool
 ) -> None:
     """A tool message whose id no call of the conversation carries (none, '', or one made up apart from the call's)
-    answers the call the protocol says: the k-th answer after a run of calls, the k-th call. Each call read its
+    answers the call the protocol says: the k-th answer after a run of calls, the k-th call (of the function it
+    names, where it names one: Gemini's functionResponse does, in whatever order). Each call read its
     answer (Paris 21, London 14) and so ran. Before: no result, both calls gaps (none, ''), or the first call's
     result lost and the second given the first's answer (ids made up apart). Answers by real ids keep their ids in
     whatever order they come."""
-    calls = turn(tmp_path, _asked_twice(call_ids, answer_ids, reverse))["tool_calls"]
+    calls = turn(tmp_path, _asked_twice(call_ids, answer_ids, reverse, named))["tool_calls"]
     read = [(json.loads(c["args"])["city"], json.loads(c["result"]), c["is_gap"]) for c in calls]
     assert read == [("Paris", {"result": {"temp_c": 21}}, False), ("London", {"result": {"temp_c": 14}}, False)]
 

@@ -173,15 +173,30 @@ tool_parts AS MATERIALIZED (
     FROM valued
     WHERE direction = 'input' AND part_type IN ('tool_call', 'tool_call_response')
 ),
+suspect AS (
+    -- the model calls whose conversation holds an answer by an id no call of it carries (none at all, '', or one its
+    -- instrumentation made up apart from the call's: OpenTelemetry's Gen AI SDK instrumentation numbers a Gemini
+    -- call and its answer each by its place in its own message, so an answer's id may even be another call's)
+    SELECT DISTINCT a.trace_id, a.call_span_id
+    FROM tool_parts AS a
+    WHERE a.part_type = 'tool_call_response' AND NOT EXISTS (
+        SELECT 1 FROM tool_parts AS c
+        WHERE c.part_type = 'tool_call' AND c.trace_id = a.trace_id AND c.call_span_id = a.call_span_id
+          AND c.own_id = a.own_id
+    )
+),
 blocks AS MATERIALIZED (
-    -- in conversation order, cut into blocks: a run of calls and the answers after it (a call after an answer starts
-    -- the next block)
+    -- their tool parts in conversation order, cut into blocks: a run of calls and the answers after it (a call after
+    -- an answer starts the next block)
     SELECT *, sum(CASE WHEN part_type = 'tool_call' AND prev_type IS DISTINCT FROM 'tool_call' THEN 1 ELSE 0 END)
                   OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS block
     FROM (
-        SELECT *,
-               lag(part_type) OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS prev_type
-        FROM tool_parts
+        SELECT t.*,
+               lag(t.part_type) OVER (
+                   PARTITION BY t.trace_id, t.call_span_id ORDER BY t.message_index, t.part_index
+               ) AS prev_type
+        FROM tool_parts AS t
+        SEMI JOIN suspect AS s ON s.trace_id = t.trace_id AND s.call_span_id = t.call_span_id
     ) AS ordered
 ),
 judged AS MATERIALIZED (
@@ -197,16 +212,17 @@ judged AS MATERIALIZED (
     GROUP BY a.trace_id, a.call_span_id, a.block, a.message_index, a.part_index
 ),
 astray AS (
-    -- the blocks with an answer by an id no call of the conversation carries (none at all, '', or one its
-    -- instrumentation made up apart from the call's: OpenTelemetry's Gen AI SDK instrumentation numbers a Gemini
-    -- call and its answer each by its place in its own message, so an answer's id may even be another call's)
+    -- the blocks with such an answer
     SELECT DISTINCT trace_id, call_span_id, block FROM judged WHERE NOT in_block AND NOT elsewhere
 ),
 renumbered AS MATERIALIZED (
-    -- in those blocks, the calls and the answers (but those that answer another block's call by its id) in order
-    SELECT b.trace_id, b.call_span_id, b.block, b.message_index, b.part_index, b.part_type, b.own_id,
+    -- in those blocks, the calls and the answers (but those that answer another block's call by its id) in order,
+    -- and in order per tool name
+    SELECT b.trace_id, b.call_span_id, b.block, b.message_index, b.part_index, b.part_type, b.tool_name, b.own_id,
            row_number() OVER (PARTITION BY b.trace_id, b.call_span_id, b.block, b.part_type
-                              ORDER BY b.message_index, b.part_index) AS nth
+                              ORDER BY b.message_index, b.part_index) AS nth,
+           row_number() OVER (PARTITION BY b.trace_id, b.call_span_id, b.block, b.part_type, b.tool_name
+                              ORDER BY b.message_index, b.part_index) AS nth_of_name
     FROM blocks AS b
     SEMI JOIN astray AS s ON s.trace_id = b.trace_id AND s.call_span_id = b.call_span_id AND s.block = b.block
     LEFT JOIN judged AS j
@@ -215,13 +231,16 @@ renumbered AS MATERIALIZED (
     WHERE NOT coalesce(j.elsewhere, FALSE)
 ),
 rematched AS (
-    -- each answer there answers the call the protocol says: its block's k-th (the Gemini API names no call ids: it
-    -- answers in the order it was asked)
-    SELECT a.trace_id, a.call_span_id, a.message_index, a.part_index, c.own_id
+    -- each answer there answers the call the protocol says: its block's k-th call of the tool it names (Gemini's
+    -- functionResponse names its function), else its block's k-th call (the answers in the order asked)
+    SELECT a.trace_id, a.call_span_id, a.message_index, a.part_index, coalesce(n.own_id, k.own_id) AS own_id
     FROM renumbered AS a
-    JOIN renumbered AS c
-        ON c.part_type = 'tool_call' AND c.trace_id = a.trace_id AND c.call_span_id = a.call_span_id
-       AND c.block = a.block AND c.nth = a.nth
+    LEFT JOIN renumbered AS n
+        ON n.part_type = 'tool_call' AND n.trace_id = a.trace_id AND n.call_span_id = a.call_span_id
+       AND n.block = a.block AND n.tool_name = a.tool_name AND n.nth_of_name = a.nth_of_name
+    LEFT JOIN renumbered AS k
+        ON k.part_type = 'tool_call' AND k.trace_id = a.trace_id AND k.call_span_id = a.call_span_id
+       AND k.block = a.block AND k.nth = a.nth
     WHERE a.part_type = 'tool_call_response'
 )
 SELECT
