@@ -611,6 +611,28 @@ def test_gemini_stream_builds_the_plain_response(gemini: Any) -> None:
     assert chunks[-1].usage_metadata == plain.usage_metadata and chunks[-1].candidates[0].finish_reason == "STOP"
 
 
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (b"[]", "JSON object"),
+        (b'{"contents": "x"}', "contents"),
+        (b'{"contents": [1]}', "contents[0]"),
+        (b'{"contents": [{"role": "model", "parts": [{"functionCall": "x"}]}]}', "contents[0].parts[0].functionCall"),
+        (b'{"contents": [{"parts": [{"functionResponse": {"name": 5}}]}]}', "contents[0].parts[0].functionResponse"),
+        (
+            b'{"contents": [{"parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "a", '
+            b'"parameters": 7}]}]}',
+            "tools[0].functionDeclarations[0].parameters",
+        ),
+        (b'{"contents": [{"parts": [{"text": "hi"}]}], "generationConfig": {"seed": "x"}}', "generationConfig.seed"),
+        (b'{"contents": [{"parts": [{"text": "hi"}]}], "systemInstruction": "be brief"}', "systemInstruction"),
+    ],
+)
+def test_gemini_bad_requests_get_a_400_naming_the_field(server: SimulatedModelServer, body: bytes, where: str) -> None:
+    status, payload = raw(server, "POST", "/v1beta/models/scripted:generateContent", body)
+    assert status == 400 and payload["error"]["status"] == "INVALID_ARGUMENT" and where in payload["error"]["message"]
+
+
 def test_gemini_errors_in_googles_shape(gemini: Any, server: SimulatedModelServer) -> None:
     from google.genai import errors
 

@@ -100,7 +100,9 @@ def _messages(raw: Any, system: Any) -> tuple[Message, ...]:
     asked: list[ToolCall] = []
     for i, content in enumerate(raw):
         param = f"contents[{i}]"
-        role = content.get("role", "user") if isinstance(content, Mapping) else None
+        if not isinstance(content, Mapping):
+            raise _bad("expected a Content object ({role, parts})", param)
+        role = content.get("role", "user")
         if role not in ("user", "model", "function", "tool"):
             raise _bad("role must be 'user' or 'model'", f"{param}.role")
         parts = _parts(content, param)
@@ -132,6 +134,8 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
             if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
                 raise _bad("a function declaration needs a string 'name'", f"tools[{i}].functionDeclarations[{j}]")
             schema = function.get("parameters") or function.get("parametersJsonSchema") or {}
+            if not isinstance(schema, Mapping):
+                raise _bad("parameters must be a schema object", f"tools[{i}].functionDeclarations[{j}].parameters")
             specs.append(ToolSpec(function["name"], str(function.get("description") or ""), schema))
     return tuple(specs)
 
