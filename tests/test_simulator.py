@@ -472,6 +472,22 @@ def test_responses_stream_ends_with_the_plain_response(client: openai.OpenAI) ->
         assert stream.get_final_response().output[-1].type == "function_call"
 
 
+def test_a_tool_whose_parameters_are_no_schema_is_a_400_on_every_route(server: SimulatedModelServer) -> None:
+    """One rule (`ToolSpec.schema`) for every wire format: before, the Responses API's and Gemini's routes failed
+    with a 500 further on."""
+    bad = {"name": "a", "parameters": 7}
+    requests = {
+        "/v1/chat/completions": {"model": "scripted", "messages": user("x"),
+                                 "tools": [{"type": "function", "function": bad}]},
+        "/v1/responses": {"model": "scripted", "input": "x", "tools": [{"type": "function", **bad}]},
+        "/v1beta/models/scripted:generateContent": {"contents": [{"parts": [{"text": "x"}]}],
+                                                    "tools": [{"functionDeclarations": [bad]}]},
+    }  # fmt: skip
+    for path, body in requests.items():
+        status, payload = raw(server, "POST", path, json.dumps(body).encode())
+        assert status == 400 and "parameters" in payload["error"]["message"], path
+
+
 def test_responses_refuses_what_a_stateless_server_cannot_do(server: SimulatedModelServer) -> None:
     body = {"model": "scripted", "input": "x", "previous_response_id": "resp_1"}
     status, payload = raw(server, "POST", "/v1/responses", json.dumps(body).encode())

@@ -47,6 +47,16 @@ class ToolSpec:
     parameters: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @staticmethod
+    def schema(value: Any, bad: Callable[[], Exception]) -> Mapping[str, Any]:
+        """A declared tool's parameters: none (absent, null) is `{}`, an object is itself; anything else is the wire
+        format's own error (`bad()`), never a failure further on."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise bad()
+        return value
+
+    @staticmethod
     def listed(
         raw: Any, read: Callable[[int, Any], ToolSpec], not_a_list: Callable[[], Exception]
     ) -> tuple[ToolSpec, ...]:

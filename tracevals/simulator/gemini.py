@@ -133,9 +133,9 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
         for j, function in enumerate(declared):
             if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
                 raise _bad("a function declaration needs a string 'name'", f"tools[{i}].functionDeclarations[{j}]")
-            schema = function.get("parameters") or function.get("parametersJsonSchema") or {}
-            if not isinstance(schema, Mapping):
-                raise _bad("parameters must be a schema object", f"tools[{i}].functionDeclarations[{j}].parameters")
+            where = f"tools[{i}].functionDeclarations[{j}].parameters"
+            declared = function.get("parameters", function.get("parametersJsonSchema"))
+            schema = ToolSpec.schema(declared, lambda at=where: _bad("parameters must be a schema object", at))
             specs.append(ToolSpec(function["name"], str(function.get("description") or ""), schema))
     return tuple(specs)
 

@@ -100,9 +100,10 @@ def _tool(i: int, tool: Any) -> ToolSpec:
         raise _bad("Invalid tool: expected {'type': 'function', 'function': {...}}.", f"tools[{i}]")
     if not isinstance(fn.get("name"), str) or not fn["name"]:
         raise _bad("Missing required parameter: 'function.name'.", f"tools[{i}].function.name")
-    params = fn.get("parameters", {})
-    if not isinstance(params, Mapping):
-        raise _bad("Invalid 'parameters': expected a JSON Schema object.", f"tools[{i}].function.parameters")
+    params = ToolSpec.schema(
+        fn.get("parameters"),
+        lambda: _bad("Invalid 'parameters': expected a JSON Schema object.", f"tools[{i}].function.parameters"),
+    )
     return ToolSpec(name=fn["name"], description=str(fn.get("description", "")), parameters=params)
 
 

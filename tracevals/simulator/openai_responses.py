@@ -90,7 +90,10 @@ def _tool(i: int, tool: Any) -> ToolSpec:
         raise _bad("Only tools of type 'function' are supported by the simulator.", f"tools[{i}]")
     if not isinstance(tool.get("name"), str) or not tool["name"]:
         raise _bad("Missing required parameter: 'name'.", f"tools[{i}].name")
-    params = tool.get("parameters") or {}
+    params = ToolSpec.schema(
+        tool.get("parameters"),
+        lambda: _bad("Invalid 'parameters': expected a JSON Schema object.", f"tools[{i}].parameters"),
+    )
     return ToolSpec(name=tool["name"], description=str(tool.get("description") or ""), parameters=params)
 
 
