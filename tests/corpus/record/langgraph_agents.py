@@ -2,7 +2,8 @@
 langgraph_openllmetry.py, langgraph_langfuse.py; the Python mirror of `langchain_js.mjs`), see run.py for the
 contract.
 
-Agents are `langchain.agents.create_agent` graphs (langchain-openai's `ChatOpenAI`; the successor of langgraph's
+Agents are `langchain.agents.create_agent` graphs (langchain-openai's `ChatOpenAI`, or with CORPUS_PROVIDER=gemini
+langchain-google-genai's `ChatGoogleGenerativeAI` on the Gemini API; the successor of langgraph's
 deprecated `create_react_agent`). Single-agent scenarios: one agent named `weather_agent`. Its ToolNode re-raises
 tool exceptions by default, so a `wrap_tool_call` middleware turns a ValueError into an error ToolMessage worded as
 ToolNode's `handle_tool_errors=True` does ("Error: ValueError(...)"). Handoff: a parent StateGraph with two agents,
@@ -52,10 +53,18 @@ def tool_errors():
 def build(scenario: str):
     from langchain.agents import create_agent
     from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
 
-    model = ChatOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="sim", model=os.environ["CORPUS_MODEL"])
+    model: Any
+    if os.environ.get("CORPUS_PROVIDER") == "gemini":  # langchain-google-genai on the simulated model's Gemini route
+        from langchain_google_genai import ChatGoogleGenerativeAI
+
+        root = os.environ["OPENAI_BASE_URL"].removesuffix("/").removesuffix("/v1")
+        model = ChatGoogleGenerativeAI(model=os.environ["CORPUS_MODEL"], base_url=root, google_api_key="sim")
+    else:
+        from langchain_openai import ChatOpenAI
+
+        model = ChatOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="sim", model=os.environ["CORPUS_MODEL"])
     weather, local_time, refund = (tool(f) for f in (get_weather, described(get_time, LOCAL_TIME), issue_refund))
     checkpointer = InMemorySaver()
     middleware = [tool_errors()]

@@ -17,6 +17,8 @@ from langgraph_agents import THREAD_ID, main, record
 MODES = {
     "default": {},
     "hidden": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    # the same agents on Gemini (langchain-google-genai's ChatGoogleGenerativeAI, the Gemini API)
+    "gemini": {"CORPUS_PROVIDER": "gemini"},
 }
 
 
