@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -135,7 +136,7 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
                 raise _bad("a function declaration needs a string 'name'", f"tools[{i}].functionDeclarations[{j}]")
             where = f"tools[{i}].functionDeclarations[{j}].parameters"
             declared = function.get("parameters", function.get("parametersJsonSchema"))
-            schema = ToolSpec.schema(declared, lambda at=where: _bad("parameters must be a schema object", at))
+            schema = ToolSpec.schema(declared, partial(_bad, "parameters must be a schema object", where))
             specs.append(ToolSpec(function["name"], str(function.get("description") or ""), schema))
     return tuple(specs)
 
