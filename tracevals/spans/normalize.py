@@ -42,6 +42,7 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 #     last message of its update, and a Gemini FunctionResponse's its response (the conventions' wrappers);
 #     Langfuse's metadata.tool_call_id is the call's id; a span of a known GenAI operation is that operation whatever
 #     its Traceloop kind, a Traceloop task with tool.name a tool; LlamaIndex's ToolCallResult unwrapped
+# 15: Genkit's spans are read (its model, tool and flow actions; their tokens, messages, arguments and results)
 NORMALIZER_VERSION = max(14, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
