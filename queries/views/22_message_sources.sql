@@ -280,7 +280,17 @@ SELECT
     CAST(row_number() OVER (
         PARTITION BY d.trace_id, d.span_id, d.source, d.direction ORDER BY d.seq, m.ordinal
     ) - 1 AS INTEGER) AS message_index,
-    m.message
+    -- a LangChain message serialised as its constructor ({"lc": 1, "type": "constructor", "id": [..., "AIMessage"],
+    -- "kwargs": {...}}: LangSmith's OpenTelemetry export) is its fields, its `type` (human, ai, system, tool) its role
+    CASE WHEN contains(CAST(m.message AS VARCHAR), '"constructor"')
+              AND json_extract_string(m.message, '$.type') = 'constructor'
+              AND json_type(m.message, '$.kwargs') = 'OBJECT'
+         THEN json_merge_patch(
+             json_extract(m.message, '$.kwargs'),
+             json_object('role', coalesce(json_extract_string(m.message, '$.kwargs.role'),
+                                          json_extract_string(m.message, '$.kwargs.type')))
+         )
+         ELSE m.message END AS message
 FROM decoded AS d,
      UNNEST(
          CASE json_type(d.doc)
@@ -288,4 +298,6 @@ FROM decoded AS d,
              WHEN 'OBJECT' THEN [d.doc]
          END
      ) WITH ORDINALITY AS m(message, ordinal)
-WHERE NOT /*@ placeholder(coalesce(json_extract_string(m.message, '$.content'), '')) @*/;
+WHERE NOT /*@ placeholder(coalesce(
+    json_extract_string(m.message, '$.content'), json_extract_string(m.message, '$.kwargs.content'), ''
+)) @*/;

@@ -287,9 +287,15 @@ def record(
     finally:
         capture.shutdown()
     path = out / f"{scenario}.json"
-    path.write_text(json.dumps(merge(capture.requests), indent=1, ensure_ascii=False))
+    path.write_text(without_home(json.dumps(merge(capture.requests), indent=1, ensure_ascii=False)))
     (out / f"{scenario}.calls.json").write_text(json.dumps(model.calls, indent=1, ensure_ascii=False))
     return path
+
+
+def without_home(text: str) -> str:
+    """A recording without the recording machine's home directory: stack traces name the files of the stack's
+    environment (under ~/.cache/tracevals-corpus), written `~/` instead."""
+    return text.replace(f"{Path.home()}/", "~/")
 
 
 def main() -> int:
