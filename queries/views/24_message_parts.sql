@@ -159,17 +159,17 @@ valued AS MATERIALIZED (  -- named twice: computed once, with the columns the vi
         CASE WHEN part_type = 'tool_call_response' THEN
             CASE WHEN json_type(response_json) = 'VARCHAR' THEN json_extract_string(response_json, '$')
                  ELSE CAST(response_json AS VARCHAR) END
-        END AS response_value
+        END AS response_value,
+        -- a call's id: the one it was given, else (none, or '') in a model call's input one known by where the
+        -- conversation holds it (the same in every later request's history); an answer's, the one it was given
+        CASE WHEN direction = 'input' AND part_type = 'tool_call'
+             THEN coalesce(nullif(tool_call_id, ''), 'tv:' || message_index || '.' || part_index)
+             ELSE nullif(tool_call_id, '') END AS own_id
     FROM typed
 ),
 tool_parts AS MATERIALIZED (
-    -- the tool parts of each model call's input (its conversation so far), each call with its id: the one it was
-    -- given, else (none, or '') one known by where the conversation holds it, the same in every later request's
-    -- history
-    SELECT trace_id, call_span_id, message_index, part_index, part_type, tool_name,
-           CASE WHEN part_type = 'tool_call'
-                THEN coalesce(nullif(tool_call_id, ''), 'tv:' || message_index || '.' || part_index)
-                ELSE nullif(tool_call_id, '') END AS own_id
+    -- the tool parts of each model call's input (its conversation so far), with their ids
+    SELECT trace_id, call_span_id, message_index, part_index, part_type, tool_name, own_id
     FROM valued
     WHERE direction = 'input' AND part_type IN ('tool_call', 'tool_call_response')
 ),
@@ -203,7 +203,7 @@ judged AS MATERIALIZED (
     -- each answer: whether its id is one of its block's calls', or of a call of another block (an answer given later)
     SELECT a.trace_id, a.call_span_id, a.block, a.message_index, a.part_index,
            coalesce(bool_or(c.block = a.block), FALSE) AS in_block,
-           coalesce(bool_or(c.block <> a.block), FALSE) AND NOT coalesce(bool_or(c.block = a.block), FALSE) AS elsewhere
+           coalesce(bool_or(c.block <> a.block) AND NOT bool_or(c.block = a.block), FALSE) AS elsewhere
     FROM blocks AS a
     LEFT JOIN blocks AS c
         ON c.part_type = 'tool_call' AND c.trace_id = a.trace_id AND c.call_span_id = a.call_span_id
@@ -254,11 +254,7 @@ SELECT
     v.part_index,
     v.part_type,
     CASE WHEN NOT coalesce(/*@ placeholder(text_value) @*/, FALSE) THEN text_value END AS content,
-    CASE
-        WHEN v.direction = 'input' AND v.part_type = 'tool_call'
-            THEN coalesce(nullif(v.tool_call_id, ''), 'tv:' || v.message_index || '.' || v.part_index)
-        ELSE coalesce(i.own_id, nullif(v.tool_call_id, ''))
-    END AS tool_call_id,
+    coalesce(i.own_id, v.own_id) AS tool_call_id,
     tool_name,
     CASE WHEN NOT coalesce(/*@ placeholder(args_value) @*/, FALSE) THEN args_value END AS tool_args,
     CASE WHEN NOT coalesce(/*@ placeholder(response_value) @*/, FALSE) THEN response_value END AS tool_response,
