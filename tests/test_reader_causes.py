@@ -208,6 +208,38 @@ def test_answers_without_ids_answer_their_calls_in_order(
     assert read == [("Paris", {"result": {"temp_c": 21}}, False), ("London", {"result": {"temp_c": 14}}, False)]
 
 
+@pytest.mark.parametrize(("recorded", "expected"), [("{}", "Error: boom"), ("null", "Error: boom"), ('"x"', '"x"')])
+def test_a_failed_call_that_recorded_an_empty_result_has_the_answer_the_model_was_handed(
+    tmp_path: Path, recorded: str, expected: str
+) -> None:
+    """LangSmith's OpenTelemetry export writes `{}` as the output of a tool that raised; the model was handed the
+    error's text (a LangGraph middleware's ToolMessage). Such an empty value is no result: the turn's call has the
+    answer of the conversation, as a call whose span recorded none. Before: `{}`. A value that says something stays."""
+    ask = json.dumps([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "X"}}]}])  # fmt: skip
+    answer = {"type": "tool_call_response", "id": "call_1", "response": "Error: boom"}
+    handed = [{"role": "user", "parts": [{"type": "text", "content": "Weather in X?"}]}, *json.loads(ask),
+              {"role": "tool", "parts": [answer]}]  # fmt: skip
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "call_1",
+            "gen_ai.tool.call.arguments": '{"city": "X"}', "gen_ai.tool.call.result": recorded}  # fmt: skip
+    spans = [
+        span("1" * 16, None, "invoke_agent a", AGENT, 1000),
+        span(
+            "2" * 16, "1" * 16, "chat m", {**USAGE, "gen_ai.input.messages": USER, "gen_ai.output.messages": ask}, 2000
+        ),
+        span("3" * 16, "1" * 16, "execute_tool get_weather", tool, 3000, status={"code": 2, "message": "boom"}),
+        span(
+            "4" * 16,
+            "1" * 16,
+            "chat m",
+            {**USAGE, "gen_ai.input.messages": json.dumps(handed), "gen_ai.output.messages": ANSWER},
+            5000,
+        ),
+    ]
+    [call] = turn(tmp_path, doc(spans))["tool_calls"]
+    assert (call["result"], call["is_error"]) == (expected, True)
+
+
 def test_a_reported_cost_of_zero_for_tokens_used_is_no_cost(tmp_path: Path) -> None:
     """OpenLIT reports `gen_ai.usage.cost` 0 for a model it has no price for (its price list out of reach, or
     without the model): model_calls took that 0 over the lake's own price. A positive report stands, and so does

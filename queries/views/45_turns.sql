@@ -29,7 +29,12 @@ WITH
 turn_attempts AS MATERIALIZED (SELECT * FROM attempts),
 turn_facts AS MATERIALIZED (SELECT * FROM span_facts),
 turn_parts AS MATERIALIZED (SELECT * FROM message_parts),
-turn_steps AS MATERIALIZED (SELECT * FROM steps),
+turn_steps AS MATERIALIZED (
+    -- a failed call whose span recorded an empty value as its result (LangSmith's `{}` for a tool that raised)
+    -- recorded none: its result is then what the conversation handed the model, as for a call with none
+    SELECT * REPLACE (CASE WHEN is_error AND result IN ('{}', '[]', '""', 'null') THEN NULL ELSE result END AS result)
+    FROM steps
+),
 turn_requests AS MATERIALIZED (SELECT * FROM requested_tool_calls),
 links AS (
     -- trace -> an earlier trace one of its spans links to (a message delivery -> the one that sent it)
