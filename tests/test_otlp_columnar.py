@@ -161,6 +161,25 @@ def _check_columnar_equals_the_python_path(
     assert comparable(got) == comparable(expected)
 
 
+@pytest.mark.parametrize(
+    "value", [AnyValue(int_value=0), AnyValue(bool_value=False), AnyValue(double_value=1.5), AnyValue(string_value="x")]
+)
+def test_a_key_read_only_on_some_names_is_no_value_elsewhere_whatever_its_type(value: AnyValue) -> None:
+    """Logfire's `name` is an agent's name only on its `Agent run: ...` spans (`Key(on_names=...)`). On any other span
+    the columnar path masked the key's value by its tag alone, which a string's code obeys and a number's or a
+    boolean's did not: a `name` of 0 on a `chat gpt` span became its agent, `'0'` (found by this module's property
+    test, at random). Both paths now read it as no value there, and as the agent on the span it names."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for n, (name, attribute) in enumerate([("chat gpt", value), ("Agent run: 'a'", AnyValue(string_value="a"))]):
+        span = spans.add(trace_id=bytes([1] * 16), span_id=bytes([n + 1] * 8), name=name, start_time_unix_nano=1)
+        span.attributes.append(KeyValue(key="name", value=attribute))
+    _check_columnar_equals_the_python_path([request], None, False, 0)
+    agents = otlp_columnar.spans_table_columnar(_decoded([request.SerializeToString()], 0),
+                                                [request.SerializeToString()], None, None)["agent_name"]  # fmt: skip
+    assert agents.to_pylist() == [None, "a"]
+
+
 def test_a_typical_batch_takes_the_columnar_path_for_every_span(monkeypatch: pytest.MonkeyPatch) -> None:
     """GenAI-shaped spans of every dialect's keys with scalar values never reach the per-span Python code
     (the point of the path); the rows still equal the Python path's."""

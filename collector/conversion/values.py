@@ -226,9 +226,10 @@ class Coded:
         )
 
     def decode(self, code: str) -> Any:
-        """The Python value a code stands for (None for no value), as the Python path reads it."""
+        """The Python value a code stands for (None for no value, whatever text it kept: a key read only on some
+        spans' names is masked by its tag alone), as the Python path reads it."""
         tag, _, index = code.partition(":")
-        if index == "-":
+        if index == "-" or int(tag) == NONE:
             return None
         word = self.words[int(index)]
         return word if int(tag) == STRING else json.loads(word)
