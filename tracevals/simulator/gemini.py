@@ -135,8 +135,8 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
             if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
                 raise _bad("a function declaration needs a string 'name'", f"tools[{i}].functionDeclarations[{j}]")
             where = f"tools[{i}].functionDeclarations[{j}].parameters"
-            declared = function.get("parameters", function.get("parametersJsonSchema"))
-            schema = ToolSpec.schema(declared, partial(_bad, "parameters must be a schema object", where))
+            parameters = function.get("parameters", function.get("parametersJsonSchema"))
+            schema = ToolSpec.schema(parameters, partial(_bad, "parameters must be a schema object", where))
             specs.append(ToolSpec(function["name"], str(function.get("description") or ""), schema))
     return tuple(specs)
 
@@ -187,17 +187,16 @@ def render_response(conversation: Conversation, completion: Completion) -> dict[
 
 def render_events(conversation: Conversation, completion: Completion) -> EventStream:
     """The response as Gemini streams it: `data:` lines of whole responses, the usage and finish on the last."""
-    whole = render_response(conversation, completion)
     chunks = [[{"text": piece}] for piece in pieces(completion.turn.content or "")]
-    chunks += [[part] for part in _call_parts(completion)]
+    chunks = (chunks + [[part] for part in _call_parts(completion)]) or [[]]
     events = []
-    for i, parts in enumerate(chunks or [[]]):
+    for i, parts in enumerate(chunks, start=1):
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
         chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": conversation.model,
                                  "responseId": completion.key}  # fmt: skip
-        if i == max(len(chunks), 1) - 1:
+        if i == len(chunks):
             candidate["finishReason"] = "STOP"
-            chunk["usageMetadata"] = whole["usageMetadata"]
+            chunk["usageMetadata"] = _usage(completion)
         events.append(Event(chunk))
     return EventStream(tuple(events))
 
