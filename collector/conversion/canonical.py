@@ -12,6 +12,7 @@ name); see `columnar.py`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -37,7 +38,7 @@ from tracevals.lake.schema import SPAN_SCHEMA
 from tracevals.spans import normalize as norm
 from tracevals.spans import reading
 from tracevals.spans.declare import Key
-from tracevals.spans.rules import arguments, error_class, error_type_of, unwrap
+from tracevals.spans.rules import arguments, error_class, error_type_of, says_failed, unwrap
 
 _TYPES = {f.name: f.type for f in SPAN_SCHEMA}
 
@@ -171,11 +172,39 @@ def _columns(sigs: Signatures, names: pa.Array, both: list[norm.Plan], plan_of: 
     return columns
 
 
-def _error_type(recorded: pa.Array, status_label: pa.Array, status_message: pa.Array) -> pa.Array:
+def _failed_outputs(sigs: Signatures) -> pa.Array | None:
+    """Whether a declared output says the span failed (`normalize.failed`'s `reading.ERROR_OUTPUTS`: the same
+    `rules.says_failed`), once per distinct value; None when no span holds such an output."""
+    out = None
+    for key in reading.ERROR_OUTPUTS:
+        if not any(key.name in k for k in sigs.keys):
+            continue
+        coded = sigs.value_of(key.name)
+        flags = map_distinct(coded.codes, _says_failed(coded, key), pa.bool_())
+        out = flags if out is None else pc.or_kleene(out, flags)
+    return out
+
+
+def _says_failed(coded: Coded, key: Key) -> Callable[[str], bool]:
+    """`rules.says_failed` of the value a code stands for."""
+
+    def read(code: str) -> bool:
+        return says_failed(key, coded.decode(code))
+
+    return read
+
+
+def _error_type(
+    recorded: pa.Array, status_label: pa.Array, status_message: pa.Array, failed: pa.Array | None = None
+) -> pa.Array:
     """`normalize.error_type` for spans without events or declared failure keys: the recorded type (a class repr
-    read as the class), else for a failed span the class its status message names, else `_OTHER`."""
+    read as the class), else for a failed span (its status, or a declared output: `failed`) the class its status
+    message names, else `_OTHER`."""
     recorded = map_distinct(recorded, error_type_of, pa.string())
-    missing = pc.and_kleene(pc.is_null(recorded), pc.equal(status_label, c("error")))
+    failure = pc.equal(status_label, c("error"))
+    if failed is not None:
+        failure = pc.or_kleene(failure, pc.coalesce(failed, c(False)))
+    missing = pc.and_kleene(pc.is_null(recorded), failure)
     if not pc.any(missing).as_py():
         return recorded
     named = map_distinct(pc.if_else(missing, status_message, NULL_TEXT), error_class, pa.string())
@@ -204,7 +233,7 @@ def canonical_columns(
         is_tool, pc.is_in(columns["tool_name"], arrow_array(sorted(reading.NOT_CALLS), pa.string()))
     )
     columns["kind"] = pc.if_else(pc.coalesce(not_call, c(False)), c("other"), span_kind)
-    columns["error_type"] = _error_type(columns["error_type"], status_label, status_message)
+    columns["error_type"] = _error_type(columns["error_type"], status_label, status_message, _failed_outputs(sigs))
     # the operation digest where the span recorded none (normalizer 6): once per distinct arguments text
     missing = pc.and_kleene(pc.is_null(columns["tool_args_hash"]), pc.is_valid(columns["tool_args"]))
     if pc.any(missing).as_py():

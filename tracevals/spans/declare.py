@@ -175,7 +175,9 @@ class Dialect:
       never an id, a name or content, whichever dialect the span is of.
     - `error_flags`: attributes whose true value says the span failed where its status does not (Haystack's
       `haystack.tool.error`); `error_levels`: an attribute and its value that says so (Langfuse's level
-      `ERROR`); `error_messages`: where such a failure's message is (the class it names is the error type);
+      `ERROR`); `error_outputs`: an attribute whose text says so where it matches the key's regular expression
+      (a tool's output that is a failed result object: Agno's `status='failure'` under OpenLLMetry);
+      `error_messages`: where such a failure's message is (the class it names is the error type);
       `no_error_types`: `error.type` values that name no type (Mastra's `unknown`); `error_results`: a failed
       tool's result, where neither its spans nor the conversation record one, is its span's status message (the
       framework hands the model the message as the tool's result: the AI SDK, Mastra; read by the turns view).
@@ -204,6 +206,7 @@ class Dialect:
     placeholder_prefixes: tuple[str, ...] = ()
     error_flags: tuple[str, ...] = ()
     error_levels: Mapping[str, str] = field(default_factory=dict)
+    error_outputs: tuple[Key, ...] = ()
     error_messages: tuple[Source, ...] = ()
     no_error_types: tuple[str, ...] = ()
     error_results: bool = False

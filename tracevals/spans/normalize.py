@@ -22,7 +22,15 @@ from tracevals.model import attributes as tv
 from tracevals.model.calls import args_digest, parse_args
 from tracevals.spans import reading
 from tracevals.spans.declare import Dialect, Key
-from tracevals.spans.rules import arguments, error_class, error_type_of, extract, is_placeholder, unwrap
+from tracevals.spans.rules import (
+    arguments,
+    error_class,
+    error_type_of,
+    extract,
+    is_placeholder,
+    says_failed,
+    unwrap,
+)
 
 # 4: the Google ADK framework rule unwraps {"result": x} and drops placeholders
 # 5: the fact columns (http_status_code ... session_status, has_message_attributes), see FACTS
@@ -43,6 +51,8 @@ from tracevals.spans.rules import arguments, error_class, error_type_of, extract
 #     Langfuse's metadata.tool_call_id is the call's id; a span of a known GenAI operation is that operation whatever
 #     its Traceloop kind, a Traceloop task with tool.name a tool; LlamaIndex's ToolCallResult unwrapped
 # 15: Genkit's spans are read (its model, tool and flow actions; their tokens, messages, arguments and results)
+# 16: a tool result recorded as its result object's str() is read (Agno under OpenLLMetry: `status=... result=...`),
+#     a declared output that says the span failed makes it a failure (`error_outputs`); Agno's team names its agent
 NORMALIZER_VERSION = max(14, *(d.since for d in reading.DIALECTS))
 # error.type of a failed span that names no type (status ERROR, no error.type, no exception event): the
 # OpenTelemetry conventions' value for an error of no known type.
@@ -261,10 +271,12 @@ def pick(
 
 
 def failed(attrs: Mapping[str, Any]) -> bool:
-    """Whether a declared flag or level says the span failed (its status may not)."""
+    """Whether a declared flag, level or output says the span failed (its status may not)."""
     for key in reading.ERROR_FLAGS:
         if attrs.get(key) in (True, "true", "True"):
             return True
+    if any(says_failed(key, attrs.get(key.name)) for key in reading.ERROR_OUTPUTS):
+        return True
     return any(str(attrs.get(key, "")).upper() == level.upper() for key, level in reading.ERROR_LEVELS.items())
 
 

@@ -43,6 +43,7 @@ NOT_CALLS: frozenset[str] = frozenset(_union("not_calls"))
 ERROR_FLAGS: tuple[str, ...] = _union("error_flags")
 ERROR_LEVELS: Mapping[str, str] = {k: v for d in DIALECTS for k, v in d.error_levels.items()}
 ERROR_MESSAGES: tuple[Key, ...] = tuple(key_of(s) for s in _union("error_messages"))
+ERROR_OUTPUTS: tuple[Key, ...] = _union("error_outputs")
 NO_ERROR_TYPES: frozenset[str] = frozenset(_union("no_error_types"))
 ERROR_RESULTS: frozenset[str] = frozenset(d.name for d in DIALECTS if d.error_results)
 # canonical column -> its candidate keys, in the declarations' order; TOOL_COLUMNS: read after them on tool spans

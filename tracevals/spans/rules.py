@@ -5,7 +5,11 @@
 - A tool's arguments or result recorded in a framework's generic input / output attribute may sit in a single
   wrapper object (`{"kwargs": {...}}`, `{"args": [], "kwargs": {...}}`, `{"result": x}`, `{"output": x}`, a
   serialised ToolMessage, LlamaIndex's ToolOutput): it is unwrapped by rule (`unwrap`).
-- A dict or list recorded as its Python repr is read as that value (`python_literal`).
+- A dict or list recorded as its Python repr is read as that value (`python_literal`); an object recorded as a
+  Pydantic model's str() (`status='success' result={...} error=None`) is read as its fields where a declared
+  wrapper then applies to them (`model_fields`).
+- A declared output whose text says its span failed (`Dialect.error_outputs`) makes the span a failure
+  (`says_failed`), whatever its status.
 - An error without a type keeps its class from the exception or status message when the message names one
   (`ValueError: unknown city`, `ValueError('unknown city')`, `<class 'ValueError'>`): `error_class`.
 - A tool message that answers a call no span recorded says whether the call failed, as loops hand the model a
@@ -19,12 +23,13 @@ through `reading.py`), so the SQL views and the collector's columnar path apply 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
 
 from tracevals.model.json_text import loads as json_loads
-from tracevals.spans.declare import Unwrap
+from tracevals.spans.declare import Key, Unwrap
 from tracevals.spans.reading import NO_ERROR_TYPES, PLACEHOLDER_PREFIXES, PLACEHOLDERS, UNWRAPS
 
 _MAX_WRAPPERS = 4  # wrappers inside wrappers, at most (a cycle is impossible in JSON; this bounds the work)
@@ -110,6 +115,79 @@ def python_literal(value: Any) -> Any:
     return found if isinstance(found, (dict, list)) else value
 
 
+# An object recorded as a Pydantic model's str(): `name=value` pairs, one space apart, each value a Python repr.
+_FIELD = re.compile(r"[A-Za-z_]\w*=")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_OPENERS, _CLOSERS = "([{<", ")]}>"
+MAX_MODEL_TEXT = 1 << 20  # longer text is read as it is (the scan is linear, but a bound keeps it cheap)
+
+
+def _field_value(text: str) -> Any:
+    """One field of `model_fields`: a Python literal read as that value (a quoted string, a number, True / False /
+    None, a dict or list by `python_literal`), anything else (`<generator object ...>`) as its text."""
+    if text in PY_WORDS:
+        return {"True": True, "False": False, "None": None}[text]
+    if text[:1] in ("'", '"'):
+        try:
+            found = ast.literal_eval(text)  # a string literal only: nothing runs
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text
+        return found if isinstance(found, str) else text
+    if _NUMBER.fullmatch(text):
+        return json_loads(text)
+    return python_literal(text) if text[:1] in ("{", "[") else text
+
+
+def model_fields(value: Any) -> dict[str, Any] | None:
+    """The fields of an object recorded as a Pydantic model's str() (`status='success' result={'city': 'Paris'}
+    error=None`: OpenLLMetry's Agno instrumentation writes a tool's result object so), or None for any other value:
+    text that starts with a field, whose fields (two or more, each named once) end at a space followed by the next
+    field's name outside quotes and brackets, and whose quotes and brackets are balanced.
+
+    >>> model_fields("status='failure' result=None error='unknown city: Atlantis'")
+    {'status': 'failure', 'result': None, 'error': 'unknown city: Atlantis'}
+    """
+    if not isinstance(value, str) or len(value) > MAX_MODEL_TEXT or not _FIELD.match(value):
+        return None
+    fields: dict[str, Any] = {}
+    at, n = 0, len(value)
+    while at < n:
+        found = _FIELD.match(value, at)
+        if found is None:
+            return None
+        name, start = found.group()[:-1], found.end()
+        end, depth, quote = start, 0, ""
+        while end < n:
+            ch = value[end]
+            if quote:
+                if ch == "\\":
+                    end += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch in _OPENERS:
+                depth += 1
+            elif ch in _CLOSERS:
+                depth -= 1
+                if depth < 0:
+                    return None
+            elif ch == " " and depth == 0 and _FIELD.match(value, end + 1):
+                break
+            end += 1
+        if quote or depth or name in fields:
+            return None
+        fields[name] = _field_value(value[start:end])
+        at = end + 1
+    return fields if len(fields) >= 2 else None
+
+
+def says_failed(key: Key, value: Any) -> bool:
+    """Whether a declared output (`Dialect.error_outputs`: an attribute and a regular expression) says its span
+    failed: its text matches the expression. The normalizer and the collector's columnar path both ask this."""
+    return isinstance(value, str) and key.regex is not None and re.search(key.regex, value) is not None
+
+
 def unwrap(value: Any) -> Any:
     """A tool's arguments or result from a framework's envelope: its wrappers unwrapped, a placeholder None.
 
@@ -126,6 +204,9 @@ def unwrap(value: Any) -> Any:
         literal = python_literal(value)
         if literal is not value:
             return literal
+        fields = model_fields(value)  # a result object's str(): its fields, where a wrapper rule applies to them
+        if fields is not None:
+            current = fields
     unwrapped = False
     for _ in range(_MAX_WRAPPERS):
         rule = next((r for r in UNWRAPS if _matches(r, current)), None) if isinstance(current, dict) else None

@@ -5,7 +5,10 @@
     python agno.py <scenario>     # run one scenario, exporting OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT
 
 Instrumentation: `openinference-instrumentation-agno` (`AgnoInstrumentor`: agent and team runs, model calls, tool
-calls), content on by default. Model: Agno's `OpenAIChat(id=CORPUS_MODEL, base_url=OPENAI_BASE_URL)`.
+calls), content on by default; in the `openllmetry*` modes OpenLLMetry's (Traceloop's)
+`opentelemetry-instrumentation-agno` instead, alone or (`openllmetry_with_openai`) beside its OpenAI instrumentation,
+as `Traceloop.init()` installs both (content on by default, `TRACELOOP_TRACE_CONTENT`). Model: Agno's
+`OpenAIChat(id=CORPUS_MODEL, base_url=OPENAI_BASE_URL)`.
 
 Agents: `Agent(name="weather_agent", tools=[get_weather, get_time])` with an `InMemoryDb`, a fixed
 `session_id="corpus-<scenario>"` and `add_history_to_context=True`, so multi_turn's second `agent.run()` sees the
@@ -25,8 +28,13 @@ from typing import Any
 from corpus import INSTRUCTIONS, get_time, get_weather, issue_refund, log, main, otel, turns
 
 _DELEGATE = {"member_id": "billing_agent", "task": "Refund order 42."}
+_SCRIPT = {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)}
+_OPENLLMETRY = {**_SCRIPT, "CORPUS_INSTRUMENTATION": "openllmetry"}
 MODES: dict[str, dict[str, str]] = {
-    "openinference": {"CORPUS_SCRIPT_ORDER": "calls", "CORPUS_HANDOFF_ARGUMENTS": json.dumps(_DELEGATE)},
+    "openinference": _SCRIPT,
+    "openllmetry": _OPENLLMETRY,
+    "openllmetry_with_openai": {**_OPENLLMETRY, "CORPUS_WITH_OPENAI": "1"},
+    "openllmetry_no_content": {**_OPENLLMETRY, "TRACELOOP_TRACE_CONTENT": "false"},
 }
 
 
@@ -73,9 +81,18 @@ def build(scenario: str) -> Any:
 def record(scenario: str) -> None:
     os.environ["AGNO_TELEMETRY"] = "false"  # Agno's own usage telemetry to its service
     with otel() as providers:
-        from openinference.instrumentation.agno import AgnoInstrumentor
+        if os.environ.get("CORPUS_INSTRUMENTATION") == "openllmetry":
+            from opentelemetry.instrumentation.agno import AgnoInstrumentor as Traceloop
 
-        AgnoInstrumentor().instrument(tracer_provider=providers.tracer)
+            Traceloop().instrument(tracer_provider=providers.tracer)
+            if os.environ.get("CORPUS_WITH_OPENAI"):
+                from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+                OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
+        else:
+            from openinference.instrumentation.agno import AgnoInstrumentor
+
+            AgnoInstrumentor().instrument(tracer_provider=providers.tracer)
         agent = build(scenario)
         for user in turns(scenario):
             log(scenario, user, agent.run(user).content)

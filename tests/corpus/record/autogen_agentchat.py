@@ -6,8 +6,13 @@
 
 Telemetry: AutoGen's own OpenTelemetry spans (autogen-core's GenAI helpers: `create_agent` / `invoke_agent` /
 `execute_tool`, and the agent runtime's message spans when a team runs), read from the global TracerProvider.
-AutoGen itself traces no model call, so the mode adds OpenTelemetry's official OpenAI instrumentation
-(`opentelemetry-instrumentation-openai-v2`) for the `chat` spans, with its content switch.
+AutoGen itself traces no model call, so the `openai_v2_*` modes add OpenTelemetry's official OpenAI instrumentation
+(`opentelemetry-instrumentation-openai-v2`) for the `chat` spans, with its content switch. The `openinference*` modes
+(`CORPUS_INSTRUMENTATION=openinference`) instead install OpenInference's AgentChat instrumentor
+(`openinference-instrumentation-autogen-agentchat`, Arize Phoenix's `AutogenAgentChatInstrumentor`), which wraps the
+agents, teams, tool calls and the OpenAI model client itself (AutoGen's own spans stay, they read the global
+provider); every run of a scenario is in `using_session("corpus-<scenario>")` (OpenInference's `session.id`), and
+`openinference_hidden` sets the `OPENINFERENCE_HIDE_*` variables of its `TraceConfig`.
 
 Agents: `AssistantAgent` with `OpenAIChatCompletionClient` (Chat Completions at OPENAI_BASE_URL, model
 CORPUS_MODEL), `max_tool_iterations=5` and `reflect_on_tool_use=True`, so the model answers after its tools (the
@@ -23,16 +28,32 @@ from __future__ import annotations
 
 import asyncio
 import os
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from corpus import INSTRUCTIONS, get_time, get_weather, issue_refund, log, main, otel, turns
+from corpus import INSTRUCTIONS, OPENINFERENCE_HIDDEN, get_time, get_weather, issue_refund, log, main, otel, turns
 
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 MODES: dict[str, dict[str, str]] = {
     "openai_v2_span_only": {**_LATEST, _CAPTURE: "span_only"},
     "openai_v2_no_content": {**_LATEST, _CAPTURE: "no_content"},
+    "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
+    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **OPENINFERENCE_HIDDEN},
 }
+
+
+def openinference() -> bool:
+    return os.environ.get("CORPUS_INSTRUMENTATION") == "openinference"
+
+
+def session(scenario: str) -> AbstractContextManager[Any]:
+    """OpenInference's session (`session.id` on its spans) around a run, in the openinference modes."""
+    if not openinference():
+        return nullcontext()
+    from openinference.instrumentation import using_session
+
+    return using_session(f"corpus-{scenario}")
 
 
 def model_client() -> Any:
@@ -96,7 +117,8 @@ async def run_scenario(scenario: str) -> None:
         )
         team = Swarm([triage, billing], termination_condition=TextMessageTermination("billing_agent"))
         for user in turns(scenario):
-            result = await team.run(task=user)
+            with session(scenario):
+                result = await team.run(task=user)
             log(scenario, user, result.messages[-1].to_text())
         return
     agent = AssistantAgent(
@@ -108,13 +130,20 @@ async def run_scenario(scenario: str) -> None:
         system_message=INSTRUCTIONS["weather_agent"],
     )
     for user in turns(scenario):
-        result = await agent.run(task=user)
+        with session(scenario):
+            result = await agent.run(task=user)
         log(scenario, user, result.messages[-1].to_text())
     await client.close()
 
 
 def record(scenario: str) -> None:
     with otel(logs=True) as providers:
+        if openinference():
+            from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
+
+            AutogenAgentChatInstrumentor().instrument(tracer_provider=providers.tracer)
+            asyncio.run(run_scenario(scenario))
+            return
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument(tracer_provider=providers.tracer, logger_provider=providers.logger)
