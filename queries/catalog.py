@@ -45,9 +45,10 @@ def query_sql(name: str, **values: object) -> str:
 @cache
 def _template(name: str) -> str:
     """The file's text, read once (the filled queries are not kept: their values vary without end), each
-    `/*@ include(NAME) @*/` in it replaced as in a view file (a loader's query shares SQL with a view)."""
+    `/*@ include(NAME) @*/` in it replaced and its declared markers rendered as in a view file (a loader's query
+    shares SQL with a view)."""
     text = resources.files("tracevals.queries").joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
-    return _included(text)
+    return render(_included(text), f"{name}.sql")
 
 
 def views_in(sql: str) -> list[str]:

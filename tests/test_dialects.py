@@ -22,7 +22,7 @@ from tracevals.collector.conversion import columnar
 from tracevals.collector.conversion import rows as python_path
 from tracevals.collector.otlp_json import parse_json_traces
 from tracevals.queries import open_lake
-from tracevals.queries.catalog import view_sql
+from tracevals.queries.catalog import query_sql, view_sql
 from tracevals.spans import reading
 from tracevals.spans.declare import NAME, By, Dialect, Key, key_of
 from tracevals.spans.dialects import DIALECTS
@@ -200,6 +200,8 @@ def test_the_views_hold_every_declared_shape_and_placeholder() -> None:
             assert f'$."{source.key}"' in rendered, (dialect.name, source.key)
         if dialect.error_results:  # the turns view reads its failed tools' messages
             assert f"'{dialect.name}'" in rendered, dialect.name
+        for key in (*dialect.agent_inputs, *dialect.agent_outputs):  # a turn's texts where no model call has them
+            assert f'$."{key}"' in rendered and f'$."{key}"' in query_sql("batch_traces"), (dialect.name, key)
     for placeholder in (*reading.PLACEHOLDERS, *reading.PLACEHOLDER_PREFIXES):
         assert "'" + placeholder.replace("'", "''") + "'" in rendered
 

@@ -5,7 +5,8 @@
 -- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`). `output`: what the harness recorded as the
 -- attempt's answer; a trace no harness ran (production traffic) answered with its last model call's text, when
 -- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), if the
--- content was captured.
+-- content was captured; a trace that recorded no model call, with its agent span's answer (`agent_texts`, as
+-- `turns` reads it).
 WITH unrun AS (  -- the batch's traces no harness ran: the only ones whose answer is read from their messages
     SELECT trace_id FROM tv_trajectories JOIN tv_batch USING (trace_id) WHERE run_id IS NULL
 ),
@@ -13,9 +14,18 @@ output_parts AS (
     SELECT * FROM message_parts
     WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM unrun)
 ),
-answered AS (/*@ include(response_texts) @*/)
+answered AS (/*@ include(response_texts) @*/),
+no_call_agents AS (  -- the agent spans of those traces that recorded no model call (agent_texts, as turns reads them)
+    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
+    FROM raw_spans AS r
+    WHERE r.kind = 'agent' AND r.trace_id IN (
+        SELECT trace_id FROM span_facts WHERE trace_id IN (SELECT trace_id FROM unrun)
+        GROUP BY trace_id HAVING NOT bool_or(kind = 'llm')
+    )
+),
+agent_texts AS (/*@ include(agent_texts) @*/)
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
-       coalesce(r.output, a.answer) AS output,
+       coalesce(r.output, a.answer, x.output_text) AS output,
        coalesce(r.error_type, r.error) AS error_type,
        CAST(t.model_call_count AS BIGINT) AS model_calls, CAST(t.input_tokens AS BIGINT) AS input_tokens,
        CAST(t.output_tokens AS BIGINT) AS output_tokens,
@@ -50,3 +60,4 @@ LEFT JOIN (
     ) AS last_call
     WHERE n = 1
 ) AS a ON a.trace_id = t.trace_id
+LEFT JOIN agent_texts AS x ON x.trace_id = t.trace_id

@@ -24,6 +24,13 @@ last_call AS (
     FROM calls GROUP BY trace_id
 ),
 asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
+no_call_agents AS (  -- the agent spans of the traces that recorded no model call (agent_texts, as turns reads them)
+    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
+    FROM raw_spans AS r
+    WHERE r.kind = 'agent'
+      AND r.trace_id IN (SELECT trace_id FROM s GROUP BY trace_id HAVING NOT bool_or(kind = 'llm'))
+),
+agent_texts AS (/*@ include(agent_texts) @*/),
 tools_after AS (
     SELECT l.trace_id, count(*) AS n
     FROM last_call AS l JOIN tool_calls AS t ON t.trace_id = l.trace_id AND t.start_time >= l.end_time
@@ -83,6 +90,7 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
          WHEN p.root_error OR p.end_status = 'error' OR r.error IS NOT NULL THEN 'error'
          WHEN p.handed_off THEN 'handoff'
          WHEN r.output IS NOT NULL THEN 'answer'
+         WHEN x.output_text IS NOT NULL THEN 'answer'  -- no model call: what its agent spans say it answered
          WHEN l.trace_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false)
               AND k.model_span_id IS NULL AND coalesce(ta.n, 0) = 0 THEN 'answer'
        END AS terminal,
@@ -98,6 +106,7 @@ LEFT JOIN last_call AS l USING (trace_id)
 LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
 LEFT JOIN tools_after AS ta USING (trace_id)
 LEFT JOIN inputs AS i USING (trace_id)
+LEFT JOIN agent_texts AS x USING (trace_id)
 -- what the harness recorded on the trace's root: one row per trace however many spans have no parent (a
 -- trace of N parentless spans is one trace, not N), from the earliest root that recorded it
 LEFT JOIN (

@@ -5,7 +5,9 @@
 --   user_text           the last user message with text in the first model call's input (out of the prompt a
 --                       framework wraps it in, where one is declared)
 --   final_text          the text of the turn's last model call, when that response asked for no tool
---                       (a run that stopped after a tool call has no final text)
+--                       (a run that stopped after a tool call has no final text); a turn that recorded no model
+--                       call: the text its outermost agent span declares as its answer (and user_text its
+--                       first agent span's input): agent_texts
 --   intermediate_texts  non-empty text the model produced next to tool calls, in order (a response asked for
 --                       tools by its tool-call parts, its finish reason, or a later call's history showing the
 --                       text beside tool calls)
@@ -105,6 +107,23 @@ asked_in_history AS (
           WHERE c.trace_id = p.trace_id AND c.call_span_id = p.call_span_id AND c.direction = 'input'
             AND c.message_index = p.message_index AND c.part_type = 'tool_call'
       )
+),
+no_call_agents AS (
+    -- the agent spans of the traces that recorded no model call: their texts stand for the turn's (agent_texts)
+    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
+    FROM raw_spans AS r
+    WHERE r.kind = 'agent'
+      AND r.trace_id IN (SELECT trace_id FROM turn_facts GROUP BY trace_id HAVING NOT bool_or(kind = 'llm'))
+),
+agent_texts AS (/*@ include(agent_texts) @*/),
+turn_agent_texts AS (
+    SELECT t.turn_id,
+           min_by(x.input_text, (a.start_time, a.trace_id)) FILTER (WHERE x.input_text IS NOT NULL) AS user_text,
+           max_by(x.output_text, (a.start_time, a.trace_id)) FILTER (WHERE x.output_text IS NOT NULL) AS final_text
+    FROM agent_texts AS x
+    JOIN turn_of AS t ON t.trace_id = x.trace_id
+    JOIN turn_attempts AS a ON a.trace_id = x.trace_id
+    GROUP BY t.turn_id
 ),
 output_parts AS (SELECT * FROM parts WHERE direction = 'output'),
 answered AS (/*@ include(response_texts) @*/),
@@ -294,8 +313,9 @@ SELECT
     a.task_id,
     a.attempt,
     a.variant,
-    p.user_text,
-    p.final_text,
+    -- a turn that recorded no model call: what its agent spans say it was asked and answered (agent_texts)
+    coalesce(p.user_text, CASE WHEN coalesce(p.model_call_count, 0) = 0 THEN x.user_text END) AS user_text,
+    coalesce(p.final_text, CASE WHEN coalesce(p.model_call_count, 0) = 0 THEN x.final_text END) AS final_text,
     coalesce(p.intermediate_texts, []) AS intermediate_texts,
     coalesce(g.agents, []) AS agents,
     coalesce(t.tool_calls, []) AS tool_calls,
@@ -313,6 +333,7 @@ JOIN spans_of_turn AS o ON o.turn_id = a.trace_id  -- a turn is named by its fir
 LEFT JOIN per_turn AS p ON p.turn_id = a.trace_id
 LEFT JOIN agents AS g ON g.turn_id = a.trace_id
 LEFT JOIN tools AS t ON t.turn_id = a.trace_id
+LEFT JOIN turn_agent_texts AS x ON x.turn_id = a.trace_id
 WHERE NOT a.is_end_marker  -- a trace of session-end markers only is not a turn
   -- nor a turn that called no model and no tool and invoked no agent: a framework's set-up (`create_agent`,
   -- an MCP client's `server/discover` and `tools/list`) records traces of its own

@@ -181,6 +181,9 @@ class Dialect:
       `no_error_types`: `error.type` values that name no type (Mastra's `unknown`); `error_results`: a failed
       tool's result, where neither its spans nor the conversation record one, is its span's status message (the
       framework hands the model the message as the tool's result: the AI SDK, Mastra; read by the turns view).
+    - `agent_inputs` / `agent_outputs`: attributes whose plain text (no JSON) is what an agent span's run was asked
+      and answered: a turn's user text and answer where its trace records no model call (an instrumentation that
+      writes agent and tool spans only: OpenLLMetry's Agno); read by the turns view and the scoring loader alike.
     - `agent_span_names`: regular expressions on the name of an agent span that no attribute names, whose first
       group is the agent (`invoke_agent (.+)`); `user_texts`: regular expressions on the user message of a
       turn's first model call whose first group is the user's own text (a framework's prompt around it).
@@ -210,6 +213,8 @@ class Dialect:
     error_messages: tuple[Source, ...] = ()
     no_error_types: tuple[str, ...] = ()
     error_results: bool = False
+    agent_inputs: tuple[str, ...] = ()
+    agent_outputs: tuple[str, ...] = ()
     agent_span_names: tuple[str, ...] = ()
     user_texts: tuple[str, ...] = ()
     precedence: int = 100

@@ -9,6 +9,8 @@ the files stay plain SQL, and a declaration added is read by the views with no S
     /*@ error_results(dialect) @*/   whether a dialect hands the model a failed tool's error message as its result
     /*@ one_text_block(expr) @*/     the text of content blocks of one text block, else NULL
     /*@ python_literal(expr) @*/     a dict or list recorded as its Python repr, as JSON text (`rules.python_literal`)
+    /*@ agent_input(attrs) @*/ /*@ agent_output(attrs) @*/
+                                     the plain text an agent span records as its run's input / output (declared)
     /*@ call_type(part) @*/          whether a message part is a tool call by its declared shapes
     /*@ result_type(part) @*/        ... a tool result
     /*@ args(part) @*/ /*@ results(part) @*/ /*@ ids(part) @*/ /*@ names(part) @*/
@@ -238,6 +240,24 @@ def user_text(text: str) -> str:
     return f"coalesce({', '.join([*found, text])})"
 
 
+def _agent_text(attribute: str) -> Callable[[str], str]:
+    """`/*@ agent_input(attrs) @*/`, `/*@ agent_output(attrs) @*/`: the first declared key (`Dialect.agent_inputs` /
+    `agent_outputs`) whose value in `attrs` (an attributes JSON text) is plain text: not empty, no JSON object or
+    array, no placeholder."""
+
+    def render(attrs: str) -> str:
+        keys = [k for d in reading.DIALECTS for k in getattr(d, attribute)]
+        texts = []
+        for key in keys:
+            value = f"json_extract_string({attrs}, {_path(key)})"
+            # `{` and `[` by their code points: a loader's query with this marker may be filled by str.format
+            plain = f"{value} <> '' AND left(ltrim({value}), 1) NOT IN (chr(123), chr(91)) AND NOT {placeholder(value)}"
+            texts.append(f"CASE WHEN {plain} THEN {value} END")
+        return f"coalesce({', '.join(texts)})" if texts else "CAST(NULL AS VARCHAR)"
+
+    return render
+
+
 def agent_from_span_name(name: str) -> str:
     """An agent span's name with the declared patterns applied (the first that matches gives the agent)."""
     patterns = [p for d in reading.DIALECTS for p in d.agent_span_names]
@@ -247,6 +267,8 @@ def agent_from_span_name(name: str) -> str:
 
 GENERATED: dict[str, Callable[..., str]] = {
     "agent_from_span_name": agent_from_span_name,
+    "agent_input": _agent_text("agent_inputs"),
+    "agent_output": _agent_text("agent_outputs"),
     "message_parts": message_parts,
     "not_call": not_call,
     "error_results": error_results,

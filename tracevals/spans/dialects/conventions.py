@@ -204,6 +204,9 @@ OPENLLMETRY = Dialect(
         # the event a LlamaIndex tool step returns, `ToolCallResult` {tool_name, tool_kwargs, tool_id, tool_output}
         "tool_call_id": (Key("traceloop.entity.output", ("tool_id",)),),
     },
+    # an agent's run as text, where no model call span holds the turn's texts (OpenLLMetry's Agno)
+    agent_inputs=("traceloop.entity.input",),
+    agent_outputs=("traceloop.entity.output",),
     precedence=20,
 )
 
