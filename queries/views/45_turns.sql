@@ -50,6 +50,11 @@ joined AS (
     JOIN turn_attempts AS a ON a.trace_id = k.trace_id
     JOIN turn_attempts AS b ON b.trace_id = k.linked_trace_id
     WHERE k.linked_trace_id <> k.trace_id AND (b.start_time, b.trace_id) < (a.start_time, a.trace_id)
+      -- a link to a framework's set-up that created an agent and ran nothing (LangGraph's every run links to its
+      -- `create_agent` trace) joins no turn; a runtime's message deliveries (AutoGen's) ran nothing either, and do
+      AND NOT (b.is_setup AND EXISTS (
+          SELECT 1 FROM turn_facts AS f WHERE f.trace_id = b.trace_id AND f.operation = 'create_agent'
+      ))
 ),
 turn_of AS (
     -- each trace's turn: the earliest trace its links lead back to (a bounded walk: a cycle cannot loop)

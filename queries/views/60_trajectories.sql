@@ -7,6 +7,7 @@
 --   status         error (the root failed) | ok | open (root missing or not ended)
 -- A trace of session-end markers only (`tracevals.end_session()` after the session, in a trace of its
 -- own) is no trajectory: the session's `sessions` row carries its marker.
+-- Nor is a framework's set-up (attempts.is_setup: a `create_agent` trace, no model or tool call, no agent run).
 CREATE OR REPLACE VIEW trajectories AS
 WITH per_trace AS (
     -- Ordered by the steps view's rule (start time, then span id) without its step_index: list_sort of
@@ -62,4 +63,4 @@ SELECT
     date_diff('microsecond', a.start_time, a.end_time) / 1000.0 AS duration_ms
 FROM attempts AS a
 LEFT JOIN per_trace AS t ON t.trace_id = a.trace_id
-WHERE NOT a.is_end_marker;
+WHERE NOT a.is_end_marker AND NOT a.is_setup;
