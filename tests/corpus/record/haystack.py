@@ -1,4 +1,5 @@
-"""Recorder for Haystack agents (`haystack-ai`) traced by `opentelemetry-haystack`, see run.py for the contract.
+"""Recorder for Haystack agents (`haystack-ai`) traced by `opentelemetry-haystack` or by OpenInference, see run.py for
+the contract.
 
     python haystack.py --modes        # {mode: {ENV: value}}
     python haystack.py --scenarios    # the scenarios it supports
@@ -7,7 +8,14 @@
 Instrumentation: Haystack's tracing API with the OpenTelemetry tracer that now ships as `opentelemetry-haystack`
 (`haystack_integrations.tracing.opentelemetry.OpenTelemetryTracer`, enabled with `haystack.tracing.enable_tracing`,
 as its `OpenTelemetryConnector` does). Content (component inputs and outputs) only with
-`HAYSTACK_CONTENT_TRACING_ENABLED=true`.
+`HAYSTACK_CONTENT_TRACING_ENABLED=true`. The `openinference*` modes (`CORPUS_INSTRUMENTATION=openinference`) instead
+install OpenInference's instrumentor (`openinference-instrumentation-haystack`, `HaystackInstrumentor`) and leave
+Haystack's own tracer off (a user picks one; since Haystack 3.0 it no longer turns itself on when OpenTelemetry is
+configured). That instrumentor wraps the `run` of the component classes registered when it runs (and, in a Pipeline, of
+the components the Pipeline runs): the recorder imports Agent and OpenAIChatGenerator first, as a script with its
+imports at the top does; instrumenting before they are imported leaves an Agent run outside a Pipeline untraced. Every
+run is in `using_session("corpus-<scenario>")` (OpenInference's `session.id`), and `openinference_hidden` sets the
+`OPENINFERENCE_HIDE_*` variables of its `TraceConfig`.
 
 Agents: `haystack.components.agents.Agent` with `OpenAIChatGenerator` (Chat Completions at OPENAI_BASE_URL, model
 CORPUS_MODEL) and function `Tool`s; a tool that raises is handed to the model as an error message (the Agent's
@@ -21,14 +29,42 @@ the agent's State) runs billing_agent on that conversation plus its own result, 
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from corpus import INSTRUCTIONS, TRANSFERRED, get_time, get_weather, issue_refund, log, main, otel, turns
+from corpus import (
+    INSTRUCTIONS,
+    OPENINFERENCE_HIDDEN,
+    TRANSFERRED,
+    get_time,
+    get_weather,
+    issue_refund,
+    log,
+    main,
+    otel,
+    turns,
+)
 
 MODES: dict[str, dict[str, str]] = {
     "content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "true"},
     "no_content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "false"},
+    # OpenInference's Haystack instrumentor instead of Haystack's own tracer, content on by default
+    "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
+    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **OPENINFERENCE_HIDDEN},
 }
+
+
+def openinference() -> bool:
+    return os.environ.get("CORPUS_INSTRUMENTATION") == "openinference"
+
+
+def session(scenario: str) -> AbstractContextManager[Any]:
+    """OpenInference's session (`session.id` on its spans) around a run, in the openinference modes."""
+    if not openinference():
+        return nullcontext()
+    from openinference.instrumentation import using_session
+
+    return using_session(f"corpus-{scenario}")
 
 
 def tool(function: Any, **kwargs: Any) -> Any:
@@ -92,14 +128,24 @@ def run_scenario(scenario: str) -> None:
     agent = build(scenario)
     history: list[Any] = []
     for user in turns(scenario):
-        result = agent.run(messages=[*history, ChatMessage.from_user(user)])
+        with session(scenario):
+            result = agent.run(messages=[*history, ChatMessage.from_user(user)])
         history = [m for m in result["messages"] if not m.is_from("system")]
         last = result["last_message"]  # the transfer tool's message when the triage run exits through it
         log(scenario, user, last.text if last.text is not None else last.tool_call_result.result)
 
 
 def record(scenario: str) -> None:
-    with otel():
+    with otel() as providers:
+        if openinference():
+            # the instrumentor wraps the component classes registered by then: import them first
+            from haystack.components.agents import Agent  # noqa: F401
+            from haystack.components.generators.chat import OpenAIChatGenerator  # noqa: F401
+            from openinference.instrumentation.haystack import HaystackInstrumentor
+
+            HaystackInstrumentor().instrument(tracer_provider=providers.tracer)
+            run_scenario(scenario)
+            return
         from haystack import tracing
         from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
         from opentelemetry import trace
