@@ -20,6 +20,7 @@ from tracevals.queries import open_lake
 from tracevals.scoring.offline import score_lake
 
 BUILD, RUN_1, RUN_2, DISCOVER = "1" * 32, "2" * 32, "3" * 32, "4" * 32
+CRASHED, FAILED_BUILD = "5" * 32, "6" * 32  # a session's trace that ran nothing; a build that failed: attempts
 SESSION = "thread-1"
 
 
@@ -50,7 +51,11 @@ def _lake(tmp_path: Path) -> Path:
         trace=BUILD,
     )
     discover = span("e" * 16, None, "server/discover", {"mcp.method.name": "server/discover"}, 150, trace=DISCOVER)
-    spans = [build, discover, *_run(RUN_1, 1000, "Hi.", "Hello!"), *_run(RUN_2, 5000, "Rome?", "Cloudy.")]  # fmt: skip
+    crashed = span("f" * 16, None, "handle_request", {"session.id": "thread-2"}, 9000, trace=CRASHED)
+    failed = span("9" * 16, None, "create_agent weather_agent", {"gen_ai.operation.name": "create_agent"}, 9500,
+                  trace=FAILED_BUILD, status={"code": 2, "message": "ValueError: no model"})  # fmt: skip
+    spans = [build, discover, *_run(RUN_1, 1000, "Hi.", "Hello!"), *_run(RUN_2, 5000, "Rome?", "Cloudy."), crashed,
+             failed]  # fmt: skip
     lake = tmp_path / "lake"
     ingest_doc(lake, doc(spans))
     return lake
@@ -61,12 +66,18 @@ def test_a_run_that_links_to_the_trace_that_built_its_agent_is_a_turn_of_its_own
     turns = con.sql("SELECT trace_id, session_id, turn_index, user_text, final_text FROM turns ORDER BY 3").fetchall()
     assert turns == [(RUN_1, SESSION, 1, "Hi.", "Hello!"), (RUN_2, SESSION, 2, "Rome?", "Cloudy.")]
     setup = dict(con.sql("SELECT trace_id, is_setup FROM attempts").fetchall())
-    assert setup == {BUILD: True, DISCOVER: True, RUN_1: False, RUN_2: False}
-    assert sorted(r[0] for r in con.sql("SELECT trace_id FROM trajectories").fetchall()) == [RUN_1, RUN_2]
-    assert con.sql("SELECT session_id, turn_count FROM sessions").fetchall() == [(SESSION, 2)]
+    assert setup == {BUILD: True, DISCOVER: True, RUN_1: False, RUN_2: False, CRASHED: False, FAILED_BUILD: False}
+    trajectories = sorted(r[0] for r in con.sql("SELECT trace_id FROM trajectories").fetchall())
+    assert trajectories == [RUN_1, RUN_2, CRASHED, FAILED_BUILD]
+    assert con.sql("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall() == [
+        (SESSION, 2),
+        ("thread-2", 1),
+    ]
 
 
 def test_a_frameworks_set_up_is_not_scored(tmp_path: Path) -> None:
     run = score_lake(_lake(tmp_path), write=False)
     scored = {t for (t,) in run.scores.select("trace_id").unique().iter_rows()}
-    assert scored == {RUN_1, RUN_2} and run.scores.filter(~run.scores["passed"]).height == 0
+    assert scored == {RUN_1, RUN_2, CRASHED, FAILED_BUILD}
+    failed = {t for (t,) in run.scores.filter(~run.scores["passed"]).select("trace_id").unique().iter_rows()}
+    assert failed == {CRASHED}  # the runs pass; a session that answered nothing fails (a failure ends in its error)

@@ -15,15 +15,8 @@ output_parts AS (
     WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM unrun)
 ),
 answered AS (/*@ include(response_texts) @*/),
-no_call_agents AS (  -- the agent spans of those traces that recorded no model call (agent_texts, as turns reads them)
-    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
-    FROM raw_spans AS r
-    WHERE r.kind = 'agent' AND r.trace_id IN (
-        SELECT trace_id FROM span_facts WHERE trace_id IN (SELECT trace_id FROM unrun)
-        GROUP BY trace_id HAVING NOT bool_or(kind = 'llm')
-    )
-),
-agent_texts AS (/*@ include(agent_texts) @*/)
+agent_text_facts AS (SELECT trace_id, kind FROM span_facts WHERE trace_id IN (SELECT trace_id FROM unrun)),
+agent_texts AS (/*@ include(agent_texts) @*/)  -- a trace with no model call: what its agent spans say (as turns)
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
        coalesce(r.output, a.answer, x.output_text) AS output,
        coalesce(r.error_type, r.error) AS error_type,

@@ -24,13 +24,8 @@ last_call AS (
     FROM calls GROUP BY trace_id
 ),
 asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
-no_call_agents AS (  -- the agent spans of the traces that recorded no model call (agent_texts, as turns reads them)
-    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
-    FROM raw_spans AS r
-    WHERE r.kind = 'agent'
-      AND r.trace_id IN (SELECT trace_id FROM s GROUP BY trace_id HAVING NOT bool_or(kind = 'llm'))
-),
-agent_texts AS (/*@ include(agent_texts) @*/),
+agent_text_facts AS (SELECT trace_id, kind FROM s),
+agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say (as turns)
 tools_after AS (
     SELECT l.trace_id, count(*) AS n
     FROM last_call AS l JOIN tool_calls AS t ON t.trace_id = l.trace_id AND t.start_time >= l.end_time

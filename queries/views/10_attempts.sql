@@ -27,12 +27,15 @@ SELECT
     -- only session-end markers: `end_session()` called after the session, in a trace of its own
     count(*) FILTER (WHERE kind <> 'session_end') = 0 AS is_end_marker,
     -- a framework's set-up, no run of an agent: no model or tool call, no hand-off, no agent invoked (an agent
-    -- span that only creates one, `create_agent`, is none) and no harness run, in a trace that is not a marker's
-    -- (LangGraph's and AutoGen's `create_agent <agent>` traces, an MCP client's `server/discover`, an app's other
-    -- traffic): no attempt, no turn, and no trace of another turn links into it
+    -- span that only creates one, `create_agent`, is none), no harness run, no session and no failure, in a trace
+    -- that is not a marker's (LangGraph's and AutoGen's `create_agent <agent>` traces, an MCP client's
+    -- `server/discover`): no attempt, and no trace of a turn joins it by a link. A trace of a session (a crash
+    -- before the first model call) or one that failed is an attempt, whatever ran.
     count(*) FILTER (WHERE kind IN ('llm', 'tool', 'handoff')
                         OR (kind = 'agent' AND coalesce(operation, '') <> 'create_agent')) = 0
-        AND max(run_id) IS NULL AND count(*) FILTER (WHERE kind <> 'session_end') > 0 AS is_setup,
+        AND max(run_id) IS NULL AND max(session_id) IS NULL
+        AND count(*) FILTER (WHERE status_code = 'error' OR error_type IS NOT NULL) = 0
+        AND count(*) FILTER (WHERE kind <> 'session_end') > 0 AS is_setup,
     count(*) FILTER (WHERE kind = 'handoff') AS handoff_count,
     count(*) FILTER (WHERE end_time IS NULL) AS open_span_count,
     min(service_name) AS service_name

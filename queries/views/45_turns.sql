@@ -113,14 +113,8 @@ asked_in_history AS (
             AND c.message_index = p.message_index AND c.part_type = 'tool_call'
       )
 ),
-no_call_agents AS (
-    -- the agent spans of the traces that recorded no model call: their texts stand for the turn's (agent_texts)
-    SELECT r.trace_id, r.span_id, r.start_time, r.attributes
-    FROM raw_spans AS r
-    WHERE r.kind = 'agent'
-      AND r.trace_id IN (SELECT trace_id FROM turn_facts GROUP BY trace_id HAVING NOT bool_or(kind = 'llm'))
-),
-agent_texts AS (/*@ include(agent_texts) @*/),
+agent_text_facts AS (SELECT trace_id, kind FROM turn_facts),
+agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say
 turn_agent_texts AS (
     SELECT t.turn_id,
            min_by(x.input_text, (a.start_time, a.trace_id)) FILTER (WHERE x.input_text IS NOT NULL) AS user_text,

@@ -28,32 +28,31 @@ from __future__ import annotations
 
 import asyncio
 import os
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from corpus import INSTRUCTIONS, OPENINFERENCE_HIDDEN, get_time, get_weather, issue_refund, log, main, otel, turns
+from corpus import (
+    INSTRUCTIONS,
+    OPENINFERENCE,
+    OPENINFERENCE_HIDDEN,
+    get_time,
+    get_weather,
+    issue_refund,
+    log,
+    main,
+    openinference,
+    otel,
+    session,
+    turns,
+)
 
 _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _LATEST = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 MODES: dict[str, dict[str, str]] = {
     "openai_v2_span_only": {**_LATEST, _CAPTURE: "span_only"},
     "openai_v2_no_content": {**_LATEST, _CAPTURE: "no_content"},
-    "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
-    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **OPENINFERENCE_HIDDEN},
+    "openinference": OPENINFERENCE,
+    "openinference_hidden": {**OPENINFERENCE, **OPENINFERENCE_HIDDEN},
 }
-
-
-def openinference() -> bool:
-    return os.environ.get("CORPUS_INSTRUMENTATION") == "openinference"
-
-
-def session(scenario: str) -> AbstractContextManager[Any]:
-    """OpenInference's session (`session.id` on its spans) around a run, in the openinference modes."""
-    if not openinference():
-        return nullcontext()
-    from openinference.instrumentation import using_session
-
-    return using_session(f"corpus-{scenario}")
 
 
 def model_client() -> Any:

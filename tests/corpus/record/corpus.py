@@ -25,7 +25,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -80,6 +80,22 @@ OPENINFERENCE_HIDDEN = {
     f"OPENINFERENCE_HIDE_{what}": "true"
     for what in ("INPUTS", "OUTPUTS", "INPUT_MESSAGES", "OUTPUT_MESSAGES", "INPUT_TEXT", "OUTPUT_TEXT")
 }
+# A stack whose own modes use another tracer records OpenInference's in modes that set this (haystack, AutoGen)
+OPENINFERENCE = {"CORPUS_INSTRUMENTATION": "openinference"}
+
+
+def openinference() -> bool:
+    """Whether this mode records OpenInference's instrumentation (`OPENINFERENCE`) instead of the stack's own."""
+    return os.environ.get("CORPUS_INSTRUMENTATION") == "openinference"
+
+
+def session(scenario: str) -> AbstractContextManager[Any]:
+    """OpenInference's session (`session.id` on its spans) around a run, in the openinference modes."""
+    if not openinference():
+        return nullcontext()
+    from openinference.instrumentation import using_session
+
+    return using_session(f"corpus-{scenario}")
 
 
 def described(function: Callable[..., Any], doc: str | None = None, resolved: bool = False) -> Callable[..., Any]:

@@ -29,11 +29,11 @@ the agent's State) runs billing_agent on that conversation plus its own result, 
 from __future__ import annotations
 
 import os
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from corpus import (
     INSTRUCTIONS,
+    OPENINFERENCE,
     OPENINFERENCE_HIDDEN,
     TRANSFERRED,
     get_time,
@@ -41,7 +41,9 @@ from corpus import (
     issue_refund,
     log,
     main,
+    openinference,
     otel,
+    session,
     turns,
 )
 
@@ -49,22 +51,9 @@ MODES: dict[str, dict[str, str]] = {
     "content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "true"},
     "no_content": {"HAYSTACK_CONTENT_TRACING_ENABLED": "false"},
     # OpenInference's Haystack instrumentor instead of Haystack's own tracer, content on by default
-    "openinference": {"CORPUS_INSTRUMENTATION": "openinference"},
-    "openinference_hidden": {"CORPUS_INSTRUMENTATION": "openinference", **OPENINFERENCE_HIDDEN},
+    "openinference": OPENINFERENCE,
+    "openinference_hidden": {**OPENINFERENCE, **OPENINFERENCE_HIDDEN},
 }
-
-
-def openinference() -> bool:
-    return os.environ.get("CORPUS_INSTRUMENTATION") == "openinference"
-
-
-def session(scenario: str) -> AbstractContextManager[Any]:
-    """OpenInference's session (`session.id` on its spans) around a run, in the openinference modes."""
-    if not openinference():
-        return nullcontext()
-    from openinference.instrumentation import using_session
-
-    return using_session(f"corpus-{scenario}")
 
 
 def tool(function: Any, **kwargs: Any) -> Any:

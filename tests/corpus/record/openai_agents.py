@@ -150,12 +150,17 @@ def record(scenario: str) -> None:
         return
     with otel(logs=True) as providers:
         instrument(providers.tracer)
-        try:
-            asyncio.run(run_scenario(scenario))
-        finally:
-            from agents.tracing import get_trace_provider
+        run_to_the_end(scenario)
 
-            get_trace_provider().shutdown()  # ends the SDK's traces, so the bridges end their spans
+
+def run_to_the_end(scenario: str) -> None:
+    """Run the scenario's turns, then end the SDK's traces, so that the bridges end their spans."""
+    try:
+        asyncio.run(run_scenario(scenario))
+    finally:
+        from agents.tracing import get_trace_provider
+
+        get_trace_provider().shutdown()
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ traced twice, by the agents bridge and by the client. Content is on by default (
 
 from __future__ import annotations
 
-import asyncio
 import os
 
-from openai_agents import RESPONSES, main, otel, run_scenario  # imports corpus (it leaves the path)
+from openai_agents import RESPONSES, main, otel, run_to_the_end  # imports corpus (it leaves the path)
 
 _BRIDGE = {"CORPUS_INSTRUMENTATION": "openllmetry"}  # openai_agents.run_scenario: no OpenInference session
 MODES: dict[str, dict[str, str]] = {
@@ -40,12 +39,7 @@ def record(scenario: str) -> None:
             from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
             OpenAIInstrumentor().instrument(tracer_provider=providers.tracer)
-        try:
-            asyncio.run(run_scenario(scenario))
-        finally:
-            from agents.tracing import get_trace_provider
-
-            get_trace_provider().shutdown()  # ends the SDK's traces, so the bridge ends its spans
+        run_to_the_end(scenario)
 
 
 if __name__ == "__main__":
