@@ -525,6 +525,16 @@ def mutants(sql: str) -> Iterator[tuple[str, str]]:
             yield f"{m.group(0)} -> {change} at {start}", sql[:start] + change + sql[end:]
 
 
+_ROUND_DIGITS = re.compile(r"round\((?:[^()]|\([^()]*\))*,\s*$")
+
+
+def _rounding_digits(sql: str, what: str) -> bool:
+    """Whether a mutant changed the digits of a `round(x, N)`: on real timings (the lake is a real run's) the
+    rounded values can be the same at N + 1 digits by chance (1.302 -> 1.3 both ways)."""
+    at = int(what.rsplit(" at ", 1)[1])
+    return bool(_ROUND_DIGITS.search(sql[:at])) and sql[at:].lstrip("0123456789.").startswith(")")
+
+
 def test_every_constant_of_every_query_is_pinned(lake: CookbookLake) -> None:
     survivors, tried = [], 0
     for query_id, sql in sorted(QUERIES.items()):
@@ -534,6 +544,8 @@ def test_every_constant_of_every_query_is_pinned(lake: CookbookLake) -> None:
                 CHECKS[query_id](lake, mutant)
             except (AssertionError, duckdb.Error):
                 continue
+            if _rounding_digits(sql, what) and lake.rows(mutant) == lake.rows(sql):
+                continue  # the same rows on this run's timings: nothing any check could tell apart
             survivors.append(f"{query_id}: {what}")
     assert tried > 30 and survivors == []
     # the issue's example: HAVING count(...) > 1 as > 100
