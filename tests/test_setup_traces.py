@@ -63,13 +63,26 @@ def _lake(tmp_path: Path) -> Path:
 
 def test_a_run_that_links_to_the_trace_that_built_its_agent_is_a_turn_of_its_own(tmp_path: Path) -> None:
     con = open_lake(_lake(tmp_path))
-    turns = con.sql("SELECT trace_id, session_id, turn_index, user_text, final_text FROM turns ORDER BY 3").fetchall()
-    assert turns == [(RUN_1, SESSION, 1, "Hi.", "Hello!"), (RUN_2, SESSION, 2, "Rome?", "Cloudy.")]
+    turns = con.sql("SELECT trace_id, session_id, turn_index, user_text, final_text FROM turns ORDER BY 1").fetchall()
+    assert turns == [
+        (RUN_1, SESSION, 1, "Hi.", "Hello!"),
+        (RUN_2, SESSION, 2, "Rome?", "Cloudy."),
+        (CRASHED, "thread-2", 1, None, None),  # ran nothing, but a session's: a turn, as it is an attempt
+        (FAILED_BUILD, None, 1, None, None),  # a set-up that failed: a turn of its own
+    ]
     setup = dict(con.sql("SELECT trace_id, is_setup FROM attempts").fetchall())
     assert setup == {BUILD: True, DISCOVER: True, RUN_1: False, RUN_2: False, CRASHED: False, FAILED_BUILD: False}
     trajectories = sorted(r[0] for r in con.sql("SELECT trace_id FROM trajectories").fetchall())
     assert trajectories == [RUN_1, RUN_2, CRASHED, FAILED_BUILD]
     assert con.sql("SELECT session_id, turn_count FROM sessions ORDER BY 1").fetchall() == [
+        (SESSION, 2),
+        ("thread-2", 1),
+    ]
+    # one rule: the turns are the trajectories, and what the sessions count
+    assert sorted(t for (t,) in con.sql("SELECT trace_id FROM turns").fetchall()) == trajectories
+    assert con.sql(
+        "SELECT session_id, count(*) FROM turns WHERE session_id IS NOT NULL GROUP BY 1 ORDER BY 1"
+    ).fetchall() == [
         (SESSION, 2),
         ("thread-2", 1),
     ]

@@ -21,8 +21,8 @@
 --                       call of a framework that hands the model its error message (declared) has that result
 --   input/output_tokens every model call counted once
 -- turn_index numbers the turns of a session by start time (then trace id); a trace with no session id is a
--- session of its own, its turn 1. A turn that called no model and
--- no tool and invoked no agent (a framework's set-up: `create_agent`, MCP `server/discover`) is no turn.
+-- session of its own, its turn 1. A turn whose every trace is a framework's set-up (`attempts.is_setup`:
+-- `create_agent`, MCP `server/discover`; no trajectory either) is no turn.
 -- Texts are NULL where no source recorded message content.
 CREATE OR REPLACE VIEW turns AS
 WITH
@@ -297,10 +297,10 @@ tools AS (
 ),
 spans_of_turn AS (
     SELECT t.turn_id, min(a.start_time) AS start_time, max(a.end_time) AS end_time,
-           bool_or(a.run_id IS NOT NULL) AS has_run, bool_or(f.trace_id IS NOT NULL) AS has_agent
+           -- a framework's set-up in every trace of it (attempts.is_setup: the rule trajectories read)
+           bool_and(a.is_setup) AS is_setup
     FROM turn_attempts AS a
     JOIN turn_of AS t ON t.trace_id = a.trace_id
-    LEFT JOIN (SELECT DISTINCT trace_id FROM agent_spans) AS f ON f.trace_id = a.trace_id
     GROUP BY t.turn_id
 )
 SELECT
@@ -333,10 +333,6 @@ LEFT JOIN per_turn AS p ON p.turn_id = a.trace_id
 LEFT JOIN agents AS g ON g.turn_id = a.trace_id
 LEFT JOIN tools AS t ON t.turn_id = a.trace_id
 LEFT JOIN turn_agent_texts AS x ON x.turn_id = a.trace_id
-WHERE NOT a.is_end_marker  -- a trace of session-end markers only is not a turn
-  -- nor a turn that called no model and no tool and invoked no agent: a framework's set-up (`create_agent`,
-  -- an MCP client's `server/discover` and `tools/list`) records traces of its own
-  AND (
-      coalesce(p.model_call_count, 0) > 0 OR coalesce(t.tool_call_count, 0) > 0 OR coalesce(t.gap_count, 0) > 0
-      OR o.has_run OR o.has_agent
-  );
+-- a trace of session-end markers only is not a turn, nor a framework's set-up (`create_agent`, an MCP client's
+-- `server/discover` and `tools/list`): the attempts no trajectory is built of (attempts.is_setup), one rule
+WHERE NOT a.is_end_marker AND NOT o.is_setup;
