@@ -83,15 +83,13 @@ parts AS (
              /*@ message_parts(m.message) @*/,
              CASE WHEN m.item_role IS NOT NULL THEN [m.message] ELSE [] END,
              -- a tool message that kept only the id of the call it answers (content not captured: OpenTelemetry's
-             -- OpenAI instrumentations, Python's legacy events and Node's) still says that call was answered: one
-             -- response part without content
-             -- (the lists above all empty: no parts, no content, no calls, none of a framework's shape)
+             -- OpenAI instrumentations, Python's legacy events and Node's), or not even that (OpenInference's
+             -- Haystack: its role alone), still says a call was answered: one response part without content
+             -- (the lists above all empty: no parts, no content, no calls, none of a framework's shape); one
+             -- without an id answers by its place (`by_place` of requested_tool_calls)
              CASE WHEN m.role = 'tool' AND m.item_role IS NULL AND json_type(m.message, '$.parts') IS NULL
                        AND coalesce(json_type(m.message, '$.content'), 'NULL') = 'NULL'
-                       AND json_type(m.message, '$.tool_calls') IS NULL
-                       AND coalesce(
-                           json_extract_string(m.message, '$.tool_call_id'), json_extract_string(m.message, '$.id')
-                       ) IS NOT NULL
+                       AND coalesce(json_type(m.message, '$.tool_calls'), 'NULL') = 'NULL'
                        AND len(list_concat(/*@ message_parts(m.message) @*/)) = 0
                   THEN ['{}'::JSON] ELSE [] END
          )) WITH ORDINALITY AS p(part, ordinal)

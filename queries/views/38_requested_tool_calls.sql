@@ -16,7 +16,9 @@ WITH model AS MATERIALIZED (
     WHERE kind = 'llm'
 ),
 /*@ include(request_parts) @*/,
-answer_parts AS (SELECT * FROM parts WHERE direction = 'input' AND part_type = 'tool_call_response'),
+answer_parts AS (
+    SELECT * FROM parts WHERE direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL
+),
 answers AS (/*@ include(tool_answer_rows) @*/),
 answered_ids AS (
     SELECT DISTINCT trace_id, unnest(answered_tool_call_ids) AS tool_call_id
@@ -24,6 +26,7 @@ answered_ids AS (
     WHERE kind = 'llm' AND len(answered_tool_call_ids) > 0
 ),
 /*@ include(request_rows) @*/,
+/*@ include(answers_by_place) @*/,
 exe AS MATERIALIZED (
     SELECT trace_id, span_id, tool_call_id, tool_name, start_time FROM tool_calls
 ),
@@ -43,5 +46,6 @@ FROM req AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
 LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_call_id
 LEFT JOIN answered_ids AS k ON k.trace_id = r.trace_id AND k.tool_call_id = r.tool_call_id
+LEFT JOIN by_place AS p ON p.trace_id = r.trace_id AND p.request_index = r.request_index
 LEFT JOIN by_id AS b ON b.trace_id = r.trace_id AND b.request_index = r.request_index
 LEFT JOIN by_order AS o ON o.trace_id = r.trace_id AND o.request_index = r.request_index;

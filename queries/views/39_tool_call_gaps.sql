@@ -39,7 +39,8 @@ model AS MATERIALIZED (
 ),
 answer_parts AS (
     SELECT * FROM parts
-    WHERE direction = 'input' AND part_type = 'tool_call_response' AND trace_id IN (SELECT trace_id FROM uneven)
+    WHERE direction = 'input' AND part_type = 'tool_call_response' AND tool_call_id IS NOT NULL
+      AND trace_id IN (SELECT trace_id FROM uneven)
 ),
 answers AS (/*@ include(tool_answer_rows) @*/),
 answered_ids AS (
@@ -49,6 +50,7 @@ answered_ids AS (
 ),
 -- from here on requested_tool_calls' matching, over the uneven traces only
 /*@ include(request_rows) @*/,
+/*@ include(answers_by_place) @*/,
 exe AS MATERIALIZED (
     -- the executed calls, as tool_calls collapses them (name, id and start of the outermost span first),
     -- computed here over the uneven traces only
@@ -73,6 +75,7 @@ FROM req_rest AS r
 JOIN attempts AS a ON a.trace_id = r.trace_id
 LEFT JOIN answers AS w ON w.trace_id = r.trace_id AND w.tool_call_id = r.tool_call_id
 LEFT JOIN answered_ids AS k ON k.trace_id = r.trace_id AND k.tool_call_id = r.tool_call_id
+LEFT JOIN by_place AS p ON p.trace_id = r.trace_id AND p.request_index = r.request_index
 WHERE NOT EXISTS (
     SELECT 1 FROM exe_rest AS e
     WHERE e.trace_id = r.trace_id AND e.tool_name = r.tool_name AND e.name_ordinal = r.name_ordinal
