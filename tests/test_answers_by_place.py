@@ -8,7 +8,8 @@ never executed: `session_completeness` failed 5 of its 7 turns ("requested tool 
 The rule (`queries/sql/answers_by_place.sql`): a model call's last run of such tool messages answers the requests of
 the latest model call of its trace that made requests and ended before it started, the k-th message the k-th
 request. What it must not do: answer a request that no later history answers (a dangling call stays a gap), or more
-requests than there are answers."""
+requests than there are answers, or take a previous turn's answer, repeated in the history, for one (the run must
+come after every tool message the asking call's own history held)."""
 
 from __future__ import annotations
 
@@ -49,29 +50,43 @@ def _call(sid: str, start: int, trace: str, history: list[dict[str, Any]], reply
     return span(sid, "a" * 16, "OpenAIChatGenerator.run", attrs, start, trace=trace)
 
 
-def _trace(trace: str, answers: list[dict[str, Any]], asked: int = 2, again: bool = True) -> list[dict[str, Any]]:
+# a previous turn's exchange, repeated in this turn's history: its answer is no answer to this turn's requests
+EARLIER = [{"role": "user", "content": "And Rome?"}, {"role": "assistant"}, {"role": "tool"},
+           {"role": "assistant", "content": "Rome is cloudy."}]  # fmt: skip
+
+
+def _trace(
+    trace: str, answers: list[dict[str, Any]] | None, asked: int = 2, again: bool = True, earlier: bool = False
+) -> list[dict[str, Any]]:
     """A run: the model asks for `asked` calls; the next call (if `again`) holds `answers` after the assistant
-    message (which keeps its role only) and says the final text."""
+    message (which keeps its role only) and says the final text; `answers` None: the next call is the same request
+    made again (its history as the first's). earlier: the history starts with a previous turn's exchange."""
     calls = [("get_weather", {"city": c}) for c in ("Paris", "London", "Rome")[:asked]]
-    history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    history = [
+        {"role": "system", "content": SYSTEM},
+        *(EARLIER if earlier else []),
+        {"role": "user", "content": QUESTION},
+    ]
     spans = [
         span("a" * 16, None, "Agent.run", {"openinference.span.kind": "CHAIN", "session.id": f"s-{trace[:4]}"}, 1000,
              trace=trace, endTimeUnixNano="90000"),
         _call("b" * 16, 2000, trace, history, {"role": "assistant", "tool_calls": calls}),
     ]  # fmt: skip
     if again:
-        later = [*history, {"role": "assistant"}, *answers]
+        later = history if answers is None else [*history, {"role": "assistant"}, *answers]
         spans.append(_call("c" * 16, 9000, trace, later, {"role": "assistant", "content": "Paris is sunny."}))
     return spans
 
 
-ROLE_ONLY, TWO, ONE, NONE, DANGLING, SAID = "1" * 32, "2" * 32, "3" * 32, "4" * 32, "5" * 32, "6" * 32
+TWO, ONE, NONE, DANGLING, SAID, LATER, AGAIN = (str(n) * 32 for n in range(1, 8))
 TRACES = {
     TWO: _trace(TWO, [{"role": "tool"}, {"role": "tool"}]),  # both answered, by their place
     ONE: _trace(ONE, [{"role": "tool"}]),  # one answer for two requests: the first answered
     NONE: _trace(NONE, []),  # a later call with no answer in its history: the requests dangle
     DANGLING: _trace(DANGLING, [], asked=1, again=False),  # nothing after the request: it dangles
     SAID: _trace(SAID, [{"role": "tool", "content": "sunny, 21 C"}, {"role": "tool", "content": "rain, 14 C"}]),
+    LATER: _trace(LATER, [{"role": "tool"}], asked=1, earlier=True),  # a later turn's answer: answered
+    AGAIN: _trace(AGAIN, None, asked=1, earlier=True),  # the same request again: the earlier turn's answer is no answer
 }
 
 
@@ -95,6 +110,8 @@ def test_tool_messages_without_ids_answer_the_requests_before_them_in_order(lake
         (NONE, "Paris", False, None, True), (NONE, "London", False, None, True),
         (DANGLING, "Paris", False, None, True),
         (SAID, "Paris", True, "sunny, 21 C", True), (SAID, "London", True, "rain, 14 C", True),
+        (LATER, "Paris", True, None, True),
+        (AGAIN, "Paris", False, None, True),
     ]  # fmt: skip
     steps = con.sql(
         "SELECT trace_id, status, result FROM steps WHERE step_kind = 'tool' ORDER BY trace_id, step_index"
@@ -105,14 +122,20 @@ def test_tool_messages_without_ids_answer_the_requests_before_them_in_order(lake
         (NONE, "gap", None), (NONE, "gap", None),
         (DANGLING, "gap", None),
         (SAID, "ok", "sunny, 21 C"), (SAID, "ok", "rain, 14 C"),
+        (LATER, "ok", None),
+        (AGAIN, "gap", None),
     ]  # fmt: skip
 
 
 def test_a_correct_agent_whose_answers_name_no_call_completes_its_session(lake: Path) -> None:
     run = score_lake(lake, write=False)
-    complete = {
-        t: p
-        for t, e, p in run.scores.select("trace_id", "evaluator", "passed").iter_rows()
+    judged = {
+        t: (p, json.loads(d)["gaps"])
+        for t, e, p, d in run.scores.select("trace_id", "evaluator", "passed", "details").iter_rows()
         if e == "session_completeness"
     }
-    assert complete == {TWO: True, SAID: True, ONE: False, NONE: False, DANGLING: False}
+    # LATER and AGAIN fail all_turns besides (their history holds a turn the lake does not): their gaps say it
+    assert judged == {
+        TWO: (True, 0), SAID: (True, 0), ONE: (False, 1), NONE: (False, 2), DANGLING: (False, 1),
+        LATER: (False, 0), AGAIN: (False, 1),
+    }  # fmt: skip

@@ -3,8 +3,8 @@
 -- calls of the assistant message before it (OpenInference's Haystack records a tool message as its role alone). A
 -- model call's history repeats the conversation so far, the answers after the calls they answer: its last run of
 -- such messages (consecutive ones) answers the requests of the latest model call of its trace that made requests and
--- ended before it started, the k-th message the k-th request, in the order asked. An earlier run was the last of an
--- earlier call's history. One row per request answered: `by_place` (trace_id, request_index, tool_response).
+-- ended before it started, the k-th message the k-th request, in the order asked, when the run comes after every
+-- tool message of that call's own history. An earlier run was the last of an earlier call's history. One row per request answered: `by_place` (trace_id, request_index, tool_response).
 by_place AS (
     WITH anonymous AS (
         SELECT trace_id, call_span_id, message_index, part_index, tool_response,
@@ -16,9 +16,18 @@ by_place AS (
     ),
     last_run AS (
         SELECT trace_id, call_span_id, tool_response,
-               row_number() OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS nth
+               row_number() OVER (PARTITION BY trace_id, call_span_id ORDER BY message_index, part_index) AS nth,
+               min(message_index) OVER (PARTITION BY trace_id, call_span_id) AS first_at
         FROM (SELECT *, max(run) OVER (PARTITION BY trace_id, call_span_id) AS last FROM anonymous) AS runs
         WHERE run = last
+    ),
+    seen AS (
+        -- how far each model call's own history held tool messages: a run no later than that answered an earlier
+        -- call (a previous turn's, repeated), not this one's requests (a call made again with the same history)
+        SELECT trace_id, call_span_id, max(message_index) AS last_seen
+        FROM parts
+        WHERE direction = 'input' AND trace_id IN (SELECT trace_id FROM anonymous)
+        GROUP BY trace_id, call_span_id
     ),
     asking AS (
         SELECT DISTINCT trace_id, model_span_id, model_end_time FROM listed
@@ -43,5 +52,7 @@ by_place AS (
     JOIN model AS c ON c.trace_id = a.trace_id AND c.span_id = a.call_span_id
     JOIN last_run AS l ON l.trace_id = a.trace_id AND l.call_span_id = a.call_span_id
     JOIN asked AS q ON q.trace_id = a.trace_id AND q.model_span_id = a.asked_by AND q.nth = l.nth
+    LEFT JOIN seen AS s ON s.trace_id = a.trace_id AND s.call_span_id = a.asked_by
+    WHERE l.first_at > coalesce(s.last_seen, -1)
     GROUP BY q.trace_id, q.request_index
 )
