@@ -29,7 +29,8 @@ def test_retries_within_the_bound_pass() -> None:
     result = score_of(trajectory(send(0, "429"), send(20, "429"), send(40)))  # 1 failure, 2 retries
     assert (result.passed, result.score) == (True, 1.0)
     assert result.reason == ("3 calls, 2 retries in 1 chains (max per call 2), 0 flagged, 0 unknown; score=3/3=1.000")
-    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 4)  # 4: typed findings, key warns
+    assert (result.evaluator, result.evaluator_version) == ("retry_discipline", 5)  # 4: typed findings, key warns;
+    # 5: polling until the state changes is no loop
 
 
 def test_retries_beyond_the_bound_are_flagged() -> None:
@@ -183,6 +184,27 @@ def test_a_cycle_without_progress_is_a_loop() -> None:
     assert result.details["flagged"] == ["wait#8"]  # 7/8
     progress = [call("get_status", {"id": 1}, result=f"step {i}") for i in range(6)]
     assert score_of(trajectory(*progress)).passed  # a different answer each time is progress
+
+
+def test_polling_until_the_state_changes_is_no_loop() -> None:
+    """A correct agent waits for a job: the same status call, `pending` again and again, then `done`. It was told
+    "endless loop" (a hazard: do not ship) once it polled four times; a repetition the same calls end with a new
+    outcome is waiting that was answered. Stopping on the same outcome, moving on to another call, or failing the
+    same way each time is still a loop (a failure repeated is a retry, however it ends)."""
+    status = [call("get_job_status", {"job": 42}, result="pending") for _ in range(8)]
+    done = call("get_job_status", {"job": 42}, result="done")
+    assert score_of(trajectory(*status, done)).passed
+    waits = [c for s in status for c in (s, call("wait", {"s": 5}, result="ok"))]  # a block of two, then done
+    assert score_of(trajectory(*waits, done)).passed
+    gave_up = score_of(trajectory(*status, call("notify", {"to": "ops"}, result="sent")))
+    assert gave_up.details["problems"] == ["loop: [get_job_status#1] repeated 3 times with the same outcome"]
+    assert not score_of(trajectory(*status)).passed  # never changed: the agent stopped on it
+    other_job = call("get_job_status", {"job": 43}, result="done")
+    assert not score_of(trajectory(*status, other_job)).passed  # another operation: no change of this one
+    storm = trajectory(*(send(10 * i, "503") for i in range(5)), send(60))  # 4 repeats of a failure, then through
+    assert score_of(storm, case(require_idempotency_key=False)).details["problems"] == [
+        "loop: [send_message#1] repeated 3 times with the same outcome"
+    ]
 
 
 def test_the_loop_threshold_respects_max_retries() -> None:

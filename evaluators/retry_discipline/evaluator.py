@@ -56,7 +56,7 @@ class RetryDiscipline(Screened):
     """Bounded, patient retries; no blind replay, duplicate side effect or loop; idempotency keys."""
 
     name: ClassVar[str] = "retry_discipline"
-    version: ClassVar[int] = 4  # 4: typed findings; a missing idempotency key warns unless keys are required
+    version: ClassVar[int] = 5  # 4: typed findings, a missing key warns unless required; 5: polling is no loop
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
     screen_function: ClassVar[str] = "tracevals.evaluators.retry_discipline.screen:screen_retry"

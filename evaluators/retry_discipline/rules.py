@@ -177,21 +177,31 @@ def loops(calls: Sequence[ToolCall], labels: Sequence[str], case: Case | None) -
     """A block of 1-3 calls repeated `loop_repeats` times in a row with the same outcomes each time.
 
     With `max_retries` r, a single call may repeat r times as bounded retries, so the threshold for a
-    one-call block is at least r + 1 repeats.
+    one-call block is at least r + 1 repeats. A repetition of calls that succeeded, which the same calls end with a
+    new outcome, is waiting for a state that then changed (a job's status polled until it is done): no loop. (A
+    failure repeated is a retry: a loop however it ends, beside the bound `max_retries` sets.)
     """
     out = Findings()
     repeats = case.loop_repeats if case is not None else 3
     bound = case.max_retries if case is not None and case.max_retries is not None else 0
-    keys = [f"{operation_key(c)}->{outcome_key(c)}" for c in calls]
+    operations = [operation_key(c) for c in calls]
+    keys = [f"{op}->{outcome_key(c)}" for op, c in zip(operations, calls, strict=True)]
     for period in (1, 2, 3):
         need = max(repeats, bound + 1) if period == 1 else repeats
-        run = 0
+        run, waited = 0, -1
         for i in range(period, len(calls)):
             run = run + 1 if keys[i] == keys[i - period] else 0
-            if run < period * need or i in out.flagged:
+            if run < period * need or i in out.flagged or i <= waited:
                 continue
-            first = i - run - period + 1
             if run == period * need:
+                end = i  # the repetition's last call
+                while end + 1 < len(calls) and keys[end + 1] == keys[end + 1 - period]:
+                    end += 1
+                polled = not any(c.failed for c in calls[end + 1 - period : end + 1])  # failures are retries
+                if polled and end + 1 < len(calls) and operations[end + 1] == operations[end + 1 - period]:
+                    waited = end  # the same call again, a new outcome: what it waited for came
+                    continue
+                first = i - run - period + 1
                 block = ", ".join(labels[first : first + period])
                 out.note(LOOP, f"loop: [{block}] repeated {need} times with the same outcome", first, labels[first])
             out.flagged.add(i)
