@@ -84,6 +84,23 @@ def test_an_outer_http_spans_agent_name_does_not_join_the_agents(tmp_path: Path)
     assert turn(tmp_path, doc(spans))["agents"] == ["adk_go_test"]
 
 
+def test_an_agent_span_named_by_its_operation_alone_names_no_agent(tmp_path: Path) -> None:
+    """OpenLIT writes the OpenAI Agents SDK's task and turn spans as `invoke_agent` with no agent name, and the model
+    calls run under the turn span: every turn's agents read ["invoke_agent"] (tests/corpus/openai_agents_openlit).
+    Such a span names no agent; the call's agent is the named one above it. A span whose name is not its operation
+    still names its agent by its name."""
+    op = {"gen_ai.operation.name": "invoke_agent"}
+    spans = [
+        span("1" * 16, None, "invoke_agent", op, 900),
+        span("3" * 16, "1" * 16, "invoke_agent triage_agent", {**op, "gen_ai.agent.name": "triage_agent"}, 1000),
+        span("4" * 16, "3" * 16, "invoke_agent", op, 1100),
+        span("2" * 16, "4" * 16, "chat m", CHAT, 2000),
+    ]
+    assert turn(tmp_path, doc(spans))["agents"] == ["triage_agent"]
+    named = [span("5" * 16, None, "WeatherAgent", op, 900), span("2" * 16, "5" * 16, "chat m", CHAT, 2000)]
+    assert turn(tmp_path / "named", doc(named))["agents"] == ["WeatherAgent"]
+
+
 def test_a_name_only_an_outer_span_carries_still_counts(tmp_path: Path) -> None:
     spans = [
         span("1" * 16, None, "POST /a2a", {"gen_ai.agent.name": "svc"}, 900),

@@ -161,13 +161,20 @@ per_turn AS (
     GROUP BY c.turn_id
 ),
 agent_spans AS (
-    SELECT trace_id, span_id,
-           coalesce(agent_name, entity_name,
-                    -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run` ...:
-                    -- the declared patterns, tracevals/spans/dialects/)
-                    nullif(/*@ agent_from_span_name(name) @*/, '')) AS agent
-    FROM raw_spans  -- narrow columns of the files, no fact extraction (copies of a span give the same name)
-    WHERE kind = 'agent' AND coalesce(operation, '') <> 'create_agent'
+    -- the agent spans that name an agent: an agent span named by its operation alone (OpenLIT's `invoke_agent` for
+    -- the OpenAI Agents SDK's task and turn spans) names none, and the walk below goes past it to the one above
+    SELECT trace_id, span_id, agent
+    FROM (
+        SELECT trace_id, span_id,
+               coalesce(agent_name, entity_name,
+                        -- no agent name attribute: the span's name says it (`invoke_agent x`, smolagents' `x.run`
+                        -- ...: the declared patterns, tracevals/spans/dialects/)
+                        CASE WHEN name <> coalesce(operation, '') THEN nullif(/*@ agent_from_span_name(name) @*/, '')
+                        END) AS agent
+        FROM raw_spans  -- narrow columns of the files, no fact extraction (copies of a span give the same name)
+        WHERE kind = 'agent' AND coalesce(operation, '') <> 'create_agent'
+    ) AS named
+    WHERE agent IS NOT NULL
 ),
 walk AS (
     -- from each model and tool call up its parents to the first agent span: the agent that made the call
