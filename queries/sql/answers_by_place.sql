@@ -4,7 +4,8 @@
 -- model call's history repeats the conversation so far, the answers after the calls they answer: its last run of
 -- such messages (consecutive ones) answers the requests of the latest model call of its trace that made requests and
 -- ended before it started, the k-th message the k-th request, in the order asked, when the run comes after every
--- tool message of that call's own history. An earlier run was the last of an earlier call's history. One row per request answered: `by_place` (trace_id, request_index, tool_response).
+-- tool message of that call's own history. An earlier run was the last of an earlier call's history. One row per
+-- request answered: `by_place` (trace_id, request_index, tool_response).
 by_place AS (
     WITH anonymous AS (
         SELECT trace_id, call_span_id, message_index, part_index, tool_response,
