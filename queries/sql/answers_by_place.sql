@@ -35,11 +35,13 @@ by_place AS (
         WHERE trace_id IN (SELECT trace_id FROM anonymous)
     ),
     asker AS (
-        SELECT h.trace_id, h.call_span_id, max_by(q.model_span_id, (q.model_end_time, q.model_span_id)) AS asked_by
+        -- each answering call, when it started, and the call it answers
+        SELECT h.trace_id, h.call_span_id, c.start_time,
+               max_by(q.model_span_id, (q.model_end_time, q.model_span_id)) AS asked_by
         FROM (SELECT DISTINCT trace_id, call_span_id FROM anonymous) AS h
         JOIN model AS c ON c.trace_id = h.trace_id AND c.span_id = h.call_span_id
         JOIN asking AS q ON q.trace_id = h.trace_id AND q.model_end_time <= c.start_time
-        GROUP BY h.trace_id, h.call_span_id
+        GROUP BY h.trace_id, h.call_span_id, c.start_time
     ),
     asked AS (
         SELECT trace_id, model_span_id, request_index,
@@ -48,9 +50,8 @@ by_place AS (
         WHERE trace_id IN (SELECT trace_id FROM anonymous)
     )
     -- the first history that answers a request speaks for it (every later one repeats it)
-    SELECT q.trace_id, q.request_index, min_by(l.tool_response, c.start_time) AS tool_response
+    SELECT q.trace_id, q.request_index, min_by(l.tool_response, a.start_time) AS tool_response
     FROM asker AS a
-    JOIN model AS c ON c.trace_id = a.trace_id AND c.span_id = a.call_span_id
     JOIN last_run AS l ON l.trace_id = a.trace_id AND l.call_span_id = a.call_span_id
     JOIN asked AS q ON q.trace_id = a.trace_id AND q.model_span_id = a.asked_by AND q.nth = l.nth
     LEFT JOIN seen AS s ON s.trace_id = a.trace_id AND s.call_span_id = a.asked_by

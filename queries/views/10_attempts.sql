@@ -35,7 +35,7 @@ SELECT
                         OR (kind = 'agent' AND coalesce(operation, '') <> 'create_agent')) = 0
         AND max(run_id) IS NULL AND max(session_id) IS NULL
         AND count(*) FILTER (WHERE status_code = 'error' OR error_type IS NOT NULL) = 0
-        AND count(*) FILTER (WHERE kind <> 'session_end') > 0 AS is_setup,
+        AND NOT is_end_marker AS is_setup,
     count(*) FILTER (WHERE kind = 'handoff') AS handoff_count,
     count(*) FILTER (WHERE end_time IS NULL) AS open_span_count,
     min(service_name) AS service_name
