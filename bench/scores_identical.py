@@ -33,7 +33,10 @@ from common import PROJECT_PYTHON, ROOT
 ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
 # Rules changed on purpose since the baseline, by evaluator: the version their rows carry is not compared (it
 # changed with the rule); every other column is, so a verdict the change moved shows as a difference still.
-ON_PURPOSE = {"retry_discipline": "v5: calls polled until the same calls return a new outcome are no loop"}
+ON_PURPOSE = {
+    "retry_discipline": "v5: calls polled until the same calls return a new outcome are no loop",
+    "session_completeness": "v3: an agent that ends on its tools' results reached an answer",
+}
 
 
 def score(tree: Path, lake: Path, tasks: Path | None) -> None:

@@ -59,7 +59,7 @@ READS = (
 LOADER_VIEWS = (*READS, "trajectories", "steps", "span_facts", "spans")
 TRAJECTORY_COLUMNS = (
     "trace_id, session_id, run_id, task_id, attempt, variant, model_call_count, input_tokens, output_tokens, "
-    "start_time, end_time"
+    "start_time, end_time, status"
 )
 _BATCH_SQL = "SELECT trace_id, session_id FROM tv_trajectories"
 # The traces of the batch's sessions: completeness counts a session's turns, so it needs them all.

@@ -7,8 +7,9 @@ Six checks on the spans of the trace (facts gathered by `queries/completeness.py
 3. no open span: every span has an end time;
 4. no dangling tool call: every tool call a model requested (`tracevals.tool_calls.ids`, or a gap)
    was executed by a span;
-5. terminal state: the attempt reached an answer (a final model response that asked for no tool, or
-   a recorded output), a hand-off, or an error;
+5. terminal state: the attempt reached an answer (a final model response that asked for no tool, its
+   requested tools' results when they all ran after it and none failed in a run that ended well, or a
+   recorded output), a hand-off, or an error;
 6. every turn present: when the session says how many turns it had (the user messages in its last
    model input, or the end marker's `tracevals.session.turns`), that many traces of it are in the lake.
 
@@ -37,7 +38,7 @@ class SessionCompleteness(Screened):
     """Root present and ended, no orphans, no open spans, no dangling calls, an ending, every turn."""
 
     name: ClassVar[str] = "session_completeness"
-    version: ClassVar[int] = 2  # 2: typed findings (one kind per failed check)
+    version: ClassVar[int] = 3  # 2: typed findings (one kind per failed check); 3: an agent ends on its tools
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
     screen_function: ClassVar[str] = "tracevals.evaluators.session_completeness.screen:screen_completeness"

@@ -4,8 +4,8 @@
 -- tokens, times in ms since the epoch, and each model's token counts. `tv_trajectories`: the columns of
 -- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`). `output`: what the harness recorded as the
 -- attempt's answer; a trace no harness ran (production traffic) answered with its last model call's text, when
--- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), if the
--- content was captured; a trace that recorded no model call, with its agent span's answer (`agent_texts`, as
+-- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), or with its
+-- tools' results when it ended on them (`tool_ended`), if the content was captured; a trace that recorded no model call, with its agent span's answer (`agent_texts`, as
 -- `turns` reads it).
 WITH unrun AS (  -- the batch's traces no harness ran: the only ones whose answer is read from their messages
     SELECT trace_id FROM tv_trajectories JOIN tv_batch USING (trace_id) WHERE run_id IS NULL
@@ -15,6 +15,23 @@ output_parts AS (
     WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM unrun)
 ),
 answered AS (/*@ include(response_texts) @*/),
+last_calls AS (  -- the last model call of each trace no harness ran (as `turns` orders them)
+    SELECT trace_id, span_id
+    FROM (
+        SELECT trace_id, span_id,
+               row_number() OVER (PARTITION BY trace_id ORDER BY start_time DESC, span_id DESC) AS n
+        FROM model_calls WHERE trace_id IN (SELECT trace_id FROM unrun)
+    ) WHERE n = 1
+),
+tool_ended_calls AS (
+    SELECT l.trace_id, l.span_id FROM last_calls AS l JOIN tv_trajectories AS t USING (trace_id) WHERE t.status = 'ok'
+),
+tool_ended_requests AS (SELECT * FROM requested_tool_calls WHERE trace_id IN (SELECT trace_id FROM tool_ended_calls)),
+tool_ended_tools AS (
+    SELECT trace_id, span_id, parent_span_id, tool_result AS result, is_error
+    FROM tool_calls WHERE trace_id IN (SELECT trace_id FROM tool_ended_calls)
+),
+tool_ended AS (/*@ include(tool_ended) @*/),  -- a trace that ended on its tools' results (as turns)
 agent_text_facts AS (SELECT trace_id, kind FROM span_facts WHERE trace_id IN (SELECT trace_id FROM unrun)),
 agent_texts AS (/*@ include(agent_texts) @*/)  -- a trace with no model call: what its agent spans say (as turns)
 SELECT t.trace_id, t.session_id, t.run_id, t.task_id, CAST(t.attempt AS BIGINT) AS attempt, t.variant,
@@ -42,15 +59,10 @@ LEFT JOIN (
     ) GROUP BY trace_id
 ) AS u ON u.trace_id = t.trace_id
 LEFT JOIN (
-    -- the last model call of the trace (as `turns` orders them), and its answer when it asked for no tool
-    SELECT trace_id, CASE WHEN tool_asks = 0 THEN text END AS answer
-    FROM (
-        SELECT m.trace_id, r.text, r.tool_asks,
-               row_number() OVER (PARTITION BY m.trace_id ORDER BY m.start_time DESC, m.span_id DESC) AS n
-        FROM model_calls AS m
-        LEFT JOIN answered AS r ON r.trace_id = m.trace_id AND r.call_span_id = m.span_id
-        WHERE m.trace_id IN (SELECT trace_id FROM unrun)
-    ) AS last_call
-    WHERE n = 1
+    -- the last model call's answer: its text when it asked for no tool, else its tools' results if it ended on them
+    SELECT l.trace_id, CASE WHEN coalesce(r.tool_asks, 0) = 0 THEN r.text ELSE e.text END AS answer
+    FROM last_calls AS l
+    LEFT JOIN answered AS r ON r.trace_id = l.trace_id AND r.call_span_id = l.span_id
+    LEFT JOIN tool_ended AS e ON e.trace_id = l.trace_id AND e.call_span_id = l.span_id
 ) AS a ON a.trace_id = t.trace_id
 LEFT JOIN agent_texts AS x ON x.trace_id = t.trace_id

@@ -19,13 +19,22 @@ calls AS (
     WHERE trace_id IN (SELECT trace_id FROM s)
 ),
 last_call AS (
-    SELECT trace_id, arg_max(span_id, (end_time, span_id)) AS span_id, max(end_time) AS end_time,
-           arg_max(is_error, (end_time, span_id)) AS is_error, bool_or(end_time IS NULL) AS any_open
+    -- the last model call to start (as turns and the loader order them: a call that holds a sub-agent's ends last)
+    SELECT trace_id, arg_max(span_id, (start_time, span_id)) AS span_id,
+           arg_max(end_time, (start_time, span_id)) AS end_time,
+           arg_max(is_error, (start_time, span_id)) AS is_error, bool_or(end_time IS NULL) AS any_open
     FROM calls GROUP BY trace_id
 ),
 asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
 agent_text_facts AS (SELECT trace_id, kind FROM s),
 agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say (as turns)
+tool_ended_calls AS (SELECT trace_id, span_id FROM last_call),  -- the root's own facts checked below
+tool_ended_requests AS (SELECT * FROM requested_tool_calls WHERE trace_id IN (SELECT trace_id FROM s)),
+tool_ended_tools AS (
+    SELECT trace_id, span_id, parent_span_id, tool_result AS result, is_error
+    FROM tool_calls WHERE trace_id IN (SELECT trace_id FROM s)
+),
+tool_ended AS (/*@ include(tool_ended) @*/),  -- a trace that ended on its tools' results (as turns)
 tools_after AS (
     SELECT l.trace_id, count(*) AS n
     FROM last_call AS l JOIN tool_calls AS t ON t.trace_id = l.trace_id AND t.start_time >= l.end_time
@@ -88,6 +97,8 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
          WHEN x.output_text IS NOT NULL THEN 'answer'  -- no model call: what its agent spans say it answered
          WHEN l.trace_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false)
               AND k.model_span_id IS NULL AND coalesce(ta.n, 0) = 0 THEN 'answer'
+         WHEN e.call_span_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false) AND p.root_ended
+              THEN 'answer'  -- it ended on its tools' results
        END AS terminal,
        CAST(row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time, p.trace_id) AS BIGINT) AS turn,
        count(*) OVER (PARTITION BY p.sid) AS session_traces,
@@ -100,6 +111,7 @@ FROM per_turn AS p
 LEFT JOIN last_call AS l USING (trace_id)
 LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
 LEFT JOIN tools_after AS ta USING (trace_id)
+LEFT JOIN tool_ended AS e ON e.trace_id = l.trace_id AND e.call_span_id = l.span_id
 LEFT JOIN inputs AS i USING (trace_id)
 LEFT JOIN agent_texts AS x USING (trace_id)
 -- what the harness recorded on the trace's root: one row per trace however many spans have no parent (a

@@ -23,6 +23,12 @@ SELECT
     min_by(end_time, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_end_time,
     min_by(status_code, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_status_code,
     min_by(error_type, (start_time, span_id)) FILTER (WHERE parent_span_id IS NULL) AS root_error_type,
+    -- how the attempt ended, by its root: error (the root failed) | open (root missing or not ended) | ok
+    CASE
+        WHEN root_error_type IS NOT NULL OR root_status_code = 'error' THEN 'error'
+        WHEN root_span_id IS NULL OR root_end_time IS NULL THEN 'open'
+        ELSE 'ok'
+    END AS status,
     count(*) FILTER (WHERE kind = 'session_end') > 0 AS has_session_end,
     -- only session-end markers: `end_session()` called after the session, in a trace of its own
     count(*) FILTER (WHERE kind <> 'session_end') = 0 AS is_end_marker,

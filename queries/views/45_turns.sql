@@ -4,8 +4,9 @@
 -- named by the earliest (`trace_id`).
 --   user_text           the last user message with text in the first model call's input (out of the prompt a
 --                       framework wraps it in, where one is declared)
---   final_text          the text of the turn's last model call, when that response asked for no tool
---                       (a run that stopped after a tool call has no final text); a turn that recorded no model
+--   final_text          the text of the turn's last model call, when that response asked for no tool; when
+--                       it asked for tools that all ran and none failed, with no model call after them, their
+--                       results (an agent that ends on its tools': tool_ended); a turn that recorded no model
 --                       call: the text its outermost agent span declares as its answer (and user_text its
 --                       first agent span's input): agent_texts
 --   intermediate_texts  non-empty text the model produced next to tool calls, in order (a response asked for
@@ -132,6 +133,20 @@ responses AS (
     FROM answered AS r
     LEFT JOIN asked_in_history AS h ON h.trace_id = r.trace_id AND h.content = r.text
 ),
+tool_ended_calls AS (
+    SELECT c.trace_id, c.span_id
+    FROM calls AS c JOIN turn_attempts AS a ON a.trace_id = c.trace_id
+    WHERE c.call_order_desc = 1 AND a.status = 'ok'
+),
+tool_ended_requests AS (SELECT * FROM turn_requests),
+tool_ended_tools AS (
+    SELECT s.trace_id, s.span_id, f.parent_span_id, s.result, s.is_error
+    FROM turn_steps AS s
+    JOIN (SELECT trace_id, span_id, any_value(parent_span_id) AS parent_span_id FROM turn_facts GROUP BY ALL) AS f
+        ON f.trace_id = s.trace_id AND f.span_id = s.span_id
+    WHERE s.step_kind = 'tool' AND NOT s.is_gap
+),
+tool_ended AS (/*@ include(tool_ended) @*/),  -- a turn that ended on its tools' results
 user_messages AS (
     SELECT trace_id, call_span_id, message_index, string_agg(content, chr(10) ORDER BY part_index) AS text
     FROM parts
@@ -143,7 +158,7 @@ per_turn AS (
         c.turn_id,
         -- a framework's prompt around the user's text (CrewAI's task prompt, smolagents' `New task:`) unwrapped
         max(/*@ user_text(u.text) @*/) FILTER (WHERE c.call_order = 1) AS user_text,
-        max(CASE WHEN coalesce(r.tool_asks, 0) = 0 THEN r.text END)
+        max(CASE WHEN coalesce(r.tool_asks, 0) = 0 THEN r.text ELSE e.text END)
             FILTER (WHERE c.call_order_desc = 1) AS final_text,
         list(r.text ORDER BY c.call_order) FILTER (WHERE r.tool_asks > 0 AND r.text IS NOT NULL)
             AS intermediate_texts,
@@ -153,6 +168,7 @@ per_turn AS (
         CAST(sum(CAST(c.cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd  -- exact: the same in any order
     FROM calls AS c
     LEFT JOIN responses AS r ON r.trace_id = c.trace_id AND r.call_span_id = c.span_id
+    LEFT JOIN tool_ended AS e ON e.trace_id = c.trace_id AND e.call_span_id = c.span_id
     LEFT JOIN (
         SELECT trace_id, call_span_id, max_by(text, message_index) AS text
         FROM user_messages

@@ -52,11 +52,7 @@ SELECT
     a.handoff_count,
     a.has_session_end,
     (a.root_span_id IS NOT NULL AND a.root_end_time IS NOT NULL) AS root_ended,
-    CASE
-        WHEN a.root_error_type IS NOT NULL OR a.root_status_code = 'error' THEN 'error'
-        WHEN a.root_span_id IS NULL OR a.root_end_time IS NULL THEN 'open'
-        ELSE 'ok'
-    END AS status,
+    a.status,
     a.root_error_type AS error_type,
     a.start_time,
     a.end_time,
