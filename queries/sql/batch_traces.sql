@@ -5,8 +5,8 @@
 -- `trajectories` the loader reads (`trajectories.TRAJECTORY_COLUMNS`). `output`: what the harness recorded as the
 -- attempt's answer; a trace no harness ran (production traffic) answered with its last model call's text, when
 -- that response asked for no tool (the `turns` view's `final_text`, by the same rule: `response_texts`), or with its
--- tools' results when it ended on them (`tool_ended`), if the content was captured; a trace that recorded no model call, with its agent span's answer (`agent_texts`, as
--- `turns` reads it).
+-- tools' results when it ended on them (`tool_ended`), if the content was captured; a trace that recorded no model
+-- call, with its agent span's answer (`agent_texts`, as `turns` reads it).
 WITH unrun AS (  -- the batch's traces no harness ran: the only ones whose answer is read from their messages
     SELECT trace_id FROM tv_trajectories JOIN tv_batch USING (trace_id) WHERE run_id IS NULL
 ),

@@ -5,10 +5,10 @@
 --   user_text           the last user message with text in the first model call's input (out of the prompt a
 --                       framework wraps it in, where one is declared)
 --   final_text          the text of the turn's last model call, when that response asked for no tool; when
---                       it asked for tools that all ran and none failed, with no model call after them, their
---                       results (an agent that ends on its tools': tool_ended); a turn that recorded no model
---                       call: the text its outermost agent span declares as its answer (and user_text its
---                       first agent span's input): agent_texts
+--                       it asked for tools that all ran after it (none a child of its span) and none failed, in a
+--                       run whose root ended well, their results (an agent that ends on its tools': tool_ended);
+--                       a turn that recorded no model call: the text its outermost agent span declares as its
+--                       answer (and user_text its first agent span's input): agent_texts
 --   intermediate_texts  non-empty text the model produced next to tool calls, in order (a response asked for
 --                       tools by its tool-call parts, its finish reason, or a later call's history showing the
 --                       text beside tool calls)
