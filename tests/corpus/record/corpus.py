@@ -36,9 +36,15 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 SCENARIOS: dict[str, Any] = {
     k: v for k, v in json.loads((HERE / "scenarios.json").read_text()).items() if not k.startswith("_")
 }
+# The scenarios only a stack whose framework has the feature plays, when its recorder lists them (`main`'s third
+# argument): tool_ends, a run that the framework ends on a tool's result (the recorder switches the feature on).
+OPT_IN = ["tool_ends"]
+# The scenarios every stack plays (`main`'s default); WITH_TOOL_ENDS, those and tool_ends.
+PLAYED = [name for name in SCENARIOS if name not in OPT_IN]
+WITH_TOOL_ENDS = [*PLAYED, "tool_ends"]
 # The scenarios a stack without a hand-off plays (a plain client's loop, an SDK's own telemetry): `main`'s third
 # argument for those recorders.
-WITHOUT_HANDOFF = [name for name in SCENARIOS if name != "handoff"]
+WITHOUT_HANDOFF = [name for name in PLAYED if name != "handoff"]
 
 WEATHER = {
     "Paris": {"city": "Paris", "forecast": "sunny", "temp_c": 21},
@@ -146,9 +152,10 @@ def log(scenario: str, user: str, answer: Any) -> None:
 
 def main(modes: dict[str, dict[str, str]], record: Callable[[str], Any], scenarios: list[str] | None = None) -> int:
     """run.py's command line: `--modes` prints `modes` ({mode: {ENV: value}}), `--scenarios` the scenarios this
-    stack runs (scenarios.json's, or `scenarios` where a stack cannot play them all), `<scenario>` records one:
-    `record(scenario)`, which sets up the telemetry, runs every turn and flushes."""
-    supported = list(SCENARIOS) if scenarios is None else scenarios
+    stack runs (scenarios.json's but the opt-in ones, `PLAYED`, or `scenarios` where a stack cannot play them all
+    or plays an opt-in one too), `<scenario>` records one: `record(scenario)`, which sets up the telemetry, runs
+    every turn and flushes."""
+    supported = PLAYED if scenarios is None else scenarios
     argv = sys.argv[1:]
     if argv == ["--modes"]:
         print(json.dumps(modes))

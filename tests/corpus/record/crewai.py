@@ -18,7 +18,8 @@ the model by call order, `CORPUS_SCRIPT_ORDER=calls`). A tool that raises is cau
 to the model. handoff: CrewAI's own delegation: triage_agent (`allow_delegation=True`) and billing_agent in one
 crew; the triage agent calls CrewAI's `Delegate work to coworker` tool (task, context and coworker scripted through
 CORPUS_HANDOFF_ARGUMENTS), billing_agent runs that as a task of its own (a new conversation), and the triage agent
-answers with its result.
+answers with its result. tool_ends: get_weather is a `@tool("get_weather", result_as_answer=True)`, so its result
+is the task's answer without a model call after it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 
-from corpus import TOOLS, log, main, otel, turns
+from corpus import TOOLS, WITH_TOOL_ENDS, log, main, otel, turns
 
 _DELEGATE = {
     "task": "Refund order 42.",
@@ -54,6 +55,8 @@ def run_scenario(scenario: str) -> None:
         api_key=os.environ.get("OPENAI_API_KEY", "sim"),
     )
     tools = {name: tool(name)(function) for name, function in TOOLS.items()}
+    if scenario == "tool_ends":  # CrewAI's way to end the task on a tool's result: the result is the answer
+        tools["get_weather"] = tool("get_weather", result_as_answer=True)(TOOLS["get_weather"])
     if scenario == "handoff":
         billing = Agent(
             role="billing_agent",
@@ -107,4 +110,4 @@ def record(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record))
+    raise SystemExit(main(MODES, record, WITH_TOOL_ENDS))

@@ -9,7 +9,9 @@ tool exceptions by default, so a `wrap_tool_call` middleware turns a ValueError 
 ToolNode's `handle_tool_errors=True` does ("Error: ValueError(...)"). Handoff: a parent StateGraph with two agents,
 `triage_agent` (holding langgraph-supervisor's `transfer_to_billing_agent` handoff tool, which returns a
 `Command(goto="billing_agent", graph=Command.PARENT)`) and `billing_agent` (holding `issue_refund`), both without
-the error middleware. Every turn of a scenario runs on one checkpointer thread (`THREAD_ID`).
+the error middleware. Every turn of a scenario runs on one checkpointer thread (`THREAD_ID`). `tool_ends` (played
+by the recorders that list `WITH_TOOL_ENDS`): get_weather is a `return_direct=True` tool, so create_agent's graph
+ends after the tools node with its ToolMessage as the last message, without calling the model again.
 
 A recorder imports what it needs of `corpus` from here: importing `corpus` takes this folder off the import path.
 """
@@ -21,9 +23,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from corpus import described, get_time, get_weather, issue_refund, log, main, otel, turns
+from corpus import WITH_TOOL_ENDS, described, get_time, get_weather, issue_refund, log, main, otel, turns
 
-__all__ = ["THREAD_ID", "main", "play", "record"]
+__all__ = ["THREAD_ID", "WITH_TOOL_ENDS", "main", "play", "record"]
 THREAD_ID = "corpus-thread-1"
 LOCAL_TIME = "Get the local time in a city."  # get_time's description in these recordings
 
@@ -66,6 +68,8 @@ def build(scenario: str):
 
         model = ChatOpenAI(base_url=os.environ["OPENAI_BASE_URL"], api_key="sim", model=os.environ["CORPUS_MODEL"])
     weather, local_time, refund = (tool(f) for f in (get_weather, described(get_time, LOCAL_TIME), issue_refund))
+    if scenario == "tool_ends":  # LangChain's way to end the run on a tool's result: create_agent exits after it
+        weather = tool(get_weather, return_direct=True)
     checkpointer = InMemorySaver()
     middleware = [tool_errors()]
     if scenario != "handoff":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph_agents import THREAD_ID, main, record
+from langgraph_agents import THREAD_ID, WITH_TOOL_ENDS, main, record
 
 MODES = {
     "default": {},
@@ -31,4 +31,4 @@ def instrument(provider: Any) -> Any:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, lambda scenario: record(scenario, instrument)))
+    raise SystemExit(main(MODES, lambda scenario: record(scenario, instrument), WITH_TOOL_ENDS))

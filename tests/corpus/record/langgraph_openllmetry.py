@@ -15,7 +15,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from langgraph_agents import main, record
+from langgraph_agents import WITH_TOOL_ENDS, main, record
 
 MODES = {
     "default": {},
@@ -31,4 +31,4 @@ def instrument(provider: Any) -> Any:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, lambda scenario: record(scenario, instrument)))
+    raise SystemExit(main(MODES, lambda scenario: record(scenario, instrument), WITH_TOOL_ENDS))

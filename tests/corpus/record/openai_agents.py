@@ -20,6 +20,8 @@ API at OPENAI_BASE_URL (`OpenAIChatCompletionsModel`), name CORPUS_MODEL; in the
 default, the Responses API (`OpenAIResponsesModel`). Every turn of a scenario runs in one
 `SQLiteSession` (in memory, id `corpus-<scenario>`); each `Runner.run` is one SDK trace (one OTLP trace per turn),
 with the session id as the run's `group_id` and, for OpenInference, as `session.id` (`using_session`).
+`tool_ends` gives the agent `tool_use_behavior="stop_on_first_tool"` (the first tool's output is the run's final
+output, no model call after it); every other scenario keeps the SDK's default, `"run_llm_again"`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from corpus import (
     OPENINFERENCE_HIDDEN,
     RESPONSES,
+    WITH_TOOL_ENDS,
     get_time,
     get_weather,
     issue_refund,
@@ -109,11 +112,15 @@ def build_agents(scenario: str) -> Any:
             model=model,
             handoffs=[billing],
         )
+    # tool_ends: the SDK's own way to end a run on a tool's result, the first tool's output as the final output
+    # (the other scenarios keep the SDK's default, "run_llm_again")
+    ending: dict[str, Any] = {"tool_use_behavior": "stop_on_first_tool"} if scenario == "tool_ends" else {}
     return Agent(
         name="weather_agent",
         instructions="You are a weather assistant. Use the tools for weather and time.",
         model=model,
         tools=[function_tool(get_weather), function_tool(get_time)],
+        **ending,
     )
 
 
@@ -132,7 +139,7 @@ async def run_scenario(scenario: str) -> None:
                 result = await Runner.run(agent, user, session=session, run_config=config)
         else:
             result = await Runner.run(agent, user, session=session, run_config=config)
-        log(scenario, user, result.final_output)
+        log(scenario, user, result.final_output)  # tool_ends: the tool's output, as the str of its dict
 
 
 def record(scenario: str) -> None:
@@ -164,4 +171,4 @@ def run_to_the_end(scenario: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(MODES, record))
+    raise SystemExit(main(MODES, record, WITH_TOOL_ENDS))
