@@ -10,7 +10,8 @@ view called it completed.
 The rule (`queries/sql/tool_ended.sql`, read by `trace_facts`, `turns` and the loader's `batch_traces`): a last model
 call whose every requested tool ran and none failed, in a run whose root ended without error, answered with their
 results, in the order asked. What it must not do: answer for a run that stopped short: a tool that failed, a request
-that never ran, a root that failed."""
+that never ran, a root that failed. Then the same on the real frameworks' recordings of such an agent (tests/corpus,
+scenario tool_ends), each of which failed `session_completeness` before the rule."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.corpus_check import ROOT, ingest
 from fixtures.otlp_lakes import ingest_doc
 from fixtures.recording import doc, span
 
@@ -124,3 +126,27 @@ def test_session_completeness_takes_the_tools_results_for_a_terminal_state(lake:
     # and the sessions view agrees on how each ended
     states = dict(open_lake(lake).sql("SELECT session_id, terminal_state FROM sessions").fetchall())
     assert states[f"s-{ENDS[:4]}"] == "completed" and states[f"s-{CRASHED[:4]}"] == "error"
+
+
+# Recorded with the real frameworks (tests/corpus, scenario tool_ends): one model call, the tool, no call after it
+RECORDED = {
+    "langgraph_openinference/default": '{"city": "Paris", "forecast": "sunny", "temp_c": 21}',  # return_direct
+    "langgraph_openllmetry/default": '{"city": "Paris", "forecast": "sunny", "temp_c": 21}',
+    "openai_agents/openinference": '{"city": "Paris", "forecast": "sunny", "temp_c": 21}',  # stop_on_first_tool
+    "crewai/openinference": '{"city": "Paris", "forecast": "sunny", "temp_c": 21}',  # result_as_answer
+}
+
+
+@pytest.mark.parametrize("where", sorted(RECORDED))
+def test_a_recorded_agent_that_ends_on_its_tool_completes_its_session(tmp_path: Path, where: str) -> None:
+    lake = tmp_path / "lake"
+    ingest(lake, [ROOT / where / "tool_ends.json"])
+    judged = [
+        (p, json.loads(d)["terminal"])
+        for e, p, d in score_lake(lake, write=False).scores.select("evaluator", "passed", "details").iter_rows()
+        if e == "session_completeness"
+    ]
+    assert judged == [(True, "answer")]
+    [(answer,)] = open_lake(lake).sql("SELECT final_text FROM turns").fetchall()
+    assert json.loads(answer) == json.loads(RECORDED[where])
+    assert [json.loads(str(t.output)) for t in load_trajectories(open_lake(lake))] == [json.loads(RECORDED[where])]
