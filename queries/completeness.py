@@ -11,8 +11,9 @@ Read through SQL (`queries/sql/trace_facts.sql`) from the views (so they follow 
 - `terminal`: `error` (the root or the end marker says error, or the harness recorded one), else
   `handoff` (a `handoff` span, or a successful `handoff_to_human` call), else `answer` (a recorded
   output, or a last model call (the last to start) that ended well, asked for no tool, and after which no
-  tool ran, or whose requested tools all ran after it and none failed in a root that ended: an agent that
-  ends on its tools' results, `queries/sql/tool_ended.sql`), else none;
+  tool ran, or whose requested tools (content off: the tools that started after it) all ran after it and none
+  failed in a root that ended: an agent that ends on its tools' results, `queries/sql/tool_ended.sql`), else
+  none;
 - `input`: the last user text message of the trace's first model call (the request of this turn), and
   the number of user text messages in that call's history;
 - per session: `turn` (order of the trace by start), `session_traces`, `turns_expected` (the largest

@@ -10,8 +10,10 @@ view called it completed.
 The rule (`queries/sql/tool_ended.sql`, read by `trace_facts`, `turns` and the loader's `batch_traces`): a last model
 call whose every requested tool ran and none failed, in a run whose root ended without error, answered with their
 results, in the order asked. What it must not do: answer for a run that stopped short: a tool that failed, a request
-that never ran, a root that failed. Then the same on the real frameworks' recordings of such an agent (tests/corpus,
-scenario tool_ends), each of which failed `session_completeness` before the rule."""
+that never ran, a root that failed. With content capture off (the default outside the harness) nothing says what the
+model asked for: the tools that ran after its last call stand for its requests. Then the same on the real frameworks'
+recordings of such an agent (tests/corpus, scenario tool_ends), each of which failed `session_completeness` before the
+rule."""
 
 from __future__ import annotations
 
@@ -81,7 +83,16 @@ def _trace(
     return spans
 
 
-ENDS, TWO, UNCAPTURED, SAID, FAILED, NEVER, CRASHED = (str(n) * 32 for n in range(1, 8))
+CONTENT = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+
+
+def _without_content(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace as an instrumentation with content capture off (the default outside the harness) records it: no
+    messages, arguments or results, so nothing says which tools the model asked for."""
+    return [{**s, "attributes": [a for a in s["attributes"] if a["key"] not in CONTENT]} for s in spans]
+
+
+ENDS, TWO, UNCAPTURED, SAID, FAILED, NEVER, CRASHED, ENDS_OFF, FAILED_OFF = (str(n) * 32 for n in range(1, 10))
 TRACES = {
     ENDS: _trace(ENDS, ['{"status": "sent"}']),  # ends on its tool's result: that is its answer
     TWO: _trace(TWO, ["sent to user 0", "sent to user 1"]),  # two, run in reverse: answered in the order asked
@@ -90,6 +101,9 @@ TRACES = {
     FAILED: _trace(FAILED, ["mailbox full"], failed=True),  # the tool failed: it stopped short
     NEVER: _trace(NEVER, ["sent"], ran=False),  # the request never ran: it stopped short
     CRASHED: _trace(CRASHED, ["sent"], root_error=True),  # the root failed after the tool: an error
+    # content off: the tools that ran after the last call stand for its requests
+    ENDS_OFF: _without_content(_trace(ENDS_OFF, ["sent to user 0", "sent to user 1"])),  # answered, no text
+    FAILED_OFF: _without_content(_trace(FAILED_OFF, ["mailbox full"], failed=True)),  # stopped short
 }
 
 
@@ -106,7 +120,7 @@ def test_a_turn_that_ended_on_its_tools_answered_with_their_results(lake: Path, 
     final = dict(con.sql("SELECT trace_id, final_text FROM turns").fetchall())
     assert final == {
         ENDS: '{"status": "sent"}', TWO: "sent to user 0\nsent to user 1", UNCAPTURED: None, SAID: "Done: they know.",
-        FAILED: None, NEVER: None, CRASHED: None,
+        FAILED: None, NEVER: None, CRASHED: None, ENDS_OFF: None, FAILED_OFF: None,
     }  # fmt: skip
     # what the evaluators read as the attempt's answer (the loader's `batch_traces`) is the same
     assert {t.trace_id: t.output for t in load_trajectories(con)} == final
@@ -122,6 +136,7 @@ def test_session_completeness_takes_the_tools_results_for_a_terminal_state(lake:
     assert judged == {
         ENDS: (True, "answer"), TWO: (True, "answer"), UNCAPTURED: (True, "answer"), SAID: (True, "answer"),
         FAILED: (False, None), NEVER: (False, None), CRASHED: (True, "error"),  # an error is how it ended
+        ENDS_OFF: (True, "answer"), FAILED_OFF: (False, None),
     }  # fmt: skip
     # and the sessions view agrees on how each ended
     states = dict(open_lake(lake).sql("SELECT session_id, terminal_state FROM sessions").fetchall())

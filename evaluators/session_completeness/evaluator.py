@@ -8,8 +8,8 @@ Six checks on the spans of the trace (facts gathered by `queries/completeness.py
 4. no dangling tool call: every tool call a model requested (`tracevals.tool_calls.ids`, or a gap)
    was executed by a span;
 5. terminal state: the attempt reached an answer (a final model response that asked for no tool, its
-   requested tools' results when they all ran after it and none failed in a run that ended well, or a
-   recorded output), a hand-off, or an error;
+   requested tools' results when they all ran after it and none failed in a run that ended well (with
+   content capture off, the tools that ran after it), or a recorded output), a hand-off, or an error;
 6. every turn present: when the session says how many turns it had (the user messages in its last
    model input, or the end marker's `tracevals.session.turns`), that many traces of it are in the lake.
 

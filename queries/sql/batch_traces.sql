@@ -16,19 +16,20 @@ output_parts AS (
 ),
 answered AS (/*@ include(response_texts) @*/),
 last_calls AS (  -- the last model call of each trace no harness ran (as `turns` orders them)
-    SELECT trace_id, span_id
+    SELECT trace_id, span_id, end_time
     FROM (
-        SELECT trace_id, span_id,
+        SELECT trace_id, span_id, end_time,
                row_number() OVER (PARTITION BY trace_id ORDER BY start_time DESC, span_id DESC) AS n
         FROM model_calls WHERE trace_id IN (SELECT trace_id FROM unrun)
     ) WHERE n = 1
 ),
 tool_ended_calls AS (
-    SELECT l.trace_id, l.span_id FROM last_calls AS l JOIN tv_trajectories AS t USING (trace_id) WHERE t.status = 'ok'
+    SELECT l.trace_id, l.span_id, l.end_time
+    FROM last_calls AS l JOIN tv_trajectories AS t USING (trace_id) WHERE t.status = 'ok'
 ),
 tool_ended_requests AS (SELECT * FROM requested_tool_calls WHERE trace_id IN (SELECT trace_id FROM tool_ended_calls)),
 tool_ended_tools AS (
-    SELECT trace_id, span_id, parent_span_id, tool_result AS result, is_error
+    SELECT trace_id, span_id, parent_span_id, start_time, tool_result AS result, is_error
     FROM tool_calls WHERE trace_id IN (SELECT trace_id FROM tool_ended_calls)
 ),
 tool_ended AS (/*@ include(tool_ended) @*/),  -- a trace that ended on its tools' results (as turns)

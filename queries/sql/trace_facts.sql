@@ -28,10 +28,10 @@ last_call AS (
 asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
 agent_text_facts AS (SELECT trace_id, kind FROM s),
 agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say (as turns)
-tool_ended_calls AS (SELECT trace_id, span_id FROM last_call),  -- the root's own facts checked below
+tool_ended_calls AS (SELECT trace_id, span_id, end_time FROM last_call),  -- the root's own facts checked below
 tool_ended_requests AS (SELECT * FROM requested_tool_calls WHERE trace_id IN (SELECT trace_id FROM s)),
 tool_ended_tools AS (
-    SELECT trace_id, span_id, parent_span_id, tool_result AS result, is_error
+    SELECT trace_id, span_id, parent_span_id, start_time, tool_result AS result, is_error
     FROM tool_calls WHERE trace_id IN (SELECT trace_id FROM s)
 ),
 tool_ended AS (/*@ include(tool_ended) @*/),  -- a trace that ended on its tools' results (as turns)

@@ -96,7 +96,7 @@ errors AS (
 ),
 calls AS (
     SELECT
-        t.turn_id, m.trace_id, m.span_id, m.input_tokens, m.output_tokens, m.cost_usd,
+        t.turn_id, m.trace_id, m.span_id, m.end_time, m.input_tokens, m.output_tokens, m.cost_usd,
         row_number() OVER (PARTITION BY t.turn_id ORDER BY m.start_time, m.span_id) AS call_order,
         row_number() OVER (PARTITION BY t.turn_id ORDER BY m.start_time DESC, m.span_id DESC) AS call_order_desc
     FROM model_calls AS m
@@ -134,13 +134,13 @@ responses AS (
     LEFT JOIN asked_in_history AS h ON h.trace_id = r.trace_id AND h.content = r.text
 ),
 tool_ended_calls AS (
-    SELECT c.trace_id, c.span_id
+    SELECT c.trace_id, c.span_id, c.end_time
     FROM calls AS c JOIN turn_attempts AS a ON a.trace_id = c.trace_id
     WHERE c.call_order_desc = 1 AND a.status = 'ok'
 ),
 tool_ended_requests AS (SELECT * FROM turn_requests),
 tool_ended_tools AS (
-    SELECT s.trace_id, s.span_id, f.parent_span_id, s.result, s.is_error
+    SELECT s.trace_id, s.span_id, f.parent_span_id, s.start_time, s.result, s.is_error
     FROM turn_steps AS s
     JOIN (SELECT trace_id, span_id, any_value(parent_span_id) AS parent_span_id FROM turn_facts GROUP BY ALL) AS f
         ON f.trace_id = s.trace_id AND f.span_id = s.span_id
