@@ -25,7 +25,6 @@ last_call AS (
            arg_max(is_error, (start_time, span_id)) AS is_error, bool_or(end_time IS NULL) AS any_open
     FROM calls GROUP BY trace_id
 ),
-asked AS (SELECT DISTINCT trace_id, model_span_id FROM requested_tool_calls),
 agent_text_facts AS (SELECT trace_id, kind FROM s),
 agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say (as turns)
 tool_ended_calls AS (SELECT trace_id, span_id, end_time FROM last_call),  -- the root's own facts checked below
@@ -35,11 +34,6 @@ tool_ended_tools AS (
     FROM tool_calls WHERE trace_id IN (SELECT trace_id FROM s)
 ),
 tool_ended AS (/*@ include(tool_ended) @*/),  -- a trace that ended on its tools' results (as turns)
-tools_after AS (
-    SELECT l.trace_id, count(*) AS n
-    FROM last_call AS l JOIN tool_calls AS t ON t.trace_id = l.trace_id AND t.start_time >= l.end_time
-    GROUP BY l.trace_id
-),
 first_call AS (SELECT trace_id, arg_min(span_id, (start_time, span_id)) AS span_id FROM calls GROUP BY trace_id),
 user_messages AS (
     SELECT p.trace_id, p.message_index, string_agg(p.content, chr(10) ORDER BY p.part_index) AS text
@@ -95,10 +89,10 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
          WHEN p.handed_off THEN 'handoff'
          WHEN r.output IS NOT NULL THEN 'answer'
          WHEN x.output_text IS NOT NULL THEN 'answer'  -- no model call: what its agent spans say it answered
-         WHEN l.trace_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false)
-              AND k.model_span_id IS NULL AND coalesce(ta.n, 0) = 0 THEN 'answer'
-         WHEN e.call_span_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false) AND p.root_ended
-              THEN 'answer'  -- it ended on its tools' results
+         -- the last model call ended the run: by itself (it asked for no tool and none ran after it), or on its
+         -- tools' results in a root that ended
+         WHEN e.call_span_id IS NOT NULL AND NOT l.any_open AND NOT coalesce(l.is_error, false)
+              AND (e.tools = 0 OR p.root_ended) THEN 'answer'
        END AS terminal,
        CAST(row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time, p.trace_id) AS BIGINT) AS turn,
        count(*) OVER (PARTITION BY p.sid) AS session_traces,
@@ -109,8 +103,6 @@ SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p
        i.input, p.root_span_id
 FROM per_turn AS p
 LEFT JOIN last_call AS l USING (trace_id)
-LEFT JOIN asked AS k ON k.trace_id = l.trace_id AND k.model_span_id = l.span_id
-LEFT JOIN tools_after AS ta USING (trace_id)
 LEFT JOIN tool_ended AS e ON e.trace_id = l.trace_id AND e.call_span_id = l.span_id
 LEFT JOIN inputs AS i USING (trace_id)
 LEFT JOIN agent_texts AS x USING (trace_id)
