@@ -1,14 +1,14 @@
--- What a last model call answered by its tools (an include of trace_facts, turns and batch_traces). An agent can end
--- on its tools' results, with no model call after them (LangChain's `return_direct`, the OpenAI Agents SDK's
--- `stop_on_first_tool`, CrewAI's `result_as_answer`, ADK's `skip_summarization`): a trace's last model call whose
--- every requested tool ran after it and none failed, in a run that ended well, answered with their results, in the
--- order asked (`text`, NULL where no result was captured; `tools`, how many). Where no content says what the call
--- requested (capture off, the default outside the harness, or a call that asked for no tool), the tools that started
--- after it ended stand for its requests, in the order they ran; with none, the call ended the run by itself (`tools`
--- 0: its own text is the answer, the includer's to read). A request that never ran or a tool that failed is no answer: the run stopped short; nor is a tool whose
--- span is a child of the call's: the span is no model call but a framework's whole agent loop (OpenInference's ADK
--- writes its model attributes on `invoke_agent`), or one that holds a sub-agent's run, and what it answered came
--- later, from inside. Over the including query's
+-- What a last model call answered by its tools (an include of trace_facts, turns and batch_traces). An agent can end on
+-- its tools' results, with no model call after them (LangChain's `return_direct`, the OpenAI Agents SDK's
+-- `stop_on_first_tool`, CrewAI's `result_as_answer`, ADK's `skip_summarization`): a trace's last model call whose every
+-- requested tool ran after it and none failed, in a run that ended well, answered with their results, in the order
+-- asked (`text`, NULL where no result was captured; `tools`, how many). Where no content says what the call requested
+-- (capture off, the default outside the harness, or a call that asked for no tool), the tools that started after it
+-- ended stand for its requests, in the order they ran; with none, the call ended the run by itself (`tools` 0: its own
+-- text is the answer, the includer's to read). A request that never ran or a tool that failed is no answer: the run
+-- stopped short; nor is a tool whose span is a child of the call's: the span is no model call but a framework's whole
+-- agent loop (OpenInference's ADK writes its model attributes on `invoke_agent`), or one that holds a sub-agent's run,
+-- and what it answered came later, from inside. Over the including query's
 --   tool_ended_calls     trace_id, span_id, end_time: the last model call of each trace or turn it asks about, of a
 --                        run whose root ended without error (`attempts.status` 'ok', or the includer's own root facts)
 --   tool_ended_requests  requested_tool_calls' rows of those traces
