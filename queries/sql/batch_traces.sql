@@ -15,14 +15,11 @@ output_parts AS (
     WHERE direction = 'output' AND role = 'assistant' AND trace_id IN (SELECT trace_id FROM unrun)
 ),
 answered AS (/*@ include(response_texts) @*/),
-last_calls AS (  -- the last model call of each trace no harness ran (as `turns` orders them)
-    SELECT trace_id, span_id, end_time
-    FROM (
-        SELECT trace_id, span_id, end_time,
-               row_number() OVER (PARTITION BY trace_id ORDER BY start_time DESC, span_id DESC) AS n
-        FROM model_calls WHERE trace_id IN (SELECT trace_id FROM unrun)
-    ) WHERE n = 1
+last_call_scope AS (
+    SELECT trace_id, span_id, start_time, end_time, is_error FROM model_calls
+    WHERE trace_id IN (SELECT trace_id FROM unrun)
 ),
+last_calls AS (/*@ include(last_calls) @*/),  -- the last model call of each trace no harness ran (as trace_facts)
 tool_ended_calls AS (
     SELECT l.trace_id, l.span_id, l.end_time
     FROM last_calls AS l JOIN tv_trajectories AS t USING (trace_id) WHERE t.status = 'ok'

@@ -18,13 +18,9 @@ calls AS (
     SELECT trace_id, span_id, start_time, end_time, is_error FROM model_calls
     WHERE trace_id IN (SELECT trace_id FROM s)
 ),
-last_call AS (
-    -- the last model call to start (as turns and the loader order them: a call that holds a sub-agent's ends last)
-    SELECT trace_id, arg_max(span_id, (start_time, span_id)) AS span_id,
-           arg_max(end_time, (start_time, span_id)) AS end_time,
-           arg_max(is_error, (start_time, span_id)) AS is_error, bool_or(end_time IS NULL) AS any_open
-    FROM calls GROUP BY trace_id
-),
+last_call_scope AS (SELECT * FROM calls),
+-- the last model call to start (as turns and the loader order them: a call that holds a sub-agent's ends last)
+last_call AS (/*@ include(last_calls) @*/),
 agent_text_facts AS (SELECT trace_id, kind FROM s),
 agent_texts AS (/*@ include(agent_texts) @*/),  -- a trace with no model call: what its agent spans say (as turns)
 tool_ended_calls AS (SELECT trace_id, span_id, end_time FROM last_call),  -- the root's own facts checked below
