@@ -448,3 +448,32 @@ def test_a_slices_scores_are_rows_before_the_next_slice_is_built(monkeypatch: py
     small, big = peak(200), peak(2_000)
     per_trace = (big - small) / 1_800
     assert per_trace < 1_500, f"{per_trace:,.0f} bytes of Python objects held per flagged trace at the peak"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_flagged_traces_are_evaluated_with_the_cyclic_collector_paused(
+    monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """A slice of flagged traces runs with the cyclic garbage collector off (its collections of the older generations
+    walked the whole heap at every few thousand objects the slice made), and `score_batch` leaves the collector as
+    it found it, on or off."""
+    import gc
+
+    import tracevals.evaluators.apply as apply
+
+    seen: list[bool] = []
+    evaluate = apply.evaluate_safely
+
+    def recording(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return evaluate(*args)
+
+    monkeypatch.setattr(apply, "evaluate_safely", recording)
+    scope = scope_of([mutated(f"t{i}", "strict", ["loop"], 3, "complete") for i in range(5)], CASES)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        frame = score_batch(scope, default_evaluators())
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert frame.filter(~pl.col("passed")).height and seen and not any(seen)

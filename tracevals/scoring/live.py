@@ -41,6 +41,7 @@ from tracevals.lake import clock as lake_clock
 from tracevals.lake.paths import LakeError
 from tracevals.lake.sampling import session_sampled
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.model.gc_pause import gc_paused
 from tracevals.queries.live_source import (
     MAX_FILE_ROWS,
     LiveConnection,
@@ -114,7 +115,7 @@ class Follower:
 
     def poll(self) -> pl.DataFrame:
         """One round: read new span and log files, score the sessions that are due and finished, forget old ones."""
-        with live_rows.gc_paused():
+        with gc_paused():
             return self._round()
 
     def _round(self) -> pl.DataFrame:

@@ -5,9 +5,7 @@ trace (one sort of their ids: the cost of a round is linear in the rows that arr
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,20 +113,6 @@ class Tables:
             self.refs[new[0]] += 1
             self.unref([part])
         return out
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a round: a round makes hundreds of thousands of small objects
-    (a trace, a session, a score row), and each collection of the older generations walks every object
-    the follower holds (10-15% of a round's CPU); what a round leaves as cyclic garbage goes after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Groups:
