@@ -146,7 +146,7 @@ def _evaluated(
     for first in range(0, len(needed), EVALUATE_SLICE):
         found: list[list[tuple[int, str, Score]]] = [[] for _ in plans]
         # the cyclic collector paused: a slice's objects are freed as they are dropped, and its collections of
-        # the older generations, each walking the whole heap, were a tenth of the nightly job's CPU (the 10^6-span
+        # the older generations, each walking the whole heap, were about a tenth of the nightly job's CPU (the 10^6-span
         # bench lake on one worker: 0.91 of the CPU time without them, scores identical)
         with gc_paused():
             for trajectory in scope.batch.select(needed[first : first + EVALUATE_SLICE]).trajectories():
