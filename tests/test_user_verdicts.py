@@ -213,13 +213,11 @@ def answer_after_lookup(conversation: Conversation, decisions: Decisions) -> Mod
     return ModelTurn.say("Your last order shipped on Monday.")
 
 
-@pytest.mark.parametrize("end_inside", [False, True])
-def test_the_readme_pattern_is_complete_without_a_case(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool
-) -> None:
+def _readme_session(lake: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool, status: str = "finished") -> Any:
+    """The README's pattern (a session, an agent, the model asked until it stops asking for tools, the session's end
+    marked inside its block or after it, with `status`) into `lake`, and the lake scored."""
     registry = ProfileRegistry()
     registry.register("support-model", answer_after_lookup)
-    lake = tmp_path / "lake"
 
     @tracevals.tool(effect="read")
     def get_orders(customer_id: str) -> list[dict[str, Any]]:
@@ -242,21 +240,43 @@ def test_the_readme_pattern_is_complete_without_a_case(
                     result = get_orders(**json.loads(tool_call.function.arguments))
                     messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": json.dumps(result)})
             if end_inside:
-                tracevals.end_session("conversation-42")
+                tracevals.end_session("conversation-42", status=status)
         if not end_inside:
-            tracevals.end_session("conversation-42")  # as the README writes it: after the block
+            tracevals.end_session("conversation-42", status=status)  # as the README writes it: after the block
         telemetry.shutdown()
         client.close()
-    run = score_lake(lake, write=False)
+    return score_lake(lake, write=False)
+
+
+def _session_row(lake: Path) -> list[tuple[Any, ...]]:
+    query = "SELECT turn_count, finished_by, terminal_state FROM sessions WHERE session_id = 'conversation-42'"
+    return open_lake(lake).execute(query).fetchall()
+
+
+@pytest.mark.parametrize("end_inside", [False, True])
+def test_the_readme_pattern_is_complete_without_a_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool
+) -> None:
+    lake = tmp_path / "lake"
+    run = _readme_session(lake, monkeypatch, end_inside)
     completeness = run.scores.filter(run.scores["evaluator"] == "session_completeness")
     assert completeness.height == 1  # the end marker's own trace is no turn, and is not scored
     assert completeness.get_column("passed").to_list() == [True], completeness.get_column("reason").to_list()
-    session = (
-        open_lake(lake)
-        .execute("SELECT turn_count, finished_by, terminal_state FROM sessions WHERE session_id = 'conversation-42'")
-        .fetchall()
-    )
-    assert session == [(1, "end_marker", "completed")]
+    assert _session_row(lake) == [(1, "end_marker", "completed")]
+
+
+@pytest.mark.parametrize("end_inside", [False, True])
+def test_a_session_its_end_marker_calls_failed_ended_in_error_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool
+) -> None:
+    """`end_session(status="error")` after an agent that answered: `session_completeness` reads the session's end as an
+    error (its terminal state), and the `sessions` view said `completed`, reading only the turns' roots. Both read the
+    marker's status from one place now (`attempts.end_status`)."""
+    lake = tmp_path / "lake"
+    run = _readme_session(lake, monkeypatch, end_inside, status="error")
+    completeness = run.scores.filter(run.scores["evaluator"] == "session_completeness")
+    assert [json.loads(d)["terminal"] for d in completeness.get_column("details").to_list()] == ["error"]
+    assert _session_row(lake) == [(1, "end_marker", "error")]
 
 
 def test_an_attempt_that_raised_is_never_a_pass() -> None:

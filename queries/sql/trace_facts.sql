@@ -49,7 +49,6 @@ per_trace AS (
            count(*) FILTER (WHERE parent_missing AND NOT is_root) AS orphan_spans,
            count(*) FILTER (WHERE end_time IS NULL) AS open_spans,
            bool_or(kind = 'session_end') AS end_marker,
-           max(CASE WHEN kind = 'session_end' THEN session_status END) AS end_status,
            bool_or(is_root AND (status_code = 'error' OR error_type IS NOT NULL)) AS root_error,
            bool_or(kind = 'handoff' OR (kind = 'tool' AND tool_name = 'handoff_to_human'
                    AND coalesce(status_code, '') <> 'error')) AS handed_off,
@@ -60,16 +59,20 @@ per_trace AS (
            count(*) FILTER (WHERE kind <> 'session_end') = 0 AS marker_only
     FROM roots GROUP BY trace_id
 ),
+-- what a session-end marker in the trace says (`attempts.end_status`: the `sessions` view reads it too)
+with_status AS (
+    SELECT p.*, a.end_status FROM per_trace AS p LEFT JOIN attempts AS a USING (trace_id)
+),
 -- A trace made only of session-end markers (`tracevals.end_session()` called after the session's
 -- `with` block, in a trace of its own) is not a turn: its marker and status belong to the session's
 -- last turn. The turns are the other traces.
 turns AS (
     SELECT p.*,
            row_number() OVER (PARTITION BY p.sid ORDER BY p.start_time DESC, p.trace_id DESC) = 1 AS last_turn
-    FROM per_trace AS p WHERE NOT p.marker_only
+    FROM with_status AS p WHERE NOT p.marker_only
 ),
 markers AS (
-    SELECT sid, true AS marker, max(end_status) AS marker_status FROM per_trace WHERE marker_only GROUP BY sid
+    SELECT sid, true AS marker, max(end_status) AS marker_status FROM with_status WHERE marker_only GROUP BY sid
 ),
 per_turn AS (
     SELECT t.* REPLACE (

@@ -30,6 +30,9 @@ SELECT
         ELSE 'ok'
     END AS status,
     count(*) FILTER (WHERE kind = 'session_end') > 0 AS has_session_end,
+    -- what a session-end marker in the trace says of the session (`tracevals.session.status`: finished, error ...;
+    -- the greatest, where the trace holds several)
+    max(session_status) FILTER (WHERE kind = 'session_end') AS end_status,
     -- only session-end markers: `end_session()` called after the session, in a trace of its own
     count(*) FILTER (WHERE kind <> 'session_end') = 0 AS is_end_marker,
     -- a framework's set-up, no run of an agent: no model or tool call, no hand-off, no agent invoked (an agent

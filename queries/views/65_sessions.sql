@@ -3,13 +3,16 @@
 --   finished        an explicit end marker (a span of kind session_end, tracevals.session.end) in any
 --                   turn or in a trace of its own; without one, the last turn's root span ended
 --   finished_by     end_marker | root_ended | NULL
---   terminal_state  open (not finished) | error (the last turn failed) | handoff (the last turn
---                   handed over to a human) | completed
+--   terminal_state  open (not finished) | error (the last turn failed, or the session's end marker says error: that
+--                   turn's own, else one in a trace of its own, as session_completeness reads it) | handoff (the
+--                   last turn handed over to a human) | completed
 CREATE OR REPLACE VIEW sessions AS
 WITH end_markers AS (
     -- traces of session-end markers only (`tracevals.end_session()` after the session): not turns, but
-    -- the session's end
-    SELECT DISTINCT session_id FROM attempts WHERE is_end_marker AND session_id IS NOT NULL
+    -- the session's end, and what they say of it (`attempts.end_status`)
+    SELECT session_id, max(end_status) AS end_status
+    FROM attempts WHERE is_end_marker AND session_id IS NOT NULL
+    GROUP BY session_id
 ),
 per_session AS (
     SELECT
@@ -26,7 +29,8 @@ per_session AS (
         CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
         CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
         CAST(sum(CAST(cost_usd AS DECIMAL(38, 15))) AS DOUBLE) AS cost_usd,  -- exact: the same in any order
-        bool_or(has_session_end) OR session_id IN (SELECT session_id FROM end_markers) AS has_end_marker,
+        bool_or(has_session_end) AS has_own_end_marker,
+        max_by(trace_id, (start_time, trace_id)) AS last_trace_id,
         max_by(root_ended, (start_time, trace_id)) AS last_root_ended,
         max_by(status, (start_time, trace_id)) AS last_status,
         max_by(handoff_count, (start_time, trace_id)) AS last_handoff_count,
@@ -36,6 +40,15 @@ per_session AS (
     FROM trajectories
     WHERE session_id IS NOT NULL
     GROUP BY session_id
+),
+ended AS (
+    SELECT p.*,
+           p.has_own_end_marker OR m.session_id IS NOT NULL AS has_end_marker,
+           -- the last turn's end marker, else the session's own trace of one: as trace_facts reads the end
+           coalesce(a.end_status, m.end_status) AS end_status
+    FROM per_session AS p
+    LEFT JOIN attempts AS a ON a.trace_id = p.last_trace_id
+    LEFT JOIN end_markers AS m ON m.session_id = p.session_id
 )
 SELECT
     session_id,
@@ -59,8 +72,8 @@ SELECT
     CASE WHEN has_end_marker THEN 'end_marker' WHEN last_root_ended THEN 'root_ended' END AS finished_by,
     CASE
         WHEN NOT (has_end_marker OR last_root_ended) THEN 'open'
-        WHEN last_status = 'error' THEN 'error'
+        WHEN last_status = 'error' OR end_status = 'error' THEN 'error'
         WHEN last_handoff_count > 0 THEN 'handoff'
         ELSE 'completed'
     END AS terminal_state
-FROM per_session;
+FROM ended;
