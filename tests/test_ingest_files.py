@@ -194,16 +194,19 @@ def test_what_the_collector_rejects_is_one_line_naming_the_item(
     assert _ingest(tmp_path / "edge", edge, fast=path != "validating", monkeypatch=monkeypatch).exit_code == 0
 
 
-def _in_own_process(tmp_path: Path, argv: list[str], shown: str, env: dict[str, str] | None = None) -> str:
+def _in_own_process(
+    tmp_path: Path, argv: list[str], shown: str, env: dict[str, str] | None = None, before: str = ""
+) -> str:
     """`tracevals ARGV` run as its process's own command line (`sys.argv`, as the `tracevals` script runs it), in
-    `tmp_path`, with OPENBLAS_NUM_THREADS unset unless `env` sets it; what the expression `shown` (over `gc`,
-    `os`, `sys`) then reads."""
+    `tmp_path`, with OPENBLAS_NUM_THREADS unset unless `env` sets it, after the statements `before`; what the
+    expression `shown` (over `gc`, `os`, `sys`) then reads."""
     import os
     import subprocess
     import sys
 
     probe = (
         "import gc, os, sys\n"
+        f"{before}\n"
         f"sys.argv = ['tracevals', *{argv!r}]\n"
         "from tracevals.cli import main\n"
         "try:\n"
@@ -240,6 +243,18 @@ def test_a_commands_own_process_spins_no_blas_threads_and_freezes_its_imports(tm
     assert _in_own_process(tmp_path, ingest, state) == "True 1"
     assert _in_own_process(tmp_path, ingest, state, {"OPENBLAS_NUM_THREADS": "4"}) == "True 4"
     assert _in_own_process(tmp_path, ["run", "--help"], state) == "False -"
+    # the command's imports run with the collector paused (it walked what they made at every few thousand objects),
+    # and it is on again once they are done
+    spy = (
+        "import importlib\n"
+        "imported, seen = importlib.import_module, []\n"
+        "def spying(name, *rest):\n"
+        "    seen.append((name, gc.isenabled())) if name.startswith('tracevals.cli.') else None\n"
+        "    return imported(name, *rest)\n"
+        "importlib.import_module = spying\n"
+    )
+    shown = "seen, gc.isenabled()"
+    assert _in_own_process(tmp_path, ingest, shown, before=spy) == "[('tracevals.cli.ingest', False)] True"
     import gc
 
     before = gc.get_freeze_count()
