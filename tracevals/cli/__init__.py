@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import errno
 import gc
 import importlib
@@ -155,19 +156,18 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = target.split(":")
         own = self._own_process and cmd_name not in _USER_CODE
-        if not own:
-            command = getattr(importlib.import_module(module_name), attr)
-            assert isinstance(command, click.Command)
-            return command
-        _no_blas_threads()
-        # The imports make the objects the process keeps to its end, and little garbage: the cyclic collector, which
-        # walked them at every few thousand made, is paused while they run (a small lake's `sql`, `score` and `report`
-        # took 0.87-0.96 of their CPU time without those walks), and they are frozen after, so that no later full
-        # collection walks them again (a twentieth of `ingest`'s CPU on 100,000 spans went on that)
-        with gc_paused():
+        if own:
+            _no_blas_threads()
+        # In its own process, the imports make the objects the process keeps to its end, and little garbage: the
+        # cyclic collector, which walked them at every few thousand made, is paused while they run (a small lake's
+        # `sql`, `score` and `report` took 0.87-0.96 of their CPU time without those walks), and they are frozen
+        # after, so that no later full collection walks them again (a twentieth of `ingest`'s CPU on 100,000 spans
+        # went on that)
+        with gc_paused() if own else contextlib.nullcontext():
             command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
-        gc.freeze()
+        if own:
+            gc.freeze()
         return command
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
