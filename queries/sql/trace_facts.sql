@@ -48,20 +48,21 @@ per_trace AS (
            bool_or(is_root AND end_time IS NOT NULL) AS root_ended,
            count(*) FILTER (WHERE parent_missing AND NOT is_root) AS orphan_spans,
            count(*) FILTER (WHERE end_time IS NULL) AS open_spans,
-           bool_or(kind = 'session_end') AS end_marker,
            bool_or(is_root AND (status_code = 'error' OR error_type IS NOT NULL)) AS root_error,
            bool_or(kind = 'handoff' OR (kind = 'tool' AND tool_name = 'handoff_to_human'
                    AND coalesce(status_code, '') <> 'error')) AS handed_off,
            min(start_time) AS start_time,
            arg_min(span_id, start_time) FILTER (WHERE is_root) AS root_span_id,
            coalesce(max(session_id), trace_id) AS sid,
-           max(session_id) IS NOT NULL AS identified,
-           count(*) FILTER (WHERE kind <> 'session_end') = 0 AS marker_only
+           max(session_id) IS NOT NULL AS identified
     FROM roots GROUP BY trace_id
 ),
--- what a session-end marker in the trace says (`attempts.end_status`: the `sessions` view reads it too)
+-- the trace's session-end markers, as `attempts` reads them (the `sessions` view reads them there too): whether it
+-- has one, whether it has nothing else, and what they say
 with_status AS (
-    SELECT p.*, a.end_status FROM per_trace AS p LEFT JOIN attempts AS a USING (trace_id)
+    SELECT p.*, coalesce(a.has_session_end, false) AS end_marker, coalesce(a.is_end_marker, false) AS marker_only,
+           a.end_status
+    FROM per_trace AS p LEFT JOIN attempts AS a USING (trace_id)
 ),
 -- A trace made only of session-end markers (`tracevals.end_session()` called after the session's
 -- `with` block, in a trace of its own) is not a turn: its marker and status belong to the session's
