@@ -101,9 +101,7 @@ class Follower:
         self.max_file_rows = max_file_rows
         self.sessions: dict[str, live_rows.LiveSession] = {}  # in order of last arrival
         self.traces: dict[str, live_rows.LiveTrace] = {}
-        self.evicted: dict[str, float] = {}  # session id -> when its rows were dropped (in that order)
-        self._evicted_traces: dict[str, tuple[str, ...]] = {}  # session id -> its traces then
-        self._evicted_of: dict[str, str] = {}  # trace id -> its evicted session
+        self.evicted = live_rows.Evicted()
         self._tables = live_rows.Tables()
         self._ready: dict[str, None] = {}  # finished at arrival (end marker and roots)
         self._idle: dict[str, None] = {}  # due, waiting for quiet, in order of last arrival
@@ -161,10 +159,10 @@ class Follower:
         span_groups, log_groups = live_rows.group_spans(spans), live_rows.group_logs(logs)
         revived = self._revived(span_groups, log_groups)
         if revived:  # late rows of sessions whose rows were dropped: theirs come back from the lake first
-            members = pa.array(sorted({t for sid in revived for t in self._evicted_traces[sid]}), pa.string())
+            members = pa.array(sorted({t for sid in revived for t in self.evicted.traces[sid]}), pa.string())
             old_spans, old_logs = self._reload(members, files)
             for sid in revived:
-                self._unevict(sid)
+                self.evicted.drop(sid)
             spans = pa.concat_tables([old_spans, spans], promote_options="default")
             logs = pa.concat_tables([old_logs, logs], promote_options="default")
             span_groups, log_groups = live_rows.group_spans(spans), live_rows.group_logs(logs)
@@ -359,35 +357,17 @@ class Follower:
             for tid in session.traces:
                 trace = self.traces.pop(tid)
                 self._tables.unref(trace.spans + trace.logs)
-                if session.sampled:
-                    self._evicted_of[tid] = sid
             if session.sampled:
-                self.evicted[sid] = now
-                self._evicted_traces[sid] = tuple(session.traces)
-        while self.evicted:
-            sid, when = next(iter(self.evicted.items()))
-            if now - when < self.late_window_s:
-                break
-            self._unevict(sid)
-
-    def _unevict(self, sid: str) -> None:
-        self.evicted.pop(sid, None)
-        for tid in self._evicted_traces.pop(sid, ()):
-            if self._evicted_of.get(tid) == sid:
-                del self._evicted_of[tid]
+                self.evicted.add(sid, session.traces, now)
+        self.evicted.expire(now, self.late_window_s)
 
     def _revived(self, span_groups: live_rows.Groups, log_groups: live_rows.Groups) -> list[str]:
         """The evicted sessions that rows of this round belong to (by trace, or by the session they name)."""
         if not self.evicted:
             return []
-        found: set[str] = set()
-        for tid in (*span_groups.column("trace_id"), *log_groups.column("trace_id")):
-            if tid not in self.traces and tid in self._evicted_of:
-                found.add(self._evicted_of[tid])
-        for sid in span_groups.frame.get_column("session_id").drop_nulls().to_list():
-            if sid in self.evicted and sid not in self.sessions:
-                found.add(sid)
-        return sorted(found)
+        trace_ids = (*span_groups.column("trace_id"), *log_groups.column("trace_id"))
+        named = span_groups.frame.get_column("session_id").drop_nulls().to_list()
+        return self.evicted.revived(trace_ids, named, (self.traces, self.sessions))
 
     def _reload(self, trace_ids: pa.Array, skip: set[str]) -> tuple[pa.Table, pa.Table]:
         """These traces' rows in the lake files of the late window (but those of `skip`, read this round)."""

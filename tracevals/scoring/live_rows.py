@@ -1,11 +1,12 @@
 """What `score --follow` holds in memory (`scoring.live`): each trace's rows as slices of the tables that
 arrived (`Tables`), the traces and sessions they belong to, and the grouping of a round's new rows by
-trace (one sort of their ids: the cost of a round is linear in the rows that arrived).
+trace (one sort of their ids: the cost of a round is linear in the rows that arrived), and the ids of
+the sessions whose rows were dropped (`Evicted`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,52 @@ class LiveSession:
     due: bool = True  # rows arrived since it was last scored
     scorings: int = 0
     sampled: bool = True
+
+
+class Evicted:
+    """The sessions whose rows were dropped after `retain_s`, by id, for the late window: a row arriving
+    for one of them (by its trace, or by the session it names) brings the session's rows back."""
+
+    def __init__(self) -> None:
+        self.when: dict[str, float] = {}  # session id -> when its rows were dropped (in that order)
+        self.traces: dict[str, tuple[str, ...]] = {}  # session id -> its traces then
+        self._of: dict[str, str] = {}  # trace id -> its evicted session
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self.when
+
+    def __bool__(self) -> bool:
+        return bool(self.when)
+
+    def add(self, sid: str, traces: Iterable[str], now: float) -> None:
+        self.traces[sid] = members = tuple(traces)
+        for tid in members:
+            self._of[tid] = sid
+        self.when[sid] = now
+
+    def drop(self, sid: str) -> None:
+        self.when.pop(sid, None)
+        for tid in self.traces.pop(sid, ()):
+            if self._of.get(tid) == sid:
+                del self._of[tid]
+
+    def expire(self, now: float, window_s: float) -> None:
+        """Forget the sessions dropped `window_s` or more ago: a row of theirs now is a new session."""
+        while self.when:
+            sid, when = next(iter(self.when.items()))
+            if now - when < window_s:
+                break
+            self.drop(sid)
+
+    def revived(
+        self, trace_ids: Iterable[str], session_ids: Iterable[str], held: tuple[Container[str], Container[str]]
+    ) -> list[str]:
+        """The evicted sessions these rows belong to, by their trace or by the session they name, of the
+        traces and sessions not `held` (traces, sessions) again."""
+        traces, sessions = held
+        found = {self._of[t] for t in trace_ids if t in self._of and t not in traces}
+        found.update(s for s in session_ids if s in self.when and s not in sessions)
+        return sorted(found)
 
 
 class Tables:
