@@ -35,7 +35,8 @@ ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
 # changed with the rule); every other column is, so a verdict the change moved shows as a difference still.
 ON_PURPOSE = {
     "retry_discipline": "v5: calls polled until the same calls return a new outcome are no loop",
-    "session_completeness": "v3: an agent that ends on its tools' results reached an answer",
+    "session_completeness": "v3: an agent that ends on its tools' results reached an answer; v4: a session-end "
+    "marker with an ERROR status ends its session in error",
 }
 
 

@@ -265,15 +265,18 @@ def test_the_readme_pattern_is_complete_without_a_case(
     assert _session_row(lake) == [(1, "end_marker", "completed")]
 
 
+@pytest.mark.parametrize("status", ["error", "abandoned"])
 @pytest.mark.parametrize("end_inside", [False, True])
 def test_a_session_its_end_marker_calls_failed_ended_in_error_everywhere(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, end_inside: bool, status: str
 ) -> None:
-    """`end_session(status="error")` after an agent that answered: `session_completeness` reads the session's end as an
-    error (its terminal state), and the `sessions` view said `completed`, reading only the turns' roots. Both read the
-    marker's status from one place now (`attempts.end_status`)."""
+    """`end_session(status=...)` after an agent that answered, with a status that is not "finished": the marker is an
+    ERROR span, "so that a failed session is visible as one" (its docstring). `session_completeness` read the
+    session's end as an error only for "error", and the `sessions` view said `completed` (reading only the turns'
+    roots, then only "error"). Both read whether the marker says the session failed from one place now
+    (`attempts.end_error`: its span's status, or its status "error")."""
     lake = tmp_path / "lake"
-    run = _readme_session(lake, monkeypatch, end_inside, status="error")
+    run = _readme_session(lake, monkeypatch, end_inside, status=status)
     completeness = run.scores.filter(run.scores["evaluator"] == "session_completeness")
     assert [json.loads(d)["terminal"] for d in completeness.get_column("details").to_list()] == ["error"]
     assert _session_row(lake) == [(1, "end_marker", "error")]

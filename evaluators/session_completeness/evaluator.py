@@ -38,7 +38,8 @@ class SessionCompleteness(Screened):
     """Root present and ended, no orphans, no open spans, no dangling calls, an ending, every turn."""
 
     name: ClassVar[str] = "session_completeness"
-    version: ClassVar[int] = 3  # 2: typed findings (one kind per failed check); 3: an agent ends on its tools
+    version: ClassVar[int] = 4  # 2: typed findings (one kind per failed check); 3: an agent ends on its tools;
+    # 4: a session-end marker with an ERROR status (`end_session(status="abandoned")` ...) ends the session in error
     findings: ClassVar = FINDINGS
     options: ClassVar = OPTIONS
     screen_function: ClassVar[str] = "tracevals.evaluators.session_completeness.screen:screen_completeness"

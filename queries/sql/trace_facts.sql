@@ -58,10 +58,10 @@ per_trace AS (
     FROM roots GROUP BY trace_id
 ),
 -- the trace's session-end markers, as `attempts` reads them (the `sessions` view reads them there too): whether it
--- has one, whether it has nothing else, and what they say
+-- has one, whether it has nothing else, and what they say (whether the session failed: `attempts.end_error`)
 with_status AS (
     SELECT p.*, coalesce(a.has_session_end, false) AS end_marker, coalesce(a.is_end_marker, false) AS marker_only,
-           a.end_status
+           a.end_status, a.end_error
     FROM per_trace AS p LEFT JOIN attempts AS a USING (trace_id)
 ),
 -- A trace made only of session-end markers (`tracevals.end_session()` called after the session's
@@ -73,19 +73,21 @@ turns AS (
     FROM with_status AS p WHERE NOT p.marker_only
 ),
 markers AS (
-    SELECT sid, true AS marker, max(end_status) AS marker_status FROM with_status WHERE marker_only GROUP BY sid
+    SELECT sid, true AS marker, max(end_status) AS marker_status, bool_or(end_error) AS marker_error
+    FROM with_status WHERE marker_only GROUP BY sid
 ),
 per_turn AS (
     SELECT t.* REPLACE (
                t.end_marker OR (t.last_turn AND coalesce(m.marker, false)) AS end_marker,
-               coalesce(t.end_status, CASE WHEN t.last_turn THEN m.marker_status END) AS end_status
+               coalesce(t.end_status, CASE WHEN t.last_turn THEN m.marker_status END) AS end_status,
+               coalesce(t.end_error, CASE WHEN t.last_turn THEN m.marker_error END) AS end_error
            )
     FROM turns AS t LEFT JOIN markers AS m USING (sid)
 )
 SELECT p.trace_id, p.span_count, p.root_present, p.root_ended, p.orphan_spans, p.open_spans,
        CAST(0 AS BIGINT) AS dangling_calls, p.end_marker, p.end_status,
        CASE
-         WHEN p.root_error OR p.end_status = 'error' OR r.error IS NOT NULL THEN 'error'
+         WHEN p.root_error OR p.end_error OR r.error IS NOT NULL THEN 'error'
          WHEN p.handed_off THEN 'handoff'
          WHEN r.output IS NOT NULL THEN 'answer'
          WHEN x.output_text IS NOT NULL THEN 'answer'  -- no model call: what its agent spans say it answered

@@ -33,6 +33,10 @@ SELECT
     -- what a session-end marker in the trace says of the session (`tracevals.session.status`: finished, error ...;
     -- the greatest, where the trace holds several)
     max(session_status) FILTER (WHERE kind = 'session_end') AS end_status,
+    -- whether such a marker says the session failed: its span's status is ERROR (what `end_session()` gives every
+    -- status but "finished": "error", "abandoned" ...), or its status is "error"; NULL without a marker. The one
+    -- definition: `trace_facts` (session_completeness's terminal state) and `sessions` read it here
+    bool_or(status_code = 'error' OR session_status = 'error') FILTER (WHERE kind = 'session_end') AS end_error,
     -- only session-end markers: `end_session()` called after the session, in a trace of its own
     count(*) FILTER (WHERE kind <> 'session_end') = 0 AS is_end_marker,
     -- a framework's set-up, no run of an agent: no model or tool call, no hand-off, no agent invoked (an agent

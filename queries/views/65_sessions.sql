@@ -3,14 +3,14 @@
 --   finished        an explicit end marker (a span of kind session_end, tracevals.session.end) in any
 --                   turn or in a trace of its own; without one, the last turn's root span ended
 --   finished_by     end_marker | root_ended | NULL
---   terminal_state  open (not finished) | error (the last turn failed, or the session's end marker says error: that
---                   turn's own, else one in a trace of its own, as session_completeness reads it) | handoff (the
---                   last turn handed over to a human) | completed
+--   terminal_state  open (not finished) | error (the last turn failed, or the session's end marker says it failed,
+--                   `attempts.end_error`: that turn's own, else one in a trace of its own, as session_completeness
+--                   reads it) | handoff (the last turn handed over to a human) | completed
 CREATE OR REPLACE VIEW sessions AS
 WITH end_markers AS (
     -- traces of session-end markers only (`tracevals.end_session()` after the session): not turns, but
-    -- the session's end, and what they say of it (`attempts.end_status`)
-    SELECT session_id, max(end_status) AS end_status
+    -- the session's end, and whether they say it failed (`attempts.end_error`)
+    SELECT session_id, bool_or(end_error) AS end_error
     FROM attempts WHERE is_end_marker AND session_id IS NOT NULL
     GROUP BY session_id
 ),
@@ -45,7 +45,7 @@ ended AS (
     SELECT p.*,
            p.has_own_end_marker OR m.session_id IS NOT NULL AS has_end_marker,
            -- the last turn's end marker, else the session's own trace of one: as trace_facts reads the end
-           coalesce(a.end_status, m.end_status) AS end_status
+           coalesce(a.end_error, m.end_error) AS end_error
     FROM per_session AS p
     LEFT JOIN attempts AS a ON a.trace_id = p.last_trace_id
     LEFT JOIN end_markers AS m ON m.session_id = p.session_id
@@ -72,7 +72,7 @@ SELECT
     CASE WHEN has_end_marker THEN 'end_marker' WHEN last_root_ended THEN 'root_ended' END AS finished_by,
     CASE
         WHEN NOT (has_end_marker OR last_root_ended) THEN 'open'
-        WHEN last_status = 'error' OR end_status = 'error' THEN 'error'
+        WHEN last_status = 'error' OR end_error THEN 'error'
         WHEN last_handoff_count > 0 THEN 'handoff'
         ELSE 'completed'
     END AS terminal_state
