@@ -118,13 +118,35 @@ def is_derived(lake: Lake, hour: HourFiles) -> bool:
 
 def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
     """The hours whose frames are written, whole, for their files as they are now (three listings in all);
-    an hour with a damaged frame file is read through the views (one warning line), as an open hour is."""
+    an hour with a damaged frame file is read through the views (one warning line), as an open hour is. So is
+    an hour whose frames are out of date, said in one warning line too: files arrived in it after they were
+    written, or another version of tracevals wrote them (their key is another's), and a nightly job that read
+    them reads its views again, in more time, until the next `tracevals compact` writes them again."""
     written = {lake.name_of(i.path) for i in _whole(lake, lake.list_parquet(DERIVED_DIR))}
-    return {
+    hours = hours_of(lake)
+    current = {
         hour: files
-        for hour, files in hours_of(lake).items()
+        for hour, files in hours.items()
         if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t in FILES)
     }
+    keys: dict[str, set[str]] = {}  # folder -> the keys its whole frame files are named by
+    for name in written:
+        folder, _, base = name.rpartition("/")
+        keys.setdefault(folder, set()).add(base.removesuffix(".parquet").rpartition("-")[2])
+    stale: dict[str, str] = {}
+    for hour, files in hours.items():
+        folder = lake.name_of(lake.path(files.folder, "-")).rpartition("/")[0]
+        found = keys.get(folder, set())
+        if hour not in current and found and files.key not in found:  # frames of another key only
+            stale[folder] = "out of date"
+    if stale:
+        warn_once(
+            stale,
+            f"the derived frames of {len(stale)} closed hours are out of date (files arrived in them after the "
+            "frames were written, or another version of tracevals wrote them): those hours are read through the "
+            "views, the same rows in more time, until `tracevals compact` writes them again",
+        )
+    return current
 
 
 class DamagedFrames(LakeError):

@@ -252,16 +252,45 @@ def test_ctrl_c_between_chunks_stops_the_group_and_leaves_no_file_of_it(
     assert files == sorted(f for f in done if f is not None)
 
 
-def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(derived_lake: Path, tmp_path: Path) -> None:
+def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(
+    derived_lake: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """And says so, once: the nightly job reads that hour's views, in more time, until the next compaction."""
     copy = tmp_path / "lake"
     shutil.copytree(derived_lake, copy)
     hours = derived_hours(Lake.open(copy))
+    assert capsys.readouterr().err == ""  # every frame current: nothing to say
     (hour, files), *_ = hours.items()
     late = Path(files.spans[0]).with_name("part-late.parquet")
     shutil.copyfile(files.spans[0], late)  # the same rows again: an OTLP retry, say
     assert hour not in derived_hours(Lake.open(copy)) and len(derived_hours(Lake.open(copy))) == len(hours) - 1
+    warned = capsys.readouterr().err.strip().splitlines()  # once, though the hours were listed twice
+    assert len(warned) == 1 and "the derived frames of 1 closed hours are out of date" in warned[0], warned
+    assert "`tracevals compact` writes them again" in warned[0]
     late.unlink()
     assert hour in derived_hours(Lake.open(copy))  # the files it was derived from, as they were
+
+
+def test_frames_another_version_wrote_are_said_out_of_date_and_read_through_the_views(
+    derived_lake: Path, tmp_path: Path
+) -> None:
+    """Frames are named by a key of their hour's files and of the views' SQL: after an upgrade that changed a view,
+    every hour's frames are another version's. The nightly job reads those hours through the views (the same
+    scores) and says why it took longer, in one line; `tracevals compact` writes them again, and it is quiet."""
+    copy = tmp_path / "lake"
+    shutil.copytree(derived_lake, copy)
+    for frame in (copy / "derived").rglob("*.parquet"):  # as the previous version named them
+        stem, _, key = frame.stem.rpartition("-")
+        frame.rename(frame.with_name(f"{stem}-{'0' * len(key)}.parquet"))
+    result = CliRunner().invoke(_main(), ["score", "--lake", str(copy), "--no-write"])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.output.splitlines() if "out of date" in line]
+    assert len(warned) == 1 and warned[0].startswith("tracevals: warning: the derived frames of "), result.output
+    assert "`tracevals compact` writes them again" in warned[0]
+    assert derived_hours(Lake.open(copy)) == {}
+    assert derive_closed(Lake.open(copy), FAR) and len(derived_hours(Lake.open(copy))) == len(hours_of(Lake.open(copy)))
+    again = CliRunner().invoke(_main(), ["score", "--lake", str(copy), "--no-write"])
+    assert again.exit_code == 0 and "out of date" not in again.output, again.output
 
 
 def test_a_damaged_frame_file_sends_its_hour_to_the_views_and_is_written_again(
