@@ -265,7 +265,7 @@ def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(
     shutil.copyfile(files.spans[0], late)  # the same rows again: an OTLP retry, say
     assert hour not in derived_hours(Lake.open(copy)) and len(derived_hours(Lake.open(copy))) == len(hours) - 1
     warned = capsys.readouterr().err.strip().splitlines()  # once, though the hours were listed twice
-    assert len(warned) == 1 and "the derived frames of 1 closed hours are out of date" in warned[0], warned
+    assert len(warned) == 1 and "the derived frames of 1 closed hour are out of date" in warned[0], warned
     assert "`tracevals compact` writes them again" in warned[0]
     late.unlink()
     assert hour in derived_hours(Lake.open(copy))  # the files it was derived from, as they were
