@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import duckdb
 import polars as pl
@@ -30,18 +30,24 @@ from tracevals.queries.derived import BUCKETS, FILES, FRAMES, PROVENANCE, HourFi
 # The sessions of an hour `derive` loads at a time (a range of buckets of about this many): what its memory
 # follows. Fewer ranges cost less (each reads the hour's files once more, to copy its sessions' rows).
 DERIVE_CHUNK_SESSIONS = 20_000
+Progress = Callable[[int, int], None]  # (hours written, hours to write)
 _BUCKET_SALT = "derived:"  # the bucket of a session: `bucket_sql(_BUCKET_SALT, sid) % BUCKETS`
 
 
 def derive_closed(
-    lake: Lake, ended_before: float, since: float | None = None, small_only: bool = False
+    lake: Lake,
+    ended_before: float,
+    since: float | None = None,
+    small_only: bool = False,
+    progress: Progress | None = None,
 ) -> list[HourFiles]:
     """`derive` every hour that ended before `ended_before` (and after `since`), UNIX times: what
     compaction calls once it has merged the hours' files. An hour's files are those its readers read
     (`Lake.list_parquet`: not the merged inputs kept for readers that listed them before), so deleting
     those later leaves its frames current. small_only: only the hours a small lake's snapshot would take
     whole (`connection.is_small`: TRACEVALS_SNAPSHOT_MB of span and log files), as the end of `tracevals run`
-    derives: an hour of production traffic beside the run is left to `tracevals compact`."""
+    derives: an hour of production traffic beside the run is left to `tracevals compact`. progress: called
+    with (hours written, hours to write) as each is written (`tracevals compact`'s bar)."""
     from tracevals.queries.connection import is_small
 
     chosen = []
@@ -51,28 +57,39 @@ def derive_closed(
         in_range = start + 3600 <= ended_before and (since is None or start + 3600 > since)
         if in_range and (not small_only or is_small(lake, named, named)):
             chosen.append(files)
-    return derive(lake, chosen)
+    return derive(lake, chosen, progress=progress)
 
 
 def derive_or_warn(
-    lake: Lake, ended_before: float, since: float | None = None, small_only: bool = False
+    lake: Lake,
+    ended_before: float,
+    since: float | None = None,
+    small_only: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[list[HourFiles], str | None]:
     """`derive_closed`, a failure returned as a warning line rather than raised: the hours written, and the
     warning. Nothing is lost when the frames are not written (readers use the views). What `tracevals compact`
     and the end of `tracevals run` call under the compaction's lock."""
     try:
-        return derive_closed(lake, ended_before, since, small_only), None
+        return derive_closed(lake, ended_before, since, small_only, progress), None
     except Exception as exc:  # any failure: the frames are an optimisation, the merge stands
         return [], f"derived tables not written ({type(exc).__name__}: {exc}); readers use the views"
 
 
-def derive(lake: Lake, hours: list[HourFiles], chunk_sessions: int = DERIVE_CHUNK_SESSIONS) -> list[HourFiles]:
+def derive(
+    lake: Lake,
+    hours: list[HourFiles],
+    chunk_sessions: int = DERIVE_CHUNK_SESSIONS,
+    progress: Progress | None = None,
+) -> list[HourFiles]:
     """Write the loader's frames of each hour not derived yet for its current files; the hours written.
     One connection for all of them, its views bound once; an hour's sessions loaded a range of buckets of about
-    `chunk_sessions` sessions at a time (`_loaded`)."""
+    `chunk_sessions` sessions at a time (`_loaded`). progress: (hours written, hours to write), after each."""
     todo = [h for h in hours if not is_derived(lake, h)]
     if not todo:
         return []
+    if progress is not None:
+        progress(0, len(todo))
     from tracevals.queries.connection import open_lake
     from tracevals.queries.sources import files_sql
     from tracevals.queries.trajectories import LOADER_VIEWS
@@ -80,11 +97,13 @@ def derive(lake: Lake, hours: list[HourFiles], chunk_sessions: int = DERIVE_CHUN
     con = open_lake(lake, read_spans=False, views=(*LOADER_VIEWS, "environments"), materialize=False)
     try:
         con.execute("SET enable_progress_bar = false")
-        for hour in todo:
+        for done, hour in enumerate(todo, 1):
             for raw, sub, files in (("raw_spans", SPANS_DIR, hour.spans), ("raw_logs", LOGS_DIR, hour.logs)):
                 bind(con, raw, files_sql(con, lake, sub, list(files)) if files else f"SELECT * FROM {raw}_empty")
             with contextlib.closing(_loaded(con, chunk_sessions)) as loaded:  # its tables dropped on any exit
                 _write(lake, hour, loaded)
+            if progress is not None:
+                progress(done, len(todo))
         for raw in RAW:
             bind(con, raw, f"SELECT * FROM {raw}_empty")
     finally:

@@ -92,7 +92,8 @@ def test_the_nightly_job_scores_derived_hours_as_it_scores_the_views(lake: Path,
     assert before.groups > 2  # several groups, crossing sessions among them
     result = CliRunner().invoke(_main(), ["compact", "--lake", str(copy), "--min-age", "0", "--retention", "0"])
     assert result.exit_code == 0, result.output
-    assert "derived the frames of" in result.stderr
+    [said] = [line for line in result.stderr.splitlines() if line.startswith("derived the frames of ")]
+    assert f"of {len(derived_hours(Lake.open(copy)))} closed hours in " in said and said.endswith(" s"), said
     after = score_lake(copy, write=False, max_rows=60)
     assert rows(after.scores).equals(rows(before.scores))
     assert (after.traces, after.sessions) == (before.traces, before.sessions)
@@ -250,6 +251,20 @@ def test_ctrl_c_between_chunks_stops_the_group_and_leaves_no_file_of_it(
     assert len(done) == at  # the interrupted group did not end
     files = sorted((copy / "scores").glob("*"))  # its partial file (a temporary one) is gone too
     assert files == sorted(f for f in done if f is not None)
+
+
+def test_deriving_says_how_far_it_is_an_hour_at_a_time(lake: Path, tmp_path: Path) -> None:
+    """`tracevals compact` derives every closed hour after the merge (seconds an hour on a big lake): its bar
+    reads (hours written, hours to write) after each hour, from 0, and nothing when every hour is derived."""
+    copy = tmp_path / "lake"
+    shutil.copytree(lake, copy)
+    seen: list[tuple[int, int]] = []
+    written = derive_closed(Lake.open(copy), FAR, progress=lambda done, total: seen.append((done, total)))
+    n = len(written)
+    assert n > 1 and seen == [(i, n) for i in range(n + 1)]
+    seen.clear()
+    assert derive_closed(Lake.open(copy), FAR, progress=lambda done, total: seen.append((done, total))) == []
+    assert seen == []
 
 
 def test_a_file_that_arrives_in_a_derived_hour_sends_it_back_to_the_views(

@@ -16,19 +16,27 @@ from tracevals.lake.compact import compact as compact_lake
 from tracevals.lake.retention import RETENTION_S
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from tracevals.lake.lake import Lake
 
 
-def _derive(lake: Lake, ended_before: float, console: Console) -> None:
+def _derive(lake: Lake, ended_before: float, console: Console, progress: Progress) -> None:
     """The derived tables of the closed hours (`queries.derived`: what the nightly job reads instead of
-    rebuilding them through the views). A failure is a warning: readers then use the views, nothing is lost."""
+    rebuilding them through the views), with a bar of their own. A failure is a warning: readers then use the
+    views, nothing is lost."""
     from tracevals.queries.derived_write import derive_or_warn
 
-    written, warning = derive_or_warn(lake, ended_before)
+    bar = progress.add_task("derive frames", total=None)
+    started = time.monotonic()
+    written, warning = derive_or_warn(
+        lake, ended_before, progress=lambda done, total: progress.update(bar, completed=done, total=total)
+    )
     if warning:
         say(console, f"tracevals: warning: {warning}")
     elif written:
-        say(console, f"derived the frames of {len(written)} closed hours")
+        hours = "1 closed hour" if len(written) == 1 else f"{len(written)} closed hours"
+        say(console, f"derived the frames of {hours} in {time.monotonic() - started:.1f} s")
 
 
 def _seconds(text: str, option: str = "--min-age") -> float:
@@ -92,7 +100,7 @@ def compact(lake: Lake, min_age: str, group_mib: int, retention: str, dry_run: b
                 group_bytes=group_mib * 1024**2,
                 dry_run=dry_run,
                 progress=lambda done, total: progress.update(bar, completed=done, total=total),
-                then=lambda: _derive(lake, time.time() - _seconds(min_age), console),
+                then=lambda: _derive(lake, time.time() - _seconds(min_age), console, progress),
             )
     except CompactError as exc:
         raise click.ClickException(str(exc)) from None
