@@ -26,8 +26,10 @@ their layout and the reader's half.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -37,6 +39,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from tracevals.lake.compact import MIN_AGE_S
 from tracevals.lake.lake import Lake, partition_key
 from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import DERIVED_DIR, LOGS_DIR, SPANS_DIR
@@ -116,12 +119,19 @@ def is_derived(lake: Lake, hour: HourFiles) -> bool:
     return all(f"{table}-{hour.key}.parquet" in names for table in FILES)
 
 
+def hour_end(hour: Hour) -> float:
+    """When the partition's hour ended, a UNIX time."""
+    return dt.datetime.fromisoformat(f"{hour[0]}T{hour[1]:02d}:00:00+00:00").timestamp() + 3600
+
+
 def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
     """The hours whose frames are written, whole, for their files as they are now (three listings in all);
     an hour with a damaged frame file is read through the views (one warning line), as an open hour is. So is
-    an hour whose frames are out of date, said in one warning line too: files arrived in it after they were
-    written, or another version of tracevals wrote them (their key is another's), and a nightly job that read
-    them reads its views again, in more time, until the next `tracevals compact` writes them again."""
+    an hour whose frames are out of date, and one that ended `compact.MIN_AGE_S` or more ago is said in one
+    warning line too: files arrived in it after they were written, or another version of tracevals wrote them
+    (their key is another's), and a nightly job that read them reads its views again, in more time, until the
+    next `tracevals compact` (which takes those hours by default) writes them again. A younger hour is still
+    being written (two `tracevals run`s into one lake, a collector's late spans): nothing to say of it."""
     written = {lake.name_of(i.path) for i in _whole(lake, lake.list_parquet(DERIVED_DIR))}
     hours = hours_of(lake)
     current = {
@@ -134,10 +144,11 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
         folder, _, base = name.rpartition("/")
         keys.setdefault(folder, set()).add(base.removesuffix(".parquet").rpartition("-")[2])
     stale: dict[str, str] = {}
+    closed = time.time() - MIN_AGE_S
     for hour, files in hours.items():
         folder = lake.name_of(lake.path(files.folder, "-")).rpartition("/")[0]
         found = keys.get(folder, set())
-        if hour not in current and found and files.key not in found:  # frames of another key only
+        if hour not in current and found and files.key not in found and hour_end(hour) <= closed:  # another key's
             stale[folder] = "out of date"
     if stale:
         warn_once(

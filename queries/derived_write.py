@@ -10,7 +10,6 @@ hour of the 10^7-span bench lake, 569 MB in four ranges).
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import io
 from collections.abc import Callable, Generator, Iterator
 
@@ -25,7 +24,17 @@ from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.model.batch import Batch
 from tracevals.queries.binding import RAW, bind, drop_tables, work_table
 from tracevals.queries.catalog import query_sql
-from tracevals.queries.derived import BUCKETS, FILES, FRAMES, PROVENANCE, HourFiles, bucket_ranges, hours_of, is_derived
+from tracevals.queries.derived import (
+    BUCKETS,
+    FILES,
+    FRAMES,
+    PROVENANCE,
+    HourFiles,
+    bucket_ranges,
+    hour_end,
+    hours_of,
+    is_derived,
+)
 
 # The sessions of an hour `derive` loads at a time (a range of buckets of about this many): what its memory
 # follows. Fewer ranges cost less (each reads the hour's files once more, to copy its sessions' rows).
@@ -52,9 +61,9 @@ def derive_closed(
 
     chosen = []
     for hour, files in hours_of(lake).items():
-        start = dt.datetime.fromisoformat(f"{hour[0]}T{hour[1]:02d}:00:00+00:00").timestamp()
+        ended = hour_end(hour)
         named = f"{hour[0]}T{hour[1]:02d}"  # the hour as `is_small`'s inclusive bounds take it
-        in_range = start + 3600 <= ended_before and (since is None or start + 3600 > since)
+        in_range = ended <= ended_before and (since is None or ended > since)
         if in_range and (not small_only or is_small(lake, named, named)):
             chosen.append(files)
     return derive(lake, chosen, progress=progress)
