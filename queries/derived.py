@@ -153,7 +153,7 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
     if stale:
         warn_once(
             stale,
-            f"the derived frames of {len(stale)} closed {'hour are' if len(stale) == 1 else 'hours are'} out of date "
+            f"the derived frames of {len(stale)} closed hour{'' if len(stale) == 1 else 's'} are out of date "
             "(files arrived after they were written, or another version of tracevals wrote them): those hours are "
             "read through the views, the same rows in more time, until `tracevals compact` writes them again",
         )
