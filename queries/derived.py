@@ -115,8 +115,12 @@ def _key(relative: list[str]) -> str:
 def is_derived(lake: Lake, hour: HourFiles) -> bool:
     """Whether the hour's frames are there, whole, for its files as they are now (a damaged one is written
     again by the next `derive`)."""
-    names = {i.base_name for i in _whole(lake, lake.files(hour.folder, False))}
-    return all(f"{table}-{hour.key}.parquet" in names for table in FILES)
+    return _complete({i.base_name for i in _whole(lake, lake.files(hour.folder, False))}, hour.key)
+
+
+def _complete(names: set[str], key: str) -> bool:
+    """Whether an hour folder's file `names` hold every frame file of `key`."""
+    return all(f"{table}-{key}.parquet" in names for table in FILES)
 
 
 def hour_end(hour: Hour) -> float:
@@ -132,23 +136,19 @@ def derived_hours(lake: Lake) -> dict[Hour, HourFiles]:
     (their key is another's), and a nightly job that read them reads its views again, in more time, until the
     next `tracevals compact` (which takes those hours by default) writes them again. A younger hour is still
     being written (two `tracevals run`s into one lake, a collector's late spans): nothing to say of it."""
-    written = {lake.name_of(i.path) for i in _whole(lake, lake.list_parquet(DERIVED_DIR))}
-    hours = hours_of(lake)
-    current = {
-        hour: files
-        for hour, files in hours.items()
-        if all(lake.name_of(lake.path(files.folder, f"{t}-{files.key}.parquet")) in written for t in FILES)
-    }
-    keys: dict[str, set[str]] = {}  # folder -> the keys its whole frame files are named by
-    for name in written:
-        folder, _, base = name.rpartition("/")
-        keys.setdefault(folder, set()).add(base.removesuffix(".parquet").rpartition("-")[2])
-    stale: dict[str, str] = {}
+    in_folder: dict[str, set[str]] = {}  # each folder's whole frame files, by name
+    for info in _whole(lake, lake.list_parquet(DERIVED_DIR)):
+        folder, _, name = lake.name_of(info.path).rpartition("/")
+        in_folder.setdefault(folder, set()).add(name)
+    current: dict[Hour, HourFiles] = {}
+    stale: dict[str, str] = {}  # the folders of closed hours holding another key's frames only
     closed = time.time() - MIN_AGE_S
-    for hour, files in hours.items():
+    for hour, files in hours_of(lake).items():
         folder = lake.name_of(lake.path(files.folder, "-")).rpartition("/")[0]
-        found = keys.get(folder, set())
-        if hour not in current and found and files.key not in found and hour_end(hour) <= closed:  # another key's
+        names = in_folder.get(folder, set())
+        if _complete(names, files.key):
+            current[hour] = files
+        elif names and not any(n.endswith(f"-{files.key}.parquet") for n in names) and hour_end(hour) <= closed:
             stale[folder] = "out of date"
     if stale:
         warn_once(
