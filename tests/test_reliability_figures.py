@@ -44,6 +44,42 @@ def test_levenshtein_and_similarity_by_hand() -> None:
     assert math.isnan(pairwise_similarity([("a",)]))  # no pair
 
 
+def _edit_distance(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """The textbook dynamic programme, the reference for `levenshtein` (rapidfuzz's)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def test_distances_and_similarity_are_the_textbook_ones_to_the_last_bit() -> None:
+    # the mean over every pair of attempts of 1 - d / longest, d by the textbook programme, against
+    # pairwise_similarity: the same float, not merely close (calls are whole strings, some one character)
+    import random
+
+    def every_pair(paths: list[tuple[str, ...]]) -> float:
+        values = []
+        for i in range(len(paths)):
+            for j in range(i + 1, len(paths)):
+                longest = max(len(paths[i]), len(paths[j]))
+                values.append(1.0 if longest == 0 else 1.0 - _edit_distance(paths[i], paths[j]) / longest)
+        return math.fsum(values) / len(values)
+
+    rng = random.Random(7)
+    calls = ["a", "b", "lookup({})", 'refund({"order": 1})', 'refund({"order": 2})', "ß", ""]
+    for _ in range(300):
+        kinds = [tuple(rng.choice(calls) for _ in range(rng.randint(0, 7))) for _ in range(rng.randint(1, 6))]
+        paths = [rng.choice(kinds) for _ in range(rng.randint(2, 30))]
+        assert pairwise_similarity(paths) == every_pair(paths), paths
+        a, b = rng.choice(kinds), rng.choice(kinds)
+        assert levenshtein(a, b) == _edit_distance(a, b), (a, b)
+    # a list and a tuple of the same calls are one path
+    assert pairwise_similarity([["a", "b"], ("a", "b"), ("a",)]) == every_pair([("a", "b"), ("a", "b"), ("a",)])
+
+
 def test_output_key_normalises_text_and_json() -> None:
     assert output_key("  Refund   issued\n") == output_key("refund issued")
     assert output_key('{"b": 1, "a": [1, 2]}') == output_key('{"a":[1,2],"b":1}')

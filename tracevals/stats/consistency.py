@@ -33,6 +33,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+
+from rapidfuzz.distance import Levenshtein
 
 from tracevals.model.json_text import loads as json_loads
 from tracevals.stats.categories import in_words
@@ -142,26 +145,28 @@ class Properties:
 
 def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
     """Edit distance (insert, delete, substitute one call) between two call sequences."""
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
+    coded_a, coded_b = _coded([a, b])
+    return int(Levenshtein.distance(coded_a, coded_b))
 
 
-def _similarity(a: Sequence[str], b: Sequence[str]) -> float:
-    longest = max(len(a), len(b))
-    return 1.0 if longest == 0 else 1.0 - levenshtein(a, b) / longest
+def _coded(sequences: Sequence[Sequence[str]]) -> list[list[int]]:
+    """Each call as a number, one per distinct call: the edit distance compares calls by equality alone (and
+    rapidfuzz compares numbers exactly, where it would compare other objects by their hash)."""
+    numbers: dict[str, int] = {}
+    return [[numbers.setdefault(call, len(numbers)) for call in sequence] for sequence in sequences]
 
 
 def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
-    """Mean normalised similarity over every pair; NaN with fewer than two sequences."""
-    pairs = [(i, j) for i in range(len(sequences)) for j in range(i + 1, len(sequences))]
-    if not pairs:
+    """Mean normalised similarity over every pair; NaN with fewer than two sequences. The n(n-1)/2 edit
+    distances are rapidfuzz's (C++): a task of a thousand attempts is half a million pairs."""
+    n = len(sequences)
+    if n < 2:
         return math.nan
-    return math.fsum(_similarity(sequences[i], sequences[j]) for i, j in pairs) / len(pairs)
+    coded = _coded(sequences)
+    # 1 - d / max(|a|, |b|), 1 for two empty sequences: rapidfuzz's normalised similarity, pair by pair in C++
+    similar = Levenshtein.normalized_similarity
+    pairs = chain.from_iterable(map(similar, repeat(a), coded[i + 1 :]) for i, a in enumerate(coded))
+    return math.fsum(pairs) / math.comb(n, 2)
 
 
 _SPACE = re.compile(r"\s+")
@@ -190,22 +195,24 @@ def _is_number(text: str) -> bool:
 def _classes(records: Sequence[AttemptRecord], equivalent: Equivalence | None) -> list[int]:
     """The output class of each record (its index among the classes, in order of first appearance)."""
     keys: list[tuple[str, str]] = []  # (error | pass | fail, representative)
+    index: dict[tuple[str, str], int] = {}  # the classes found by key (all but a case's own test): one look each
     out: list[int] = []
     for r in records:
         verdict = "pass" if r.passed else "fail"
         if r.error is not None:
             key = ("error", r.error)
-            found = next((i for i, k in enumerate(keys) if k == key), None)
+            found = index.get(key)
         elif equivalent is not None:
             text = r.output or ""
             found = next((i for i, (kind, rep) in enumerate(keys) if kind == verdict and equivalent(rep, text)), None)
             key = (verdict, text)
         else:
             key = (verdict, output_key(r.output))
-            found = next((i for i, k in enumerate(keys) if k == key), None)
+            found = index.get(key)
         if found is None:
             keys.append(key)
             found = len(keys) - 1
+            index.setdefault(key, found)
         out.append(found)
     return out
 
