@@ -76,6 +76,14 @@ def test_distances_and_similarity_are_the_textbook_ones_to_the_last_bit() -> Non
         assert pairwise_similarity(paths) == every_pair(paths), paths
         a, b = rng.choice(kinds), rng.choice(kinds)
         assert levenshtein(a, b) == _edit_distance(a, b), (a, b)
+    # attempts that each call with their own arguments: most pairs share no call (similarity 0, not measured)
+    for _ in range(100):
+        paths = [
+            tuple(rng.choice(["search", "get", "refund"]) + f"({rng.randint(0, 40)})" for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(2, 60))
+        ]
+        assert pairwise_similarity(paths) == every_pair(paths), paths
+    assert pairwise_similarity([(), (), ("a",), ()]) == every_pair([(), (), ("a",), ()]) == 0.5  # 3 of 6 pairs
     # a list and a tuple of the same calls are one path
     assert pairwise_similarity([["a", "b"], ("a", "b"), ("a",)]) == every_pair([("a", "b"), ("a", "b"), ("a",)])
 

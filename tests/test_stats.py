@@ -14,6 +14,7 @@ from tracevals.stats import (
     compare,
     pass_at_k,
     pass_hat_k,
+    pass_k_series,
     percentile,
     sign_test,
     summarize,
@@ -117,6 +118,26 @@ def test_ordering_per_task(nc: tuple[int, int]) -> None:
         assert hat <= prev  # pass^k never rises with k
         prev = hat
     assert pass_hat_k(c, n, 1) == pass_at_k(c, n, 1) == c / n
+
+
+@given(task_counts(), st.integers(min_value=1, max_value=70))
+def test_the_series_is_the_estimators_float_for_float(nc: tuple[int, int], k_max: int) -> None:
+    # pass_k_series (the summary's pass^j and pass@j for j = 1..k, binomials updated step by step) against
+    # pass_hat_k / pass_at_k (math.comb for each j): the same float for every j, NaN where n < j
+    n, c = nc
+    hat, at = pass_k_series(c, n, k_max)
+    assert len(hat) == len(at) == k_max
+    for j in range(1, k_max + 1):
+        for got, want in ((hat[j - 1], pass_hat_k(c, n, j)), (at[j - 1], pass_at_k(c, n, j))):
+            assert got == want or (math.isnan(got) and math.isnan(want)), (c, n, j)
+
+
+def test_the_series_of_a_task_of_many_attempts() -> None:
+    # binomials of thousands of digits; every 97th j and the settled tail checked against math.comb's
+    hat, at = pass_k_series(2_990, 3_000, 3_000)
+    for j in [*range(1, 3_001, 97), 10, 11, 2_999, 3_000]:
+        assert hat[j - 1] == pass_hat_k(2_990, 3_000, j) and at[j - 1] == pass_at_k(2_990, 3_000, j), j
+    assert hat[-1] == 0.0 and at[-1] == 1.0 and at[10] == 1.0  # 10 failures: 11 draws hold a pass
 
 
 @given(st.lists(task_counts(), min_size=1, max_size=8))

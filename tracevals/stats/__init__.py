@@ -33,7 +33,16 @@ from tracevals.stats.categories import (
     hazard_label,
 )
 from tracevals.stats.compare import ALPHA, Comparison, TaskDelta, compare
-from tracevals.stats.estimators import Z95, confidence_level, pass_at_k, pass_hat_k, percentile, sign_test, wilson
+from tracevals.stats.estimators import (
+    Z95,
+    confidence_level,
+    pass_at_k,
+    pass_hat_k,
+    pass_k_series,
+    percentile,
+    sign_test,
+    wilson,
+)
 from tracevals.stats.faults import (
     ESCALATED,
     FAILED,
@@ -89,6 +98,7 @@ __all__ = [
     "hazard_label",
     "pass_at_k",
     "pass_hat_k",
+    "pass_k_series",
     "percentile",
     "run_gate",
     "sign_test",

@@ -30,8 +30,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
@@ -157,16 +158,46 @@ def _coded(sequences: Sequence[Sequence[str]]) -> list[list[int]]:
 
 
 def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
-    """Mean normalised similarity over every pair; NaN with fewer than two sequences. The n(n-1)/2 edit
-    distances are rapidfuzz's (C++): a task of a thousand attempts is half a million pairs."""
+    """Mean normalised similarity over every pair; NaN with fewer than two sequences.
+
+    Exact, and measured once per pair of distinct sequences that can be similar: attempts on one path are
+    pairs of similarity 1; two paths without a call in common are 0 (d = max(|a|, |b|): every call
+    substituted, the rest inserted); the others' edit distances are rapidfuzz's (C++), each value standing for
+    the pairs of attempts its two paths hold. A consistent agent's thousand attempts cost a few distances, and
+    attempts that each call with their own arguments (a customer, an order) little more than n; a task whose
+    attempts take many paths with calls in common still costs a distance per pair of those paths. The sum is
+    that of every pair's value, rounded once (`math.fsum`), as the definition gives it."""
     n = len(sequences)
     if n < 2:
         return math.nan
-    coded = _coded(sequences)
-    # 1 - d / max(|a|, |b|), 1 for two empty sequences: rapidfuzz's normalised similarity, pair by pair in C++
-    similar = Levenshtein.normalized_similarity
-    pairs = chain.from_iterable(map(similar, repeat(a), coded[i + 1 :]) for i, a in enumerate(coded))
-    return math.fsum(pairs) / math.comb(n, 2)
+    paths = Counter(tuple(calls) for calls in _coded(sequences))
+    distinct, weights = list(paths), list(paths.values())
+    holders: dict[int, list[int]] = {}  # each call: the distinct paths that make it, in order
+    for i, calls in enumerate(distinct):
+        for call in set(calls):
+            holders.setdefault(call, []).append(i)
+    similar = Levenshtein.normalized_similarity  # 1 - d / max(|a|, |b|)
+    repeated = {i for i, m in enumerate(weights) if m > 1}  # the paths more than one attempt took
+
+    def values() -> Iterator[Iterable[float]]:
+        yield [float(sum(math.comb(m, 2) for m in weights))]  # the pairs on one path: 1 each (an integer: exact)
+        for i, path in enumerate(distinct):
+            later: set[int] = set()  # the paths after this one with a call in common with it
+            for call in set(path):
+                after = holders[call][bisect_right(holders[call], i) :]
+                if len(after) == len(distinct) - 1 - i:  # a call every later path makes: all of them
+                    later = set(after)
+                    break
+                later.update(after)
+            single = () if i in repeated else later - repeated  # pairs of two paths taken once: one pair each
+            yield map(similar, repeat(path), map(distinct.__getitem__, single))
+            several = sorted(later.difference(single))
+            for value, j in zip(map(similar, repeat(path), map(distinct.__getitem__, several)), several, strict=True):
+                # the value times the pairs it stands for, exactly: a term per bit of the count (x 2^k is exact)
+                count = weights[i] * weights[j]
+                yield (math.ldexp(value, k) for k in range(count.bit_length()) if count >> k & 1)
+
+    return math.fsum(chain.from_iterable(values())) / math.comb(n, 2)
 
 
 _SPACE = re.compile(r"\s+")

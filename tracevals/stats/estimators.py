@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-__all__ = ["Z95", "confidence_level", "pass_at_k", "pass_hat_k", "percentile", "sign_test", "wilson"]
+__all__ = ["Z95", "confidence_level", "pass_at_k", "pass_hat_k", "pass_k_series", "percentile", "sign_test", "wilson"]
 
 #: z of a two-sided 95% interval, the default of every Wilson interval.
 Z95 = 1.96
@@ -70,6 +70,28 @@ def pass_at_k(c: int, n: int, k: int) -> float:
     total = math.comb(n, k)
     # One exact division instead of 1 - x, so pass@1 equals c / n bit for bit.
     return (total - math.comb(n - c, k)) / total
+
+
+def pass_k_series(c: int, n: int, k_max: int) -> tuple[list[float], list[float]]:
+    """pass^j and pass@j of one task for j = 1..k_max: the floats `pass_hat_k` and `pass_at_k` give, each
+    (the same exact ratios, correctly rounded), with the binomials updated from one j to the next rather
+    than computed again for each (a task of 50,000 attempts has binomials of thousands of digits). NaN from
+    j = n + 1 on, as they."""
+    check_k(c, n, k_max)
+    hat: list[float] = []
+    at: list[float] = []
+    of_c, of_rest, of_n = 1, 1, 1  # C(c, j), C(n - c, j), C(n, j), from j = 0
+    for j in range(1, min(k_max, n) + 1):
+        if of_rest == 0 and (of_c == 0 or c == n):  # settled: pass^j stays 0 (or 1), pass@j 1
+            hat.append(hat[-1])
+            at.append(1.0)
+            continue
+        # C(m, j) = C(m, j - 1) (m - j + 1) / j, exactly; 0 from j = m + 1 on
+        of_c, of_rest, of_n = of_c * (c - j + 1) // j, of_rest * (n - c - j + 1) // j, of_n * (n - j + 1) // j
+        hat.append(of_c / of_n)
+        at.append((of_n - of_rest) / of_n)
+    missing = k_max - len(hat)
+    return hat + [math.nan] * missing, at + [math.nan] * missing
 
 
 def percentile(values: Iterable[float], q: float) -> float:

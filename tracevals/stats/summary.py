@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -18,7 +18,7 @@ from tracevals.stats.categories import (
     TaskCategory,
     categorize,
 )
-from tracevals.stats.estimators import Z95, check_counts, pass_at_k, pass_hat_k, percentile, wilson
+from tracevals.stats.estimators import Z95, check_counts, pass_k_series, percentile, wilson
 
 __all__ = ["Outcome", "TaskResult", "VariantSummary", "summarize"]
 
@@ -209,8 +209,11 @@ def _summarize_variant(
     passes = sum(t.c for t in tasks)
     first_passes = sum(o.first_pass for o in outs)
     latencies = [o.latency_ms for o in outs if math.isfinite(o.latency_ms)]
-    hat = {j: _task_mean(tasks, j, pass_hat_k) for j in range(1, k_cap + 1)}
-    at = {j: _task_mean(tasks, j, pass_at_k) for j in range(1, k_cap + 1)}
+    # per task pass^j and pass@j for j = 1..k_cap (`pass_k_series`: pass_hat_k's and pass_at_k's floats), then
+    # their mean over the tasks; fsum is exactly rounded, so per-task orderings survive the averaging
+    series = [pass_k_series(t.c, t.n, k_cap) for t in tasks]
+    hat = {j: math.fsum(h[j - 1] for h, _ in series) / len(tasks) for j in range(1, k_cap + 1)}
+    at = {j: math.fsum(a[j - 1] for _, a in series) / len(tasks) for j in range(1, k_cap + 1)}
     categories = [_categorize(t, by_task[t.task_id], rules) for t in tasks]
     worst = _worst(tasks, categories, outs)
     costs = [o.cost for o in outs if o.cost is not None]
@@ -279,8 +282,3 @@ def _hazard_attempts(outs: Sequence[Outcome]) -> dict[str, int]:
     kinds = [*HAZARD_KINDS, *sorted({h.kind for o in outs for h in o.hazards} - set(HAZARD_KINDS))]
     counts = {kind: sum(any(h.kind == kind for h in o.hazards) for o in outs) for kind in kinds}
     return {kind: count for kind, count in counts.items() if count}
-
-
-def _task_mean(tasks: Sequence[TaskResult], k: int, fn: Callable[[int, int, int], float]) -> float:
-    # fsum is exactly rounded, so per-task orderings survive the averaging.
-    return math.fsum(fn(t.c, t.n, k) for t in tasks) / len(tasks)
