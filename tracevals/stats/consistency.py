@@ -36,8 +36,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
-from rapidfuzz.distance import Levenshtein
-
 from tracevals.model.json_text import loads as json_loads
 from tracevals.stats.categories import in_words
 from tracevals.stats.estimators import Z95, wilson
@@ -146,6 +144,8 @@ class Properties:
 
 def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
     """Edit distance (insert, delete, substitute one call) between two call sequences."""
+    from rapidfuzz.distance import Levenshtein  # imported by the figures that measure a pair (~10 ms)
+
     coded_a, coded_b = _coded([a, b])
     return int(Levenshtein.distance(coded_a, coded_b))
 
@@ -176,7 +176,6 @@ def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
     for i, calls in enumerate(distinct):
         for call in set(calls):
             holders.setdefault(call, []).append(i)
-    similar = Levenshtein.normalized_similarity  # 1 - d / max(|a|, |b|)
     repeated = {i for i, m in enumerate(weights) if m > 1}  # the paths more than one attempt took
 
     def values() -> Iterator[Iterable[float]]:
@@ -189,6 +188,11 @@ def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
                     later = set(after)
                     break
                 later.update(after)
+            if not later:
+                continue
+            from rapidfuzz.distance import Levenshtein  # imported once a pair is measured (~10 ms)
+
+            similar = Levenshtein.normalized_similarity  # 1 - d / max(|a|, |b|)
             single = () if i in repeated else later - repeated  # pairs of two paths taken once: one pair each
             yield map(similar, repeat(path), map(distinct.__getitem__, single))
             several = sorted(later.difference(single))
