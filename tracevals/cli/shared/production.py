@@ -10,6 +10,7 @@ test at --alpha), fell by more than --max-drop, or lies under --min-rate.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["gate_production", "load_production", "production_mode", "report_production"]
 
 
-def production_mode(lake: Lake, runs: tuple[str, ...], forced: bool) -> bool:
+def production_mode(
+    lake: Lake, runs: tuple[str, ...], forced: bool, connection: Callable[[], Any] | None = None
+) -> bool:
     """Whether to report production sessions: asked (--production), or the lake holds no harness run and
-    none was named. Said on stderr when chosen for the user."""
+    none was named. Said on stderr when chosen for the user. `connection`: gives the lake opened with the
+    `attempts` view, when the lake must be asked (default: opened here)."""
     if forced:
         if runs:
             raise click.ClickException("--production reports production sessions; it takes no --run")
@@ -37,7 +41,7 @@ def production_mode(lake: Lake, runs: tuple[str, ...], forced: bool) -> bool:
     from tracevals.scoring.production_data import has_harness_runs
 
     try:
-        con = open_lake(lake, views=("attempts",))
+        con = connection() if connection is not None else open_lake(lake, views=("attempts",))
     except LakeError as exc:
         raise click.ClickException(str(exc)) from None
     if has_harness_runs(con):

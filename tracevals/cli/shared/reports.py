@@ -43,11 +43,20 @@ class Selected:
     production: bool
     alpha: float
 
+    @functools.cached_property
+    def connection(self) -> Any:
+        """The lake opened as a report reads it (`open_report_lake`), once: whether the lake holds a harness
+        run is asked of the connection the report then reads (each open lists and binds the lake's files).
+        Raises `LakeError`."""
+        from tracevals.scoring.lake_data import open_report_lake
+
+        return open_report_lake(self.lake)
+
     def is_production(self) -> bool:
         """Whether to report production sessions (asked, or the lake holds no harness run)."""
         from tracevals.cli.shared.production import production_mode
 
-        return production_mode(self.lake, self.runs, self.production)
+        return production_mode(self.lake, self.runs, self.production, lambda: self.connection)
 
     def production_summary(self) -> Any:
         """The `ProductionSummary` of the selected range."""
@@ -57,7 +66,7 @@ class Selected:
                                self.alpha, self.scoring_config)  # fmt: skip
 
 
-_SELECTED = tuple(f.name for f in fields(Selected))
+_SELECTED = tuple(f.name for f in fields(Selected))  # the options (`connection` is no field)
 
 
 def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -193,6 +202,7 @@ def load_report(
             sel.lake,
             selection,
             cases,
+            con=sel.connection,
             k=sel.k,
             z=sel.z,
             baseline=baseline,
@@ -237,13 +247,15 @@ def report_from_lake(
     vary: tuple[str, ...] = (),
     baseline_optional: bool = False,
     config: Any = None,
+    con: Any = None,
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
     `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each.
-    `config`: a scoring config, as `tracevals score --config` takes it (its policy and prices)."""
+    `config`: a scoring config, as `tracevals score --config` takes it (its policy and prices). `con`: the lake
+    opened by `open_report_lake` (default: opened here)."""
     from tracevals.scoring.lake_data import load_lake_data
 
-    data = load_lake_data(lake, selection, cases, tasks_sha256=tasks_sha256, config=config)
+    data = load_lake_data(lake, selection, cases, con=con, tasks_sha256=tasks_sha256, config=config)
     return report_from_data(
         lake, data, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, vary=vary,
         baseline_optional=baseline_optional,
