@@ -36,11 +36,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tracevals.lake.compact_lock import TMP_PREFIX, CompactError, locked, remove_stale
@@ -62,6 +60,9 @@ from tracevals.lake.retention import (
 from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
 from tracevals.lake.sink import DICTIONARY_COLUMNS
 from tracevals.lake.writer import BLOOM_COLUMNS, BLOOM_FPP, TABLES, fsync_path
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 # Rows per row group of a compacted file: sorted by session, a lookup reads the one or two row groups of
 # its session; at 8,192 rows it probed twice the row groups, at 65,536 it decompressed four times the
@@ -312,6 +313,8 @@ def _merged(
     what the new file holds (`retention.holds`)."""
     rows = _read(table_name, group, filesystem)
     keys = [(k, "ascending", "at_end") for k in SORT_KEYS[table_name] if k in rows.column_names]
+    import pyarrow.compute as pc  # here: every reader imports this module, for its names (~25 ms)
+
     order = pc.sort_indices(rows, sort_keys=keys)
     schema = rows.schema.with_metadata(
         {
