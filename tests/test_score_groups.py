@@ -106,6 +106,17 @@ def test_workers_and_counts_only_give_the_same_rows_and_summary(varied: Path) ->
     assert counted.summary().equals(ScoringRun(whole.scores, 0, 0).summary())
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_job_is_told_each_group_it_has_scored(varied: Path, workers: int) -> None:
+    # `ScoringJob.progress` (what `tracevals score` draws its bar with): (1, n) .. (n, n) in order, n the groups
+    # the run scored, on this process whether the groups ran here or on workers
+    told: list[tuple[int, int]] = []
+    run = score_lake(varied, tasks=CASES, write=False, max_rows=40, workers=workers,
+                     progress=lambda done, total: told.append((done, total)))  # fmt: skip
+    assert run.groups > 2
+    assert told == [(i, run.groups) for i in range(1, run.groups + 1)]
+
+
 def test_each_group_writes_its_own_scores_file(varied: Path, tmp_path: Path) -> None:
     import shutil
 

@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from tracevals.cli.shared.output import (
     memory_limit_option,
     messages,
     print_rows,
+    progress_bar,
     say,
     shown,
 )
@@ -122,7 +124,6 @@ def score(
       tracevals score --lake lake --config scoring.yaml --follow --idle 30 --format json
     """
     from tracevals.queries.selection import Selection
-    from tracevals.scoring.engines import score as score_on
     from tracevals.scoring.options import build_job
 
     lake.check()
@@ -162,7 +163,7 @@ def score(
         if follow:
             _follow(job, idle, interval, fmt, max_file_rows)
             return
-        run = score_on(job, engine)
+        run = _scored(job, engine)
         if run.traces == 0 and not lake.has_spans():
             raise click.ClickException(
                 f"the lake {lake} holds no spans: nothing to score (is the agent or collector writing to another "
@@ -175,6 +176,20 @@ def score(
     finally:
         if emitter is not None:
             emitter.shutdown()
+
+
+def _scored(job: Any, engine: str) -> Any:
+    """`job` scored on `engine`; on this machine's engine, a bar of the groups of sessions scored on stderr when
+    it is a terminal (gone once they are)."""
+    from tracevals.scoring.engines import score as score_on
+
+    console = messages()
+    if engine != DEFAULT_ENGINE or not console.is_terminal:
+        return score_on(job, engine)
+    with progress_bar(console, transient=True) as progress:
+        bar = progress.add_task("score: groups of sessions", total=None)
+        told = replace(job, progress=lambda done, total: progress.update(bar, completed=done, total=total))
+        return score_on(told, engine)
 
 
 def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> None:

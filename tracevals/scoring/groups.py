@@ -267,9 +267,9 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
     tallies: list[pl.DataFrame] = []
     roots: dict[str, str] = {}
     files: list[LakeFile] = []
-    traces = sessions = 0
+    traces = sessions = groups = 0
     with tempfile.TemporaryDirectory(prefix="tracevals-score-") as work:
-        for scored in _groups_scored(plan, job, workers, work):
+        for done, (scored, groups) in enumerate(_groups_scored(plan, job, workers, work), 1):
             traces += scored.traces
             sessions += scored.sessions
             tallies.append(scored.tallies)
@@ -283,6 +283,8 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
                 if keep_scores:
                     frames.append(scored.scores)
                     roots.update(scored.root_spans)
+            if scoring.progress is not None:
+                scoring.progress(done, groups)
     scores = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=SCORE_FRAME_SCHEMA)
     summed = pl.concat(tallies, how="vertical").group_by("evaluator", maintain_order=True).sum()
     return ScoringRun(
@@ -294,12 +296,13 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
         tallies=None if keep_scores else summed,
         batch=Batch.concat(batches) if scoring.keep_batch else None,
         files=tuple(files),
-        groups=len(plan.groups),
+        groups=groups or len(plan.groups),  # those scored (with the crossing sessions' group a worker found)
     )
 
 
-def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Iterator[_Scored]:
-    """Each group's results, in group order: on this process, or on `workers` processes at once."""
+def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Iterator[tuple[_Scored, int]]:
+    """Each group's results, in group order, with how many groups there are (the crossing sessions' group is
+    known once their pass is done): on this process, or on `workers` processes at once."""
     workers = min(workers, len(plan.groups) + 1)  # the crossing groups are known once the pass is done
     if workers > 1 and not _picklable(job):
         workers = 1  # a custom evaluator or checker that cannot travel to another process: score here
@@ -308,7 +311,7 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
         con = _group_connection(job, None, work)
         try:
             for group in plan.groups:
-                yield _score_group(con, plan, group, job)
+                yield _score_group(con, plan, group, job), len(plan.groups)
         finally:
             con.close()
         return
@@ -319,7 +322,7 @@ def _groups_scored(plan: GroupPlan, job: _Job, workers: int, work: str) -> Itera
         futures: list[Future[_Scored]] = [pool.submit(_run_in_worker, light, group) for group in plan.groups]
         try:
             for future in futures:
-                yield future.result()
+                yield future.result(), len(futures)
         except BrokenProcessPool:
             raise LakeError(
                 "a worker process of `tracevals score` died: each needs memory for one group of sessions (lower "

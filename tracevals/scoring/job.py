@@ -37,7 +37,8 @@ SESSION_MARGIN = dt.timedelta(hours=12)
 
 @dataclass(frozen=True)
 class ScoringJob:
-    """Everything one scoring run is. Immutable and (but for `sinks`) picklable: a worker gets a copy."""
+    """Everything one scoring run is. Immutable and (but for `sinks` and `progress`) picklable: a worker gets a
+    copy."""
 
     lake: Lake
     selection: Selection | None = None  # None: every session
@@ -52,6 +53,9 @@ class ScoringJob:
     max_rows: int = GROUP_ROWS  # span and log rows per group of whole sessions
     memory_limit: str | None = None  # each group's DuckDB memory_limit
     buckets: int | None = None  # ray / spark: buckets of sessions (default: from the lake's size)
+    # told (groups scored, groups) as each group of sessions is done, on this process (never pickled; the local
+    # engine's: `tracevals score` draws its bar with it)
+    progress: Callable[[int, int], None] | None = None
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -81,5 +85,5 @@ class ScoringJob:
         return replace(self, config=self.config.with_prices_beneath(self.lake.prices()))
 
     def without_sinks(self) -> ScoringJob:
-        """What a worker process gets: the job without its sinks (they stay with the caller)."""
-        return replace(self, sinks=()) if self.sinks else self
+        """What a worker process gets: the job without its sinks and its progress (they stay with the caller)."""
+        return replace(self, sinks=(), progress=None) if self.sinks or self.progress else self
