@@ -25,23 +25,21 @@ if TYPE_CHECKING:
 __all__ = ["gate_production", "load_production", "production_mode", "report_production"]
 
 
-def production_mode(
-    lake: Lake, runs: tuple[str, ...], forced: bool, connection: Callable[[], Any] | None = None
-) -> bool:
+def production_mode(runs: tuple[str, ...], forced: bool, connection: Callable[[], Any]) -> bool:
     """Whether to report production sessions: asked (--production), or the lake holds no harness run and
     none was named. Said on stderr when chosen for the user. `connection`: gives the lake opened with the
-    `attempts` view, when the lake must be asked (default: opened here)."""
+    `attempts` view (the report's connection: `Selected.connection`), called only when the lake must be asked."""
     if forced:
         if runs:
             raise click.ClickException("--production reports production sessions; it takes no --run")
         return True
     if runs:
         return False
-    from tracevals.queries import LakeError, open_lake
+    from tracevals.queries import LakeError
     from tracevals.scoring.production_data import has_harness_runs
 
     try:
-        con = connection() if connection is not None else open_lake(lake, views=("attempts",))
+        con = connection()
     except LakeError as exc:
         raise click.ClickException(str(exc)) from None
     if has_harness_runs(con):

@@ -56,7 +56,7 @@ class Selected:
         """Whether to report production sessions (asked, or the lake holds no harness run)."""
         from tracevals.cli.shared.production import production_mode
 
-        return production_mode(self.lake, self.runs, self.production, lambda: self.connection)
+        return production_mode(self.runs, self.production, lambda: self.connection)
 
     def production_summary(self) -> Any:
         """The `ProductionSummary` of the selected range."""
