@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
+from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.model.quoting import command_line
@@ -196,7 +196,8 @@ def gate(
     if not candidate:
         raise click.ClickException("give --candidate (and --baseline to compare with): the variants of the runs")
     thresholds = load_thresholds(config_file, overrides)
-    data = load_report(sel, baseline, candidate, thresholds.vary, baseline_optional=True)
+    with phase_bar(messages(), "gate") as told:
+        data = load_report(sel, baseline, candidate, thresholds.vary, baseline_optional=True, told=told)
     cand = data.summaries[candidate]
     base = data.summaries.get(baseline) if baseline and data.comparison is not None else None
     props = data.reliability.properties.get(candidate) if data.reliability is not None else None

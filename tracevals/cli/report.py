@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import echo, file_option, format_option, print_rows
+from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import report_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 
@@ -66,11 +66,13 @@ def report(
             raise click.ClickException("--baseline, --candidate and --tasks are for harness runs, not production")
         report_production(sel.production_summary(), out_file, kind, fmt)
         return
-    data = load_report(sel, baseline, candidate, vary)
-    try:
-        path = write_report(out_file, data)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {out_file}: {exc.strerror or exc}") from exc
+    with phase_bar(messages(), "report") as told:
+        data = load_report(sel, baseline, candidate, vary, told=told)
+        told(f"writing {Path(out_file).name}", 0, None)
+        try:
+            path = write_report(out_file, data)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {out_file}: {exc.strerror or exc}") from exc
     rows = summary_rows(data.summaries)
     cmp = data.comparison
     if fmt == "json":

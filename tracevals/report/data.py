@@ -15,6 +15,7 @@ from typing import Any
 from tracevals.model.case import Case
 from tracevals.model.findings import SEVERITIES, failure_kinds, score_findings
 from tracevals.model.prices import Prices
+from tracevals.model.progress import Told, quiet
 from tracevals.model.score import Score
 from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.report.reliability import Reliability, reliability
@@ -125,12 +126,15 @@ def build_report(
     environments: Mapping[str, Mapping[str, str | None]] | None = None,
     vary: Sequence[str] = (),
     baseline_optional: bool = False,
+    told: Told = quiet,
 ) -> ReportData:
     """Compute every figure of a report; raises ValueError when there is no harness attempt.
     `environments` (by trace id, as the `environments` view has them) are summarised per variant and
     compared between the pair; `vary` names what is under test (expected to differ). With
     `baseline_optional` (the gate on day one), a baseline without attempts leaves no comparison
-    instead of an error; the candidate must still have attempts."""
+    instead of an error; the candidate must still have attempts. `told`: the phase under way (a bar on a
+    terminal)."""
+    told("the figures of each variant", 0, None)
     outs = outcomes(trajectories, scores, models=models, prices=prices, cases=cases, trace_models=trace_models)
     if not outs:
         raise ValueError("no harness attempts (traces with a task id and a variant) to report on")
@@ -161,7 +165,7 @@ def build_report(
         by_evaluator=_by_evaluator(scores, outs),
         by_tool=_by_tool(trajectories, outs),
         by_group=_by_group(failures, outs),
-        reliability=reliability(trajectories, outs, cases, environments, pair, vary, z),
+        reliability=reliability(trajectories, outs, cases, environments, pair, vary, z, told),
     )
 
 

@@ -15,6 +15,7 @@ from tracevals.model.asked import by_steps, in_order_of, parallel
 from tracevals.model.callables import load_callable
 from tracevals.model.calls import canonical_args, operation_key
 from tracevals.model.case import Case
+from tracevals.model.progress import Told, quiet
 from tracevals.model.retries import logical_calls
 from tracevals.model.trajectory import ToolCall, Trajectory, with_handoffs
 from tracevals.stats import Outcome
@@ -125,8 +126,10 @@ def reliability(
     pair: tuple[str, str] | None = None,
     vary: Sequence[str] = (),
     z: float = 1.96,
+    told: Told = quiet,
 ) -> Reliability:
-    """Every figure of the module docstring, for the attempts the outcomes count (by trace id)."""
+    """Every figure of the module docstring, for the attempts the outcomes count (by trace id). `told`: how
+    far the measure of the tasks' consistency is (`properties`)."""
     by_trace = {t.trace_id: t for t in trajectories}
     notes: list[str] = []
     records = []
@@ -158,7 +161,7 @@ def reliability(
         paths = tuple([made_good[position[id(c)]] for c in reading] for reading in readings)
         per_task.setdefault((o.variant, o.task_id), []).append((paths, o.passed))
         traces.setdefault((o.variant, o.task_id), []).append(o.trace_id)
-    props = properties(records, z=z, equivalence=_equivalence(cases, notes))
+    props = properties(records, z=z, equivalence=_equivalence(cases, notes), told=told)
     steps = [
         task_steps(v, tid, attempts, _expected(cases.get(tid)), _skips(cases.get(tid)))
         for (v, tid), attempts in sorted(per_task.items())

@@ -25,6 +25,7 @@ from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
 from tracevals.model.json_text import loads as json_loads
 from tracevals.model.prices import default_prices
+from tracevals.model.progress import Told, quiet
 from tracevals.model.quoting import command_line, sql_string
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
@@ -78,8 +79,10 @@ def load_lake_data(
     con: duckdb.DuckDBPyConnection | None = None,
     tasks_sha256: str | None = None,
     config: ScoringConfig | None = None,
+    told: Told = quiet,
 ) -> LakeData:
     """Read the selection from the lake; raises ``LakeError`` (unreadable lake) or ``SelectionError``.
+    `told`: the phase under way (reading, scoring what has no stored score).
 
     `config`: the scoring config `tracevals score --config` takes: attempts scored now are scored with
     its policy, and its prices (over the lake's, over the defaults) price every attempt, as in `score`.
@@ -88,6 +91,7 @@ def load_lake_data(
     for a run that kept none (said in `notes`). Given cases (a `--tasks` file whose bytes hash to
     `tasks_sha256`) that differ from what a run kept make every attempt scored again against them, not
     read from the scores stored for the cases the run had."""
+    told("reading the attempts", 0, None)
     con = con or open_report_lake(lake)
     runs = selection.runs or _default_runs(con, selection)
     # the sessions of the runs' attempts (and of the date range): every view is computed per trace or per
@@ -96,7 +100,7 @@ def load_lake_data(
     # the attempts of closed hours (and their provenance) from their derived frames (`queries.derived`), the
     # others through the views
     with FramesOrViews(con, lake, restriction) as split:
-        return _read_selection(con, lake, selection, runs, restriction, split, cases, tasks_sha256, config)
+        return _read_selection(con, lake, selection, runs, restriction, split, cases, tasks_sha256, config, told)
 
 
 def _read_selection(
@@ -109,6 +113,7 @@ def _read_selection(
     cases: Mapping[str, Case] | None,
     tasks_sha256: str | None,
     config: ScoringConfig | None,
+    told: Told,
 ) -> LakeData:
     """`load_lake_data` once the sessions are selected and split between the frames and the views."""
     batch = split.batch(_where(selection, runs))
@@ -140,7 +145,8 @@ def _read_selection(
             reuse = False
             notes.append(f"runs {', '.join(differ)} ran other cases than --tasks: every attempt is scored again")
     con.register("_report_traces", _id_table([t.trace_id for t in trajectories]))
-    stored = _current(_stored_scores(con))
+    told(f"reading the stored scores of {len(trajectories):,} attempts", 0, None)
+    stored = current_scores(con)
     fraction, seed, sample_source = _sample(selection, stored)
     stored = stored if reuse else []
     eligible = {_session(t) for t in trajectories}
@@ -153,7 +159,11 @@ def _read_selection(
     scored = {s.trace_id for s in stored}
     own_prices = lake.prices()
     config = (config or ScoringConfig()).with_prices_beneath(own_prices)
-    computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], cases, config)
+    unscored = [t for t in trajectories if t.trace_id not in scored]
+    if unscored:
+        told(f"scoring {len(unscored):,} attempts with no stored score", 0, None)
+    computed = score_trajectories(unscored, cases, config)
+    told("reading the attempts' runs and environments", 0, None)
     attempts, environments = _read_attempts(split)
     provenance = _provenance(attempts, runs, selection)
     provenance.update(
@@ -285,12 +295,21 @@ def _check_variants(trajectories: Sequence[Trajectory], wanted: Sequence[str]) -
         raise SelectionError(f"variant {', '.join(absent)} not in the selection (variants there: {have})")
 
 
-def _stored_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
+def current_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
+    """The stored scores of the traces in `_report_traces` that a report may use: a trace's, unless one of them is
+    of an older version of a built-in evaluator (another rule's verdict and details): such a trace is scored
+    again, whole. Which are stale is decided on the rows before a score is built (its details parsed): after an
+    upgrade that changed an evaluator, every stored score of the lake may be, and the 10^6-span lake's report spent
+    16 s parsing the details of 325,765 scores it then dropped."""
+    from tracevals.evaluators.registry import default_evaluators
+
     rows = con.execute(
         "SELECT s.evaluator, s.evaluator_version, s.passed, s.score, s.reason, s.details, s.trace_id, "
         "s.session_id, s.run_id, s.task_id, s.attempt, s.variant FROM scores AS s "
         "JOIN _report_traces AS t ON t.trace_id = s.trace_id ORDER BY s.trace_id, s.evaluator"
     ).fetchall()
+    versions = {e.name: e.version for e in default_evaluators()}
+    stale = {r[6] for r in rows if versions.get(r[0], int(r[1] or 0)) != int(r[1] or 0)}
     return [
         Score(
             evaluator=r[0],
@@ -307,6 +326,7 @@ def _stored_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
             variant=r[11],
         )
         for r in rows
+        if r[6] not in stale
     ]
 
 
@@ -324,16 +344,6 @@ def _details(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _current(stored: Sequence[Score]) -> list[Score]:
-    """The stored scores a report may use: a trace's, unless one of them is of an older version of a
-    built-in evaluator (another rule's verdict and details): such a trace is scored again, whole."""
-    from tracevals.evaluators.registry import default_evaluators
-
-    versions = {e.name: e.version for e in default_evaluators()}
-    stale = {s.trace_id for s in stored if versions.get(s.evaluator, s.evaluator_version) != s.evaluator_version}
-    return [s for s in stored if s.trace_id not in stale]
 
 
 def _provenance(attempts: Sequence[tuple[Any, ...]], runs: Sequence[str], selection: Selection) -> dict[str, Any]:

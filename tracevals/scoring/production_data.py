@@ -28,7 +28,7 @@ from tracevals.queries.selection import Selection, SelectionError, select_sessio
 from tracevals.queries.time_quality import time_quality
 from tracevals.queries.trajectories import load_trajectories
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.lake_data import _current, _id_table, _iso, _stored_scores
+from tracevals.scoring.lake_data import _id_table, _iso, current_scores
 from tracevals.scoring.offline import score_trajectories
 
 # The query that lists the days a lake has sessions on (what an empty selection suggests).
@@ -117,7 +117,7 @@ def load_production_data(
             day=day,
             start_ms=float(start_ms or 0.0),
         )
-    stored = _current(_stored_scores(con))
+    stored = current_scores(con)
     scored = {s.trace_id for s in stored}
     own_prices = lake.prices()
     chosen = (config or ScoringConfig()).with_prices_beneath(own_prices)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 
 from tracevals.model.json_text import loads as json_loads
+from tracevals.model.progress import Told, quiet
 from tracevals.stats.categories import in_words
 from tracevals.stats.estimators import Z95, wilson
 
@@ -304,21 +305,30 @@ def _mean(values: Iterable[float]) -> float:
     return math.fsum(kept) / len(kept) if kept else math.nan
 
 
+CONSISTENCY_PHASE = "the consistency of each task"
+
+
 def properties(
     records: Iterable[AttemptRecord],
     z: float = Z95,
     equivalence: Mapping[str, Equivalence] | None = None,
+    told: Told = quiet,
 ) -> dict[str, Properties]:
     """Availability, correctness and consistency per variant (sorted by variant). ``equivalence`` maps a
-    task id to its own answer test; the others compare answers by :func:`output_key`."""
+    task id to its own answer test; the others compare answers by :func:`output_key`. `told`: how many of the
+    tasks (of every variant) are measured, after each."""
     by_variant: dict[str, dict[str, list[AttemptRecord]]] = {}
     for r in records:
         by_variant.setdefault(r.variant, {}).setdefault(r.task_id, []).append(r)
     out: dict[str, Properties] = {}
+    total, done = sum(len(tasks) for tasks in by_variant.values()), 0
+    told(CONSISTENCY_PHASE, 0, total)
     for variant in sorted(by_variant):
-        tasks = [
-            task_consistency(tid, rs, (equivalence or {}).get(tid)) for tid, rs in sorted(by_variant[variant].items())
-        ]
+        tasks = []
+        for tid, rs in sorted(by_variant[variant].items()):
+            tasks.append(task_consistency(tid, rs, (equivalence or {}).get(tid)))
+            done += 1
+            told(CONSISTENCY_PHASE, done, total)
         attempts = sum(t.n for t in tasks)
         available = sum(t.available for t in tasks)
         passes = sum(t.passes for t in tasks)

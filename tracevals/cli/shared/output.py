@@ -20,6 +20,7 @@ from rich.text import Text
 
 from tracevals import env
 from tracevals.model.display import ACTS_ON_A_TERMINAL
+from tracevals.model.progress import Told, quiet
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -79,6 +80,27 @@ def progress_bar(console: Console, transient: bool = False) -> Progress:
         console=console,
         transient=transient,
     )
+
+
+@contextmanager
+def phase_bar(console: Console, command: str) -> Iterator[Told]:
+    """A `Told` for `command`'s long work: on a terminal, a transient bar on `console` of the phase under way
+    (how far, when the phase counts; the time it has taken), gone when the work is; elsewhere `quiet`."""
+    if not console.is_terminal:
+        yield quiet
+        return
+    with progress_bar(console, transient=True) as progress:
+        shown: list[Any] = []  # the phase on the bar: (its words, its task)
+
+        def told(phase: str, done: int, total: int | None) -> None:
+            if shown and shown[0] == phase:
+                progress.update(shown[1], completed=done, total=total)
+                return
+            if shown:  # a phase of its own, with its own total (a bar's total cannot be unset) and its own time
+                progress.update(shown[1], visible=False)
+            shown[:] = [phase, progress.add_task(f"{command}: {phase}", total=total, completed=done)]
+
+        yield told
 
 
 class LakeType(click.ParamType):

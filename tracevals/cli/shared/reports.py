@@ -19,6 +19,7 @@ from tracevals import env
 from tracevals.cli.shared.output import echo, file_option, lake_errors, lake_option
 from tracevals.cli.shared.times import time_range_options
 from tracevals.model.case import Case
+from tracevals.model.progress import Told, quiet
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -169,11 +170,12 @@ def load_report(
     candidate: str | None = None,
     vary: tuple[str, ...] = (),
     baseline_optional: bool = False,
+    told: Told = quiet,
 ) -> Any:
     """The `ReportData` of a selection; every user error becomes one `click.ClickException` line.
     `baseline_optional` (the gate): only a candidate is needed; a baseline with no attempts in the
     selection leaves nothing to compare. `sel.scoring_config`: the scoring config `tracevals score` takes,
-    for the attempts scored now and their prices."""
+    for the attempts scored now and their prices. `told`: the phase under way (`phase_bar`)."""
     from tracevals.lake.run_cases import RunCasesConflict, digest
     from tracevals.model.tasks import TaskFileError, cases_from_bytes
     from tracevals.queries import LakeError
@@ -212,6 +214,7 @@ def load_report(
             vary=vary,
             baseline_optional=baseline_optional,
             config=config,
+            told=told,
         )
 
 
@@ -248,17 +251,18 @@ def report_from_lake(
     baseline_optional: bool = False,
     config: Any = None,
     con: Any = None,
+    told: Told = quiet,
 ) -> Any:
     """Every figure of a report over a lake selection: `scoring.load_lake_data`, then `report.build_report`.
     `cases` None: the cases the runs kept; what that leaves unscored is said on stderr, one line each.
     `config`: a scoring config, as `tracevals score --config` takes it (its policy and prices). `con`: the lake
-    opened by `open_report_lake` (default: opened here)."""
+    opened by `open_report_lake` (default: opened here). `told`: the phase under way."""
     from tracevals.scoring.lake_data import load_lake_data
 
-    data = load_lake_data(lake, selection, cases, con=con, tasks_sha256=tasks_sha256, config=config)
+    data = load_lake_data(lake, selection, cases, con=con, tasks_sha256=tasks_sha256, config=config, told=told)
     return report_from_data(
         lake, data, k=k, z=z, baseline=baseline, candidate=candidate, meta=meta, vary=vary,
-        baseline_optional=baseline_optional,
+        baseline_optional=baseline_optional, told=told,
     )  # fmt: skip
 
 
@@ -273,6 +277,7 @@ def report_from_data(
     meta: Mapping[str, Any] | None = None,
     vary: tuple[str, ...] = (),
     baseline_optional: bool = False,
+    told: Told = quiet,
 ) -> Any:
     """`report.build_report` over what `scoring.load_lake_data` read (a `LakeData`): the one way a report
     is made from a lake, for `report`, `gate` and `tracevals ui` alike."""
@@ -294,6 +299,7 @@ def report_from_data(
         environments=data.environments,
         vary=vary,
         baseline_optional=baseline_optional,
+        told=told,
     )
     for note in built.reliability.notes if built.reliability is not None else []:
         echo(f"tracevals: {note}", err=True)  # e.g. a case's equivalence checker that did not load
