@@ -76,9 +76,10 @@ trace_calls AS (
     GROUP BY trace_id
 ),
 span_events AS (
-    SELECT l.trace_id, l.span_id, e.event, e.ordinal
-    FROM llm AS l, UNNEST(json_extract(l.events, '$[*]')) WITH ORDINALITY AS e(event, ordinal)
-    WHERE l.events LIKE '%"gen_ai.%'
+    -- a select-list unnest (as the messages' below)
+    SELECT trace_id, span_id, unnest(listed) AS event, unnest(range(1, len(listed) + 1)) AS ordinal
+    FROM (SELECT l.trace_id, l.span_id, json_extract(l.events, '$[*]') AS listed FROM llm AS l
+          WHERE l.events LIKE '%"gen_ai.%') AS e
 ),
 flat AS (
     SELECT l.trace_id, l.span_id, kv.value,
@@ -271,14 +272,14 @@ decoded AS (
     ) AS parsed
 )
 SELECT
-    d.trace_id,
-    d.span_id,
-    d.source,
-    d.priority,
-    d.direction,
-    d.role_hint,
+    m.trace_id,
+    m.span_id,
+    m.source,
+    m.priority,
+    m.direction,
+    m.role_hint,
     CAST(row_number() OVER (
-        PARTITION BY d.trace_id, d.span_id, d.source, d.direction ORDER BY d.seq, m.ordinal
+        PARTITION BY m.trace_id, m.span_id, m.source, m.direction ORDER BY m.seq, m.ordinal
     ) - 1 AS INTEGER) AS message_index,
     -- a LangChain message serialised as its constructor ({"lc": 1, "type": "constructor", "id": [..., "AIMessage"],
     -- "kwargs": {...}}: LangSmith's OpenTelemetry export) is its fields, its `type` (human, ai, system, tool) its role
@@ -291,13 +292,19 @@ SELECT
                                           json_extract_string(m.message, '$.kwargs.type')))
          )
          ELSE m.message END AS message
-FROM decoded AS d,
-     UNNEST(
-         CASE json_type(d.doc)
-             WHEN 'ARRAY' THEN json_extract(d.doc, '$[*]')
-             WHEN 'OBJECT' THEN [d.doc]
-         END
-     ) WITH ORDINALITY AS m(message, ordinal)
+FROM (
+    -- each document's messages, numbered: a select-list unnest (DuckDB plans `UNNEST(...) WITH ORDINALITY` in the
+    -- FROM clause as a join back on each distinct document, hashing and comparing every document's text)
+    SELECT trace_id, span_id, source, priority, direction, role_hint, seq,
+           unnest(messages) AS message, unnest(range(1, len(messages) + 1)) AS ordinal
+    FROM (
+        SELECT d.*, CASE json_type(d.doc)
+                        WHEN 'ARRAY' THEN json_extract(d.doc, '$[*]')
+                        WHEN 'OBJECT' THEN [d.doc]
+                    END AS messages
+        FROM decoded AS d
+    ) AS listed
+) AS m
 WHERE NOT /*@ placeholder(coalesce(
     json_extract_string(m.message, '$.content'), json_extract_string(m.message, '$.kwargs.content'), ''
 )) @*/;
