@@ -182,3 +182,23 @@ def test_a_run_id_with_a_line_break_selects_nothing_and_says_so(mixed: Lake, run
     assert select_sessions(con, Selection(runs=(run_id,))).count == 0
     with pytest.raises(SelectionError, match=r"^no attempts match run "):
         load_lake_data(mixed, Selection(runs=(run_id,)))
+
+
+def test_the_unscored_are_scored_from_the_batch_as_from_their_trajectories(mixed: Lake) -> None:
+    """A report scores its unscored attempts from the batch it read (`score_loaded`), not from `Trajectory`
+    objects turned back into a batch: the same scores, row for row, as `score_trajectories` gives, with the cases
+    the run kept and with none (production traffic)."""
+    from tracevals.queries.trajectories import load_batch, trajectories_of
+    from tracevals.scoring.offline import score_loaded, score_trajectories
+    from tracevals.scoring.runs import kept_cases
+
+    cases = {c.case_id: c for c in kept_cases(mixed).cases}
+    batch = load_batch(open_lake(mixed))
+    trajectories = trajectories_of(batch)
+    assert len(trajectories) > 120 and cases  # the run's attempts and the production traces beside them
+    for given in (cases, {}):
+        loaded = score_loaded(batch.select([t.trace_id for t in trajectories]), given)
+        rebuilt = score_trajectories(trajectories, given)
+        key = lambda s: (s.trace_id, s.evaluator)  # noqa: E731
+        assert len(loaded) > 250
+        assert sorted(loaded, key=key) == sorted(rebuilt, key=key)

@@ -34,7 +34,7 @@ from tracevals.queries.frames_or_views import FramesOrViews
 from tracevals.queries.selection import Restriction, Selection, SelectionError, select_sessions
 from tracevals.queries.trajectories import trajectories_of
 from tracevals.scoring.config import ScoringConfig
-from tracevals.scoring.offline import score_trajectories
+from tracevals.scoring.offline import score_loaded
 from tracevals.scoring.runs import kept_cases
 
 # What a report reads (`open_lake(views=...)`) besides its attempts: the runs, the stored scores, the attempts'
@@ -159,10 +159,10 @@ def _read_selection(
     scored = {s.trace_id for s in stored}
     own_prices = lake.prices()
     config = (config or ScoringConfig()).with_prices_beneath(own_prices)
-    unscored = [t for t in trajectories if t.trace_id not in scored]
+    unscored = [t.trace_id for t in trajectories if t.trace_id not in scored]
     if unscored:
         told(f"scoring {len(unscored):,} attempts with no stored score", 0, None)
-    computed = score_trajectories(unscored, cases, config)
+    computed = score_loaded(batch.select(unscored), cases, config)
     told("reading the attempts' runs and environments", 0, None)
     attempts, environments = _read_attempts(split)
     provenance = _provenance(attempts, runs, selection)

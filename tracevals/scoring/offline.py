@@ -182,10 +182,23 @@ def score_trajectories(
     config: ScoringConfig | None = None,
     evaluators: Sequence[Evaluator] | None = None,
 ) -> list[Score]:
-    """Score trajectories already in memory (a report's unscored attempts) by the same batch path."""
+    """Score trajectories already in memory by the same batch path."""
     if not trajectories:
+        return []
+    return score_loaded(Batch.from_trajectories(trajectories), cases, config, evaluators)
+
+
+def score_loaded(
+    batch: Batch,
+    cases: Mapping[str, Case],
+    config: ScoringConfig | None = None,
+    evaluators: Sequence[Evaluator] | None = None,
+) -> list[Score]:
+    """Score the traces of a batch read from a lake (a report's unscored attempts: `Batch.select` of what
+    `load_batch` read), as `tracevals score` scores them, with no round trip through `Trajectory` objects."""
+    if not batch.traces.height:
         return []
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
-    scope = attach_cases(Batch.from_trajectories(trajectories), list(cases.values()), config)
+    scope = attach_cases(batch, list(cases.values()), config)
     return scores_of(score_batch(scope, chosen))

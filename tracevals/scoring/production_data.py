@@ -26,10 +26,10 @@ from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.selection import Selection, SelectionError, select_sessions
 from tracevals.queries.time_quality import time_quality
-from tracevals.queries.trajectories import load_trajectories
+from tracevals.queries.trajectories import load_batch, trajectories_of
 from tracevals.scoring.config import ScoringConfig
 from tracevals.scoring.lake_data import _id_table, _iso, current_scores
-from tracevals.scoring.offline import score_trajectories
+from tracevals.scoring.offline import score_loaded
 
 # The query that lists the days a lake has sessions on (what an empty selection suggests).
 DAYS_QUERY = "select cast(start_time as date) as day, count(*) from sessions group by 1 order by 1"
@@ -98,7 +98,8 @@ def load_production_data(
     until = clock.capped(until, now)
     quality = time_quality(con, clock.horizon(now), since)
     restriction = select_sessions(con, Selection(since=since, until=until, fraction=sample, seed=seed))
-    trajectories = load_trajectories(con, where="(task_id IS NULL OR variant IS NULL)", within=restriction)
+    batch = load_batch(con, where="(task_id IS NULL OR variant IS NULL)", within=restriction)
+    trajectories = trajectories_of(batch)
     if not trajectories:
         span = f"from {_iso(since) or 'the start'} until {_iso(until) or 'now'}"
         raise SelectionError(
@@ -121,7 +122,7 @@ def load_production_data(
     scored = {s.trace_id for s in stored}
     own_prices = lake.prices()
     chosen = (config or ScoringConfig()).with_prices_beneath(own_prices)
-    computed = score_trajectories([t for t in trajectories if t.trace_id not in scored], {}, chosen)
+    computed = score_loaded(batch.select([t.trace_id for t in trajectories if t.trace_id not in scored]), {}, chosen)
     days = sorted({f.day for f in facets.values()})
     provenance: dict[str, Any] = {
         "source": "production",
