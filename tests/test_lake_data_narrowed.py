@@ -202,3 +202,14 @@ def test_the_unscored_are_scored_from_the_batch_as_from_their_trajectories(mixed
         key = lambda s: (s.trace_id, s.evaluator)  # noqa: E731
         assert len(loaded) > 250
         assert sorted(loaded, key=key) == sorted(rebuilt, key=key)
+
+
+def test_stored_details_are_parsed_once_per_text() -> None:
+    """`details_of`: each distinct text parsed once (scores of one text share the dict), the unreadable as {}."""
+    from tracevals.model.score import details_of
+
+    clean = '{"findings": [], "calls": 2}'
+    got = details_of([clean, None, clean, "", "not json", "[1, 2]", '{"a": ' * 300 + "1" + "}" * 300, clean])
+    assert got[0] == {"findings": [], "calls": 2} and got[0] is got[2] is got[7]
+    assert [got[i] for i in (1, 3, 4, 5, 6)] == [{}] * 5  # none, empty, not JSON, not an object, nested too deep
+    assert details_of([]) == []

@@ -23,11 +23,10 @@ import duckdb
 from tracevals.lake.lake import Lake
 from tracevals.lake.sampling import session_sampled
 from tracevals.model.case import Case
-from tracevals.model.json_text import loads as json_loads
 from tracevals.model.prices import default_prices
 from tracevals.model.progress import Told, quiet
 from tracevals.model.quoting import command_line, sql_string
-from tracevals.model.score import Score
+from tracevals.model.score import Score, details_of
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
 from tracevals.queries.frames_or_views import FramesOrViews
@@ -310,6 +309,7 @@ def current_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
     ).fetchall()
     versions = {e.name: e.version for e in default_evaluators()}
     stale = {r[6] for r in rows if versions.get(r[0], int(r[1] or 0)) != int(r[1] or 0)}
+    kept = [r for r in rows if r[6] not in stale]
     return [
         Score(
             evaluator=r[0],
@@ -317,7 +317,7 @@ def current_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
             passed=bool(r[2]),
             score=float(r[3] or 0.0),
             reason=r[4] or "",
-            details=_details(r[5]),
+            details=details,
             trace_id=r[6],
             session_id=r[7],
             run_id=r[8],
@@ -325,8 +325,7 @@ def current_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
             attempt=r[10],
             variant=r[11],
         )
-        for r in rows
-        if r[6] not in stale
+        for r, details in zip(kept, details_of([r[5] for r in kept]), strict=True)
     ]
 
 
@@ -336,14 +335,6 @@ def _id_table(ids: Sequence[str]) -> Any:
     import polars as pl
 
     return pl.DataFrame({"trace_id": list(ids)}, schema={"trace_id": pl.Utf8}).to_arrow()
-
-
-def _details(text: str | None) -> dict[str, Any]:
-    try:
-        value = json_loads(text) if text else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _provenance(attempts: Sequence[tuple[Any, ...]], runs: Sequence[str], selection: Selection) -> dict[str, Any]:
