@@ -83,6 +83,17 @@ def test_distances_and_similarity_are_the_textbook_ones_to_the_last_bit() -> Non
             for _ in range(rng.randint(2, 60))
         ]
         assert pairwise_similarity(paths) == every_pair(paths), paths
+    # calls with their own arguments around calls every attempt shares (a hand-off, a fixed lookup), some paths
+    # taken more than once: read by shape (the own calls one mark), measured once per pair of shapes
+    for _ in range(100):
+        shared = ["handoff({})", "lookup(1)", "get(2)"]
+        kinds = [
+            tuple(rng.choice(shared) if rng.random() < 0.5 else f"own({rng.randint(0, 10_000)})"
+                  for _ in range(rng.randint(0, 5)))
+            for _ in range(rng.randint(1, 40))
+        ]  # fmt: skip
+        paths = [rng.choice(kinds) for _ in range(rng.randint(2, 60))]
+        assert pairwise_similarity(paths) == every_pair(paths), paths
     assert pairwise_similarity([(), (), ("a",), ()]) == every_pair([(), (), ("a",), ()]) == 0.5  # 3 of 6 pairs
     # a list and a tuple of the same calls are one path
     assert pairwise_similarity([["a", "b"], ("a", "b"), ("a",)]) == every_pair([("a", "b"), ("a", "b"), ("a",)])

@@ -161,48 +161,67 @@ def _coded(sequences: Sequence[Sequence[str]]) -> list[list[int]]:
 def pairwise_similarity(sequences: Sequence[Sequence[str]]) -> float:
     """Mean normalised similarity over every pair; NaN with fewer than two sequences.
 
-    Exact, and measured once per pair of distinct sequences that can be similar: attempts on one path are
-    pairs of similarity 1; two paths without a call in common are 0 (d = max(|a|, |b|): every call
-    substituted, the rest inserted); the others' edit distances are rapidfuzz's (C++), each value standing for
-    the pairs of attempts its two paths hold. A consistent agent's thousand attempts cost a few distances, and
-    attempts that each call with their own arguments (a customer, an order) little more than n; a task whose
-    attempts take many paths with calls in common still costs a distance per pair of those paths. The sum is
-    that of every pair's value, rounded once (`math.fsum`), as the definition gives it."""
+    Exact, and measured once per pair of distinct *shapes* that can be similar. A call that only one path makes
+    (a customer's own lookup) equals nothing in any other path, so each path is read as its shape: its calls,
+    those only it makes as one mark that matches no other path's. Attempts on one path are pairs of similarity 1;
+    two paths of one shape differ in their own calls alone, and two shapes without a call in common are 0 (d =
+    max(|a|, |b|): every call substituted, the rest inserted); the others' edit distances are rapidfuzz's (C++),
+    each value standing for the pairs of attempts its two shapes hold. A consistent agent's thousand attempts cost
+    a few distances, and so do attempts that each call with their own arguments around calls they share (53,407
+    such attempts of the 10^6-span bench lake's run: one shape); a task whose attempts take many shapes with calls in
+    common still costs a distance per pair of those shapes. The sum is that of every pair's value, rounded once
+    (`math.fsum`), as the definition gives it."""
     n = len(sequences)
     if n < 2:
         return math.nan
     paths = Counter(tuple(calls) for calls in _coded(sequences))
-    distinct, weights = list(paths), list(paths.values())
-    holders: dict[int, list[int]] = {}  # each call: the distinct paths that make it, in order
-    for i, calls in enumerate(distinct):
-        for call in set(calls):
+    makers = Counter(call for path in paths for call in set(path))  # each call: how many distinct paths make it
+    own = len(makers)  # no call's number: the mark of a path's own calls (another path's: own + 1)
+    held: dict[tuple[int, ...], list[int]] = {}  # each shape: the attempts on each of its paths
+    for path, m in paths.items():
+        held.setdefault(tuple(call if makers[call] > 1 else own for call in path), []).append(m)
+    shapes = list(held)
+    theirs = [tuple(own + 1 if call == own else call for call in shape) for shape in shapes]  # as the other side
+    totals = [sum(held[shape]) for shape in shapes]
+    holders: dict[int, list[int]] = {}  # each call made by several paths: the shapes that make it, in order
+    for i, shape in enumerate(shapes):
+        for call in set(shape) - {own}:
             holders.setdefault(call, []).append(i)
-    repeated = {i for i, m in enumerate(weights) if m > 1}  # the paths more than one attempt took
 
     def values() -> Iterator[Iterable[float]]:
-        yield [float(sum(math.comb(m, 2) for m in weights))]  # the pairs on one path: 1 each (an integer: exact)
-        for i, path in enumerate(distinct):
-            later: set[int] = set()  # the paths after this one with a call in common with it
-            for call in set(path):
+        # the pairs on one path: 1 each (an integer: exact)
+        yield [float(sum(math.comb(m, 2) for ms in held.values() for m in ms))]
+        for i, shape in enumerate(shapes):
+            later: set[int] = set()  # the shapes after this one with a call in common with it
+            for call in set(shape) - {own}:
                 after = holders[call][bisect_right(holders[call], i) :]
-                if len(after) == len(distinct) - 1 - i:  # a call every later path makes: all of them
+                if len(after) == len(shapes) - 1 - i:  # a call every later shape makes: all of them
                     later = set(after)
                     break
                 later.update(after)
-            if not later:
+            ms = held[shape]
+            within = (totals[i] ** 2 - sum(m * m for m in ms)) // 2  # pairs of two paths of this shape
+            if not later and not within:
                 continue
             from rapidfuzz.distance import Levenshtein  # imported once a pair is measured (~10 ms)
 
             similar = Levenshtein.normalized_similarity  # 1 - d / max(|a|, |b|)
-            single = () if i in repeated else later - repeated  # pairs of two paths taken once: one pair each
-            yield map(similar, repeat(path), map(distinct.__getitem__, single))
-            several = sorted(later.difference(single))
-            for value, j in zip(map(similar, repeat(path), map(distinct.__getitem__, several)), several, strict=True):
-                # the value times the pairs it stands for, exactly: a term per bit of the count (x 2^k is exact)
-                count = weights[i] * weights[j]
-                yield (math.ldexp(value, k) for k in range(count.bit_length()) if count >> k & 1)
+            if within:
+                yield _times(similar(shape, theirs[i]), within)
+            others = sorted(later)
+            measured = map(similar, repeat(shape), map(theirs.__getitem__, others))
+            if totals[i] == 1 and all(totals[j] == 1 for j in others):  # one pair each
+                yield measured
+                continue
+            for value, j in zip(measured, others, strict=True):
+                yield _times(value, totals[i] * totals[j])
 
     return math.fsum(chain.from_iterable(values())) / math.comb(n, 2)
+
+
+def _times(value: float, count: int) -> Iterator[float]:
+    """`value` times `count` as terms `math.fsum` adds exactly: one per bit of the count (x 2^k is exact)."""
+    return (math.ldexp(value, k) for k in range(count.bit_length()) if count >> k & 1)
 
 
 _SPACE = re.compile(r"\s+")
