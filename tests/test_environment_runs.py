@@ -151,3 +151,45 @@ def test_a_finished_run_leaves_one_file_per_hour_not_one_per_attempt(lake: tuple
     doc = json.loads(count.stdout)
     rows = doc["rows"] if isinstance(doc, dict) else doc
     assert rows[0]["n"] == 12  # every attempt of the three runs, once
+
+
+def test_attempts_in_one_environment_are_counted_together_as_one_by_one() -> None:
+    """`summarize_environments` counts each distinct (variant, task, environment) once, by its attempts: the
+    summary (values, their order, the per-task digests) is the one counting attempt by attempt gives."""
+    import random
+    from collections import Counter
+
+    from tracevals.stats.environment import ENV_KEYS, NOT_RECORDED, PER_TASK, EnvSummary, summarize_environments
+
+    def one_by_one(rows: list[tuple[str, str, dict[str, str | None]]]) -> dict[str, EnvSummary]:
+        counts: dict[str, dict[str, Counter[str]]] = {}
+        tasks: dict[str, dict[str, dict[str, Counter[str]]]] = {}
+        attempts: Counter[str] = Counter()
+        for variant, task_id, env in rows:
+            attempts[variant] += 1
+            for key in (*ENV_KEYS, *sorted(set(env) - set(ENV_KEYS))):
+                value = env.get(key)
+                text = NOT_RECORDED if value in (None, "") else str(value)
+                counts.setdefault(variant, {}).setdefault(key, Counter())[text] += 1
+                if key in PER_TASK:
+                    tasks.setdefault(variant, {}).setdefault(key, {}).setdefault(task_id, Counter())[text] += 1
+        return {
+            v: EnvSummary(
+                v, attempts[v],
+                {k: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for k, c in counts[v].items()
+                 if set(c) != {NOT_RECORDED}},
+                {k: {t: dict(c) for t, c in sorted(b.items())} for k, b in tasks.get(v, {}).items()},
+            )
+            for v in sorted(counts)
+        }  # fmt: skip
+
+    rng = random.Random(3)
+    for _ in range(50):
+        envs = [
+            {k: rng.choice([None, "", "a", "b", "7"]) for k in rng.sample([*ENV_KEYS, "zz_extra", "aa_extra"], 5)}
+            for _ in range(rng.randint(1, 6))
+        ]
+        rows = [(rng.choice("xy"), rng.choice(["t1", "t2", "t3"]), rng.choice(envs)) for _ in range(rng.randint(1, 80))]
+        got, want = summarize_environments(rows), one_by_one(rows)
+        assert got == want
+        assert [list(s.values) for s in got.values()] == [list(s.values) for s in want.values()]  # keys' order too

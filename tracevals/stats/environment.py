@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "ENV_KEYS",
@@ -129,19 +130,25 @@ def values_text(values: Mapping[str, int]) -> str:
 def summarize_environments(
     rows: Iterable[tuple[str, str, Mapping[str, str | None]]],
 ) -> dict[str, EnvSummary]:
-    """Per variant, from ``(variant, task id, {key: value})`` per attempt; an absent key counts as ``-``."""
+    """Per variant, from ``(variant, task id, {key: value})`` per attempt; an absent key counts as ``-``.
+    The attempts of one variant and task that ran in one environment are counted together: each key's count
+    grows once per distinct environment, by its attempts (a run's thousands of attempts have a few)."""
     counts: dict[str, dict[str, Counter[str]]] = {}
     tasks: dict[str, dict[str, dict[str, Counter[str]]]] = {}
     attempts: Counter[str] = Counter()
+    alike: Counter[tuple[str, str, tuple[tuple[str, Any], ...]]] = Counter()
     for variant, task_id, env in rows:
-        attempts[variant] += 1
+        alike[variant, task_id, tuple(env.items())] += 1
+    for (variant, task_id, items), n in alike.items():
+        env = dict(items)
+        attempts[variant] += n
         keys = counts.setdefault(variant, {})
         for key in (*ENV_KEYS, *sorted(set(env) - set(ENV_KEYS))):
             value = env.get(key)
             text = NOT_RECORDED if value in (None, "") else str(value)
-            keys.setdefault(key, Counter())[text] += 1
+            keys.setdefault(key, Counter())[text] += n
             if key in PER_TASK:
-                tasks.setdefault(variant, {}).setdefault(key, {}).setdefault(task_id, Counter())[text] += 1
+                tasks.setdefault(variant, {}).setdefault(key, {}).setdefault(task_id, Counter())[text] += n
     out = {}
     for variant in sorted(counts):
         values = {
