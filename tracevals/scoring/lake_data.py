@@ -302,29 +302,17 @@ def current_scores(con: duckdb.DuckDBPyConnection) -> list[Score]:
     16 s parsing the details of 325,765 scores it then dropped."""
     from tracevals.evaluators.registry import default_evaluators
 
+    # in `Score`'s order, the defaults of absent values given by the query (a score is built from its row)
     rows = con.execute(
-        "SELECT s.evaluator, s.evaluator_version, s.passed, s.score, s.reason, s.details, s.trace_id, "
-        "s.session_id, s.run_id, s.task_id, s.attempt, s.variant FROM scores AS s "
-        "JOIN _report_traces AS t ON t.trace_id = s.trace_id ORDER BY s.trace_id, s.evaluator"
+        "SELECT s.evaluator, coalesce(s.evaluator_version, 0), coalesce(s.passed, false), coalesce(s.score, 0.0), "
+        "coalesce(s.reason, ''), s.details, s.trace_id, s.session_id, s.run_id, s.task_id, s.attempt, s.variant "
+        "FROM scores AS s JOIN _report_traces AS t ON t.trace_id = s.trace_id ORDER BY s.trace_id, s.evaluator"
     ).fetchall()
     versions = {e.name: e.version for e in default_evaluators()}
-    stale = {r[6] for r in rows if versions.get(r[0], int(r[1] or 0)) != int(r[1] or 0)}
-    kept = [r for r in rows if r[6] not in stale]
+    stale = {r[6] for r in rows if versions.get(r[0], r[1]) != r[1]}
+    kept = [r for r in rows if r[6] not in stale] if stale else rows
     return [
-        Score(
-            evaluator=r[0],
-            evaluator_version=int(r[1] or 0),
-            passed=bool(r[2]),
-            score=float(r[3] or 0.0),
-            reason=r[4] or "",
-            details=details,
-            trace_id=r[6],
-            session_id=r[7],
-            run_id=r[8],
-            task_id=r[9],
-            attempt=r[10],
-            variant=r[11],
-        )
+        Score(r[0], r[1], r[2], r[3], r[4], details, r[6], r[7], r[8], r[9], r[10], r[11])
         for r, details in zip(kept, details_of([r[5] for r in kept]), strict=True)
     ]
 
