@@ -80,8 +80,8 @@ _DETAILS = _SCORE_ORDER.index("details")
 def details_of(texts: Sequence[str | None]) -> list[dict[str, Any]]:
     """Each score's details from its JSON text (none, not JSON or not an object: {}), each distinct text parsed
     once: scores read together that have the same text share one dict (most do: a clean verdict's details are the
-    same for every trace; 36 texts for the 819,757 scores of the 10^6-span bench lake), so a reader never changes a
-    score's details."""
+    same for every trace; 36 texts for the 819,757 scores of the 10^6-span bench lake), so a reader must not change
+    a score's details."""
     parsed: dict[str | None, dict[str, Any]] = {}
     out = []
     for text in texts:
