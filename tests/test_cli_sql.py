@@ -706,36 +706,14 @@ def test_an_error_line_shows_what_it_quotes_escaped(hostile_lake: Path, tmp_path
 def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: Path) -> None:
     """CSV and JSON written to a terminal (a pty here) pass through the same escaping: nothing of a value
     acts on the terminal, and the JSON still reads back to the exact value."""
-    import pty
-    import select
-    import subprocess
-    import sys
+    from fixtures.terminal import on_a_terminal
 
     query = "select session_id from spans where session_id is not null limit 1"
     for fmt in ("csv", "json"):
-        leader, follower = pty.openpty()
-        with subprocess.Popen(
-            [sys.executable, "-m", "tracevals", "sql", "--lake", str(hostile_lake), "--format", fmt, query],
-            stdout=follower, stderr=subprocess.PIPE,
-        ) as process:  # fmt: skip
-            os.close(follower)
-            chunks = []
-            while True:
-                ready, _, _ = select.select([leader], [], [], 120)
-                if not ready:  # a process that never writes nor exits: fail, do not hang the suite
-                    process.kill()
-                    raise AssertionError(f"--format {fmt} on a terminal: no output and no exit in 120 s")
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:  # EIO: the process closed the terminal
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            assert process.wait(timeout=120) == 0, process.stderr.read() if process.stderr else ""
-        os.close(leader)
+        code, shown, err = on_a_terminal(["sql", "--lake", str(hostile_lake), "--format", fmt, query])
+        assert code == 0, err
         # the terminal writes each newline as CRLF (CSV's own CRLF becomes CR CR LF): line ends back to "\n"
-        text = re.sub("\r+\n", "\n", b"".join(chunks).decode())
+        text = re.sub("\r+\n", "\n", shown.decode())
         assert _acted_on(text) == [], (fmt, text)
         if fmt == "json":
             assert json.loads(text)[0]["session_id"] == HOSTILE_ID

@@ -5,14 +5,13 @@ stderr is a terminal, and nothing elsewhere."""
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fixtures.demo_run import shared_demo
+from fixtures.terminal import on_a_terminal
 
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.lake.lake import Lake
@@ -64,34 +63,6 @@ def test_every_attempt_scored_again_is_a_phase_of_its_own(lake: Path) -> None:
     assert f"scoring {len(report.outcomes):,} attempts with no stored score" in _phases(told)
 
 
-def _on_a_terminal(argv: list[str]) -> tuple[int, str, bytes]:
-    """`tracevals argv` with its stderr on a pseudo-terminal: (exit code, what the terminal got, stdout)."""
-    import pty
-
-    leader, follower = pty.openpty()
-    with subprocess.Popen(
-        [sys.executable, "-m", "tracevals", *argv], stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL
-    ) as process:
-        os.close(follower)
-        chunks = []
-        while True:
-            ready, _, _ = select.select([leader], [], [], 120)
-            if not ready:  # a process that never writes nor exits: fail, do not hang the suite
-                process.kill()
-                raise AssertionError(f"{argv}: no output and no exit in 120 s")
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the process closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        out = process.stdout.read() if process.stdout else b""
-        code = process.wait(timeout=120)
-    os.close(leader)
-    return code, b"".join(chunks).decode(errors="replace"), out
-
-
 def test_report_and_gate_draw_a_bar_on_a_terminal_and_nothing_elsewhere(lake: Path, tmp_path: Path) -> None:
     piped = tmp_path / "piped.json"
     plain = subprocess.run(
@@ -101,16 +72,17 @@ def test_report_and_gate_draw_a_bar_on_a_terminal_and_nothing_elsewhere(lake: Pa
     assert plain.returncode == 0, plain.stderr
     assert "report:" not in plain.stderr  # stderr into a pipe or a file: no bar
     shown = tmp_path / "shown.json"
-    code, terminal, out = _on_a_terminal(["report", "--lake", str(lake), "--out", str(shown), "--format", "json"])
+    code, drawn, out = on_a_terminal(["report", "--lake", str(lake), "--out", str(shown), "--format", "json"], "stderr")
+    terminal = drawn.decode(errors="replace")
     assert code == 0, terminal
     # the last phase is drawn before the bar goes (the phases before it show for as long as they last)
     assert "report: writing shown.json" in terminal, terminal
     assert shown.read_bytes().replace(b"shown.json", b"piped.json") == piped.read_bytes()
     assert out.decode().replace("shown.json", "piped.json") == plain.stdout  # the data on stdout, untouched
 
-    code, terminal, _ = _on_a_terminal(
-        ["gate", "--lake", str(lake), "--baseline", "baseline", "--candidate", "candidate", "--format", "json"]
-    )
+    gate = ["gate", "--lake", str(lake), "--baseline", "baseline", "--candidate", "candidate", "--format", "json"]
+    code, drawn, _ = on_a_terminal(gate, "stderr")
+    terminal = drawn.decode(errors="replace")
     assert code in (0, 1), terminal
     assert "gate: the consistency of each task" in terminal, terminal
 
