@@ -52,6 +52,17 @@ def test_the_trace_page_shows_deep_attributes_as_text() -> None:
     assert _events(DEEP)[0]["name"] == "(events, not JSON)"
 
 
+def test_the_trace_page_reads_a_score_whose_details_are_no_object() -> None:
+    """A stored score's details are untrusted text: a JSON list or number (a plugin's, a hand-written file) reads
+    as no details on the trace page, as in a report (`parsed_details`), where it ended the page in an error."""
+    from tracevals.ui.trace import _verdicts
+
+    for details in ("[1]", "3", "not json", None, '{"a": ' * 300 + "1" + "}" * 300):
+        score = {"evaluator": "plugin", "passed": False, "score": 0.0, "reason": "no", "details": details}
+        verdicts, unplaced = _verdicts({}, [score])
+        assert verdicts[0]["kinds"] == ["evaluator failed"] and verdicts[0]["findings"] == [] and unplaced == []
+
+
 def test_a_model_s_arguments_nested_too_deep_are_a_tool_error_not_a_crash() -> None:
     """A model (or a prompt injection) can answer with arguments nested past the parser: `ToolSet.call` hands
     the agent a ToolError it can give back to its model, as for any arguments that are not JSON, and the

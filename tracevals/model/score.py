@@ -87,12 +87,13 @@ def details_of(texts: Sequence[str | None]) -> list[dict[str, Any]]:
     for text in texts:
         value = parsed.get(text)
         if value is None:
-            value = parsed[text] = _details(text)
+            value = parsed[text] = parsed_details(text)
         out.append(value)
     return out
 
 
-def _details(text: str | None) -> dict[str, Any]:
+def parsed_details(text: str | None) -> dict[str, Any]:
+    """One score's details from its JSON text: none, not JSON or not an object give {}."""
     try:
         value = json_loads(text) if text else {}
     except ValueError:

@@ -19,7 +19,7 @@ from tracevals.model.calls import operation_key_of
 from tracevals.model.findings import failure_kinds, findings_of
 from tracevals.model.json_text import loads as json_loads
 from tracevals.model.retries import retry_chains
-from tracevals.model.score import Score
+from tracevals.model.score import Score, parsed_details
 from tracevals.model.trajectory import ToolCall, Trajectory
 from tracevals.queries.lookup import trace_lookups
 
@@ -233,14 +233,11 @@ def _verdicts(
     by_position = {s.position: s for s in by_id.values() if s.position is not None}
     verdicts, unplaced = [], []
     for s in sorted(scores, key=lambda s: (bool(s["passed"]), s["evaluator"])):
-        try:
-            details = json_loads(s["details"] or "{}")
-        except ValueError:
-            details = {}
+        details = parsed_details(s["details"])
         # the findings to show on a step: what went wrong or warns (notes and unknowns stay in the verdict)
         found = [
             {**f.to_json(), "problem": f.message}
-            for f in findings_of(details if isinstance(details, dict) else {})
+            for f in findings_of(details)
             if f.severity in ("hazard", "failure", "warning")
         ]
         for f in found:
