@@ -24,8 +24,8 @@ from tracevals.cli.shared.output import (
     lake_option,
     memory_limit_option,
     messages,
+    phase_bar,
     print_rows,
-    progress_bar,
     say,
     shown,
 )
@@ -183,13 +183,14 @@ def _scored(job: Any, engine: str) -> Any:
     it is a terminal (gone once they are)."""
     from tracevals.scoring.engines import score as score_on
 
-    console = messages()
-    if engine != DEFAULT_ENGINE or not console.is_terminal:
+    if engine != DEFAULT_ENGINE:
         return score_on(job, engine)
-    with progress_bar(console, transient=True) as progress:
-        bar = progress.add_task("score: groups of sessions", total=None)
-        told = replace(job, progress=lambda done, total: progress.update(bar, completed=done, total=total))
-        return score_on(told, engine)
+    with phase_bar(messages(), "score") as told:
+        told(GROUPS_PHASE, 0, None)
+        return score_on(replace(job, progress=lambda done, total: told(GROUPS_PHASE, done, total)), engine)
+
+
+GROUPS_PHASE = "groups of sessions"
 
 
 def _print_run(run: Any, lake: Lake, fmt: str, summary: bool, selected: str) -> None:
