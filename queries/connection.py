@@ -95,6 +95,11 @@ def _private_temp_directory() -> str:
 # or project one other relation (a copy would be every row and column once more).
 LEFT_AS_VIEWS = frozenset({PRICES_VIEW}) | PASS_THROUGH
 
+# The views that are the lake's rows themselves, de-duplicated (every column of every span and log record): on a
+# lake larger than a snapshot, computed once they would be held as its raw rows would (a `sql` of `handoffs` on
+# 10^6 spans: 0.50 GB live, 1.23 GB so), and they stay live, as those do.
+ROW_VIEWS = frozenset({"spans", "logs"})
+
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 
 
@@ -116,10 +121,12 @@ def _define_views(
     snapshot: set[str],
     snapshot_path: str | os.PathLike[str] | None,
     inline: set[str],
+    copy_raw: bool = True,
 ) -> str:
     """Define the view files (only those defining `wanted`, None: all), computing each view of `snapshot`
     once into a table that takes its name; the schema the snapshots are in (`temp`, or the attached file).
-    inline: views defined nowhere, but written into the one view that reads them (`inlined`)."""
+    inline: views defined nowhere, but written into the one view that reads them (`inlined`). copy_raw: with a
+    snapshot, copy the span and log rows in range once too (a small lake's: see `open_lake`)."""
     unknown = snapshot - set(VIEW_NAMES)
     if unknown:
         raise LakeError(f"cannot materialize {sorted(unknown)}: not views (choose from {', '.join(VIEW_NAMES)})")
@@ -127,7 +134,7 @@ def _define_views(
     if snapshot and snapshot_path is not None:
         con.execute("ATTACH ? AS tv_snapshot", [os.fspath(snapshot_path)])
         schema = "tv_snapshot"
-    if snapshot:  # the span and log rows read from their files once, not once per view that scans them
+    if snapshot and copy_raw:  # the span and log rows read from their files once, not once per view that scans them
         for raw in RAW:
             snapshot_binding(con, raw, schema)
     files = [(f, sql) for f, sql in view_sql() if wanted is None or defined_views(sql) & wanted]
@@ -339,9 +346,11 @@ def open_lake(
     every view DuckDB would compute two or more times (`shared_views`: spans, span_facts, attempts,
     message_parts, model_calls, tool_calls, steps ... for all views) is computed once at open, bottom-up,
     and the others read those tables. Planning the whole tree of views beneath a `sessions` query costs
-    seconds; over tables, milliseconds. A larger lake is read live through the views. A snapshot does not
-    see files written after it: reopen the lake. snapshot_path: keep those tables in a DuckDB file there
-    (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
+    seconds; over tables, milliseconds. A larger lake opened for some views (`views=`, as `tracevals sql`
+    opens one for its query) computes their shared views once too, but for its rows themselves (its span and
+    log files, `ROW_VIEWS`), read where they are; opened for every view, it is read live through the views.
+    A snapshot does not see files written after it: reopen the lake. snapshot_path: keep those tables in a
+    DuckDB file there (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
     read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
     quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
     views: define only these views and those they read (defining all of them binds every view's whole
@@ -359,12 +368,24 @@ def open_lake(
     register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
     if materialize == "auto":
         small = read_spans and is_small(lake, since, until)
-        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ()) if small else set()
+        # A connection for some views (a query's: `tracevals sql`) computes the views its queries would compute
+        # twice or more once, whatever the lake's size: live, DuckDB plans and computes such a view at every place
+        # a view names it (`span_facts` 19 times in the plan of a `sessions` query). A larger lake's raw rows stay
+        # in their files; a small one's are copied too. A connection for every view (`tracevals ui`'s, reopened
+        # whenever a file arrives) computes nothing up front on a larger lake.
+        once = small or (read_spans and views is not None)
+        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ()) if once else set()
+        copy_raw = small
+        if not small:
+            snapshot -= ROW_VIEWS
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
+        copy_raw = True
     wanted = None if views is None else closure_of(views)
     inline = inlined(wanted, set(views or ()), snapshot) if snapshot and wanted is not None else set()
-    schema = _define_views(con, None if wanted is None else set(wanted), snapshot, snapshot_path, inline)
+    schema = _define_views(
+        con, None if wanted is None else set(wanted), snapshot, snapshot_path, inline, copy_raw=copy_raw
+    )
     # for session_lookup: where the span files are, and which views are snapshots on this connection
     con.execute("SET VARIABLE tracevals_lake = ?", [lake.location if read_spans else None])
     con.execute("SET VARIABLE tracevals_snapshots = ?", [[n for n in VIEW_NAMES if n in snapshot]])

@@ -116,6 +116,31 @@ def test_a_query_of_one_view_computes_each_view_beneath_it_once(lakes: dict[str,
     assert "sessions" in written_out  # the case was exercised: computed inside the query, once
 
 
+def test_a_larger_lake_opened_for_a_query_computes_its_shared_views_once(
+    lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond TRACEVALS_SNAPSHOT_MB, a connection for some views (what `tracevals sql` opens for a query) still
+    computes the views its query would compute twice or more once, its span and log rows left in their files:
+    live, DuckDB planned and computed `span_facts` at every place the views beneath `sessions` name it (19 on
+    the ADK lake; a `sql` of `sessions` on a lake of 10^6 spans took 14.5 s and 3.75 GB). Every view reads as
+    live; a connection for every view (`tracevals ui`'s) stays live."""
+    lake = lakes["mixed"]
+    monkeypatch.setenv(env.SNAPSHOT_MB, "0")
+    live = open_lake(lake)
+    assert not any(_is_table(live, v) for v in VIEW_NAMES if v != "model_prices")
+    for view in VIEW_NAMES:
+        one = open_lake(lake, views=(view,))
+        shared = shared_views(closure_of((view,)), (view,)) - {"spans", "logs"}  # the lake's rows: left live
+        assert all(_is_table(one, v) for v in shared), view
+        copied = {r[0] for r in one.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+        assert not copied & {f"{r}_snapshot" for r in ("raw_spans", "raw_logs", "spans", "logs")}, view
+        assert _rows(one, view) == _rows(live, view), view
+    # the window `span_facts` numbers a response's spans with: at each place in the live plan, nowhere once computed
+    window = "trace_id, response_id"
+    assert _windows(live, "SELECT * FROM sessions", window) >= 2
+    assert _windows(open_lake(lake, views=("sessions",)), "SELECT * FROM sessions", window) == 0
+
+
 def test_a_restriction_to_some_sessions_narrows_the_snapshot_as_the_live_views(
     lakes: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
