@@ -301,6 +301,21 @@ def views_read_by(query: str) -> tuple[str, ...] | None:
     return tuple(n for n in VIEW_NAMES if n in words)
 
 
+def open_for_query(
+    lake: LakeLike,
+    query: str,
+    con: duckdb.DuckDBPyConnection | None = None,
+    since: When = None,
+    until: When = None,
+) -> duckdb.DuckDBPyConnection:
+    """The connection a query a person typed runs on (`tracevals sql`, `tracevals ui`'s SQL page): the views it
+    names and those they read (`views_read_by`), the views it would compute twice or more computed once at open
+    (`open_lake`'s "auto", on a lake of any size), read-only and sandboxed to the lake. It does not see files
+    written after it opened: open one per query. con: a connection to open it on (one that a timer may already
+    interrupt while the shared views are computed)."""
+    return open_lake(lake, con, since=since, until=until, read_only=True, views=views_read_by(query))
+
+
 def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> None:
     """Make this connection's snapshots (see `open_lake`'s materialize) read only the traces of table
     `traces` (column `trace_id`), or all of their rows again (`traces` None). A restriction to some

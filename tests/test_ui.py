@@ -17,9 +17,11 @@ import pytest
 from click.testing import CliRunner
 from fixtures.faults import stop_with
 from fixtures.lake_rows import span_row
+from fixtures.otlp_lakes import DIALECTS, ingest_fixture
 from fixtures.s3 import S3, s3  # noqa: F401  (the fixture)
 from fixtures.ui_server import Served, serve
 
+from tracevals import env
 from tracevals.cli import main
 from tracevals.lake.lake import Lake
 from tracevals.lake.redaction import Redactor
@@ -143,6 +145,42 @@ def test_every_query_has_a_time_limit_and_a_row_cap(small_lake: Path) -> None:
         rows = reader.rows("select * from range(1000000)")  # read batch by batch: not a million rows
         assert rows.table.num_rows == 5 and rows.truncated
         assert reader.rows("select 1 as one").table.to_pylist() == [{"one": 1}]  # usable after the interrupt
+    finally:
+        reader.close()
+
+
+def test_the_sql_page_runs_on_the_connection_tracevals_sql_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query typed on the SQL page runs on a connection opened for it, as `tracevals sql` opens one
+    (`open_for_query`): on a lake beyond a snapshot's size the views it would compute twice are computed once (a
+    long-lived connection for every view planned `span_facts` at each of the 19 places beneath a `sessions`
+    query), the rows are the command's, and it reads the files there are when it runs. Opening counts in the
+    time limit."""
+    lake = tmp_path / "lake"
+    for dialect in DIALECTS[:4]:
+        ingest_fixture(lake, dialect)
+    reader = LakeReader(Lake.open(lake), poll_seconds=3600)
+    reader.start()
+    try:
+        # a small lake: the page connection is a snapshot, the query's connection reads the files of now
+        count = "select count(*) as n from spans"
+        [before] = reader.rows(count, seconds=120).table.to_pylist()
+        assert reader.rows(count, seconds=120, user_sql=True).table.to_pylist() == [before]
+        LakeWriter(lake).write_rows(_spans("cd" * 16))
+        assert reader.rows(count, seconds=120, user_sql=True).table.to_pylist() == [{"n": before["n"] + 2}]
+        assert reader.rows(count, seconds=120).table.to_pylist() == [before]  # the pages' until it reopens
+        monkeypatch.setenv(env.SNAPSHOT_MB, "0")  # a lake larger than a snapshot
+        query = "select session_id, turn_count, tool_call_count, terminal_state from sessions order by 1"
+        with reader.connection(120, user_sql=True, query=query) as con:
+            tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+            assert "span_facts_snapshot" in tables and "raw_spans_snapshot" not in tables
+        page = reader.rows(query, seconds=120, user_sql=True).table.to_pylist()
+        cli = CliRunner().invoke(main, ["sql", "--lake", str(lake), "--format", "json", query])
+        assert cli.exit_code == 0 and page == json.loads(cli.output) and len(page) >= 4
+        with pytest.raises(QueryLimit, match=r"time limit of 0\.01 s"):
+            reader.rows(query, seconds=0.01, user_sql=True)  # the views are still being defined
+        assert reader.rows("select 1 as one", user_sql=True).table.to_pylist() == [{"one": 1}]
     finally:
         reader.close()
 

@@ -15,9 +15,9 @@ import duckdb
 from tracevals import env
 from tracevals.cli.shared.output import FORMATS, lake_option, print_row_chunks, table_rows
 from tracevals.cli.shared.times import time_range_options
-from tracevals.queries import LakeError, open_lake
+from tracevals.queries import LakeError
 from tracevals.queries.catalog import VIEW_NAMES
-from tracevals.queries.connection import views_read_by
+from tracevals.queries.connection import open_for_query
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,7 +114,7 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
         last = None if until is None else until - timedelta(microseconds=1)
         # only the views the query names (and those they read) are defined: binding every view of the
         # lake costs seconds, and `select 1` needs none
-        con = open_lake(lake, since=since, until=last, read_only=True, views=views_read_by(query))
+        con = open_for_query(lake, query, since=since, until=last)
     except LakeError as exc:
         raise click.ClickException(str(exc)) from exc
     check_read_only(con, query)

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tracevals.lake.paths import LakeError
 from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.reader import QueryLimit
 from tracevals.ui.trace import load_trace
@@ -109,18 +110,18 @@ def production_page(ui: UI, request: Request) -> Response:
 
 
 def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
-    """The rows of a read-only query, checked exactly as `tracevals sql` checks it (`check_read_only`), on
-    the UI's sandboxed connection, under the time limit and row cap."""
+    """The rows of a read-only query, checked exactly as `tracevals sql` checks it (`check_read_only`: it only
+    parses), on the connection `tracevals sql` opens for it, under the time limit and row cap."""
     from tracevals.cli.sql import check_read_only
 
     try:
-        ui.reader.run(lambda con: check_read_only(con, query), user_sql=True)
+        ui.reader.run(lambda con: check_read_only(con, query))
         return ui.reader.rows(query, user_sql=True), None
     except click.ClickException as exc:
         return None, exc.format_message()
     except QueryLimit as exc:
         return None, str(exc)
-    except duckdb.Error as exc:
+    except (duckdb.Error, LakeError) as exc:
         return None, f"query failed: {str(exc).splitlines()[0]}"
 
 

@@ -3,8 +3,10 @@
 A DuckDB connection's view snapshot (and its temporary tables) is connection-local, so the UI keeps one
 connection for its pages, opened once (in the background: the first page is served before it is
 ready), sandboxed to the lake (`queries.connection.sandbox`: it reads the lake and nothing else) and used by
-one request at a time. The SQL page runs what a person types on a second one, locked as `tracevals sql`
-locks its own (`open_lake(read_only=True)`: no setting can change); the page connection is not locked,
+one request at a time. The SQL page runs what a person types on a connection opened for that query, as
+`tracevals sql` opens one (`queries.connection.open_for_query`: the views it names, those it would compute
+twice computed once, locked: no setting can change), so it reads the files there are when it runs; the page
+connection is not locked,
 because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
 watcher thread lists the lake every few seconds; when files land (a run writing, a collector rotating,
 a score job storing) it opens a new connection beside the old one and swaps it in, so that no request
@@ -29,7 +31,8 @@ import pyarrow.fs as pafs
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
-from tracevals.queries.connection import sandbox
+from tracevals.queries.connection import open_for_query, sandbox
+from tracevals.queries.interrupts import connect
 
 __all__ = ["QUERY_SECONDS", "ROW_CAP", "LakeReader", "QueryLimit", "lake_fingerprint"]
 
@@ -96,7 +99,6 @@ class LakeReader:
         self._open_error: str | None = None
         self.fingerprint = lake_fingerprint(lake)
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._sql_con: duckdb.DuckDBPyConnection | None = None
         self.generation = 1  # raised at every reopen: caches keyed on it know the lake moved on
         self.opened_at = time.time()
         self._watcher: threading.Thread | None = None
@@ -134,16 +136,14 @@ class LakeReader:
         fresh = self._open()  # beside the old connection: requests go on meanwhile
         with self._lock:
             old, self._con = self._con, fresh
-            sql, self._sql_con = self._sql_con, None  # the SQL page's reopens at its next query
             self.fingerprint = now
             self.generation += 1
             self.opened_at = time.time()
             self._open_error = None
             generation = self.generation
         self._ready.set()
-        for con in (old, sql):
-            if con is not None:
-                con.close()
+        if old is not None:
+            old.close()
         if self.on_reopen is not None:
             self.on_reopen(generation)
         return True
@@ -156,9 +156,8 @@ class LakeReader:
         if self._watcher is not None and self._watcher.is_alive() and self._watcher is not threading.current_thread():
             self._watcher.join(wait_s)
         with self._lock:
-            for con in (self._con, self._sql_con):
-                if con is not None:
-                    con.close()
+            if self._con is not None:
+                self._con.close()
 
     def _page_connection(self, limit: float) -> duckdb.DuckDBPyConnection:
         if not self._ready.wait(limit):
@@ -168,33 +167,44 @@ class LakeReader:
         return self._con
 
     @contextmanager
-    def connection(self, seconds: float | None = None, user_sql: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connection(
+        self, seconds: float | None = None, user_sql: bool = False, query: str = ""
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one request at a time, interrupted after `seconds` (default: the time limit): the
-        pages' own, or (user_sql) the locked sandbox of `tracevals sql` that runs what a person typed."""
+        pages' own, or (user_sql) the one `tracevals sql` opens for `query`, what a person typed, opened within
+        the limit (its shared views are computed as it opens) and closed after."""
         limit = self.query_seconds if seconds is None else seconds
         self._page_connection(limit)  # waits for the first open
         with self._lock:
-            if user_sql:
-                if self._sql_con is None:
-                    self._sql_con = open_lake(self.lake, read_only=True)
-                con = self._sql_con
-            else:
-                con = self._page_connection(limit)
-            timer = threading.Timer(limit, con.interrupt)
+            con = connect() if user_sql else self._page_connection(limit)
+            stopped = threading.Event()
+
+            def stop() -> None:
+                stopped.set()
+                con.interrupt()
+
+            timer = threading.Timer(limit, stop)
             timer.daemon = True
             timer.start()
             try:
+                if user_sql:
+                    open_for_query(self.lake, query, con)
+                if stopped.is_set():  # the limit came between two statements of the open, where no interrupt lands
+                    raise duckdb.InterruptException("interrupted while the lake opened")
                 yield con
-            except duckdb.InterruptException as exc:
-                raise QueryLimit(f"the query ran past the time limit of {limit:g} s and was stopped") from exc
+            except Exception as exc:
+                # an interrupt while the views are defined comes as the view file's error (`LakeError`)
+                if stopped.is_set() or isinstance(exc, duckdb.InterruptException):
+                    raise QueryLimit(f"the query ran past the time limit of {limit:g} s and was stopped") from exc
+                raise
             finally:
                 timer.cancel()
+                if user_sql:
+                    con.close()
 
-    def run(
-        self, work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float | None = None, user_sql: bool = False
-    ) -> T:
-        """`work(connection)` under the time limit."""
-        with self.connection(seconds, user_sql) as con:
+    def run(self, work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float | None = None) -> T:
+        """`work(page connection)` under the time limit."""
+        with self.connection(seconds) as con:
             return work(con)
 
     def rows(
@@ -208,7 +218,7 @@ class LakeReader:
         """At most `cap` rows of `sql` (default: the row cap), read batch by batch, under the time limit."""
         limit = self.row_cap if cap is None else cap
         started = time.perf_counter()
-        with self.connection(seconds, user_sql) as con:
+        with self.connection(seconds, user_sql, sql) as con:
             relation = con.sql(sql, params=list(params)) if params else con.sql(sql)
             if relation is None:  # a statement without a result
                 return Rows([], pa.table({}), False, time.perf_counter() - started)
