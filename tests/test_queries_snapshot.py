@@ -188,9 +188,19 @@ def test_only_the_named_views_and_those_they_read_are_defined(lakes: dict[str, P
 
 
 def test_the_views_a_query_names() -> None:
+    """The relations of DuckDB's parse tree: a view computes its shared views at open, so a column, an alias or a
+    string of a view's name must not name it (on a lake of 10^6 spans, `select count(*) as sessions from spans`
+    computed `span_facts` and `attempts` for nothing); the words where the parser serialises no tree."""
     assert views_read_by("select 1") == ()
     assert views_read_by("SELECT s.* FROM Sessions s JOIN steps USING (trace_id)") == ("steps", "sessions")
     assert views_read_by("describe turns") == ("turns",)
+    assert views_read_by("select count(*) as sessions, 'steps' as turns from spans") == ("spans",)
+    nested = "with t as (from steps) select * from t where exists (select 1 from tool_calls c where c.trace_id = 'x')"
+    assert views_read_by(nested) == ("tool_calls", "steps")
+    assert views_read_by("select 1; select * from runs") == ("runs",)
+    assert views_read_by("explain select * from steps") == ("steps",)  # no tree: the words
+    assert views_read_by("select * from query('select * from sessions')") == ("sessions",)  # SQL text: the words
+    assert views_read_by("selct * form sessions") == ("sessions",)  # no parse: the words (and the query fails)
     for catalog in ("show tables", "SHOW ALL TABLES", "describe", "select * from information_schema.columns",
                     "select view_name from duckdb_views()"):  # fmt: skip
         assert views_read_by(catalog) is None, catalog
