@@ -18,6 +18,7 @@ from tracevals.cli.shared.times import time_range_options
 from tracevals.queries import LakeError
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.connection import open_for_query
+from tracevals.queries.interrupts import connect
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -109,15 +110,17 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
         raise click.ClickException("--format parquet writes a file: add --out FILE.parquet")
     if out is not None and lake.contains(out):
         raise click.ClickException(f"--out {out} is inside the lake; write the result somewhere else")
+    # refused before the lake is opened: the open computes what the query's views share (seconds on a big lake)
+    con = connect()
+    check_read_only(con, query)
     try:
         # open_lake's bounds are inclusive hours: the last hour read is the one just before `until`
         last = None if until is None else until - timedelta(microseconds=1)
         # only the views the query names (and those they read) are defined: binding every view of the
         # lake costs seconds, and `select 1` needs none
-        con = open_for_query(lake, query, since=since, until=last)
+        open_for_query(lake, query, con, since=since, until=last)
     except LakeError as exc:
         raise click.ClickException(str(exc)) from exc
-    check_read_only(con, query)
     try:
         result = con.sql(query)
         if result is None:  # EXPLAIN of nothing, or a statement with no result
