@@ -5,9 +5,9 @@ connection for its pages, opened once (in the background: the first page is serv
 ready), sandboxed to the lake (`queries.connection.sandbox`: it reads the lake and nothing else) and used by
 one request at a time. The SQL page runs what a person types on a connection opened for that query, as
 `tracevals sql` opens one (`queries.connection.open_for_query`: the views it names, those it would compute
-twice computed once, locked: no setting can change), so it reads the files there are when it runs; the page
-connection is not locked,
-because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
+twice computed once, locked: no setting can change), so it reads the files there are when it runs; the
+page connection is not locked, because the per-trace lookup turns off optimizer passes that cost more than
+they save on a few rows. A
 watcher thread lists the lake every few seconds; when files land (a run writing, a collector rotating,
 a score job storing) it opens a new connection beside the old one and swaps it in, so that no request
 waits for a reopen and none sees half of one.
