@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import os
 import re
 import shutil
@@ -37,6 +36,7 @@ from tracevals import env
 from tracevals.lake.columns import LOGS_DIR, SCORES_DIR, SPANS_DIR, STEP_RELIABILITY_DIR
 from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError, pattern
+from tracevals.model import json_text
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
@@ -324,8 +324,11 @@ def _relations_named(query: str, con: duckdb.DuckDBPyConnection | None) -> set[s
     finally:
         if con is None:
             parser.close()
-    tree = json.loads(text)
-    if tree.get("error"):
+    try:  # a query nested past the parser's depth is read by its words
+        tree = json_text.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(tree, dict) or tree.get("error"):
         return None
     names: set[str] = set()
     todo: list[object] = [tree]

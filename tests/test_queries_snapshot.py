@@ -201,6 +201,9 @@ def test_the_views_a_query_names() -> None:
     assert views_read_by("explain select * from steps") == ("steps",)  # no tree: the words
     assert views_read_by("select * from query('select * from sessions')") == ("sessions",)  # SQL text: the words
     assert views_read_by("selct * form sessions") == ("sessions",)  # no parse: the words (and the query fails)
+    for depth in (500, 3000):  # a tree nested past what the JSON parse takes, a query past DuckDB's parser: the words
+        deep = "select * from " + "(select * from " * depth + "sessions" + ") as t" * depth
+        assert views_read_by(deep) == ("sessions",), depth
     for catalog in ("show tables", "SHOW ALL TABLES", "describe", "select * from information_schema.columns",
                     "select view_name from duckdb_views()"):  # fmt: skip
         assert views_read_by(catalog) is None, catalog
