@@ -27,7 +27,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import duckdb
@@ -38,7 +39,16 @@ from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError, pattern
 from tracevals.model import json_text
 from tracevals.model.prices import default_prices
-from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
+from tracevals.queries.binding import (
+    RAW,
+    bind,
+    narrow_snapshot,
+    shadow,
+    snapshot_binding,
+    snapshot_view,
+    stand_ins,
+    unshadow,
+)
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
 from tracevals.queries.interrupts import connect
 from tracevals.queries.materialize import PASS_THROUGH
@@ -277,6 +287,15 @@ def shared_views(names: tuple[str, ...] | list[str], asked: tuple[str, ...] = ()
     return set(computed_once(names, asked, LEFT_AS_VIEWS))
 
 
+def computed_for(views: tuple[str, ...], small: bool) -> set[str]:
+    """What a connection for the queries of `views` computes once (`shared_views` of their closure): on a lake
+    larger than a snapshot (not `small`), all but the lake's rows themselves (`ROW_VIEWS`), which stay live as
+    its files do. `open_lake` computes them at open; a connection for every view computes those of each query
+    around it (`query_views_computed`)."""
+    shared = shared_views(closure_of(views), views)
+    return shared if small else shared - ROW_VIEWS
+
+
 def closure_of(views: tuple[str, ...] | list[str] | set[str]) -> list[str]:
     """`views`, every view they read, and the price table; a `LakeError` names an unknown view."""
     from tracevals.queries.materialize import closure
@@ -359,13 +378,34 @@ def open_for_query(
     since: When = None,
     until: When = None,
 ) -> duckdb.DuckDBPyConnection:
-    """The connection a query a person typed runs on (`tracevals sql`, `tracevals ui`'s SQL page): the views it
-    names and those they read (`views_read_by`), the views it would compute twice or more computed once at open
-    (`open_lake`'s "auto", on a lake of any size), read-only and sandboxed to the lake. It does not see files
-    written after it opened: open one per query. con: a connection to open it on (one that a timer may already
-    interrupt while the shared views are computed)."""
+    """The connection `tracevals sql` runs a query a person typed on: the views it names and those they read
+    (`views_read_by`), the views it would compute twice or more computed once at open (`open_lake`'s "auto",
+    `computed_for`, on a lake of any size), read-only and sandboxed to the lake. con: a connection to open it on
+    (the one the query was checked on). `tracevals ui`'s SQL page keeps one connection for every view instead
+    and computes the same around each query (`query_views_computed`)."""
     con = con or connect()
     return open_lake(lake, con, since=since, until=until, read_only=True, views=views_read_by(query, con))
+
+
+@contextmanager
+def query_views_computed(con: duckdb.DuckDBPyConnection, query: str) -> Iterator[None]:
+    """On a connection for every view read live (a lake larger than a snapshot: `tracevals ui`'s for the SQL
+    page, kept until the lake changes), what `open_for_query` would compute once at open for `query` is computed
+    once for the block (temporary tables the views read instead), and dropped after; on a snapshot, whose
+    shared views were computed at open, nothing."""
+    views = views_read_by(query, con)
+    [(snapshots,)] = con.execute("SELECT getvariable('tracevals_snapshots')").fetchall()
+    if not views or snapshots:
+        yield
+        return
+    once = computed_for(views, small=False)
+    made = [name for name in VIEW_NAMES if name in once]  # bottom-up: each reads those made before it
+    try:
+        for name in made:
+            shadow(con, name, f"SELECT * FROM {name}", table=f"tv_q_{name}")
+        yield
+    finally:
+        unshadow(con, *reversed(made), tables=[f"tv_q_{n}" for n in reversed(made)])
 
 
 def restrict_snapshots(con: duckdb.DuckDBPyConnection, traces: str | None) -> None:
@@ -440,11 +480,11 @@ def open_lake(
         # a view names it (`span_facts` 19 times in the plan of a `sessions` query). A larger lake's raw rows stay
         # in their files; a small one's are copied too. A connection for every view (`tracevals ui`'s, reopened
         # whenever a file arrives) computes nothing up front on a larger lake.
-        once = small or (read_spans and views is not None)
-        snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ()) if once else set()
+        if small:
+            snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ())
+        else:
+            snapshot = computed_for(views, small=False) if read_spans and views is not None else set()
         copy_raw = small
-        if not small:
-            snapshot -= ROW_VIEWS
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
         copy_raw = True

@@ -3,11 +3,11 @@
 A DuckDB connection's view snapshot (and its temporary tables) is connection-local, so the UI keeps one
 connection for its pages, opened once (in the background: the first page is served before it is
 ready), sandboxed to the lake (`queries.connection.sandbox`: it reads the lake and nothing else) and used by
-one request at a time. The SQL page runs what a person types on a connection opened for that query, as
-`tracevals sql` opens one (`queries.connection.open_for_query`: the views it names, those it would compute
-twice computed once, locked: no setting can change), so it reads the files there are when it runs; the
-page connection is not locked, because the per-trace lookup turns off optimizer passes that cost more than
-they save on a few rows. A
+one request at a time. The SQL page runs what a person types on a second one, locked as `tracevals sql`
+locks its own (`open_lake(read_only=True)`: no setting can change), kept until the lake changes: a small
+lake's snapshot serves every query, and on a larger one what `tracevals sql` computes once for a query at
+open is computed once around it (`queries.connection.query_views_computed`). The page connection is not
+locked, because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
 watcher thread lists the lake every few seconds; when files land (a run writing, a collector rotating,
 a score job storing) it opens a new connection beside the old one and swaps it in, so that no request
 waits for a reopen and none sees half of one.
@@ -18,6 +18,7 @@ a row cap, read batch by batch: a query that would return a million rows reads t
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,8 +32,7 @@ import pyarrow.fs as pafs
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
-from tracevals.queries.connection import open_for_query, sandbox
-from tracevals.queries.interrupts import connect
+from tracevals.queries.connection import query_views_computed, sandbox
 
 __all__ = ["QUERY_SECONDS", "ROW_CAP", "LakeReader", "QueryLimit", "lake_fingerprint"]
 
@@ -99,6 +99,7 @@ class LakeReader:
         self._open_error: str | None = None
         self.fingerprint = lake_fingerprint(lake)
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._sql_con: duckdb.DuckDBPyConnection | None = None
         self.generation = 1  # raised at every reopen: caches keyed on it know the lake moved on
         self.opened_at = time.time()
         self._watcher: threading.Thread | None = None
@@ -136,14 +137,16 @@ class LakeReader:
         fresh = self._open()  # beside the old connection: requests go on meanwhile
         with self._lock:
             old, self._con = self._con, fresh
+            sql, self._sql_con = self._sql_con, None  # the SQL page's reopens at its next query
             self.fingerprint = now
             self.generation += 1
             self.opened_at = time.time()
             self._open_error = None
             generation = self.generation
         self._ready.set()
-        if old is not None:
-            old.close()
+        for con in (old, sql):
+            if con is not None:
+                con.close()
         if self.on_reopen is not None:
             self.on_reopen(generation)
         return True
@@ -156,8 +159,9 @@ class LakeReader:
         if self._watcher is not None and self._watcher.is_alive() and self._watcher is not threading.current_thread():
             self._watcher.join(wait_s)
         with self._lock:
-            if self._con is not None:
-                self._con.close()
+            for con in (self._con, self._sql_con):
+                if con is not None:
+                    con.close()
 
     def _page_connection(self, limit: float) -> duckdb.DuckDBPyConnection:
         if not self._ready.wait(limit):
@@ -171,12 +175,17 @@ class LakeReader:
         self, seconds: float | None = None, user_sql: bool = False, query: str = ""
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one request at a time, interrupted after `seconds` (default: the time limit): the
-        pages' own, or (user_sql) the one `tracevals sql` opens for `query`, what a person typed, opened within
-        the limit (its shared views are computed as it opens) and closed after."""
+        pages' own, or (user_sql) the locked sandbox of `tracevals sql` that runs `query`, what a person typed,
+        with what `tracevals sql` would compute once for it computed once (within the limit)."""
         limit = self.query_seconds if seconds is None else seconds
         self._page_connection(limit)  # waits for the first open
         with self._lock:
-            con = connect() if user_sql else self._page_connection(limit)
+            if user_sql:
+                if self._sql_con is None:
+                    self._sql_con = open_lake(self.lake, read_only=True)
+                con = self._sql_con
+            else:
+                con = self._page_connection(limit)
             stopped = threading.Event()
 
             def stop() -> None:
@@ -187,20 +196,16 @@ class LakeReader:
             timer.daemon = True
             timer.start()
             try:
-                if user_sql:
-                    open_for_query(self.lake, query, con)
-                if stopped.is_set():  # the limit came between two statements of the open, where no interrupt lands
-                    raise duckdb.InterruptException("interrupted while the lake opened")
-                yield con
+                with query_views_computed(con, query) if user_sql else contextlib.nullcontext():
+                    if stopped.is_set():  # the limit came between two statements, where no interrupt lands
+                        raise duckdb.InterruptException("interrupted while the query's views were computed")
+                    yield con
             except Exception as exc:
-                # an interrupt while the views are defined comes as the view file's error (`LakeError`)
                 if stopped.is_set() or isinstance(exc, duckdb.InterruptException):
                     raise QueryLimit(f"the query ran past the time limit of {limit:g} s and was stopped") from exc
                 raise
             finally:
                 timer.cancel()
-                if user_sql:
-                    con.close()
 
     def run(self, work: Callable[[duckdb.DuckDBPyConnection], T], seconds: float | None = None) -> T:
         """`work(page connection)` under the time limit."""
