@@ -111,7 +111,8 @@ def production_page(ui: UI, request: Request) -> Response:
 
 def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
     """The rows of a read-only query, checked exactly as `tracevals sql` checks it (`check_read_only`: it only
-    parses), on the connection `tracevals sql` opens for it, under the time limit and row cap."""
+    parses), on the UI's sandboxed SQL connection with what `tracevals sql` computes once for it computed once,
+    under the time limit and row cap."""
     from tracevals.cli.sql import check_read_only
 
     try:
