@@ -20,9 +20,10 @@ from fixtures.otlp_lakes import DIALECTS, corpus_recordings, fixture_doc, ingest
 from tracevals import env
 from tracevals.lake.lake import Lake
 from tracevals.queries import VIEW_NAMES, open_lake
-from tracevals.queries.connection import LakeError, closure_of, is_small, shared_views, views_read_by
+from tracevals.queries.connection import LakeError, closure_of, is_small, shared_views
 from tracevals.queries.materialize import materialized
 from tracevals.queries.selection import Selection, select_sessions
+from tracevals.queries.user_query import views_read_by
 
 
 def _rows(con: duckdb.DuckDBPyConnection, view: str) -> list[tuple[object, ...]]:

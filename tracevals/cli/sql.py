@@ -17,8 +17,8 @@ from tracevals.cli.shared.output import FORMATS, lake_option, print_row_chunks, 
 from tracevals.cli.shared.times import time_range_options
 from tracevals.queries import LakeError
 from tracevals.queries.catalog import VIEW_NAMES
-from tracevals.queries.connection import open_for_query
 from tracevals.queries.interrupts import connect
+from tracevals.queries.user_query import open_for_query
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -6,7 +6,7 @@ ready), sandboxed to the lake (`queries.connection.sandbox`: it reads the lake a
 one request at a time. The SQL page runs what a person types on a second one, locked as `tracevals sql`
 locks its own (`open_lake(read_only=True)`: no setting can change), kept until the lake changes: a small
 lake's snapshot serves every query, and on a larger one what `tracevals sql` computes once for a query at
-open is computed once around it (`queries.connection.query_views_computed`). The page connection is not
+open is computed once around it (`queries.user_query.query_views_computed`). The page connection is not
 locked, because the per-trace lookup turns off optimizer passes that cost more than they save on a few rows. A
 watcher thread lists the lake every few seconds; when files land (a run writing, a collector rotating,
 a score job storing) it opens a new connection beside the old one and swaps it in, so that no request
@@ -32,7 +32,8 @@ import pyarrow.fs as pafs
 
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
-from tracevals.queries.connection import query_views_computed, sandbox
+from tracevals.queries.connection import sandbox
+from tracevals.queries.user_query import query_views_computed
 
 __all__ = ["QUERY_SECONDS", "ROW_CAP", "LakeReader", "QueryLimit", "lake_fingerprint"]
 
