@@ -6,18 +6,17 @@
 >>> con.execute("select count(*) from sessions").fetchall()              # a list of tuples
 
 DuckDB 2 relations (`con.sql(...)`) have `.pl()`, `.arrow()`, `.fetchall()` but no `fetchone()`: use
-`con.execute(...)` for that, and for parameters (`con.execute("... where session_id = ?", [sid])`). A
-result read with `fetchone()` stays open until fetched to the end: on a connection you keep using, fetch
-with `fetchall()`.
+`con.execute(...)` for that, and for parameters (`con.execute("... where session_id = ?", [sid])`). A result
+read with `fetchone()` stays open until fetched to the end: on a connection you keep using, use `fetchall()`.
 
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
 
 A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through
-`tracevals.lake.objects.ObjectLake` and read as pyarrow datasets, no DuckDB extension; see
-docs/lake.md, "Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so
-DuckDB never opens the other files (see `Lake.partition_globs`). The pieces: `views`
-(the view files and their names), `sources` (the base relations over the files), `lookup` (one session),
-`user_query` (a query a person typed: the views it reads, the connection `tracevals sql` opens for it).
+`tracevals.lake.objects.ObjectLake` and read as pyarrow datasets, no DuckDB extension; see docs/lake.md,
+"Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so DuckDB never opens
+the other files (see `Lake.partition_globs`). The pieces: `views` (the view files and their names), `sources`
+(the base relations over the files), `lookup` (one session), `user_query` (a query a person typed: the views it
+reads, the connection `tracevals sql` opens for it).
 """
 
 from __future__ import annotations
@@ -92,16 +91,20 @@ def _private_temp_directory() -> str:
     return path
 
 
-# Views a snapshot leaves as views: the price table (registered from Python), and views that only filter
-# or project one other relation (a copy would be every row and column once more).
+# Views a snapshot leaves as views: the price table (registered from Python), and views that only filter or project
+# one other relation (a copy would be every row and column once more).
 LEFT_AS_VIEWS = frozenset({PRICES_VIEW}) | PASS_THROUGH
-
 # The views that are the lake's rows themselves, de-duplicated (every column of every span and log record): on a
 # lake larger than a snapshot, computed once they would be held as its raw rows would (a `sql` of `handoffs` on
 # 10^6 spans: 0.50 GB live, 1.23 GB so), and they stay live, as those do.
 ROW_VIEWS = frozenset({"spans", "logs"})
-
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
+# A small lake's snapshot copies its span and log rows (every column) once on object storage, where each read is
+# requests, and past this many local files, which each read opens; with fewer, each view that scans them reads the
+# files (its columns only). `tracevals sql` of `count(*)` on the small bench lake (one file), whole processes, 10
+# pairs: `tool_calls` 0.402 s against 0.475 copied, `sessions` 0.928 against 0.955; on a lake of 28 files `turns`
+# took longer read (0.82 s in process against 0.72), as on one of 12.
+COPY_RAW_FILES = 8
 
 
 def _bind_sources(con: duckdb.DuckDBPyConnection, lake: Lake, read_spans: bool, since: When, until: When) -> None:
@@ -249,22 +252,27 @@ def define_views(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | list[s
 
 
 def is_small(lake: Lake, since: When = None, until: When = None) -> bool:
-    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
-    snapshots off). The sizes come from the lake's listing (on object storage one LIST request per 1,000
-    files)."""
+    """Whether the span and log files in range total at most TRACEVALS_SNAPSHOT_MB (`_small_files`)."""
+    return _small_files(lake, since, until) is not None
+
+
+def _small_files(lake: Lake, since: When, until: When) -> int | None:
+    """How many span and log files are in range if they total at most TRACEVALS_SNAPSHOT_MB (default 16; 0 turns
+    snapshots off), else None. From the lake's listing (on object storage one LIST request per 1,000 files)."""
     try:
         limit = float(os.environ.get(env.SNAPSHOT_MB, "") or SNAPSHOT_MB) * 1e6
     except ValueError:
         raise LakeError(
             f"{env.SNAPSHOT_MB}={os.environ[env.SNAPSHOT_MB]!r} is not a number of MB; unset it or set e.g. 16"
         ) from None
-    total = 0
+    total = files = 0
     for sub in (SPANS_DIR, LOGS_DIR):
         for info in lake.partition_files(sub, since, until):
             total += info.size or 0
+            files += 1
             if total > limit:
-                return False
-    return True
+                return None
+    return files
 
 
 def shared_views(names: tuple[str, ...] | list[str], asked: tuple[str, ...] = ()) -> set[str]:
@@ -342,10 +350,11 @@ def open_lake(
     message_parts, model_calls, tool_calls, steps ... for all views) is computed once at open, bottom-up,
     and the others read those tables. Planning the whole tree of views beneath a `sessions` query costs
     seconds; over tables, milliseconds. A larger lake opened for some views (`views=`, as `tracevals sql`
-    opens one for its query) computes their shared views once too, but for its rows themselves (its span and
-    log files, `ROW_VIEWS`), read where they are; opened for every view, it is read live through the views.
-    A snapshot does not see files written after it: reopen the lake. snapshot_path: keep those tables in a
-    DuckDB file there (compressed, paged out under memory_limit) instead of in memory; the caller removes it.
+    opens one for its query) computes their shared views once too, but for its rows themselves (its span and log
+    files, `ROW_VIEWS`), read where they are, as a small local lake's few files are (`COPY_RAW_FILES`); opened for
+    every view, it is read live through the views. A snapshot does not see files written after it: reopen the
+    lake. snapshot_path: keep those tables in a DuckDB file there (compressed, paged out under memory_limit)
+    instead of in memory; the caller removes it.
     read_spans=False: `raw_spans` and `raw_logs` start empty (the views bind against no files, which is
     quicker), for a caller that points them at files of its own (`export.export_view`'s workers).
     views: define only these views and those they read (defining all of them binds every view's whole
@@ -362,17 +371,18 @@ def open_lake(
     _bind_sources(con, lake, read_spans, since, until)
     register_prices(con, {**default_prices(), **lake.prices()} if prices is None else prices)
     if materialize == "auto":
-        small = read_spans and is_small(lake, since, until)
+        files = _small_files(lake, since, until) if read_spans else None
+        small = files is not None
         # A connection for some views (a query's: `tracevals sql`) computes the views its queries would compute
         # twice or more once, whatever the lake's size: live, DuckDB plans and computes such a view at every place
         # a view names it (`span_facts` 19 times in the plan of a `sessions` query). A larger lake's raw rows stay
-        # in their files; a small one's are copied too. A connection for every view (`tracevals ui`'s, reopened
-        # whenever a file arrives) computes nothing up front on a larger lake.
+        # in their files; a small one's are copied when that pays (`COPY_RAW_FILES`). A connection for every view
+        # (`tracevals ui`'s, reopened whenever a file arrives) computes nothing up front on a larger lake.
         if small:
             snapshot = shared_views(VIEW_NAMES if views is None else closure_of(views), views or ())
         else:
             snapshot = computed_for(views, small=False) if read_spans and views is not None else set()
-        copy_raw = small
+        copy_raw = files is not None and (lake.local_folder is None or files > COPY_RAW_FILES)
     else:
         snapshot = set(MATERIALIZE if materialize is True else materialize or ())
         copy_raw = True

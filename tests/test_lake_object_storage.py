@@ -157,6 +157,10 @@ def test_a_lake_with_spans_but_no_logs_or_scores(s3: S3, tmp_path: Path) -> None
     assert con.execute("select count(*) from logs").fetchall() == [(0,)]
     assert con.execute("select count(*) from scores").fetchall() == [(0,)]
     assert con.execute("select count(*) from spans").fetchall()[0][0] > 0
+    # one file, but each read of it is requests: a connection for a query copies its rows once (`COPY_RAW_FILES`)
+    one = open_lake(remote, views=("tool_calls",))
+    tables = {r[0] for r in one.execute("select table_name from duckdb_tables() where temporary").fetchall()}
+    assert "raw_spans_snapshot" in tables and one.execute("select count(*) from tool_calls").fetchall()[0][0] > 0
     # a prefix nothing was written to yet: every view, no rows
     empty = open_lake(s3.lake("nothing-yet"))
     assert empty.execute("select count(*) from trajectories").fetchall() == [(0,)]
