@@ -21,7 +21,7 @@ both see the same machine:
   duckdb     plain DuckDB in a process of its own reading the same files a reader of the lake reads
              (`count(*)` of the spans and the scores, the merged inputs a compaction keeps for earlier
              readers left out, as tracevals leaves them out): the floor the targets compare with. Until
-             issue 38's last stop it read every file listed, those inputs included (the run of record
+             2026-12-07 it read every file listed, those inputs included (the run of record
              at 96bd335: 1310 span files of 290,308 rows, where the commands read 1 of 10,888), a floor
              two to three times the one it names
 
