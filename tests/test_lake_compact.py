@@ -370,6 +370,48 @@ def test_a_reader_whose_files_a_compaction_deleted_ends_in_one_line(
     assert result.exit_code == 0, result.output
 
 
+def test_a_query_whose_files_a_compaction_deleted_says_so_in_its_line(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tracevals sql` (and the UI's SQL page, and a command's `lake_errors`) catch DuckDB's errors themselves, so
+    the error handler's line for a file removed while the command ran (`vanished_file`) never reached them: `sql`
+    said "query failed: IO Error: No files found that match the pattern ...". A lake a compaction left inputs in
+    for its readers is read from the files its listing names (the others skipped); another compaction between the
+    open and the query (`--retention 0`) removes some; the line now says what happened and what to do."""
+    from click.testing import CliRunner
+
+    import tracevals.cli.sql as sql_command
+    from tracevals.cli import error_line, main, vanished_file
+    from tracevals.cli.shared.output import lake_errors
+
+    assert compact(built, min_age_s=0, retention_s=600).files_in > 0  # inputs kept for readers: files named
+    ingest_doc(built, moved(fixture_doc(DIALECTS[0]), 999, 1))  # a late file in a merged hour
+    opened = sql_command.open_for_query
+
+    def then_compacted(*args: Any, **kwargs: Any) -> Any:
+        con = opened(*args, **kwargs)
+        assert compact(built, min_age_s=0, retention_s=0).files_in > 0  # the hour merged again, its files gone
+        return con
+
+    monkeypatch.setenv("TRACEVALS_SNAPSHOT_MB", "0")  # the spans read from their files by the query itself
+    monkeypatch.setattr(sql_command, "open_for_query", then_compacted)
+    query = ["sql", "--lake", str(built), "select count(distinct name) from spans"]
+    result = CliRunner().invoke(main, query)
+    assert result.exit_code == 1, result.output
+    assert "query failed: " in result.output and "Traceback" not in result.output
+    assert "a file of the lake this command listed was removed while it ran" in result.output
+    monkeypatch.setattr(sql_command, "open_for_query", opened)
+    assert CliRunner().invoke(main, query).exit_code == 0  # run again: the merged files
+    # the same line wherever a DuckDB error is caught and shown
+    gone = built / "spans" / "date=2026-12-01" / "hour=07" / "part-1-c0ffee00.parquet"
+    with pytest.raises(duckdb.IOException) as caught:
+        duckdb.sql(f"SELECT * FROM '{gone}'")
+    assert error_line(caught.value) == vanished_file(caught.value)
+    with pytest.raises(Exception, match="a file of the lake this command listed was removed"), lake_errors(built, ()):
+        raise caught.value
+    assert error_line(duckdb.ParserException("syntax error at x\nLINE 1")) == "syntax error at x"
+
+
 def test_only_a_file_of_the_lakes_partitions_is_named_as_removed(tmp_path: Path) -> None:
     """A query that names a Parquet file that is not there gets DuckDB's own error, not the compaction's."""
     from tracevals.cli import vanished_file

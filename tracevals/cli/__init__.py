@@ -110,6 +110,12 @@ def vanished_file(exc: Exception) -> str | None:
     )
 
 
+def error_line(exc: Exception) -> str:
+    """The one line a command (or a page) shows for a DuckDB error it catches itself: `vanished_file`'s for a lake
+    file removed while it ran, else the error's first line."""
+    return vanished_file(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
 def _interrupted(exc: Exception) -> bool:
     """Whether `exc` is DuckDB's answer to Ctrl-C: it takes the SIGINT that arrives while a query runs and
     raises `RuntimeError("Query interrupted")` (or its `InterruptException`) instead of KeyboardInterrupt.

@@ -13,6 +13,7 @@ import click
 import duckdb
 
 from tracevals import env
+from tracevals.cli import error_line
 from tracevals.cli.shared.output import FORMATS, lake_option, print_row_chunks, table_rows
 from tracevals.cli.shared.times import time_range_options
 from tracevals.queries import LakeError
@@ -141,7 +142,7 @@ def sql(lake: Lake, fmt: str, out: Path | None, since: datetime | None, until: d
         hint = f"; the views are {', '.join(VIEW_NAMES)} (docs/queries.md)" if "does not exist" in first else ""
         raise click.ClickException(f"query failed: {first}{hint}") from exc
     except duckdb.Error as exc:
-        raise click.ClickException(f"query failed: {str(exc).splitlines()[0]}") from exc
+        raise click.ClickException(f"query failed: {error_line(exc)}") from exc
 
 
 # Rows read and printed at a time: memory follows this many rows, not the result (2,000,000 rows of two

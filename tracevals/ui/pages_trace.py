@@ -113,6 +113,7 @@ def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
     """The rows of a read-only query, checked exactly as `tracevals sql` checks it (`check_read_only`: it only
     parses), on the UI's sandboxed SQL connection with what `tracevals sql` computes once for it computed once,
     under the time limit and row cap."""
+    from tracevals.cli import error_line
     from tracevals.cli.sql import check_read_only
 
     try:
@@ -123,7 +124,7 @@ def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
     except QueryLimit as exc:
         return None, str(exc)
     except (duckdb.Error, LakeError) as exc:
-        return None, f"query failed: {str(exc).splitlines()[0]}"
+        return None, f"query failed: {error_line(exc)}"
 
 
 def sql_page(ui: UI, request: Request) -> Response:
