@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from tracevals.cli import error_line
 from tracevals.lake.lake import Lake
 from tracevals.model.case import Case
 from tracevals.model.score import Score
@@ -175,7 +176,7 @@ class Figures:
             try:
                 value, error = compute(), None
             except Exception as exc:  # one line on the page: what failed and why
-                value, error = None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                value, error = None, f"{type(exc).__name__}: {error_line(exc) if str(exc) else ''}"
             with self._lock:
                 self.version += 1
                 if key == ("index",):
@@ -194,7 +195,7 @@ class Figures:
             [(traces, last)] = con.execute(_TRACES_SQL).fetchall()
             traces = int(traces or 0) - sum(r.attempts for r in runs)  # the traces of no harness run
         except duckdb.Error as exc:
-            self.index_error = f"cannot read the lake {self.lake}: {str(exc).splitlines()[0]}"
+            self.index_error = f"cannot read the lake {self.lake}: {error_line(exc)}"
             self.index_ready.set()
             return
         finally:

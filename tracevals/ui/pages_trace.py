@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tracevals.cli import error_line
 from tracevals.lake.paths import LakeError
 from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.reader import QueryLimit
@@ -33,7 +34,7 @@ def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
         attempt, verdicts = ui.figures.trajectory(trace_id), ui.figures.verdicts(trace_id)
         return ui.reader.run(lambda con: load_trace(con, trace_id, attempt, verdicts)), None
     except (QueryLimit, duckdb.Error) as exc:
-        return None, str(exc).splitlines()[0]
+        return None, error_line(exc)
 
 
 def trace_page(ui: UI, request: Request) -> Response:
@@ -93,7 +94,7 @@ def search_sessions(ui: UI, q: dict[str, str]) -> tuple[Any, str | None]:
     try:
         return ui.reader.rows(sql, [since, until, *params, since, until], cap=200), None
     except (QueryLimit, duckdb.Error) as exc:
-        return None, str(exc).splitlines()[0]
+        return None, error_line(exc)
 
 
 def production_page(ui: UI, request: Request) -> Response:
@@ -113,7 +114,6 @@ def _sql_result(ui: UI, query: str) -> tuple[Any, str | None]:
     """The rows of a read-only query, checked exactly as `tracevals sql` checks it (`check_read_only`: it only
     parses), on the UI's sandboxed SQL connection with what `tracevals sql` computes once for it computed once,
     under the time limit and row cap."""
-    from tracevals.cli import error_line
     from tracevals.cli.sql import check_read_only
 
     try:

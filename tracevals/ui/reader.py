@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from tracevals.cli import error_line
 from tracevals.lake.lake import Lake
 from tracevals.queries import open_lake
 from tracevals.queries.connection import sandbox
@@ -122,13 +123,13 @@ class LakeReader:
             with self._lock:
                 self._con = con
         except Exception as exc:  # said by every page that needs the connection
-            self._open_error = f"cannot open the lake {self.lake}: {str(exc).splitlines()[0]}"
+            self._open_error = f"cannot open the lake {self.lake}: {error_line(exc)}"
         self._ready.set()
         while not self._stop.wait(self.poll_seconds):
             try:
                 self.refresh()
             except Exception as exc:  # a lake being written can list oddly for a moment: try again later
-                print(f"tracevals ui: could not reopen {self.lake}: {str(exc).splitlines()[0]}", flush=True)
+                print(f"tracevals ui: could not reopen {self.lake}: {error_line(exc)}", flush=True)
 
     def refresh(self) -> bool:
         """Reopen when the lake's files changed since the last open; True when it did."""
