@@ -36,6 +36,7 @@ from tracevals import env
 from tracevals.lake.columns import LOGS_DIR, SCORES_DIR, SPANS_DIR, STEP_RELIABILITY_DIR
 from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError, pattern
+from tracevals.lake.unreadable import vanished_file
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
@@ -101,9 +102,8 @@ ROW_VIEWS = frozenset({"spans", "logs"})
 SNAPSHOT_MB = 16  # TRACEVALS_SNAPSHOT_MB: the largest lake, in MB of span and log files, snapshotted at open
 # A small lake's snapshot copies its span and log rows (every column) once on object storage, where each read is
 # requests, and past this many local files, which each read opens; with fewer, each view that scans them reads the
-# files (its columns only). `tracevals sql` of `count(*)` on the small bench lake (one file), whole processes, 10
-# pairs: `tool_calls` 0.402 s against 0.475 copied, `sessions` 0.928 against 0.955; on a lake of 28 files `turns`
-# took longer read (0.82 s in process against 0.72), as on one of 12.
+# files (its columns only). `sql` of `count(*)` on the small bench lake (1 file), whole processes, 10 pairs: tool_calls
+# 0.402 s against 0.475 copied; on a lake of 28 files `turns` took longer read (0.82 s in process against 0.72).
 COPY_RAW_FILES = 8
 
 
@@ -238,7 +238,7 @@ def _define_file(
             # (`restrict_snapshots`) as it narrows the raw files.
             snapshot_view(con, name, schema, query)
     except duckdb.Error as exc:
-        raise LakeError(f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
+        raise LakeError(vanished_file(exc) or f"view file {file_name}: {str(exc).splitlines()[0]}") from exc
 
 
 def define_views(con: duckdb.DuckDBPyConnection, views: tuple[str, ...] | list[str]) -> None:

@@ -17,6 +17,7 @@ import pytest
 from fixtures.otlp_lakes import DIALECTS, fixture_doc, ingest_doc, ingest_scrambled, moved
 
 from tracevals.lake.compact import MARKER, ROW_GROUP_ROWS, CompactError, compact, compacted_from
+from tracevals.lake.paths import LakeError
 from tracevals.lake.schema import DERIVED_DIR, SPAN_SCHEMA
 from tracevals.lake.writer import write_table_atomically
 from tracevals.queries import VIEW_NAMES, open_lake, session_lookup
@@ -381,8 +382,9 @@ def test_a_query_whose_files_a_compaction_deleted_says_so_in_its_line(
     from click.testing import CliRunner
 
     import tracevals.cli.sql as sql_command
-    from tracevals.cli import error_line, main, vanished_file
+    from tracevals.cli import main
     from tracevals.cli.shared.output import lake_errors
+    from tracevals.lake.unreadable import error_line, vanished_file
 
     assert compact(built, min_age_s=0, retention_s=600).files_in > 0  # inputs kept for readers: files named
     ingest_doc(built, moved(fixture_doc(DIALECTS[0]), 999, 1))  # a late file in a merged hour
@@ -410,11 +412,27 @@ def test_a_query_whose_files_a_compaction_deleted_says_so_in_its_line(
     with pytest.raises(Exception, match="a file of the lake this command listed was removed"), lake_errors(built, ()):
         raise caught.value
     assert error_line(duckdb.ParserException("syntax error at x\nLINE 1")) == "syntax error at x"
+    # the same between the listing and the views an open computes: it blamed a view file ("view file
+    # 24_message_parts.sql: IO Error: Cannot open file ...", `sql` beside `compact --retention 0`)
+    import tracevals.queries.connection as connection
+
+    ingest_doc(built, moved(fixture_doc(DIALECTS[1]), 998, 1))
+    assert compact(built, min_age_s=0, retention_s=600).files_in > 0  # inputs kept again: files named
+    ingest_doc(built, moved(fixture_doc(DIALECTS[2]), 997, 1))
+    listed = connection.register_prices  # called after the files are listed, before the views are computed
+
+    def compacted_after_listing(*args: Any, **kwargs: Any) -> Any:
+        assert compact(built, min_age_s=0, retention_s=0).files_in > 0
+        return listed(*args, **kwargs)
+
+    monkeypatch.setattr(connection, "register_prices", compacted_after_listing)
+    with pytest.raises(LakeError, match="a file of the lake this command listed was removed while it ran"):
+        open_lake(built, views=("turns",))
 
 
 def test_only_a_file_of_the_lakes_partitions_is_named_as_removed(tmp_path: Path) -> None:
     """A query that names a Parquet file that is not there gets DuckDB's own error, not the compaction's."""
-    from tracevals.cli import vanished_file
+    from tracevals.lake.unreadable import vanished_file
 
     def error(path: Path) -> Exception:
         with pytest.raises(duckdb.IOException) as caught:

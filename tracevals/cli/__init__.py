@@ -9,7 +9,6 @@ import gc
 import importlib
 import importlib.util
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from typing import Any
 import click
 
 from tracevals import __version__
+from tracevals.lake.unreadable import duckdb_error as _duckdb_error
+from tracevals.lake.unreadable import vanished_file
 from tracevals.model.gc_pause import gc_paused
 
 # name -> "module:attribute". A subcommand's module is imported when the subcommand runs (or its
@@ -80,40 +81,6 @@ def operational_error(exc: OSError) -> str | None:
         return None
     where = f"cannot use {exc.filename}: " if exc.filename else ""  # Arrow's errors name no file
     return f"{where}{exc.strerror or exc}; {fix}"
-
-
-def _duckdb_error(exc: Exception, name: str) -> bool:
-    """Whether `exc` is DuckDB's exception `name`, known by its class, so that the error handler does not
-    import duckdb."""
-    return type(exc).__name__ == name and "duckdb" in type(exc).__module__
-
-
-# A file of a lake's partitions (`lake.paths`): spans/ or logs/, date=/hour=, as DuckDB quotes it in an error.
-_LAKE_FILE = re.compile(r'"([^"]*/(?:spans|logs)/date=[^"/]+/hour=\d+/[^"/]+\.parquet)"')
-
-
-def vanished_file(exc: Exception) -> str | None:
-    """One line for DuckDB's error on a lake file that was there when the command listed the lake and is gone
-    when it reads it: a `tracevals compact` merged its hour and, its `--retention` over (0: at once), deleted
-    it. None for any other error (a file a query names itself that is not there is DuckDB's own error).
-    Known by class name and message, so that the error handler does not import duckdb."""
-    if not _duckdb_error(exc, "IOException"):
-        return None
-    text = str(exc)
-    found = _LAKE_FILE.search(text)
-    if found is None or not ("No files found" in text or "No such file" in text):
-        return None
-    return (
-        f"{found.group(1)}: not found; a file of the lake this command listed was removed while it ran (a "
-        "`tracevals compact` merges an hour's files and deletes them after its --retention): run the command "
-        "again; a reader that takes longer needs a longer `tracevals compact --retention`"
-    )
-
-
-def error_line(exc: Exception) -> str:
-    """The one line a command (or a page) shows for a DuckDB error it catches itself: `vanished_file`'s for a lake
-    file removed while it ran, else the error's first line."""
-    return vanished_file(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _interrupted(exc: Exception) -> bool:

@@ -13,9 +13,9 @@ import click
 import duckdb
 
 from tracevals import env
-from tracevals.cli import error_line
 from tracevals.cli.shared.output import FORMATS, lake_option, print_row_chunks, table_rows
 from tracevals.cli.shared.times import time_range_options
+from tracevals.lake.unreadable import error_line
 from tracevals.queries import LakeError
 from tracevals.queries.catalog import VIEW_NAMES
 from tracevals.queries.interrupts import connect

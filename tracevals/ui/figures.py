@@ -21,8 +21,8 @@ from typing import Any
 
 import duckdb
 
-from tracevals.cli import error_line
 from tracevals.lake.lake import Lake
+from tracevals.lake.unreadable import error_line
 from tracevals.model.case import Case
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from starlette.requests import Request
 from starlette.responses import Response
 
-from tracevals.cli import error_line
 from tracevals.lake.paths import LakeError
+from tracevals.lake.unreadable import error_line
 from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.reader import QueryLimit
 from tracevals.ui.trace import load_trace

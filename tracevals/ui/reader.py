@@ -30,8 +30,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from tracevals.cli import error_line
 from tracevals.lake.lake import Lake
+from tracevals.lake.unreadable import error_line
 from tracevals.queries import open_lake
 from tracevals.queries.connection import sandbox
 from tracevals.queries.user_query import query_views_computed

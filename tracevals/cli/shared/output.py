@@ -136,7 +136,7 @@ def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: b
     except errors as exc:
         raise click.ClickException(str(exc).splitlines()[0] if first_line else str(exc)) from None
     except duckdb.Error as exc:
-        from tracevals.cli import error_line
+        from tracevals.lake.unreadable import error_line
 
         raise click.ClickException(f"cannot read the lake {lake}: {error_line(exc)}") from exc
 
