@@ -52,17 +52,16 @@ from common import PROJECT_PYTHON, ROOT, Figure, Section
 ISSUE_24_BASE = "b588f12"  # main when issue 24's work began
 
 
-def _span_files(lake: Path) -> str:
-    """The span files listed and those a reader reads (the merged inputs kept for earlier readers left out),
-    with their rows."""
+def _span_files(lake: Path, read: list[str]) -> str:
+    """The span files listed and those a reader reads (`read`: the merged inputs kept for earlier readers left
+    out), with their rows."""
     import pyarrow.parquet as pq
 
     sys.path.insert(0, str(ROOT))
     from tracevals.lake.lake import Lake
 
-    opened = Lake.open(lake)
-    every, read = opened.list_parquet("spans", replaced=True), opened.list_parquet("spans")
-    rows = [sum(pq.read_metadata(i.path).num_rows for i in infos) for infos in (every, read)]
+    every = [info.path for info in Lake.open(lake).list_parquet("spans", replaced=True)]
+    rows = [sum(pq.read_metadata(path).num_rows for path in paths) for paths in (every, read)]
     return f"span files {len(every)} ({rows[0]:,} rows), of which a reader reads {len(read)} ({rows[1]:,} rows)"
 
 
@@ -158,12 +157,12 @@ def main() -> None:
         files = sorted(lake.rglob("*.parquet"))
         size = sum(p.stat().st_size for p in files)
         print(f"lake: {len(files)} Parquet files, {size / 1e6:.1f} MB")
-        print(f"lake: {_span_files(lake)}")
+        read = {sub: _read_files(lake, sub) for sub in ("spans", "scores")}
+        print(f"lake: {_span_files(lake, read['spans'])}")
         out = work / "out"
         out.mkdir()
         cli = ["-c", "from tracevals.cli import main; main()"]
         last, before_last = (ids[-1], ids[-2]) if len(ids) >= 2 else (ids[-1], ids[-1])
-        read = {sub: _read_files(lake, sub) for sub in ("spans", "scores")}
         print(f"floor: plain DuckDB over the files a reader reads: {len(read['spans'])} of spans, "
               f"{len(read['scores'])} of scores")  # fmt: skip
         plain = "import duckdb; con = duckdb.connect(); " + "; ".join(
