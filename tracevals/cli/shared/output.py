@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracevals import env
+from tracevals.lake.unreadable import error_line
 from tracevals.model.display import ACTS_ON_A_TERMINAL
 from tracevals.model.progress import Told, quiet
 
@@ -136,8 +137,6 @@ def lake_errors(lake: object, errors: tuple[type[Exception], ...], first_line: b
     except errors as exc:
         raise click.ClickException(str(exc).splitlines()[0] if first_line else str(exc)) from None
     except duckdb.Error as exc:
-        from tracevals.lake.unreadable import error_line
-
         raise click.ClickException(f"cannot read the lake {lake}: {error_line(exc)}") from exc
 
 
