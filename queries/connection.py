@@ -11,12 +11,11 @@ read with `fetchone()` stays open until fetched to the end: on a connection you 
 
 The views are plain SQL files, applied in file-name order; each reads only views defined before it.
 
-A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through
-`tracevals.lake.objects.ObjectLake` and read as pyarrow datasets, no DuckDB extension; see docs/lake.md,
-"Object storage"). `since` / `until` keep only the `date=…/hour=…` partitions in range, so DuckDB never opens
-the other files (see `Lake.partition_globs`). The pieces: `views` (the view files and their names), `sources`
-(the base relations over the files), `lookup` (one session), `user_query` (a query a person typed: the views it
-reads, the connection `tracevals sql` opens for it).
+A lake is a directory or an object-store prefix (`s3://bucket/lake`: its files listed through `lake.objects`
+and read as pyarrow datasets, no DuckDB extension; docs/lake.md, "Object storage"). `since` / `until` keep only
+the `date=…/hour=…` partitions in range, so DuckDB never opens the other files (`Lake.partition_globs`). The
+pieces: `views` (the view files and their names), `sources` (the base relations over the files), `lookup` (one
+session), `user_query` (a query a person typed: the views it reads, the connection `tracevals sql` opens for it).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from tracevals.lake.lake import Lake, LakeLike, When
 from tracevals.lake.paths import LakeError, pattern
 from tracevals.lake.unreadable import vanished_file
 from tracevals.model.prices import default_prices
+from tracevals.model.signals import held_off
 from tracevals.queries.binding import RAW, bind, narrow_snapshot, snapshot_binding, snapshot_view, stand_ins
 from tracevals.queries.catalog import MATERIALIZE, PRICES_VIEW, VIEW_NAMES, defined_views, view_bodies, view_sql
 from tracevals.queries.interrupts import connect
@@ -87,8 +87,9 @@ def keep_footers(con: duckdb.DuckDBPyConnection, keep: bool) -> None:
 @functools.cache
 def _private_temp_directory() -> str:
     """Where sandboxed connections spill: a directory of this process's own, removed when it exits."""
-    path = tempfile.mkdtemp(prefix="tracevals-spill-")
-    atexit.register(shutil.rmtree, path, True)
+    with held_off():  # a stop as it is made waits until its removal is registered
+        path = tempfile.mkdtemp(prefix="tracevals-spill-")
+        atexit.register(shutil.rmtree, path, True)
     return path
 
 
@@ -108,8 +109,7 @@ COPY_RAW_FILES = 8
 
 
 def _bind_sources(con: duckdb.DuckDBPyConnection, lake: Lake, read_spans: bool, since: When, until: When) -> None:
-    """The raw relations every view reads (`queries.sources`): spans and log records in range (none:
-    `read_spans=False`), scores, the per-step table."""
+    """The raw relations every view reads: spans and logs in range (none: not `read_spans`), scores, step rows."""
     for raw, sub in (("raw_spans", SPANS_DIR), ("raw_logs", LOGS_DIR)):
         if read_spans:
             register_source(con, raw, lake, sub, True, since, until)

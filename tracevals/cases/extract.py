@@ -22,7 +22,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from tracevals.cases.rules import Rules
 from tracevals.harness.cassettes import FORMAT_VERSION, call_key, cassette_name
 from tracevals.lake.lake import Lake
 from tracevals.model.errors import UserError
+from tracevals.model.signals import temporary_folder
 from tracevals.model.tasks import case_from_dict
 from tracevals.model.trajectory import HANDOFF_TOOL
 from tracevals.queries import open_lake
@@ -244,8 +244,8 @@ def _write(
         cassettes[case_id] = _cassette(interactions(s))
     # written beside the target and swapped in whole: a failure leaves no half set, --force no stale file
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    # (the folder is removed whatever stops this, once it is moved to `out` too, where nothing is left to remove)
+    with temporary_folder(f".{out.name}.", out.parent) as work:
         (work / "cassettes").mkdir()
         (work / "cases.jsonl").write_text(
             "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8"
@@ -279,9 +279,6 @@ def _write(
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(work, out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return result
 
 

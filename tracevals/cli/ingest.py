@@ -12,7 +12,6 @@ import errno
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from tracevals.collector.otlp_json import (
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
 from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR, empty_table
 from tracevals.lake.writer import LakeWriter, Spill
+from tracevals.model.signals import temporary_folder
 from tracevals.spans.rows import MAX_VALUE_BYTES
 
 if TYPE_CHECKING:
@@ -319,9 +319,9 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
     if sum(str(path) == "-" for path in files) > 1:
         raise click.UsageError("'-' (standard input) is given more than once; give it once")
     # nothing is written before every file is read: what was read waits on disk (`Spill`), not in memory
-    with tempfile.TemporaryDirectory(prefix="tracevals-ingest-") as folder:
-        spill = Spill(Path(folder))
-        named, files = files, tuple(_stdin_copy(Path(folder)) if str(p) == "-" else p for p in files)
+    with temporary_folder("tracevals-ingest-") as folder:
+        spill = Spill(folder)
+        named, files = files, tuple(_stdin_copy(folder) if str(p) == "-" else p for p in files)
 
         def keep(read: Read) -> None:
             spans, logs, _ = redacted(read)
@@ -332,7 +332,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
                 if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                     raise
                 raise click.ClickException(
-                    f"no room left in {Path(folder).parent} for the rows read ({exc.strerror or exc}): they wait "
+                    f"no room left in {folder.parent} for the rows read ({exc.strerror or exc}): they wait "
                     "there until every file is checked; set TMPDIR to a folder on a disk with room for about the "
                     "input's size. Nothing was written to the lake"
                 ) from None

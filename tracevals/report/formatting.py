@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from tracevals.model.display import visible
+from tracevals.model.signals import held_off
 
 PathArg = str | os.PathLike[str]
 P = ParamSpec("P")
@@ -105,15 +106,17 @@ def atomic_write(path: PathArg, text: str) -> Path:
     temporary file: a report is made to be shared."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with held_off() as release:  # a stop that falls as the file is made waits for the `try` that removes it
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            release()
+            os.fchmod(fd, 0o666 & ~umask())
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return target
 
 

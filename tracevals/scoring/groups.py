@@ -8,7 +8,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +23,7 @@ from tracevals.lake.paths import LakeError
 from tracevals.lake.writer import LakeFile
 from tracevals.model.batch import Batch
 from tracevals.model.score import SCORE_FRAME_SCHEMA
+from tracevals.model.signals import temporary_folder
 from tracevals.queries import open_lake
 from tracevals.queries.binding import default_memory_limit, without_default_limit
 from tracevals.queries.connection import define_views
@@ -268,8 +268,8 @@ def score_groups(plan: GroupPlan, scoring: ScoringJob) -> ScoringRun:
     roots: dict[str, str] = {}
     files: list[LakeFile] = []
     traces = sessions = groups = 0
-    with tempfile.TemporaryDirectory(prefix="tracevals-score-") as work:
-        for done, (scored, groups) in enumerate(_groups_scored(plan, job, workers, work), 1):
+    with temporary_folder("tracevals-score-") as work:
+        for done, (scored, groups) in enumerate(_groups_scored(plan, job, workers, str(work)), 1):
             traces += scored.traces
             sessions += scored.sessions
             tallies.append(scored.tallies)
