@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,20 @@ def _stopped_once_made(make: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """TMPDIR for this test, empty, and the test on the main thread, where Python runs signal handlers."""
+def sigint_taken() -> Iterator[None]:
+    """SIGINT taken as Python takes it by default (KeyboardInterrupt), whatever started the test run (a shell's
+    background job, as CI's runner may be, ignores it), on the main thread, where Python runs the handlers."""
     assert threading.current_thread() is threading.main_thread()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def scratch(sigint_taken: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TMPDIR for this test, empty (SIGINT taken: `sigint_taken`)."""
     folder = tmp_path / "tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
@@ -71,8 +81,9 @@ def test_a_temporary_folder_is_removed_when_the_stop_falls_as_it_is_made(
     assert entered == [] and list(scratch.iterdir()) == []
 
 
-def test_a_report_written_beside_its_name_leaves_no_part_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert threading.current_thread() is threading.main_thread()
+def test_a_report_written_beside_its_name_leaves_no_part_file(
+    sigint_taken: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tempfile, "mkstemp", _stopped_once_made(tempfile.mkstemp))
     with pytest.raises(KeyboardInterrupt):
         atomic_write(tmp_path / "report.md", "# report\n")
