@@ -84,10 +84,25 @@ def test_a_temporary_folder_is_removed_when_the_stop_falls_as_it_is_made(
 def test_a_report_written_beside_its_name_leaves_no_part_file(
     sigint_taken: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Nor an open descriptor of it: the file is opened before the stop is acted on, and closed as it unwinds."""
     monkeypatch.setattr(tempfile, "mkstemp", _stopped_once_made(tempfile.mkstemp))
     with pytest.raises(KeyboardInterrupt):
         atomic_write(tmp_path / "report.md", "# report\n")
     assert list(tmp_path.iterdir()) == []
+    if Path("/proc/self/fd").is_dir():  # Linux: what this process has open, a removed file's path included
+        assert not [d for d in _open_paths() if d.startswith(str(tmp_path))]
+
+
+def _open_paths() -> list[str]:
+    import os
+
+    paths = []
+    for descriptor in Path("/proc/self/fd").iterdir():
+        try:
+            paths.append(os.readlink(descriptor))
+        except OSError:  # closed since it was listed
+            continue
+    return paths
 
 
 def test_held_off_notes_a_stop_and_acts_on_it_once_released(scratch: Path) -> None:

@@ -41,7 +41,8 @@ def held_off() -> Iterator[Callable[[], None]]:
     def note(signum: int, _frame: FrameType | None) -> None:
         noted.append(signum)
 
-    previous = {s: signal.signal(s, note) for s in taken_here()}
+    # a handler set outside Python (getsignal: None) could not be put back: that signal is left as it is
+    previous = {s: signal.signal(s, note) for s in taken_here() if signal.getsignal(s) is not None}
 
     def release() -> None:
         while previous:

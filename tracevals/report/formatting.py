@@ -109,9 +109,9 @@ def atomic_write(path: PathArg, text: str) -> Path:
     with held_off() as release:  # a stop that falls as the file is made waits for the `try` that removes it
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
-            release()
-            os.fchmod(fd, 0o666 & ~umask())
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:  # closed however the block ends
+                release()
+                os.fchmod(fh.fileno(), 0o666 & ~umask())
                 fh.write(text)
             os.replace(tmp, target)
         except BaseException:
