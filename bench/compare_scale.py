@@ -364,7 +364,7 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
     lake = work / "lake"
     built, _, w1 = _phase(["--phase", "build", "--lake", str(lake), "--spans", str(spans)])
     row: dict[str, Any] = {"size": spans, "spans": built["spans"], "sessions": built["sessions"]}
-    row["build_seconds"] = built["seconds"]
+    row.update(build_seconds=built["seconds"], build_wall=w1)
     compacted = run_measured(
         [str(PROJECT_PYTHON), "-m", "tracevals", "compact", "--lake", str(lake), "--min-age", "0", "--retention", "0"],
         timeout=3600,
@@ -376,7 +376,6 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
     if floor.returncode != 0:
         raise RuntimeError(f"the plain-DuckDB floor exited {floor.returncode}: {last_lines(floor.stderr)}")
     row.update(floor_cpu=floor.cpu_s, floor_seconds=floor.wall_s)
-    started = time.perf_counter()
     job = nightly(lake, *inputs, args.workers)
     row.update(
         nightly_seconds=job["wall"],
@@ -395,8 +394,9 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
     print(f"{spans:,} spans: nightly {job['wall']:.1f}s, {job['sessions_per_s']:,.0f} sessions/s, "
           f"peak PSS {job['pss_mb']:,.0f} MiB", file=sys.stderr)  # fmt: skip
     if spans == args.identical_spans:
+        compared = time.perf_counter()
         row["identical"] = compare_with_baseline(lake, work, args, inputs)
-    row["nightly_wall"] = time.perf_counter() - started
+        row["identical_wall"] = time.perf_counter() - compared
     shutil.rmtree(lake / "scores", ignore_errors=True)
     if spans <= args.breakdown_max:
         parts, rss, w2 = _phase(["--phase", "breakdown", "--lake", str(lake)])
@@ -411,8 +411,25 @@ def lake_phases(spans: int, work: Path, args: argparse.Namespace, inputs: tuple[
             breakdown_wall=w2,
         )
     shutil.rmtree(lake, ignore_errors=True)
-    row["lake_wall"] = w1 + row["nightly_wall"] + row.get("breakdown_wall", 0.0)
     return row
+
+
+def projected_seconds(prev: dict[str, Any], spans: int, args: argparse.Namespace) -> float:
+    """Wall seconds of the phases that run at `spans`, projected linearly from `prev` (the size before): the
+    lake's build, its compaction, the floor and the nightly job, each as measured there; the one-worker run, the
+    baseline's scores and the breakdown only when they run at `spans` (`--floor-spans`, `--identical-spans`,
+    `--breakdown-max`), as measured there, or as the nightly job if they did not run there. A phase that runs
+    at the size before and not at this one is not counted: counted, the 10^6 size's breakdown, one-worker run and
+    baseline comparison made 10^7 look twice as long as it is, and `make bench` skipped a size it had time for."""
+    phases = [prev["build_wall"], prev["compact_seconds"], prev["floor_seconds"], prev["nightly_seconds"]]
+    for key, runs in (
+        ("one_worker_seconds", spans == args.floor_spans),
+        ("identical_wall", spans == args.identical_spans),
+        ("breakdown_wall", spans <= args.breakdown_max),
+    ):
+        if runs:
+            phases.append(prev.get(key, prev["nightly_seconds"]))
+    return sum(phases) * spans / prev["size"]
 
 
 def compare_with_baseline(
@@ -546,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
             prev = rows[-1] if rows else None
             grow = n / prev["size"] if prev else 1.0
             left = (args.deadline - time.time()) if args.deadline else float("inf")
-            lake_s = prev["lake_wall"] * grow if prev else 0.0
+            lake_s = projected_seconds(prev, n, args) if prev else 0.0
             # the nightly job reads a group of sessions at a time: memory follows the group, not the lake
             peak = prev["nightly_pss_mb"] if prev else 0.0
             if prev is None and left <= 0:

@@ -75,3 +75,23 @@ def test_the_baseline_comparison_says_where_scores_differ() -> None:
     assert (
         compare_scale.verdict_changes(before, before) == "verdicts (passed, score) the same on 4 rows of 2 evaluators"
     )
+
+
+def test_the_scale_curve_projects_only_the_phases_that_run_at_the_next_size() -> None:
+    """`make bench` skipped the 10^7-span size it had time for: its projection grew everything the 10^6 size
+    ran, the breakdown, the one-worker run and the baseline's scores included, none of which run at 10^7, and
+    left out the compaction and the floor, which do."""
+    compare_scale = pytest.importorskip("compare_scale")
+    import argparse
+
+    args = argparse.Namespace(floor_spans=1_000_000, identical_spans=1_000_000, breakdown_max=1_000_000)
+    at_1e6 = {
+        "size": 1_000_000, "build_wall": 10.0, "compact_seconds": 20.0, "floor_seconds": 1.0,
+        "nightly_seconds": 5.0, "one_worker_seconds": 12.0, "identical_wall": 40.0, "breakdown_wall": 25.0,
+    }  # fmt: skip
+    assert compare_scale.projected_seconds(at_1e6, 10_000_000, args) == pytest.approx(360.0)
+    at_1e5 = {"size": 100_000, "build_wall": 1.0, "compact_seconds": 2.0, "floor_seconds": 0.1, "nightly_seconds": 0.5}
+    # at 10^6 every phase runs; the three the size before did not run count as its nightly job
+    assert compare_scale.projected_seconds(at_1e5, 1_000_000, args) == pytest.approx((3.6 + 3 * 0.5) * 10)
+    at_1e5["breakdown_wall"] = 2.5
+    assert compare_scale.projected_seconds(at_1e5, 1_000_000, args) == pytest.approx((3.6 + 2 * 0.5 + 2.5) * 10)
