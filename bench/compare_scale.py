@@ -571,8 +571,8 @@ def main(argv: list[str] | None = None) -> int:
                 break
             if prev is not None and (lake_s > left or peak > 0.8 * memory_available_mb()):
                 section.notes.append(
-                    f"{n:,} spans: not run — projected from {prev['spans']:,} spans (linear): the nightly job and "
-                    f"the breakdown {lake_s / 60:.1f} min and {peak / 1024:.1f} GiB peak, against "
+                    f"{n:,} spans: not run — projected from {prev['spans']:,} spans (linear): the phases that "
+                    f"run at this size {lake_s / 60:.1f} min and {peak / 1024:.1f} GiB peak, against "
                     f"{max(left, 0) / 60:.1f} min left of the budget and {memory_available_mb() / 1024:.1f} GiB "
                     "available."
                 )
