@@ -261,3 +261,42 @@ def test_a_commands_own_process_spins_no_blas_threads_and_freezes_its_imports(tm
     result = CliRunner().invoke(main, ["ingest", "--lake", str(tmp_path / "lake2"), str(tmp_path / "one.json")])
     assert result.exit_code == 0, result.output
     assert gc.get_freeze_count() == before
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "validating"])
+def test_lines_of_metrics_or_profiles_are_skipped_and_said_and_an_empty_file_is_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    """The Collector's `file` exporter writes every pipeline it serves into one file, a document a line: a file
+    of traces can hold lines of metrics (or profiles), and a file it has not written to yet is empty. Each was
+    refused whole ("not an OTLP/JSON, Jaeger or Tempo document", "body is not JSON"), so nothing of the export
+    was ingested; the other signals' documents are skipped with one line that says so, the traces kept."""
+    metrics = '{"resourceMetrics":[{"resource":{},"scopeMetrics":[{"metrics":[{"name":"m","gauge":{}}]}]}]}'
+    profiles = '{"resourceProfiles":[],"dictionary":{}}'
+    traces = _lines(DOCUMENTS[:2]).decode().splitlines()
+    mixed = tmp_path / "otelcol.jsonl"
+    mixed.write_text("\n".join([traces[0], metrics, traces[1], profiles, metrics]) + "\n")
+    only = tmp_path / "metrics.json"
+    only.write_text(metrics)
+    empty, blank = tmp_path / "empty.json", tmp_path / "blank.json"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\xef\xbb\xbf \n\n")
+    alone = _ingest(tmp_path / "alone", *(FIXTURES / d for d in DOCUMENTS[:2]), fast=fast, monkeypatch=monkeypatch)
+    assert alone.exit_code == 0, alone.output
+
+    result = _ingest(tmp_path / "lake", mixed, only, empty, blank, fast=fast, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"note: {mixed}: OTLP documents skipped (2 of metrics, 1 of profiles): a lake keeps traces and logs",
+        f"note: {only}: OTLP documents skipped (1 of metrics): a lake keeps traces and logs",
+        f"warning: {empty}: the file is empty",
+        f"warning: {blank}: the file is empty",
+    ]
+    read = json.loads(alone.stdout)
+    assert [(r["format"], r["spans"], r["logs"]) for r in json.loads(result.stdout)] == [
+        ("metrics/otlp-json/profiles lines", sum(r["spans"] for r in read), sum(r["logs"] for r in read)),
+        ("metrics", 0, 0),
+        ("empty", 0, 0),
+        ("empty", 0, 0),
+    ]
+    assert _rows(tmp_path / "lake") == _rows(tmp_path / "alone")

@@ -33,7 +33,7 @@ from tracevals.collector.otlp_json import (
     parse_json_traces,
 )
 from tracevals.lake.redaction import LOG_CONTENT_COLUMNS, SPAN_CONTENT_COLUMNS, Redactor, redact_table
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPANS_DIR, empty_table
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, empty_table
 from tracevals.lake.writer import LakeWriter, Spill
 from tracevals.model.signals import temporary_folder
 from tracevals.spans.rows import MAX_VALUE_BYTES
@@ -43,6 +43,12 @@ if TYPE_CHECKING:
 
 # resourceSpans / resourceLogs, their proto names, and Tempo's `batches`
 _TOP_KEYS = ("resourceSpans", "resource_spans", "batches", "resourceLogs", "resource_logs")
+# the OTLP signals a lake does not keep, by their documents' keys: the Collector's `file` exporter writes every
+# pipeline it serves into one file, a document a line, so a file of traces can hold lines of metrics
+_OTHER_SIGNALS = {
+    "resourceMetrics": "metrics", "resource_metrics": "metrics",
+    "resourceProfiles": "profiles", "resource_profiles": "profiles",
+}  # fmt: skip
 
 
 FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
@@ -121,11 +127,15 @@ def _read(
         parse_request(request, data, "ExportTraceServiceRequest")  # as the receivers parse one
         _refuse_rejected(request, TRACES)
         return _checked(spans_table(request, limit), request), empty_table(LOG_SCHEMA), "otlp-proto"
+    if not data.removeprefix(b"\xef\xbb\xbf").strip():  # a file exporter's file before its first write
+        return empty_table(SPAN_SCHEMA), empty_table(LOG_SCHEMA), "empty"
     documents = _documents(data)
     del data
     if len(documents) == 1:
-        return _read_document(documents[0][1], given, name or str(path), limit)
-    spans, logs, found = [], [], set()
+        read = _read_document(documents[0][1], given, name or str(path), limit)
+        _note_skipped(name or str(path), [read[2]])
+        return read
+    spans, logs, found = [], [], []
     for line, document in documents:
         try:
             s, g, f = _read_document(document, given, name or str(path), limit)
@@ -133,8 +143,17 @@ def _read(
             raise OTLPDecodeError(f"line {line}: {exc}") from None
         spans.append(s)
         logs.append(g)
-        found.add(f)
-    return pa.concat_tables(spans), pa.concat_tables(logs), "/".join(sorted(found)) + " lines"
+        found.append(f)
+    _note_skipped(name or str(path), found)
+    return pa.concat_tables(spans), pa.concat_tables(logs), "/".join(sorted(set(found))) + " lines"
+
+
+def _note_skipped(name: str, found: list[str]) -> None:
+    """One line for the documents of a file that hold a signal a lake does not keep (metrics, profiles)."""
+    skipped = sorted(f for f in set(found) if f in _OTHER_SIGNALS.values())
+    if skipped:
+        counts = ", ".join(f"{found.count(f)} of {f}" for f in skipped)
+        echo(f"note: {name}: OTLP documents skipped ({counts}): a lake keeps traces and logs", err=True)
 
 
 def _read_document(
@@ -153,6 +172,10 @@ def _read_document(
             doc, found = jaeger_to_otlp(doc), "jaeger"
         except JaegerError as exc:
             raise OTLPDecodeError(str(exc)) from None
+    if isinstance(doc, dict) and not any(k in doc for k in _TOP_KEYS):
+        other = next((_OTHER_SIGNALS[k] for k in doc if k in _OTHER_SIGNALS), None)
+        if other is not None:  # another signal's document: nothing of it is kept, and nothing is wrong with it
+            return empty_table(SPAN_SCHEMA), empty_table(LOG_SCHEMA), other
     if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
         raise OTLPDecodeError(
             "not an OTLP/JSON, Jaeger or Tempo document: no resourceSpans, data[].spans or batches "
@@ -288,6 +311,8 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
     `file` exporter writes them), or are a Jaeger export (data[].spans, as its UI and
     API give them) or a Tempo one (batches, or {"trace": ...}); `.pb` files hold a
     protobuf ExportTraceServiceRequest. Any of them may be gzip, zstd or bz2 compressed.
+    Documents of metrics or profiles (the file exporter writes every pipeline it serves
+    into one file) are skipped with a note; an empty file gives a warning, no error.
     Every file is checked before anything is written;
     until then what was read waits in a temporary folder (TMPDIR), not in memory.
     Secrets in content (API keys, tokens, passwords, ...) are redacted on the way in,
@@ -353,7 +378,10 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
         writer.write_spilled(spill, SPANS_DIR)
         writer.write_spilled(spill, LOGS_DIR)
     report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(named)]
-    for name, _, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
-        if span_rows == 0 and log_rows == 0:
-            echo(f"warning: {name}: no spans and no log records in it (is it an OTLP export?)", err=True)
+    for name, found, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
+        if span_rows == 0 and log_rows == 0 and found not in _OTHER_SIGNALS.values():  # those had their note
+            why = (
+                "the file is empty" if found == "empty" else "no spans and no log records in it (is it an OTLP export?)"
+            )
+            echo(f"warning: {name}: {why}", err=True)
     print_rows(["file", "format", "spans", "logs"], report, fmt)
