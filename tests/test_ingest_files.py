@@ -276,8 +276,8 @@ def test_lines_of_metrics_or_profiles_are_skipped_and_said_and_an_empty_file_is_
     traces = _lines(DOCUMENTS[:2]).decode().splitlines()
     mixed = tmp_path / "otelcol.jsonl"
     mixed.write_text("\n".join([traces[0], metrics, traces[1], profiles, metrics]) + "\n")
-    only = tmp_path / "metrics.json"
-    only.write_text(metrics)
+    only = tmp_path / "metrics.jsonl"
+    only.write_text(f"{metrics}\n{profiles}\n")
     empty, blank = tmp_path / "empty.json", tmp_path / "blank.json"
     empty.write_bytes(b"")
     blank.write_bytes(b"\xef\xbb\xbf \n\n")
@@ -288,14 +288,14 @@ def test_lines_of_metrics_or_profiles_are_skipped_and_said_and_an_empty_file_is_
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
         f"note: {mixed}: OTLP documents skipped (2 of metrics, 1 of profiles): a lake keeps traces and logs",
-        f"note: {only}: OTLP documents skipped (1 of metrics): a lake keeps traces and logs",
+        f"note: {only}: OTLP documents skipped (1 of metrics, 1 of profiles): a lake keeps traces and logs",
         f"warning: {empty}: the file is empty",
         f"warning: {blank}: the file is empty",
     ]
     read = json.loads(alone.stdout)
     assert [(r["format"], r["spans"], r["logs"]) for r in json.loads(result.stdout)] == [
         ("metrics/otlp-json/profiles lines", sum(r["spans"] for r in read), sum(r["logs"] for r in read)),
-        ("metrics", 0, 0),
+        ("metrics/profiles lines", 0, 0),
         ("empty", 0, 0),
         ("empty", 0, 0),
     ]

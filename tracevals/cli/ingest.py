@@ -49,6 +49,7 @@ _OTHER_SIGNALS = {
     "resourceMetrics": "metrics", "resource_metrics": "metrics",
     "resourceProfiles": "profiles", "resource_profiles": "profiles",
 }  # fmt: skip
+_OTHER_NAMES = set(_OTHER_SIGNALS.values())
 
 
 FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
@@ -150,7 +151,7 @@ def _read(
 
 def _note_skipped(name: str, found: list[str]) -> None:
     """One line for the documents of a file that hold a signal a lake does not keep (metrics, profiles)."""
-    skipped = sorted(f for f in set(found) if f in _OTHER_SIGNALS.values())
+    skipped = sorted(set(found) & _OTHER_NAMES)
     if skipped:
         counts = ", ".join(f"{found.count(f)} of {f}" for f in skipped)
         echo(f"note: {name}: OTLP documents skipped ({counts}): a lake keeps traces and logs", err=True)
@@ -379,7 +380,8 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
         writer.write_spilled(spill, LOGS_DIR)
     report = [(str(path), counts[i][2], counts[i][0], counts[i][1]) for i, path in enumerate(named)]
     for name, found, span_rows, log_rows in report:  # a file that held nothing must say so, not pass as read
-        if span_rows == 0 and log_rows == 0 and found not in _OTHER_SIGNALS.values():  # those had their note
+        # a file of other signals alone had its note
+        if span_rows == 0 and log_rows == 0 and not set(found.removesuffix(" lines").split("/")) <= _OTHER_NAMES:
             why = (
                 "the file is empty" if found == "empty" else "no spans and no log records in it (is it an OTLP export?)"
             )
