@@ -102,8 +102,11 @@ def _is_protobuf(path: Path, given: str) -> bool:
 def _documents(data: bytes) -> list[tuple[int, bytes]]:
     """A JSON file's documents, each with the line it starts on: a JSON Lines file (the OTLP file exporter's
     format, one TracesData or LogsData document a line, `.jsonl`; the Collector's `file` exporter writes it)
-    gives each non-blank line; any other file is one document (line 1)."""
+    gives each non-blank line; any other file is one document (line 1); a file of nothing but whitespace (a file
+    exporter's before its first write) has none."""
     body = data.removeprefix(b"\xef\xbb\xbf")  # a byte order mark, as some editors write
+    if not body.strip():
+        return []
     first, newline, rest = body.lstrip().partition(b"\n")
     first = first.strip()
     if newline and first.startswith(b"{") and first.endswith(b"}") and rest.strip():
@@ -128,10 +131,10 @@ def _read(
         parse_request(request, data, "ExportTraceServiceRequest")  # as the receivers parse one
         _refuse_rejected(request, TRACES)
         return _checked(spans_table(request, limit), request), empty_table(LOG_SCHEMA), "otlp-proto"
-    if not data.removeprefix(b"\xef\xbb\xbf").strip():  # a file exporter's file before its first write
-        return empty_table(SPAN_SCHEMA), empty_table(LOG_SCHEMA), "empty"
     documents = _documents(data)
     del data
+    if not documents:
+        return empty_table(SPAN_SCHEMA), empty_table(LOG_SCHEMA), "empty"
     if len(documents) == 1:
         read = _read_document(documents[0][1], given, name or str(path), limit)
         _note_skipped(name or str(path), [read[2]])
@@ -173,11 +176,10 @@ def _read_document(
             doc, found = jaeger_to_otlp(doc), "jaeger"
         except JaegerError as exc:
             raise OTLPDecodeError(str(exc)) from None
-    if isinstance(doc, dict) and not any(k in doc for k in _TOP_KEYS):
-        other = next((_OTHER_SIGNALS[k] for k in doc if k in _OTHER_SIGNALS), None)
+    if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
+        other = next((_OTHER_SIGNALS[k] for k in doc if k in _OTHER_SIGNALS), None) if isinstance(doc, dict) else None
         if other is not None:  # another signal's document: nothing of it is kept, and nothing is wrong with it
             return empty_table(SPAN_SCHEMA), empty_table(LOG_SCHEMA), other
-    if not isinstance(doc, dict) or not any(k in doc for k in _TOP_KEYS):
         raise OTLPDecodeError(
             "not an OTLP/JSON, Jaeger or Tempo document: no resourceSpans, data[].spans or batches "
             "(is it the right file?)"
