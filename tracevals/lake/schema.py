@@ -8,8 +8,14 @@ queries it with `->>` / `json_extract`. Canonical columns are derived, never the
 from __future__ import annotations
 
 import array
+import importlib.util
 import itertools
+import operator
 import struct
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
+from typing import Any
 
 import pyarrow as pa
 
@@ -82,10 +88,99 @@ def int64_scalar(value: int) -> pa.Scalar:
 
 def string_array(texts: list[str]) -> pa.Array:
     """Python strings (no null) as an Arrow string array from its buffers (see `int64_scalar`)."""
-    encoded = [t.encode() for t in texts]
-    offsets = array.array("q", [0, *itertools.accumulate(len(e) for e in encoded)])
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.large_string(), len(encoded), buffers).cast(pa.string())
+    return python_array(texts, pa.string())
+
+
+def python_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """Python values (None for null) as an Arrow array of `type_`, the array `pa.array` gives.
+
+    `pa.array` imports pandas whenever it is installed and not yet imported (~0.4 s: in an agent's process
+    on its first export, in every `tracevals run`); then the lake's column types (`ARROW_TYPES`) are built
+    here from their buffers instead, with the standard library's `array` (a few times `pa.array`'s time per
+    column: under a tenth more of what exporting a span costs, off the agent's path). Values of another Python
+    type than the column's (a float in an integer column, bytes in a string one) go to `pa.array`, which
+    converts or refuses them as it always has."""
+    if "pandas" not in sys.modules and _pandas_installed():
+        try:
+            built = _from_buffers(values, type_)
+        except (TypeError, ValueError, OverflowError, UnicodeError):
+            built = None
+        if built is not None:
+            return built
+    return pa.array(values, type=type_, from_pandas=False)
+
+
+def python_table(columns: Sequence[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """A table of `schema` from Python values, a sequence per column in its order (`python_array`)."""
+    return pa.Table.from_arrays([python_array(c, f.type) for c, f in zip(columns, schema, strict=True)], schema=schema)
+
+
+def pylist_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """`pa.Table.from_pylist(rows, schema=schema)` (a missing key is null, another key is left out), built by
+    `python_array`."""
+    return python_table([[row.get(name) for row in rows] for name in schema.names], schema)
+
+
+@cache
+def _pandas_installed() -> bool:
+    return importlib.util.find_spec("pandas") is not None
+
+
+def _bitmap(values: Sequence[Any], test: Callable[[Any, Any], bool], other: Any) -> pa.Buffer:
+    """An Arrow bitmap (least significant bit first) of `test(value, other)` for each of `values`, built by
+    C loops (`map`, `bytes.translate`, `int`): this runs per column of every batch an agent exports."""
+    ones = bytes(map(test, values, itertools.repeat(other))).translate(_DIGITS)[::-1]
+    return pa.py_buffer(int(ones or b"0", 2).to_bytes((len(values) + 7) // 8, "little"))
+
+
+_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+
+
+def _from_buffers(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
+    """`python_array`'s array, or None when a value is not of the column's Python type."""
+    n = len(values)
+    nulls = values.count(None)
+    validity = _bitmap(values, operator.is_not, None) if nulls else None
+    filled = [v for v in values if v is not None] if nulls else values  # the values, nulls left out
+    types = set(map(type, filled))
+    if pa.types.is_string(type_):
+        if not types <= {str}:
+            return None
+        text = "".join(filled)
+        data = text.encode()
+        if len(data) == len(text):  # ASCII: a value's bytes are its characters
+            lengths: Iterable[int] = map(len, values if not nulls else (v or "" for v in values))
+        else:
+            lengths = map(len, [b"" if v is None else v.encode() for v in values])
+        if len(data) >= 2**31:  # beyond 32-bit offsets: pa.array chunks it
+            return None
+        offsets = array.array(_I32, itertools.accumulate(lengths, initial=0))
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls)
+    if pa.types.is_list(type_):
+        if not types <= {list, tuple}:
+            return None
+        child = _from_buffers(list(itertools.chain.from_iterable(filled)), type_.value_type)
+        if child is None:
+            return None
+        lengths = map(len, values if not nulls else (v or () for v in values))
+        buffers = [validity, pa.py_buffer(array.array(_I32, itertools.accumulate(lengths, initial=0)))]
+        return pa.Array.from_buffers(type_, n, buffers, null_count=nulls, children=[child])
+    if pa.types.is_boolean(type_):
+        if not types <= {bool}:
+            return None
+        return pa.Array.from_buffers(type_, n, [validity, _bitmap(values, operator.is_, True)], null_count=nulls)
+    code = _ARRAY_CODES.get(pa.int64() if pa.types.is_timestamp(type_) else type_)
+    if code is None or not types <= ({float, int} if code == "d" else {int}):
+        return None
+    if code == "d" and int in types and any(type(v) is int and not -(2**53) <= v <= 2**53 for v in filled):
+        return None  # an int a double does not hold exactly: pa.array refuses it
+    numbers = array.array(code, values if not nulls else [0 if v is None else v for v in values])
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(numbers)], null_count=nulls)
+
+
+_I32 = "i" if array.array("i").itemsize == 4 else "l"
+# The `array` code of each fixed-width column type.
+_ARRAY_CODES = {pa.int64(): "q", pa.int32(): _I32, pa.float64(): "d"}
 
 
 class ColumnMismatch(ValueError):

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tracevals.lake.lake import Lake, LakeLike
-from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, int64_scalar
+from tracevals.lake.schema import LOG_SCHEMA, LOGS_DIR, SPAN_SCHEMA, SPANS_DIR, int64_scalar, pylist_table
 
 
 class ObjectURL(str):
@@ -283,7 +283,7 @@ class LakeWriter:
     def write_rows(self, rows: Iterable[Mapping[str, Any]], table_name: str = SPANS_DIR) -> list[LakeFile]:
         """Write rows (dicts with the table's columns), a file per hour."""
         schema, _ = TABLES[table_name]
-        return self.write_table(pa.Table.from_pylist(list(rows), schema=schema), table_name)
+        return self.write_table(pylist_table(list(rows), schema), table_name)
 
     def write_table(self, table: pa.Table, table_name: str = SPANS_DIR) -> list[LakeFile]:
         """Write a table of the lake's schema (e.g. from `collector.conversion.rows.spans_table`), a file per hour."""

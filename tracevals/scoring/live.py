@@ -40,7 +40,7 @@ import pyarrow as pa
 from tracevals.lake import clock as lake_clock
 from tracevals.lake.paths import LakeError
 from tracevals.lake.sampling import session_sampled
-from tracevals.lake.schema import LOGS_DIR, SPANS_DIR
+from tracevals.lake.schema import LOGS_DIR, SPANS_DIR, python_array
 from tracevals.model.gc_pause import gc_paused
 from tracevals.queries.live_source import (
     MAX_FILE_ROWS,
@@ -159,7 +159,7 @@ class Follower:
         span_groups, log_groups = live_rows.group_spans(spans), live_rows.group_logs(logs)
         revived = self._revived(span_groups, log_groups)
         if revived:  # late rows of sessions whose rows were dropped: theirs come back from the lake first
-            members = pa.array(sorted({t for sid in revived for t in self.evicted.traces[sid]}), pa.string())
+            members = python_array(sorted({t for sid in revived for t in self.evicted.traces[sid]}), pa.string())
             old_spans, old_logs = self._reload(members, files)
             for sid in revived:
                 self.evicted.drop(sid)
@@ -171,7 +171,7 @@ class Follower:
         self._add_spans(spans, span_groups, touched, wanting)
         self._add_logs(logs, log_groups, touched, wanting)
         if wanting:
-            ids = pa.array(sorted(set(wanting)), pa.string())
+            ids = python_array(sorted(set(wanting)), pa.string())
             for tid in wanting:
                 self.traces[tid].partial = False
             old_spans, old_logs = self._reload(ids, files)

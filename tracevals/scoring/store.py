@@ -16,7 +16,13 @@ import polars as pl
 import pyarrow as pa
 
 from tracevals.lake.lake import Lake
-from tracevals.lake.schema import SCORE_SCHEMA, SCORES_DIR, STEP_RELIABILITY_DIR, STEP_RELIABILITY_SCHEMA
+from tracevals.lake.schema import (
+    SCORE_SCHEMA,
+    SCORES_DIR,
+    STEP_RELIABILITY_DIR,
+    STEP_RELIABILITY_SCHEMA,
+    pylist_table,
+)
 from tracevals.lake.writer import LakeFile
 from tracevals.model.score import Score
 
@@ -47,7 +53,7 @@ def write_scores(lake: Lake, scores: Sequence[Score]) -> LakeFile | None:
     """Append score rows to `LAKE/scores/` as one atomically committed Parquet file."""
     if not scores:
         return None
-    table = pa.Table.from_pylist(score_rows(scores), schema=SCORE_SCHEMA)
+    table = pylist_table(score_rows(scores), SCORE_SCHEMA)
     return lake.write_table(SCORES_DIR, table)
 
 
@@ -80,5 +86,5 @@ def write_step_reliability(lake: Lake, rows: Sequence[Mapping[str, Any]]) -> Lak
     if not rows:
         return None
     now = time.time_ns()
-    table = pa.Table.from_pylist([{**r, "computed_at": now} for r in rows], schema=STEP_RELIABILITY_SCHEMA)
+    table = pylist_table([{**r, "computed_at": now} for r in rows], STEP_RELIABILITY_SCHEMA)
     return lake.write_table(STEP_RELIABILITY_DIR, table)

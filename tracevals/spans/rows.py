@@ -27,7 +27,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracevals.lake.rows import service_name
-from tracevals.lake.schema import CANONICAL_FIELDS, empty_table
+from tracevals.lake.schema import CANONICAL_FIELDS, empty_table, python_table
 from tracevals.spans.normalize import normalize
 
 TRUNCATED = "tracevals.truncated"
@@ -263,6 +263,4 @@ def log_tuples(
 def rows_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     if not rows:
         return empty_table(schema)
-    columns = list(zip(*rows, strict=True))
-    arrays = [pa.array(col, type=f.type, from_pandas=False) for col, f in zip(columns, schema, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return python_table(list(zip(*rows, strict=True)), schema)
