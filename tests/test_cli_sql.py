@@ -720,3 +720,61 @@ def test_data_on_a_terminal_is_shown_escaped_and_json_stays_json(hostile_lake: P
         else:
             assert "\\u001b]0;pwned\\u0007" in text, text
             assert "\\u000d\n" not in text and text.count("\n") == 2, text  # CSV's CRLF stays a line end
+
+
+ODD_VALUES = (
+    "SELECT 'nan'::DOUBLE AS n, '-inf'::DOUBLE AS minus, 9223372036854775807::HUGEINT * 10 AS huge, "
+    "1.25::DECIMAL(10, 2) AS d, '\\x1b[31m'::BLOB AS b, INTERVAL '-1 year -2 months 3 days -4.25 seconds' AS i, "
+    "{'é': ['x', NULL], 'f': 'inf'::DOUBLE} AS s"
+)
+
+
+@pytest.mark.parametrize("trip", ["arrow", "plain"])
+def test_every_format_says_the_same_of_a_value_and_json_is_strict(filled_lake: Path, trip: str) -> None:
+    """`--format json` printed NaN and Infinity (no JSON reader but Python's takes them: `jq`, JavaScript,
+    Spark), a HUGEINT as a float that lost its last digits, an interval as three numbers; CSV printed bytes
+    and intervals as Python's reprs. One rendering now (`output._plain`): a float that is no number is its
+    name, a whole number stays whole, bytes are hex, an interval is DuckDB's own text, in all three formats.
+    `plain`: columns DuckDB returns without Arrow (the same text)."""
+    plain = "SELECT 'nan'::DOUBLE AS n, '-inf'::DOUBLE AS minus, 1.25::DECIMAL(10, 2) AS d"
+    query = ODD_VALUES if trip == "arrow" else plain
+    out = {}
+    for fmt in ("json", "csv", "table"):
+        result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", fmt, query])
+        assert result.exit_code == 0, result.output
+        out[fmt] = result.output
+    [row] = json.loads(out["json"], parse_constant=pytest.fail)  # strict: no NaN, no Infinity
+    expected = {"n": "NaN", "minus": "-Infinity", "d": 1.25}
+    if trip == "arrow":
+        expected |= {
+            "huge": 92233720368547758070,
+            "b": "1b5b33316d",
+            "i": "-1 year -2 months 3 days -00:00:04.25",
+            "s": {"é": ["x", None], "f": "Infinity"},
+        }
+    assert row == expected
+    header, line = out["csv"].splitlines()
+    cells = next(csv.reader([line]))
+    assert dict(zip(header.split(","), cells, strict=True)) == {
+        k: json.dumps(v, ensure_ascii=False) if isinstance(v, dict) else str(v) for k, v in expected.items()
+    }
+    for cell in cells:  # the table shows each cell's text
+        assert cell in out["table"] or cell.startswith("{")
+
+
+def test_what_a_command_prints_as_json_is_strict_json() -> None:
+    """A figure that is no number (a rate of no attempts) is null in every `--format json` document
+    (`model.json_text`, as the JSON report has it), and no command prints JSON of its own making."""
+    from tracevals.model.json_text import json_text
+
+    doc = {"rate": float("nan"), "ci": (0.1, float("inf")), "nested": [{"x": -float("inf")}], "when": Path("p")}
+    assert json.loads(json_text(doc), parse_constant=pytest.fail) == {
+        "rate": None, "ci": [0.1, None], "nested": [{"x": None}], "when": "p",
+    }  # fmt: skip
+    printed = [
+        f"{path.name}:{n}"
+        for path in sorted((Path(__file__).resolve().parents[1] / "tracevals" / "cli").rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "echo(json.dumps(" in line.replace(" ", "")
+    ]
+    assert printed == []

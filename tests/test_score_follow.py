@@ -469,10 +469,12 @@ def test_live_scores_equal_offline_scores_row_for_row(
 
 
 def test_follow_prints_json_lines_as_json_dumps_does() -> None:
-    """`--follow --format json` writes a round's rows a column at a time: the same text as json.dumps."""
+    """`--follow --format json` writes a round's rows a column at a time: the same text as json.dumps, strict
+    (`model.json_text`: a score that is no number is null, which every JSON reader takes)."""
     import polars as pl
 
     from tracevals.cli.score import COLUMNS, _rows, json_lines, plain_table
+    from tracevals.model.json_text import json_text
 
     frame = pl.DataFrame(
         {
@@ -487,8 +489,10 @@ def test_follow_prints_json_lines_as_json_dumps_does() -> None:
             "reason": ["r", "日本", "\x7f"],
         }
     )
-    expected = [json.dumps(dict(zip(COLUMNS, r, strict=True)), ensure_ascii=False, default=str) for r in _rows(frame)]
+    expected = [json_text(dict(zip(COLUMNS, r, strict=True)), ensure_ascii=False) for r in _rows(frame)]
     assert json_lines(frame) == expected
+    scores = [json.loads(line, parse_constant=pytest.fail)["score"] for line in expected]
+    assert scores == [0.8333333333333334, None, 1e-05]
     lines = plain_table(frame.slice(0, 1)).splitlines()
     assert lines[0].split() == COLUMNS and lines[1].split()[-1] == "r"
 

@@ -12,6 +12,7 @@ import click
 from tracevals.cases.groups import GROUPS
 from tracevals.cli.shared.output import echo, format_option, lake_errors, lake_option, print_rows
 from tracevals.cli.shared.times import time_range_options
+from tracevals.model.json_text import json_text
 
 if TYPE_CHECKING:
     from tracevals.lake.lake import Lake
@@ -122,7 +123,7 @@ def extract(
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from exc
     if fmt == "json":
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json_text(result.as_dict()))
         return
     rows = [
         (c["case_id"], c["group"], c["review"]["group_reason"], c["review"]["source"]["session_id"])
@@ -164,7 +165,7 @@ def review(folder: Path, accept: tuple[str, ...], drop: tuple[str, ...], fmt: st
     except (ReviewError, TaskFileError) as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
-        echo(json.dumps(as_json(kept), ensure_ascii=False))
+        echo(json_text(as_json(kept), ensure_ascii=False))
         return
     if fmt == "csv":
         rows = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
@@ -17,6 +16,7 @@ from tracevals.cli.shared.output import echo, file_option, format_option, print_
 from tracevals.collector.config import CollectorConfig, CollectorConfigError, load_config, parse_config
 from tracevals.collector.cpus import CpuError, check, parse_cpus, pin
 from tracevals.lake.paths import LakeError
+from tracevals.model.json_text import json_text
 from tracevals.model.signals import taken_here
 
 DEFAULT_CONFIG = "otel-config.yaml"
@@ -147,7 +147,7 @@ def _say(fmt: str, record: dict[str, Any], text: str, err: bool = True) -> None:
     """What the collector tells its operator: a line of text on stderr, or (`--format json|csv`) the same
     facts as data on stdout, one JSON object (or CSV row with its header) per event, flushed at once."""
     if fmt == "json":
-        click.echo(json.dumps(record))
+        click.echo(json_text(record))
     elif fmt == "csv":
         print_rows(list(record), [list(record.values())], "csv")
     else:

@@ -8,7 +8,6 @@ tasks, by how much, and the command that shows those tasks' failed attempts.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,6 +16,7 @@ from tracevals import env
 from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
+from tracevals.model.json_text import json_text
 from tracevals.model.quoting import command_line
 from tracevals.stats import CATEGORIES, HAZARD_KINDS, GateResult, GateThresholds, run_gate
 from tracevals.stats.release_gate import NOT_JUDGED
@@ -216,7 +216,7 @@ def _emit(
     """Print the verdict in `fmt`; exit 1 when a check failed."""
     hint = _hint(lake, runs_seen, baseline, result.candidate, tasks_file)
     if fmt == "json":
-        click.echo(json.dumps(_json(result, n_base, cand.runs, runs_seen, hint), default=str))
+        click.echo(json_text(_json(result, n_base, cand.runs, runs_seen, hint)))
     elif fmt == "csv":  # one row per check, failures first
         checks = _json(result, n_base, cand.runs, runs_seen, hint)["checks"]
         columns = ["check", "passed", "threshold", "value", "tasks", "message", "status"]

@@ -6,7 +6,6 @@ gate verdict and the report a person opens to understand it always count the sam
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ import click
 from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import report_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
+from tracevals.model.json_text import json_text
 
 if TYPE_CHECKING:
     pass
@@ -85,7 +85,7 @@ def report(
             "regressions": [d.task_id for d in cmp.regressions] if cmp else [],
             "reliability": reliability_json(data.reliability),
         }
-        click.echo(json.dumps(doc, default=str))
+        click.echo(json_text(doc))
         _strict(data, strict_env)
         return
     if fmt == "csv":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from tracevals.lake.paths import LakeError
 from tracevals.lake.run_cases import RunCasesConflict, check_run_flags, write_run_cases
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.model.json_text import json_text
 from tracevals.model.quoting import command_line, sql_string
 from tracevals.model.tasks import TaskFileError, load_cases
 from tracevals.queries.selection import Selection
@@ -354,7 +354,7 @@ def _print_run(lake: Lake, run_id: str, cases: int, k: int, plan: Any, fmt: str,
             "attempts": attempt_rows(data.outcomes, data.summaries),
             "replay_misses": plan.misses,
         }
-        click.echo(json.dumps(doc, default=str))
+        click.echo(json_text(doc))
         _fail_on_misses(plan, console)
         return
     if fmt == "csv":

@@ -15,6 +15,7 @@ standing alone, Python's `surrogateescape`) read as U+FFFD, by the collector and
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -79,3 +80,25 @@ def _within(value: Any, max_depth: int) -> bool:
             return False
         stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
     return True
+
+
+def strict(value: Any) -> Any:
+    """`value` with every float that is no number (NaN, an infinity) as None, at any depth: a figure that is
+    missing (a rate of no attempts), which strict JSON writes as `null` and a CSV cell leaves empty."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def json_text(value: Any, **kwargs: Any) -> str:
+    """`value` as strict JSON, what every `--format json` prints: `json.dumps` writes NaN and Infinity, which
+    no other JSON reader takes (`jq`, JavaScript, Spark); a float that is no number is `null` (`strict`), and
+    a value JSON has no type for is its text."""
+    try:
+        return json.dumps(value, allow_nan=False, default=str, **kwargs)
+    except ValueError:  # a NaN or an infinity somewhere: walked only then
+        return json.dumps(strict(value), allow_nan=False, default=str, **kwargs)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from tracevals.model.display import visible
+from tracevals.model.json_text import strict
 from tracevals.model.signals import held_off
 
 PathArg = str | os.PathLike[str]
@@ -42,15 +43,7 @@ def variant_figures(summary: Any) -> dict[str, Any]:
     return {name: getattr(summary, name) for name in VARIANT_FIGURES}
 
 
-def clean(value: Any) -> Any:
-    """NaN/inf → None, recursively, so JSON stays strict and CSV cells stay empty."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    return value
+clean = strict  # NaN/inf -> None, recursively, so JSON stays strict and CSV cells stay empty (`model.json_text`)
 
 
 def num(x: float, digits: int = 3) -> str:

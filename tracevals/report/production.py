@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
+from tracevals.model.json_text import json_text
 from tracevals.report.formatting import PathArg, atomic_write, clean, interval, markdown_code, num
 from tracevals.report.formatting import markdown_cell as _esc
 from tracevals.stats.production import GroupRate, ProductionSummary, Rate, SessionFailure, Trend
@@ -203,5 +203,5 @@ def write_production(path: PathArg, summary: ProductionSummary, fmt: str) -> Pat
     if fmt == "csv":
         return atomic_write(path, _csv(summary))
     if fmt == "json":
-        return atomic_write(path, json.dumps(production_json(summary), indent=2, default=str) + "\n")
+        return atomic_write(path, json_text(production_json(summary), indent=2) + "\n")
     return atomic_write(path, render_production_markdown(summary))

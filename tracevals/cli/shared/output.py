@@ -6,7 +6,7 @@ import csv
 import datetime as dt
 import decimal
 import io
-import json
+import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +21,7 @@ from rich.text import Text
 from tracevals import env
 from tracevals.lake.unreadable import error_line
 from tracevals.model.display import ACTS_ON_A_TERMINAL
+from tracevals.model.json_text import json_text
 from tracevals.model.progress import Told, quiet
 
 if TYPE_CHECKING:
@@ -233,19 +234,42 @@ def table_rows(table: pa.Table | pa.RecordBatch) -> tuple[list[str], list[tuple[
 
 
 def _plain(value: Any) -> Any:
+    """A result's value as every format prints it (one definition: a table's text, a CSV cell and a JSON value
+    say the same): a float that is no number is its name (strict JSON has none), a whole number a float cannot
+    hold stays whole, bytes are hex, an interval is DuckDB's text of it."""
+    if type(value) is float and not math.isfinite(value):
+        return _NON_FINITE[repr(value)]
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
+    if isinstance(value, decimal.Decimal):  # HUGEINT reaches Python as a Decimal of scale 0: kept whole
+        return int(value) if value.is_finite() and value == value.to_integral_value() else float(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
+    if type(value).__name__ == "MonthDayNano":  # pyarrow's interval, a named tuple: not three numbers
+        return interval_text(*value)
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # as PostgreSQL's to_json writes them
+
+
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An interval as DuckDB prints it: `1 year 2 months 3 days 04:05:06.5`, `-1 day -00:00:01`, `00:00:00`."""
+    years = int(months / 12)  # C's division, toward zero, as DuckDB's
+    counts = ((years, "year"), (months - years * 12, "month"), (days, "day"))
+    parts = [f"{n} {unit}{'' if abs(n) == 1 else 's'}" for n, unit in counts if n]
+    micros = int(nanoseconds / 1000)
+    if micros or not parts:
+        seconds, fraction = divmod(abs(micros), 1_000_000)
+        text = f"{'-' if micros < 0 else ''}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        parts.append(text + (f".{fraction:06d}".rstrip("0") if fraction else ""))
+    return " ".join(parts)
 
 
 def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: bool = True) -> str:
@@ -256,8 +280,16 @@ def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], header: bool
     if header:
         writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, dict)) else v for v in row])
+        writer.writerow([_cell(v) for v in row])
     return buffer.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """A value as a CSV cell: NULL empty, a list or a struct as JSON, a scalar as `_plain` says."""
+    if value is None:
+        return ""
+    plain = _plain(value)
+    return json_text(plain, ensure_ascii=False) if isinstance(plain, (list, dict)) else plain
 
 
 # The most rows a rich table holds: rich lays one out in memory, about a millisecond a row (50,000 rows of `sql`
@@ -283,7 +315,7 @@ def print_row_chunks(
         for rows in chunks:
             if rows:
                 # the chunk's objects as json.dumps writes them in a list (its ", " between them), brackets off
-                text = json.dumps([_object(columns, row) for row in rows], ensure_ascii=False, default=str)[1:-1]
+                text = json_text([_object(columns, row) for row in rows], ensure_ascii=False)[1:-1]
                 echo((", " if total else "") + text, nl=False)
                 total += len(rows)
         echo("]")
@@ -308,7 +340,7 @@ def print_row_chunks(
     for row in kept:
         # Text, not str: rich would read "[a, b]" in a value as markup and drop it; `shown`: a table is
         # for reading, piped or not
-        table.add_row(*[Text("" if v is None else shown(str(_plain(v)))) for v in row])
+        table.add_row(*[Text("" if v is None else shown(str(_cell(v)))) for v in row])
     # Piped or captured output has no terminal width: let the table be as wide as it needs
     # rather than fold headers and values at rich's default of 80 columns.
     width = Console().width if sys.stdout.isatty() else 240

@@ -9,7 +9,6 @@ test at --alpha), fell by more than --max-drop, or lies under --min-rate.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals.cli.shared.output import echo, lake_errors, print_rows
+from tracevals.model.json_text import json_text
 from tracevals.model.quoting import command_line
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def report_production(summary: Any, out_file: str, kind: str, fmt: str) -> None:
         doc = {"out": str(path), "format": kind, "source": "production", "days": [str(d) for d in summary.days],
                "sessions": summary.sessions, "evaluators": rows,
                "data_quality": summary.meta.get("data_quality")}  # fmt: skip
-        click.echo(json.dumps(doc, default=str))
+        click.echo(json_text(doc))
         return
     if fmt == "csv":
         print_rows(list(rows[0]) if rows else ["evaluator"], [list(r.values()) for r in rows], "csv")
@@ -183,7 +183,7 @@ def gate_production(
         doc = {"passed": result.passed, "verdict": result.verdict, "source": "production", "night": str(night),
                "baseline": result.baseline, "sessions": summary.sessions, "checks": checks,
                "next": None if result.passed else hint, "data_quality": quality}  # fmt: skip
-        click.echo(json.dumps(doc, default=str))
+        click.echo(json_text(doc))
     elif fmt == "csv":
         columns = ["check", "passed", "threshold", "value", "message", "status"]
         rows = sorted(([c[k] for k in columns] for c in checks), key=lambda r: order[r[-1]])

@@ -4,7 +4,6 @@ model frozen, then print how much flakiness each level leaves and whose it is (s
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from tracevals.harness.stopping import StopRequest
 from tracevals.harness.variance import level_variant, run_levels
 from tracevals.model.attempt import AttemptKey
 from tracevals.model.case import Case
+from tracevals.model.json_text import json_text
 from tracevals.model.quoting import command_line
 from tracevals.queries.selection import Selection
 from tracevals.report.formatting import num
@@ -142,7 +142,7 @@ def attribution_json(result: Attribution) -> dict[str, Any]:
 
 def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"run_id": run_id, "lake": str(lake), "attribution": attribution_json(result)}))
+        click.echo(json_text({"run_id": run_id, "lake": str(lake), "attribution": attribution_json(result)}))
         return
     columns, rows = attribution_rows(result)
     if fmt == "csv":
