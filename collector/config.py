@@ -271,12 +271,21 @@ def _token(raw: dict[str, Any], extensions: dict[str, Any], enabled: list[str], 
     return str(token)
 
 
-def parse_config(doc: Any, source: str = "<config>", base: Path | None = None) -> CollectorConfig:
-    """Validate a parsed YAML document and build the `CollectorConfig` it describes."""
+def parse_config(
+    doc: Any, source: str = "<config>", base: Path | None = None, lake: str | None = None
+) -> CollectorConfig:
+    """Validate a parsed YAML document and build the `CollectorConfig` it describes. `lake` (`tracevals collect
+    --lake`, relative to the working directory) replaces `exporters.parquet.path`."""
     base = base or Path.cwd()
     if not isinstance(doc, dict):
         raise CollectorConfigError("the config must be a mapping with receivers, processors, exporters and service")
     doc = expand_env(doc)
+    if lake is not None:  # after the expansion: the option's text is a path, whatever characters it holds
+        parquet = (doc.get("exporters") or {}).get("parquet")
+        if not isinstance(parquet, dict):
+            raise CollectorConfigError("--lake: the config has no exporters.parquet whose path it would replace")
+        given = lake if "://" in lake else str(Path(lake).absolute())
+        doc = {**doc, "exporters": {**doc["exporters"], "parquet": {**parquet, "path": given}}}
     top = section(
         {
             "extensions": Key(_EXTENSIONS),
@@ -362,8 +371,9 @@ def _exporter(pq: dict[str, Any] | None, base: Path) -> ParquetExporter:
     )
 
 
-def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
-    """Read and validate a config file; relative paths in it are relative to the file's folder."""
+def load_config(path: str | os.PathLike[str], lake: str | None = None) -> CollectorConfig:
+    """Read and validate a config file; relative paths in it are relative to the file's folder (`lake`, which
+    replaces its lake's path, to the working directory)."""
     file = Path(path)
     try:
         doc = yaml.safe_load(file.read_text(encoding="utf-8"))
@@ -372,6 +382,6 @@ def load_config(path: str | os.PathLike[str]) -> CollectorConfig:
     except yaml.YAMLError as exc:
         raise CollectorConfigError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
     try:
-        return parse_config(doc, str(file), file.resolve().parent)
+        return parse_config(doc, str(file), file.resolve().parent, lake)
     except CollectorConfigError as exc:
         raise CollectorConfigError(f"{file}: {exc}") from None

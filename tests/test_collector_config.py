@@ -89,6 +89,32 @@ def test_validate_command_prints_the_plan_or_one_error_line(tmp_path: Path) -> N
     ]
 
 
+def test_the_collector_writes_the_lake_every_other_command_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TRACEVALS_LAKE` names every command's lake; the collector's built-in config (and the shipped file)
+    wrote ./lake whatever it said, and `tracevals collect --lake` was refused as no such option. Now the
+    built-in config and the shipped file read `${env:TRACEVALS_LAKE:-lake}`, and `--lake` (relative to the
+    working directory, like every command's) replaces any config's `exporters.parquet.path`."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRACEVALS_LAKE", str(tmp_path / "from-env"))
+
+    def validated(*args: str) -> dict[str, Any]:
+        result = CliRunner().invoke(main, ["collect", *args, "--validate", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.output.splitlines()[-1]))
+
+    assert validated()["lake"] == str(tmp_path / "from-env")  # no config file here: the built-in one
+    assert str(load_config(ROOT / "otel-config.yaml").exporter.lake) == str(tmp_path / "from-env")
+    assert validated("--lake", "mine")["lake"] == str(tmp_path / "mine")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "c.yaml").write_text(yaml.safe_dump(config_document("theirs")))
+    assert validated("--config", "conf/c.yaml")["lake"] == str(tmp_path / "conf" / "theirs")  # the file's folder
+    assert validated("--config", "conf/c.yaml", "--lake", "mine")["lake"] == str(tmp_path / "mine")
+    monkeypatch.delenv("TRACEVALS_LAKE")
+    assert validated()["lake"] == str(tmp_path / "lake")
+
+
 def test_sampling_keeps_or_drops_whole_sessions_deterministically() -> None:
     sessions = [f"sess-{i}" for i in range(2000)]
     kept = [s for s in sessions if session_kept(s, 25.0, seed=7)]

@@ -23,7 +23,7 @@ DEFAULT_CONFIG = "otel-config.yaml"
 _DEFAULTS = {
     "receivers": {"otlp": {"protocols": {"grpc": None, "http": None}}},
     "processors": {"memory_limiter": None, "batch": None},
-    "exporters": {"parquet": {"path": "lake"}},
+    "exporters": {"parquet": {"path": f"${{env:{env.LAKE}:-lake}}"}},  # as every other command's --lake
     "service": {
         "pipelines": {
             signal: {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["parquet"]}
@@ -33,11 +33,11 @@ _DEFAULTS = {
 }
 
 
-def _load(config: str | None) -> CollectorConfig:
+def _load(config: str | None, lake: str | None = None) -> CollectorConfig:
     try:
         if config is None and not Path(DEFAULT_CONFIG).is_file():
-            return parse_config(_DEFAULTS, "<built-in defaults>")
-        return load_config(config or DEFAULT_CONFIG)
+            return parse_config(_DEFAULTS, "<built-in defaults>", lake=lake)
+        return load_config(config or DEFAULT_CONFIG, lake)
     except CollectorConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -59,6 +59,12 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
     envvar=env.COLLECTOR_CONFIG,
     exists=False,
 )
+@click.option(
+    "--lake",
+    metavar="LAKE",
+    help="The lake to write, in place of the config's exporters.parquet.path (a folder, or s3://bucket/prefix). "
+    f"Without a config file the lake is ${env.LAKE}, else ./lake, as for every other command.",
+)
 @click.option("--validate", is_flag=True, help="Check the config, print what it would run, and exit.")
 @click.option(
     "--cpus",
@@ -67,7 +73,7 @@ def _describe(config: CollectorConfig, grpc_port: int | None = None, http_port: 
     "each pinned to its own, is the efficient deployment (see docs/collector.md).",
 )
 @format_option()
-def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str) -> None:
+def collect(config_path: str | None, lake: str | None, validate: bool, cpus: str | None, fmt: str) -> None:
     """Receive OTLP traces and logs (gRPC and HTTP) and write them into a Parquet lake.
 
     \b
@@ -76,11 +82,12 @@ def collect(config_path: str | None, validate: bool, cpus: str | None, fmt: str)
     Examples:
       tracevals collect --config otel-config.yaml
       tracevals collect --config otel-config.yaml --validate
+      tracevals collect --lake /data/lake   # the built-in config (loopback ports), this lake
       tracevals collect --config otel-config.yaml --cpus 2
       tracevals collect --format json   # listening / stopped as JSON lines on stdout (ports, counts)
       OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
     """
-    config = _load(config_path)
+    config = _load(config_path, lake)
     try:
         chosen = parse_cpus(cpus) if cpus is not None else None
         if validate:
