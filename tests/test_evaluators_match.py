@@ -247,7 +247,9 @@ def test_override_by_callable_in_code_and_in_the_task_file(tmp_path: Path, monke
     broken = case_json(expected_steps=SEARCH, match={"overrides": {"search": {"compare": "my_compare:nope"}}})
     result = score_of(ACTUAL_SEARCH, broken)
     assert (result.passed, result.score) == (False, 0.0)
-    assert result.reason == "comparison for search not loaded: 'my_compare' has no function 'nope'"
+    assert (
+        result.reason == "comparison for search not loaded: 'my_compare' has no 'nope'; check the name after the colon"
+    )
 
 
 def test_unknown_mode_on_a_hand_built_case_fails_with_the_valid_ones() -> None:

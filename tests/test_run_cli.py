@@ -136,8 +136,38 @@ def test_bad_agent_reference_is_one_line(project: Path) -> None:
     # click keeps the last --agent; the error names the missing function
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "Error: module 'my_agent' has no 'nope'; check the name after the colon"
+        "Error: --agent my_agent:nope: 'my_agent' has no 'nope'; check the name after the colon"
     ]
+
+
+def test_an_agent_is_a_module_or_a_file_and_a_bad_one_is_one_line(project: Path) -> None:
+    """`--agent path/to/file.py:function` (what a stranger types first) loads the file, its folder importable for
+    its own imports; it was refused (`No module named 'sub/agent.py'`), and `./sub/agent.py:run` ended in a
+    traceback. Whatever the user's module does at import is one line (`model.callables.import_reference`, the
+    loader the task files' checkers use too)."""
+    sub = project / "sub"
+    sub.mkdir()
+    (sub / "helper.py").write_text("ANSWER = 'from the helper'\n")
+    (sub / "agent.py").write_text("import helper\n\ndef run(input, ctx):\n    return helper.ANSWER\n")
+    (sub / "raises.py").write_text("raise RuntimeError('boom at import')\n")
+    (sub / "syntax.py").write_text("def run(:\n")
+    for reference in ("sub/agent.py:run", "./sub/agent.py:run", str(sub / "agent.py") + ":run"):
+        result = _run(project, "-k", "1", "--agent", reference, "--format", "json")
+        assert result.returncode in (0, 1), result.stderr  # 1: the cases' checks fail; it ran
+        assert json.loads(result.stdout)["variants"][0]["runs"] == len(TASKS), reference
+    for reference, line in [
+        ("sub/raises.py:run", "cannot import 'sub/raises.py': RuntimeError: boom at import"),
+        ("sub/syntax.py:run", "cannot import 'sub/syntax.py': SyntaxError: invalid syntax (syntax.py, line 1)"),
+        ("sub/none.py:run", "'sub/none.py': no such file; give a path to a .py file, or a module name"),
+        (
+            "sub/agent.py",
+            "'sub/agent.py' must look like module:function or path/to/file.py:function, e.g. my_agent:run",
+        ),
+        ("sub/agent.py:nope", "'sub/agent.py' has no 'nope'; check the name after the colon"),
+    ]:
+        result = _run(project, "-k", "1", "--agent", reference)
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines() == [f"Error: --agent {reference}: {line}"]
 
 
 TOOL_AGENT = textwrap.dedent(

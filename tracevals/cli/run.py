@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 
 @click.command()
 @file_option("--tasks", "tasks_file", "Task cases, JSONL.", required=True)
-@click.option("--agent", "agent_ref", required=True, help="The agent under test, as module:function.")
+@click.option(
+    "--agent", "agent_ref", required=True, help="The agent under test, as module:function or path/to/file.py:function."
+)
 @click.option("-k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Attempts per case.")
 @click.option("--variant", default="default", show_default=True, help="Name of what is under test.")
 @click.option(
