@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracevals.model.json_text import json_text as strict_json
 from tracevals.report.formatting import PathArg, atomic_write, clean, file_writer, variant_figures
 from tracevals.stats import (
     Comparison,
@@ -49,8 +49,8 @@ def to_json_dict(
 
 
 def json_text(doc: Mapping[str, Any]) -> str:
-    """A JSON report document (:func:`to_json_dict`) as indented, strict JSON (no NaN)."""
-    return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
+    """A JSON report document (:func:`to_json_dict`) as indented, strict JSON (no NaN: `model.json_text`)."""
+    return strict_json(doc, indent=2) + "\n"
 
 
 write_json = file_writer(to_json_dict, json_text)

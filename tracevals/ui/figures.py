@@ -24,6 +24,7 @@ import duckdb
 from tracevals.lake.lake import Lake
 from tracevals.lake.unreadable import error_line
 from tracevals.model.case import Case
+from tracevals.model.json_text import json_text
 from tracevals.model.score import Score
 from tracevals.model.trajectory import Trajectory
 from tracevals.queries import open_lake
@@ -357,7 +358,7 @@ def _attribution(lake: Lake, data: Any, run_id: str, con: duckdb.DuckDBPyConnect
 
 def _strict(doc: Any) -> Any:
     """A report document as its JSON download is: strict JSON (no NaN), other values as their text."""
-    return json.loads(json.dumps(doc, allow_nan=False, default=str))
+    return json.loads(json_text(doc))
 
 
 def _by_trace(scores: Iterable[Score]) -> dict[str, list[Score]]:

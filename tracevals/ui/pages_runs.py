@@ -5,12 +5,12 @@ failures of a run, where a run's variance comes from. Every figure is read from 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tracevals.model.json_text import json_text
 from tracevals.ui.app import UI, query_of, text
 from tracevals.ui.attempts import task_view
 from tracevals.ui.figures import Entry, RunRow
@@ -113,7 +113,7 @@ def run_json(ui: UI, request: Request) -> Response:
     entry = _run_entry(ui, run_id)
     if entry is None or entry.value is None:
         return text(f"no report of run {run_id} yet\n", 404)
-    body = json.dumps(entry.value.doc, indent=2, allow_nan=False, default=str) + "\n"
+    body = json_text(entry.value.doc, indent=2) + "\n"
     return text(body, media_type="application/json")
 
 
