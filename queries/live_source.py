@@ -39,6 +39,7 @@ from tracevals.lake.schema import (
     ColumnMismatch,
     conformed_columns,
     empty_table,
+    python_array,
 )
 from tracevals.model.prices import default_prices
 from tracevals.queries.binding import bind
@@ -216,7 +217,8 @@ def _rows(path: Path, schema: pa.Schema, required: tuple[str, ...], what: str, m
                 f"{rows:,} rows, over the {max_rows:,} live scoring reads from one file (--max-file-rows); "
                 "score it with `tracevals score` (a batch, in bounded memory)"
             )
-        table = pq.read_table(path)
+        with pq.ParquetFile(path) as file:  # not `pq.read_table`: pyarrow.dataset imports pandas (~0.4 s)
+            table = file.read()
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
@@ -231,10 +233,9 @@ def _rows(path: Path, schema: pa.Schema, required: tuple[str, ...], what: str, m
     except ColumnMismatch as exc:
         raise Unreadable(str(exc)) from None
     n = table.num_rows
-    columns += [
-        pa.repeat(pa.scalar(day, pa.date32()), n),
-        pa.repeat(pa.scalar(hour, pa.int64()), n),
-        pa.repeat(pa.scalar(str(path), pa.string()), n),
+    columns += [  # scalars from `python_array`: `pa.scalar` imports pandas (`score --follow`, live scoring)
+        pa.repeat(python_array([value], type_)[0], n)
+        for value, type_ in ((day, pa.date32()), (hour, pa.int64()), (str(path), pa.string()))
     ]
     return pa.Table.from_arrays(columns, schema=_with_file_columns(schema))
 

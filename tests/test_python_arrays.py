@@ -9,6 +9,7 @@ The lake's column types are built from their buffers instead; these tests hold t
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import random
 import subprocess
 import sys
@@ -36,17 +37,22 @@ def _value(rng: random.Random, kind: str) -> Any:
         return rng.choice([rng.random() * 1e6, float("inf"), -0.0, 3, -(2**53), 1e-300])
     if kind == "bool":
         return rng.random() < 0.5
+    if kind == "date32":
+        return rng.choice([dt.date(1970, 1, 1), dt.date(2026, 12, 8), dt.date(1, 1, 1), dt.date(9999, 12, 31)])
     assert kind == "strings"
     return rng.choice([[], ("x",), [rng.choice(["", "ü", None, "long " * 20]) for _ in range(rng.randint(0, 4))]])
 
 
-@pytest.mark.parametrize("kind", sorted(ARROW_TYPES))
+TYPES = {**ARROW_TYPES, "date32": pa.date32()}  # and a partition's day (`date=`), which live scoring adds
+
+
+@pytest.mark.parametrize("kind", sorted(TYPES))
 def test_the_buffers_hold_the_array_pa_array_gives(kind: str) -> None:
     """Every column type of the lake, nulls among the values or not, at sizes across a bitmap's byte edges:
     the same type, values, nulls and validity (a float64 compared by its values' representations: NaN and
     -0.0 as they are)."""
     rng = random.Random(kind)
-    type_ = ARROW_TYPES[kind]
+    type_ = TYPES[kind]
     for size in (0, 1, 7, 8, 9, 63, 64, 65, 513):
         for _ in range(15):
             values = [_value(rng, kind) for _ in range(size)]
@@ -75,6 +81,7 @@ def test_the_buffers_hold_the_array_pa_array_gives(kind: str) -> None:
         (["a"], pa.int64()),
         ([["a", 1]], pa.list_(pa.string())),
         (["not a list"], pa.list_(pa.string())),
+        ([dt.datetime(2026, 1, 1, 12)], pa.date32()),
     ],
 )
 def test_a_value_of_another_type_is_pa_arrays_to_convert_or_refuse(values: list[Any], type_: pa.DataType) -> None:
@@ -152,3 +159,26 @@ def test_tracevals_run_imports_no_pandas(tmp_path: Path) -> None:
         )
         assert _run_probe(probe, tmp_path) == "False"
     assert list((tmp_path / "lake" / "step_reliability").rglob("*.parquet"))
+
+
+def test_live_scoring_reads_a_span_file_without_pandas(tmp_path: Path) -> None:
+    """`score --follow` and the collector's live scoring read each new span file (`queries.live_source`):
+    `pa.scalar` for its partition columns and `pq.read_table` (pyarrow.dataset) imported pandas."""
+    _run_probe(
+        "import tracevals\n"
+        f"t = tracevals.instrument(lake={str(tmp_path / 'lake')!r}, instrumentors=False)\n"
+        "with tracevals.session('s1'), tracevals.agent('a'):\n"
+        "    pass\n"
+        "t.shutdown()\n"
+        "print('ok')\n",
+        tmp_path,
+    )
+    [path] = (tmp_path / "lake" / "spans").rglob("*.parquet")
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tracevals.queries.live_source import read_span_files\n"
+        f"table = read_span_files([Path({str(path)!r})])\n"
+        "print(table.num_rows, table.column('hour')[0].as_py() >= 0, 'pandas' in sys.modules)\n"
+    )
+    assert _run_probe(probe, tmp_path) == "1 True False"

@@ -8,6 +8,7 @@ queries it with `->>` / `json_extract`. Canonical columns are derived, never the
 from __future__ import annotations
 
 import array
+import datetime as dt
 import importlib.util
 import itertools
 import operator
@@ -169,6 +170,11 @@ def _from_buffers(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
         if not types <= {bool}:
             return None
         return pa.Array.from_buffers(type_, n, [validity, _bitmap(values, operator.is_, True)], null_count=nulls)
+    if pa.types.is_date32(type_):  # a partition's day (`date=` folders): days since the epoch
+        if not types <= {dt.date}:
+            return None
+        days = array.array(_I32, [0 if v is None else (v - _EPOCH).days for v in values])
+        return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(days)], null_count=nulls)
     code = _ARRAY_CODES.get(pa.int64() if pa.types.is_timestamp(type_) else type_)
     if code is None or not types <= ({float, int} if code == "d" else {int}):
         return None
@@ -179,6 +185,7 @@ def _from_buffers(values: Sequence[Any], type_: pa.DataType) -> pa.Array | None:
 
 
 _I32 = "i" if array.array("i").itemsize == 4 else "l"
+_EPOCH = dt.date(1970, 1, 1)
 # The `array` code of each fixed-width column type.
 _ARRAY_CODES = {pa.int64(): "q", pa.int32(): _I32, pa.float64(): "d"}
 
