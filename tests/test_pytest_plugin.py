@@ -54,6 +54,35 @@ def test_flaky_fails_with_the_count_and_stable_passes(pytester: pytest.Pytester,
     ]
 
 
+ASYNC_TESTS = """
+import asyncio
+import itertools
+import pytest
+
+calls = itertools.count(1)
+
+@pytest.mark.tracevals(k=3)
+async def test_async_agent(tracevals_ctx):
+    await asyncio.sleep(0)
+    assert next(calls) != 2, f"attempt {tracevals_ctx.attempt} answered wrong"
+
+@pytest.mark.tracevals(k=2)
+async def test_async_fine():
+    await asyncio.sleep(0)
+"""
+
+
+def test_an_async_test_is_awaited_and_can_fail(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """An `async def` test under the marker passed whatever it asserted: the plugin called it, which only
+    made a coroutine, never awaited. It is awaited as the harness awaits an async agent's answer."""
+    pytester.makepyfile(test_async=ASYNC_TESTS)
+    result = pytester.runpytest_subprocess("--tracevals-lake", str(tmp_path / "lake"), "-W", "error::RuntimeWarning")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*1 of 3 attempts failed (all must pass); first error: attempt 2: AssertionError: attempt 2 answered wrong*"]
+    )
+
+
 def test_unmarked_tests_run_once(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain="calls = []\ndef test_once():\n    calls.append(1)\n    assert len(calls) == 1\n")
     pytester.runpytest_subprocess().assert_outcomes(passed=1)

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from tracevals import env
-from tracevals.harness.attempts import AttemptResult, run_attempt
+from tracevals.harness.attempts import AttemptResult, finished, run_attempt
 from tracevals.harness.environment import commit_hash, harness_capture, lock_hash
 from tracevals.model.attempt import AttemptContext
 from tracevals.model.case import Case
@@ -143,7 +143,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         args = dict(base_args)
         if "tracevals_ctx" in args:
             args["tracevals_ctx"] = ctx
-        test_fn(**args)
+        # an `async def` test awaited (and a generator read) as the harness does an agent's result: calling
+        # it alone made a coroutine never awaited, and its attempts passed whatever it asserted
+        finished(test_fn(**args))
         return "passed"
 
     commit, lock = commit_hash(), lock_hash()
