@@ -300,3 +300,37 @@ def test_lines_of_metrics_or_profiles_are_skipped_and_said_and_an_empty_file_is_
         ("empty", 0, 0),
     ]
     assert _rows(tmp_path / "lake") == _rows(tmp_path / "alone")
+
+
+def test_a_folder_is_the_otlp_files_beneath_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tracevals ingest exports/` (a Collector's `file` exporter with rotation leaves a folder of files) was
+    refused (`File 'exports' is a directory`). A folder stands for the files beneath it whose names say OTLP
+    data, compressed or not, in name order; hidden ones are left out, other files said in one note, and a
+    folder with none is one error line."""
+    folder = tmp_path / "exports"
+    (folder / "rotated").mkdir(parents=True)
+    (folder / ".cache").mkdir()
+    (folder / "a.json").write_bytes((FIXTURES / DOCUMENTS[0]).read_bytes())
+    (folder / "rotated" / "b.jsonl.gz").write_bytes(gzip.compress(_lines(DOCUMENTS[1:3])))
+    (folder / ".cache" / "c.json").write_bytes((FIXTURES / DOCUMENTS[3]).read_bytes())  # hidden: not read
+    (folder / "README.md").write_text("exports of the staging agent\n")
+    alone = _ingest(tmp_path / "alone", *(FIXTURES / d for d in DOCUMENTS[:3]), monkeypatch=monkeypatch)
+    assert alone.exit_code == 0, alone.output
+
+    result = _ingest(tmp_path / "lake", folder, monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [f"note: {folder}: 1 file not read, not named as OTLP data: README.md"]
+    assert [r["file"] for r in json.loads(result.stdout)] == [
+        str(folder / "a.json"),
+        str(folder / "rotated" / "b.jsonl.gz"),
+    ]
+    assert _rows(tmp_path / "lake") == _rows(tmp_path / "alone")
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    refused = _ingest(tmp_path / "lake", tmp_path / "notes", monkeypatch=monkeypatch)
+    assert refused.exit_code == 1
+    assert refused.output.strip().splitlines()[-1] == (
+        f"Error: {tmp_path / 'notes'}: a folder with no OTLP file in it (names ending .json, .jsonl, .ndjson, .pb, "
+        ".bin, .protobuf, or those gzip, zstd or bz2 compressed); name the files to read"
+    )

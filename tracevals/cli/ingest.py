@@ -99,6 +99,41 @@ def _is_protobuf(path: Path, given: str) -> bool:
     return name.endswith(_PROTOBUF_SUFFIXES)
 
 
+# What a folder given to `ingest` is read for: files whose name (a compression suffix aside) says OTLP data.
+_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", *_PROTOBUF_SUFFIXES)
+
+
+def _expanded(files: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The files given, a folder replaced by the data files beneath it (`_DATA_SUFFIXES`, at any depth, in name
+    order; hidden ones left out), as a Collector's `file` exporter with rotation leaves its output; the other
+    files of a folder are said in one note. A folder with no data file is one error line."""
+    out: list[Path] = []
+    for given in files:
+        if not given.is_dir():
+            out.append(given)
+            continue
+        found: list[Path] = []
+        other: list[Path] = []
+        for path in sorted(given.rglob("*")):
+            if any(part.startswith(".") for part in path.relative_to(given).parts) or not path.is_file():
+                continue
+            name = path.name.lower()
+            for suffix in _COMPRESSED_SUFFIXES:
+                name = name.removesuffix(suffix)
+            (found if name.endswith(_DATA_SUFFIXES) else other).append(path)
+        if not found:
+            raise click.ClickException(
+                f"{given}: a folder with no OTLP file in it (names ending {', '.join(_DATA_SUFFIXES)}, or those "
+                "gzip, zstd or bz2 compressed); name the files to read"
+            )
+        if other:
+            shown = ", ".join(str(p.relative_to(given)) for p in other[:3]) + (", ..." if len(other) > 3 else "")
+            files_not = "1 file" if len(other) == 1 else f"{len(other)} files"
+            echo(f"note: {given}: {files_not} not read, not named as OTLP data: {shown}", err=True)
+        out.extend(found)
+    return tuple(out)
+
+
 def _documents(data: bytes) -> list[tuple[int, bytes]]:
     """A JSON file's documents, each with the line it starts on: a JSON Lines file (the OTLP file exporter's
     format, one TracesData or LogsData document a line, `.jsonl`; the Collector's `file` exporter writes it)
@@ -302,14 +337,14 @@ def _checked(table: pa.Table, request: Any) -> pa.Table:
     help="Cut longer attribute values (and log bodies) at this many bytes and list their keys in "
     "tracevals.truncated, as the collector's setting of that name does.",
 )
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
-)
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True, path_type=Path))
 def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Path, ...]) -> None:
     """Write the spans (and log records) of OTLP FILES into a lake.
 
     \b
-    JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
+    A folder stands for the files beneath it whose names say OTLP data (.json, .jsonl,
+    .ndjson, .pb, .bin, .protobuf, compressed or not), as a file exporter with rotation
+    leaves them. JSON files use the OTLP/JSON encoding (hex ids) and may hold resourceSpans and
     resourceLogs, one document a file or one a line (JSON Lines, as the Collector's
     `file` exporter writes them), or are a Jaeger export (data[].spans, as its UI and
     API give them) or a Tempo one (batches, or {"trace": ...}); `.pb` files hold a
@@ -324,6 +359,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
     \b
     Examples:
       tracevals ingest --lake lake traces/*.json
+      tracevals ingest --lake lake exports/               # every OTLP file beneath the folder
       tracevals ingest --lake lake --format json export.pb
       tracevals ingest --lake lake jaeger-trace.json      # detected as Jaeger
       tracevals ingest --lake lake otelcol-traces.jsonl.gz   # the Collector's file exporter, gzipped
@@ -346,6 +382,7 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
 
     if sum(str(path) == "-" for path in files) > 1:
         raise click.UsageError("'-' (standard input) is given more than once; give it once")
+    files = _expanded(files)
     # nothing is written before every file is read: what was read waits on disk (`Spill`), not in memory
     with temporary_folder("tracevals-ingest-") as folder:
         spill = Spill(folder)
