@@ -83,6 +83,21 @@ def test_query_from_a_sql_file(filled_lake: Path, tmp_path: Path) -> None:
     query_file.write_text("select count(*) as traces from trajectories")
     result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", "json", str(query_file)])
     assert json.loads(result.output) == [{"traces": 1}]
+    query_file.write_text("-- how many\nselect count(*) as traces from trajectories; -- the end\n")
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), "--format", "json", str(query_file)])
+    assert json.loads(result.output) == [{"traces": 1}]
+
+
+def test_two_selects_are_refused_not_one_of_them_printed(filled_lake: Path, tmp_path: Path) -> None:
+    """A file of two SELECTs printed the second's result alone (DuckDB runs them all and gives the last), the
+    first unseen, as if it were the answer; it is one line now."""
+    query_file = tmp_path / "two.sql"
+    query_file.write_text("select count(*) from spans;\nselect count(*) from trajectories;\n")
+    result = CliRunner().invoke(main, ["sql", "--lake", str(filled_lake), str(query_file)])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: the query holds 2 statements and sql prints one result; run them one at a time"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -363,6 +378,25 @@ def test_every_command_reads_one_time_grammar() -> None:
             ranged.append(name)
             assert isinstance(params["since"].type, TimeType) and isinstance(params["until"].type, TimeType)
     assert sorted(ranged) == ["cases extract", "gate", "report", "score", "sql"]
+
+
+def test_an_age_is_a_number_and_a_unit_as_a_letter_or_a_word() -> None:
+    """`--since 1w` and `--since '2 days'` were refused (`is not a time`); an age takes weeks, and its unit as
+    a word, beside the letters it took."""
+    from datetime import datetime, timedelta, timezone
+
+    import click
+
+    from tracevals.cli.shared.times import parse_time
+
+    now = datetime(2026, 12, 8, 12, tzinfo=timezone.utc)
+    ages = {"1w": timedelta(weeks=1), "2 days": timedelta(days=2), "1 Week": timedelta(weeks=1),
+            "90m": timedelta(minutes=90), "24h": timedelta(hours=24), "3 hrs": timedelta(hours=3),
+            "1.5h": timedelta(hours=1.5), "10 secs": timedelta(seconds=10), "7d": timedelta(days=7)}  # fmt: skip
+    assert {text: now - parse_time(text, now) for text in ages} == ages
+    for text in ("1mo", "2 dayz", "-1d", "1h30m"):
+        with pytest.raises(click.BadParameter):
+            parse_time(text, now)
 
 
 # What each command that needs --lake is given besides, so that --lake is all it lacks (`{tmp}`: a folder).

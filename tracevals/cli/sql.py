@@ -53,6 +53,10 @@ def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
             raise click.ClickException(
                 f"only SELECT queries may run over a lake (read-only); this one is a {kind} statement"
             )
+    if len(statements) > 1:  # DuckDB would run them all and give the last result alone: the others unseen
+        raise click.ClickException(
+            f"the query holds {len(statements)} statements and sql prints one result; run them one at a time"
+        )
 
 
 def _explained(con: duckdb.DuckDBPyConnection, text: str) -> str:

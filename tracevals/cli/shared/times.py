@@ -1,7 +1,7 @@
 """One time grammar for every command's `--since` / `--until` (sql, score, report, gate).
 
 A time is an ISO date or date-time (UTC unless it names a zone), `now`, `today`, `yesterday`, or an
-age such as `90m`, `24h`, `7d` (that long before now). A range is `[since, until)`: since inclusive,
+age such as `90m`, `24h`, `7d`, `2w` or `2 days` (that long before now). A range is `[since, until)`: since inclusive,
 until exclusive, so `--since 2026-11-28 --until 2026-11-29` is the 28th, whole, in every command.
 `score`, `report` and `gate` keep the sessions that start in it; `sql` reads the hour partitions that
 overlap it.
@@ -20,8 +20,11 @@ from tracevals import env
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+# An age: a number and a unit, as a letter or a word (`90m`, `24h`, `7d`, `2w`, `2 days`, `1 week`)
+_RELATIVE = re.compile(
+    r"^(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?)$", re.I
+)
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}  # by the unit's first letter
 EXAMPLES = "2026-11-28, 2026-11-28T06:00, today, yesterday, 24h or 7d"
 
 
@@ -35,7 +38,7 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
         return named[word]
     age = _RELATIVE.match(word)
     if age:
-        return now - timedelta(**{_UNITS[age.group(2)]: float(age.group(1))})
+        return now - timedelta(**{_UNITS[age.group(2)[0].lower()]: float(age.group(1))})
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
