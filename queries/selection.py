@@ -170,11 +170,8 @@ def selected_traces(con: duckdb.DuckDBPyConnection, selection: Selection) -> int
         if selection.trace_ids:
             con.executemany("INSERT INTO tv_wanted VALUES (?)", [(t,) for t in selection.trace_ids])
         only = " AND s.sid IN (SELECT t.sid FROM t JOIN tv_wanted USING (trace_id))"
-    if selection.runs:
-        only += (
-            " AND s.sid IN (SELECT t.sid FROM t WHERE t.trace_id IN (SELECT trace_id FROM attempts WHERE "
-            f"{selection.trace_condition()}))"
-        )
+    if selection.runs:  # read from `spans` alone (`t.run_id` is the attempts view's): no view to bind for it
+        only += f" AND s.sid IN (SELECT t.sid FROM t WHERE t.{selection.trace_condition()})"
     work_table(con, "tv_traces", query_sql("select_sessions", condition=selection.sql_condition(), only=only))
     [(count,)] = con.execute("SELECT count(*) FROM tv_traces").fetchall()
     return int(count)

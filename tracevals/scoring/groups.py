@@ -177,7 +177,7 @@ def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Gr
 
 def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> ScoringRun:
     """The group's sessions rebuilt through the views (defined: `define_views`): the job's selection of them, or
-    (select False) all."""
+    (select False) all, the attempts of the selection's runs only either way (`Selection.trace_condition`)."""
     scoring = job.scoring
     return score_connection(
         con,
@@ -185,6 +185,7 @@ def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> S
         config=scoring.config,
         evaluators=job.evaluators,
         selection=scoring.selection if select else None,
+        where=scoring.selection.trace_condition() if scoring.selection is not None else "",
         keep_batch=scoring.keep_batch,
         chunk_sessions=job.chunk_sessions,
         copy_chunks=False,
@@ -192,15 +193,16 @@ def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> S
 
 
 def _usable(plan: GroupPlan, group: Group, selection: Selection | None) -> list[HourFiles]:
-    """The derived hours whose frames hold the rows of `group`'s sessions (none for a crossing group, or for a
-    selection of runs or traces: those are chosen through the views).
+    """The derived hours whose frames hold the rows of `group`'s sessions (none for a crossing group). A
+    selection of runs or traces chooses whole sessions as any other does (`selection.selected_traces`, from
+    `spans` alone); the attempts of its runs are kept of them (`_of_runs`), as the views' loader keeps them.
 
     That is an hour all of whose files the group reads; or, once the crossing pass has run (more than one
     block), any hour of whose files the group reads one: every session of a block of files lies wholly in
     its files (a session that does not is a crossing group's), so a session of the group that lies in one
     hour has all of its rows among that hour's files, from which its frames were computed. An hour cut
     between two blocks (an hour of many files, or of big ones) is read from its frames by both."""
-    if group.crossing or (selection is not None and (selection.runs or selection.trace_ids is not None)):
+    if group.crossing:
         return []
     names = set(group.spans) | set(group.logs)
     if plan.blocks > 1:
@@ -227,7 +229,7 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
     taken = take_derived(con, usable, None if selection is None else "tv_traces")
     if taken.height:
         # the frames a chunk of sessions at a time, from their row groups: never an hour's frames whole
-        parts = derived_chunks(scoring.lake, usable, taken, job.chunk_sessions)
+        parts = _of_runs(derived_chunks(scoring.lake, usable, taken, job.chunk_sessions), scoring.selection)
         del taken
         yield from map(
             sampled,
@@ -248,6 +250,14 @@ def _derived_and_rest(con: duckdb.DuckDBPyConnection, usable: list[HourFiles], j
         finally:
             rest.undo()
         yield sampled(rebuilt)
+
+
+def _of_runs(batches: Iterator[Batch], selection: Selection | None) -> Iterator[Batch]:
+    """Of each batch of whole sessions, the attempts of the selection's runs (all when it names none): what the
+    views' loader keeps of the sessions it selects (`load_batch`'s `Selection.trace_condition`)."""
+    runs = list(selection.runs) if selection is not None else []
+    for batch in batches:
+        yield batch.select(batch.traces.filter(pl.col("run_id").is_in(runs)).get_column("trace_id")) if runs else batch
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str) -> int:

@@ -55,14 +55,16 @@ def score_connection(
     chunk_sessions: int = CHUNK_SESSIONS,
     keep_batch: bool = False,
     copy_chunks: bool = True,
+    where: str = "",
 ) -> ScoringRun:
     """Score rows for the selected sessions of an open lake (nothing written), `chunk_sessions` whole
     sessions at a time (copy_chunks=False: a chunk read through a filter on rows already in memory, see
-    `selection.session_chunks`)."""
+    `selection.session_chunks`). Of them, the traces of the selection's `trace_condition` (its runs'
+    attempts), or of `where` (the same, for sessions selected already)."""
     config = config or ScoringConfig()
     chosen = list(evaluators) if evaluators is not None else instances(config.evaluators)
     restriction = select_sessions(con, selection) if selection is not None else None
-    where = selection.trace_condition() if selection is not None else ""
+    where = selection.trace_condition() if selection is not None else where
     frames: list[pl.DataFrame] = []
     kept: list[Batch] = []
     traces = sessions = 0
