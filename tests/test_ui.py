@@ -107,6 +107,10 @@ def test_every_answer_carries_a_strict_policy(served: Served) -> None:
         assert response.getheader("x-frame-options") == "DENY"
     response, body = _get(served, "/no/such/page", cookie=cookie)
     assert response.status == 404 and b"Not found" in body
+    # an id no trace can have is not found either (it was a page saying so, with 200), its text escaped
+    for bad in ("zz", "%3Cscript%3Ealert(1)", "a" * 65):
+        response, body = _get(served, "/traces/" + bad, cookie=cookie)
+        assert response.status == 404 and b"a trace id is hex digits" in body and b"<script>" not in body, bad
 
 
 def test_the_sql_page_is_the_sql_commands_sandbox(served: Served, small_lake: Path) -> None:

@@ -39,6 +39,8 @@ def _trace(ui: UI, trace_id: str) -> tuple[Any, str | None]:
 
 def trace_page(ui: UI, request: Request) -> Response:
     trace_id = request.path_params["trace_id"]
+    if not _HEX.fullmatch(trace_id):  # no trace can have it: not found, as an id of no trace is (not a 200)
+        return ui.missing(request, f"trace {trace_id} (a trace id is hex digits)")
     view, problem = _trace(ui, trace_id)
     if view is None and problem is None:
         return ui.missing(request, f"trace {trace_id}")
