@@ -137,7 +137,7 @@ def _score_group(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, 
 def _score_group_once(con: duckdb.DuckDBPyConnection, plan: GroupPlan, group: Group, job: _Job) -> _Scored:
     scoring = job.scoring
     whole = scoring.selection is None or scoring.selection == Selection()  # every session: nothing to select
-    usable = _usable(plan, group, scoring.selection)
+    usable = _usable(plan, group)
     if not usable:  # rebuilt through the views: bind them while the raw relations read no file (~10x quicker)
         define_views(con, GROUP_VIEWS)
     read_group(con, plan, group, copy=whole and not usable)  # with derived hours, only the rest is copied
@@ -192,7 +192,7 @@ def _through_views(con: duckdb.DuckDBPyConnection, job: _Job, select: bool) -> S
     )
 
 
-def _usable(plan: GroupPlan, group: Group, selection: Selection | None) -> list[HourFiles]:
+def _usable(plan: GroupPlan, group: Group) -> list[HourFiles]:
     """The derived hours whose frames hold the rows of `group`'s sessions (none for a crossing group). A
     selection of runs or traces chooses whole sessions as any other does (`selection.selected_traces`, from
     `spans` alone); the attempts of its runs are kept of them (`_of_runs`), as the views' loader keeps them.
