@@ -184,3 +184,33 @@ def test_report_over_a_date_range_and_a_sample(demo: dict[str, Any], tmp_path: P
     assert meta["sessions_selected"] == expected and 30 < expected < 90
     late = CliRunner().invoke(main, ["report", "--lake", demo["lake"], "--since", "2100-01-01", "--out", str(out)])
     assert late.exit_code == 1 and "no attempts match" in late.stderr
+
+
+HOSTILE_AGENT = """
+import tracevals
+send = tracevals.tool(effect="write", name="send\\x1b[2J\\x1b]0;pwned\\x07_msg\\u202e")(lambda to: {"ok": True})
+def run(input, ctx):
+    send("a")
+    send("a")  # a duplicate side effect, named by the hostile tool name
+    return "done"
+"""
+
+
+def test_a_verdict_piped_shows_the_span_values_it_quotes_escaped(tmp_path: Path) -> None:
+    """The gate's verdict quotes what the spans said (a tool's name, a task's id): piped into a CI log it printed
+    them raw, `\\x1b[2J` (clear the screen) and `\\x1b]0;` (the window's title) included, though a table of the
+    same values is `shown` piped or not. Text for reading is `shown` now (`output.echo_prose`); JSON escapes
+    them as JSON does."""
+    (tmp_path / "hostile_agent.py").write_text(HOSTILE_AGENT)
+    (tmp_path / "tasks.jsonl").write_text('{"case_id": "c\\u001b[31m1", "input": "x"}\n')
+    lake = str(tmp_path / "lake")
+    for variant in ("baseline", "candidate"):
+        result = CliRunner().invoke(main, ["run", "--tasks", str(tmp_path / "tasks.jsonl"), "--agent",
+                                           f"{tmp_path / 'hostile_agent.py'}:run", "-k", "2", "--variant", variant,
+                                           "--run-id", "r1", "--lake", lake, "--resume"])  # fmt: skip
+        assert result.exit_code in (0, 1), result.output
+    for args in ([], ["--format", "json"]):
+        result = CliRunner().invoke(main, ["gate", "--lake", lake, "--run", "r1", "--baseline", "baseline",
+                                           "--candidate", "candidate", *args])  # fmt: skip
+        assert result.exit_code == 1 and "\x1b" not in result.output and "\x07" not in result.output, args
+        assert "send\\u001b[2J\\u001b]0;pwned\\u0007_msg\\u202e#2" in result.output or args, result.output

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tracevals.cases.groups import GROUPS
-from tracevals.cli.shared.output import echo, format_option, lake_errors, lake_option, print_rows
+from tracevals.cli.shared.output import echo, echo_prose, format_option, lake_errors, lake_option, print_rows
 from tracevals.cli.shared.times import time_range_options
 from tracevals.model.json_text import json_text
 
@@ -182,7 +182,7 @@ def review(folder: Path, accept: tuple[str, ...], drop: tuple[str, ...], fmt: st
         print_rows(("case", "group", "status", "source_session", "input", "expected_steps"), rows, fmt)
         return
     for r in kept:
-        echo("\n".join(render(r)))
+        echo_prose("\n".join(render(r)))
         echo("")
     drafts = sum(1 for r in kept if r.status == "draft")
     click.echo(

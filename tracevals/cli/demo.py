@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from tracevals.cli.shared.output import echo, format_option, messages, print_rows, progress_bar
+from tracevals.cli.shared.output import echo_prose, format_option, messages, print_rows, progress_bar
 from tracevals.demo import tasks_path as bundled_tasks
 from tracevals.harness import run_cases
 from tracevals.harness.environment import file_digest
@@ -210,9 +210,9 @@ def _print_demo(
     head, regress = regression_table(comparison)
     if regress:
         print_rows(head, regress, "table", title="Regressions (worst first)")
-    echo(comparison.statement)
+    echo_prose(comparison.statement)
     for line in environment_lines(data.reliability):
-        echo(line)
+        echo_prose(line)
     click.echo(f"\n{done}")
     click.echo(f"lake:    {lake}   (try: {command_line('tracevals', 'sql', '--lake', str(lake), TRY_QUERY)})")
     for name, path in paths.items():

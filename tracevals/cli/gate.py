@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tracevals import env
-from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
+from tracevals.cli.shared.output import echo_prose, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import gate_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.model.json_text import json_text
@@ -223,7 +223,7 @@ def _emit(
         rows = [[c[k] if k != "tasks" else ";".join(c[k] or []) for k in columns] for c in checks]
         print_rows(columns, sorted(rows, key=lambda r: _ORDER[r[-1]]), "csv")
     else:
-        echo(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
+        echo_prose(_text(result, n_base, cand.runs, cand.n_tasks, runs_seen, hint))
     if not result.passed:
         raise SystemExit(1)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import echo, file_option, format_option, messages, phase_bar, print_rows
+from tracevals.cli.shared.output import echo, echo_prose, file_option, format_option, messages, phase_bar, print_rows
 from tracevals.cli.shared.production import report_production
 from tracevals.cli.shared.reports import Selected, env_options, env_problems, load_report, selection_options
 from tracevals.model.json_text import json_text
@@ -100,9 +100,9 @@ def report(
     for title, head, body in reliability_tables(data.reliability):
         print_rows(head, body, "table", title=title)
     if cmp is not None:
-        echo(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
+        echo_prose(f"{cmp.baseline} → {cmp.candidate}: {cmp.statement}")
     for line in environment_lines(data.reliability):
-        echo(line)
+        echo_prose(line)
     echo(f"{kind} report: {Path(path)}")
     _strict(data, strict_env)
 

@@ -48,6 +48,14 @@ def echo(text: str, nl: bool = True, err: bool = False) -> None:
     click.echo(shown(text) if stream.isatty() else text, nl=nl, err=err, color=True)
 
 
+def echo_prose(text: str) -> None:
+    """A text for reading on stdout (a gate's verdict, a comparison's statement, a case under review): `shown`
+    whether piped or not, as a table is (`print_rows`). It quotes span values (a tool's name, a task's id, what
+    an agent said), and a CI log or a pager shows what it is sent; only data (`--format csv|json`) goes
+    exact into a pipe (`echo`)."""
+    click.echo(shown(text), color=True)
+
+
 def format_option(default: str = "table") -> Any:
     return click.option(
         "--format",

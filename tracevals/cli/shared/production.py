@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracevals.cli.shared.output import echo, lake_errors, print_rows
+from tracevals.cli.shared.output import echo, echo_prose, lake_errors, print_rows
 from tracevals.model.json_text import json_text
 from tracevals.model.quoting import command_line
 
@@ -197,6 +197,6 @@ def gate_production(
         if not result.passed:
             lines.append(f"  see the failed sessions: {hint}")
         lines += [f"  note: {n}" for n in summary.meta.get("notes", ()) if str(n).startswith("data quality:")]
-        echo("\n".join(lines))
+        echo_prose("\n".join(lines))
     if not result.passed:
         raise SystemExit(1)

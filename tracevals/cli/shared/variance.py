@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from tracevals.cli.shared.output import echo, print_rows, progress_bar
+from tracevals.cli.shared.output import echo_prose, print_rows, progress_bar
 from tracevals.cli.shared.reports import report_from_lake
 from tracevals.harness.attempts import AgentFn
 from tracevals.harness.interceptor import RunPlan
@@ -150,7 +150,7 @@ def print_attribution(result: Attribution, run_id: str, lake: Lake, variant: str
         return
     print_rows(columns, rows, "table", title=f"run {run_id}: where the variance comes from")
     print_rows(["source", "flakiness it adds", "share"], _source_rows(result), "table", title="flakiness by source")
-    echo(result.statement)
+    echo_prose(result.statement)
     live, frozen = level_variant(variant, "live"), level_variant(variant, "frozen")
     report = ["report", "--lake", str(lake), "--run", run_id, "--baseline", frozen, "--candidate", live]
     click.echo(f"lake: {lake}   ({command_line('tracevals', *report, '--out', 'variance.html')})")
