@@ -129,6 +129,12 @@ def test_gate_passes_a_variant_that_meets_the_thresholds(demo: dict[str, Any]) -
         (["--baseline", "baseline", "--candidate", "candidate"], "max_regresion: 0.1\n", "unknown key 'max_regresion'"),
         (["--baseline", "baseline", "--candidate", "candidate"], "max_regression: [\n", "not valid YAML"),
         (["--baseline", "baseline", "--candidate", "candidate"], "forbid: [dont_ship]\n", "forbid: unknown category"),
+        # a value out of range names the file, as a bad key does (it did not)
+        (
+            ["--baseline", "baseline", "--candidate", "candidate"],
+            "min_pass_rate: 2\n",
+            "gate.yaml: min_pass_rate must be",
+        ),
         (["--baseline", "baseline", "--candidate", "candidate", "--since", "last tuesday"], None, "is not a time"),
     ],
 )

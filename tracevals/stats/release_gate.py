@@ -90,7 +90,10 @@ class GateThresholds:
             elif value is not None and not _TYPE_OK[name](value):
                 raise ValueError(f"{source}: {key} must be {_TYPE_NAMES[name]}, got {value!r}")
             kwargs[name] = value
-        return cls(**kwargs, hazards=hazards)
+        try:
+            return cls(**kwargs, hazards=hazards)
+        except ValueError as exc:  # a value out of its range: named with where it came from, as a bad key is
+            raise ValueError(f"{source}: {exc}") from None
 
 
 def _number(value: Any) -> bool:
