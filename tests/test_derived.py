@@ -137,7 +137,7 @@ def test_an_hour_cut_between_blocks_is_read_from_its_frames_by_each(
     assert cut  # the lake has hours cut between blocks at this size
     for hour, cut_blocks in cut.items():
         for group in cut_blocks:
-            assert plan.derived[hour] in scoring_groups._usable(plan, group, None)
+            assert plan.derived[hour] in scoring_groups._usable(plan, group)
     offered: list[list[HourFiles]] = []  # the derived hours each group reads its sessions from
     take = scoring_groups.take_derived
 
