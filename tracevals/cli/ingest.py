@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import pyarrow as pa
 
+from tracevals.cli.shared.otlp_files import compression, expanded, file_bytes, is_protobuf, stdin_copy
 from tracevals.cli.shared.output import echo, format_option, lake_option, print_rows
 from tracevals.collector.conversion import json_columnar
 from tracevals.collector.conversion.columnar import spans_table
@@ -53,85 +52,6 @@ _OTHER_NAMES = set(_OTHER_SIGNALS.values())
 
 
 FORMATS = ("auto", "otlp-json", "otlp-proto", "jaeger", "tempo")
-_PROTOBUF_SUFFIXES = (".pb", ".bin", ".protobuf")
-
-
-# compressed files, by their first bytes: what a file exporter or `gzip` / `zstd` leave
-_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bz2"}
-_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".bz2")
-
-
-def _compression(path: Path) -> str | None:
-    """The codec a file is compressed with (gzip, zstd, bz2), from its first bytes; None: not compressed."""
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    return next((codec for magic, codec in _COMPRESSED.items() if head.startswith(magic)), None)
-
-
-def _file_bytes(path: Path) -> bytes:
-    """A file's bytes, decompressed when it is gzip, zstd or bz2 (whatever its name)."""
-    codec = _compression(path)
-    if codec is None:
-        return path.read_bytes()
-    try:
-        return bytes(pa.CompressedInputStream(pa.OSFile(str(path)), codec).read())
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise OTLPDecodeError(f"not a whole {codec} file: {str(exc).splitlines()[0]}") from None
-
-
-def _stdin_copy(folder: Path) -> Path:
-    """Standard input (`-`) copied to a file in `folder`, read then as a file given by name is (its format from
-    its content, or `--input-format`: a name gives no `.pb` to go by)."""
-    copy = folder / "stdin"
-    with open(copy, "wb") as out:
-        shutil.copyfileobj(sys.stdin.buffer, out)
-    return copy
-
-
-def _is_protobuf(path: Path, given: str) -> bool:
-    """Whether a file is read as OTLP protobuf: `--input-format otlp-proto`, or its name (`.pb`, `.bin`,
-    `.protobuf`, before a compression suffix)."""
-    if given != "auto":
-        return given == "otlp-proto"
-    name = path.name.lower()
-    for suffix in _COMPRESSED_SUFFIXES:
-        name = name.removesuffix(suffix)
-    return name.endswith(_PROTOBUF_SUFFIXES)
-
-
-# What a folder given to `ingest` is read for: files whose name (a compression suffix aside) says OTLP data.
-_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", *_PROTOBUF_SUFFIXES)
-
-
-def _expanded(files: tuple[Path, ...]) -> tuple[Path, ...]:
-    """The files given, a folder replaced by the data files beneath it (`_DATA_SUFFIXES`, at any depth, in name
-    order; hidden ones left out), as a Collector's `file` exporter with rotation leaves its output; the other
-    files of a folder are said in one note. A folder with no data file is one error line."""
-    out: list[Path] = []
-    for given in files:
-        if not given.is_dir():
-            out.append(given)
-            continue
-        found: list[Path] = []
-        other: list[Path] = []
-        for path in sorted(given.rglob("*")):
-            if any(part.startswith(".") for part in path.relative_to(given).parts) or not path.is_file():
-                continue
-            name = path.name.lower()
-            for suffix in _COMPRESSED_SUFFIXES:
-                name = name.removesuffix(suffix)
-            (found if name.endswith(_DATA_SUFFIXES) else other).append(path)
-        if not found:
-            raise click.ClickException(
-                f"{given}: a folder with no OTLP file in it (names ending {', '.join(_DATA_SUFFIXES)}, or those "
-                "gzip, zstd or bz2 compressed); name the files to read"
-            )
-        if other:
-            shown = ", ".join(str(p.relative_to(given)) for p in other[:3]) + (", ..." if len(other) > 3 else "")
-            files_not = "1 file" if len(other) == 1 else f"{len(other)} files"
-            echo(f"note: {given}: {files_not} not read, not named as OTLP data: {shown}", err=True)
-        out.extend(found)
-    return tuple(out)
 
 
 def _documents(data: bytes) -> list[tuple[int, bytes]]:
@@ -156,8 +76,8 @@ def _read(
     `.protobuf` files are OTLP protobuf; a JSON document is Jaeger's export when it has `data[].spans`,
     Tempo's when it has `batches` or `{"trace": {...}}`, else OTLP/JSON). A compressed file is read
     decompressed, a JSON Lines file document by document (an error names the line)."""
-    data = _file_bytes(path)
-    if _is_protobuf(path, given):
+    data = file_bytes(path)
+    if is_protobuf(path, given):
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         from tracevals.collector.otlp_decode import parse_request
@@ -246,7 +166,7 @@ def _fast(
     Lines file's documents are converted together, and the file is taken only if every one of them is."""
     if os.environ.get("TRACEVALS_INGEST_FAST", "1") == "0" or given in ("otlp-proto", "jaeger"):
         return {}
-    json_files = [i for i, path in enumerate(files) if not _is_protobuf(path, given)]
+    json_files = [i for i, path in enumerate(files) if not is_protobuf(path, given)]
     out: dict[int, Counts] = {}
     batch: list[int] = []
     size = 0
@@ -257,7 +177,7 @@ def _fast(
         bodies: list[bytes] = []
         for i in batch:
             try:
-                documents = _documents(_file_bytes(files[i]))
+                documents = _documents(file_bytes(files[i]))
             except OTLPDecodeError:
                 continue  # the slow path says what is wrong with it
             owners += [i] * len(documents)
@@ -279,7 +199,7 @@ def _fast(
         pa.default_memory_pool().release_unused()
 
     for i in json_files:
-        compressed = _compression(files[i]) is not None
+        compressed = compression(files[i]) is not None
         length = files[i].stat().st_size
         if batch and (compressed or size + length > json_columnar.GROUP_BYTES):
             convert()
@@ -382,11 +302,11 @@ def ingest(lake: Lake, fmt: str, input_format: str, limit: int, files: tuple[Pat
 
     if sum(str(path) == "-" for path in files) > 1:
         raise click.UsageError("'-' (standard input) is given more than once; give it once")
-    files = _expanded(files)
+    files = expanded(files)
     # nothing is written before every file is read: what was read waits on disk (`Spill`), not in memory
     with temporary_folder("tracevals-ingest-") as folder:
         spill = Spill(folder)
-        named, files = files, tuple(_stdin_copy(folder) if str(p) == "-" else p for p in files)
+        named, files = files, tuple(stdin_copy(folder) if str(p) == "-" else p for p in files)
 
         def keep(read: Read) -> None:
             spans, logs, _ = redacted(read)
